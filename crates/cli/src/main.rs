@@ -1,0 +1,3 @@
+//! The `kubeferry` command line.
+
+fn main() {}

@@ -1,0 +1,10 @@
+//! kubeferry's core: job specs, templates, execution ids, the status model and pure status mappings.
+//!
+//! Nothing in this crate does I/O. The Kubernetes backend (`kubeferry-kube`) turns specs into
+//! objects and feeds the objects it observes back through the mappings here.
+
+pub mod id;
+pub mod status;
+
+pub use id::{ExecutionId, IdError, JobKind};
+pub use status::{ExecutionInfo, JobState, Reason};

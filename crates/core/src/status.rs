@@ -1,0 +1,401 @@
+//! The status model: one state machine and one closed set of reasons for every kind of job.
+
+use std::fmt;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// Where a job stands. `Succeeded`, `Failed` and `Cancelled` are terminal and never change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobState {
+    /// Accepted by Kubernetes, not running yet (no pod, pod pending, image pulling, unschedulable).
+    Queued,
+    /// Its main container (or Spark driver) has started.
+    Started,
+    /// Ended successfully.
+    Succeeded,
+    /// Ended unsuccessfully; the reason tells whose fault and whether a retry may help.
+    Failed,
+    /// A cancel was requested and the work may still be running.
+    Cancelling,
+    /// Cancelled; the work has stopped or is being torn down by Kubernetes.
+    Cancelled,
+}
+
+impl JobState {
+    /// All states, in lifecycle order.
+    pub const ALL: [JobState; 6] = [
+        JobState::Queued,
+        JobState::Started,
+        JobState::Succeeded,
+        JobState::Failed,
+        JobState::Cancelling,
+        JobState::Cancelled,
+    ];
+
+    /// Whether this state is final.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            JobState::Succeeded | JobState::Failed | JobState::Cancelled
+        )
+    }
+
+    /// The state as printed and serialized, e.g. `SUCCEEDED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "QUEUED",
+            JobState::Started => "STARTED",
+            JobState::Succeeded => "SUCCEEDED",
+            JobState::Failed => "FAILED",
+            JobState::Cancelling => "CANCELLING",
+            JobState::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for JobState {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        JobState::ALL
+            .into_iter()
+            .find(|state| state.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!(
+                    "{s:?} is not a job state: expected one of QUEUED, STARTED, SUCCEEDED, FAILED, CANCELLING, CANCELLED"
+                )
+            })
+    }
+}
+
+/// Why a job is in its state: a closed set, documented in the README's reason table.
+///
+/// Failure reasons fall into three classes (see [`Reason::failure_class`]): the job's own fault,
+/// the infrastructure's fault (a retry on another node may well succeed), and configuration
+/// problems that no retry will fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Reason {
+    // Queued.
+    /// Accepted; no pod exists yet (or the Spark operator has not started the driver).
+    Pending,
+    /// Admission is held by a queue (Kueue) or the job is suspended.
+    Suspended,
+    /// The scheduler found no node for the pod; the message carries the scheduler's words.
+    Unschedulable,
+    /// The pod waits for its image, a volume or container creation.
+    ContainerCreating,
+    /// The image cannot be pulled yet; the job fails once the pull grace period expires.
+    ImagePullBackOff,
+    // Started.
+    /// The main container (or Spark driver) runs.
+    Running,
+    // Succeeded.
+    /// The job ended successfully.
+    Completed,
+    // Failed: the job's own fault.
+    /// The main container exited with a non-zero code.
+    Error,
+    /// The main container was killed for exceeding its memory limit (even when its exit code was 0).
+    OomKilled,
+    /// The job ran out of its time (`timeout`, activeDeadlineSeconds).
+    DeadlineExceeded,
+    /// Every allowed attempt failed.
+    BackoffLimitExceeded,
+    /// The pod failure policy failed the job.
+    PodFailurePolicy,
+    /// The Spark application failed.
+    SparkFailed,
+    // Failed: configuration.
+    /// The image cannot be pulled (after the grace period).
+    ImagePullFailed,
+    /// The image reference is malformed.
+    InvalidImageName,
+    /// A secret or configmap the container needs is missing.
+    CreateContainerConfigError,
+    /// The container runtime could not create the container (after the grace period).
+    CreateContainerError,
+    /// The pod stayed unschedulable past the pending timeout.
+    UnschedulableTimeout,
+    /// The Spark operator never wrote a status within the no-status timeout.
+    NoStatusTimeout,
+    /// The Spark driver did not start, or did not become ready, in time.
+    DriverStartTimedOut,
+    // Failed: infrastructure (retryable).
+    /// The pod was evicted from its node (resource pressure, API eviction).
+    Evicted,
+    /// The pod was preempted by a higher-priority pod.
+    Preempted,
+    /// The node running the pod was lost or shut down.
+    NodeLost,
+    /// The pod was disrupted (DisruptionTarget) for another reason.
+    Disrupted,
+    /// The Job or its pod was deleted by someone other than kubeferry.
+    DeletedExternally,
+    // Cancel.
+    /// A cancel was requested; the work may still run.
+    CancelRequested,
+    /// The job was cancelled.
+    Cancelled,
+    // Not a terminal outcome.
+    /// The object's status has a shape this version cannot read; the state is the last known one.
+    UnrecognizedStatus,
+}
+
+/// Whose fault a failure was, which decides whether retrying can help.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailureClass {
+    /// The job's own code or resources: retrying the same spec is likely to fail again.
+    User,
+    /// The cluster: a retry may well succeed.
+    Infrastructure,
+    /// The spec or the cluster's configuration: retrying will not help until it is fixed.
+    Configuration,
+}
+
+impl Reason {
+    /// Every reason, in documentation order.
+    pub const ALL: [Reason; 28] = [
+        Reason::Pending,
+        Reason::Suspended,
+        Reason::Unschedulable,
+        Reason::ContainerCreating,
+        Reason::ImagePullBackOff,
+        Reason::Running,
+        Reason::Completed,
+        Reason::Error,
+        Reason::OomKilled,
+        Reason::DeadlineExceeded,
+        Reason::BackoffLimitExceeded,
+        Reason::PodFailurePolicy,
+        Reason::SparkFailed,
+        Reason::ImagePullFailed,
+        Reason::InvalidImageName,
+        Reason::CreateContainerConfigError,
+        Reason::CreateContainerError,
+        Reason::UnschedulableTimeout,
+        Reason::NoStatusTimeout,
+        Reason::DriverStartTimedOut,
+        Reason::Evicted,
+        Reason::Preempted,
+        Reason::NodeLost,
+        Reason::Disrupted,
+        Reason::DeletedExternally,
+        Reason::CancelRequested,
+        Reason::Cancelled,
+        Reason::UnrecognizedStatus,
+    ];
+
+    /// For a failure reason, whose fault it was; `None` for reasons that are not failures.
+    pub fn failure_class(self) -> Option<FailureClass> {
+        use Reason::*;
+        match self {
+            Error | OomKilled | DeadlineExceeded | BackoffLimitExceeded | PodFailurePolicy
+            | SparkFailed => Some(FailureClass::User),
+            ImagePullFailed
+            | InvalidImageName
+            | CreateContainerConfigError
+            | CreateContainerError
+            | UnschedulableTimeout
+            | NoStatusTimeout
+            | DriverStartTimedOut => Some(FailureClass::Configuration),
+            Evicted | Preempted | NodeLost | Disrupted | DeletedExternally => {
+                Some(FailureClass::Infrastructure)
+            }
+            Pending | Suspended | Unschedulable | ContainerCreating | ImagePullBackOff
+            | Running | Completed | CancelRequested | Cancelled | UnrecognizedStatus => None,
+        }
+    }
+
+    /// Whether a caller may retry the job after a failure with this reason and expect a
+    /// different outcome.
+    pub fn is_retryable(self) -> bool {
+        self.failure_class() == Some(FailureClass::Infrastructure)
+    }
+
+    /// The reason as serialized, e.g. `OomKilled`.
+    pub fn as_str(self) -> &'static str {
+        use Reason::*;
+        match self {
+            Pending => "Pending",
+            Suspended => "Suspended",
+            Unschedulable => "Unschedulable",
+            ContainerCreating => "ContainerCreating",
+            ImagePullBackOff => "ImagePullBackOff",
+            Running => "Running",
+            Completed => "Completed",
+            Error => "Error",
+            OomKilled => "OomKilled",
+            DeadlineExceeded => "DeadlineExceeded",
+            BackoffLimitExceeded => "BackoffLimitExceeded",
+            PodFailurePolicy => "PodFailurePolicy",
+            SparkFailed => "SparkFailed",
+            ImagePullFailed => "ImagePullFailed",
+            InvalidImageName => "InvalidImageName",
+            CreateContainerConfigError => "CreateContainerConfigError",
+            CreateContainerError => "CreateContainerError",
+            UnschedulableTimeout => "UnschedulableTimeout",
+            NoStatusTimeout => "NoStatusTimeout",
+            DriverStartTimedOut => "DriverStartTimedOut",
+            Evicted => "Evicted",
+            Preempted => "Preempted",
+            NodeLost => "NodeLost",
+            Disrupted => "Disrupted",
+            DeletedExternally => "DeletedExternally",
+            CancelRequested => "CancelRequested",
+            Cancelled => "Cancelled",
+            UnrecognizedStatus => "UnrecognizedStatus",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything kubeferry knows about one execution at one moment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionInfo {
+    /// Where the job stands.
+    pub state: JobState,
+    /// Why, machine-readable.
+    pub reason: Reason,
+    /// Why, for humans (the scheduler's message, the container's termination message, ...).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// The main container's exit code, once it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// When the main container (or Spark driver) started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    /// When the job reached its terminal state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
+}
+
+impl ExecutionInfo {
+    /// A status with only a state and a reason.
+    pub fn new(state: JobState, reason: Reason) -> Self {
+        Self {
+            state,
+            reason,
+            message: String::new(),
+            exit_code: None,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    /// Sets the human message.
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    /// Whether the state is final.
+    pub fn is_terminal(&self) -> bool {
+        self.state.is_terminal()
+    }
+
+    /// The status a caller should hold after observing `next` while holding `self`.
+    ///
+    /// A terminal status never changes, and once a job has started every later answer keeps its
+    /// start time, even one computed from objects that no longer show it.
+    pub fn advance(&self, next: ExecutionInfo) -> ExecutionInfo {
+        if self.is_terminal() {
+            return self.clone();
+        }
+        let mut next = next;
+        if next.started_at.is_none() {
+            next.started_at = self.started_at;
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_states() {
+        let terminal: Vec<_> = JobState::ALL
+            .into_iter()
+            .filter(|s| s.is_terminal())
+            .collect();
+        assert_eq!(
+            terminal,
+            [JobState::Succeeded, JobState::Failed, JobState::Cancelled]
+        );
+    }
+
+    #[test]
+    fn states_parse_and_print() {
+        for state in JobState::ALL {
+            assert_eq!(state.as_str().parse::<JobState>().unwrap(), state);
+            assert_eq!(
+                serde_json::to_string(&state).unwrap(),
+                format!("\"{}\"", state.as_str())
+            );
+        }
+        assert!("DONE".parse::<JobState>().is_err());
+    }
+
+    #[test]
+    fn reasons_serialize_as_their_names() {
+        for reason in Reason::ALL {
+            assert_eq!(
+                serde_json::to_string(&reason).unwrap(),
+                format!("\"{}\"", reason.as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn only_infrastructure_failures_are_retryable() {
+        let retryable: Vec<_> = Reason::ALL
+            .into_iter()
+            .filter(|r| r.is_retryable())
+            .collect();
+        assert_eq!(
+            retryable,
+            [
+                Reason::Evicted,
+                Reason::Preempted,
+                Reason::NodeLost,
+                Reason::Disrupted,
+                Reason::DeletedExternally
+            ]
+        );
+    }
+
+    #[test]
+    fn terminal_status_never_changes_and_start_time_is_kept() {
+        let start: Timestamp = "2026-01-02T03:04:05Z".parse().unwrap();
+        let mut started = ExecutionInfo::new(JobState::Started, Reason::Running);
+        started.started_at = Some(start);
+
+        let queued_again = ExecutionInfo::new(JobState::Queued, Reason::Pending);
+        assert_eq!(started.advance(queued_again).started_at, Some(start));
+
+        let done = ExecutionInfo::new(JobState::Succeeded, Reason::Completed);
+        let held = started.advance(done);
+        assert_eq!(held.state, JobState::Succeeded);
+        assert_eq!(held.started_at, Some(start));
+
+        let failed = ExecutionInfo::new(JobState::Failed, Reason::Error);
+        assert_eq!(held.advance(failed), held);
+    }
+}

@@ -1,0 +1,1 @@
+//! A simulated Kubernetes cluster for tests, benchmarks and the embedded default of the CLI.
