@@ -4,6 +4,7 @@
 //! objects and feeds the objects it observes back through the mappings here.
 
 pub mod id;
+pub mod marks;
 pub mod status;
 
 pub use id::{ExecutionId, IdError, JobKind};

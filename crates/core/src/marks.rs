@@ -1,0 +1,140 @@
+//! The labels and annotations kubeferry puts on every object it creates, and how it names them.
+//!
+//! All job state lives in Kubernetes: these marks are how any replica finds a job again, adopts
+//! a create whose response was lost, and recognises a cancel requested elsewhere.
+
+use sha2::{Digest, Sha256};
+
+use crate::id::is_dns_label;
+
+/// Label on every object kubeferry creates (Jobs, their pod templates, SparkApplications).
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// The value of [`MANAGED_BY_LABEL`].
+pub const MANAGED_BY_VALUE: &str = "kubeferry";
+/// The label selector for everything kubeferry manages.
+pub const MANAGED_SELECTOR: &str = "app.kubernetes.io/managed-by=kubeferry";
+/// Label holding the caller's job id (or `h-<hash>` when the id is not a valid label value).
+pub const JOB_ID_LABEL: &str = "kubeferry.dev/job-id";
+/// Annotation holding the caller's full job id.
+pub const JOB_ID_ANNOTATION: &str = "kubeferry.dev/job-id";
+/// Annotation holding a hash of the spec the object was created from.
+pub const SPEC_HASH_ANNOTATION: &str = "kubeferry.dev/spec-hash";
+/// Annotation set when a cancel is requested; its value is the RFC 3339 time of the request.
+pub const CANCEL_ANNOTATION: &str = "kubeferry.dev/cancel-requested";
+
+/// The longest object name kubeferry generates: a DNS-1123 label.
+pub const MAX_NAME_LEN: usize = 63;
+
+/// The value of [`JOB_ID_LABEL`] for a job id: the id itself when it is a valid label value,
+/// otherwise `h-` and a hash of it (label values are at most 63 characters of a narrow alphabet).
+pub fn job_id_label_value(job_id: &str) -> String {
+    if is_label_value(job_id) {
+        job_id.to_string()
+    } else {
+        format!("h-{}", short_hash(job_id, 40))
+    }
+}
+
+/// The deterministic object name for a job id: the id sanitised to a DNS-1123 label, truncated,
+/// plus a short hash of the full id so that truncation or sanitising can never make two ids
+/// share a name. `prefix` (itself a DNS label, possibly empty) goes first.
+pub fn object_name(prefix: &str, job_id: &str) -> String {
+    let hash = short_hash(job_id, 8);
+    let mut base = String::new();
+    if !prefix.is_empty() {
+        base.push_str(prefix);
+        base.push('-');
+    }
+    let mut last_dash = base.ends_with('-') || base.is_empty();
+    for c in job_id.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            base.push(c);
+            last_dash = false;
+        } else if !last_dash {
+            base.push('-');
+            last_dash = true;
+        }
+    }
+    let room = MAX_NAME_LEN - hash.len() - 1;
+    base.truncate(room);
+    let base = base.trim_matches('-');
+    let name = if base.is_empty() {
+        format!("kf-{hash}")
+    } else {
+        format!("{base}-{hash}")
+    };
+    debug_assert!(is_dns_label(&name), "{name}");
+    name
+}
+
+/// The first `len` hex digits of the SHA-256 of `text`.
+pub fn short_hash(text: &str, len: usize) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push_str(&format!("{byte:02x}"));
+    }
+    hex.truncate(len);
+    hex
+}
+
+/// Whether `s` is a valid Kubernetes label value: at most 63 characters, alphanumerics and
+/// `-_.`, starting and ending with an alphanumeric (or empty).
+pub fn is_label_value(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    if bytes.is_empty() {
+        return true;
+    }
+    bytes.len() <= 63
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_deterministic_dns_labels() {
+        let cases = [
+            ("", "hello"),
+            ("", "Hello World/step_1"),
+            ("gravitino", "job-42"),
+            ("", "---"),
+            ("", &"x".repeat(200)),
+            ("pfx", "ünïcödé"),
+        ];
+        for (prefix, id) in cases {
+            let name = object_name(prefix, id);
+            assert!(is_dns_label(&name), "{prefix:?} {id:?} -> {name}");
+            assert_eq!(name, object_name(prefix, id));
+            if !prefix.is_empty() {
+                assert!(name.starts_with(&format!("{prefix}-")), "{name}");
+            }
+        }
+        assert!(object_name("", "hello").starts_with("hello-"));
+    }
+
+    #[test]
+    fn truncation_cannot_collide() {
+        let a = format!("{}a", "x".repeat(100));
+        let b = format!("{}b", "x".repeat(100));
+        assert_ne!(object_name("", &a), object_name("", &b));
+        assert_ne!(object_name("", "a_b"), object_name("", "a-b"));
+    }
+
+    #[test]
+    fn label_values() {
+        assert_eq!(job_id_label_value("run-1.step_2"), "run-1.step_2");
+        let long = "x".repeat(64);
+        let hashed = job_id_label_value(&long);
+        assert!(hashed.starts_with("h-") && is_label_value(&hashed));
+        assert!(job_id_label_value("a/b").starts_with("h-"));
+        assert!(!is_label_value("-a"));
+        assert!(is_label_value(""));
+    }
+}
