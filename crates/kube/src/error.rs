@@ -1,0 +1,141 @@
+//! The errors of the Kubernetes backend: each names what kubeferry tried and what to do about it.
+
+use jiff::Timestamp;
+use kubeferry_core::{ExecutionId, IdError};
+
+/// Everything that can go wrong between kubeferry and a Kubernetes API server.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The job does not exist (never created here, or already removed).
+    #[error("no such job: {id}{hint}")]
+    NoSuchJob {
+        /// The id asked about.
+        id: ExecutionId,
+        /// Why it may be gone, when kubeferry can tell.
+        hint: String,
+    },
+    /// The id names a cluster other than the one configured. Never "no such job": callers would
+    /// settle a running job as failed or cancelled.
+    #[error(
+        "execution id {id} belongs to cluster {:?}, but this kubeferry is connected to cluster {configured:?}: check the configuration (--cluster-name, or the context)",
+        id.cluster
+    )]
+    WrongCluster {
+        /// The id asked about.
+        id: ExecutionId,
+        /// The configured cluster name.
+        configured: String,
+    },
+    /// The id is of a kind this operation does not handle.
+    #[error("execution id {id} is a {}, which {operation} does not support", id.kind)]
+    UnsupportedKind {
+        /// The id asked about.
+        id: ExecutionId,
+        /// What was attempted.
+        operation: &'static str,
+    },
+    /// The server refused for lack of permission: names the verb and resource to grant.
+    #[error(
+        "forbidden: kubeferry needs permission to {verb} {resource} in namespace {namespace:?} (see `kubeferry rbac`); the server said: {message}"
+    )]
+    Forbidden {
+        /// The verb that was refused (get, list, watch, create, patch, delete).
+        verb: &'static str,
+        /// The resource, with its API group when it has one (e.g. `jobs.batch`).
+        resource: String,
+        /// The namespace.
+        namespace: String,
+        /// The server's own message.
+        message: String,
+    },
+    /// The API server could not be reached; status queries fail fast for a while after this.
+    #[error(
+        "the Kubernetes API server at {url} is unreachable (last failure at {since}): {message}"
+    )]
+    Unreachable {
+        /// The server's URL.
+        url: String,
+        /// When the server was last found unreachable.
+        since: Timestamp,
+        /// What the connection attempt said.
+        message: String,
+    },
+    /// An object with the job's deterministic name exists but belongs to something else.
+    #[error(
+        "cannot create {kind} {namespace}/{name}: an object of that name already exists and {why}; choose another job id or remove it"
+    )]
+    NameTaken {
+        /// The object kind.
+        kind: &'static str,
+        /// The namespace.
+        namespace: String,
+        /// The name.
+        name: String,
+        /// Why it cannot be adopted.
+        why: String,
+    },
+    /// The server answered with an error that retrying cannot fix (400, 404, 409, 422, ...).
+    #[error("{operation}: the server answered {code} {reason}: {message}")]
+    Rejected {
+        /// What kubeferry tried.
+        operation: String,
+        /// The HTTP status code.
+        code: u16,
+        /// The Kubernetes reason (NotFound, Invalid, ...).
+        reason: String,
+        /// The server's message.
+        message: String,
+    },
+    /// Retryable failures went on until the operation's deadline.
+    #[error("{operation}: gave up after {attempts} attempts: {source}")]
+    RetriesExhausted {
+        /// What kubeferry tried.
+        operation: String,
+        /// How many attempts were made.
+        attempts: u32,
+        /// The last failure.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// A failure talking to the server that is neither an answer nor a lost connection.
+    #[error("{operation}: {source}")]
+    Client {
+        /// What kubeferry tried.
+        operation: String,
+        /// The client's error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// The Kubernetes client could not be configured (kubeconfig, context, credentials).
+    #[error("cannot configure the Kubernetes client: {message}")]
+    Config {
+        /// What is wrong.
+        message: String,
+        /// The cause, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// An execution id that does not parse.
+    #[error(transparent)]
+    Id(#[from] IdError),
+    /// Waiting for a job took longer than the caller allowed.
+    #[error("timed out after {after:?} waiting for {id}; it is still {state}")]
+    WaitTimeout {
+        /// The job.
+        id: ExecutionId,
+        /// How long kubeferry waited.
+        after: std::time::Duration,
+        /// The job's state when the wait ended.
+        state: kubeferry_core::JobState,
+    },
+}
+
+impl Error {
+    /// Whether this error means the job does not exist.
+    pub fn is_no_such_job(&self) -> bool {
+        matches!(self, Error::NoSuchJob { .. })
+    }
+}
+
+/// A result of the Kubernetes backend.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,280 @@
+//! Container logs: tails cut on a UTF-8 boundary, and follows that survive dropped streams and
+//! end when the container does.
+
+use std::time::Duration;
+
+use futures::{AsyncBufReadExt, Stream, StreamExt};
+use jiff::{Timestamp, TimestampRound, Unit};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::LogParams;
+use tokio::sync::mpsc;
+use tracing::debug;
+
+use crate::cluster::{Cluster, Op};
+use crate::error::Result;
+
+/// Which container's log to read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogTarget {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub pod: String,
+    /// The container's name.
+    pub container: String,
+}
+
+/// How much of a log to read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TailOptions {
+    /// At most this many lines from the end.
+    pub lines: Option<u64>,
+    /// At most this many bytes from the end (cut so that no character is split).
+    pub bytes: Option<u64>,
+    /// The previous attempt's container (after a restart).
+    pub previous: bool,
+}
+
+/// Reads the end of a container's log.
+pub async fn tail(cluster: &Cluster, target: &LogTarget, options: &TailOptions) -> Result<String> {
+    let api: Api<Pod> = Api::namespaced(cluster.client().clone(), &target.namespace);
+    let params = LogParams {
+        container: Some(target.container.clone()),
+        tail_lines: options.lines.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+        previous: options.previous,
+        ..LogParams::default()
+    };
+    let op = Op::named("get", "pods/log", &target.namespace, &target.pod);
+    let text = cluster
+        .call(&op, true, || api.logs(&target.pod, &params))
+        .await?;
+    Ok(match options.bytes {
+        Some(max) => last_bytes(&text, usize::try_from(max).unwrap_or(usize::MAX)).to_string(),
+        None => text,
+    })
+}
+
+/// The last `max` bytes of `text`, moved forward to the next character boundary so that no
+/// character is split.
+pub fn last_bytes(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// Timings of a follow.
+#[derive(Clone, Debug)]
+pub struct FollowOptions {
+    /// Start with this many lines from the end (all when `None`).
+    pub tail_lines: Option<u64>,
+    /// How long to wait before re-opening a stream that ended while the container still runs.
+    pub reopen_delay: Duration,
+}
+
+impl Default for FollowOptions {
+    fn default() -> Self {
+        Self {
+            tail_lines: None,
+            reopen_delay: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Follows a container's log, line by line (each with its newline), until the container has
+/// terminated and its log is drained. A stream that ends early (rotation, a dropped connection)
+/// is re-opened from the time of the last line read, skipping lines already delivered.
+pub fn follow(
+    cluster: Cluster,
+    target: LogTarget,
+    options: FollowOptions,
+) -> impl Stream<Item = Result<String>> + Send + 'static {
+    let (sender, receiver) = mpsc::channel(256);
+    tokio::spawn(async move {
+        if let Err(error) = follow_into(&cluster, &target, &options, &sender).await {
+            let _ = sender.send(Err(error)).await;
+        }
+    });
+    futures::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|item| (item, receiver))
+    })
+}
+
+async fn follow_into(
+    cluster: &Cluster,
+    target: &LogTarget,
+    options: &FollowOptions,
+    sender: &mpsc::Sender<Result<String>>,
+) -> Result<()> {
+    let api: Api<Pod> = Api::namespaced(cluster.client().clone(), &target.namespace);
+    let op = Op::named("get", "pods/log", &target.namespace, &target.pod);
+    let mut resume = Resume::default();
+    loop {
+        let params = LogParams {
+            container: Some(target.container.clone()),
+            follow: true,
+            timestamps: true,
+            since_time: resume.since(),
+            tail_lines: if resume.started() {
+                None
+            } else {
+                options
+                    .tail_lines
+                    .map(|n| i64::try_from(n).unwrap_or(i64::MAX))
+            },
+            ..LogParams::default()
+        };
+        let stream = cluster
+            .call(&op, true, || api.log_stream(&target.pod, &params))
+            .await?;
+        let mut lines = stream.lines();
+        while let Some(line) = lines.next().await {
+            let line = match line {
+                Ok(line) => line,
+                Err(error) => {
+                    debug!(message = "log stream broke; re-opening", pod = %target.pod, %error);
+                    break;
+                }
+            };
+            if let Some(text) = resume.accept(&line)
+                && sender.send(Ok(format!("{text}\n"))).await.is_err()
+            {
+                return Ok(()); // The reader went away.
+            }
+        }
+        match container_terminated(cluster, &api, target).await? {
+            Termination::Running => tokio::time::sleep(options.reopen_delay).await,
+            Termination::PodGone => return Ok(()),
+            Termination::Terminated => {
+                // Drain what the broken stream may have missed, then stop.
+                let params = LogParams {
+                    container: Some(target.container.clone()),
+                    timestamps: true,
+                    since_time: resume.since(),
+                    ..LogParams::default()
+                };
+                let rest = cluster
+                    .call(&op, true, || api.logs(&target.pod, &params))
+                    .await?;
+                for line in rest.lines() {
+                    if let Some(text) = resume.accept(line)
+                        && sender.send(Ok(format!("{text}\n"))).await.is_err()
+                    {
+                        return Ok(());
+                    }
+                }
+                return Ok(());
+            }
+        }
+    }
+}
+
+enum Termination {
+    Running,
+    Terminated,
+    PodGone,
+}
+
+async fn container_terminated(
+    cluster: &Cluster,
+    api: &Api<Pod>,
+    target: &LogTarget,
+) -> Result<Termination> {
+    let op = Op::named("get", "pods", &target.namespace, &target.pod);
+    let pod = match cluster.call(&op, true, || api.get_opt(&target.pod)).await? {
+        Some(pod) => pod,
+        None => return Ok(Termination::PodGone),
+    };
+    let status = pod.status.unwrap_or_default();
+    let phase_done = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
+    let terminated = status
+        .container_statuses
+        .unwrap_or_default()
+        .iter()
+        .find(|c| c.name == target.container)
+        .and_then(|c| c.state.as_ref())
+        .is_some_and(|s| s.terminated.is_some());
+    Ok(if terminated || phase_done {
+        Termination::Terminated
+    } else {
+        Termination::Running
+    })
+}
+
+/// Where a follow is, so that a re-opened stream continues after the last delivered line.
+///
+/// Lines are requested with timestamps. The server takes `sinceTime` in whole seconds, so a
+/// re-opened stream starts at the second of the last line and repeats the lines of that second
+/// already delivered; those are skipped by counting them.
+#[derive(Debug, Default)]
+pub struct Resume {
+    last: Option<Timestamp>,
+    delivered_at_last: usize,
+    replay_at_last: usize,
+    replaying: bool,
+}
+
+impl Resume {
+    fn started(&self) -> bool {
+        self.last.is_some()
+    }
+
+    /// The `sinceTime` for re-opening: the last line's time, truncated to the second.
+    pub fn since(&mut self) -> Option<Timestamp> {
+        let last = self.last?;
+        self.replaying = true;
+        self.replay_at_last = 0;
+        last.round(
+            TimestampRound::new()
+                .smallest(Unit::Second)
+                .mode(jiff::RoundMode::Trunc),
+        )
+        .ok()
+    }
+
+    /// Takes one timestamped line from the server; returns its text unless it was delivered
+    /// before.
+    pub fn accept<'a>(&mut self, line: &'a str) -> Option<&'a str> {
+        let Some((time, text)) = split_timestamp(line) else {
+            // Not timestamped (should not happen): deliver it as it is.
+            return Some(line);
+        };
+        match self.last {
+            Some(last) if self.replaying && time < last => None,
+            Some(last) if self.replaying && time == last => {
+                self.replay_at_last += 1;
+                if self.replay_at_last <= self.delivered_at_last {
+                    None
+                } else {
+                    self.delivered_at_last += 1;
+                    Some(text)
+                }
+            }
+            Some(last) if time == last => {
+                self.delivered_at_last += 1;
+                Some(text)
+            }
+            _ => {
+                self.replaying = false;
+                self.last = Some(time);
+                self.delivered_at_last = 1;
+                Some(text)
+            }
+        }
+    }
+}
+
+/// Splits `2026-01-02T03:04:05.123456789Z text` into its time and text.
+pub fn split_timestamp(line: &str) -> Option<(Timestamp, &str)> {
+    let (time, text) = line.split_once(' ').unwrap_or((line, ""));
+    let time: Timestamp = time.parse().ok()?;
+    Some((time, text))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,5 @@
+//! The tracker: one watch per namespace and resource, answering status queries from memory.
+
+pub mod reflector;
+
+pub use reflector::{Departure, Entry, Reflector, ReflectorSettings, Tombstone, WatchHealth};

@@ -1,0 +1,382 @@
+//! A label-scoped watch of one resource in one namespace, kept as small views in memory.
+//!
+//! kube-runtime's watcher does the hard parts: it lists, watches from the list's
+//! resourceVersion, relists on 410 Gone, reconnects with jittered backoff, and restarts a watch
+//! that stays silent past its timeout (a stalled connection). This module keeps only what the
+//! status mappings read (a view per object, never the whole object) and remembers how each
+//! object went away: a DELETED event carries the object's final state, an object that is merely
+//! missing from a relist does not.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt::Debug;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+/// What the reflector keeps of one object: its name, the key of the job it belongs to, and its
+/// view.
+#[derive(Clone, Debug)]
+pub struct Entry<V> {
+    /// The object's name.
+    pub name: String,
+    /// The job the object belongs to (a Job's own name; a pod's `job-name` label).
+    pub job: String,
+    /// What the mappings read.
+    pub view: V,
+}
+
+/// How an object left the watch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Departure {
+    /// A DELETED event arrived; the view is the object's final state.
+    Deleted,
+    /// The object was missing from a relist; the view is the last state seen, which may be stale.
+    Vanished,
+}
+
+/// An object that was watched and is gone.
+#[derive(Clone, Debug)]
+pub struct Tombstone<V> {
+    /// The last view seen.
+    pub last: V,
+    /// How it left.
+    pub departure: Departure,
+    /// When it left.
+    pub at: Instant,
+}
+
+/// How long and how many tombstones are kept.
+#[derive(Clone, Debug)]
+pub struct ReflectorSettings {
+    /// Server-side watch timeout; a watch silent for this plus a margin is restarted.
+    pub watch_timeout: Duration,
+    /// How long tombstones are kept.
+    pub tombstone_ttl: Duration,
+    /// At most this many tombstones are kept (the oldest go first).
+    pub max_tombstones: usize,
+}
+
+impl Default for ReflectorSettings {
+    fn default() -> Self {
+        Self {
+            watch_timeout: Duration::from_secs(60),
+            tombstone_ttl: Duration::from_secs(15 * 60),
+            max_tombstones: 10_000,
+        }
+    }
+}
+
+/// The health of a reflector's watch.
+#[derive(Clone, Debug, Default)]
+pub struct WatchHealth {
+    /// Whether the first list has completed.
+    pub synced: bool,
+    /// How many times the watch failed and was re-established.
+    pub restarts: u64,
+    /// The last watch failure, if the watch is failing now.
+    pub failing: Option<String>,
+}
+
+struct State<V> {
+    objects: HashMap<String, Entry<V>>,
+    by_job: HashMap<String, HashSet<String>>,
+    tombstones: HashMap<String, Tombstone<V>>,
+    /// Tombstone names in the order they were made, for pruning the oldest first.
+    tombstone_order: VecDeque<(Instant, String)>,
+    relisting: Option<HashSet<String>>,
+    health: WatchHealth,
+}
+
+impl<V> Default for State<V> {
+    fn default() -> Self {
+        Self {
+            objects: HashMap::new(),
+            by_job: HashMap::new(),
+            tombstones: HashMap::new(),
+            tombstone_order: VecDeque::new(),
+            relisting: None,
+            health: WatchHealth::default(),
+        }
+    }
+}
+
+/// The views of one resource in one namespace, kept current by a watch.
+pub struct Reflector<V> {
+    state: Arc<RwLock<State<V>>>,
+    changes: broadcast::Sender<String>,
+    synced: tokio::sync::watch::Receiver<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl<V> Drop for Reflector<V> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Reflector<V> {
+    /// Starts watching `api` with `config`; `view` turns an object into its entry (or `None` to
+    /// ignore it).
+    pub fn spawn<K, F>(
+        api: Api<K>,
+        config: watcher::Config,
+        settings: ReflectorSettings,
+        view: F,
+    ) -> Reflector<V>
+    where
+        K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+        K::DynamicType: Default,
+        F: Fn(&K) -> Option<Entry<V>> + Send + Sync + 'static,
+    {
+        let state: Arc<RwLock<State<V>>> = Arc::default();
+        let (changes, _) = broadcast::channel(4096);
+        let (synced_tx, synced) = tokio::sync::watch::channel(false);
+        let config = config.timeout(
+            u32::try_from(settings.watch_timeout.as_secs())
+                .unwrap_or(290)
+                .max(1),
+        );
+        let task = {
+            let state = state.clone();
+            let changes = changes.clone();
+            tokio::spawn(async move {
+                let mut events = watcher(api, config).default_backoff().boxed();
+                while let Some(event) = events.next().await {
+                    let changed = match event {
+                        Ok(event) => apply(&state, event, &view, &settings),
+                        Err(error) => {
+                            let mut state = write(&state);
+                            state.health.restarts += 1;
+                            if state.health.failing.is_none() {
+                                warn!(message = "watch failed; retrying", %error);
+                            }
+                            state.health.failing = Some(error.to_string());
+                            Vec::new()
+                        }
+                    };
+                    if read(&state).health.synced {
+                        let _ = synced_tx.send(true);
+                    }
+                    for job in changed {
+                        let _ = changes.send(job);
+                    }
+                }
+            })
+        };
+        Reflector {
+            state,
+            changes,
+            synced,
+            task,
+        }
+    }
+
+    /// Waits until the first list has completed, at most `timeout`; false if it did not.
+    pub async fn wait_synced(&self, timeout: Duration) -> bool {
+        let mut synced = self.synced.clone();
+        tokio::time::timeout(timeout, synced.wait_for(|s| *s))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// The health of the watch.
+    pub fn health(&self) -> WatchHealth {
+        read(&self.state).health.clone()
+    }
+
+    /// The entries of one job.
+    pub fn of_job(&self, job: &str) -> Vec<Entry<V>> {
+        let state = read(&self.state);
+        state
+            .by_job
+            .get(job)
+            .into_iter()
+            .flatten()
+            .filter_map(|name| state.objects.get(name).cloned())
+            .collect()
+    }
+
+    /// One object's entry.
+    pub fn get(&self, name: &str) -> Option<Entry<V>> {
+        read(&self.state).objects.get(name).cloned()
+    }
+
+    /// How one object went away, if it was watched and is gone.
+    pub fn tombstone(&self, name: &str) -> Option<Tombstone<V>> {
+        read(&self.state).tombstones.get(name).cloned()
+    }
+
+    /// Every entry (for listing).
+    pub fn all(&self) -> Vec<Entry<V>> {
+        read(&self.state).objects.values().cloned().collect()
+    }
+
+    /// How many objects are kept.
+    pub fn len(&self) -> usize {
+        read(&self.state).objects.len()
+    }
+
+    /// Whether no objects are kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The jobs whose objects change, as they change.
+    pub fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.changes.subscribe()
+    }
+}
+
+fn read<V>(state: &RwLock<State<V>>) -> std::sync::RwLockReadGuard<'_, State<V>> {
+    // The state is plain data updated in single steps; a poisoned lock still holds a usable value.
+    state.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<V>(state: &RwLock<State<V>>) -> std::sync::RwLockWriteGuard<'_, State<V>> {
+    state.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Applies one watcher event; returns the jobs that changed.
+fn apply<K, V: Clone, F>(
+    state: &RwLock<State<V>>,
+    event: watcher::Event<K>,
+    view: &F,
+    settings: &ReflectorSettings,
+) -> Vec<String>
+where
+    F: Fn(&K) -> Option<Entry<V>>,
+{
+    let mut state = write(state);
+    state.health.failing = None;
+    match event {
+        watcher::Event::Init => {
+            state.relisting = Some(HashSet::new());
+            Vec::new()
+        }
+        watcher::Event::InitApply(object) => {
+            let Some(entry) = view(&object) else {
+                return Vec::new();
+            };
+            if let Some(seen) = state.relisting.as_mut() {
+                seen.insert(entry.name.clone());
+            }
+            let job = entry.job.clone();
+            upsert(&mut state, entry);
+            vec![job]
+        }
+        watcher::Event::InitDone => {
+            let seen = state.relisting.take().unwrap_or_default();
+            let missing: Vec<String> = state
+                .objects
+                .keys()
+                .filter(|name| !seen.contains(*name))
+                .cloned()
+                .collect();
+            let mut changed = Vec::new();
+            for name in missing {
+                if let Some(job) = remove(&mut state, &name, None, settings) {
+                    changed.push(job);
+                }
+            }
+            if !state.health.synced {
+                debug!(message = "watch synced", objects = state.objects.len());
+            }
+            state.health.synced = true;
+            changed
+        }
+        watcher::Event::Apply(object) => match view(&object) {
+            Some(entry) => {
+                let job = entry.job.clone();
+                upsert(&mut state, entry);
+                vec![job]
+            }
+            None => Vec::new(),
+        },
+        watcher::Event::Delete(object) => match view(&object) {
+            Some(entry) => {
+                let name = entry.name.clone();
+                remove(&mut state, &name, Some(entry), settings)
+                    .into_iter()
+                    .collect()
+            }
+            None => Vec::new(),
+        },
+    }
+}
+
+fn upsert<V>(state: &mut State<V>, entry: Entry<V>) {
+    state.tombstones.remove(&entry.name);
+    if let Some(previous) = state.objects.get(&entry.name)
+        && previous.job != entry.job
+        && let Some(names) = state.by_job.get_mut(&previous.job)
+    {
+        names.remove(&entry.name);
+    }
+    state
+        .by_job
+        .entry(entry.job.clone())
+        .or_default()
+        .insert(entry.name.clone());
+    state.objects.insert(entry.name.clone(), entry);
+}
+
+/// Removes an object, leaving a tombstone; `final_state` is the DELETED event's object.
+fn remove<V: Clone>(
+    state: &mut State<V>,
+    name: &str,
+    final_state: Option<Entry<V>>,
+    settings: &ReflectorSettings,
+) -> Option<String> {
+    let previous = state.objects.remove(name);
+    let (departure, entry) = match (final_state, previous) {
+        (Some(entry), _) => (Departure::Deleted, entry),
+        (None, Some(entry)) => (Departure::Vanished, entry),
+        (None, None) => return None,
+    };
+    if let Some(names) = state.by_job.get_mut(&entry.job) {
+        names.remove(name);
+        if names.is_empty() {
+            state.by_job.remove(&entry.job);
+        }
+    }
+    let now = Instant::now();
+    prune_tombstones(state, now, settings);
+    let job = entry.job.clone();
+    state.tombstones.insert(
+        name.to_string(),
+        Tombstone {
+            last: entry.view,
+            departure,
+            at: now,
+        },
+    );
+    state.tombstone_order.push_back((now, name.to_string()));
+    Some(job)
+}
+
+/// Drops tombstones past their time, and the oldest while there are too many.
+fn prune_tombstones<V>(state: &mut State<V>, now: Instant, settings: &ReflectorSettings) {
+    while let Some((at, name)) = state.tombstone_order.front() {
+        let expired = now.duration_since(*at) >= settings.tombstone_ttl;
+        let over = state.tombstones.len() >= settings.max_tombstones;
+        if !expired && !over {
+            break;
+        }
+        // A name re-tombstoned later has a newer entry in the order; only the entry that made
+        // the current tombstone removes it.
+        if state.tombstones.get(name).is_some_and(|t| t.at == *at) {
+            state.tombstones.remove(name);
+        }
+        state.tombstone_order.pop_front();
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,130 @@
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::ObjectMeta;
+
+use super::*;
+
+/// Config maps stand in for any resource: the "job" is the `job` label, the view the `v` key.
+fn object(name: &str, job: &str, value: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some([("job".to_string(), job.to_string())].into()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("v".to_string(), value.to_string())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+fn view(object: &ConfigMap) -> Option<Entry<String>> {
+    Some(Entry {
+        name: object.metadata.name.clone()?,
+        job: object.metadata.labels.as_ref()?.get("job")?.clone(),
+        view: object.data.as_ref()?.get("v")?.clone(),
+    })
+}
+
+fn run(state: &RwLock<State<String>>, event: watcher::Event<ConfigMap>) -> Vec<String> {
+    apply(state, event, &view, &ReflectorSettings::default())
+}
+
+#[test]
+fn initial_list_syncs_and_indexes_by_job() {
+    let state = RwLock::new(State::default());
+    run(&state, watcher::Event::Init);
+    assert_eq!(
+        run(&state, watcher::Event::InitApply(object("p1", "j1", "a"))),
+        ["j1"]
+    );
+    run(&state, watcher::Event::InitApply(object("p2", "j1", "b")));
+    run(&state, watcher::Event::InitApply(object("p3", "j2", "c")));
+    assert!(!read(&state).health.synced);
+    run(&state, watcher::Event::InitDone);
+    let state = read(&state);
+    assert!(state.health.synced);
+    assert_eq!(state.by_job["j1"].len(), 2);
+    assert_eq!(state.by_job["j2"].len(), 1);
+}
+
+#[test]
+fn deleted_events_leave_the_final_state() {
+    let state = RwLock::new(State::default());
+    run(&state, watcher::Event::Apply(object("p1", "j1", "running")));
+    let changed = run(&state, watcher::Event::Delete(object("p1", "j1", "final")));
+    assert_eq!(changed, ["j1"]);
+    let state = read(&state);
+    assert!(state.objects.is_empty());
+    assert!(state.by_job.is_empty());
+    let tombstone = &state.tombstones["p1"];
+    assert_eq!(tombstone.departure, Departure::Deleted);
+    assert_eq!(tombstone.last, "final");
+}
+
+#[test]
+fn objects_missing_from_a_relist_vanish_with_their_last_seen_state() {
+    let state = RwLock::new(State::default());
+    run(&state, watcher::Event::Apply(object("p1", "j1", "seen")));
+    run(&state, watcher::Event::Apply(object("p2", "j2", "kept")));
+    // A 410 made the watcher relist; p1 was deleted meanwhile.
+    run(&state, watcher::Event::Init);
+    run(
+        &state,
+        watcher::Event::InitApply(object("p2", "j2", "kept2")),
+    );
+    let changed = run(&state, watcher::Event::InitDone);
+    assert_eq!(changed, ["j1"]);
+    let state = read(&state);
+    assert_eq!(state.objects["p2"].view, "kept2");
+    let tombstone = &state.tombstones["p1"];
+    assert_eq!(tombstone.departure, Departure::Vanished);
+    assert_eq!(tombstone.last, "seen");
+}
+
+#[test]
+fn a_recreated_object_loses_its_tombstone() {
+    let state = RwLock::new(State::default());
+    run(&state, watcher::Event::Apply(object("p1", "j1", "a")));
+    run(&state, watcher::Event::Delete(object("p1", "j1", "a")));
+    run(&state, watcher::Event::Apply(object("p1", "j1", "b")));
+    let state = read(&state);
+    assert!(!state.tombstones.contains_key("p1"));
+    assert_eq!(state.objects["p1"].view, "b");
+}
+
+#[test]
+fn tombstones_are_bounded() {
+    let settings = ReflectorSettings {
+        max_tombstones: 3,
+        ..ReflectorSettings::default()
+    };
+    let state = RwLock::new(State::default());
+    for i in 0..10 {
+        let name = format!("p{i}");
+        apply(
+            &state,
+            watcher::Event::Apply(object(&name, "j", "x")),
+            &view,
+            &settings,
+        );
+        apply(
+            &state,
+            watcher::Event::Delete(object(&name, "j", "x")),
+            &view,
+            &settings,
+        );
+    }
+    let state = read(&state);
+    assert_eq!(state.tombstones.len(), 3);
+    for kept in ["p7", "p8", "p9"] {
+        assert!(state.tombstones.contains_key(kept), "{kept}");
+    }
+}
+
+#[test]
+fn ignored_objects_change_nothing() {
+    let state = RwLock::new(State::default());
+    let mut unlabelled = object("p1", "j1", "a");
+    unlabelled.metadata.labels = None;
+    assert!(run(&state, watcher::Event::Apply(unlabelled)).is_empty());
+    assert!(read(&state).objects.is_empty());
+}
