@@ -3,6 +3,7 @@
 pub mod cluster;
 pub mod error;
 pub mod logs;
+pub mod rbac;
 pub mod retry;
 pub mod tracker;
 
