@@ -5,7 +5,9 @@
 
 pub mod id;
 pub mod marks;
+pub mod spec;
 pub mod status;
+pub mod template;
 
 pub use id::{ExecutionId, IdError, JobKind};
 pub use status::{ExecutionInfo, JobState, Reason};
