@@ -442,6 +442,14 @@ impl TolerationOperator {
         ("Equal", TolerationOperator::Equal),
         ("Exists", TolerationOperator::Exists),
     ];
+
+    /// The Kubernetes name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TolerationOperator::Equal => "Equal",
+            TolerationOperator::Exists => "Exists",
+        }
+    }
 }
 
 /// A taint effect.
@@ -462,6 +470,15 @@ impl TaintEffect {
         ("PreferNoSchedule", TaintEffect::PreferNoSchedule),
         ("NoExecute", TaintEffect::NoExecute),
     ];
+
+    /// The Kubernetes name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
 }
 
 /// A memory-backed scratch directory (an `emptyDir` with medium Memory).
