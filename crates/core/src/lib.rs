@@ -10,4 +10,5 @@ pub mod status;
 pub mod template;
 
 pub use id::{ExecutionId, IdError, JobKind};
+pub use spec::{ContainerJobSpec, JobSpec, SpecError};
 pub use status::{ExecutionInfo, JobState, Reason};

@@ -29,9 +29,11 @@ pub use model::{
 pub use quantity::{Quantity, QuantityError, QuantityFormat};
 pub use validate::KUEUE_QUEUE_LABEL;
 
+pub use crate::template::Params;
+
 use crate::id::JobKind;
 use crate::marks::short_hash;
-use crate::template::{self, Params, Rendered};
+use crate::template::{self, Rendered};
 use error::{Found, Path};
 
 /// A validated job spec, of one of the kinds kubeferry runs.
@@ -173,8 +175,13 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
         return Err(locator.error(found, &decoder));
     }
     let Some(job) = job else {
-        // The decoder reports a problem whenever it returns nothing.
-        return Err(SpecError::new(source_name, Vec::new()));
+        // The decoder reports a problem whenever it returns nothing; this is a safety net.
+        let found = Found::at(
+            Path::root(),
+            ProblemKind::Type,
+            "the file is not a job spec",
+        );
+        return Err(locator.error(vec![found], &decoder));
     };
     let found = validate::container_job(&job);
     if !found.is_empty() {
