@@ -589,3 +589,23 @@ fn positions_count_characters_after_multibyte_text() {
         "u.yaml:3:13: args[1]: expected a string, found a list"
     );
 }
+
+proptest::proptest! {
+    /// Whatever the input, loading answers with a spec or with problems, never a panic, and
+    /// every problem's position lies inside the file.
+    #[test]
+    fn loading_never_panics(
+        text in "[a-zé:{}\\[\\],. \n\t\"'#&*!|>\\\\0-9-]{0,80}",
+        json in proptest::bool::ANY,
+    ) {
+        let source = if json { "x.json" } else { "x.yaml" };
+        if let Err(error) = load(source, &text, &Params::new()) {
+            let lines = text.split('\n').count();
+            for problem in error.problems() {
+                if let Some(position) = problem.position {
+                    proptest::prop_assert!(position.line >= 1 && position.line <= lines, "{problem:?}");
+                }
+            }
+        }
+    }
+}

@@ -99,7 +99,10 @@ fn check_json(text: &str) -> Result<(), SyntaxError> {
         .take(error.line().saturating_sub(1))
         .map(str::len)
         .sum();
-    let offset = (line_start + error.column().saturating_sub(1)).min(text.len());
+    let mut offset = (line_start + error.column().saturating_sub(1)).min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
     // serde_json words a trailing comma as "key must be a string" or "expected value".
     if matches!(text.as_bytes().get(offset), Some(b'}' | b']')) {
         let before = text[..offset].trim_end();
@@ -386,7 +389,7 @@ mod tests {
 
     #[test]
     fn syntax_errors_point_at_their_place() {
-        let cases: [(&str, bool, &str, &str); 8] = [
+        let cases: [(&str, bool, &str, &str); 9] = [
             ("a: [1, 2\n", false, "", ""),
             ("a: b\n  c: d\n", false, ": d", "not allowed"),
             ("x: 1\nx: 2\n", false, "x: 2", "duplicate key `x`"),
@@ -410,6 +413,7 @@ mod tests {
                 "/",
                 "invalid JSON: trailing characters",
             ),
+            ("{\"ä\": é}", true, "é", "invalid JSON: expected value"),
         ];
         for (text, json, at, message) in cases {
             let error = parse(text, json).expect_err(text);
