@@ -5,7 +5,10 @@
 
 pub mod id;
 pub mod marks;
+pub mod spec;
 pub mod status;
+pub mod template;
 
 pub use id::{ExecutionId, IdError, JobKind};
+pub use spec::{ContainerJobSpec, JobSpec, SpecError};
 pub use status::{ExecutionInfo, JobState, Reason};

@@ -3,10 +3,12 @@
 pub mod cluster;
 pub mod error;
 pub mod logs;
+pub mod manifest;
 pub mod rbac;
 pub mod retry;
 pub mod tracker;
 
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation, Op};
 pub use error::{Error, Result};
+pub use manifest::{MAIN_CONTAINER, job_manifest};
 pub use retry::RetryPolicy;

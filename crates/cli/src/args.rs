@@ -1,0 +1,319 @@
+//! Command-line arguments, one struct per concern, in kubectl's habits.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Run batch jobs on Kubernetes and know exactly how they ended.
+#[derive(Debug, Parser)]
+#[command(name = "kubeferry", version, propagate_version = true)]
+pub struct Cli {
+    /// Which cluster to talk to.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// How to print results.
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Log verbosity of kubeferry itself (`-v` info, `-vv` debug); RUST_LOG overrides it.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The cluster and namespace, chosen as kubectl chooses them.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: the current context).
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// The namespace (default: the job file's, else the context's).
+    #[arg(short = 'n', long, global = true)]
+    pub namespace: Option<String>,
+    /// The cluster's name in execution ids (default: the context's cluster name).
+    #[arg(long, global = true, env = "KUBEFERRY_CLUSTER_NAME")]
+    pub cluster_name: Option<String>,
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    /// A human-readable table.
+    #[default]
+    Table,
+    /// JSON.
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// Where a job spec comes from, and its template parameters.
+#[derive(Debug, Clone, Args)]
+pub struct SpecArgs {
+    /// The job file (YAML or JSON); `-` reads standard input.
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
+    pub file: PathBuf,
+    /// A template parameter, `name=value` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_param)]
+    pub params: Vec<(String, String)>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Submit a job, stream its log, wait for its end and exit with its outcome.
+    Run(RunArgs),
+    /// Submit a job and print its execution id.
+    Submit(SubmitArgs),
+    /// Print the status of jobs.
+    Status(StatusArgs),
+    /// Wait for a job to end; exit 0 only if it succeeded.
+    Wait(WaitArgs),
+    /// Cancel a job (returns at once; a finished job keeps its outcome).
+    Cancel(CancelArgs),
+    /// Print a job's log.
+    Logs(LogsArgs),
+    /// List the jobs kubeferry manages.
+    List(ListArgs),
+    /// Find managed jobs whose job ids the caller does not know, and delete them if asked.
+    Sweep(SweepArgs),
+    /// Print the namespaced Role kubeferry needs.
+    Rbac(RbacArgs),
+    /// Work with job templates.
+    #[command(subcommand)]
+    Template(TemplateCommand),
+    /// The simulated cluster.
+    #[command(subcommand)]
+    Sim(SimCommand),
+}
+
+/// `kubeferry run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The job.
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// The caller's job id (default: generated from the job's name). Submitting the same id
+    /// twice runs the job once.
+    #[arg(long)]
+    pub job_id: Option<String>,
+    /// What Ctrl-C does: ask, cancel the job, or leave it running.
+    #[arg(long, value_enum, default_value_t = OnInterrupt::Ask)]
+    pub on_interrupt: OnInterrupt,
+    /// Do not stream the job's log.
+    #[arg(long)]
+    pub no_logs: bool,
+    /// Give up waiting after this long (e.g. 90s, 10m); the job keeps running.
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+}
+
+/// What Ctrl-C during `run` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnInterrupt {
+    /// Ask on the terminal (cancel when there is no terminal).
+    Ask,
+    /// Cancel the job.
+    Cancel,
+    /// Leave the job running and print its id.
+    Leave,
+}
+
+/// `kubeferry submit`.
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// The job.
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// The caller's job id (default: generated from the job's name).
+    #[arg(long)]
+    pub job_id: Option<String>,
+}
+
+/// `kubeferry status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Execution ids (`<cluster>/<kind>/<namespace>/<name>`).
+    #[arg(required = true, value_name = "ID")]
+    pub ids: Vec<String>,
+}
+
+/// `kubeferry wait`.
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The execution id.
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Give up after this long (e.g. 90s, 10m).
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+}
+
+/// `kubeferry cancel`.
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// Execution ids.
+    #[arg(required = true, value_name = "ID")]
+    pub ids: Vec<String>,
+    /// Wait until the job is CANCELLED (or ended otherwise) before returning.
+    #[arg(long)]
+    pub wait: bool,
+}
+
+/// `kubeferry logs`.
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The execution id.
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Stream the log until the job's container ends.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// Only the last N lines.
+    #[arg(long, value_name = "N")]
+    pub tail: Option<u64>,
+    /// Only the last N bytes (never splitting a character).
+    #[arg(long, value_name = "N")]
+    pub limit_bytes: Option<u64>,
+    /// The previous attempt's log.
+    #[arg(short = 'p', long)]
+    pub previous: bool,
+}
+
+/// `kubeferry list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only jobs whose labels match this selector (e.g. `team=data,tier!=dev`).
+    #[arg(short = 'l', long)]
+    pub selector: Option<String>,
+    /// Only jobs in this state.
+    #[arg(long, value_name = "STATE")]
+    pub state: Option<kubeferry::JobState>,
+}
+
+/// `kubeferry sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// A file with the job ids the caller knows, one per line (`-` for standard input).
+    #[arg(long, value_name = "FILE")]
+    pub known: PathBuf,
+    /// Delete the orphans found (default: only list them).
+    #[arg(long)]
+    pub delete: bool,
+}
+
+/// `kubeferry rbac`.
+#[derive(Debug, Args)]
+pub struct RbacArgs {
+    /// The Role's name.
+    #[arg(long, default_value = "kubeferry")]
+    pub name: String,
+    /// Also print a ServiceAccount of this name and a RoleBinding to it.
+    #[arg(long, value_name = "NAME")]
+    pub service_account: Option<String>,
+}
+
+/// `kubeferry template ...`.
+#[derive(Debug, Subcommand)]
+pub enum TemplateCommand {
+    /// Print a job file with its parameters filled in.
+    Render(SpecArgs),
+}
+
+/// `kubeferry sim ...`.
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Run the simulated cluster until interrupted, writing a kubeconfig for it.
+    Serve(kubeferry_sim::SimArgs),
+}
+
+fn parse_param(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not NAME=VALUE"))?;
+    if name.is_empty() {
+        return Err(format!("{text:?} has an empty parameter name"));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+/// Parses durations such as `90s`, `10m`, `1h30m`, `500ms`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime_like(text).ok_or_else(|| {
+        format!("{text:?} is not a duration: use a number with a unit, e.g. 500ms, 90s, 10m, 1h30m")
+    })
+}
+
+fn humantime_like(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        if digits == 0 {
+            return None;
+        }
+        let value: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let part = match unit {
+            "ms" => Duration::from_millis(value),
+            "s" => Duration::from_secs(value),
+            "m" => Duration::from_secs(value.checked_mul(60)?),
+            "h" => Duration::from_secs(value.checked_mul(3600)?),
+            "d" => Duration::from_secs(value.checked_mul(86400)?),
+            _ => return None,
+        };
+        total = total.checked_add(part)?;
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        for bad in ["", "10", "m", "1x", "-1s", "1.5s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn params() {
+        assert_eq!(
+            parse_param("a=b=c").unwrap(),
+            ("a".to_string(), "b=c".to_string())
+        );
+        assert!(parse_param("novalue").is_err());
+        assert!(parse_param("=x").is_err());
+    }
+
+    #[test]
+    fn the_cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,730 @@
+//! Decoding the document tree into the spec types: types, unknown fields (with a suggestion)
+//! and missing fields, all reported at once, each at its place; and a table of where every
+//! field was written, so that later validation can point at it too.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use super::error::{Found, Path, ProblemKind};
+use super::model::{
+    ContainerJob, EnvValue, EnvVar, GpuVendor, Limits, PodFailurePolicy, PodField, PullPolicy, Qos,
+    Resources, SecurityContext, TaintEffect, Tmpfs, Toleration, TolerationOperator,
+};
+use super::quantity::Quantity;
+use super::tree::{Node, Value};
+
+/// The `kind` of a container job file.
+pub const CONTAINER_JOB_KIND: &str = "ContainerJob";
+/// The `kind` of a Spark job file (not read by this version).
+pub const SPARK_JOB_KIND: &str = "SparkJob";
+
+const CONTAINER_FIELDS: &[&str] = &[
+    "kind",
+    "name",
+    "namespace",
+    "image",
+    "imagePullPolicy",
+    "imagePullSecrets",
+    "serviceAccount",
+    "command",
+    "args",
+    "workingDir",
+    "env",
+    "secrets",
+    "resources",
+    "port",
+    "timeout",
+    "retries",
+    "podFailurePolicy",
+    "ttlAfterFinished",
+    "queue",
+    "priorityClass",
+    "nodeSelector",
+    "tolerations",
+    "labels",
+    "annotations",
+    "tmpfs",
+    "sharedMemory",
+    "persistentVolumeClaims",
+    "securityContext",
+];
+const RESOURCE_FIELDS: &[&str] = &[
+    "cpu",
+    "memory",
+    "disk",
+    "gpu",
+    "gpuVendor",
+    "extended",
+    "qos",
+    "limits",
+];
+const LIMIT_FIELDS: &[&str] = &["cpu", "memory", "disk"];
+const TOLERATION_FIELDS: &[&str] = &["key", "operator", "value", "effect", "tolerationSeconds"];
+const TMPFS_FIELDS: &[&str] = &["path", "size"];
+const FAILURE_POLICY_FIELDS: &[&str] = &["failOnExitCodes", "ignoreDisruptions"];
+const SECURITY_FIELDS: &[&str] = &[
+    "privileged",
+    "allowPrivilegeEscalation",
+    "runAsUser",
+    "runAsGroup",
+    "runAsNonRoot",
+];
+const ENV_FIELD_FIELDS: &[&str] = &["field"];
+
+/// Names from Kubernetes manifests (and misplaced fields) that users reach for, and what
+/// this format calls them: (where, name, suggestion).
+const HINTS: &[(&str, &str, &str)] = &[
+    ("", "activeDeadlineSeconds", "timeout"),
+    ("", "backoffLimit", "retries"),
+    ("", "ttlSecondsAfterFinished", "ttlAfterFinished"),
+    ("", "serviceAccountName", "serviceAccount"),
+    ("", "priorityClassName", "priorityClass"),
+    ("", "envFrom", "secrets"),
+    ("", "volumes", "persistentVolumeClaims"),
+    ("", "pvcs", "persistentVolumeClaims"),
+    ("", "shm", "sharedMemory"),
+    ("", "cpu", "resources.cpu"),
+    ("", "memory", "resources.memory"),
+    ("", "disk", "resources.disk"),
+    ("", "gpu", "resources.gpu"),
+    ("", "qos", "resources.qos"),
+    ("", "limits", "resources.limits"),
+    ("", "requests", "resources (requests go directly under it)"),
+    ("", "entrypoint", "command"),
+    ("", "arguments", "args"),
+    (
+        "resources",
+        "requests",
+        "cpu, memory and disk directly under resources",
+    ),
+    ("resources", "ephemeral-storage", "disk"),
+    ("resources", "ephemeralStorage", "disk"),
+];
+
+/// Walks the tree, collecting problems and where each field was written.
+#[derive(Debug, Default)]
+pub(crate) struct Decoder {
+    pub(crate) found: Vec<Found>,
+    /// Byte offset of each value, by path.
+    pub(crate) values: HashMap<Path, usize>,
+    /// Byte offset of the key of each map entry, by path.
+    pub(crate) keys: HashMap<Path, usize>,
+}
+
+/// The known fields of one object, as found.
+struct Fields<'n> {
+    path: Path,
+    offset: usize,
+    given: HashMap<&'static str, &'n Node>,
+    key_offsets: HashMap<&'static str, usize>,
+    /// Fields suggested for unknown keys: their absence is already explained.
+    suggested: Vec<&'static str>,
+}
+
+impl Fields<'_> {
+    /// A field's value; `None` when absent or null (null means "not given").
+    fn get(&self, name: &'static str) -> Option<&Node> {
+        self.given.get(name).copied().filter(|node| !is_null(node))
+    }
+}
+
+fn is_null(node: &Node) -> bool {
+    matches!(&node.value, Value::Scalar(s) if s.is_null())
+}
+
+impl Decoder {
+    fn problem(
+        &mut self,
+        offset: usize,
+        path: &Path,
+        kind: ProblemKind,
+        message: impl Into<String>,
+    ) {
+        self.found.push(Found {
+            offset: Some(offset),
+            path: path.clone(),
+            at_key: false,
+            kind,
+            message: message.into(),
+        });
+    }
+
+    fn type_error(&mut self, node: &Node, path: &Path, expected: &str) {
+        let message = format!("expected {expected}, found {}", node.describe());
+        self.problem(node.offset, path, ProblemKind::Type, message);
+    }
+
+    /// The known fields of the object at `path`; unknown ones are reported.
+    fn fields<'n>(
+        &mut self,
+        node: &'n Node,
+        path: &Path,
+        known: &'static [&'static str],
+    ) -> Option<Fields<'n>> {
+        self.values.insert(path.clone(), node.offset);
+        let Value::Map(entries) = &node.value else {
+            let expected = format!("a mapping with the fields {}", known.join(", "));
+            self.type_error(node, path, &expected);
+            return None;
+        };
+        let mut given = HashMap::new();
+        let mut key_offsets = HashMap::new();
+        let mut suggested = Vec::new();
+        for entry in entries {
+            match known.iter().find(|k| **k == entry.key) {
+                Some(name) => {
+                    let field_path = path.field(name);
+                    self.keys.insert(field_path.clone(), entry.key_offset);
+                    self.values.insert(field_path, entry.value.offset);
+                    given.insert(*name, &entry.value);
+                    key_offsets.insert(*name, entry.key_offset);
+                }
+                None => {
+                    let (message, suggestion) = unknown_field(path, &entry.key, known);
+                    suggested.extend(suggestion);
+                    self.problem(entry.key_offset, path, ProblemKind::UnknownField, message);
+                }
+            }
+        }
+        Some(Fields {
+            path: path.clone(),
+            offset: node.offset,
+            given,
+            key_offsets,
+            suggested,
+        })
+    }
+
+    fn optional<T>(
+        &mut self,
+        fields: &Fields<'_>,
+        name: &'static str,
+        decode: impl FnOnce(&mut Self, &Node, &Path) -> Option<T>,
+    ) -> Option<T> {
+        let node = fields.get(name)?;
+        decode(self, node, &fields.path.field(name))
+    }
+
+    fn required<T>(
+        &mut self,
+        fields: &Fields<'_>,
+        name: &'static str,
+        decode: impl FnOnce(&mut Self, &Node, &Path) -> Option<T>,
+    ) -> Option<T> {
+        if fields.get(name).is_none() {
+            if fields.suggested.contains(&name) {
+                return None;
+            }
+            let path = fields.path.field(name);
+            // Given as null: point at its key; not given: at the object that lacks it.
+            let offset = fields
+                .key_offsets
+                .get(name)
+                .copied()
+                .unwrap_or(fields.offset);
+            self.problem(offset, &path, ProblemKind::MissingField, "is required");
+            return None;
+        }
+        self.optional(fields, name, decode)
+    }
+
+    fn scalar<'n>(&mut self, node: &'n Node, path: &Path, expected: &str) -> Option<&'n str> {
+        match &node.value {
+            Value::Scalar(s) if !s.is_null() => Some(&s.text),
+            _ => {
+                self.type_error(node, path, expected);
+                None
+            }
+        }
+    }
+
+    fn string(&mut self, node: &Node, path: &Path) -> Option<String> {
+        self.scalar(node, path, "a string").map(str::to_string)
+    }
+
+    fn strings(&mut self, node: &Node, path: &Path) -> Option<Vec<String>> {
+        let Value::Seq(items) = &node.value else {
+            self.type_error(node, path, "a list of strings");
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let item_path = path.index(i);
+            self.values.insert(item_path.clone(), item.offset);
+            match self.scalar(item, &item_path, "a string") {
+                Some(s) => out.push(s.to_string()),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// A user-keyed map whose values `decode` reads.
+    fn map<T>(
+        &mut self,
+        node: &Node,
+        path: &Path,
+        expected: &str,
+        mut decode: impl FnMut(&mut Self, &Node, &Path) -> Option<T>,
+    ) -> Option<Vec<(String, T)>> {
+        let Value::Map(entries) = &node.value else {
+            self.type_error(node, path, expected);
+            return None;
+        };
+        let mut out = Vec::with_capacity(entries.len());
+        let mut ok = true;
+        for entry in entries {
+            let entry_path = path.key(&entry.key);
+            self.keys.insert(entry_path.clone(), entry.key_offset);
+            self.values.insert(entry_path.clone(), entry.value.offset);
+            match decode(self, &entry.value, &entry_path) {
+                Some(value) => out.push((entry.key.clone(), value)),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn string_map(&mut self, node: &Node, path: &Path) -> Option<BTreeMap<String, String>> {
+        let entries = self.map(node, path, "a mapping of strings to strings", |d, n, p| {
+            d.scalar(n, p, "a string").map(str::to_string)
+        })?;
+        Some(entries.into_iter().collect())
+    }
+
+    fn quantity(&mut self, node: &Node, path: &Path) -> Option<Quantity> {
+        let text = self.scalar(node, path, "a quantity such as 500m, 2 or 1Gi")?;
+        match text.parse() {
+            Ok(quantity) => Some(quantity),
+            Err(error) => {
+                self.problem(node.offset, path, ProblemKind::Value, error.to_string());
+                None
+            }
+        }
+    }
+
+    fn integer(&mut self, node: &Node, path: &Path, min: i64, max: i64) -> Option<i64> {
+        let text = self.scalar(node, path, "a whole number")?;
+        match text.parse::<i64>().ok() {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            Some(_) => {
+                let message = format!("{text} is out of range ({min} to {max})");
+                self.problem(node.offset, path, ProblemKind::Value, message);
+                None
+            }
+            None => {
+                self.type_error(node, path, "a whole number");
+                None
+            }
+        }
+    }
+
+    fn integers(&mut self, node: &Node, path: &Path, min: i64, max: i64) -> Option<Vec<i64>> {
+        let Value::Seq(items) = &node.value else {
+            self.type_error(node, path, "a list of whole numbers");
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let item_path = path.index(i);
+            self.values.insert(item_path.clone(), item.offset);
+            match self.integer(item, &item_path, min, max) {
+                Some(n) => out.push(n),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn boolean(&mut self, node: &Node, path: &Path) -> Option<bool> {
+        match self.scalar(node, path, "true or false")? {
+            "true" | "True" | "TRUE" => Some(true),
+            "false" | "False" | "FALSE" => Some(false),
+            _ => {
+                self.type_error(node, path, "true or false");
+                None
+            }
+        }
+    }
+
+    fn duration(&mut self, node: &Node, path: &Path) -> Option<Duration> {
+        let text = self.scalar(node, path, "a duration such as 90s, 10m or 1h30m")?;
+        match parse_duration(text) {
+            Ok(duration) => Some(duration),
+            Err(message) => {
+                self.problem(node.offset, path, ProblemKind::Value, message);
+                None
+            }
+        }
+    }
+
+    fn choice<T: Copy>(
+        &mut self,
+        node: &Node,
+        path: &Path,
+        names: &[(&'static str, T)],
+    ) -> Option<T> {
+        let all: Vec<&str> = names.iter().map(|(name, _)| *name).collect();
+        let expected = format!("one of {}", all.join(", "));
+        let text = self.scalar(node, path, &expected)?;
+        if let Some((_, value)) = names.iter().find(|(name, _)| *name == text) {
+            return Some(*value);
+        }
+        let mut message = format!("{text:?} is not {expected}");
+        if let Some(suggestion) = suggest(text, &all) {
+            message.push_str(&format!("; did you mean {suggestion}?"));
+        }
+        self.problem(node.offset, path, ProblemKind::Value, message);
+        None
+    }
+
+    /// Reads a job file's root object. `None` when nothing usable was found (problems say why).
+    pub(crate) fn container_job(&mut self, root: &Node) -> Option<ContainerJob> {
+        let path = Path::root();
+        if !matches!(root.value, Value::Map(_)) {
+            let message = format!(
+                "a job file is a mapping of fields, found {}",
+                root.describe()
+            );
+            self.problem(root.offset, &path, ProblemKind::Type, message);
+            return None;
+        }
+        let f = self.fields(root, &path, CONTAINER_FIELDS)?;
+        let kinds = [(CONTAINER_JOB_KIND, true), (SPARK_JOB_KIND, false)];
+        if let Some(false) = self.optional(&f, "kind", |d, n, p| d.choice(n, p, &kinds)) {
+            let message = format!(
+                "{SPARK_JOB_KIND} files are not supported yet; this version reads {CONTAINER_JOB_KIND}"
+            );
+            let offset = f.given.get("kind").map_or(0, |n| n.offset);
+            self.problem(offset, &path.field("kind"), ProblemKind::Value, message);
+            return None;
+        }
+        let job = ContainerJob {
+            name: self.required(&f, "name", Self::string).unwrap_or_default(),
+            namespace: self.optional(&f, "namespace", Self::string),
+            image: self.required(&f, "image", Self::string).unwrap_or_default(),
+            image_pull_policy: self.optional(&f, "imagePullPolicy", |d, n, p| {
+                d.choice(n, p, &PullPolicy::NAMES)
+            }),
+            image_pull_secrets: self
+                .optional(&f, "imagePullSecrets", Self::strings)
+                .unwrap_or_default(),
+            service_account: self.optional(&f, "serviceAccount", Self::string),
+            command: self
+                .optional(&f, "command", Self::strings)
+                .unwrap_or_default(),
+            args: self.optional(&f, "args", Self::strings).unwrap_or_default(),
+            working_dir: self.optional(&f, "workingDir", Self::string),
+            env: self.optional(&f, "env", Self::env).unwrap_or_default(),
+            secrets: self
+                .optional(&f, "secrets", Self::strings)
+                .unwrap_or_default(),
+            resources: self
+                .optional(&f, "resources", Self::resources)
+                .unwrap_or_default(),
+            port: self
+                .optional(&f, "port", |d, n, p| d.integer(n, p, 1, 65535))
+                .and_then(|n| u16::try_from(n).ok()),
+            timeout: self.optional(&f, "timeout", Self::duration),
+            retries: self
+                .optional(&f, "retries", |d, n, p| {
+                    d.integer(n, p, 0, i64::from(i32::MAX))
+                })
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
+            pod_failure_policy: self
+                .optional(&f, "podFailurePolicy", Self::pod_failure_policy)
+                .unwrap_or_default(),
+            ttl_after_finished: self.optional(&f, "ttlAfterFinished", Self::duration),
+            queue: self.optional(&f, "queue", Self::string),
+            priority_class: self.optional(&f, "priorityClass", Self::string),
+            node_selector: self
+                .optional(&f, "nodeSelector", Self::string_map)
+                .unwrap_or_default(),
+            tolerations: self
+                .optional(&f, "tolerations", Self::tolerations)
+                .unwrap_or_default(),
+            labels: self
+                .optional(&f, "labels", Self::string_map)
+                .unwrap_or_default(),
+            annotations: self
+                .optional(&f, "annotations", Self::string_map)
+                .unwrap_or_default(),
+            tmpfs: self.optional(&f, "tmpfs", Self::tmpfs),
+            shared_memory: self.optional(&f, "sharedMemory", Self::quantity),
+            persistent_volume_claims: self
+                .optional(&f, "persistentVolumeClaims", Self::string_map)
+                .unwrap_or_default(),
+            security_context: self
+                .optional(&f, "securityContext", Self::security_context)
+                .unwrap_or_default(),
+        };
+        Some(job)
+    }
+
+    fn env(&mut self, node: &Node, path: &Path) -> Option<Vec<EnvVar>> {
+        let expected = "a mapping of variable names to values";
+        let entries = self.map(node, path, expected, |d, n, p| match &n.value {
+            Value::Map(_) => {
+                let f = d.fields(n, p, ENV_FIELD_FIELDS)?;
+                let field = d.required(&f, "field", |d, n, p| d.choice(n, p, &PodField::NAMES))?;
+                Some(EnvValue::Field { field })
+            }
+            _ => d
+                .scalar(n, p, "a string or {field: podName|namespace|...}")
+                .map(|s| EnvValue::Literal(s.to_string())),
+        })?;
+        Some(
+            entries
+                .into_iter()
+                .map(|(name, value)| EnvVar { name, value })
+                .collect(),
+        )
+    }
+
+    fn resources(&mut self, node: &Node, path: &Path) -> Option<Resources> {
+        let f = self.fields(node, path, RESOURCE_FIELDS)?;
+        Some(Resources {
+            cpu: self.optional(&f, "cpu", Self::quantity),
+            memory: self.optional(&f, "memory", Self::quantity),
+            disk: self.optional(&f, "disk", Self::quantity),
+            gpu: self
+                .optional(&f, "gpu", |d, n, p| d.integer(n, p, 0, i64::from(u32::MAX)))
+                .and_then(|n| u32::try_from(n).ok()),
+            gpu_vendor: self.optional(&f, "gpuVendor", |d, n, p| d.choice(n, p, &GpuVendor::NAMES)),
+            extended: self
+                .optional(&f, "extended", |d, n, p| {
+                    d.map(
+                        n,
+                        p,
+                        "a mapping of resource names to quantities",
+                        Self::quantity,
+                    )
+                })
+                .map(|entries| entries.into_iter().collect())
+                .unwrap_or_default(),
+            qos: self.optional(&f, "qos", |d, n, p| d.choice(n, p, &Qos::NAMES)),
+            limits: self
+                .optional(&f, "limits", Self::limits)
+                .unwrap_or_default(),
+        })
+    }
+
+    fn limits(&mut self, node: &Node, path: &Path) -> Option<Limits> {
+        let f = self.fields(node, path, LIMIT_FIELDS)?;
+        Some(Limits {
+            cpu: self.optional(&f, "cpu", Self::quantity),
+            memory: self.optional(&f, "memory", Self::quantity),
+            disk: self.optional(&f, "disk", Self::quantity),
+        })
+    }
+
+    fn pod_failure_policy(&mut self, node: &Node, path: &Path) -> Option<PodFailurePolicy> {
+        let f = self.fields(node, path, FAILURE_POLICY_FIELDS)?;
+        let codes = self
+            .optional(&f, "failOnExitCodes", |d, n, p| d.integers(n, p, 1, 255))
+            .unwrap_or_default();
+        Some(PodFailurePolicy {
+            fail_on_exit_codes: codes
+                .into_iter()
+                .filter_map(|c| i32::try_from(c).ok())
+                .collect(),
+            ignore_disruptions: self
+                .optional(&f, "ignoreDisruptions", Self::boolean)
+                .unwrap_or(false),
+        })
+    }
+
+    fn tolerations(&mut self, node: &Node, path: &Path) -> Option<Vec<Toleration>> {
+        let Value::Seq(items) = &node.value else {
+            self.type_error(node, path, "a list of tolerations");
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let item_path = path.index(i);
+            let Some(f) = self.fields(item, &item_path, TOLERATION_FIELDS) else {
+                continue;
+            };
+            out.push(Toleration {
+                key: self.optional(&f, "key", Self::string),
+                operator: self.optional(&f, "operator", |d, n, p| {
+                    d.choice(n, p, &TolerationOperator::NAMES)
+                }),
+                value: self.optional(&f, "value", Self::string),
+                effect: self.optional(&f, "effect", |d, n, p| d.choice(n, p, &TaintEffect::NAMES)),
+                toleration_seconds: self.optional(&f, "tolerationSeconds", |d, n, p| {
+                    d.integer(n, p, i64::MIN, i64::MAX)
+                }),
+            });
+        }
+        Some(out)
+    }
+
+    fn tmpfs(&mut self, node: &Node, path: &Path) -> Option<Tmpfs> {
+        let f = self.fields(node, path, TMPFS_FIELDS)?;
+        Some(Tmpfs {
+            path: self.required(&f, "path", Self::string)?,
+            size: self.optional(&f, "size", Self::quantity),
+        })
+    }
+
+    fn security_context(&mut self, node: &Node, path: &Path) -> Option<SecurityContext> {
+        let f = self.fields(node, path, SECURITY_FIELDS)?;
+        let id = |d: &mut Self, n: &Node, p: &Path| d.integer(n, p, 0, i64::from(i32::MAX));
+        Some(SecurityContext {
+            privileged: self.optional(&f, "privileged", Self::boolean),
+            allow_privilege_escalation: self.optional(
+                &f,
+                "allowPrivilegeEscalation",
+                Self::boolean,
+            ),
+            run_as_user: self.optional(&f, "runAsUser", id),
+            run_as_group: self.optional(&f, "runAsGroup", id),
+            run_as_non_root: self.optional(&f, "runAsNonRoot", Self::boolean),
+        })
+    }
+}
+
+/// The message for an unknown field, and the known field it suggests instead, if any.
+fn unknown_field(path: &Path, key: &str, known: &[&'static str]) -> (String, Option<&'static str>) {
+    let place = path.to_string();
+    let hint = HINTS
+        .iter()
+        .find(|(at, name, _)| *at == place && *name == key)
+        .map(|(_, _, suggestion)| *suggestion);
+    let suggestion = suggest(key, known);
+    let message = match hint.or(suggestion) {
+        Some(suggestion) => format!("unknown field `{key}`; did you mean `{suggestion}`?"),
+        None if known.len() <= 8 => {
+            format!(
+                "unknown field `{key}` (expected one of: {})",
+                known.join(", ")
+            )
+        }
+        None => format!("unknown field `{key}`"),
+    };
+    (message, suggestion)
+}
+
+/// The candidate closest to `word`, if it is close enough to be what was meant.
+pub(crate) fn suggest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let lower = word.to_ascii_lowercase();
+    if let Some(same) = candidates.iter().find(|c| c.to_ascii_lowercase() == lower) {
+        return Some(same);
+    }
+    let allowed = match word.chars().count() {
+        0..=3 => 1,
+        4..=7 => 2,
+        _ => 3,
+    };
+    candidates
+        .iter()
+        .map(|c| {
+            (
+                strsim::damerau_levenshtein(&lower, &c.to_ascii_lowercase()),
+                *c,
+            )
+        })
+        .filter(|(distance, _)| *distance <= allowed)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, c)| c)
+}
+
+/// Parses a duration: whole numbers with units `d`, `h`, `m`, `s`, largest first, e.g. `90s`,
+/// `10m`, `1h30m`, `2d`. (jiff's friendly format has no days and accepts fractions and
+/// negative spans, which Kubernetes' whole-second fields cannot take.)
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let malformed = || {
+        format!(
+            "{text:?} is not a duration (whole numbers with units d, h, m, s, largest first, e.g. 90s, 10m, 1h30m, 2d)"
+        )
+    };
+    if text.is_empty() {
+        return Err(malformed());
+    }
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{text:?} has no unit; write {text}s for seconds"));
+    }
+    let mut seconds: u64 = 0;
+    let mut rest = text;
+    let mut last_unit = u64::MAX;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(malformed());
+        }
+        let number: u64 = rest[..digits].parse().map_err(|_| malformed())?;
+        let unit = match rest.as_bytes().get(digits) {
+            Some(b'd') => 86_400,
+            Some(b'h') => 3_600,
+            Some(b'm') => 60,
+            Some(b's') => 1,
+            _ => return Err(malformed()),
+        };
+        if unit >= last_unit {
+            return Err(malformed());
+        }
+        last_unit = unit;
+        seconds = number
+            .checked_mul(unit)
+            .and_then(|s| seconds.checked_add(s))
+            .ok_or_else(|| format!("{text:?} is too long"))?;
+        rest = &rest[digits + 1..];
+    }
+    Ok(Duration::from_secs(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let cases = [
+            ("90s", 90),
+            ("10m", 600),
+            ("1h30m", 5400),
+            ("2d", 172_800),
+            ("1d2h3m4s", 93_784),
+            ("0s", 0),
+        ];
+        for (text, secs) in cases {
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_secs(secs)),
+                "{text}"
+            );
+        }
+        for bad in [
+            "",
+            "10",
+            "1.5h",
+            "-1s",
+            "1m1h",
+            "1s1s",
+            "1w",
+            "h",
+            "1 h",
+            "1h30",
+            "99999999999999999999d",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_duration("600").unwrap_err().contains("600s"));
+    }
+
+    #[test]
+    fn suggestions() {
+        let fields = ["image", "imagePullPolicy", "name", "namespace", "labels"];
+        assert_eq!(suggest("imge", &fields), Some("image"));
+        assert_eq!(suggest("Image", &fields), Some("image"));
+        assert_eq!(suggest("imagePullPolcy", &fields), Some("imagePullPolicy"));
+        assert_eq!(suggest("namespce", &fields), Some("namespace"));
+        assert_eq!(suggest("label", &fields), Some("labels"));
+        assert_eq!(suggest("zzz", &fields), None);
+        assert_eq!(suggest("volumes", &fields), None);
+    }
+}

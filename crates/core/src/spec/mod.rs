@@ -1,0 +1,243 @@
+//! Job spec files: the container job format in YAML or JSON, rendered from a template,
+//! decoded, validated and hashed. `crates/core/SPEC.md` documents the format.
+//!
+//! [`load`] is the one way in: it renders the template, parses the text, decodes it and
+//! validates it, and returns every problem at once, each as `file:line:col: field: message`
+//! at the place in the file as written (positions inside a parameter's value point at its
+//! placeholder). A [`ContainerJobSpec`] exists only validated, so anything holding one may
+//! turn it into Kubernetes objects without further checks (I6: bad input creates nothing).
+
+mod decode;
+mod error;
+mod model;
+mod names;
+pub mod quantity;
+mod tree;
+mod validate;
+
+use std::ops::Deref;
+
+use serde::Serialize;
+
+pub use decode::{CONTAINER_JOB_KIND, SPARK_JOB_KIND};
+pub use error::{Problem, ProblemKind, SpecError};
+pub use model::{
+    CPU, ContainerJob, EPHEMERAL_STORAGE, EnvValue, EnvVar, GpuVendor, Limits, MEMORY,
+    PodFailurePolicy, PodField, PullPolicy, Qos, ResourceRequirements, Resources,
+    SHARED_MEMORY_PATH, SecurityContext, TaintEffect, Tmpfs, Toleration, TolerationOperator,
+};
+pub use quantity::{Quantity, QuantityError, QuantityFormat};
+pub use validate::KUEUE_QUEUE_LABEL;
+
+pub use crate::template::Params;
+
+use crate::id::JobKind;
+use crate::marks::short_hash;
+use crate::template::{self, Rendered};
+use error::{Found, Path};
+
+/// A validated job spec, of one of the kinds kubeferry runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobSpec {
+    /// A container job (`kind: ContainerJob`, the default).
+    Container(ContainerJobSpec),
+}
+
+impl JobSpec {
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        match self {
+            JobSpec::Container(spec) => &spec.name,
+        }
+    }
+
+    /// The namespace the file asks for, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        match self {
+            JobSpec::Container(spec) => spec.namespace.as_deref(),
+        }
+    }
+
+    /// The kind of Kubernetes object that runs it.
+    pub fn kind(&self) -> JobKind {
+        match self {
+            JobSpec::Container(_) => JobKind::Job,
+        }
+    }
+
+    /// The spec hash (see [`ContainerJobSpec::hash`]).
+    pub fn hash(&self) -> String {
+        match self {
+            JobSpec::Container(spec) => spec.hash(),
+        }
+    }
+}
+
+/// A container job that passed validation. Read its fields through [`Deref`] to
+/// [`ContainerJob`]; it cannot be changed, only rebuilt through [`ContainerJobSpec::new`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerJobSpec(ContainerJob);
+
+impl ContainerJobSpec {
+    /// Validates a job built in code. Problems name fields but have no position.
+    pub fn new(job: ContainerJob) -> Result<Self, SpecError> {
+        let found = validate::container_job(&job);
+        if found.is_empty() {
+            return Ok(Self(job));
+        }
+        let problems = found
+            .into_iter()
+            .map(|f| Problem {
+                position: None,
+                path: f.path.to_string(),
+                kind: f.kind,
+                message: f.message,
+            })
+            .collect();
+        Err(SpecError::new("", problems))
+    }
+
+    /// The spec's data.
+    pub fn into_inner(self) -> ContainerJob {
+        self.0
+    }
+
+    /// A hash of what the spec asks for, for the `kubeferry.dev/spec-hash` annotation: the
+    /// same whatever the key order, formatting, comments, quantity spelling (`1000m` is `1`)
+    /// or template that produced it. Env order counts: Kubernetes expands `$(NAME)` only from
+    /// earlier entries. 16 hex digits of SHA-256 of the canonical JSON.
+    pub fn hash(&self) -> String {
+        #[derive(Serialize)]
+        struct Canonical<'a> {
+            kind: &'static str,
+            spec: &'a ContainerJob,
+        }
+        let canonical = Canonical {
+            kind: CONTAINER_JOB_KIND,
+            spec: &self.0,
+        };
+        // Serialising plain data with string keys cannot fail.
+        let json = serde_json::to_string(&canonical).unwrap_or_default();
+        short_hash(&json, 16)
+    }
+}
+
+impl Deref for ContainerJobSpec {
+    type Target = ContainerJob;
+
+    fn deref(&self) -> &ContainerJob {
+        &self.0
+    }
+}
+
+/// Loads a job file: renders `text` as a template with `params`, parses it (as strict JSON
+/// first when `source_name` ends in `.json`, then as YAML), decodes and validates it.
+///
+/// `source_name` names the file in errors (e.g. `hello.yaml`, or `<stdin>`).
+pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, SpecError> {
+    let rendered = template::render(text, params)
+        .map_err(|error| SpecError::from_template(source_name, error))?;
+    let locator = Locator {
+        source_name,
+        rendered: &rendered,
+    };
+    let json = source_name.to_ascii_lowercase().ends_with(".json");
+    let root = match tree::parse(rendered.text(), json) {
+        Ok(Some(root)) => root,
+        Ok(None) => {
+            let problem = Problem {
+                position: Some(rendered.position(0)),
+                path: String::new(),
+                kind: ProblemKind::Syntax,
+                message: "the file holds no job spec (it is empty)".into(),
+            };
+            return Err(SpecError::new(source_name, vec![problem]));
+        }
+        Err(error) => {
+            let mut message = error.message;
+            if let Some(earlier) = error.earlier {
+                message.push_str(&format!(" (first at {})", rendered.position(earlier)));
+            }
+            let found = Found {
+                offset: Some(error.offset),
+                path: Path::root(),
+                at_key: false,
+                kind: ProblemKind::Syntax,
+                message,
+            };
+            return Err(locator.error(vec![found], &decode::Decoder::default()));
+        }
+    };
+    let mut decoder = decode::Decoder::default();
+    let job = decoder.container_job(&root);
+    if !decoder.found.is_empty() {
+        let found = std::mem::take(&mut decoder.found);
+        return Err(locator.error(found, &decoder));
+    }
+    let Some(job) = job else {
+        // The decoder reports a problem whenever it returns nothing; this is a safety net.
+        let found = Found::at(
+            Path::root(),
+            ProblemKind::Type,
+            "the file is not a job spec",
+        );
+        return Err(locator.error(vec![found], &decoder));
+    };
+    let found = validate::container_job(&job);
+    if !found.is_empty() {
+        return Err(locator.error(found, &decoder));
+    }
+    Ok(JobSpec::Container(ContainerJobSpec(job)))
+}
+
+/// Gives problems their position in the file as written.
+struct Locator<'a> {
+    source_name: &'a str,
+    rendered: &'a Rendered,
+}
+
+impl Locator<'_> {
+    fn error(&self, found: Vec<Found>, decoder: &decode::Decoder) -> SpecError {
+        let problems = found
+            .into_iter()
+            .map(|f| {
+                let offset = f.offset.or_else(|| offset_of(decoder, &f.path, f.at_key));
+                let mut message = f.message;
+                if let Some(parameter) = offset.and_then(|o| self.rendered.origin(o).parameter) {
+                    message.push_str(&format!(" (from parameter `{parameter}`)"));
+                }
+                Problem {
+                    position: offset.map(|o| self.rendered.position(o)),
+                    path: f.path.to_string(),
+                    kind: f.kind,
+                    message,
+                }
+            })
+            .collect();
+        SpecError::new(self.source_name, problems)
+    }
+}
+
+/// Where the field at `path` was written; for a field that was not (a missing one), where
+/// the nearest enclosing field was.
+fn offset_of(decoder: &decode::Decoder, path: &Path, at_key: bool) -> Option<usize> {
+    let table = if at_key {
+        &decoder.keys
+    } else {
+        &decoder.values
+    };
+    if let Some(offset) = table.get(path) {
+        return Some(*offset);
+    }
+    let mut current = path.parent();
+    while let Some(path) = current {
+        if let Some(offset) = decoder.values.get(&path) {
+            return Some(*offset);
+        }
+        current = path.parent();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

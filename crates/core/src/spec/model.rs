@@ -1,0 +1,524 @@
+//! The container job spec as data: what a job file says, after decoding, before and after
+//! validation (see [`super::ContainerJobSpec`] for the validated form).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+
+use super::quantity::Quantity;
+
+/// A container job: one container run once to completion by a `batch/v1` Job.
+///
+/// Field names in job files are the camelCase forms of these (`imagePullPolicy`). Empty
+/// collections and `None` mean "not given"; see `crates/core/SPEC.md` for every field.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerJob {
+    /// The job's name, a DNS-1123 label (the object name is derived from the job id).
+    pub name: String,
+    /// The namespace; the caller's (context's) namespace when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The container image reference.
+    pub image: String,
+    /// When the kubelet pulls the image; Kubernetes' default when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<PullPolicy>,
+    /// Names of Secrets holding registry credentials.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<String>,
+    /// The service account the pod runs as; the namespace's `default` when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<String>,
+    /// The entrypoint; the image's own when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Arguments to the entrypoint.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// The working directory (absolute); the image's own when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    /// Environment variables, in order (Kubernetes expands `$(NAME)` only from earlier ones).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+    /// Secrets whose keys all become environment variables (`envFrom.secretRef`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
+    /// Compute resources.
+    #[serde(skip_serializing_if = "Resources::is_empty")]
+    pub resources: Resources,
+    /// A port the container listens on (informational for Kubernetes, useful for tooling).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// The longest the job may run, counted by the Job from its start (or Kueue's admission).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
+    pub timeout: Option<Duration>,
+    /// How many times Kubernetes retries a failed pod (`backoffLimit`); 0: the caller retries.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub retries: u32,
+    /// Which pod failures end the job at once, and which are not counted against `retries`.
+    #[serde(skip_serializing_if = "PodFailurePolicy::is_empty")]
+    pub pod_failure_policy: PodFailurePolicy,
+    /// How long a finished Job is kept before Kubernetes deletes it (`ttlSecondsAfterFinished`).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
+    pub ttl_after_finished: Option<Duration>,
+    /// A Kueue LocalQueue: the Job is labelled for it and created suspended for Kueue to admit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// The pod's PriorityClass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority_class: Option<String>,
+    /// Node labels the pod's node must have.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Taints the pod tolerates.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// Labels for the Job and its pod.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations for the Job and its pod.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// A memory-backed scratch directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tmpfs: Option<Tmpfs>,
+    /// The size of a memory-backed `/dev/shm`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_memory: Option<Quantity>,
+    /// PersistentVolumeClaims to mount: claim name to absolute mount path.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub persistent_volume_claims: BTreeMap<String, String>,
+    /// The container's security context.
+    #[serde(skip_serializing_if = "SecurityContext::is_empty")]
+    pub security_context: SecurityContext,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Durations hash and print as whole seconds.
+fn seconds<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(d) => serializer.serialize_u64(d.as_secs()),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// When the kubelet pulls the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum PullPolicy {
+    /// Pull on every start.
+    Always,
+    /// Pull only when the node does not have the image.
+    IfNotPresent,
+    /// Never pull; the image must be on the node.
+    Never,
+}
+
+impl PullPolicy {
+    /// Every policy with its name in job files (and in Kubernetes).
+    pub const NAMES: [(&'static str, PullPolicy); 3] = [
+        ("Always", PullPolicy::Always),
+        ("IfNotPresent", PullPolicy::IfNotPresent),
+        ("Never", PullPolicy::Never),
+    ];
+
+    /// The Kubernetes name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullPolicy::Always => "Always",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Never => "Never",
+        }
+    }
+}
+
+/// One environment variable.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EnvVar {
+    /// The variable's name (a C identifier).
+    pub name: String,
+    /// Its value.
+    pub value: EnvValue,
+}
+
+/// Where an environment variable's value comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum EnvValue {
+    /// A literal value.
+    Literal(String),
+    /// A field of the running pod, through the downward API.
+    Field {
+        /// The field.
+        field: PodField,
+    },
+}
+
+/// A pod field the downward API provides as an environment variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum PodField {
+    /// The pod's name.
+    #[serde(rename = "podName")]
+    PodName,
+    /// The pod's namespace.
+    #[serde(rename = "namespace")]
+    Namespace,
+    /// The pod's UID.
+    #[serde(rename = "podUID")]
+    PodUid,
+    /// The pod's IP address.
+    #[serde(rename = "podIP")]
+    PodIp,
+    /// The name of the node the pod runs on.
+    #[serde(rename = "nodeName")]
+    NodeName,
+    /// The IP address of the node the pod runs on.
+    #[serde(rename = "nodeIP")]
+    NodeIp,
+    /// The pod's service account.
+    #[serde(rename = "serviceAccount")]
+    ServiceAccount,
+}
+
+impl PodField {
+    /// Every field with its name in job files.
+    pub const NAMES: [(&'static str, PodField); 7] = [
+        ("podName", PodField::PodName),
+        ("namespace", PodField::Namespace),
+        ("podUID", PodField::PodUid),
+        ("podIP", PodField::PodIp),
+        ("nodeName", PodField::NodeName),
+        ("nodeIP", PodField::NodeIp),
+        ("serviceAccount", PodField::ServiceAccount),
+    ];
+
+    /// The downward API `fieldPath`.
+    pub fn field_path(self) -> &'static str {
+        match self {
+            PodField::PodName => "metadata.name",
+            PodField::Namespace => "metadata.namespace",
+            PodField::PodUid => "metadata.uid",
+            PodField::PodIp => "status.podIP",
+            PodField::NodeName => "spec.nodeName",
+            PodField::NodeIp => "status.hostIP",
+            PodField::ServiceAccount => "spec.serviceAccountName",
+        }
+    }
+}
+
+/// Compute resources: requests, and limits derived from the QoS class or given explicitly.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resources {
+    /// CPU request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<Quantity>,
+    /// Memory request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Quantity>,
+    /// Ephemeral storage request (`ephemeral-storage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk: Option<Quantity>,
+    /// Number of GPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
+    /// Which GPUs; NVIDIA when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_vendor: Option<GpuVendor>,
+    /// Other extended resources by name (e.g. `example.com/fpga`), whole numbers.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extended: BTreeMap<String, Quantity>,
+    /// The QoS class to ask for; Burstable when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qos: Option<Qos>,
+    /// Explicit limits (Burstable only).
+    #[serde(skip_serializing_if = "Limits::is_empty")]
+    pub limits: Limits,
+}
+
+impl Resources {
+    /// Whether nothing is asked for.
+    pub fn is_empty(&self) -> bool {
+        *self == Resources::default()
+    }
+
+    /// The QoS class asked for.
+    pub fn qos(&self) -> Qos {
+        self.qos.unwrap_or(Qos::Burstable)
+    }
+
+    /// The GPU vendor, NVIDIA by default.
+    pub fn gpu_vendor(&self) -> GpuVendor {
+        self.gpu_vendor.unwrap_or(GpuVendor::Nvidia)
+    }
+
+    /// The memory limit the container will have, if any (explicit, or Guaranteed's request).
+    pub fn memory_limit(&self) -> Option<Quantity> {
+        match self.qos() {
+            Qos::Guaranteed => self.memory,
+            Qos::Burstable => self.limits.memory,
+        }
+    }
+
+    /// The container's resource requests and limits by Kubernetes resource name.
+    ///
+    /// GPUs and extended resources cannot be overcommitted, so they are both requested and
+    /// limited. Guaranteed sets the limits of cpu, memory and disk to their requests.
+    pub fn requirements(&self) -> ResourceRequirements {
+        let mut requests = BTreeMap::new();
+        let mut limits = BTreeMap::new();
+        let basic = [
+            (CPU, self.cpu, self.limits.cpu),
+            (MEMORY, self.memory, self.limits.memory),
+            (EPHEMERAL_STORAGE, self.disk, self.limits.disk),
+        ];
+        for (name, request, limit) in basic {
+            if let Some(request) = request {
+                requests.insert(name.to_string(), request);
+            }
+            let limit = match self.qos() {
+                Qos::Guaranteed => request,
+                Qos::Burstable => limit,
+            };
+            if let Some(limit) = limit {
+                limits.insert(name.to_string(), limit);
+            }
+        }
+        let countable = self
+            .gpu
+            .map(|n| {
+                (
+                    self.gpu_vendor().resource_name().to_string(),
+                    Quantity::from_units(n.into()),
+                )
+            })
+            .into_iter()
+            .chain(self.extended.iter().map(|(k, v)| (k.clone(), *v)));
+        for (name, amount) in countable {
+            requests.insert(name.clone(), amount);
+            limits.insert(name, amount);
+        }
+        ResourceRequirements { requests, limits }
+    }
+}
+
+/// The Kubernetes resource name of CPU.
+pub const CPU: &str = "cpu";
+/// The Kubernetes resource name of memory.
+pub const MEMORY: &str = "memory";
+/// The Kubernetes resource name of ephemeral storage (`disk` in job files).
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+
+/// Requests and limits by Kubernetes resource name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResourceRequirements {
+    /// Requests.
+    pub requests: BTreeMap<String, Quantity>,
+    /// Limits.
+    pub limits: BTreeMap<String, Quantity>,
+}
+
+/// Explicit resource limits.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// CPU limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<Quantity>,
+    /// Memory limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Quantity>,
+    /// Ephemeral storage limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk: Option<Quantity>,
+}
+
+impl Limits {
+    /// Whether no limit is given.
+    pub fn is_empty(&self) -> bool {
+        *self == Limits::default()
+    }
+}
+
+/// A GPU vendor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuVendor {
+    /// `nvidia.com/gpu`.
+    Nvidia,
+    /// `amd.com/gpu`.
+    Amd,
+}
+
+impl GpuVendor {
+    /// Every vendor with its name in job files.
+    pub const NAMES: [(&'static str, GpuVendor); 2] =
+        [("nvidia", GpuVendor::Nvidia), ("amd", GpuVendor::Amd)];
+
+    /// The extended resource the vendor's device plugin advertises.
+    pub fn resource_name(self) -> &'static str {
+        match self {
+            GpuVendor::Nvidia => "nvidia.com/gpu",
+            GpuVendor::Amd => "amd.com/gpu",
+        }
+    }
+}
+
+/// The QoS class a job asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Qos {
+    /// Requests, with limits only where given explicitly.
+    Burstable,
+    /// Limits equal to requests (cpu and memory required).
+    Guaranteed,
+}
+
+impl Qos {
+    /// Every class with its name in job files.
+    pub const NAMES: [(&'static str, Qos); 2] = [
+        ("Burstable", Qos::Burstable),
+        ("Guaranteed", Qos::Guaranteed),
+    ];
+}
+
+/// Which pod failures end the job at once, and which do not count against `retries`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodFailurePolicy {
+    /// Exit codes of the main container that fail the job without further retries.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fail_on_exit_codes: Vec<i32>,
+    /// Whether pods lost to disruptions (eviction, preemption, node drain) are replaced
+    /// without counting against `retries`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ignore_disruptions: bool,
+}
+
+impl PodFailurePolicy {
+    /// Whether the policy has no rules.
+    pub fn is_empty(&self) -> bool {
+        *self == PodFailurePolicy::default()
+    }
+}
+
+/// A toleration of node taints.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Toleration {
+    /// The taint key; with operator Exists and no key, every taint is tolerated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// How the value is matched; Equal when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator: Option<TolerationOperator>,
+    /// The taint value (operator Equal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// The taint effect; every effect when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<TaintEffect>,
+    /// For NoExecute: how long the pod stays on a node after the taint appears.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
+}
+
+/// How a toleration matches a taint's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum TolerationOperator {
+    /// The values are equal.
+    Equal,
+    /// Any value.
+    Exists,
+}
+
+impl TolerationOperator {
+    /// Every operator with its name in job files (and in Kubernetes).
+    pub const NAMES: [(&'static str, TolerationOperator); 2] = [
+        ("Equal", TolerationOperator::Equal),
+        ("Exists", TolerationOperator::Exists),
+    ];
+
+    /// The Kubernetes name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TolerationOperator::Equal => "Equal",
+            TolerationOperator::Exists => "Exists",
+        }
+    }
+}
+
+/// A taint effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum TaintEffect {
+    /// Pods that do not tolerate it are not scheduled.
+    NoSchedule,
+    /// The scheduler avoids the node.
+    PreferNoSchedule,
+    /// Running pods that do not tolerate it are evicted.
+    NoExecute,
+}
+
+impl TaintEffect {
+    /// Every effect with its name in job files (and in Kubernetes).
+    pub const NAMES: [(&'static str, TaintEffect); 3] = [
+        ("NoSchedule", TaintEffect::NoSchedule),
+        ("PreferNoSchedule", TaintEffect::PreferNoSchedule),
+        ("NoExecute", TaintEffect::NoExecute),
+    ];
+
+    /// The Kubernetes name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// A memory-backed scratch directory (an `emptyDir` with medium Memory).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tmpfs {
+    /// Where it is mounted (absolute).
+    pub path: String,
+    /// Its size limit; without one it is bounded by the memory limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<Quantity>,
+}
+
+/// The path where `sharedMemory` is mounted.
+pub const SHARED_MEMORY_PATH: &str = "/dev/shm";
+
+/// The container's security context.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityContext {
+    /// Run privileged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub privileged: Option<bool>,
+    /// Whether a process may gain more privileges than its parent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_privilege_escalation: Option<bool>,
+    /// The user id the container runs as.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_as_user: Option<i64>,
+    /// The group id the container runs as.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_as_group: Option<i64>,
+    /// Refuse to start if the image would run as root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_as_non_root: Option<bool>,
+}
+
+impl SecurityContext {
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        *self == SecurityContext::default()
+    }
+}

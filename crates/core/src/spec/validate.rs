@@ -1,0 +1,474 @@
+//! Validation of a decoded container job: every value Kubernetes would refuse, and every
+//! combination that contradicts itself, named by field, before anything is created.
+
+use std::collections::BTreeSet;
+
+use super::error::{Found, Path, ProblemKind};
+use super::model::{
+    ContainerJob, GpuVendor, Qos, SHARED_MEMORY_PATH, TaintEffect, TolerationOperator,
+};
+use super::names::{
+    absolute_path, dns_label, dns_subdomain, env_name, image_reference, label_value, qualified_name,
+};
+use super::quantity::Quantity;
+use crate::marks::{MANAGED_BY_LABEL, is_label_value};
+
+/// Kubernetes' limit on the total size of an object's annotations.
+const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+/// The Kueue label that names a job's LocalQueue (set from `queue`).
+pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+
+#[derive(Default)]
+struct Checks {
+    found: Vec<Found>,
+}
+
+impl Checks {
+    fn value(&mut self, path: Path, result: Result<(), String>) {
+        if let Err(message) = result {
+            // The check's message starts with the value itself; the field comes from the path.
+            self.found
+                .push(Found::at(path, ProblemKind::Value, message));
+        }
+    }
+
+    fn key(&mut self, path: Path, result: Result<(), String>) {
+        if let Err(message) = result {
+            self.found
+                .push(Found::at_key(path, ProblemKind::Value, message));
+        }
+    }
+
+    fn invalid(&mut self, path: Path, message: impl Into<String>) {
+        self.found
+            .push(Found::at(path, ProblemKind::Value, message));
+    }
+
+    fn conflict(&mut self, path: Path, message: impl Into<String>) {
+        self.found
+            .push(Found::at(path, ProblemKind::Combination, message));
+    }
+
+    fn required(&mut self, path: Path) {
+        self.found
+            .push(Found::at(path, ProblemKind::MissingField, "is required"));
+    }
+}
+
+/// Every problem with `job`; empty when it is valid.
+pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
+    let root = Path::root();
+    let mut c = Checks::default();
+
+    if job.name.is_empty() {
+        c.required(root.field("name"));
+    } else {
+        c.value(root.field("name"), dns_label(&job.name));
+    }
+    if let Some(namespace) = &job.namespace {
+        c.value(root.field("namespace"), dns_label(namespace));
+    }
+    if job.image.is_empty() {
+        c.required(root.field("image"));
+    } else {
+        c.value(root.field("image"), image_reference(&job.image));
+    }
+    names_list(
+        &mut c,
+        &root.field("imagePullSecrets"),
+        &job.image_pull_secrets,
+    );
+    if let Some(account) = &job.service_account {
+        c.value(root.field("serviceAccount"), dns_subdomain(account));
+    }
+    if let Some(dir) = &job.working_dir {
+        c.value(root.field("workingDir"), absolute_path(dir));
+    }
+    let mut env_names = BTreeSet::new();
+    for var in &job.env {
+        let path = root.field("env").key(&var.name);
+        c.key(path.clone(), env_name(&var.name));
+        if !env_names.insert(var.name.as_str()) {
+            c.invalid(path, "is given twice");
+        }
+    }
+    names_list(&mut c, &root.field("secrets"), &job.secrets);
+    resources(&mut c, job);
+    if job.port == Some(0) {
+        c.invalid(root.field("port"), "must be between 1 and 65535");
+    }
+    if let Some(timeout) = job.timeout {
+        if timeout.subsec_nanos() != 0 {
+            c.invalid(root.field("timeout"), "must be whole seconds");
+        } else if timeout.as_secs() == 0 {
+            c.invalid(root.field("timeout"), "must be at least 1s");
+        } else if i64::try_from(timeout.as_secs()).is_err() {
+            c.invalid(root.field("timeout"), "is too long");
+        }
+    }
+    if let Some(ttl) = job.ttl_after_finished {
+        if ttl.subsec_nanos() != 0 {
+            c.invalid(root.field("ttlAfterFinished"), "must be whole seconds");
+        } else if i32::try_from(ttl.as_secs()).is_err() {
+            c.invalid(
+                root.field("ttlAfterFinished"),
+                "is too long (at most 2^31-1 seconds)",
+            );
+        }
+    }
+    if i32::try_from(job.retries).is_err() {
+        c.invalid(root.field("retries"), "is too large (at most 2^31-1)");
+    }
+    let codes_path = root.field("podFailurePolicy").field("failOnExitCodes");
+    let mut codes = BTreeSet::new();
+    for (i, code) in job.pod_failure_policy.fail_on_exit_codes.iter().enumerate() {
+        if !(1..=255).contains(code) {
+            c.invalid(
+                codes_path.index(i),
+                format!("{code} is not an exit code that fails a container (1 to 255)"),
+            );
+        } else if !codes.insert(*code) {
+            c.invalid(codes_path.index(i), format!("{code} is listed twice"));
+        }
+    }
+    if let Some(queue) = &job.queue {
+        let path = root.field("queue");
+        match dns_subdomain(queue) {
+            Err(message) => c.invalid(path, message),
+            Ok(()) if !is_label_value(queue) => c.invalid(
+                path,
+                format!("{queue:?} is longer than a label value (63 characters)"),
+            ),
+            Ok(()) => {}
+        }
+    }
+    if let Some(class) = &job.priority_class {
+        c.value(root.field("priorityClass"), dns_subdomain(class));
+    }
+    for (key, value) in &job.node_selector {
+        let path = root.field("nodeSelector").key(key);
+        c.key(path.clone(), qualified_name(key));
+        c.value(path, label_value(value));
+    }
+    tolerations(&mut c, job);
+    for (key, value) in &job.labels {
+        let path = root.field("labels").key(key);
+        c.key(
+            path.clone(),
+            qualified_name(key).and_then(|()| reserved(key, true)),
+        );
+        c.value(path, label_value(value));
+    }
+    let mut annotation_bytes = 0;
+    for (key, value) in &job.annotations {
+        let path = root.field("annotations").key(key);
+        c.key(
+            path,
+            qualified_name(key).and_then(|()| reserved(key, false)),
+        );
+        annotation_bytes += key.len() + value.len();
+    }
+    if annotation_bytes > MAX_ANNOTATIONS_BYTES {
+        c.invalid(
+            root.field("annotations"),
+            format!("total {annotation_bytes} bytes, more than Kubernetes' limit of 256 KiB"),
+        );
+    }
+    volumes(&mut c, job);
+    security_context(&mut c, job);
+    c.found
+}
+
+fn names_list(c: &mut Checks, path: &Path, names: &[String]) {
+    let mut seen = BTreeSet::new();
+    for (i, name) in names.iter().enumerate() {
+        c.value(path.index(i), dns_subdomain(name));
+        if !seen.insert(name) {
+            c.invalid(path.index(i), format!("{name:?} is listed twice"));
+        }
+    }
+}
+
+/// Reserved label and annotation keys: kubeferry's own marks, and keys that Kubernetes, the
+/// Job controller or Kueue set (where the format has a field, it says which).
+fn reserved(key: &str, label: bool) -> Result<(), String> {
+    let prefix = key.rsplit_once('/').map(|(prefix, _)| prefix);
+    let ours = prefix.is_some_and(|p| p == "kubeferry.dev" || p.ends_with(".kubeferry.dev"));
+    if ours {
+        return Err(format!(
+            "{key:?} is reserved: kubeferry.dev/ keys are kubeferry's own marks"
+        ));
+    }
+    if key == MANAGED_BY_LABEL {
+        return Err(format!(
+            "{key:?} is reserved: kubeferry sets it to mark the objects it manages"
+        ));
+    }
+    if !label {
+        return Ok(());
+    }
+    if key == KUEUE_QUEUE_LABEL {
+        return Err(format!(
+            "{key:?} is set from the queue field; use queue instead"
+        ));
+    }
+    let job_controller = prefix.is_some_and(|p| p == "batch.kubernetes.io")
+        || matches!(key, "controller-uid" | "job-name");
+    if job_controller {
+        return Err(format!(
+            "{key:?} is reserved: the Kubernetes Job controller sets it"
+        ));
+    }
+    Ok(())
+}
+
+/// A size in bytes must be a whole number: `64m` is 0.064 bytes, almost always meant as `64Mi`.
+fn whole_bytes(c: &mut Checks, path: Path, quantity: &Quantity) {
+    if quantity.is_negative() {
+        c.invalid(path, format!("{quantity} must not be negative"));
+    } else if !quantity.is_whole() {
+        let text = quantity.to_string();
+        let hint = match text.strip_suffix('m') {
+            Some(number) => format!("; m means thousandths, did you mean {number}Mi?"),
+            None => String::new(),
+        };
+        c.invalid(path, format!("{text} is not a whole number of bytes{hint}"));
+    }
+}
+
+fn cpu_amount(c: &mut Checks, path: Path, quantity: &Quantity) {
+    if quantity.is_negative() {
+        c.invalid(path, format!("{quantity} must not be negative"));
+    } else if !quantity.is_whole_milli() {
+        c.invalid(path, format!("{quantity} is finer than 1m (a thousandth of a CPU), which Kubernetes does not allow"));
+    }
+}
+
+fn resources(c: &mut Checks, job: &ContainerJob) {
+    let r = &job.resources;
+    let path = Path::root().field("resources");
+    let limits_path = path.field("limits");
+    if let Some(cpu) = &r.cpu {
+        cpu_amount(c, path.field("cpu"), cpu);
+    }
+    if let Some(cpu) = &r.limits.cpu {
+        cpu_amount(c, limits_path.field("cpu"), cpu);
+    }
+    let sizes = [
+        (path.field("memory"), r.memory),
+        (path.field("disk"), r.disk),
+        (limits_path.field("memory"), r.limits.memory),
+        (limits_path.field("disk"), r.limits.disk),
+    ];
+    for (field, quantity) in sizes {
+        if let Some(quantity) = quantity {
+            whole_bytes(c, field, &quantity);
+        }
+    }
+    let pairs = [
+        ("cpu", r.cpu, r.limits.cpu),
+        ("memory", r.memory, r.limits.memory),
+        ("disk", r.disk, r.limits.disk),
+    ];
+    for (name, request, limit) in pairs {
+        if let (Some(request), Some(limit)) = (request, limit)
+            && limit < request
+        {
+            c.conflict(
+                limits_path.field(name),
+                format!("{limit} is below the request {request} (resources.{name})"),
+            );
+        }
+    }
+    if r.qos() == Qos::Guaranteed {
+        if r.cpu.is_none() || r.memory.is_none() {
+            c.conflict(
+                path.field("qos"),
+                "Guaranteed needs both cpu and memory (its limits are set equal to the requests)",
+            );
+        }
+        if !r.limits.is_empty() {
+            c.conflict(
+                limits_path,
+                "qos Guaranteed sets the limits equal to the requests; remove limits, or use qos Burstable",
+            );
+        }
+    }
+    match r.gpu {
+        Some(0) => c.invalid(
+            path.field("gpu"),
+            "must be at least 1 (leave gpu out for none)",
+        ),
+        None if r.gpu_vendor.is_some() => {
+            c.conflict(path.field("gpuVendor"), "is set, but gpu is not")
+        }
+        _ => {}
+    }
+    let gpu_resources: Vec<&str> = GpuVendor::NAMES
+        .iter()
+        .map(|(_, v)| v.resource_name())
+        .collect();
+    for (name, amount) in &r.extended {
+        let entry = path.field("extended").key(name);
+        let shape = qualified_name(name).and_then(|()| match name.split_once('/') {
+            None => Err(format!(
+                "{name:?} is not an extended resource name: it needs a domain, e.g. example.com/fpga (cpu, memory and disk have their own fields)"
+            )),
+            Some((domain, _)) if domain == "kubernetes.io" || domain.ends_with(".kubernetes.io") => {
+                Err(format!("{name:?} is in the kubernetes.io domain, which is not for extended resources"))
+            }
+            Some(_) if gpu_resources.contains(&name.as_str()) => Err(format!(
+                "{name:?} is a GPU: use gpu (and gpuVendor) instead"
+            )),
+            Some(_) => Ok(()),
+        });
+        c.key(entry.clone(), shape);
+        if amount.is_negative() || !amount.is_whole() {
+            c.invalid(
+                entry,
+                format!("{amount} is not a whole number (extended resources are counted in units)"),
+            );
+        }
+    }
+}
+
+fn tolerations(c: &mut Checks, job: &ContainerJob) {
+    for (i, t) in job.tolerations.iter().enumerate() {
+        let path = Path::root().field("tolerations").index(i);
+        let exists = t.operator == Some(TolerationOperator::Exists);
+        match t.key.as_deref() {
+            Some(key) if !key.is_empty() => c.value(path.field("key"), qualified_name(key)),
+            _ if !exists => c.conflict(path.field("key"), "is required unless operator is Exists"),
+            _ => {}
+        }
+        match t.value.as_deref() {
+            Some(value) if exists && !value.is_empty() => {
+                c.conflict(path.field("value"), "must be empty when operator is Exists")
+            }
+            Some(value) if !exists => c.value(path.field("value"), label_value(value)),
+            _ => {}
+        }
+        if t.toleration_seconds.is_some() && t.effect != Some(TaintEffect::NoExecute) {
+            c.conflict(
+                path.field("tolerationSeconds"),
+                "only applies with effect NoExecute",
+            );
+        }
+    }
+}
+
+fn volumes(c: &mut Checks, job: &ContainerJob) {
+    let root = Path::root();
+    // Every mount, to find two at one path.
+    let mut mounts: Vec<(Path, &str)> = Vec::new();
+    if let Some(tmpfs) = &job.tmpfs {
+        let path = root.field("tmpfs").field("path");
+        c.value(path.clone(), absolute_path(&tmpfs.path));
+        if tmpfs.path == SHARED_MEMORY_PATH {
+            c.conflict(
+                path.clone(),
+                "use sharedMemory for a memory-backed /dev/shm",
+            );
+        }
+        mounts.push((path, &tmpfs.path));
+        if let Some(size) = &tmpfs.size {
+            positive_bytes(c, root.field("tmpfs").field("size"), size);
+        }
+    }
+    if let Some(size) = &job.shared_memory {
+        positive_bytes(c, root.field("sharedMemory"), size);
+        mounts.push((root.field("sharedMemory"), SHARED_MEMORY_PATH));
+    }
+    for (claim, mount) in &job.persistent_volume_claims {
+        let path = root.field("persistentVolumeClaims").key(claim);
+        c.key(path.clone(), dns_subdomain(claim));
+        c.value(path.clone(), absolute_path(mount));
+        mounts.push((path, mount));
+    }
+    for (i, (path, mount)) in mounts.iter().enumerate() {
+        if let Some((first, _)) = mounts[..i].iter().find(|(_, other)| other == mount) {
+            c.conflict(
+                path.clone(),
+                format!("{mount} is already the mount path of {first}"),
+            );
+        }
+    }
+    // Files in memory-backed volumes count against the container's memory limit.
+    let Some(limit) = job.resources.memory_limit() else {
+        return;
+    };
+    let tmpfs_size = job.tmpfs.as_ref().and_then(|t| t.size);
+    if let Some(shm) = job.shared_memory
+        && shm > limit
+    {
+        c.conflict(
+            root.field("sharedMemory"),
+            format!(
+                "{shm} is more than the memory limit {limit}, which files in /dev/shm count against"
+            ),
+        );
+    }
+    if let Some(size) = tmpfs_size
+        && size > limit
+    {
+        c.conflict(
+            root.field("tmpfs").field("size"),
+            format!(
+                "{size} is more than the memory limit {limit}, which files in tmpfs count against"
+            ),
+        );
+    }
+    if let (Some(size), Some(shm)) = (tmpfs_size, job.shared_memory)
+        && size <= limit
+        && shm <= limit
+        && size.checked_add(&shm).is_none_or(|sum| sum > limit)
+    {
+        c.conflict(
+            root.field("tmpfs").field("size"),
+            format!("{size} and sharedMemory {shm} together are more than the memory limit {limit}, which files in both count against"),
+        );
+    }
+}
+
+fn positive_bytes(c: &mut Checks, path: Path, size: &Quantity) {
+    if *size == Quantity::from_units(0) {
+        c.invalid(path, "must be more than 0");
+    } else {
+        whole_bytes(c, path, size);
+    }
+}
+
+fn security_context(c: &mut Checks, job: &ContainerJob) {
+    let s = &job.security_context;
+    let path = Path::root().field("securityContext");
+    let privileged = s.privileged == Some(true);
+    let non_root = s.run_as_non_root == Some(true);
+    if privileged && s.allow_privilege_escalation == Some(false) {
+        c.conflict(
+            path.field("allowPrivilegeEscalation"),
+            "cannot be false when privileged is true (a privileged container can always escalate)",
+        );
+    }
+    if privileged && non_root {
+        c.conflict(
+            path.field("privileged"),
+            "contradicts runAsNonRoot: a privileged container has the powers of root; choose one",
+        );
+    }
+    if non_root && s.run_as_user == Some(0) {
+        c.conflict(
+            path.field("runAsUser"),
+            "is 0 (root), but runAsNonRoot is true",
+        );
+    }
+    for (name, id) in [("runAsUser", s.run_as_user), ("runAsGroup", s.run_as_group)] {
+        if let Some(id) = id
+            && !(0..=i64::from(i32::MAX)).contains(&id)
+        {
+            c.invalid(
+                path.field(name),
+                format!("{id} is out of range (0 to 2147483647)"),
+            );
+        }
+    }
+}

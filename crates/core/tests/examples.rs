@@ -1,0 +1,61 @@
+//! Every job file in `examples/` loads and validates.
+
+use std::path::Path;
+
+use kubeferry_core::spec::{JobSpec, load};
+use kubeferry_core::template::Params;
+
+#[test]
+fn every_example_validates() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut params = Params::new();
+    // The one required parameter of templated.yaml.
+    params.insert("who".to_string(), "tester".to_string());
+    let mut loaded = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("examples/ exists") {
+        let path = entry.expect("a directory entry").path();
+        let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
+            continue;
+        };
+        if !matches!(ext, "yaml" | "yml" | "json") {
+            continue;
+        }
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        let text = std::fs::read_to_string(&path).expect("readable");
+        match load(&name, &text, &params) {
+            Ok(JobSpec::Container(spec)) => loaded.push((name, spec)),
+            Err(error) => panic!("{name} does not validate:\n{error}"),
+        }
+    }
+    loaded.sort_by(|a, b| a.0.cmp(&b.0));
+    let names: Vec<&str> = loaded.iter().map(|(n, _)| n.as_str()).collect();
+    for expected in ["fail.yaml", "full.yaml", "hello.yaml", "templated.yaml"] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    // The examples the simulated cluster runs need nothing but sh, echo and sleep.
+    for (name, spec) in &loaded {
+        if name != "full.yaml" {
+            assert_eq!(spec.command, ["sh", "-c"], "{name}");
+        }
+    }
+}
+
+#[test]
+fn templated_example_needs_its_parameter() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/templated.yaml");
+    let text = std::fs::read_to_string(path).expect("readable");
+    let error = load("templated.yaml", &text, &Params::new()).expect_err("who is required");
+    let message = error.to_string();
+    assert!(message.starts_with("templated.yaml:13:"), "{message}");
+    assert!(
+        message.contains("required parameter `who` is not set"),
+        "{message}"
+    );
+}

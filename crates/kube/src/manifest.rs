@@ -1,0 +1,311 @@
+//! The `batch/v1` Job that runs a container job spec: a pure function of the spec and the
+//! job's identity, so the same job id and spec always give the same object.
+//!
+//! Fixed choices, and why:
+//! - `restartPolicy: Never`, `completions: 1`, `parallelism: 1`: one pod per attempt, whose
+//!   own outcome (exit code, OOMKilled) stays readable instead of being restarted in place.
+//! - `backoffLimit` is `retries` (default 0): the caller usually retries, with its own ids.
+//! - `podReplacementPolicy: Failed`: a replacement pod starts only after the previous one has
+//!   fully terminated, so one job never runs two pods at once (I2).
+//! - `timeout` becomes the Job's `activeDeadlineSeconds`, not the pod's: the Job then ends
+//!   with the condition `Failed`/`DeadlineExceeded`, a recorded outcome the status mapping
+//!   reads; it bounds a pod stuck Pending (a pod's own deadline only counts once it has
+//!   started); it covers every retry; and Kubernetes restarts its clock when a suspended Job
+//!   is resumed, so time waiting in a Kueue queue is not counted.
+//! - `terminationMessagePolicy: FallbackToLogsOnError`: a failed container's last log lines
+//!   become its termination message, which the status keeps after the pod is gone.
+//! - With a Kueue `queue`, the Job carries `kueue.x-k8s.io/queue-name` and is created with
+//!   `suspend: true`, as Kueue expects; Kueue unsuspends it on admission.
+//! - Labels `app.kubernetes.io/managed-by=kubeferry` and `kubeferry.dev/job-id` go on the Job
+//!   and on the pod template, so both are found by label; the full job id is an annotation on
+//!   both, the spec hash on the Job (what a 409 adoption compares).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::{
+    Job, JobSpec as K8sJobSpec, PodFailurePolicy as K8sPodFailurePolicy,
+    PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyOnPodConditionsPattern,
+    PodFailurePolicyRule,
+};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, EmptyDirVolumeSource, EnvFromSource, EnvVar as K8sEnvVar,
+    EnvVarSource, LocalObjectReference, ObjectFieldSelector, PersistentVolumeClaimVolumeSource,
+    PodSpec, PodTemplateSpec, ResourceRequirements as K8sResourceRequirements, SecretEnvSource,
+    SecurityContext as K8sSecurityContext, Toleration as K8sToleration, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kubeferry_core::marks::{
+    JOB_ID_ANNOTATION, JOB_ID_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SPEC_HASH_ANNOTATION,
+    job_id_label_value,
+};
+use kubeferry_core::spec::{
+    ContainerJobSpec, EnvValue, KUEUE_QUEUE_LABEL, Quantity, SHARED_MEMORY_PATH, Toleration,
+};
+
+/// The name of the container that runs the job's command in every pod kubeferry creates.
+/// Logs are read from it and its termination decides the outcome.
+pub const MAIN_CONTAINER: &str = "main";
+
+/// The name of the pod volume behind `tmpfs`.
+pub const TMPFS_VOLUME: &str = "tmpfs";
+/// The name of the pod volume behind `sharedMemory`.
+pub const SHARED_MEMORY_VOLUME: &str = "shm";
+/// The prefix of the pod volumes behind `persistentVolumeClaims` (`pvc-0`, `pvc-1`, ... in
+/// claim name order; claim names may hold dots, which volume names may not).
+pub const PVC_VOLUME_PREFIX: &str = "pvc-";
+
+/// The Pod condition Kubernetes sets on pods lost to a disruption (eviction, preemption,
+/// node drain or shutdown).
+const DISRUPTION_TARGET: &str = "DisruptionTarget";
+
+/// Builds the Job that runs `spec` for the caller's `job_id`, named `object_name` (see
+/// [`kubeferry_core::marks::object_name`]) in `namespace` (the spec's, or the caller's default).
+pub fn job_manifest(
+    spec: &ContainerJobSpec,
+    job_id: &str,
+    object_name: &str,
+    namespace: &str,
+) -> Job {
+    let mut pod_labels = spec.labels.clone();
+    pod_labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
+    pod_labels.insert(JOB_ID_LABEL.to_string(), job_id_label_value(job_id));
+    let mut job_labels = pod_labels.clone();
+    if let Some(queue) = &spec.queue {
+        job_labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());
+    }
+    let mut pod_annotations = spec.annotations.clone();
+    pod_annotations.insert(JOB_ID_ANNOTATION.to_string(), job_id.to_string());
+    let mut job_annotations = pod_annotations.clone();
+    job_annotations.insert(SPEC_HASH_ANNOTATION.to_string(), spec.hash());
+
+    Job {
+        metadata: ObjectMeta {
+            name: Some(object_name.to_string()),
+            namespace: Some(namespace.to_string()),
+            labels: Some(job_labels),
+            annotations: Some(job_annotations),
+            ..ObjectMeta::default()
+        },
+        spec: Some(K8sJobSpec {
+            backoff_limit: Some(i32::try_from(spec.retries).unwrap_or(i32::MAX)),
+            completions: Some(1),
+            parallelism: Some(1),
+            active_deadline_seconds: spec
+                .timeout
+                .map(|t| i64::try_from(t.as_secs()).unwrap_or(i64::MAX)),
+            ttl_seconds_after_finished: spec
+                .ttl_after_finished
+                .map(|t| i32::try_from(t.as_secs()).unwrap_or(i32::MAX)),
+            suspend: spec.queue.as_ref().map(|_| true),
+            pod_failure_policy: pod_failure_policy(spec),
+            pod_replacement_policy: Some("Failed".to_string()),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    annotations: Some(pod_annotations),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(pod_spec(spec)),
+            },
+            ..K8sJobSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn pod_failure_policy(spec: &ContainerJobSpec) -> Option<K8sPodFailurePolicy> {
+    let policy = &spec.pod_failure_policy;
+    let mut rules = Vec::new();
+    // First, so that a disrupted pod is never taken for a listed exit code (an evicted
+    // container is killed and may exit 137 or 143).
+    if policy.ignore_disruptions {
+        rules.push(PodFailurePolicyRule {
+            action: "Ignore".to_string(),
+            on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
+                type_: DISRUPTION_TARGET.to_string(),
+                status: "True".to_string(),
+            }]),
+            on_exit_codes: None,
+        });
+    }
+    if !policy.fail_on_exit_codes.is_empty() {
+        // Kubernetes requires the values sorted and unique.
+        let mut values = policy.fail_on_exit_codes.clone();
+        values.sort_unstable();
+        values.dedup();
+        rules.push(PodFailurePolicyRule {
+            action: "FailJob".to_string(),
+            on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                container_name: Some(MAIN_CONTAINER.to_string()),
+                operator: "In".to_string(),
+                values,
+            }),
+            on_pod_conditions: None,
+        });
+    }
+    (!rules.is_empty()).then_some(K8sPodFailurePolicy { rules })
+}
+
+fn pod_spec(spec: &ContainerJobSpec) -> PodSpec {
+    let mut volumes = Vec::new();
+    let mut mounts = Vec::new();
+    if let Some(tmpfs) = &spec.tmpfs {
+        volumes.push(memory_volume(TMPFS_VOLUME, tmpfs.size));
+        mounts.push(mount(TMPFS_VOLUME, &tmpfs.path));
+    }
+    if let Some(size) = spec.shared_memory {
+        volumes.push(memory_volume(SHARED_MEMORY_VOLUME, Some(size)));
+        mounts.push(mount(SHARED_MEMORY_VOLUME, SHARED_MEMORY_PATH));
+    }
+    for (i, (claim, path)) in spec.persistent_volume_claims.iter().enumerate() {
+        let name = format!("{PVC_VOLUME_PREFIX}{i}");
+        volumes.push(Volume {
+            name: name.clone(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: claim.clone(),
+                read_only: None,
+            }),
+            ..Volume::default()
+        });
+        mounts.push(mount(&name, path));
+    }
+
+    PodSpec {
+        restart_policy: Some("Never".to_string()),
+        containers: vec![container(spec, mounts)],
+        volumes: non_empty(volumes),
+        service_account_name: spec.service_account.clone(),
+        image_pull_secrets: non_empty(
+            spec.image_pull_secrets
+                .iter()
+                .map(|name| LocalObjectReference { name: name.clone() })
+                .collect(),
+        ),
+        node_selector: (!spec.node_selector.is_empty()).then(|| spec.node_selector.clone()),
+        tolerations: non_empty(spec.tolerations.iter().map(toleration).collect()),
+        priority_class_name: spec.priority_class.clone(),
+        ..PodSpec::default()
+    }
+}
+
+fn container(spec: &ContainerJobSpec, volume_mounts: Vec<VolumeMount>) -> Container {
+    let requirements = spec.resources.requirements();
+    let resources =
+        (!requirements.requests.is_empty() || !requirements.limits.is_empty()).then(|| {
+            K8sResourceRequirements {
+                requests: quantities(&requirements.requests),
+                limits: quantities(&requirements.limits),
+                ..K8sResourceRequirements::default()
+            }
+        });
+    let env = spec
+        .env
+        .iter()
+        .map(|var| match &var.value {
+            EnvValue::Literal(value) => K8sEnvVar {
+                name: var.name.clone(),
+                value: Some(value.clone()),
+                value_from: None,
+            },
+            EnvValue::Field { field } => K8sEnvVar {
+                name: var.name.clone(),
+                value: None,
+                value_from: Some(EnvVarSource {
+                    field_ref: Some(ObjectFieldSelector {
+                        api_version: None,
+                        field_path: field.field_path().to_string(),
+                    }),
+                    ..EnvVarSource::default()
+                }),
+            },
+        })
+        .collect();
+    let env_from = spec
+        .secrets
+        .iter()
+        .map(|name| EnvFromSource {
+            secret_ref: Some(SecretEnvSource {
+                name: name.clone(),
+                optional: None,
+            }),
+            ..EnvFromSource::default()
+        })
+        .collect();
+    let security = &spec.security_context;
+    let security_context = (!security.is_empty()).then(|| K8sSecurityContext {
+        privileged: security.privileged,
+        allow_privilege_escalation: security.allow_privilege_escalation,
+        run_as_user: security.run_as_user,
+        run_as_group: security.run_as_group,
+        run_as_non_root: security.run_as_non_root,
+        ..K8sSecurityContext::default()
+    });
+
+    Container {
+        name: MAIN_CONTAINER.to_string(),
+        image: Some(spec.image.clone()),
+        image_pull_policy: spec.image_pull_policy.map(|p| p.as_str().to_string()),
+        command: non_empty(spec.command.clone()),
+        args: non_empty(spec.args.clone()),
+        working_dir: spec.working_dir.clone(),
+        env: non_empty(env),
+        env_from: non_empty(env_from),
+        resources,
+        ports: spec.port.map(|port| {
+            vec![ContainerPort {
+                container_port: i32::from(port),
+                protocol: Some("TCP".to_string()),
+                ..ContainerPort::default()
+            }]
+        }),
+        volume_mounts: non_empty(volume_mounts),
+        security_context,
+        termination_message_policy: Some("FallbackToLogsOnError".to_string()),
+        ..Container::default()
+    }
+}
+
+fn memory_volume(name: &str, size: Option<Quantity>) -> Volume {
+    Volume {
+        name: name.to_string(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            medium: Some("Memory".to_string()),
+            size_limit: size.map(|s| s.to_k8s()),
+        }),
+        ..Volume::default()
+    }
+}
+
+fn mount(volume: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: volume.to_string(),
+        mount_path: path.to_string(),
+        ..VolumeMount::default()
+    }
+}
+
+fn toleration(t: &Toleration) -> K8sToleration {
+    K8sToleration {
+        key: t.key.clone(),
+        operator: t.operator.map(|op| op.as_str().to_string()),
+        value: t.value.clone(),
+        effect: t.effect.map(|effect| effect.as_str().to_string()),
+        toleration_seconds: t.toleration_seconds,
+    }
+}
+
+fn quantities(map: &BTreeMap<String, Quantity>) -> Option<BTreeMap<String, K8sQuantity>> {
+    (!map.is_empty()).then(|| {
+        map.iter()
+            .map(|(name, q)| (name.clone(), q.to_k8s()))
+            .collect()
+    })
+}
+
+fn non_empty<T>(items: Vec<T>) -> Option<Vec<T>> {
+    (!items.is_empty()).then_some(items)
+}
+
+#[cfg(test)]
+mod tests;
