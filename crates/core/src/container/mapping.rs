@@ -425,7 +425,10 @@ impl<'a> Mapper<'a> {
             // The Job's own reason names the cause; its pods may legitimately still run.
             false
         } else {
-            self.attempts.last().is_some_and(|pod| !has_ended(pod))
+            // A pod being deleted holds nothing back: the deletion is the news.
+            self.attempts
+                .last()
+                .is_some_and(|pod| !has_ended(pod) && pod.deletion_timestamp.is_none())
         }
     }
 
@@ -795,15 +798,23 @@ impl<'a> Mapper<'a> {
         message: &Option<String>,
     ) -> Mapped {
         let what = waiting_summary(who, reason, message);
+        let cause = match (reason, message) {
+            (Some(reason), Some(message)) => format!("{reason}: {message}"),
+            (Some(reason), None) => reason.clone(),
+            (None, Some(message)) => message.clone(),
+            (None, None) => "unknown error".to_string(),
+        };
         // The kubelet shows no time for when a waiting reason began: the grace counts from
         // when it took the pod (else from the pod's creation), which is when pulling began.
         let since = pod.start_time.or(pod.created_at);
         let (queued, failed, grace) = match reason.as_deref() {
             Some("InvalidImageName") => {
-                return self.failed_now(pod, Reason::InvalidImageName, what);
+                let message = format!("{who} cannot start: {cause}");
+                return self.failed_now(pod, Reason::InvalidImageName, message);
             }
             Some("CreateContainerConfigError") => {
-                return self.failed_now(pod, Reason::CreateContainerConfigError, what);
+                let message = format!("{who} cannot start: {cause}");
+                return self.failed_now(pod, Reason::CreateContainerConfigError, message);
             }
             Some(
                 "ErrImagePull"
@@ -832,8 +843,10 @@ impl<'a> Mapper<'a> {
         };
         match since {
             Some(since) if !before_deadline(self.now, since, grace) => {
-                let mut info = ExecutionInfo::new(JobState::Failed, failed)
-                    .with_message(format!("{what} (for more than {}s)", grace.as_secs()));
+                let mut info = ExecutionInfo::new(JobState::Failed, failed).with_message(format!(
+                    "{who} did not start within {}s: {cause}",
+                    grace.as_secs()
+                ));
                 info.finished_at = deadline(since, grace);
                 Mapped::recorded_by_kubeferry(info.started(self.first_start()))
             }
@@ -881,6 +894,7 @@ impl<'a> Mapper<'a> {
     fn hold_previous(&self, message: String) -> ExecutionInfo {
         let (state, reason) = match self.previous {
             Some(previous) if !previous.is_terminal() => (previous.state, previous.reason),
+            _ if self.first_start().is_some() => (JobState::Started, Reason::Running),
             _ => (JobState::Queued, Reason::Pending),
         };
         ExecutionInfo::new(state, reason)
@@ -892,6 +906,7 @@ impl<'a> Mapper<'a> {
     fn keep_previous(&self, warning: String) -> Mapped {
         let state = match self.previous {
             Some(previous) if !previous.is_terminal() => previous.state,
+            _ if self.first_start().is_some() => JobState::Started,
             _ => JobState::Queued,
         };
         Mapped {
@@ -963,8 +978,10 @@ fn disruption(pod: &PodView) -> Option<Cause> {
     };
     let message = pod
         .message
-        .clone()
-        .or_else(|| condition.and_then(|c| c.message.clone()))
+        .as_deref()
+        .or_else(|| condition.and_then(|c| c.message.as_deref()))
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
         .or_else(|| condition_reason.or(pod_reason).map(str::to_string))
         .unwrap_or_else(|| "the pod was disrupted".to_string());
     Some(Cause {
