@@ -340,24 +340,30 @@ impl<'a> Mapper<'a> {
     }
 
     /// How the work was stopped, if it was (see [`Stop`]).
+    ///
+    /// Of a cancel by suspension and a later deletion (kubeferry's retention removing the
+    /// record), the suspension is what stopped the work.
     fn stop(&self) -> Option<Stop> {
-        if let Some(at) = self.job.deletion_timestamp {
-            return Some(Stop::Deleted(at));
-        }
-        if self.vanished.is_some() {
-            return Some(Stop::Vanished);
-        }
         // Suspension stops the work only as the means of a cancel; otherwise it is a queue.
-        if self.job.cancel_mark.is_some() && self.job.suspend && !self.has_live_work() {
-            let since = self
-                .job
+        let suspended = (self.job.cancel_mark.is_some()
+            && self.job.suspend
+            && !self.has_live_work())
+        .then(|| {
+            self.job
                 .conditions
                 .iter()
                 .find(|c| c.kind == JobConditionType::Suspended && c.status.is_true())
-                .and_then(|c| c.last_transition_time);
-            return Some(Stop::Suspended(since));
+                .and_then(|c| c.last_transition_time)
+        });
+        match (self.job.deletion_timestamp, suspended) {
+            (Some(deleted), Some(Some(since))) if since <= deleted => {
+                Some(Stop::Suspended(Some(since)))
+            }
+            (Some(deleted), _) => Some(Stop::Deleted(deleted)),
+            (None, Some(since)) => Some(Stop::Suspended(since)),
+            (None, None) if self.vanished.is_some() => Some(Stop::Vanished),
+            (None, None) => None,
         }
-        None
     }
 
     /// Whether the Job controller may still write a verdict: the Job exists and is not being
@@ -527,7 +533,7 @@ impl<'a> Mapper<'a> {
         if let Some(t) = terminated.filter(|t| is_oom(t)) {
             return Some(oom_cause(t));
         }
-        if let Some(cause) = disruption(pod) {
+        if let Some(cause) = disruption(pod, as_of) {
             return Some(cause);
         }
         if pod.reason.as_deref() == Some("DeadlineExceeded") {
@@ -953,8 +959,15 @@ fn decided_after(verdict: &Verdict<'_>, stop: Option<Stop>) -> bool {
 }
 
 /// A pod's disruption, if it shows one: an infrastructure failure, not the job's.
-fn disruption(pod: &PodView) -> Option<Cause> {
-    let condition = pod.disruption.as_ref().filter(|c| c.status.is_true());
+fn disruption(pod: &PodView, as_of: Option<Timestamp>) -> Option<Cause> {
+    // A disruption noted after the outcome was decided did not cause it.
+    let condition = pod.disruption.as_ref().filter(|c| {
+        c.status.is_true()
+            && match (c.last_transition_time, as_of) {
+                (Some(noted), Some(decided)) => noted <= decided,
+                _ => true,
+            }
+    });
     let condition_reason = condition.and_then(|c| c.reason.as_deref());
     let pod_reason = pod.reason.as_deref();
     let reason = match (pod_reason, condition_reason) {
