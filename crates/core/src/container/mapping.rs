@@ -283,8 +283,8 @@ impl<'a> Mapper<'a> {
         for condition in &self.job.conditions {
             if let super::view::ConditionStatus::Other(status) = &condition.status {
                 warnings.push(format!(
-                    "Job condition {:?} has status {status:?}, which this version does not know",
-                    condition.kind
+                    "Job condition {} has status {status:?}, which this version does not know",
+                    condition.kind.as_str()
                 ));
                 continue;
             }
@@ -439,13 +439,14 @@ impl<'a> Mapper<'a> {
     }
 
     fn succeeded(&self, verdict: &Verdict<'_>) -> Mapped {
+        // The succeeded attempt ended before the verdict by cause, whatever the node's clock
+        // says.
         let terminated = self
             .attempts
             .iter()
             .rev()
             .find(|pod| has_succeeded(pod))
-            .and_then(|pod| main_terminated(pod))
-            .filter(|t| ended_by(t, verdict.at));
+            .and_then(|pod| main_terminated(pod));
         let finished_at = terminated
             .and_then(|t| t.finished_at)
             .or(self.job.completion_time)

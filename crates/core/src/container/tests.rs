@@ -498,3 +498,28 @@ fn an_unschedulable_pod_and_a_gated_one_are_queued() {
     let mapped = map(&job(), &[pod], 10);
     assert_eq!(mapped.info.message, "waiting for the scheduler");
 }
+
+#[test]
+fn a_success_is_read_from_its_pod_even_when_the_node_clock_runs_ahead() {
+    let mut pod = running_pod("p", 1);
+    pod.phase = Some(PodPhase::Succeeded);
+    pod.main.as_mut().expect("main").state = ContainerStateView::Terminated(TerminatedView {
+        exit_code: 0,
+        signal: None,
+        reason: Some("OOMKilled".into()),
+        message: None,
+        started_at: Some(at(5)),
+        finished_at: Some(at(68)),
+    });
+    let mut job = job();
+    job.succeeded = 1;
+    job.conditions = vec![condition(
+        JobConditionType::SuccessCriteriaMet,
+        "CompletionsReached",
+        66,
+    )];
+    let mapped = map(&job, &[pod], 70);
+    assert_eq!(mapped.info.reason, Reason::OomKilled);
+    assert_eq!(mapped.info.exit_code, Some(0));
+    assert_eq!(mapped.info.finished_at, Some(at(68)));
+}

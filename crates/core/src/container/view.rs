@@ -65,6 +65,18 @@ pub enum JobConditionType {
 }
 
 impl JobConditionType {
+    /// The type as Kubernetes writes it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            JobConditionType::Complete => "Complete",
+            JobConditionType::Failed => "Failed",
+            JobConditionType::SuccessCriteriaMet => "SuccessCriteriaMet",
+            JobConditionType::FailureTarget => "FailureTarget",
+            JobConditionType::Suspended => "Suspended",
+            JobConditionType::Other(kind) => kind,
+        }
+    }
+
     fn parse(kind: &str) -> Self {
         match kind {
             "Complete" => JobConditionType::Complete,
