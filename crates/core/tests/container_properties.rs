@@ -269,7 +269,7 @@ fn pod_view() -> impl Strategy<Value = PodView> {
                 node_name,
                 start_time,
                 main,
-                blocking_init,
+                blocking_init: blocking_init.map(Box::new),
             },
         )
 }

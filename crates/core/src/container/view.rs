@@ -389,8 +389,8 @@ pub struct PodView {
     /// The main container's status (see [`MAIN_CONTAINER`]).
     pub main: Option<ContainerView>,
     /// While the main container has not started: the first init container that holds it back
-    /// (still waiting, running, or failed).
-    pub blocking_init: Option<ContainerView>,
+    /// (still waiting, running, or failed). Boxed: most pods have none.
+    pub blocking_init: Option<Box<ContainerView>>,
 }
 
 impl PodView {
@@ -441,7 +441,7 @@ impl From<&Pod> for PodView {
         .map(ContainerView::from);
         let blocking_init = match main.as_ref().map(|m| &m.state) {
             Some(ContainerStateView::Running { .. } | ContainerStateView::Terminated(_)) => None,
-            _ => blocking_init_container(pod),
+            _ => blocking_init_container(pod).map(Box::new),
         };
         PodView {
             name: meta.name.clone().unwrap_or_default(),
