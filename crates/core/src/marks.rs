@@ -22,6 +22,10 @@ pub const SPEC_HASH_ANNOTATION: &str = "kubeferry.dev/spec-hash";
 /// Annotation set when a cancel is requested; its value is the RFC 3339 time of the request.
 pub const CANCEL_ANNOTATION: &str = "kubeferry.dev/cancel-requested";
 
+/// The label that puts a Job in a Kueue LocalQueue; such Jobs are created suspended and Kueue
+/// starts them on admission.
+pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+
 /// The longest object name kubeferry generates: a DNS-1123 label.
 pub const MAX_NAME_LEN: usize = 63;
 

@@ -76,7 +76,8 @@ impl std::str::FromStr for JobState {
     }
 }
 
-/// Why a job is in its state: a closed set, documented in the README's reason table.
+/// Why a job is in its state: a closed set, documented with the rules that pick it in
+/// `crates/core/STATUS.md`.
 ///
 /// Failure reasons fall into three classes (see [`Reason::failure_class`]): the job's own fault,
 /// the infrastructure's fault (a retry on another node may well succeed), and configuration
@@ -84,15 +85,18 @@ impl std::str::FromStr for JobState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Reason {
     // Queued.
-    /// Accepted; no pod exists yet (or the Spark operator has not started the driver).
+    /// Accepted; no pod exists yet, the pod waits for the scheduler, or an attempt ended and
+    /// the Job controller has not judged it (or the Spark operator has not started the driver).
     Pending,
     /// Admission is held by a queue (Kueue) or the job is suspended.
     Suspended,
     /// The scheduler found no node for the pod; the message carries the scheduler's words.
     Unschedulable,
-    /// The pod waits for its image, a volume or container creation.
+    /// The pod waits for its image, a volume, an init container or container creation (also
+    /// while a container creation error is within its grace period).
     ContainerCreating,
-    /// The image cannot be pulled yet; the job fails once the pull grace period expires.
+    /// The image cannot be pulled yet (`ErrImagePull`, `ImagePullBackOff`, ...); the job fails
+    /// with `ImagePullFailed` once the pull grace period expires.
     ImagePullBackOff,
     // Started.
     /// The main container (or Spark driver) runs.
@@ -101,13 +105,15 @@ pub enum Reason {
     /// The job ended successfully.
     Completed,
     // Failed: the job's own fault.
-    /// The main container exited with a non-zero code.
+    /// The main container (or an init container) exited with a non-zero code, or the Job
+    /// failed for a reason this version does not know.
     Error,
     /// The main container was killed for exceeding its memory limit (even when its exit code was 0).
     OomKilled,
-    /// The job ran out of its time (`timeout`, activeDeadlineSeconds).
+    /// The job ran out of its time (`timeout`, activeDeadlineSeconds of the Job or the pod).
     DeadlineExceeded,
-    /// Every allowed attempt failed.
+    /// Every allowed attempt failed (several attempts; a single failed attempt reports its
+    /// own cause).
     BackoffLimitExceeded,
     /// The pod failure policy failed the job.
     PodFailurePolicy,
@@ -120,9 +126,11 @@ pub enum Reason {
     InvalidImageName,
     /// A secret or configmap the container needs is missing.
     CreateContainerConfigError,
-    /// The container runtime could not create the container (after the grace period).
+    /// The container runtime could not create or run the container (`CreateContainerError`,
+    /// `RunContainerError`, after the grace period).
     CreateContainerError,
-    /// The pod stayed unschedulable past the pending timeout.
+    /// The job stayed pending past the pending timeout: its pod found no node, or no pod was
+    /// created at all.
     UnschedulableTimeout,
     /// The Spark operator never wrote a status within the no-status timeout.
     NoStatusTimeout,
@@ -133,11 +141,12 @@ pub enum Reason {
     Evicted,
     /// The pod was preempted by a higher-priority pod.
     Preempted,
-    /// The node running the pod was lost or shut down.
+    /// The node running the pod was lost, removed (the pod GC deleted the pod) or shut down.
     NodeLost,
-    /// The pod was disrupted (DisruptionTarget) for another reason.
+    /// The pod was disrupted for another reason (the taint manager, a kubelet admission
+    /// rejection, a `DisruptionTarget` reason this version does not know).
     Disrupted,
-    /// The Job or its pod was deleted by someone other than kubeferry.
+    /// The Job or its pod was deleted by someone other than kubeferry (no cancel request).
     DeletedExternally,
     // Cancel.
     /// A cancel was requested; the work may still run.

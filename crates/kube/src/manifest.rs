@@ -36,16 +36,12 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeferry_core::marks::{
-    JOB_ID_ANNOTATION, JOB_ID_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SPEC_HASH_ANNOTATION,
-    job_id_label_value,
+    JOB_ID_ANNOTATION, JOB_ID_LABEL, KUEUE_QUEUE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
+    SPEC_HASH_ANNOTATION, job_id_label_value,
 };
-use kubeferry_core::spec::{
-    ContainerJobSpec, EnvValue, KUEUE_QUEUE_LABEL, Quantity, SHARED_MEMORY_PATH, Toleration,
-};
+use kubeferry_core::spec::{ContainerJobSpec, EnvValue, Quantity, SHARED_MEMORY_PATH, Toleration};
 
-/// The name of the container that runs the job's command in every pod kubeferry creates.
-/// Logs are read from it and its termination decides the outcome.
-pub const MAIN_CONTAINER: &str = "main";
+pub use kubeferry_core::container::MAIN_CONTAINER;
 
 /// The name of the pod volume behind `tmpfs`.
 pub const TMPFS_VOLUME: &str = "tmpfs";

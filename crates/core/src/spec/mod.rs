@@ -27,7 +27,6 @@ pub use model::{
     SHARED_MEMORY_PATH, SecurityContext, TaintEffect, Tmpfs, Toleration, TolerationOperator,
 };
 pub use quantity::{Quantity, QuantityError, QuantityFormat};
-pub use validate::KUEUE_QUEUE_LABEL;
 
 pub use crate::template::Params;
 

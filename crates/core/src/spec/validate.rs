@@ -15,8 +15,7 @@ use crate::marks::{MANAGED_BY_LABEL, is_label_value};
 
 /// Kubernetes' limit on the total size of an object's annotations.
 const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
-/// The Kueue label that names a job's LocalQueue (set from `queue`).
-pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+use crate::marks::KUEUE_QUEUE_LABEL;
 
 #[derive(Default)]
 struct Checks {

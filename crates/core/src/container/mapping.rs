@@ -1,0 +1,1118 @@
+//! The pure mapping from a Job and its pods to kubeferry's status model.
+//!
+//! The rules and their order are documented in `crates/core/STATUS.md`; the comments here say
+//! why each one is where it is.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::view::{
+    ContainerStateView, ContainerView, JobConditionType, JobConditionView, JobView, PodPhase,
+    PodView, TerminatedView,
+};
+use crate::status::{ExecutionInfo, JobState, Reason};
+
+/// Every grace period and timeout the mapping applies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MappingConfig {
+    /// How long an image may fail to pull (`ErrImagePull`, `ImagePullBackOff`, ...) before the
+    /// job fails with `ImagePullFailed`, counted from when the kubelet took the pod.
+    pub image_pull_grace: Duration,
+    /// How long the runtime may fail to create the container (`CreateContainerError`,
+    /// `RunContainerError`) before the job fails, counted like the pull grace.
+    pub create_container_error_grace: Duration,
+    /// How long a job may wait for a node (or, with no pod at all, for the Job controller to
+    /// create one) before it fails with `UnschedulableTimeout`; `None` waits forever.
+    pub pending_timeout: Option<Duration>,
+    /// How long a Job's verdict waits for its pod's final status to be observed (the Job and its
+    /// pods arrive on separate watches) before the outcome is reported without the pod's details.
+    pub pod_status_wait: Duration,
+}
+
+impl Default for MappingConfig {
+    fn default() -> Self {
+        MappingConfig {
+            image_pull_grace: Duration::from_secs(180),
+            create_container_error_grace: Duration::from_secs(180),
+            pending_timeout: None,
+            pod_status_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What is known of the Job itself.
+///
+/// A Job that was never seen is not mapped at all: the caller answers "no such job".
+#[derive(Clone, Copy, Debug)]
+pub enum JobObservation<'a> {
+    /// The Job exists; this is its latest view.
+    Present(&'a JobView),
+    /// The Job was seen and is gone now (deleted, or removed by its TTL after it finished).
+    Vanished {
+        /// The last view of the Job that was seen.
+        last_seen: &'a JobView,
+        /// Whether `last_seen` is the Job's final state, as a watch's DELETED event delivers it.
+        /// `false` when the Job was found missing (a relist, a 404) and the view may be stale.
+        final_state: bool,
+    },
+}
+
+impl<'a> JobObservation<'a> {
+    /// The Job's latest known view.
+    pub fn job(&self) -> &'a JobView {
+        match *self {
+            JobObservation::Present(job) => job,
+            JobObservation::Vanished { last_seen, .. } => last_seen,
+        }
+    }
+}
+
+/// The result of mapping one observation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mapped {
+    /// The status to report.
+    pub info: ExecutionInfo,
+    /// Set when part of the observation has a shape this version cannot read; the status then
+    /// stays non-terminal. The caller logs it (once per job and message).
+    pub warning: Option<String>,
+    /// The outcome comes from one of kubeferry's own timeouts or from a container error the
+    /// kubelet keeps retrying, not from a Kubernetes verdict: the Job is still there. The caller
+    /// should stop the Job and record the outcome so that every replica reports the same one.
+    pub must_record: bool,
+}
+
+impl Mapped {
+    fn of(info: ExecutionInfo) -> Self {
+        Mapped {
+            info,
+            warning: None,
+            must_record: false,
+        }
+    }
+
+    fn recorded_by_kubeferry(info: ExecutionInfo) -> Self {
+        Mapped {
+            info,
+            warning: None,
+            must_record: true,
+        }
+    }
+}
+
+/// Maps a container job (a Job and its pods) to its status.
+///
+/// `pods` are the Job's pods as last observed, in any order (pods owned by another Job are
+/// ignored); `now` drives the grace periods of `config`; `previous` is the status reported
+/// before, if any: a terminal one is returned unchanged, and a later status keeps its start time.
+///
+/// Returns `None` when the Job is gone and nothing that was seen tells what became of it (no
+/// outcome, no cancel mark, no deletion in a view that may be stale): the caller then answers
+/// "no such job", which a caller that was cancelling settles as cancelled.
+pub fn container_status(
+    observed: &JobObservation<'_>,
+    pods: &[PodView],
+    now: Timestamp,
+    config: &MappingConfig,
+    previous: Option<&ExecutionInfo>,
+) -> Option<Mapped> {
+    if let Some(previous) = previous.filter(|p| p.is_terminal()) {
+        return Some(Mapped::of(previous.clone()));
+    }
+    let job = observed.job();
+    let mut attempts: Vec<&PodView> = pods
+        .iter()
+        .filter(|pod| match &pod.owner_uid {
+            Some(owner) if !job.uid.is_empty() => *owner == job.uid,
+            _ => true,
+        })
+        .collect();
+    // Oldest first; of two created in the same second, the one that ended is the older.
+    attempts.sort_by(|a, b| {
+        (a.created_at, !has_ended(a), &a.name).cmp(&(b.created_at, !has_ended(b), &b.name))
+    });
+    let mapper = Mapper {
+        job,
+        vanished: match observed {
+            JobObservation::Present(_) => None,
+            JobObservation::Vanished { final_state, .. } => Some(*final_state),
+        },
+        attempts,
+        now,
+        config,
+        previous,
+    };
+    let mut mapped = mapper.map()?;
+    if let Some(previous) = previous {
+        mapped.info = previous.advance(mapped.info);
+    }
+    Some(mapped)
+}
+
+/// The Job controller's verdict, read from the Job's conditions.
+struct Verdict<'a> {
+    succeeded: bool,
+    /// When the outcome was decided: the earliest transition among the conditions that say it
+    /// (`SuccessCriteriaMet`/`FailureTarget` come before `Complete`/`Failed`).
+    at: Option<Timestamp>,
+    reason: Option<&'a str>,
+    message: Option<&'a str>,
+}
+
+/// How the work was stopped, if it was.
+#[derive(Clone, Copy)]
+enum Stop {
+    /// The Job's deletion was requested at this time.
+    Deleted(Timestamp),
+    /// The Job is gone and no view showed its deletion.
+    Vanished,
+    /// Cancelled by suspension: the Job is suspended (since this time, when known) and no pod
+    /// of it runs any more.
+    Suspended(Option<Timestamp>),
+}
+
+struct Mapper<'a> {
+    job: &'a JobView,
+    /// `Some(final_state)` when the Job is gone.
+    vanished: Option<bool>,
+    /// The Job's pods, oldest first.
+    attempts: Vec<&'a PodView>,
+    now: Timestamp,
+    config: &'a MappingConfig,
+    previous: Option<&'a ExecutionInfo>,
+}
+
+/// Why an attempt failed.
+struct Cause {
+    reason: Reason,
+    message: String,
+    /// An exit code the cause itself shows (an OOM kill seen only in `lastState`).
+    exit_code: Option<i32>,
+}
+
+impl<'a> Mapper<'a> {
+    fn map(&self) -> Option<Mapped> {
+        let mut warnings = Vec::new();
+        let verdict = match self.verdict(&mut warnings) {
+            Ok(verdict) => verdict,
+            Err(warning) => return Some(self.keep_previous(warning)),
+        };
+        let stop = self.stop();
+        let mut mapped = self.decide(verdict, stop)?;
+        if !warnings.is_empty() && mapped.warning.is_none() {
+            mapped.warning = Some(warnings.join("; "));
+        }
+        Some(mapped)
+    }
+
+    /// The precedence rules, first match wins.
+    fn decide(&self, verdict: Option<Verdict<'_>>, stop: Option<Stop>) -> Option<Mapped> {
+        // 1. An outcome Kubernetes recorded before the work was stopped stands, whoever stopped
+        //    it and whether or not a cancel was requested.
+        if let Some(verdict) = &verdict
+            && !decided_after(verdict, stop)
+        {
+            return Some(self.outcome(verdict));
+        }
+        // 1b. A Job being deleted or gone can no longer judge: an attempt that succeeded on its
+        //     own before that is the outcome.
+        if !self.job_can_judge()
+            && let Some(mapped) = self.success_before_deletion()
+        {
+            return Some(mapped);
+        }
+        // 2. A cancel request: done once the work stopped, in progress until then.
+        if let Some(mark) = &self.job.cancel_mark {
+            let requested = mark
+                .requested_at
+                .map(|at| format!(" at {at}"))
+                .unwrap_or_default();
+            return Some(match stop {
+                Some(stop) => self.cancelled(stop, mark.requested_at, &requested),
+                None => Mapped::of(
+                    ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested)
+                        .with_message(format!(
+                            "cancel requested{requested}; waiting for the job to stop"
+                        ))
+                        .started(self.first_start()),
+                ),
+            });
+        }
+        // 3. Stopped without a cancel request: someone else deleted the Job.
+        match stop {
+            Some(Stop::Deleted(at)) => {
+                return Some(self.deleted_externally(
+                    Some(at),
+                    format!("the Job was deleted at {at} without a cancel request"),
+                ));
+            }
+            Some(Stop::Vanished) => {
+                // Only a final state proves there was no cancel mark: a stale view may predate
+                // a cancel requested through another replica.
+                return if self.vanished == Some(true) {
+                    Some(self.deleted_externally(
+                        None,
+                        "the Job was deleted without a cancel request".to_string(),
+                    ))
+                } else {
+                    None
+                };
+            }
+            Some(Stop::Suspended(_)) | None => {}
+        }
+        // 4. Suspended (by the caller or held by a queue such as Kueue).
+        if self.is_suspended() {
+            let message = match &self.job.queue_name {
+                Some(queue) => format!("waiting for admission by queue {queue}"),
+                None => "the Job is suspended".to_string(),
+            };
+            return Some(Mapped::of(
+                ExecutionInfo::new(JobState::Queued, Reason::Suspended)
+                    .with_message(message)
+                    .started(self.first_start()),
+            ));
+        }
+        // 5. The newest attempt's progress.
+        Some(self.progress())
+    }
+
+    /// Reads the Job's verdict. `Err` when the conditions cannot be read as one.
+    fn verdict(&self, warnings: &mut Vec<String>) -> Result<Option<Verdict<'a>>, String> {
+        let mut success: Vec<&JobConditionView> = Vec::new();
+        let mut failure: Vec<&JobConditionView> = Vec::new();
+        for condition in &self.job.conditions {
+            if let super::view::ConditionStatus::Other(status) = &condition.status {
+                warnings.push(format!(
+                    "Job condition {} has status {status:?}, which this version does not know",
+                    condition.kind.as_str()
+                ));
+                continue;
+            }
+            if !condition.status.is_true() {
+                continue;
+            }
+            match &condition.kind {
+                JobConditionType::Complete | JobConditionType::SuccessCriteriaMet => {
+                    success.push(condition)
+                }
+                JobConditionType::Failed | JobConditionType::FailureTarget => {
+                    failure.push(condition)
+                }
+                JobConditionType::Suspended => {}
+                JobConditionType::Other(kind) => warnings.push(format!(
+                    "Job condition {kind}=True is not one this version knows; ignored"
+                )),
+            }
+        }
+        let (succeeded, conditions) = match (success.is_empty(), failure.is_empty()) {
+            (true, true) => return Ok(None),
+            (false, true) => (true, success),
+            (true, false) => (false, failure),
+            (false, false) => {
+                return Err(format!(
+                    "Job {} reports both success and failure conditions; keeping the last status",
+                    self.job.name
+                ));
+            }
+        };
+        // The final condition (Complete/Failed) carries the same reason as its target; prefer
+        // it, else the target's.
+        let is_final = |c: &&&JobConditionView| {
+            matches!(
+                c.kind,
+                JobConditionType::Complete | JobConditionType::Failed
+            )
+        };
+        let named = conditions
+            .iter()
+            .find(is_final)
+            .or_else(|| conditions.first())
+            .copied();
+        Ok(Some(Verdict {
+            succeeded,
+            at: conditions
+                .iter()
+                .filter_map(|c| c.last_transition_time)
+                .min(),
+            reason: named.and_then(|c| c.reason.as_deref()),
+            message: named.and_then(|c| c.message.as_deref()),
+        }))
+    }
+
+    /// How the work was stopped, if it was (see [`Stop`]).
+    ///
+    /// Of a cancel by suspension and a later deletion (kubeferry's retention removing the
+    /// record), the suspension is what stopped the work.
+    fn stop(&self) -> Option<Stop> {
+        // Suspension stops the work only as the means of a cancel; otherwise it is a queue.
+        let suspended = (self.job.cancel_mark.is_some()
+            && self.job.suspend
+            && !self.has_live_work())
+        .then(|| {
+            self.job
+                .conditions
+                .iter()
+                .find(|c| c.kind == JobConditionType::Suspended && c.status.is_true())
+                .and_then(|c| c.last_transition_time)
+        });
+        match (self.job.deletion_timestamp, suspended) {
+            (Some(deleted), Some(Some(since))) if since <= deleted => {
+                Some(Stop::Suspended(Some(since)))
+            }
+            (Some(deleted), _) => Some(Stop::Deleted(deleted)),
+            (None, Some(since)) => Some(Stop::Suspended(since)),
+            (None, None) if self.vanished.is_some() => Some(Stop::Vanished),
+            (None, None) => None,
+        }
+    }
+
+    /// Whether the Job controller may still write a verdict: the Job exists and is not being
+    /// deleted.
+    fn job_can_judge(&self) -> bool {
+        self.vanished.is_none() && self.job.deletion_timestamp.is_none()
+    }
+
+    fn has_live_work(&self) -> bool {
+        self.job.active > 0
+            || self
+                .attempts
+                .iter()
+                .any(|pod| !has_ended(pod) && pod.deletion_timestamp.is_none())
+    }
+
+    fn is_suspended(&self) -> bool {
+        self.job.suspend
+            || self
+                .job
+                .conditions
+                .iter()
+                .any(|c| c.kind == JobConditionType::Suspended && c.status.is_true())
+    }
+
+    /// The reported outcome of a verdict, with the details its pods show.
+    fn outcome(&self, verdict: &Verdict<'_>) -> Mapped {
+        if self.awaits_pod_status(verdict) {
+            let info = match self.first_start() {
+                Some(start) => {
+                    ExecutionInfo::new(JobState::Started, Reason::Running).started(Some(start))
+                }
+                None => ExecutionInfo::new(JobState::Queued, Reason::Pending),
+            };
+            return Mapped::of(info.with_message(
+                "the Job controller reported the outcome; waiting for the pod's final status",
+            ));
+        }
+        if verdict.succeeded {
+            self.succeeded(verdict)
+        } else {
+            self.failed(verdict)
+        }
+    }
+
+    /// Whether to hold a verdict back until the pod that decided it is seen ended, so that
+    /// every replica reports the same details (an OOM kill with exit code 0 even turns a
+    /// success into a failure). Bounded by [`MappingConfig::pod_status_wait`].
+    fn awaits_pod_status(&self, verdict: &Verdict<'_>) -> bool {
+        if !self.job_can_judge() {
+            return false;
+        }
+        let Some(at) = verdict.at else {
+            return false;
+        };
+        if !before_deadline(self.now, at, self.config.pod_status_wait) {
+            return false;
+        }
+        if verdict.succeeded {
+            !self.attempts.iter().any(|pod| has_succeeded(pod))
+        } else if matches!(
+            verdict.reason,
+            Some("DeadlineExceeded" | "PodFailurePolicy")
+        ) {
+            // The Job's own reason names the cause; its pods may legitimately still run.
+            false
+        } else {
+            // A pod being deleted holds nothing back: the deletion is the news.
+            self.attempts
+                .last()
+                .is_some_and(|pod| !has_ended(pod) && pod.deletion_timestamp.is_none())
+        }
+    }
+
+    fn succeeded(&self, verdict: &Verdict<'_>) -> Mapped {
+        // The succeeded attempt ended before the verdict by cause, whatever the node's clock
+        // says.
+        let terminated = self
+            .attempts
+            .iter()
+            .rev()
+            .find(|pod| has_succeeded(pod))
+            .and_then(|pod| main_terminated(pod));
+        let finished_at = terminated
+            .and_then(|t| t.finished_at)
+            .or(self.job.completion_time)
+            .or(verdict.at);
+        let mut info = match terminated {
+            // The kernel killed a process of the container for memory even though it exited
+            // with 0: the work did not succeed.
+            Some(t) if is_oom(t) => ExecutionInfo::new(JobState::Failed, Reason::OomKilled)
+                .with_message(format!(
+                    "the main container was OOMKilled (exceeded its memory limit) although it \
+                     exited with code {}",
+                    t.exit_code
+                )),
+            _ => ExecutionInfo::new(JobState::Succeeded, Reason::Completed),
+        };
+        info.exit_code = terminated.map(|t| t.exit_code);
+        info.finished_at = finished_at;
+        Mapped::of(info.started(self.first_start()))
+    }
+
+    fn failed(&self, verdict: &Verdict<'_>) -> Mapped {
+        let newest = self.attempts.last().copied();
+        let terminated = newest
+            .and_then(main_terminated)
+            .filter(|t| ended_by(t, verdict.at));
+        let job_message = verdict.message.unwrap_or_default();
+        let cause = match verdict.reason {
+            // The Job's own reason names the cause.
+            Some("DeadlineExceeded") => Cause {
+                reason: Reason::DeadlineExceeded,
+                message: or_default(job_message, "the job ran out of time"),
+                exit_code: None,
+            },
+            Some("PodFailurePolicy") => Cause {
+                reason: Reason::PodFailurePolicy,
+                message: or_default(job_message, "the pod failure policy failed the job"),
+                exit_code: None,
+            },
+            // Otherwise (BackoffLimitExceeded, or a reason this version does not know) the
+            // newest attempt tells why; several failed attempts make it BackoffLimitExceeded.
+            reason => match newest.and_then(|pod| self.attempt_cause(pod, verdict.at)) {
+                Some(cause) if cause.reason == Reason::Error && self.failed_attempts() > 1 => {
+                    Cause {
+                        reason: Reason::BackoffLimitExceeded,
+                        message: format!(
+                            "{} after {} attempts; the last one: {}",
+                            or_default(job_message, "the job reached its backoff limit"),
+                            self.failed_attempts(),
+                            cause.message
+                        ),
+                        exit_code: cause.exit_code,
+                    }
+                }
+                Some(cause) => cause,
+                None if reason == Some("BackoffLimitExceeded") => Cause {
+                    reason: Reason::BackoffLimitExceeded,
+                    message: or_default(job_message, "the job reached its backoff limit"),
+                    exit_code: None,
+                },
+                None => Cause {
+                    reason: Reason::Error,
+                    message: match (reason, job_message) {
+                        (_, message) if !message.is_empty() => message.to_string(),
+                        (Some(reason), _) => format!("the Job failed: {reason}"),
+                        (None, _) => "the Job failed".to_string(),
+                    },
+                    exit_code: None,
+                },
+            },
+        };
+        let mut info =
+            ExecutionInfo::new(JobState::Failed, cause.reason).with_message(cause.message);
+        info.exit_code = terminated.map(|t| t.exit_code).or(cause.exit_code);
+        info.finished_at = terminated.and_then(|t| t.finished_at).or(verdict.at);
+        Mapped::of(info.started(self.first_start()))
+    }
+
+    /// Why one attempt failed, as far as its pod shows it by `as_of` (when the outcome was
+    /// decided). `None` when the pod shows no failure.
+    fn attempt_cause(&self, pod: &PodView, as_of: Option<Timestamp>) -> Option<Cause> {
+        let main = pod.main.as_ref();
+        let terminated = main_terminated(pod).filter(|t| ended_by(t, as_of));
+        // The container's own end comes first: an OOM kill is the job's fault even if the node
+        // was disrupted afterwards.
+        if let Some(t) = terminated.filter(|t| is_oom(t)) {
+            return Some(oom_cause(t));
+        }
+        if let Some(cause) = disruption(pod, as_of) {
+            return Some(cause);
+        }
+        if pod.reason.as_deref() == Some("DeadlineExceeded") {
+            return Some(Cause {
+                reason: Reason::DeadlineExceeded,
+                message: pod
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| "the pod ran out of time".to_string()),
+                exit_code: None,
+            });
+        }
+        // An OOM kill of the previous run (the Job may count it before the container restarts
+        // or while the pod is being torn down).
+        if let Some(last) = main
+            .and_then(|m| m.last_terminated.as_ref())
+            .filter(|t| is_oom(t))
+        {
+            let mut cause = oom_cause(last);
+            cause.exit_code = Some(last.exit_code);
+            return Some(cause);
+        }
+        if let Some(deleted) = pod.deletion_requested_at()
+            && as_of.is_none_or(|at| deleted <= at)
+            && terminated.is_none_or(|t| t.finished_at.is_none_or(|end| end >= deleted))
+        {
+            return Some(Cause {
+                reason: Reason::DeletedExternally,
+                message: format!(
+                    "pod {} was deleted at {deleted} by someone other than kubeferry",
+                    pod.name
+                ),
+                exit_code: None,
+            });
+        }
+        if let Some(init) = &pod.blocking_init
+            && let ContainerStateView::Terminated(t) = &init.state
+            && t.exit_code != 0
+        {
+            return Some(Cause {
+                reason: Reason::Error,
+                message: format!("init container {}: {}", init.name, exit_summary(t)),
+                exit_code: Some(t.exit_code),
+            });
+        }
+        match terminated {
+            Some(t) if t.exit_code != 0 => Some(Cause {
+                reason: Reason::Error,
+                message: exit_summary(t),
+                exit_code: Some(t.exit_code),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Failed attempts, by the Job's count or the pods seen, whichever is larger.
+    fn failed_attempts(&self) -> i32 {
+        let seen = self
+            .attempts
+            .iter()
+            .filter(|pod| {
+                pod.phase == Some(PodPhase::Failed)
+                    || main_terminated(pod).is_some_and(|t| t.exit_code != 0)
+            })
+            .count();
+        self.job.failed.max(i32::try_from(seen).unwrap_or(i32::MAX))
+    }
+
+    /// For a Job that is being deleted or gone: SUCCEEDED if its newest attempt succeeded on its
+    /// own, strictly before any deletion (a container that exits 0 on SIGTERM is not a success).
+    fn success_before_deletion(&self) -> Option<Mapped> {
+        let pod = self.attempts.last()?;
+        let t = main_terminated(pod).filter(|t| t.exit_code == 0 && !is_oom(t))?;
+        let finished = t.finished_at?;
+        let deletions = [self.job.deletion_timestamp, pod.deletion_requested_at()];
+        if deletions.into_iter().flatten().any(|at| finished >= at) {
+            return None;
+        }
+        let mut info = ExecutionInfo::new(JobState::Succeeded, Reason::Completed);
+        info.exit_code = Some(0);
+        info.finished_at = Some(finished);
+        Some(Mapped::of(info.started(self.first_start())))
+    }
+
+    fn cancelled(&self, stop: Stop, requested_at: Option<Timestamp>, requested: &str) -> Mapped {
+        let (finished_at, how) = match stop {
+            Stop::Deleted(at) => (Some(at), format!("the Job was deleted at {at}")),
+            Stop::Vanished => (requested_at, "the Job is gone".to_string()),
+            Stop::Suspended(since) => (
+                since.max(requested_at),
+                "the Job is suspended and none of its pods runs".to_string(),
+            ),
+        };
+        let mut info = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
+            .with_message(format!("cancel requested{requested}; {how}"));
+        info.finished_at = finished_at;
+        Mapped::of(info.started(self.first_start()))
+    }
+
+    fn deleted_externally(&self, at: Option<Timestamp>, message: String) -> Mapped {
+        let terminated = self
+            .attempts
+            .last()
+            .and_then(|pod| main_terminated(pod))
+            .filter(|t| ended_by(t, at));
+        let mut info =
+            ExecutionInfo::new(JobState::Failed, Reason::DeletedExternally).with_message(message);
+        info.exit_code = terminated.map(|t| t.exit_code);
+        info.finished_at = at;
+        Mapped::of(info.started(self.first_start()))
+    }
+
+    /// Where the newest attempt stands while no outcome is known.
+    fn progress(&self) -> Mapped {
+        let Some(pod) = self.attempts.last().copied() else {
+            return self.no_pod();
+        };
+        match &pod.phase {
+            Some(PodPhase::Other(phase)) => {
+                return self.keep_previous(format!(
+                    "pod {} has phase {phase:?}, which this version does not know; keeping the \
+                     last status",
+                    pod.name
+                ));
+            }
+            Some(PodPhase::Unknown) => {
+                return Mapped::of(self.hold_previous(format!(
+                    "the node of pod {} stopped reporting (phase Unknown)",
+                    pod.name
+                )));
+            }
+            _ => {}
+        }
+        if has_ended(pod) {
+            return self.attempt_ended(pod);
+        }
+        if !is_scheduled(pod) {
+            return self.unscheduled(pod);
+        }
+        let main = pod.main.as_ref();
+        match main.map(|m| (m, &m.state)) {
+            Some((_, ContainerStateView::Running { .. })) => Mapped::of(
+                ExecutionInfo::new(JobState::Started, Reason::Running).started(self.first_start()),
+            ),
+            Some((main, ContainerStateView::Waiting { reason, message })) => {
+                if has_run_before(main) {
+                    // Between two runs of a restarting container (CrashLoopBackOff, ...).
+                    let what = waiting_summary("the main container", reason, message);
+                    return Mapped::of(
+                        ExecutionInfo::new(JobState::Started, Reason::Running)
+                            .with_message(what)
+                            .started(self.first_start()),
+                    );
+                }
+                match (&pod.blocking_init, reason.as_deref()) {
+                    (Some(init), None | Some("PodInitializing")) => self.initializing(pod, init),
+                    _ => self.waiting(pod, "the main container", reason, message),
+                }
+            }
+            // No state reported yet (a terminated main container ended the attempt above).
+            _ => match &pod.blocking_init {
+                Some(init) => self.initializing(pod, init),
+                None if pod.phase == Some(PodPhase::Running) => Mapped::of(
+                    ExecutionInfo::new(JobState::Started, Reason::Running)
+                        .started(self.first_start()),
+                ),
+                None => Mapped::of(
+                    ExecutionInfo::new(JobState::Queued, Reason::ContainerCreating)
+                        .with_message(match &pod.node_name {
+                            Some(node) => format!("scheduled to node {node}"),
+                            None => "scheduled".to_string(),
+                        })
+                        .started(self.first_start()),
+                ),
+            },
+        }
+    }
+
+    fn no_pod(&self) -> Mapped {
+        let retrying = self.job.failed > 0;
+        if !retrying
+            && let Some(timeout) = self.config.pending_timeout
+            && let Some(since) = self.job.start_time.or(self.job.created_at)
+            && !before_deadline(self.now, since, timeout)
+        {
+            let mut info = ExecutionInfo::new(JobState::Failed, Reason::UnschedulableTimeout)
+                .with_message(format!(
+                    "no pod was created within the pending timeout of {}s",
+                    timeout.as_secs()
+                ));
+            info.finished_at = deadline(since, timeout);
+            return Mapped::recorded_by_kubeferry(info);
+        }
+        let message = if retrying {
+            "waiting for the next attempt's pod"
+        } else {
+            "waiting for the Job controller to create a pod"
+        };
+        Mapped::of(
+            ExecutionInfo::new(JobState::Queued, Reason::Pending)
+                .with_message(message)
+                .started(self.first_start()),
+        )
+    }
+
+    /// A pod no node has taken yet.
+    fn unscheduled(&self, pod: &PodView) -> Mapped {
+        let condition = pod.scheduled.as_ref();
+        let scheduler_message = condition.and_then(|c| c.message.clone());
+        if let Some(timeout) = self.config.pending_timeout
+            && let Some(created) = pod.created_at
+            && !before_deadline(self.now, created, timeout)
+        {
+            let mut info = ExecutionInfo::new(JobState::Failed, Reason::UnschedulableTimeout)
+                .with_message(format!(
+                    "pod {} found no node within the pending timeout of {}s{}",
+                    pod.name,
+                    timeout.as_secs(),
+                    scheduler_message
+                        .as_deref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
+                ));
+            info.finished_at = deadline(created, timeout);
+            return Mapped::recorded_by_kubeferry(info.started(self.first_start()));
+        }
+        let info = match condition.and_then(|c| c.reason.as_deref()) {
+            Some("Unschedulable") => ExecutionInfo::new(JobState::Queued, Reason::Unschedulable)
+                .with_message(scheduler_message.unwrap_or_else(|| "no node fits".to_string())),
+            Some(reason) => ExecutionInfo::new(JobState::Queued, Reason::Pending).with_message(
+                match scheduler_message {
+                    Some(message) => format!("{reason}: {message}"),
+                    None => reason.to_string(),
+                },
+            ),
+            None => ExecutionInfo::new(JobState::Queued, Reason::Pending)
+                .with_message("waiting for the scheduler"),
+        };
+        Mapped::of(info.started(self.first_start()))
+    }
+
+    /// The main container waits for an init container.
+    fn initializing(&self, pod: &PodView, init: &ContainerView) -> Mapped {
+        let who = format!("init container {}", init.name);
+        match &init.state {
+            ContainerStateView::Waiting { reason, message } => {
+                self.waiting(pod, &who, reason, message)
+            }
+            ContainerStateView::Terminated(t) => Mapped::of(
+                ExecutionInfo::new(JobState::Queued, Reason::ContainerCreating)
+                    .with_message(format!("{who} ended ({})", exit_summary(t)))
+                    .started(self.first_start()),
+            ),
+            ContainerStateView::Running { .. } | ContainerStateView::Unreported => Mapped::of(
+                ExecutionInfo::new(JobState::Queued, Reason::ContainerCreating)
+                    .with_message(format!("{who} is running"))
+                    .started(self.first_start()),
+            ),
+        }
+    }
+
+    /// A container that has not started: fail at once, after a grace period, or keep waiting.
+    fn waiting(
+        &self,
+        pod: &PodView,
+        who: &str,
+        reason: &Option<String>,
+        message: &Option<String>,
+    ) -> Mapped {
+        let what = waiting_summary(who, reason, message);
+        let cause = match (reason, message) {
+            (Some(reason), Some(message)) => format!("{reason}: {message}"),
+            (Some(reason), None) => reason.clone(),
+            (None, Some(message)) => message.clone(),
+            (None, None) => "unknown error".to_string(),
+        };
+        // The kubelet shows no time for when a waiting reason began: the grace counts from
+        // when it took the pod (else from the pod's creation), which is when pulling began.
+        let since = pod.start_time.or(pod.created_at);
+        let (queued, failed, grace) = match reason.as_deref() {
+            Some("InvalidImageName") => {
+                let message = format!("{who} cannot start: {cause}");
+                return self.failed_now(pod, Reason::InvalidImageName, message);
+            }
+            Some("CreateContainerConfigError") => {
+                let message = format!("{who} cannot start: {cause}");
+                return self.failed_now(pod, Reason::CreateContainerConfigError, message);
+            }
+            Some(
+                "ErrImagePull"
+                | "ImagePullBackOff"
+                | "ErrImageNeverPull"
+                | "RegistryUnavailable"
+                | "ImageInspectError"
+                | "SignatureValidationFailed",
+            ) => (
+                Reason::ImagePullBackOff,
+                Reason::ImagePullFailed,
+                self.config.image_pull_grace,
+            ),
+            Some("CreateContainerError" | "RunContainerError") => (
+                Reason::ContainerCreating,
+                Reason::CreateContainerError,
+                self.config.create_container_error_grace,
+            ),
+            _ => {
+                return Mapped::of(
+                    ExecutionInfo::new(JobState::Queued, Reason::ContainerCreating)
+                        .with_message(what)
+                        .started(self.first_start()),
+                );
+            }
+        };
+        match since {
+            Some(since) if !before_deadline(self.now, since, grace) => {
+                let mut info = ExecutionInfo::new(JobState::Failed, failed).with_message(format!(
+                    "{who} did not start within {}s: {cause}",
+                    grace.as_secs()
+                ));
+                info.finished_at = deadline(since, grace);
+                Mapped::recorded_by_kubeferry(info.started(self.first_start()))
+            }
+            _ => Mapped::of(
+                ExecutionInfo::new(JobState::Queued, queued)
+                    .with_message(what)
+                    .started(self.first_start()),
+            ),
+        }
+    }
+
+    /// A container error no retry by the kubelet will fix.
+    fn failed_now(&self, pod: &PodView, reason: Reason, message: String) -> Mapped {
+        let mut info = ExecutionInfo::new(JobState::Failed, reason).with_message(message);
+        // The error shows as soon as the kubelet works on the pod.
+        info.finished_at = pod.start_time.or(pod.created_at);
+        Mapped::recorded_by_kubeferry(info.started(self.first_start()))
+    }
+
+    /// The newest attempt ended and the Job controller has not judged it yet: a retry may
+    /// follow, so this is not an outcome.
+    fn attempt_ended(&self, pod: &PodView) -> Mapped {
+        let how = match main_terminated(pod) {
+            Some(t) => exit_summary(t),
+            None => pod
+                .reason
+                .clone()
+                .or_else(|| pod.phase.as_ref().map(|p| format!("{p:?}")))
+                .unwrap_or_else(|| "ended".to_string()),
+        };
+        let message = format!(
+            "pod {} ended ({how}); waiting for the Job controller",
+            pod.name
+        );
+        let info = match self.first_start() {
+            Some(start) => {
+                ExecutionInfo::new(JobState::Started, Reason::Running).started(Some(start))
+            }
+            None => ExecutionInfo::new(JobState::Queued, Reason::Pending),
+        };
+        Mapped::of(info.with_message(message))
+    }
+
+    /// The previous non-terminal state and reason with a new message (nothing new is known).
+    fn hold_previous(&self, message: String) -> ExecutionInfo {
+        let (state, reason) = match self.previous {
+            Some(previous) if !previous.is_terminal() => (previous.state, previous.reason),
+            _ if self.first_start().is_some() => (JobState::Started, Reason::Running),
+            _ => (JobState::Queued, Reason::Pending),
+        };
+        ExecutionInfo::new(state, reason)
+            .with_message(message)
+            .started(self.first_start())
+    }
+
+    /// A shape this version cannot read: the last non-terminal state, and a warning.
+    fn keep_previous(&self, warning: String) -> Mapped {
+        let state = match self.previous {
+            Some(previous) if !previous.is_terminal() => previous.state,
+            _ if self.first_start().is_some() => JobState::Started,
+            _ => JobState::Queued,
+        };
+        Mapped {
+            info: ExecutionInfo::new(state, Reason::UnrecognizedStatus)
+                .with_message(warning.clone())
+                .started(self.first_start()),
+            warning: Some(warning),
+            must_record: false,
+        }
+    }
+
+    /// When the job first started: the earliest start of the main container over all attempts.
+    fn first_start(&self) -> Option<Timestamp> {
+        self.attempts
+            .iter()
+            .filter_map(|pod| pod.main.as_ref())
+            .flat_map(|main| {
+                let current = match &main.state {
+                    ContainerStateView::Running { started_at } => *started_at,
+                    ContainerStateView::Terminated(t) => t.started_at,
+                    _ => None,
+                };
+                [
+                    current,
+                    main.last_terminated.as_ref().and_then(|t| t.started_at),
+                ]
+            })
+            .flatten()
+            // A container that never started reports the Unix epoch.
+            .filter(|at| *at > Timestamp::UNIX_EPOCH)
+            .min()
+    }
+}
+
+/// Whether a verdict was recorded only after the work was stopped (then the stop, not the
+/// job, decided it). Timestamps have one-second resolution: a tie goes to the verdict, which is
+/// the common order (a job finishes, then its TTL or a cancel deletes it).
+fn decided_after(verdict: &Verdict<'_>, stop: Option<Stop>) -> bool {
+    let stopped_at = match stop {
+        Some(Stop::Deleted(at)) | Some(Stop::Suspended(Some(at))) => at,
+        _ => return false,
+    };
+    verdict.at.is_some_and(|at| at > stopped_at)
+}
+
+/// A pod's disruption, if it shows one: an infrastructure failure, not the job's.
+fn disruption(pod: &PodView, as_of: Option<Timestamp>) -> Option<Cause> {
+    // A disruption noted after the outcome was decided did not cause it.
+    let condition = pod.disruption.as_ref().filter(|c| {
+        c.status.is_true()
+            && match (c.last_transition_time, as_of) {
+                (Some(noted), Some(decided)) => noted <= decided,
+                _ => true,
+            }
+    });
+    let condition_reason = condition.and_then(|c| c.reason.as_deref());
+    let pod_reason = pod.reason.as_deref();
+    let reason = match (pod_reason, condition_reason) {
+        // The kubelet evicted it under node pressure (its condition says TerminationByKubelet).
+        (Some("Evicted"), _) | (_, Some("EvictionByEvictionAPI")) => Reason::Evicted,
+        (Some("Preempting"), _) | (_, Some("PreemptionByScheduler")) => Reason::Preempted,
+        // Node lost: the pod GC removed it from a node that is gone; the kubelet terminated it
+        // for a node shutdown (pod reason `Terminated`, formerly `Shutdown`).
+        (Some("NodeLost" | "Terminated" | "Shutdown" | "NodeShutdown"), _)
+        | (_, Some("DeletionByPodGC" | "TerminationByKubelet")) => Reason::NodeLost,
+        (_, Some(_)) => Reason::Disrupted,
+        // The kubelet rejected the pod at admission (resources, node affinity changes).
+        (Some(reason), None)
+            if reason.starts_with("OutOf")
+                || matches!(reason, "UnexpectedAdmissionError" | "NodeAffinity") =>
+        {
+            Reason::Disrupted
+        }
+        _ if condition.is_some() => Reason::Disrupted,
+        _ => return None,
+    };
+    let message = pod
+        .message
+        .as_deref()
+        .or_else(|| condition.and_then(|c| c.message.as_deref()))
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .or_else(|| condition_reason.or(pod_reason).map(str::to_string))
+        .unwrap_or_else(|| "the pod was disrupted".to_string());
+    Some(Cause {
+        reason,
+        message,
+        exit_code: None,
+    })
+}
+
+fn oom_cause(t: &TerminatedView) -> Cause {
+    Cause {
+        reason: Reason::OomKilled,
+        message: format!(
+            "the main container was OOMKilled (exceeded its memory limit), exit code {}",
+            t.exit_code
+        ),
+        exit_code: None,
+    }
+}
+
+fn main_terminated(pod: &PodView) -> Option<&TerminatedView> {
+    match &pod.main.as_ref()?.state {
+        ContainerStateView::Terminated(t) => Some(t),
+        _ => None,
+    }
+}
+
+fn is_oom(t: &TerminatedView) -> bool {
+    t.reason.as_deref() == Some("OOMKilled")
+}
+
+fn is_terminal_phase(pod: &PodView) -> bool {
+    matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed))
+}
+
+/// Whether the attempt is over: a terminal phase or a terminated main container.
+fn has_ended(pod: &PodView) -> bool {
+    is_terminal_phase(pod) || main_terminated(pod).is_some()
+}
+
+fn has_succeeded(pod: &PodView) -> bool {
+    match main_terminated(pod) {
+        Some(t) => t.exit_code == 0,
+        None => pod.phase == Some(PodPhase::Succeeded),
+    }
+}
+
+fn has_run_before(main: &ContainerView) -> bool {
+    main.restart_count > 0 || main.last_terminated.is_some()
+}
+
+fn is_scheduled(pod: &PodView) -> bool {
+    pod.node_name.is_some() || pod.scheduled.as_ref().is_some_and(|c| c.status.is_true())
+}
+
+/// Whether the container had ended by `at` (always, when either time is unknown).
+fn ended_by(t: &TerminatedView, at: Option<Timestamp>) -> bool {
+    match (t.finished_at, at) {
+        (Some(finished), Some(at)) => finished <= at,
+        _ => true,
+    }
+}
+
+fn deadline(since: Timestamp, period: Duration) -> Option<Timestamp> {
+    since.checked_add(period).ok()
+}
+
+/// Whether `now` is before `since + period` (a deadline beyond the representable range is
+/// never reached).
+fn before_deadline(now: Timestamp, since: Timestamp, period: Duration) -> bool {
+    deadline(since, period).is_none_or(|deadline| now < deadline)
+}
+
+fn exit_summary(t: &TerminatedView) -> String {
+    let mut summary = match t.reason.as_deref() {
+        Some(reason) if reason != "Error" && reason != "Completed" => {
+            format!("{reason}, exit code {}", t.exit_code)
+        }
+        _ => format!("exit code {}", t.exit_code),
+    };
+    if let Some(message) = t
+        .message
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+    {
+        summary.push_str(": ");
+        summary.push_str(message);
+    }
+    summary
+}
+
+fn waiting_summary(who: &str, reason: &Option<String>, message: &Option<String>) -> String {
+    match (reason, message) {
+        (Some(reason), Some(message)) => format!("{who} is waiting: {reason}: {message}"),
+        (Some(reason), None) => format!("{who} is waiting: {reason}"),
+        (None, Some(message)) => format!("{who} is waiting: {message}"),
+        (None, None) => format!("{who} is waiting"),
+    }
+}
+
+fn or_default(message: &str, default: &str) -> String {
+    if message.is_empty() {
+        default.to_string()
+    } else {
+        message.to_string()
+    }
+}
+
+/// Sets the start time, keeping it unset when unknown.
+trait Started {
+    fn started(self, at: Option<Timestamp>) -> Self;
+}
+
+impl Started for ExecutionInfo {
+    fn started(mut self, at: Option<Timestamp>) -> Self {
+        self.started_at = at;
+        self
+    }
+}

@@ -1,0 +1,525 @@
+//! Unit tests of the container views and of mapping rules the fixtures do not reach.
+
+use jiff::Timestamp;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+
+use super::*;
+use crate::status::{ExecutionInfo, JobState, Reason};
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(1_749_542_400 + seconds).expect("in range")
+}
+
+fn pod_from(value: serde_json::Value) -> PodView {
+    let pod: Pod = serde_json::from_value(value).expect("a pod");
+    PodView::from(&pod)
+}
+
+fn status(name: &str, state: serde_json::Value) -> serde_json::Value {
+    json!({"name": name, "image": "img", "imageID": "", "ready": false, "restartCount": 0,
+           "state": state})
+}
+
+#[test]
+fn the_main_container_is_found_by_name() {
+    let pod = pod_from(json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "sidecar"}, {"name": "main"}]},
+        "status": {"containerStatuses": [
+            status("main", json!({"running": {"startedAt": "2025-06-10T08:00:05Z"}})),
+            status("sidecar", json!({"waiting": {"reason": "ContainerCreating"}})),
+        ]},
+    }));
+    let main = pod.main.expect("main");
+    assert_eq!(main.name, MAIN_CONTAINER);
+    assert_eq!(
+        main.state,
+        ContainerStateView::Running {
+            started_at: Some(at(5))
+        }
+    );
+}
+
+#[test]
+fn without_a_main_container_the_first_of_the_spec_is_read() {
+    // The kubelet sorts container statuses by name; the spec's order decides.
+    let pod = pod_from(json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "worker"}, {"name": "agent"}]},
+        "status": {"containerStatuses": [
+            status("agent", json!({"running": {}})),
+            status("worker", json!({"waiting": {"reason": "ContainerCreating"}})),
+        ]},
+    }));
+    assert_eq!(pod.main.expect("first container").name, "worker");
+
+    let no_spec = pod_from(json!({
+        "metadata": {"name": "p"},
+        "status": {"containerStatuses": [status("only", json!({}))]},
+    }));
+    let main = no_spec.main.expect("first status");
+    assert_eq!(main.name, "only");
+    assert_eq!(main.state, ContainerStateView::Unreported);
+}
+
+#[test]
+fn an_init_container_that_holds_the_main_container_back_is_kept() {
+    let spec = json!({
+        "containers": [{"name": "main"}],
+        "initContainers": [
+            {"name": "proxy", "restartPolicy": "Always"},
+            {"name": "done"},
+            {"name": "fetch"},
+        ],
+    });
+    let init_statuses = json!([
+        status("proxy", json!({"running": {}})),
+        status("done", json!({"terminated": {"exitCode": 0}})),
+        status(
+            "fetch",
+            json!({"waiting": {"reason": "ImagePullBackOff", "message": "nope"}})
+        ),
+    ]);
+    let pod = pod_from(json!({
+        "metadata": {"name": "p", "creationTimestamp": "2025-06-10T08:00:01Z"},
+        "spec": spec.clone(),
+        "status": {
+            "phase": "Pending",
+            "startTime": "2025-06-10T08:00:02Z",
+            "conditions": [{"type": "PodScheduled", "status": "True"}],
+            "initContainerStatuses": init_statuses,
+            "containerStatuses": [status("main", json!({"waiting": {"reason": "PodInitializing"}}))],
+        },
+    }));
+    let init = pod.blocking_init.as_ref().expect("blocking init container");
+    assert_eq!(init.name, "fetch");
+
+    let job = JobView {
+        name: "j".into(),
+        ..JobView::default()
+    };
+    let config = MappingConfig::default();
+    let mapped = container_status(
+        &JobObservation::Present(&job),
+        std::slice::from_ref(&pod),
+        at(60),
+        &config,
+        None,
+    )
+    .expect("mapped");
+    assert_eq!(
+        mapped.info,
+        ExecutionInfo::new(JobState::Queued, Reason::ImagePullBackOff)
+            .with_message("init container fetch is waiting: ImagePullBackOff: nope")
+    );
+    let expired = container_status(
+        &JobObservation::Present(&job),
+        &[pod],
+        at(182),
+        &config,
+        None,
+    )
+    .expect("mapped");
+    assert_eq!(expired.info.reason, Reason::ImagePullFailed);
+    assert!(expired.must_record);
+
+    // Once the main container runs, init containers are not kept.
+    let running = pod_from(json!({
+        "metadata": {"name": "p"},
+        "spec": spec,
+        "status": {"containerStatuses": [status("main", json!({"running": {}}))]},
+    }));
+    assert_eq!(running.blocking_init, None);
+}
+
+#[test]
+fn job_marks_and_counts_are_read() {
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {
+            "name": "j", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+            "annotations": {"kubeferry.dev/cancel-requested": "not a time"},
+            "labels": {"kubeferry.dev/job-id": "label-id", "kueue.x-k8s.io/queue-name": "q"},
+        },
+        "spec": {"suspend": true, "template": {}},
+        "status": {"active": 1, "failed": 2, "conditions": [
+            {"type": "Failed", "status": "Maybe"},
+        ]},
+    }))
+    .expect("a job");
+    let view = JobView::from(&job);
+    assert_eq!(view.job_id.as_deref(), Some("label-id"));
+    assert_eq!(view.cancel_mark, Some(CancelMark { requested_at: None }));
+    assert_eq!(view.queue_name.as_deref(), Some("q"));
+    assert!(view.suspend);
+    assert_eq!((view.active, view.succeeded, view.failed), (1, 0, 2));
+    assert_eq!(
+        view.conditions[0].status,
+        ConditionStatus::Other("Maybe".into())
+    );
+}
+
+#[test]
+fn the_deletion_request_is_the_deletion_timestamp_less_the_grace_period() {
+    let pod = PodView {
+        deletion_timestamp: Some(at(150)),
+        deletion_grace_period_seconds: Some(30),
+        ..PodView::default()
+    };
+    assert_eq!(pod.deletion_requested_at(), Some(at(120)));
+}
+
+// --- Mapping rules on hand-built views. ---
+
+fn job() -> JobView {
+    JobView {
+        name: "j".into(),
+        namespace: "ns".into(),
+        uid: "job-uid".into(),
+        start_time: Some(at(1)),
+        ..JobView::default()
+    }
+}
+
+fn condition(kind: JobConditionType, reason: &str, at_second: i64) -> JobConditionView {
+    JobConditionView {
+        kind,
+        status: ConditionStatus::True,
+        reason: Some(reason.into()),
+        message: None,
+        last_transition_time: Some(at(at_second)),
+    }
+}
+
+fn running_pod(name: &str, created: i64) -> PodView {
+    PodView {
+        name: name.into(),
+        uid: format!("{name}-uid"),
+        owner_uid: Some("job-uid".into()),
+        created_at: Some(at(created)),
+        phase: Some(PodPhase::Running),
+        node_name: Some("worker-1".into()),
+        start_time: Some(at(created + 1)),
+        main: Some(ContainerView {
+            name: MAIN_CONTAINER.into(),
+            state: ContainerStateView::Running {
+                started_at: Some(at(created + 4)),
+            },
+            last_terminated: None,
+            restart_count: 0,
+        }),
+        ..PodView::default()
+    }
+}
+
+fn failed_pod(name: &str, created: i64, reason: Option<&str>) -> PodView {
+    let mut pod = running_pod(name, created);
+    pod.phase = Some(PodPhase::Failed);
+    pod.reason = reason.map(str::to_string);
+    pod
+}
+
+fn map(job: &JobView, pods: &[PodView], now: i64) -> Mapped {
+    container_status(
+        &JobObservation::Present(job),
+        pods,
+        at(now),
+        &MappingConfig::default(),
+        None,
+    )
+    .expect("mapped")
+}
+
+#[test]
+fn pods_of_another_job_are_ignored() {
+    let mut other = running_pod("other", 1);
+    other.owner_uid = Some("someone-else".into());
+    let mapped = map(&job(), &[other], 10);
+    assert_eq!(mapped.info.state, JobState::Queued);
+    assert_eq!(mapped.info.reason, Reason::Pending);
+}
+
+#[test]
+fn disruptions_are_told_apart() {
+    let cases = [
+        (Some("NodeLost"), None, Reason::NodeLost),
+        (Some("Shutdown"), None, Reason::NodeLost),
+        (Some("Preempting"), None, Reason::Preempted),
+        (Some("OutOfcpu"), None, Reason::Disrupted),
+        (Some("UnexpectedAdmissionError"), None, Reason::Disrupted),
+        (None, Some("DeletionByTaintManager"), Reason::Disrupted),
+        (None, Some("SomethingNew"), Reason::Disrupted),
+        (
+            Some("Evicted"),
+            Some("TerminationByKubelet"),
+            Reason::Evicted,
+        ),
+        (None, Some("TerminationByKubelet"), Reason::NodeLost),
+    ];
+    let mut job = job();
+    job.failed = 1;
+    job.conditions = vec![condition(
+        JobConditionType::Failed,
+        "BackoffLimitExceeded",
+        100,
+    )];
+    for (pod_reason, condition_reason, expected) in cases {
+        let mut pod = failed_pod("p", 1, pod_reason);
+        pod.disruption = condition_reason.map(|reason| PodConditionView {
+            status: ConditionStatus::True,
+            reason: Some(reason.into()),
+            message: None,
+            last_transition_time: Some(at(90)),
+        });
+        let mapped = map(&job, &[pod], 110);
+        assert_eq!(mapped.info.state, JobState::Failed);
+        assert_eq!(
+            mapped.info.reason, expected,
+            "{pod_reason:?} {condition_reason:?}"
+        );
+        assert!(mapped.info.reason.is_retryable());
+    }
+}
+
+#[test]
+fn contradicting_verdicts_keep_the_last_status_and_warn() {
+    let mut job = job();
+    job.conditions = vec![
+        condition(JobConditionType::Complete, "CompletionsReached", 60),
+        condition(JobConditionType::Failed, "BackoffLimitExceeded", 60),
+    ];
+    let mut previous = ExecutionInfo::new(JobState::Started, Reason::Running);
+    previous.started_at = Some(at(5));
+    let mapped = container_status(
+        &JobObservation::Present(&job),
+        &[running_pod("p", 1)],
+        at(70),
+        &MappingConfig::default(),
+        Some(&previous),
+    )
+    .expect("mapped");
+    assert_eq!(mapped.info.state, JobState::Started);
+    assert_eq!(mapped.info.reason, Reason::UnrecognizedStatus);
+    assert_eq!(mapped.info.started_at, Some(at(5)));
+    assert!(mapped.warning.is_some());
+}
+
+#[test]
+fn a_condition_status_this_version_cannot_read_warns() {
+    let mut job = job();
+    let mut odd = condition(JobConditionType::Failed, "BackoffLimitExceeded", 60);
+    odd.status = ConditionStatus::Other("Maybe".into());
+    job.conditions = vec![odd];
+    let mapped = map(&job, &[running_pod("p", 1)], 70);
+    assert_eq!(mapped.info.state, JobState::Started);
+    assert!(
+        mapped
+            .warning
+            .as_deref()
+            .is_some_and(|w| w.contains("\"Maybe\""))
+    );
+}
+
+#[test]
+fn a_restarting_container_has_started() {
+    let mut pod = running_pod("p", 1);
+    let main = pod.main.as_mut().expect("main");
+    main.restart_count = 1;
+    main.last_terminated = Some(TerminatedView {
+        exit_code: 1,
+        signal: None,
+        reason: Some("Error".into()),
+        message: None,
+        started_at: Some(at(5)),
+        finished_at: Some(at(9)),
+    });
+    main.state = ContainerStateView::Waiting {
+        reason: Some("CrashLoopBackOff".into()),
+        message: Some("back-off 10s".into()),
+    };
+    let mapped = map(&job(), &[pod], 12);
+    assert_eq!(mapped.info.state, JobState::Started);
+    assert_eq!(mapped.info.started_at, Some(at(5)));
+    assert_eq!(
+        mapped.info.message,
+        "the main container is waiting: CrashLoopBackOff: back-off 10s"
+    );
+}
+
+#[test]
+fn a_pod_being_deleted_is_not_an_outcome_until_the_job_says_so() {
+    let mut pod = running_pod("p", 1);
+    pod.deletion_timestamp = Some(at(60));
+    let mapped = map(&job(), &[pod], 40);
+    assert_eq!(mapped.info.state, JobState::Started);
+}
+
+#[test]
+fn an_ended_attempt_waits_for_the_job_controller() {
+    // backoffLimit may allow another attempt: only the Job's verdict ends the job.
+    let mut pod = failed_pod("p", 1, None);
+    pod.main.as_mut().expect("main").state = ContainerStateView::Terminated(TerminatedView {
+        exit_code: 2,
+        signal: None,
+        reason: Some("Error".into()),
+        message: None,
+        started_at: Some(at(5)),
+        finished_at: Some(at(20)),
+    });
+    let mapped = map(&job(), &[pod], 21);
+    assert_eq!(mapped.info.state, JobState::Started);
+    assert_eq!(
+        mapped.info.message,
+        "pod p ended (exit code 2); waiting for the Job controller"
+    );
+}
+
+#[test]
+fn a_container_that_never_started_has_no_start_time() {
+    // containerd reports a StartError with startedAt at the Unix epoch.
+    let mut pod = failed_pod("p", 1, None);
+    pod.main.as_mut().expect("main").state = ContainerStateView::Terminated(TerminatedView {
+        exit_code: 128,
+        signal: None,
+        reason: Some("StartError".into()),
+        message: Some("exec: \"report\": executable file not found in $PATH".into()),
+        started_at: Some(Timestamp::UNIX_EPOCH),
+        finished_at: Some(at(6)),
+    });
+    let mut job = job();
+    job.failed = 1;
+    job.conditions = vec![condition(
+        JobConditionType::Failed,
+        "BackoffLimitExceeded",
+        7,
+    )];
+    let mapped = map(&job, &[pod], 8);
+    assert_eq!(mapped.info.reason, Reason::Error);
+    assert_eq!(mapped.info.exit_code, Some(128));
+    assert_eq!(mapped.info.started_at, None);
+    assert_eq!(
+        mapped.info.message,
+        "StartError, exit code 128: exec: \"report\": executable file not found in $PATH"
+    );
+}
+
+#[test]
+fn a_cancel_of_a_suspended_job_with_a_running_pod_is_in_progress() {
+    let mut job = job();
+    job.suspend = true;
+    job.active = 1;
+    job.cancel_mark = Some(CancelMark {
+        requested_at: Some(at(30)),
+    });
+    let mapped = map(&job, &[running_pod("p", 1)], 31);
+    assert_eq!(mapped.info.state, JobState::Cancelling);
+}
+
+#[test]
+fn a_cancel_of_a_job_held_by_a_queue_is_done_at_once() {
+    let mut job = job();
+    job.suspend = true;
+    job.start_time = None;
+    job.queue_name = Some("team-a".into());
+    job.conditions = vec![condition(JobConditionType::Suspended, "JobSuspended", 0)];
+    job.cancel_mark = Some(CancelMark {
+        requested_at: Some(at(30)),
+    });
+    let mapped = map(&job, &[], 31);
+    assert_eq!(mapped.info.state, JobState::Cancelled);
+    // Held since T0, cancelled at T0+30s: the cancel took effect when it was requested.
+    assert_eq!(mapped.info.finished_at, Some(at(30)));
+}
+
+#[test]
+fn a_verdict_in_the_same_second_as_the_deletion_stands() {
+    let mut job = job();
+    job.succeeded = 1;
+    job.conditions = vec![condition(
+        JobConditionType::Complete,
+        "CompletionsReached",
+        60,
+    )];
+    job.deletion_timestamp = Some(at(60));
+    job.cancel_mark = Some(CancelMark {
+        requested_at: Some(at(59)),
+    });
+    let mapped = map(&job, &[], 61);
+    assert_eq!(mapped.info.state, JobState::Succeeded);
+    assert_eq!(mapped.info.finished_at, Some(at(60)));
+}
+
+#[test]
+fn a_job_deleted_after_its_attempt_succeeded_on_its_own_succeeded() {
+    // No verdict was seen (the Job was deleted right after the pod succeeded).
+    let mut pod = running_pod("p", 1);
+    pod.phase = Some(PodPhase::Succeeded);
+    pod.main.as_mut().expect("main").state = ContainerStateView::Terminated(TerminatedView {
+        exit_code: 0,
+        signal: None,
+        reason: Some("Completed".into()),
+        message: None,
+        started_at: Some(at(5)),
+        finished_at: Some(at(20)),
+    });
+    let mut job = job();
+    job.deletion_timestamp = Some(at(21));
+    let mapped = map(&job, std::slice::from_ref(&pod), 22);
+    assert_eq!(mapped.info.state, JobState::Succeeded);
+    assert_eq!(mapped.info.finished_at, Some(at(20)));
+
+    // Exiting 0 on the SIGTERM of the deletion is no success.
+    job.deletion_timestamp = Some(at(20));
+    let mapped = map(&job, &[pod], 22);
+    assert_eq!(mapped.info.reason, Reason::DeletedExternally);
+}
+
+#[test]
+fn an_unschedulable_pod_and_a_gated_one_are_queued() {
+    let mut pod = running_pod("p", 1);
+    pod.node_name = None;
+    pod.main = None;
+    pod.phase = Some(PodPhase::Pending);
+    pod.scheduled = Some(PodConditionView {
+        status: ConditionStatus::False,
+        reason: Some("SchedulingGated".into()),
+        message: Some("Scheduling is blocked due to non-empty scheduling gates".into()),
+        last_transition_time: Some(at(1)),
+    });
+    let mapped = map(&job(), &[pod.clone()], 10);
+    assert_eq!(
+        mapped.info,
+        ExecutionInfo::new(JobState::Queued, Reason::Pending).with_message(
+            "SchedulingGated: Scheduling is blocked due to non-empty scheduling gates"
+        )
+    );
+    pod.scheduled = None;
+    let mapped = map(&job(), &[pod], 10);
+    assert_eq!(mapped.info.message, "waiting for the scheduler");
+}
+
+#[test]
+fn a_success_is_read_from_its_pod_even_when_the_node_clock_runs_ahead() {
+    let mut pod = running_pod("p", 1);
+    pod.phase = Some(PodPhase::Succeeded);
+    pod.main.as_mut().expect("main").state = ContainerStateView::Terminated(TerminatedView {
+        exit_code: 0,
+        signal: None,
+        reason: Some("OOMKilled".into()),
+        message: None,
+        started_at: Some(at(5)),
+        finished_at: Some(at(68)),
+    });
+    let mut job = job();
+    job.succeeded = 1;
+    job.conditions = vec![condition(
+        JobConditionType::SuccessCriteriaMet,
+        "CompletionsReached",
+        66,
+    )];
+    let mapped = map(&job, &[pod], 70);
+    assert_eq!(mapped.info.reason, Reason::OomKilled);
+    assert_eq!(mapped.info.exit_code, Some(0));
+    assert_eq!(mapped.info.finished_at, Some(at(68)));
+}

@@ -1,0 +1,498 @@
+//! Lean views of a Job and its pods: only the fields the container status mapping reads.
+//!
+//! The tracker keeps one [`JobView`] and a few [`PodView`]s per job in memory instead of whole
+//! objects, so every field here earns its place by being read in [`super::container_status`].
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::api::batch::v1::{Job, JobCondition};
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::MAIN_CONTAINER;
+use crate::marks::{CANCEL_ANNOTATION, JOB_ID_ANNOTATION, JOB_ID_LABEL};
+
+use crate::marks::KUEUE_QUEUE_LABEL;
+
+/// The status of a Kubernetes condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConditionStatus {
+    /// `"True"`.
+    True,
+    /// `"False"`.
+    False,
+    /// `"Unknown"`.
+    Unknown,
+    /// Any other value: a shape this version cannot read.
+    Other(String),
+}
+
+impl ConditionStatus {
+    fn parse(status: &str) -> Self {
+        match status {
+            "True" => ConditionStatus::True,
+            "False" => ConditionStatus::False,
+            "Unknown" => ConditionStatus::Unknown,
+            other => ConditionStatus::Other(other.to_string()),
+        }
+    }
+
+    /// Whether the condition holds.
+    pub fn is_true(&self) -> bool {
+        *self == ConditionStatus::True
+    }
+}
+
+/// The type of a Job condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobConditionType {
+    /// The Job finished successfully (after all its pods terminated, since Kubernetes 1.31).
+    Complete,
+    /// The Job failed (after all its pods terminated, since Kubernetes 1.31).
+    Failed,
+    /// Since Kubernetes 1.31: the Job will complete; its pods may still be terminating.
+    SuccessCriteriaMet,
+    /// Since Kubernetes 1.31: the Job will fail; its pods may still be terminating.
+    FailureTarget,
+    /// The Job is suspended (by `spec.suspend`, e.g. held by Kueue) or was resumed (`False`).
+    Suspended,
+    /// A type this version does not know.
+    Other(String),
+}
+
+impl JobConditionType {
+    /// The type as Kubernetes writes it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            JobConditionType::Complete => "Complete",
+            JobConditionType::Failed => "Failed",
+            JobConditionType::SuccessCriteriaMet => "SuccessCriteriaMet",
+            JobConditionType::FailureTarget => "FailureTarget",
+            JobConditionType::Suspended => "Suspended",
+            JobConditionType::Other(kind) => kind,
+        }
+    }
+
+    fn parse(kind: &str) -> Self {
+        match kind {
+            "Complete" => JobConditionType::Complete,
+            "Failed" => JobConditionType::Failed,
+            "SuccessCriteriaMet" => JobConditionType::SuccessCriteriaMet,
+            "FailureTarget" => JobConditionType::FailureTarget,
+            "Suspended" => JobConditionType::Suspended,
+            other => JobConditionType::Other(other.to_string()),
+        }
+    }
+}
+
+/// One condition of a Job's status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobConditionView {
+    /// The condition type.
+    pub kind: JobConditionType,
+    /// Whether it holds.
+    pub status: ConditionStatus,
+    /// The machine-readable reason (`BackoffLimitExceeded`, `DeadlineExceeded`, ...).
+    pub reason: Option<String>,
+    /// The human message.
+    pub message: Option<String>,
+    /// When the status last changed.
+    pub last_transition_time: Option<Timestamp>,
+}
+
+impl From<&JobCondition> for JobConditionView {
+    fn from(condition: &JobCondition) -> Self {
+        JobConditionView {
+            kind: JobConditionType::parse(&condition.type_),
+            status: ConditionStatus::parse(&condition.status),
+            reason: non_empty(condition.reason.as_deref()),
+            message: non_empty(condition.message.as_deref()),
+            last_transition_time: time(condition.last_transition_time.as_ref()),
+        }
+    }
+}
+
+/// The cancel mark kubeferry puts on a Job ([`CANCEL_ANNOTATION`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CancelMark {
+    /// When the cancel was requested, by kubeferry's clock; `None` when the annotation's value is
+    /// not an RFC 3339 time (the mark still counts).
+    pub requested_at: Option<Timestamp>,
+}
+
+/// What the container status mapping reads from a `batch/v1` Job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobView {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.uid`: pods are matched to the Job by their controller owner reference.
+    pub uid: String,
+    /// The caller's job id: the [`JOB_ID_ANNOTATION`], else the [`JOB_ID_LABEL`].
+    pub job_id: Option<String>,
+    /// `metadata.resourceVersion`, for patches with a precondition.
+    pub resource_version: Option<String>,
+    /// `metadata.creationTimestamp`.
+    pub created_at: Option<Timestamp>,
+    /// `metadata.deletionTimestamp`: when the deletion was requested (Jobs have no grace period).
+    pub deletion_timestamp: Option<Timestamp>,
+    /// The cancel mark, if a cancel was requested.
+    pub cancel_mark: Option<CancelMark>,
+    /// The Kueue queue the Job waits in ([`KUEUE_QUEUE_LABEL`]).
+    pub queue_name: Option<String>,
+    /// `spec.suspend`.
+    pub suspend: bool,
+    /// `status.conditions`.
+    pub conditions: Vec<JobConditionView>,
+    /// `status.active`: pods pending or running and not being deleted.
+    pub active: i32,
+    /// `status.succeeded`.
+    pub succeeded: i32,
+    /// `status.failed`: failed attempts.
+    pub failed: i32,
+    /// `status.startTime`: when the Job controller started (or last resumed) the Job.
+    pub start_time: Option<Timestamp>,
+    /// `status.completionTime` (set only on success).
+    pub completion_time: Option<Timestamp>,
+}
+
+impl From<&Job> for JobView {
+    fn from(job: &Job) -> Self {
+        let meta = &job.metadata;
+        let annotations = meta.annotations.as_ref();
+        let labels = meta.labels.as_ref();
+        let status = job.status.as_ref();
+        JobView {
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            job_id: entry(annotations, JOB_ID_ANNOTATION).or_else(|| entry(labels, JOB_ID_LABEL)),
+            resource_version: meta.resource_version.clone(),
+            created_at: time(meta.creation_timestamp.as_ref()),
+            deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
+            cancel_mark: annotations
+                .and_then(|a| a.get(CANCEL_ANNOTATION))
+                .map(|value| CancelMark {
+                    requested_at: value.trim().parse().ok(),
+                }),
+            queue_name: entry(labels, KUEUE_QUEUE_LABEL),
+            suspend: job
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.suspend)
+                .unwrap_or(false),
+            conditions: status
+                .and_then(|s| s.conditions.as_ref())
+                .map(|c| c.iter().map(JobConditionView::from).collect())
+                .unwrap_or_default(),
+            active: status.and_then(|s| s.active).unwrap_or(0),
+            succeeded: status.and_then(|s| s.succeeded).unwrap_or(0),
+            failed: status.and_then(|s| s.failed).unwrap_or(0),
+            start_time: time(status.and_then(|s| s.start_time.as_ref())),
+            completion_time: time(status.and_then(|s| s.completion_time.as_ref())),
+        }
+    }
+}
+
+/// A pod's phase.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodPhase {
+    /// Accepted; not all containers have started.
+    Pending,
+    /// Bound to a node; a container runs or is starting.
+    Running,
+    /// Every container terminated successfully.
+    Succeeded,
+    /// Every container terminated and at least one failed (or the pod was evicted or rejected).
+    Failed,
+    /// The pod's node stopped reporting.
+    Unknown,
+    /// A phase this version does not know.
+    Other(String),
+}
+
+impl PodPhase {
+    fn parse(phase: &str) -> Self {
+        match phase {
+            "Pending" => PodPhase::Pending,
+            "Running" => PodPhase::Running,
+            "Succeeded" => PodPhase::Succeeded,
+            "Failed" => PodPhase::Failed,
+            "Unknown" => PodPhase::Unknown,
+            other => PodPhase::Other(other.to_string()),
+        }
+    }
+}
+
+/// One pod condition the mapping reads (`PodScheduled`, `DisruptionTarget`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodConditionView {
+    /// Whether it holds.
+    pub status: ConditionStatus,
+    /// The machine-readable reason (`Unschedulable`, `PreemptionByScheduler`, ...).
+    pub reason: Option<String>,
+    /// The human message (the scheduler's explanation, the eviction message, ...).
+    pub message: Option<String>,
+    /// When the status last changed.
+    pub last_transition_time: Option<Timestamp>,
+}
+
+impl From<&PodCondition> for PodConditionView {
+    fn from(condition: &PodCondition) -> Self {
+        PodConditionView {
+            status: ConditionStatus::parse(&condition.status),
+            reason: non_empty(condition.reason.as_deref()),
+            message: non_empty(condition.message.as_deref()),
+            last_transition_time: time(condition.last_transition_time.as_ref()),
+        }
+    }
+}
+
+/// A terminated container: its current state or its previous run (`lastState`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TerminatedView {
+    /// The exit code.
+    pub exit_code: i32,
+    /// The signal that ended it, when the runtime reports one.
+    pub signal: Option<i32>,
+    /// `Completed`, `Error`, `OOMKilled`, `ContainerStatusUnknown`, `StartError`, ...
+    pub reason: Option<String>,
+    /// The termination message (the container's termination-log or, with
+    /// `FallbackToLogsOnError`, the tail of its log).
+    pub message: Option<String>,
+    /// When the container started; Kubernetes writes the Unix epoch for one that never started.
+    pub started_at: Option<Timestamp>,
+    /// When it ended.
+    pub finished_at: Option<Timestamp>,
+}
+
+impl From<&ContainerStateTerminated> for TerminatedView {
+    fn from(terminated: &ContainerStateTerminated) -> Self {
+        TerminatedView {
+            exit_code: terminated.exit_code,
+            signal: terminated.signal,
+            reason: non_empty(terminated.reason.as_deref()),
+            message: non_empty(terminated.message.as_deref()),
+            started_at: time(terminated.started_at.as_ref()),
+            finished_at: time(terminated.finished_at.as_ref()),
+        }
+    }
+}
+
+/// The current state of a container.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ContainerStateView {
+    /// Not running yet (or between restarts).
+    Waiting {
+        /// `ContainerCreating`, `ImagePullBackOff`, `CreateContainerConfigError`, ...
+        reason: Option<String>,
+        /// The kubelet's explanation.
+        message: Option<String>,
+    },
+    /// Running.
+    Running {
+        /// When it started.
+        started_at: Option<Timestamp>,
+    },
+    /// Ended.
+    Terminated(TerminatedView),
+    /// The status carries no state at all.
+    Unreported,
+}
+
+impl From<Option<&ContainerState>> for ContainerStateView {
+    fn from(state: Option<&ContainerState>) -> Self {
+        // A state has at most one member set; should several be, the most advanced one wins.
+        let Some(state) = state else {
+            return ContainerStateView::Unreported;
+        };
+        if let Some(terminated) = &state.terminated {
+            ContainerStateView::Terminated(terminated.into())
+        } else if let Some(running) = &state.running {
+            ContainerStateView::Running {
+                started_at: time(running.started_at.as_ref()),
+            }
+        } else if let Some(waiting) = &state.waiting {
+            ContainerStateView::Waiting {
+                reason: non_empty(waiting.reason.as_deref()),
+                message: non_empty(waiting.message.as_deref()),
+            }
+        } else {
+            ContainerStateView::Unreported
+        }
+    }
+}
+
+/// What the mapping reads from one container's status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerView {
+    /// The container's name.
+    pub name: String,
+    /// Its current state.
+    pub state: ContainerStateView,
+    /// How its previous run ended (`lastState.terminated`), if it ran before.
+    pub last_terminated: Option<TerminatedView>,
+    /// How often the kubelet restarted it.
+    pub restart_count: i32,
+}
+
+impl From<&ContainerStatus> for ContainerView {
+    fn from(status: &ContainerStatus) -> Self {
+        ContainerView {
+            name: status.name.clone(),
+            state: ContainerStateView::from(status.state.as_ref()),
+            last_terminated: status
+                .last_state
+                .as_ref()
+                .and_then(|last| last.terminated.as_ref())
+                .map(TerminatedView::from),
+            restart_count: status.restart_count,
+        }
+    }
+}
+
+/// What the container status mapping reads from a pod of a Job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodView {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.uid`.
+    pub uid: String,
+    /// The uid of the pod's controller (its Job), from `metadata.ownerReferences`.
+    pub owner_uid: Option<String>,
+    /// `metadata.creationTimestamp`: attempts are ordered by it.
+    pub created_at: Option<Timestamp>,
+    /// `metadata.deletionTimestamp`: the time the pod will be removed, which is the deletion
+    /// request plus its grace period.
+    pub deletion_timestamp: Option<Timestamp>,
+    /// `metadata.deletionGracePeriodSeconds`.
+    pub deletion_grace_period_seconds: Option<i64>,
+    /// `status.phase`; `None` before the API server wrote any status.
+    pub phase: Option<PodPhase>,
+    /// `status.reason` (`Evicted`, `DeadlineExceeded`, `NodeLost`, `Terminated`, ...).
+    pub reason: Option<String>,
+    /// `status.message`.
+    pub message: Option<String>,
+    /// The `PodScheduled` condition.
+    pub scheduled: Option<PodConditionView>,
+    /// The `DisruptionTarget` condition.
+    pub disruption: Option<PodConditionView>,
+    /// `spec.nodeName`.
+    pub node_name: Option<String>,
+    /// `status.startTime`: when the kubelet accepted the pod.
+    pub start_time: Option<Timestamp>,
+    /// The main container's status (see [`MAIN_CONTAINER`]).
+    pub main: Option<ContainerView>,
+    /// While the main container has not started: the first init container that holds it back
+    /// (still waiting, running, or failed). Boxed: most pods have none.
+    pub blocking_init: Option<Box<ContainerView>>,
+}
+
+impl PodView {
+    /// When the pod's deletion was requested: its `deletionTimestamp` less the grace period.
+    pub fn deletion_requested_at(&self) -> Option<Timestamp> {
+        let at = self.deletion_timestamp?;
+        let grace = self.deletion_grace_period_seconds.unwrap_or(0).max(0);
+        Some(
+            at.checked_sub(jiff::SignedDuration::from_secs(grace))
+                .unwrap_or(at),
+        )
+    }
+}
+
+impl From<&Pod> for PodView {
+    fn from(pod: &Pod) -> Self {
+        let meta = &pod.metadata;
+        let spec = pod.spec.as_ref();
+        let status = pod.status.as_ref();
+        let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
+        let condition = |kind: &str| {
+            conditions
+                .iter()
+                .find(|c| c.type_ == kind)
+                .map(PodConditionView::from)
+        };
+        let statuses = status
+            .and_then(|s| s.container_statuses.as_deref())
+            .unwrap_or(&[]);
+        let main_name = spec
+            .and_then(|spec| {
+                let containers = &spec.containers;
+                containers
+                    .iter()
+                    .find(|c| c.name == MAIN_CONTAINER)
+                    .or_else(|| containers.first())
+            })
+            .map(|c| c.name.as_str());
+        let main = match main_name {
+            Some(name) => statuses.iter().find(|s| s.name == name),
+            // No spec to read the container order from: the named main container, else the
+            // first status.
+            None => statuses
+                .iter()
+                .find(|s| s.name == MAIN_CONTAINER)
+                .or_else(|| statuses.first()),
+        }
+        .map(ContainerView::from);
+        let blocking_init = match main.as_ref().map(|m| &m.state) {
+            Some(ContainerStateView::Running { .. } | ContainerStateView::Terminated(_)) => None,
+            _ => blocking_init_container(pod).map(Box::new),
+        };
+        PodView {
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            owner_uid: meta.owner_references.as_ref().and_then(|owners| {
+                owners
+                    .iter()
+                    .find(|o| o.controller == Some(true))
+                    .map(|o| o.uid.clone())
+            }),
+            created_at: time(meta.creation_timestamp.as_ref()),
+            deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
+            deletion_grace_period_seconds: meta.deletion_grace_period_seconds,
+            phase: status.and_then(|s| s.phase.as_deref()).map(PodPhase::parse),
+            reason: non_empty(status.and_then(|s| s.reason.as_deref())),
+            message: non_empty(status.and_then(|s| s.message.as_deref())),
+            scheduled: condition("PodScheduled"),
+            disruption: condition("DisruptionTarget"),
+            node_name: non_empty(spec.and_then(|s| s.node_name.as_deref())),
+            start_time: time(status.and_then(|s| s.start_time.as_ref())),
+            main,
+            blocking_init,
+        }
+    }
+}
+
+/// The first init container, in spec order, that keeps the main container from starting:
+/// one not yet terminated successfully, other than a running sidecar.
+fn blocking_init_container(pod: &Pod) -> Option<ContainerView> {
+    let init_specs = pod.spec.as_ref()?.init_containers.as_deref()?;
+    let statuses = pod.status.as_ref()?.init_container_statuses.as_deref()?;
+    for init in init_specs {
+        let is_sidecar = init.restart_policy.as_deref() == Some("Always");
+        let status = statuses.iter().find(|s| s.name == init.name)?;
+        let view = ContainerView::from(status);
+        match &view.state {
+            ContainerStateView::Terminated(t) if t.exit_code == 0 => continue,
+            ContainerStateView::Running { .. } if is_sidecar => continue,
+            _ => return Some(view),
+        }
+    }
+    None
+}
+
+fn time(time: Option<&Time>) -> Option<Timestamp> {
+    time.map(|t| t.0)
+}
+
+fn non_empty(text: Option<&str>) -> Option<String> {
+    text.filter(|t| !t.is_empty()).map(str::to_string)
+}
+
+fn entry(map: Option<&BTreeMap<String, String>>, key: &str) -> Option<String> {
+    non_empty(map.and_then(|m| m.get(key)).map(String::as_str))
+}

@@ -1,0 +1,617 @@
+//! Properties of the container status mapping: it never panics on arbitrary, partially filled
+//! views, and an outcome Kubernetes showed never changes when later noise arrives.
+
+mod support;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use kubeferry_core::container::{
+    CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
+    JobConditionView, JobView, MappingConfig, PodConditionView, PodPhase, PodView, TerminatedView,
+};
+use kubeferry_core::{ExecutionInfo, JobState, Reason};
+use proptest::prelude::*;
+use proptest::sample::select;
+use support::{Seen, at, map_views, views};
+
+// ---------------------------------------------------------------------------------------------
+// Arbitrary views.
+
+fn timestamp() -> impl Strategy<Value = Timestamp> {
+    prop_oneof![
+        8 => (-30i64..4000).prop_map(at),
+        1 => Just(Timestamp::UNIX_EPOCH),
+        1 => Just(Timestamp::MAX),
+    ]
+}
+
+fn text(words: &'static [&'static str]) -> impl Strategy<Value = Option<String>> {
+    proptest::option::of(select(words).prop_map(str::to_string))
+}
+
+fn condition_status() -> impl Strategy<Value = ConditionStatus> {
+    prop_oneof![
+        4 => Just(ConditionStatus::True),
+        2 => Just(ConditionStatus::False),
+        1 => Just(ConditionStatus::Unknown),
+        1 => Just(ConditionStatus::Other("Maybe".to_string())),
+    ]
+}
+
+fn job_condition() -> impl Strategy<Value = JobConditionView> {
+    let kind = prop_oneof![
+        Just(JobConditionType::Complete),
+        Just(JobConditionType::Failed),
+        Just(JobConditionType::SuccessCriteriaMet),
+        Just(JobConditionType::FailureTarget),
+        Just(JobConditionType::Suspended),
+        Just(JobConditionType::Other("Quiesced".to_string())),
+    ];
+    (
+        kind,
+        condition_status(),
+        text(&[
+            "BackoffLimitExceeded",
+            "DeadlineExceeded",
+            "PodFailurePolicy",
+            "CompletionsReached",
+            "JobSuspended",
+            "MaxFailedIndexesExceeded",
+            "",
+        ]),
+        text(&["Job has reached the specified backoff limit", ""]),
+        proptest::option::of(timestamp()),
+    )
+        .prop_map(
+            |(kind, status, reason, message, last_transition_time)| JobConditionView {
+                kind,
+                status,
+                reason,
+                message,
+                last_transition_time,
+            },
+        )
+}
+
+fn job_view() -> impl Strategy<Value = JobView> {
+    (
+        (
+            select(&["", "job-uid"][..]),
+            proptest::option::of(timestamp()),
+            proptest::option::of(timestamp()),
+            proptest::option::of(proptest::option::of(timestamp())),
+            text(&["team-a"]),
+            any::<bool>(),
+        ),
+        (
+            proptest::collection::vec(job_condition(), 0..5),
+            -1i32..3,
+            -1i32..3,
+            -1i32..4,
+            proptest::option::of(timestamp()),
+            proptest::option::of(timestamp()),
+        ),
+    )
+        .prop_map(
+            |(
+                (uid, created_at, deletion_timestamp, cancel, queue_name, suspend),
+                (conditions, active, succeeded, failed, start_time, completion_time),
+            )| JobView {
+                name: "job".to_string(),
+                namespace: "ns".to_string(),
+                uid: uid.to_string(),
+                job_id: Some("job".to_string()),
+                resource_version: None,
+                created_at,
+                deletion_timestamp,
+                cancel_mark: cancel.map(|requested_at| CancelMark { requested_at }),
+                queue_name,
+                suspend,
+                conditions,
+                active,
+                succeeded,
+                failed,
+                start_time,
+                completion_time,
+            },
+        )
+}
+
+fn terminated() -> impl Strategy<Value = TerminatedView> {
+    (
+        select(&[0, 1, 2, 42, 128, 137, 143, -1][..]),
+        proptest::option::of(select(&[9, 15][..])),
+        text(&[
+            "Completed",
+            "Error",
+            "OOMKilled",
+            "ContainerStatusUnknown",
+            "StartError",
+            "",
+        ]),
+        text(&["boom\n", "", "  "]),
+        proptest::option::of(timestamp()),
+        proptest::option::of(timestamp()),
+    )
+        .prop_map(
+            |(exit_code, signal, reason, message, started_at, finished_at)| TerminatedView {
+                exit_code,
+                signal,
+                reason,
+                message,
+                started_at,
+                finished_at,
+            },
+        )
+}
+
+fn container_state() -> impl Strategy<Value = ContainerStateView> {
+    prop_oneof![
+        (
+            text(&[
+                "ContainerCreating",
+                "PodInitializing",
+                "ImagePullBackOff",
+                "ErrImagePull",
+                "InvalidImageName",
+                "CreateContainerConfigError",
+                "CreateContainerError",
+                "RunContainerError",
+                "CrashLoopBackOff",
+                "SomethingNew",
+            ]),
+            text(&["details", ""]),
+        )
+            .prop_map(|(reason, message)| ContainerStateView::Waiting { reason, message }),
+        proptest::option::of(timestamp())
+            .prop_map(|started_at| ContainerStateView::Running { started_at }),
+        terminated().prop_map(ContainerStateView::Terminated),
+        Just(ContainerStateView::Unreported),
+    ]
+}
+
+fn container() -> impl Strategy<Value = ContainerView> {
+    (
+        container_state(),
+        proptest::option::of(terminated()),
+        -1i32..3,
+    )
+        .prop_map(|(state, last_terminated, restart_count)| ContainerView {
+            name: "main".to_string(),
+            state,
+            last_terminated,
+            restart_count,
+        })
+}
+
+fn pod_condition(reasons: &'static [&'static str]) -> impl Strategy<Value = PodConditionView> {
+    (
+        condition_status(),
+        text(reasons),
+        text(&["msg", ""]),
+        proptest::option::of(timestamp()),
+    )
+        .prop_map(
+            |(status, reason, message, last_transition_time)| PodConditionView {
+                status,
+                reason,
+                message,
+                last_transition_time,
+            },
+        )
+}
+
+fn pod_view() -> impl Strategy<Value = PodView> {
+    let phase = proptest::option::of(prop_oneof![
+        Just(PodPhase::Pending),
+        Just(PodPhase::Running),
+        Just(PodPhase::Succeeded),
+        Just(PodPhase::Failed),
+        Just(PodPhase::Unknown),
+        Just(PodPhase::Other("Hibernating".to_string())),
+    ]);
+    (
+        (
+            select(&["pod-a", "pod-b", "pod-c"][..]),
+            proptest::option::of(select(&["job-uid", "other-uid"][..])),
+            proptest::option::of(timestamp()),
+            proptest::option::of(timestamp()),
+            proptest::option::of(-5i64..60),
+            phase,
+        ),
+        (
+            text(&[
+                "Evicted",
+                "DeadlineExceeded",
+                "NodeLost",
+                "Terminated",
+                "Preempting",
+                "OutOfcpu",
+                "UnexpectedAdmissionError",
+                "",
+            ]),
+            text(&["message"]),
+            proptest::option::of(pod_condition(&["Unschedulable", "SchedulingGated"])),
+            proptest::option::of(pod_condition(&[
+                "EvictionByEvictionAPI",
+                "PreemptionByScheduler",
+                "DeletionByPodGC",
+                "DeletionByTaintManager",
+                "TerminationByKubelet",
+                "Novel",
+            ])),
+            text(&["worker-1"]),
+            proptest::option::of(timestamp()),
+        ),
+        proptest::option::of(container()),
+        proptest::option::of(container()),
+    )
+        .prop_map(
+            |(
+                (name, owner, created_at, deletion_timestamp, grace, phase),
+                (reason, message, scheduled, disruption, node_name, start_time),
+                main,
+                blocking_init,
+            )| PodView {
+                name: name.to_string(),
+                uid: format!("{name}-uid"),
+                owner_uid: owner.map(str::to_string),
+                created_at,
+                deletion_timestamp,
+                deletion_grace_period_seconds: grace,
+                phase,
+                reason,
+                message,
+                scheduled,
+                disruption,
+                node_name,
+                start_time,
+                main,
+                blocking_init: blocking_init.map(Box::new),
+            },
+        )
+}
+
+fn config() -> impl Strategy<Value = MappingConfig> {
+    (
+        0u64..400,
+        0u64..400,
+        proptest::option::of(prop_oneof![0u64..1000, Just(u64::MAX)]),
+        0u64..60,
+    )
+        .prop_map(|(pull, create, pending, wait)| MappingConfig {
+            image_pull_grace: Duration::from_secs(pull),
+            create_container_error_grace: Duration::from_secs(create),
+            pending_timeout: pending.map(Duration::from_secs),
+            pod_status_wait: Duration::from_secs(wait),
+        })
+}
+
+/// A status a caller may hold: a consistent state and reason.
+fn previous() -> impl Strategy<Value = Option<ExecutionInfo>> {
+    let pair = select(
+        &[
+            (JobState::Queued, Reason::Pending),
+            (JobState::Queued, Reason::ImagePullBackOff),
+            (JobState::Started, Reason::Running),
+            (JobState::Cancelling, Reason::CancelRequested),
+            (JobState::Succeeded, Reason::Completed),
+            (JobState::Failed, Reason::Evicted),
+            (JobState::Cancelled, Reason::Cancelled),
+        ][..],
+    );
+    proptest::option::of((pair, proptest::option::of(timestamp())).prop_map(
+        |((state, reason), started_at)| {
+            let mut info = ExecutionInfo::new(state, reason);
+            info.started_at = started_at;
+            info
+        },
+    ))
+}
+
+fn seen() -> impl Strategy<Value = Seen> {
+    prop_oneof![
+        2 => Just(Seen::Present),
+        1 => any::<bool>().prop_map(|final_state| Seen::Vanished { final_state }),
+    ]
+}
+
+/// Whether a reason belongs with a state.
+fn consistent(info: &ExecutionInfo) -> bool {
+    use Reason::*;
+    match info.state {
+        JobState::Queued => matches!(
+            info.reason,
+            Pending
+                | Suspended
+                | Unschedulable
+                | ContainerCreating
+                | ImagePullBackOff
+                | UnrecognizedStatus
+        ),
+        JobState::Started => matches!(info.reason, Running | UnrecognizedStatus),
+        JobState::Succeeded => info.reason == Completed,
+        JobState::Failed => info.reason.failure_class().is_some(),
+        JobState::Cancelling => matches!(info.reason, CancelRequested | UnrecognizedStatus),
+        JobState::Cancelled => info.reason == Cancelled,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn never_panics_and_answers_consistently(
+        job in job_view(),
+        pods in proptest::collection::vec(pod_view(), 0..4),
+        seen in seen(),
+        now in timestamp(),
+        config in config(),
+        previous in previous(),
+    ) {
+        let mapped = map_views(&job, &pods, seen, now, &config, previous.as_ref());
+        let Some(mapped) = mapped else {
+            // Only a Job found missing through a possibly stale view is "no such job".
+            let stale = matches!(seen, Seen::Vanished { final_state: false });
+            prop_assert!(stale, "only a stale view of a vanished Job answers no such job");
+            prop_assert!(previous.as_ref().is_none_or(|p| !p.is_terminal()));
+            return Ok(());
+        };
+        prop_assert!(consistent(&mapped.info), "{:?}", mapped.info);
+        if mapped.must_record {
+            prop_assert_eq!(mapped.info.state, JobState::Failed);
+        }
+        if let Some(previous) = &previous {
+            if previous.is_terminal() {
+                prop_assert_eq!(&mapped.info, previous);
+            } else if previous.started_at.is_some() {
+                prop_assert!(mapped.info.started_at.is_some());
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Terminal outcomes are stable under later noise.
+
+/// When every fixture's story is over.
+const SETTLED: i64 = 3600;
+
+/// Something that may happen to a Job and its pods after the outcome, at `T0 + at` seconds.
+#[derive(Clone, Debug)]
+enum Noise {
+    /// The Job's deletion is requested (its TTL, kubeferry's retention, someone else).
+    DeleteJob(i64),
+    /// Its pods are deleted, with a grace period.
+    DeletePods(i64, i64),
+    /// Its pods finish terminating: killed, ended.
+    PodsEnd(i64),
+    /// A node drain marks the pods for eviction.
+    DisruptPods(i64),
+    /// The Job is suspended.
+    Suspend(i64),
+    /// A cancel is requested (the cancel's resourceVersion precondition makes this impossible
+    /// once Kubernetes recorded a verdict or a deletion; the mapping copes anyway for verdicts).
+    MarkCancel(i64),
+    /// A condition this version does not know.
+    UnknownCondition(i64),
+    /// The Job disappears.
+    Vanish(bool),
+    /// Time passes.
+    Later(i64),
+}
+
+fn noise() -> impl Strategy<Value = Noise> {
+    let t = || SETTLED..SETTLED + 3600;
+    prop_oneof![
+        t().prop_map(Noise::DeleteJob),
+        (t(), 0i64..60).prop_map(|(at, grace)| Noise::DeletePods(at, grace)),
+        t().prop_map(Noise::PodsEnd),
+        t().prop_map(Noise::DisruptPods),
+        t().prop_map(Noise::Suspend),
+        t().prop_map(Noise::MarkCancel),
+        t().prop_map(Noise::UnknownCondition),
+        any::<bool>().prop_map(Noise::Vanish),
+        (0i64..86_400).prop_map(Noise::Later),
+    ]
+}
+
+struct World {
+    job: JobView,
+    pods: Vec<PodView>,
+    seen: Seen,
+    now: Timestamp,
+}
+
+impl World {
+    fn apply(&mut self, noise: &Noise) {
+        match *noise {
+            Noise::DeleteJob(t) => {
+                self.job.deletion_timestamp.get_or_insert(at(t));
+            }
+            Noise::DeletePods(t, grace) => {
+                for pod in &mut self.pods {
+                    if pod.deletion_timestamp.is_none() {
+                        pod.deletion_timestamp = Some(at(t + grace));
+                        pod.deletion_grace_period_seconds = Some(grace);
+                    }
+                }
+            }
+            Noise::PodsEnd(t) => {
+                for pod in &mut self.pods {
+                    let Some(main) = pod.main.as_mut() else {
+                        continue;
+                    };
+                    let started_at = match &main.state {
+                        ContainerStateView::Terminated(_) => continue,
+                        ContainerStateView::Running { started_at } => *started_at,
+                        _ => None,
+                    };
+                    main.state = ContainerStateView::Terminated(TerminatedView {
+                        exit_code: 143,
+                        signal: None,
+                        reason: Some("Error".to_string()),
+                        message: None,
+                        started_at,
+                        finished_at: Some(at(t)),
+                    });
+                    pod.phase = Some(PodPhase::Failed);
+                }
+            }
+            Noise::DisruptPods(t) => {
+                for pod in &mut self.pods {
+                    pod.disruption.get_or_insert(PodConditionView {
+                        status: ConditionStatus::True,
+                        reason: Some("EvictionByEvictionAPI".to_string()),
+                        message: Some("Eviction API: evicting".to_string()),
+                        last_transition_time: Some(at(t)),
+                    });
+                }
+            }
+            Noise::Suspend(t) => {
+                self.job.suspend = true;
+                self.job.conditions.push(JobConditionView {
+                    kind: JobConditionType::Suspended,
+                    status: ConditionStatus::True,
+                    reason: Some("JobSuspended".to_string()),
+                    message: Some("Job suspended".to_string()),
+                    last_transition_time: Some(at(t)),
+                });
+            }
+            Noise::MarkCancel(t) => {
+                self.job.cancel_mark.get_or_insert(CancelMark {
+                    requested_at: Some(at(t)),
+                });
+            }
+            Noise::UnknownCondition(t) => self.job.conditions.push(JobConditionView {
+                kind: JobConditionType::Other("Quiesced".to_string()),
+                status: ConditionStatus::True,
+                reason: None,
+                message: None,
+                last_transition_time: Some(at(t)),
+            }),
+            Noise::Vanish(final_state) => {
+                if matches!(self.seen, Seen::Present) {
+                    self.seen = Seen::Vanished { final_state };
+                }
+            }
+            Noise::Later(seconds) => {
+                self.now = self
+                    .now
+                    .checked_add(jiff::SignedDuration::from_secs(seconds))
+                    .unwrap_or(self.now);
+            }
+        }
+    }
+
+    fn map(&self) -> Option<ExecutionInfo> {
+        map_views(
+            &self.job,
+            &self.pods,
+            self.seen,
+            self.now,
+            &MappingConfig::default(),
+            None,
+        )
+        .map(|mapped| mapped.info)
+    }
+}
+
+/// A fixture whose Kubernetes-shown outcome is terminal once its story is over.
+struct TerminalCase {
+    name: String,
+    job: JobView,
+    pods: Vec<PodView>,
+    /// Whether the outcome is a verdict of the Job controller.
+    has_verdict: bool,
+}
+
+/// The terminal fixtures, parsed once.
+fn terminal_fixtures() -> &'static [TerminalCase] {
+    static CASES: OnceLock<Vec<TerminalCase>> = OnceLock::new();
+    CASES.get_or_init(|| {
+        support::fixture_names()
+            .into_iter()
+            .filter_map(|name| {
+                let (job, pods) = views(&name);
+                let mapped = map_views(
+                    &job,
+                    &pods,
+                    Seen::Present,
+                    at(SETTLED),
+                    &MappingConfig::default(),
+                    None,
+                )?;
+                let has_verdict = job.conditions.iter().any(|c| {
+                    c.status.is_true()
+                        && !matches!(
+                            c.kind,
+                            JobConditionType::Suspended | JobConditionType::Other(_)
+                        )
+                });
+                (mapped.info.is_terminal() && !mapped.must_record).then_some(TerminalCase {
+                    name,
+                    job,
+                    pods,
+                    has_verdict,
+                })
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn the_stability_property_covers_every_kind_of_outcome() {
+    let names: Vec<&str> = terminal_fixtures()
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    for expected in [
+        "succeeded",
+        "failed_with_exit_code",
+        "oom_killed_exit_zero",
+        "deadline_exceeded_pods_terminating",
+        "backoff_limit_exceeded_after_retries",
+        "node_lost_pod_gc",
+        "pod_deleted_externally",
+        "job_deleted_externally",
+        "cancelled_by_deletion",
+        "cancelled_by_suspension",
+        "completion_after_cancel_took_effect",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn terminal_outcomes_survive_later_noise(
+        pick in any::<prop::sample::Index>(),
+        noises in proptest::collection::vec(noise(), 1..6),
+    ) {
+        let cases = terminal_fixtures();
+        let case = &cases[pick.index(cases.len())];
+        let mut world = World {
+            job: case.job.clone(),
+            pods: case.pods.clone(),
+            seen: Seen::Present,
+            now: at(SETTLED),
+        };
+        let before = world.map();
+        prop_assert!(before.as_ref().is_some_and(ExecutionInfo::is_terminal));
+        for noise in &noises {
+            if matches!(noise, Noise::MarkCancel(_)) && !case.has_verdict {
+                continue;
+            }
+            world.apply(noise);
+            prop_assert_eq!(&world.map(), &before, "{} after {:?}", case.name, noise);
+        }
+    }
+}

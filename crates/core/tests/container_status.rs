@@ -1,0 +1,712 @@
+//! The container status mapping, one test per situation, on Job and pod YAML as a Kubernetes
+//! 1.33 API server returns them (fixtures under `tests/fixtures/container/<case>/`).
+
+mod support;
+
+use std::time::Duration;
+
+use kubeferry_core::container::{MappingConfig, PodView};
+use kubeferry_core::{ExecutionInfo, JobState, Reason};
+use support::{Seen, assert_recorded, assert_reports, at, expect, map, map_with, views};
+
+const PULL_IMAGE: &str = "registry.example.com/analytics/report:2.4.9";
+
+fn pod_name(case: &str) -> String {
+    let (_, pods) = views(case);
+    pods.last()
+        .map(|p: &PodView| p.name.clone())
+        .expect("a pod")
+}
+
+fn started_previously() -> ExecutionInfo {
+    let mut previous = ExecutionInfo::new(JobState::Started, Reason::Running);
+    previous.started_at = Some(at(5));
+    previous
+}
+
+#[test]
+fn every_fixture_deserializes_and_maps() {
+    for case in support::fixture_names() {
+        let (job, pods) = views(&case);
+        assert!(!job.name.is_empty(), "{case}: the Job has a name");
+        assert!(!job.uid.is_empty(), "{case}: the Job has a uid");
+        assert_eq!(job.job_id.as_deref(), Some(case.replace('_', "-").as_str()));
+        for pod in &pods {
+            assert_eq!(pod.owner_uid.as_deref(), Some(job.uid.as_str()), "{case}");
+        }
+        let mapped = map(&case, Seen::Present, at(3600));
+        assert!(mapped.is_some(), "{case}: a present Job is always mapped");
+    }
+}
+
+#[test]
+fn no_pod_yet() {
+    assert_reports(
+        map("no_pod_yet", Seen::Present, at(1)),
+        expect(JobState::Queued, Reason::Pending)
+            .message("waiting for the Job controller to create a pod"),
+    );
+}
+
+#[test]
+fn no_pod_past_pending_timeout() {
+    let config = MappingConfig {
+        pending_timeout: Some(Duration::from_secs(600)),
+        ..MappingConfig::default()
+    };
+    assert_recorded(
+        map_with("no_pod_yet", Seen::Present, at(600), &config, None),
+        expect(JobState::Failed, Reason::UnschedulableTimeout)
+            .message("no pod was created within the pending timeout of 600s")
+            .finished(600),
+    );
+}
+
+#[test]
+fn suspended_by_kueue() {
+    assert_reports(
+        map("suspended_by_kueue", Seen::Present, at(60)),
+        expect(JobState::Queued, Reason::Suspended)
+            .message("waiting for admission by queue team-a"),
+    );
+}
+
+const UNSCHEDULABLE: &str = "0/3 nodes are available: 1 node(s) had untolerated taint \
+    {node-role.kubernetes.io/control-plane: }, 2 Insufficient memory. preemption: 0/3 nodes are \
+    available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for \
+    incoming pod.";
+
+#[test]
+fn unschedulable() {
+    assert_reports(
+        map("unschedulable", Seen::Present, at(61)),
+        expect(JobState::Queued, Reason::Unschedulable).message(UNSCHEDULABLE),
+    );
+}
+
+#[test]
+fn unschedulable_past_pending_timeout() {
+    let config = MappingConfig {
+        pending_timeout: Some(Duration::from_secs(600)),
+        ..MappingConfig::default()
+    };
+    let pod = pod_name("unschedulable");
+    assert_reports(
+        map_with("unschedulable", Seen::Present, at(600), &config, None),
+        expect(JobState::Queued, Reason::Unschedulable).message(UNSCHEDULABLE),
+    );
+    assert_recorded(
+        map_with("unschedulable", Seen::Present, at(601), &config, None),
+        expect(JobState::Failed, Reason::UnschedulableTimeout)
+            .message(format!(
+                "pod {pod} found no node within the pending timeout of 600s: {UNSCHEDULABLE}"
+            ))
+            .finished(601),
+    );
+}
+
+#[test]
+fn container_creating() {
+    assert_reports(
+        map("container_creating", Seen::Present, at(4)),
+        expect(JobState::Queued, Reason::ContainerCreating)
+            .message("the main container is waiting: ContainerCreating"),
+    );
+}
+
+fn pull_backoff_message() -> String {
+    format!(
+        "Back-off pulling image \"{PULL_IMAGE}\": ErrImagePull: failed to pull and unpack image \
+         \"{PULL_IMAGE}\": failed to resolve reference \"{PULL_IMAGE}\": {PULL_IMAGE}: not found"
+    )
+}
+
+#[test]
+fn image_pull_backoff_within_grace() {
+    assert_reports(
+        map("image_pull_backoff", Seen::Present, at(181)),
+        expect(JobState::Queued, Reason::ImagePullBackOff).message(format!(
+            "the main container is waiting: ImagePullBackOff: {}",
+            pull_backoff_message()
+        )),
+    );
+}
+
+#[test]
+fn image_pull_backoff_past_grace() {
+    // The kubelet took the pod at T0+2s; the default grace is 3 minutes.
+    assert_recorded(
+        map("image_pull_backoff", Seen::Present, at(182)),
+        expect(JobState::Failed, Reason::ImagePullFailed)
+            .message(format!(
+                "the main container did not start within 180s: ImagePullBackOff: {}",
+                pull_backoff_message()
+            ))
+            .finished(182),
+    );
+}
+
+#[test]
+fn image_pull_grace_is_configurable() {
+    let config = MappingConfig {
+        image_pull_grace: Duration::from_secs(10),
+        ..MappingConfig::default()
+    };
+    let mapped =
+        map_with("image_pull_backoff", Seen::Present, at(12), &config, None).expect("mapped");
+    assert_eq!(mapped.info.reason, Reason::ImagePullFailed);
+    assert_eq!(mapped.info.finished_at, Some(at(12)));
+}
+
+#[test]
+fn err_image_pull() {
+    let message = format!(
+        "failed to pull and unpack image \"{PULL_IMAGE}\": failed to resolve reference \
+         \"{PULL_IMAGE}\": pull access denied, repository does not exist or may require \
+         authorization: server message: insufficient_scope: authorization failed"
+    );
+    assert_reports(
+        map("err_image_pull", Seen::Present, at(32)),
+        expect(JobState::Queued, Reason::ImagePullBackOff).message(format!(
+            "the main container is waiting: ErrImagePull: {message}"
+        )),
+    );
+}
+
+#[test]
+fn invalid_image_name() {
+    let image = "registry.example.com/Analytics/Report:2.4.1";
+    assert_recorded(
+        map("invalid_image_name", Seen::Present, at(3)),
+        expect(JobState::Failed, Reason::InvalidImageName)
+            .message(format!(
+                "the main container cannot start: InvalidImageName: Failed to apply default \
+                 image tag \"{image}\": couldn't parse image name \"{image}\": invalid reference \
+                 format: repository name (Analytics/Report) must be lowercase"
+            ))
+            .finished(2),
+    );
+}
+
+#[test]
+fn create_container_config_error() {
+    assert_recorded(
+        map("create_container_config_error", Seen::Present, at(3)),
+        expect(JobState::Failed, Reason::CreateContainerConfigError)
+            .message(
+                "the main container cannot start: CreateContainerConfigError: secret \
+                 \"warehouse-credentials\" not found",
+            )
+            .finished(2),
+    );
+}
+
+#[test]
+fn create_container_error_within_and_past_grace() {
+    let within = map("create_container_error", Seen::Present, at(62)).expect("mapped");
+    assert_eq!(within.info.state, JobState::Queued);
+    assert_eq!(within.info.reason, Reason::ContainerCreating);
+    assert!(
+        within
+            .info
+            .message
+            .starts_with("the main container is waiting: CreateContainerError: failed to generate"),
+        "{}",
+        within.info.message
+    );
+    assert!(!within.must_record);
+
+    let past = map("create_container_error", Seen::Present, at(182)).expect("mapped");
+    assert_eq!(past.info.state, JobState::Failed);
+    assert_eq!(past.info.reason, Reason::CreateContainerError);
+    assert_eq!(past.info.finished_at, Some(at(182)));
+    assert!(
+        past.info.message.ends_with(
+            "failed to mkdir \"/mnt/scratch/report\": mkdir /mnt/scratch: read-only file system"
+        ),
+        "{}",
+        past.info.message
+    );
+    assert!(past.must_record);
+}
+
+#[test]
+fn running() {
+    assert_reports(
+        map("running", Seen::Present, at(30)),
+        expect(JobState::Started, Reason::Running).started(5),
+    );
+}
+
+#[test]
+fn succeeded() {
+    assert_reports(
+        map("succeeded", Seen::Present, at(70)),
+        expect(JobState::Succeeded, Reason::Completed)
+            .exit_code(0)
+            .started(5)
+            .finished(65),
+    );
+}
+
+#[test]
+fn success_criteria_met_only() {
+    // Kubernetes 1.31+: the outcome is known at SuccessCriteriaMet, before Complete.
+    assert_reports(
+        map("success_criteria_met_only", Seen::Present, at(67)),
+        expect(JobState::Succeeded, Reason::Completed)
+            .exit_code(0)
+            .started(5)
+            .finished(65),
+    );
+}
+
+#[test]
+fn failed_with_exit_code() {
+    assert_reports(
+        map("failed_with_exit_code", Seen::Present, at(70)),
+        expect(JobState::Failed, Reason::Error)
+            .message(
+                "exit code 3: Traceback (most recent call last):\n  File \
+                 \"/app/report/nightly.py\", line 88, in main\n    rows = \
+                 warehouse.query(SQL_DAILY)\nreport.warehouse.TableMissing: table \
+                 warehouse.orders_daily does not exist",
+            )
+            .exit_code(3)
+            .started(5)
+            .finished(65),
+    );
+}
+
+#[test]
+fn oom_killed() {
+    assert_reports(
+        map("oom_killed", Seen::Present, at(70)),
+        expect(JobState::Failed, Reason::OomKilled)
+            .message("the main container was OOMKilled (exceeded its memory limit), exit code 137")
+            .exit_code(137)
+            .started(5)
+            .finished(65),
+    );
+}
+
+#[test]
+fn oom_killed_exit_zero() {
+    assert_reports(
+        map("oom_killed_exit_zero", Seen::Present, at(70)),
+        expect(JobState::Failed, Reason::OomKilled)
+            .message(
+                "the main container was OOMKilled (exceeded its memory limit) although it \
+                 exited with code 0",
+            )
+            .exit_code(0)
+            .started(5)
+            .finished(65),
+    );
+}
+
+#[test]
+fn oom_killed_in_last_state() {
+    assert_reports(
+        map("oom_killed_in_last_state", Seen::Present, at(45)),
+        expect(JobState::Failed, Reason::OomKilled)
+            .message("the main container was OOMKilled (exceeded its memory limit), exit code 137")
+            .exit_code(137)
+            .started(5)
+            .finished(41),
+    );
+}
+
+const JOB_DEADLINE: &str = "Job was active longer than specified deadline";
+
+#[test]
+fn deadline_exceeded() {
+    // The container was killed after the verdict: its exit code is the kill's, not an outcome.
+    assert_reports(
+        map("deadline_exceeded", Seen::Present, at(700)),
+        expect(JobState::Failed, Reason::DeadlineExceeded)
+            .message(JOB_DEADLINE)
+            .started(5)
+            .finished(602),
+    );
+}
+
+#[test]
+fn deadline_exceeded_pods_terminating() {
+    // FailureTarget alone: terminal at once, and the same answer as once Failed is written.
+    assert_reports(
+        map("deadline_exceeded_pods_terminating", Seen::Present, at(603)),
+        expect(JobState::Failed, Reason::DeadlineExceeded)
+            .message(JOB_DEADLINE)
+            .started(5)
+            .finished(602),
+    );
+}
+
+#[test]
+fn deadline_exceeded_pod() {
+    assert_reports(
+        map("deadline_exceeded_pod", Seen::Present, at(700)),
+        expect(JobState::Failed, Reason::DeadlineExceeded)
+            .message("Pod was active on the node longer than the specified deadline")
+            .exit_code(137)
+            .started(5)
+            .finished(603),
+    );
+}
+
+#[test]
+fn backoff_limit_exceeded_after_retries() {
+    assert_reports(
+        map(
+            "backoff_limit_exceeded_after_retries",
+            Seen::Present,
+            at(130),
+        ),
+        expect(JobState::Failed, Reason::BackoffLimitExceeded)
+            .message(
+                "Job has reached the specified backoff limit after 3 attempts; the last one: \
+                 exit code 1: connection to warehouse.internal:5432 refused",
+            )
+            .exit_code(1)
+            .started(5)
+            .finished(120),
+    );
+}
+
+#[test]
+fn retry_running_after_failure() {
+    // The newest attempt decides the state; the first attempt's start stays the job's start.
+    assert_reports(
+        map("retry_running_after_failure", Seen::Present, at(60)),
+        expect(JobState::Started, Reason::Running).started(5),
+    );
+}
+
+#[test]
+fn pod_failure_policy() {
+    let pod = pod_name("pod_failure_policy");
+    assert_reports(
+        map("pod_failure_policy", Seen::Present, at(70)),
+        expect(JobState::Failed, Reason::PodFailurePolicy)
+            .message(format!(
+                "Container main for pod batch-jobs/{pod} failed with exit code 42 matching \
+                 FailJob rule at index 0"
+            ))
+            .exit_code(42)
+            .started(5)
+            .finished(65),
+    );
+}
+
+#[test]
+fn evicted_node_pressure() {
+    let mapped = map("evicted_node_pressure", Seen::Present, at(310));
+    assert_reports(
+        mapped.clone(),
+        expect(JobState::Failed, Reason::Evicted)
+            .message(
+                "The node was low on resource: memory. Threshold quantity: 100Mi, available: \
+                 87436Ki. Container main was using 1873412Ki, request is 2Gi, has larger \
+                 consumption of memory.",
+            )
+            .exit_code(137)
+            .started(5)
+            .finished(300),
+    );
+    assert!(mapped.expect("mapped").info.reason.is_retryable());
+}
+
+#[test]
+fn evicted_by_eviction_api() {
+    assert_reports(
+        map("evicted_by_eviction_api", Seen::Present, at(280)),
+        expect(JobState::Failed, Reason::Evicted)
+            .message("Eviction API: evicting")
+            .exit_code(143)
+            .started(5)
+            .finished(272),
+    );
+}
+
+#[test]
+fn preempted() {
+    assert_reports(
+        map("preempted", Seen::Present, at(280)),
+        expect(JobState::Failed, Reason::Preempted)
+            .message("default-scheduler: preempting to accommodate a higher priority pod")
+            .exit_code(143)
+            .started(5)
+            .finished(271),
+    );
+}
+
+#[test]
+fn node_lost_pod_gc() {
+    assert_reports(
+        map("node_lost_pod_gc", Seen::Present, at(1510)),
+        expect(JobState::Failed, Reason::NodeLost)
+            .message("PodGC: node no longer exists")
+            .started(5)
+            .finished(1501),
+    );
+}
+
+#[test]
+fn node_shutdown() {
+    assert_reports(
+        map("node_shutdown", Seen::Present, at(430)),
+        expect(JobState::Failed, Reason::NodeLost)
+            .message("Pod was terminated in response to imminent node shutdown.")
+            .exit_code(143)
+            .started(5)
+            .finished(420),
+    );
+}
+
+#[test]
+fn node_not_reporting() {
+    // Not an outcome until the Job controller decides: the last status stays.
+    let pod = pod_name("node_not_reporting");
+    let message = format!("the node of pod {pod} stopped reporting (phase Unknown)");
+    assert_reports(
+        map_with(
+            "node_not_reporting",
+            Seen::Present,
+            at(400),
+            &MappingConfig::default(),
+            Some(&started_previously()),
+        ),
+        expect(JobState::Started, Reason::Running)
+            .message(message.clone())
+            .started(5),
+    );
+    assert_reports(
+        map("node_not_reporting", Seen::Present, at(400)),
+        expect(JobState::Started, Reason::Running)
+            .message(message)
+            .started(5),
+    );
+}
+
+#[test]
+fn job_deleted_externally() {
+    assert_reports(
+        map("job_deleted_externally", Seen::Present, at(301)),
+        expect(JobState::Failed, Reason::DeletedExternally)
+            .message("the Job was deleted at 2025-06-10T08:05:00Z without a cancel request")
+            .started(5)
+            .finished(300),
+    );
+}
+
+#[test]
+fn job_vanished_while_running() {
+    assert_reports(
+        map(
+            "job_vanished_while_running",
+            Seen::Vanished { final_state: true },
+            at(301),
+        ),
+        expect(JobState::Failed, Reason::DeletedExternally)
+            .message("the Job was deleted without a cancel request")
+            .started(5),
+    );
+}
+
+#[test]
+fn job_found_missing_with_a_stale_view() {
+    // The last view may predate a cancel requested through another replica: "no such job".
+    assert_eq!(
+        map(
+            "job_vanished_while_running",
+            Seen::Vanished { final_state: false },
+            at(301),
+        ),
+        None
+    );
+}
+
+#[test]
+fn job_removed_by_ttl() {
+    let succeeded = || {
+        expect(JobState::Succeeded, Reason::Completed)
+            .exit_code(0)
+            .started(5)
+            .finished(65)
+    };
+    for seen in [
+        Seen::Present,
+        Seen::Vanished { final_state: true },
+        Seen::Vanished { final_state: false },
+    ] {
+        assert_reports(map("job_removed_by_ttl", seen, at(127)), succeeded());
+    }
+}
+
+#[test]
+fn pod_deleted_externally() {
+    let pod = pod_name("pod_deleted_externally");
+    assert_reports(
+        map("pod_deleted_externally", Seen::Present, at(130)),
+        expect(JobState::Failed, Reason::DeletedExternally)
+            .message(format!(
+                "pod {pod} was deleted at 2025-06-10T08:02:00Z by someone other than kubeferry"
+            ))
+            .exit_code(143)
+            .started(5)
+            .finished(121),
+    );
+}
+
+const CANCEL_REQUESTED: &str = "cancel requested at 2025-06-10T08:00:30Z";
+
+#[test]
+fn cancel_requested() {
+    assert_reports(
+        map("cancel_requested", Seen::Present, at(31)),
+        expect(JobState::Cancelling, Reason::CancelRequested)
+            .message(format!("{CANCEL_REQUESTED}; waiting for the job to stop"))
+            .started(5),
+    );
+}
+
+#[test]
+fn cancelled_by_deletion() {
+    assert_reports(
+        map("cancelled_by_deletion", Seen::Present, at(32)),
+        expect(JobState::Cancelled, Reason::Cancelled)
+            .message(format!(
+                "{CANCEL_REQUESTED}; the Job was deleted at 2025-06-10T08:00:31Z"
+            ))
+            .started(5)
+            .finished(31),
+    );
+}
+
+#[test]
+fn cancelled_and_gone() {
+    for final_state in [true, false] {
+        assert_reports(
+            map("cancelled_and_gone", Seen::Vanished { final_state }, at(32)),
+            expect(JobState::Cancelled, Reason::Cancelled)
+                .message(format!("{CANCEL_REQUESTED}; the Job is gone"))
+                .started(5)
+                .finished(30),
+        );
+    }
+}
+
+#[test]
+fn cancelled_by_suspension() {
+    assert_reports(
+        map("cancelled_by_suspension", Seen::Present, at(40)),
+        expect(JobState::Cancelled, Reason::Cancelled)
+            .message(format!(
+                "{CANCEL_REQUESTED}; the Job is suspended and none of its pods runs"
+            ))
+            .started(5)
+            .finished(31),
+    );
+}
+
+#[test]
+fn cancel_after_completion() {
+    // The job finished on its own before the cancel took effect: its outcome stands.
+    assert_reports(
+        map("cancel_after_completion", Seen::Present, at(72)),
+        expect(JobState::Succeeded, Reason::Completed)
+            .exit_code(0)
+            .started(5)
+            .finished(65),
+    );
+}
+
+#[test]
+fn completion_after_cancel_took_effect() {
+    // Recorded only after the deletion: the cancel, not the job, ended the work.
+    assert_reports(
+        map("completion_after_cancel_took_effect", Seen::Present, at(40)),
+        expect(JobState::Cancelled, Reason::Cancelled)
+            .message(format!(
+                "{CANCEL_REQUESTED}; the Job was deleted at 2025-06-10T08:00:31Z"
+            ))
+            .started(5)
+            .finished(31),
+    );
+}
+
+#[test]
+fn unknown_job_condition() {
+    let mapped = map("unknown_job_condition", Seen::Present, at(30)).expect("mapped");
+    assert_eq!(
+        mapped.info,
+        expect(JobState::Started, Reason::Running).started(5).info()
+    );
+    assert_eq!(
+        mapped.warning.as_deref(),
+        Some("Job condition Quiesced=True is not one this version knows; ignored")
+    );
+}
+
+#[test]
+fn unknown_pod_phase() {
+    let pod = pod_name("unknown_pod_phase");
+    let warning = format!(
+        "pod {pod} has phase \"Hibernating\", which this version does not know; keeping the \
+         last status"
+    );
+    for previous in [Some(started_previously()), None] {
+        let mapped = map_with(
+            "unknown_pod_phase",
+            Seen::Present,
+            at(30),
+            &MappingConfig::default(),
+            previous.as_ref(),
+        )
+        .expect("mapped");
+        assert_eq!(
+            mapped.info,
+            expect(JobState::Started, Reason::UnrecognizedStatus)
+                .message(warning.clone())
+                .started(5)
+                .info()
+        );
+        assert_eq!(mapped.warning.as_deref(), Some(warning.as_str()));
+    }
+}
+
+#[test]
+fn verdict_before_pod_status() {
+    // The Job's Complete arrived before the pod's final status: wait for the pod a little...
+    assert_reports(
+        map("verdict_before_pod_status", Seen::Present, at(70)),
+        expect(JobState::Started, Reason::Running)
+            .message("the Job controller reported the outcome; waiting for the pod's final status")
+            .started(5),
+    );
+    // ...but not for ever.
+    assert_reports(
+        map("verdict_before_pod_status", Seen::Present, at(76)),
+        expect(JobState::Succeeded, Reason::Completed)
+            .started(5)
+            .finished(66),
+    );
+}
+
+#[test]
+fn a_terminal_previous_status_never_changes() {
+    let mut previous = ExecutionInfo::new(JobState::Failed, Reason::ImagePullFailed);
+    previous.finished_at = Some(at(182));
+    for case in support::fixture_names() {
+        let mapped = map_with(
+            &case,
+            Seen::Present,
+            at(3600),
+            &MappingConfig::default(),
+            Some(&previous),
+        )
+        .expect("mapped");
+        assert_eq!(mapped.info, previous, "{case}");
+    }
+}
