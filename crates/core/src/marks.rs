@@ -22,6 +22,11 @@ pub const SPEC_HASH_ANNOTATION: &str = "kubeferry.dev/spec-hash";
 /// Annotation set when a cancel is requested; its value is the RFC 3339 time of the request.
 pub const CANCEL_ANNOTATION: &str = "kubeferry.dev/cancel-requested";
 
+/// Annotation holding an outcome kubeferry decided itself (a grace period or timeout that ran out,
+/// an error the kubelet would retry forever), as the JSON of an `ExecutionInfo`. kubeferry
+/// writes it before it stops the work, so that every replica reports the same outcome.
+pub const OUTCOME_ANNOTATION: &str = "kubeferry.dev/outcome";
+
 /// The label that puts a Job in a Kueue LocalQueue; such Jobs are created suspended and Kueue
 /// starts them on admission.
 pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";

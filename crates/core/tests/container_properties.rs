@@ -107,6 +107,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 created_at,
                 deletion_timestamp,
                 cancel_mark: cancel.map(|requested_at| CancelMark { requested_at }),
+                recorded_outcome: None,
                 queue_name,
                 suspend,
                 conditions,

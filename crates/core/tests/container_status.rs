@@ -710,3 +710,60 @@ fn a_terminal_previous_status_never_changes() {
         assert_eq!(mapped.info, previous, "{case}");
     }
 }
+
+/// An image-pull failure decided by kubeferry's grace, as kubeferry records it on the Job.
+fn recorded_pull_failure() -> ExecutionInfo {
+    let mut info = ExecutionInfo::new(JobState::Failed, Reason::ImagePullFailed)
+        .with_message("the image could not be pulled within 3m");
+    info.finished_at = Some(at(180));
+    info
+}
+
+#[test]
+fn recorded_outcome_wins_and_survives_the_stop() {
+    let (mut job, pods) = support::objects("image_pull_backoff");
+    let recorded = recorded_pull_failure();
+    job.metadata.annotations.get_or_insert_default().insert(
+        kubeferry_core::marks::OUTCOME_ANNOTATION.to_string(),
+        serde_json::to_string(&recorded).unwrap(),
+    );
+    let job = kubeferry_core::container::JobView::from(&job);
+    let pods: Vec<PodView> = pods.iter().map(PodView::from).collect();
+    let config = MappingConfig::default();
+    // Long before the grace would expire by this replica's clock, and after the Job is gone:
+    // every replica reports what was recorded.
+    for seen in [
+        Seen::Present,
+        Seen::Vanished { final_state: true },
+        Seen::Vanished { final_state: false },
+    ] {
+        let mapped = support::map_views(&job, &pods, seen, at(1), &config, None).unwrap();
+        assert_eq!(mapped.info, recorded, "{seen:?}");
+        assert!(!mapped.must_record, "{seen:?}: already recorded");
+    }
+}
+
+#[test]
+fn unreadable_recorded_outcome_is_ignored_with_a_warning() {
+    let (mut job, pods) = support::objects("running");
+    job.metadata.annotations.get_or_insert_default().insert(
+        kubeferry_core::marks::OUTCOME_ANNOTATION.to_string(),
+        "{\"state\":\"EXPLODED\"}".to_string(),
+    );
+    let job = kubeferry_core::container::JobView::from(&job);
+    let pods: Vec<PodView> = pods.iter().map(PodView::from).collect();
+    let mapped = support::map_views(
+        &job,
+        &pods,
+        Seen::Present,
+        at(60),
+        &MappingConfig::default(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(mapped.info.state, JobState::Started);
+    assert!(
+        mapped.warning.unwrap().contains("recorded outcome"),
+        "the warning names the annotation"
+    );
+}

@@ -193,6 +193,15 @@ struct Cause {
 impl<'a> Mapper<'a> {
     fn map(&self) -> Option<Mapped> {
         let mut warnings = Vec::new();
+        // 0. An outcome kubeferry decided and recorded on the Job before stopping it: every
+        //    replica reports it, whatever the stopping did to the Job and its pods afterwards.
+        match &self.job.recorded_outcome {
+            Some(Ok(recorded)) => return Some(Mapped::of(recorded.clone())),
+            Some(Err(value)) => warnings.push(format!(
+                "the Job's recorded outcome {value:?} is unreadable; ignoring it"
+            )),
+            None => {}
+        }
         let verdict = match self.verdict(&mut warnings) {
             Ok(verdict) => verdict,
             Err(warning) => return Some(self.keep_previous(warning)),

@@ -13,9 +13,11 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::MAIN_CONTAINER;
-use crate::marks::{CANCEL_ANNOTATION, JOB_ID_ANNOTATION, JOB_ID_LABEL};
+use crate::marks::{
+    CANCEL_ANNOTATION, JOB_ID_ANNOTATION, JOB_ID_LABEL, KUEUE_QUEUE_LABEL, OUTCOME_ANNOTATION,
+};
 
-use crate::marks::KUEUE_QUEUE_LABEL;
+use crate::status::ExecutionInfo;
 
 /// The status of a Kubernetes condition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,6 +144,9 @@ pub struct JobView {
     pub deletion_timestamp: Option<Timestamp>,
     /// The cancel mark, if a cancel was requested.
     pub cancel_mark: Option<CancelMark>,
+    /// An outcome kubeferry recorded on the Job ([`OUTCOME_ANNOTATION`]) before stopping it;
+    /// `Err` holds an annotation value this version cannot read.
+    pub recorded_outcome: Option<Result<ExecutionInfo, String>>,
     /// The Kueue queue the Job waits in ([`KUEUE_QUEUE_LABEL`]).
     pub queue_name: Option<String>,
     /// `spec.suspend`.
@@ -178,6 +183,14 @@ impl From<&Job> for JobView {
                 .and_then(|a| a.get(CANCEL_ANNOTATION))
                 .map(|value| CancelMark {
                     requested_at: value.trim().parse().ok(),
+                }),
+            recorded_outcome: annotations
+                .and_then(|a| a.get(OUTCOME_ANNOTATION))
+                .map(|value| {
+                    serde_json::from_str::<ExecutionInfo>(value)
+                        .ok()
+                        .filter(ExecutionInfo::is_terminal)
+                        .ok_or_else(|| value.clone())
                 }),
             queue_name: entry(labels, KUEUE_QUEUE_LABEL),
             suspend: job
