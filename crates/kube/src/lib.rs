@@ -1,7 +1,9 @@
 //! kubeferry's Kubernetes backend: every Kubernetes API call kubeferry makes lives in this crate.
 
 pub mod cluster;
+pub mod container;
 pub mod error;
+pub mod executor;
 pub mod logs;
 pub mod manifest;
 pub mod rbac;
@@ -9,6 +11,8 @@ pub mod retry;
 pub mod tracker;
 
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation, Op};
+pub use container::{CancelOutcome, ContainerSettings, JobSummary, Orphan};
 pub use error::{Error, Result};
+pub use executor::{Executor, ExecutorSettings, generate_job_id, resolve_namespace};
 pub use manifest::{MAIN_CONTAINER, job_manifest};
 pub use retry::RetryPolicy;

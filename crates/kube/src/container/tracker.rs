@@ -1,0 +1,230 @@
+//! One watch of managed Jobs and one of their pods per namespace, shared by every query.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+use kube::runtime::watcher;
+use kubeferry_core::ExecutionInfo;
+use kubeferry_core::container::{JobView, PodView};
+use kubeferry_core::marks::MANAGED_SELECTOR;
+use tokio::sync::broadcast;
+
+use crate::cluster::Cluster;
+use crate::tracker::{Entry, Reflector, ReflectorSettings, WatchHealth};
+
+/// The label the Job controller puts on a Job's pods (Kubernetes 1.27+), and its older twin.
+const JOB_NAME_LABELS: [&str; 2] = ["batch.kubernetes.io/job-name", "job-name"];
+
+/// The watches of one namespace.
+pub struct NamespaceWatch {
+    /// Managed Jobs, by name.
+    pub jobs: Reflector<JobView>,
+    /// Their pods, by name, indexed by their Job's name.
+    pub pods: Reflector<PodView>,
+}
+
+impl NamespaceWatch {
+    /// Waits until both watches have listed, at most `timeout`.
+    pub async fn wait_synced(&self, timeout: Duration) -> bool {
+        let (jobs, pods) = tokio::join!(
+            self.jobs.wait_synced(timeout),
+            self.pods.wait_synced(timeout)
+        );
+        jobs && pods
+    }
+
+    /// The pods of one Job.
+    pub fn pods_of(&self, job: &str) -> Vec<PodView> {
+        self.pods.of_job(job).into_iter().map(|e| e.view).collect()
+    }
+
+    /// Notifications naming the Jobs whose Job or pods changed.
+    pub fn subscribe(&self) -> (broadcast::Receiver<String>, broadcast::Receiver<String>) {
+        (self.jobs.subscribe(), self.pods.subscribe())
+    }
+
+    /// The health of both watches.
+    pub fn health(&self) -> (WatchHealth, WatchHealth) {
+        (self.jobs.health(), self.pods.health())
+    }
+}
+
+/// The namespace watches of one cluster, started on first use.
+pub struct ContainerTracker {
+    cluster: Cluster,
+    settings: ReflectorSettings,
+    namespaces: Mutex<HashMap<String, Arc<NamespaceWatch>>>,
+    reported: Mutex<LastReported>,
+}
+
+impl ContainerTracker {
+    /// A tracker with no watches yet.
+    pub fn new(cluster: Cluster, settings: ReflectorSettings) -> Self {
+        Self {
+            cluster,
+            settings,
+            namespaces: Mutex::default(),
+            reported: Mutex::new(LastReported::new(100_000)),
+        }
+    }
+
+    /// The watches of `namespace`, started if this is the first question about it.
+    pub fn namespace(&self, namespace: &str) -> Arc<NamespaceWatch> {
+        let mut namespaces = lock(&self.namespaces);
+        if let Some(watch) = namespaces.get(namespace) {
+            return watch.clone();
+        }
+        let client = self.cluster.client().clone();
+        let config = watcher::Config::default().labels(MANAGED_SELECTOR);
+        let jobs = Reflector::spawn(
+            Api::<Job>::namespaced(client.clone(), namespace),
+            config.clone(),
+            self.settings.clone(),
+            |job: &Job| {
+                let view = JobView::from(job);
+                Some(Entry {
+                    name: view.name.clone(),
+                    job: view.name.clone(),
+                    view,
+                })
+            },
+        );
+        let pods = Reflector::spawn(
+            Api::<Pod>::namespaced(client, namespace),
+            config,
+            self.settings.clone(),
+            |pod: &Pod| {
+                let job = job_of_pod(pod)?;
+                let view = PodView::from(pod);
+                Some(Entry {
+                    name: view.name.clone(),
+                    job,
+                    view,
+                })
+            },
+        );
+        let watch = Arc::new(NamespaceWatch { jobs, pods });
+        namespaces.insert(namespace.to_string(), watch.clone());
+        watch
+    }
+
+    /// The namespaces watched so far.
+    pub fn watched(&self) -> Vec<(String, Arc<NamespaceWatch>)> {
+        lock(&self.namespaces)
+            .iter()
+            .map(|(ns, w)| (ns.clone(), w.clone()))
+            .collect()
+    }
+
+    /// What was last reported for a job, for the mapping's `previous`.
+    pub fn last_reported(&self, namespace: &str, name: &str) -> Option<ExecutionInfo> {
+        lock(&self.reported).get(&key(namespace, name))
+    }
+
+    /// Remembers what was reported for a job.
+    pub fn remember(&self, namespace: &str, name: &str, info: &ExecutionInfo) {
+        lock(&self.reported).put(key(namespace, name), info.clone());
+    }
+}
+
+fn key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+/// The name of the Job a pod belongs to: its job-name label, else its controller owner.
+pub fn job_of_pod(pod: &Pod) -> Option<String> {
+    let labels = pod.metadata.labels.as_ref();
+    JOB_NAME_LABELS
+        .iter()
+        .find_map(|label| labels.and_then(|l| l.get(*label)).cloned())
+        .or_else(|| {
+            pod.metadata
+                .owner_references
+                .as_ref()?
+                .iter()
+                .find(|o| o.controller == Some(true) && o.kind == "Job")
+                .map(|o| o.name.clone())
+        })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data updated in single steps: a poisoned lock still holds a usable value.
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The last status reported per job, bounded: the oldest entries go first.
+struct LastReported {
+    capacity: usize,
+    entries: HashMap<String, ExecutionInfo>,
+    order: VecDeque<String>,
+}
+
+impl LastReported {
+    fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<ExecutionInfo> {
+        self.entries.get(key).cloned()
+    }
+
+    fn put(&mut self, key: String, info: ExecutionInfo) {
+        if self.entries.insert(key.clone(), info).is_none() {
+            self.order.push_back(key);
+        }
+        while self.entries.len() > self.capacity {
+            match self.order.pop_front() {
+                Some(oldest) => {
+                    self.entries.remove(&oldest);
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubeferry_core::{JobState, Reason};
+
+    #[test]
+    fn pods_belong_to_their_job_by_label_or_owner() {
+        let labelled: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "labels": {"batch.kubernetes.io/job-name": "j1"}}
+        }))
+        .unwrap();
+        assert_eq!(job_of_pod(&labelled).as_deref(), Some("j1"));
+        let owned: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "Job", "name": "j2", "uid": "u", "controller": true}
+            ]}
+        }))
+        .unwrap();
+        assert_eq!(job_of_pod(&owned).as_deref(), Some("j2"));
+        let orphan: Pod =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}})).unwrap();
+        assert_eq!(job_of_pod(&orphan), None);
+    }
+
+    #[test]
+    fn last_reported_is_bounded() {
+        let mut reported = LastReported::new(2);
+        let info = ExecutionInfo::new(JobState::Queued, Reason::Pending);
+        for name in ["a", "b", "c"] {
+            reported.put(name.into(), info.clone());
+        }
+        assert!(reported.get("a").is_none());
+        assert!(reported.get("b").is_some() && reported.get("c").is_some());
+        reported.put("c".into(), info);
+        assert_eq!(reported.order.len(), 2);
+    }
+}

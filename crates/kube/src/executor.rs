@@ -1,0 +1,189 @@
+//! The executor: one entry point for every kind of job on one cluster.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::Stream;
+use kubeferry_core::spec::JobSpec;
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
+use rand::Rng;
+
+use crate::cluster::Cluster;
+use crate::container::{CancelOutcome, ContainerJobs, ContainerSettings, JobSummary, Orphan};
+use crate::error::{Error, Result};
+use crate::logs::{FollowOptions, TailOptions};
+
+/// Settings of every backend.
+#[derive(Clone, Debug, Default)]
+pub struct ExecutorSettings {
+    /// Container jobs.
+    pub container: ContainerSettings,
+}
+
+/// Submits, tracks, cancels and reads the logs of jobs on one cluster.
+///
+/// Stateless apart from its watch caches: everything it knows lives in Kubernetes, so any number
+/// of executors (processes, replicas) can serve the same jobs.
+#[derive(Clone)]
+pub struct Executor {
+    cluster: Cluster,
+    container: Arc<ContainerJobs>,
+}
+
+impl Executor {
+    /// An executor for `cluster`.
+    pub fn new(cluster: Cluster, settings: ExecutorSettings) -> Self {
+        let container = Arc::new(ContainerJobs::new(cluster.clone(), settings.container));
+        Self { cluster, container }
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// The container job backend.
+    pub fn container_jobs(&self) -> &ContainerJobs {
+        &self.container
+    }
+
+    /// Checks that an id names this cluster: an id of another cluster is a configuration error,
+    /// never "no such job" (callers would settle a running job as failed or cancelled).
+    pub fn check(&self, id: &ExecutionId) -> Result<()> {
+        if id.cluster != self.cluster.name() {
+            return Err(Error::WrongCluster {
+                id: id.clone(),
+                configured: self.cluster.name().to_string(),
+            });
+        }
+        match id.kind {
+            JobKind::Job => Ok(()),
+            JobKind::SparkApp => Err(Error::UnsupportedKind {
+                id: id.clone(),
+                operation: "this version",
+            }),
+        }
+    }
+
+    /// Submits a job under the caller's `job_id` into `namespace`. The same job id submitted
+    /// again (a retry after a lost response, another replica) yields the same execution id and
+    /// runs the job once.
+    pub async fn submit(
+        &self,
+        spec: &JobSpec,
+        job_id: &str,
+        namespace: &str,
+    ) -> Result<ExecutionId> {
+        match spec {
+            JobSpec::Container(spec) => self.container.submit(spec, job_id, namespace).await,
+        }
+    }
+
+    /// The job's status.
+    pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
+        self.check(id)?;
+        self.container.status(id).await
+    }
+
+    /// Waits for the job to end (at most `timeout`), calling `on_change` with each new status.
+    pub async fn wait(
+        &self,
+        id: &ExecutionId,
+        timeout: Option<Duration>,
+        on_change: impl FnMut(&ExecutionInfo),
+    ) -> Result<ExecutionInfo> {
+        self.check(id)?;
+        self.container.wait(id, timeout, on_change).await
+    }
+
+    /// Cancels the job; returns at once.
+    pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
+        self.check(id)?;
+        self.container.cancel(id).await
+    }
+
+    /// The end of the job's log.
+    pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<String> {
+        self.check(id)?;
+        self.container.tail(id, options).await
+    }
+
+    /// Follows the job's log until the job ends.
+    pub fn follow(
+        &self,
+        id: &ExecutionId,
+        options: FollowOptions,
+    ) -> Result<impl Stream<Item = Result<String>> + Send + 'static> {
+        self.check(id)?;
+        Ok(self.container.follow(id.clone(), options))
+    }
+
+    /// The managed jobs of a namespace.
+    pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
+        self.container.list(namespace, selector).await
+    }
+
+    /// Managed jobs of a namespace whose job ids are not in `known`; deleted when `delete`.
+    pub async fn sweep(
+        &self,
+        namespace: &str,
+        known: &HashSet<String>,
+        delete: bool,
+    ) -> Result<Vec<Orphan>> {
+        self.container.sweep(namespace, known, delete).await
+    }
+}
+
+/// A fresh job id for a job named `name`: the name and 8 random characters. Generated once per
+/// submission and reused on every retry of it.
+pub fn generate_job_id(name: &str) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    let suffix: String = (0..8)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{name}-{suffix}")
+}
+
+/// The namespace a job goes to: the one given on the command line or by the caller, the job
+/// file's, else the context's. Given both ways and different, it is an error (as kubectl does).
+pub fn resolve_namespace(
+    requested: Option<&str>,
+    spec: Option<&str>,
+    default: &str,
+) -> Result<String> {
+    match (requested, spec) {
+        (Some(requested), Some(spec)) if requested != spec => Err(Error::Config {
+            message: format!(
+                "namespace: the job file says {spec:?} but {requested:?} was requested; remove one"
+            ),
+            source: None,
+        }),
+        (Some(namespace), _) | (None, Some(namespace)) => Ok(namespace.to_string()),
+        (None, None) => Ok(default.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_ids_are_fresh_and_named() {
+        let a = generate_job_id("hello");
+        let b = generate_job_id("hello");
+        assert!(a.starts_with("hello-") && a.len() == "hello-".len() + 8);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn namespaces_resolve_like_kubectl() {
+        assert_eq!(resolve_namespace(None, None, "ctx").unwrap(), "ctx");
+        assert_eq!(resolve_namespace(Some("a"), None, "ctx").unwrap(), "a");
+        assert_eq!(resolve_namespace(None, Some("b"), "ctx").unwrap(), "b");
+        assert_eq!(resolve_namespace(Some("b"), Some("b"), "ctx").unwrap(), "b");
+        let error = resolve_namespace(Some("a"), Some("b"), "ctx").unwrap_err();
+        assert!(error.to_string().contains("namespace:"), "{error}");
+    }
+}
