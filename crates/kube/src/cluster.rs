@@ -218,6 +218,23 @@ impl Cluster {
         })
     }
 
+    /// The same cluster with its client wrapped in middleware (request metrics, authentication
+    /// that re-reads a token file): `wrap` gets the client and returns one that sends through it,
+    /// e.g. with [`kube::Client::new`] over a service calling [`kube::Client::send`]. Meant for
+    /// a cluster just connected; what was learnt about reaching the server starts afresh.
+    pub fn map_client(&self, wrap: impl FnOnce(kube::Client) -> kube::Client) -> Cluster {
+        Cluster {
+            inner: Arc::new(Inner {
+                name: self.inner.name.clone(),
+                url: self.inner.url.clone(),
+                client: wrap(self.inner.client.clone()),
+                default_namespace: self.inner.default_namespace.clone(),
+                settings: self.inner.settings.clone(),
+                unreachable: Mutex::new(None),
+            }),
+        }
+    }
+
     /// The cluster's name in execution ids.
     pub fn name(&self) -> &str {
         &self.inner.name
