@@ -10,7 +10,9 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use rand::Rng;
 
 use crate::cluster::Cluster;
-use crate::container::{CancelOutcome, ContainerJobs, ContainerSettings, JobSummary, Orphan};
+use crate::container::{
+    CancelOutcome, ContainerJobs, ContainerSettings, JobSummary, Orphan, SelectorEvent,
+};
 use crate::error::{Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
 
@@ -122,6 +124,16 @@ impl Executor {
     /// The managed jobs of a namespace.
     pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
         self.container.list(namespace, selector).await
+    }
+
+    /// Follows which managed jobs of a namespace match a label selector (see
+    /// [`ContainerJobs::matching`]).
+    pub fn matching(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> impl Stream<Item = SelectorEvent> + Send + 'static {
+        self.container.matching(namespace, selector)
     }
 
     /// Managed jobs of a namespace whose job ids are not in `known`; deleted when `delete`.

@@ -11,7 +11,7 @@ pub mod retry;
 pub mod tracker;
 
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation, Op};
-pub use container::{CancelOutcome, ContainerSettings, JobSummary, Orphan};
+pub use container::{CancelOutcome, ContainerSettings, JobSummary, Orphan, SelectorEvent};
 pub use error::{Error, Result};
 pub use executor::{Executor, ExecutorSettings, generate_job_id, resolve_namespace};
 pub use manifest::{MAIN_CONTAINER, job_manifest};
