@@ -1,0 +1,334 @@
+//! Status changes as Server-Sent Events, for one job or for every job matching a label
+//! selector, so that callers need not poll. Both come from the namespace watches: a stream
+//! costs no Kubernetes requests per job.
+
+use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Extension, Path, RawQuery, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use kubeferry_core::{ExecutionId, JobKind};
+use kubeferry_kube::{Error as KubeError, Executor, SelectorEvent};
+use serde::Serialize;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tracing::warn;
+
+use super::input::{IdPath, QueryParams};
+use super::jobs::resolve;
+use super::model::{GoneEvent, JobInfo};
+use crate::app::{App, stopped};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+
+fn event(name: &str, data: &impl Serialize) -> Event {
+    Event::default()
+        .event(name)
+        .json_data(data)
+        .unwrap_or_else(|_| Event::default().event(name))
+}
+
+fn error_event(error: KubeError) -> Event {
+    let error = ApiError::from(error);
+    let body = ErrorBody {
+        code: error.code().to_string(),
+        message: error.message().to_string(),
+        field: None,
+        line: None,
+        column: None,
+        problems: Vec::new(),
+        request_id: crate::request_id::current(),
+    };
+    event("error", &body)
+}
+
+/// Aborts a task when the stream that owns it is dropped (the caller went away).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn sse(app: &App, events: impl Stream<Item = Event> + Send + 'static) -> Response {
+    let stream = events
+        .map(Ok::<_, Infallible>)
+        .take_until(stopped(app.shutdown()))
+        .boxed();
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(app.timeouts.keep_alive))
+        .into_response()
+}
+
+/// Watch one job's status.
+///
+/// `event: status` with the job's info now and at each change, ending after the final state.
+/// `event: gone` if the job disappears with its end unknown, `event: error` if it cannot be
+/// followed any more; the stream ends after either.
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{cluster}/{kind}/{namespace}/{name}/events",
+    tag = "events",
+    operation_id = "watchJob",
+    params(IdPath),
+    responses(
+        (status = 200, description = "Server-Sent Events: `status` (a JobInfo), then the stream ends at the final state",
+            body = JobInfo, content_type = "text/event-stream"),
+        (status = 400, description = "A malformed execution id", body = ErrorBody),
+        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 421, description = "The id names another cluster", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn job_events(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Principal>,
+    Path(path): Path<IdPath>,
+) -> ApiResult<Response> {
+    let (id, executor) = resolve(&app, &principal, &path)?;
+    // Errors about the job come before the stream starts, as error responses.
+    executor.status(&id).await?;
+    let executor = executor.clone();
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        let result = executor
+            .wait(&id, None, |info| {
+                let _ = sender.send(event("status", &JobInfo::new(&id, info.clone())));
+            })
+            .await;
+        match result {
+            Ok(_) => {}
+            Err(KubeError::NoSuchJob { id: gone, hint }) => {
+                let _ = sender.send(event(
+                    "gone",
+                    &GoneEvent {
+                        id: gone.to_string(),
+                        message: format!("no such job{hint}"),
+                    },
+                ));
+            }
+            Err(error) => {
+                let _ = sender.send(error_event(error));
+            }
+        }
+    });
+    let events = futures::stream::unfold(
+        (receiver, AbortOnDrop(task)),
+        |(mut receiver, task)| async move { receiver.recv().await.map(|e| (e, (receiver, task))) },
+    );
+    Ok(sse(&app, events))
+}
+
+/// Which namespace's initial list is complete (`event: listed`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ListedEvent {
+    /// The cluster.
+    pub cluster: String,
+    /// The namespace.
+    pub namespace: String,
+}
+
+/// Watch every job matching a selector.
+///
+/// `event: status` with a job's info for every matching job at first, then at each change of
+/// any matching job (new ones included); `event: listed` once a namespace's matching jobs have
+/// all been sent; `event: gone` for a job that disappears with its end unknown. Runs until the
+/// caller disconnects.
+#[utoipa::path(
+    get,
+    path = "/v1/events",
+    tag = "events",
+    operation_id = "watchJobs",
+    params(
+        ("namespace" = Option<String>, Query, description = "Only this namespace (default: every namespace the caller may use)"),
+        ("cluster" = Option<String>, Query, description = "Only this cluster (default: all)"),
+        ("selector" = Option<String>, Query, description = "A Kubernetes label selector (default: every managed job)"),
+    ),
+    responses(
+        (status = 200, description = "Server-Sent Events: `status` (a JobInfo), `listed`, `gone`",
+            body = JobInfo, content_type = "text/event-stream"),
+        (status = 400, description = "A wrong parameter (e.g. a malformed selector)", body = ErrorBody),
+        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn events(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Principal>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let mut q = QueryParams::parse(query.as_deref());
+    let namespace = q.string("namespace")?;
+    let cluster = q.string("cluster")?;
+    let selector = q.string("selector")?.unwrap_or_default();
+    q.finish(&["namespace", "cluster", "selector"])?;
+    let namespaces = app.namespaces_for(&principal, namespace.as_deref(), "namespace")?;
+    let clusters = app.clusters_for(cluster.as_deref(), "cluster")?;
+    // The selector is checked by the API server before the stream starts: a watch with a
+    // malformed selector would only retry.
+    if let (Some(cluster), Some(namespace)) = (clusters.first(), namespaces.first()) {
+        cluster
+            .executor
+            .list(namespace, Some(&selector))
+            .await
+            .map_err(|error| match error {
+                KubeError::Rejected {
+                    code: 400, message, ..
+                } => ApiError::bad_parameter("selector", message),
+                other => other.into(),
+            })?;
+    }
+    let (sender, receiver) = mpsc::channel(1024);
+    let mut tasks = JoinSet::new();
+    for cluster in &clusters {
+        for namespace in &namespaces {
+            tasks.spawn(follow_namespace(
+                cluster.executor.clone(),
+                cluster.name.clone(),
+                namespace.clone(),
+                selector.clone(),
+                sender.clone(),
+                app.timeouts.recheck,
+            ));
+        }
+    }
+    drop(sender);
+    let events = futures::stream::unfold((receiver, tasks), |(mut receiver, tasks)| async move {
+        receiver.recv().await.map(|e| (e, (receiver, tasks)))
+    });
+    Ok(sse(&app, events))
+}
+
+/// Sends the status changes of one namespace's matching jobs until the receiver goes away.
+async fn follow_namespace(
+    executor: Executor,
+    cluster: String,
+    namespace: String,
+    selector: String,
+    sender: mpsc::Sender<Event>,
+    recheck: Duration,
+) {
+    let watch = executor.container_jobs().tracker().namespace(&namespace);
+    let (mut job_changes, mut pod_changes) = watch.subscribe();
+    let mut matching = Box::pin(executor.matching(&namespace, &selector));
+    let mut follower = Follower {
+        executor: &executor,
+        cluster: &cluster,
+        namespace: &namespace,
+        members: HashSet::new(),
+        last: HashMap::new(),
+        sender: &sender,
+    };
+    let mut tick = tokio::time::interval(recheck);
+    loop {
+        let names: Vec<String> = tokio::select! {
+            selected = matching.next() => match selected {
+                Some(SelectorEvent::Matches(name)) => {
+                    follower.members.insert(name.clone());
+                    vec![name]
+                }
+                Some(SelectorEvent::Left(name)) => {
+                    // One last look (a cancelled job reads CANCELLED from its tombstone).
+                    if !follower.report(&name).await {
+                        return;
+                    }
+                    follower.members.remove(&name);
+                    follower.last.remove(&name);
+                    continue;
+                }
+                Some(SelectorEvent::Listed) => {
+                    let listed = ListedEvent { cluster: cluster.clone(), namespace: namespace.clone() };
+                    if sender.send(event("listed", &listed)).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                None => return,
+            },
+            changed = job_changes.recv() => follower.changed(changed),
+            changed = pod_changes.recv() => follower.changed(changed),
+            _ = tick.tick() => follower.unfinished(),
+        };
+        for name in names {
+            if !follower.report(&name).await {
+                return;
+            }
+        }
+    }
+}
+
+struct Follower<'a> {
+    executor: &'a Executor,
+    cluster: &'a str,
+    namespace: &'a str,
+    /// The jobs matching the selector.
+    members: HashSet<String>,
+    /// What was last sent for each.
+    last: HashMap<String, JobInfo>,
+    sender: &'a mpsc::Sender<Event>,
+}
+
+impl Follower<'_> {
+    /// The matching jobs a change notification concerns.
+    fn changed(&self, changed: Result<String, RecvError>) -> Vec<String> {
+        match changed {
+            Ok(name) if self.members.contains(&name) => vec![name],
+            Ok(_) => Vec::new(),
+            // Notifications were lost: look at every job.
+            Err(RecvError::Lagged(_)) => self.members.iter().cloned().collect(),
+            Err(RecvError::Closed) => Vec::new(),
+        }
+    }
+
+    /// The matching jobs not known to have ended (time-based rules may move them).
+    fn unfinished(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .filter(|name| {
+                self.last
+                    .get(*name)
+                    .is_none_or(|info| !info.state.is_terminal())
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Sends the job's status if it changed; false when the receiver is gone.
+    async fn report(&mut self, name: &str) -> bool {
+        let id = ExecutionId::new(self.cluster, JobKind::Job, self.namespace, name);
+        let event = match self.executor.status(&id).await {
+            Ok(info) => {
+                let info = JobInfo::new(&id, info);
+                if self.last.get(name) == Some(&info) {
+                    return true;
+                }
+                self.last.insert(name.to_string(), info.clone());
+                event("status", &info)
+            }
+            Err(KubeError::NoSuchJob { hint, .. }) => {
+                if self.last.remove(name).is_none() {
+                    return true;
+                }
+                event(
+                    "gone",
+                    &GoneEvent {
+                        id: id.to_string(),
+                        message: format!("no such job{hint}"),
+                    },
+                )
+            }
+            Err(error) => {
+                warn!(message = "cannot read a job's status for an event stream", id = %id, %error);
+                return true;
+            }
+        };
+        self.sender.send(event).await.is_ok()
+    }
+}

@@ -1,0 +1,352 @@
+//! The request and response bodies of the API, with their OpenAPI schemas.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use kubeferry_core::status::FailureClass;
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
+use kubeferry_kube::{JobSummary, Orphan};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::{PartialSchema, ToSchema};
+
+/// A job to run: a spec or a named template, and the caller's own job id.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubmitRequest<'a> {
+    /// The caller's id for this job. Submitting the same job id again returns the same
+    /// execution id and runs nothing new; a different spec under a used job id is refused.
+    #[schema(example = "gravitino-job-42")]
+    pub job_id: String,
+    /// The job spec (see SPEC.md): a JSON object, or the text of a job file (YAML or JSON).
+    /// It is rendered as a template with `params` first. Give either `spec` or `template`.
+    #[serde(default, borrow)]
+    #[schema(value_type = Option<Object>)]
+    pub spec: Option<&'a RawValue>,
+    /// The name of a template in the service's templates directory (e.g. `etl` for `etl.yaml`).
+    pub template: Option<String>,
+    /// Template parameters: `{{name}}` and `{{name:-default}}` placeholders are filled from
+    /// these. Values may be strings, numbers or booleans.
+    #[serde(default)]
+    #[schema(value_type = BTreeMap<String, String>)]
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// The namespace (default: the job file's, else the service's first namespace).
+    pub namespace: Option<String>,
+    /// The cluster (default: the service's first cluster).
+    pub cluster: Option<String>,
+}
+
+/// A submitted job.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Submitted {
+    /// The execution id: `<cluster>/<kind>/<namespace>/<name>`.
+    #[schema(example = "prod/job/etl/gravitino-job-42-1a2b3c4d")]
+    pub id: String,
+    /// The caller's job id.
+    pub job_id: String,
+    /// The cluster.
+    pub cluster: String,
+    /// The namespace.
+    pub namespace: String,
+    /// Things worth knowing that did not stop the submission (e.g. unused parameters).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Where a job stands: one of the six states of the status model.
+pub struct JobStateName;
+
+impl PartialSchema for JobStateName {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "QUEUED and STARTED go on; SUCCEEDED, FAILED and CANCELLED are final and never change; CANCELLING is a cancel in progress.",
+            ))
+            .enum_values(Some(JobState::ALL.map(JobState::as_str)))
+            .into()
+    }
+}
+
+impl ToSchema for JobStateName {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("JobState")
+    }
+}
+
+/// Why a job is in its state (see STATUS.md).
+pub struct ReasonName;
+
+impl PartialSchema for ReasonName {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some("Why the job is in its state, machine-readable."))
+            .enum_values(Some(Reason::ALL.map(Reason::as_str)))
+            .into()
+    }
+}
+
+impl ToSchema for ReasonName {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("Reason")
+    }
+}
+
+/// Whose fault a failure was.
+pub struct FailureClassName;
+
+impl PartialSchema for FailureClassName {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "user: the job's own fault; infrastructure: the cluster's (a retry may succeed); configuration: the spec or cluster setup (no retry helps until it is fixed).",
+            ))
+            .enum_values(Some(["user", "infrastructure", "configuration"]))
+            .into()
+    }
+}
+
+impl ToSchema for FailureClassName {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("FailureClass")
+    }
+}
+
+/// A job's execution info.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobInfo {
+    /// The execution id.
+    #[schema(example = "prod/job/etl/gravitino-job-42-1a2b3c4d")]
+    pub id: String,
+    /// Where the job stands.
+    #[schema(value_type = JobStateName)]
+    pub state: JobState,
+    /// Why.
+    #[schema(value_type = ReasonName)]
+    pub reason: Reason,
+    /// Why, for humans (the scheduler's message, the container's termination message, ...).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// The main container's exit code, once it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// When the main container started; once set, every later answer keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub started_at: Option<Timestamp>,
+    /// When the job reached its final state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub finished_at: Option<Timestamp>,
+    /// For a failure, whose fault it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<FailureClassName>)]
+    pub failure_class: Option<FailureClass>,
+}
+
+impl JobInfo {
+    /// The info of `id` in `info`.
+    pub fn new(id: &ExecutionId, info: ExecutionInfo) -> Self {
+        let failure_class = if info.state == JobState::Failed {
+            info.reason.failure_class()
+        } else {
+            None
+        };
+        Self {
+            id: id.to_string(),
+            state: info.state,
+            reason: info.reason,
+            message: info.message,
+            exit_code: info.exit_code,
+            started_at: info.started_at,
+            finished_at: info.finished_at,
+            failure_class,
+        }
+    }
+}
+
+/// What a cancel did.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelResult {
+    /// The job had already ended; its outcome stands and nothing was changed.
+    pub already_ended: bool,
+    /// The job's status after the cancel (CANCELLING or CANCELLED, or its final state).
+    pub job: JobInfo,
+}
+
+/// The end of a job's log.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogTail {
+    /// The text (empty when no attempt has started, or when the log could not be read).
+    pub log: String,
+    /// Why the log is empty or partial, when it could not be read: a tail never fails the
+    /// caller for that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// One job in a list.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobListItem {
+    /// The caller's job id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// When the job was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub created_at: Option<Timestamp>,
+    /// The job's status.
+    pub job: JobInfo,
+}
+
+impl From<JobSummary> for JobListItem {
+    fn from(summary: JobSummary) -> Self {
+        Self {
+            job_id: summary.job_id,
+            created_at: summary.created_at,
+            job: JobInfo::new(&summary.id, summary.status),
+        }
+    }
+}
+
+/// A page of jobs, oldest first.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobList {
+    /// The jobs.
+    pub items: Vec<JobListItem>,
+    /// Pass as `continue` for the next page; absent on the last page.
+    #[serde(rename = "continue", default, skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+/// What to sweep.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SweepRequest {
+    /// Every job id the caller still knows; managed jobs with other ids are orphans.
+    pub known_job_ids: Vec<String>,
+    /// Delete the orphans found (default: only report them).
+    #[serde(default)]
+    pub delete: bool,
+    /// Only this namespace (default: every namespace the caller may use).
+    pub namespace: Option<String>,
+    /// Only this cluster (default: every cluster).
+    pub cluster: Option<String>,
+}
+
+/// A managed job whose job id the caller does not know.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanItem {
+    /// The execution id.
+    pub id: String,
+    /// The job id it carries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// When it was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub created_at: Option<Timestamp>,
+    /// Whether it was deleted.
+    pub deleted: bool,
+}
+
+impl From<Orphan> for OrphanItem {
+    fn from(orphan: Orphan) -> Self {
+        Self {
+            id: orphan.id.to_string(),
+            job_id: orphan.job_id,
+            created_at: orphan.created_at,
+            deleted: orphan.deleted,
+        }
+    }
+}
+
+/// The result of a sweep.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepResult {
+    /// The orphans found.
+    pub orphans: Vec<OrphanItem>,
+}
+
+/// The templates there are.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateList {
+    /// Their names, for `template` in a submission.
+    pub templates: Vec<String>,
+}
+
+/// The process is up.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    pub status: String,
+}
+
+/// Whether this replica can answer from synced caches.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Readiness {
+    /// Ready to serve.
+    pub ready: bool,
+    /// Why not, when not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Each cluster's state.
+    pub clusters: Vec<ClusterReadiness>,
+}
+
+/// One cluster's readiness.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterReadiness {
+    /// The cluster's name.
+    pub name: String,
+    /// Whether the API server answered lately (no connection failure in the unreachable window).
+    pub reachable: bool,
+    /// Each namespace's watches.
+    pub namespaces: Vec<NamespaceReadiness>,
+}
+
+/// One namespace's watches.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceReadiness {
+    /// The namespace.
+    pub name: String,
+    /// Both watches (Jobs and pods) have listed and are current.
+    pub synced: bool,
+    /// How often the watches failed and were re-established.
+    pub watch_restarts: u64,
+    /// The last watch failure, while the watch is failing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing: Option<String>,
+}
+
+/// A status change, as sent on event streams (`event: status`).
+pub type StatusEvent = JobInfo;
+
+/// A job that is gone and whose end is unknown (`event: gone`): deleted by someone else, or
+/// removed after it ended (ttlAfterFinished). A caller that was cancelling it may settle it as
+/// cancelled.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GoneEvent {
+    /// The execution id.
+    pub id: String,
+    /// What is known.
+    pub message: String,
+}
