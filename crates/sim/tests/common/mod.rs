@@ -69,3 +69,61 @@ pub fn shell_job(name: &str, script: &str) -> serde_json::Value {
         }
     })
 }
+
+/// A raw answer: status code, headers, body.
+pub struct Raw {
+    pub code: u16,
+    pub headers: http::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Raw {
+    /// The body as JSON (Null when it is not JSON).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Sends a raw request through the client (its base URL and token).
+pub async fn raw(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: &str,
+) -> Raw {
+    let mut builder = http::Request::builder().method(method).uri(path);
+    if let Some(ct) = content_type {
+        builder = builder.header("content-type", ct);
+    }
+    let request = builder
+        .body(kube::client::Body::from(body.as_bytes().to_vec()))
+        .expect("a request");
+    let response = client.send(request).await.expect("an answer");
+    let code = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response
+        .into_body()
+        .collect_bytes()
+        .await
+        .expect("a body")
+        .to_vec();
+    Raw {
+        code,
+        headers,
+        body,
+    }
+}
+
+/// The Status of a kube-rs API error.
+pub fn status_of<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> kube::core::Status {
+    match result {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
