@@ -194,10 +194,10 @@ async fn watchers_recover_from_expiry_cuts_and_restarts() {
     let drain = tokio::spawn(async move {
         let mut stream = Box::pin(stream);
         while let Some(item) = stream.next().await {
-            if let Ok(c) = item {
-                if tx.send(c.metadata.name.unwrap_or_default()).is_err() {
-                    return;
-                }
+            if let Ok(c) = item
+                && tx.send(c.metadata.name.unwrap_or_default()).is_err()
+            {
+                return;
             }
         }
     });
