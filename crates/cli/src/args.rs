@@ -271,7 +271,9 @@ fn humantime_like(text: &str) -> Option<Duration> {
         }
         let value: u64 = rest[..digits].parse().ok()?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         rest = &rest[unit_len..];
         let part = match unit {

@@ -1,3 +1,68 @@
-//! The `kubeferry` command line.
+//! The `kubeferry` command line: run batch jobs on Kubernetes and know exactly how they ended.
 
-fn main() {}
+mod args;
+mod commands;
+mod connect;
+mod output;
+mod spec_input;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use args::{Cli, Command, SimCommand, TemplateCommand};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(&cli)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
+        Command::Run(args) => commands::run::run(cli, args).await,
+        Command::Submit(args) => commands::submit::submit(cli, args).await,
+        Command::Status(args) => commands::status::status(cli, args).await,
+        Command::Wait(args) => commands::wait::wait(cli, args).await,
+        Command::Cancel(args) => commands::cancel::cancel(cli, args).await,
+        Command::Logs(args) => commands::logs::logs(cli, args).await,
+        Command::List(args) => commands::list::list(cli, args).await,
+        Command::Sweep(args) => commands::sweep::sweep(cli, args).await,
+        Command::Rbac(args) => commands::rbac::rbac(cli, args),
+        Command::Template(TemplateCommand::Render(args)) => commands::template::render(args),
+        Command::Sim(SimCommand::Serve(args)) => commands::sim::serve(args).await,
+    }
+}
+
+/// Logs of kubeferry itself go to stderr: warnings by default, more with `-v`, or as RUST_LOG
+/// says.
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "off,kubeferry=warn,kubeferry_kube=warn,kubeferry_sim=warn",
+        1 => "warn,kubeferry=info,kubeferry_kube=info,kubeferry_sim=info",
+        _ => "debug,hyper=info,hyper_util=info,tower=info,rustls=info",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

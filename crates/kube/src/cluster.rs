@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::KubeConfigOptions;
+pub use kube::config::Kubeconfig;
 use tokio::time::Instant;
 use tracing::warn;
 

@@ -581,9 +581,11 @@ impl ContainerJobs {
         loop {
             let info = self.status(id).await?;
             let attempts = self.attempts(id).await?;
-            let next = attempts
-                .iter()
-                .find(|pod| !followed.contains(&pod.name) && has_started(pod));
+            // Once the job has ended, every attempt has a final log, even one whose start the
+            // pod watch has not shown yet.
+            let next = attempts.iter().find(|pod| {
+                !followed.contains(&pod.name) && (info.is_terminal() || has_started(pod))
+            });
             if let Some(pod) = next {
                 followed.insert(pod.name.clone());
                 let target = LogTarget {

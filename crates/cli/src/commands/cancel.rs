@@ -1,0 +1,74 @@
+//! `kubeferry cancel`: cancel jobs; returns at once unless asked to wait.
+
+use std::process::ExitCode;
+
+use kubeferry::kube::CancelOutcome;
+
+use crate::args::{CancelArgs, Cli};
+use crate::commands::{parse_id, progress};
+use crate::connect::{Fallback, connect};
+use crate::output::{StatusRow, print_structured, status_cells, status_table};
+
+/// Runs `kubeferry cancel`.
+pub async fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
+    let ids = args
+        .ids
+        .iter()
+        .map(|text| parse_id(text))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let connection = connect(&cli.cluster, Fallback::None).await?;
+    let executor = &connection.executor;
+    let mut results = Vec::new();
+    let mut failed = false;
+    for id in &ids {
+        match executor.cancel(id).await {
+            Ok(outcome) => {
+                if let CancelOutcome::AlreadyEnded(info) = &outcome {
+                    eprintln!(
+                        "kubeferry: {id} had already ended ({}); its outcome stands",
+                        info.state
+                    );
+                }
+                let mut info = outcome.info().clone();
+                if args.wait && !info.is_terminal() {
+                    match executor.wait(id, None, |info| progress(id, info)).await {
+                        Ok(done) => info = done,
+                        // Deleted on cancel and now gone: that is the cancel done.
+                        Err(error) if error.is_no_such_job() => {}
+                        Err(error) => {
+                            eprintln!("error: {error}");
+                            failed = true;
+                        }
+                    }
+                }
+                results.push((id, info));
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                failed = true;
+            }
+        }
+    }
+    match cli.output.format.structured() {
+        Some(format) => {
+            let rows: Vec<StatusRow> = results
+                .iter()
+                .map(|(id, status)| StatusRow { id, status })
+                .collect();
+            print_structured(format, &rows)?;
+        }
+        None if !results.is_empty() => {
+            let mut table = status_table();
+            for (id, info) in &results {
+                table.row(status_cells(id, info));
+            }
+            print!("{}", table.render());
+        }
+        None => {}
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

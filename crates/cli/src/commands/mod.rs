@@ -1,0 +1,47 @@
+//! One module per subcommand.
+
+pub mod cancel;
+pub mod list;
+pub mod logs;
+pub mod rbac;
+pub mod run;
+pub mod sim;
+pub mod status;
+pub mod submit;
+pub mod sweep;
+pub mod template;
+pub mod wait;
+
+use std::process::ExitCode;
+
+use kubeferry::{ExecutionInfo, JobState};
+
+/// The exit code for a job's final status: 0 when it succeeded, its own exit code when it
+/// failed with one (1-255), 1 otherwise.
+pub fn exit_code_of(info: &ExecutionInfo) -> ExitCode {
+    match (info.state, info.exit_code) {
+        (JobState::Succeeded, _) => ExitCode::SUCCESS,
+        (JobState::Failed, Some(code)) if (1..=255).contains(&code) => {
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        }
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// Parses an execution id given on the command line.
+pub fn parse_id(text: &str) -> anyhow::Result<kubeferry::ExecutionId> {
+    Ok(text.parse()?)
+}
+
+/// A progress line on stderr for a status change.
+pub fn progress(id: &kubeferry::ExecutionId, info: &ExecutionInfo) {
+    let message = crate::output::one_line(&info.message);
+    if message.is_empty() {
+        eprintln!("kubeferry: {id} {} ({})", info.state, info.reason);
+    } else {
+        eprintln!(
+            "kubeferry: {id} {} ({}): {message}",
+            info.state, info.reason
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! `kubeferry run`: submit a job, stream its log, wait for its end, exit with its outcome.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kubeferry::kube::logs::FollowOptions;
+use kubeferry::kube::{Executor, generate_job_id, resolve_namespace};
+use kubeferry::{ExecutionId, ExecutionInfo};
+
+use crate::args::{Cli, OnInterrupt, RunArgs};
+use crate::commands::{exit_code_of, progress};
+use crate::connect::{Fallback, connect};
+use crate::output::{StatusRow, final_line, print_structured};
+use crate::spec_input;
+
+/// How long the log stream may take to drain after the job ended.
+const LOG_DRAIN: Duration = Duration::from_secs(5);
+
+/// Runs `kubeferry run`.
+pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    // Bad input is refused before anything is contacted or created.
+    let spec = spec_input::load(&args.spec)?;
+    let connection = connect(&cli.cluster, Fallback::Embedded).await?;
+    let executor = connection.executor.clone();
+    let namespace = resolve_namespace(
+        cli.cluster.namespace.as_deref(),
+        spec.namespace(),
+        executor.cluster().default_namespace(),
+    )?;
+    // One job id per run, reused by every retry of the submission.
+    let job_id = args
+        .job_id
+        .clone()
+        .unwrap_or_else(|| generate_job_id(spec.name()));
+    let id = executor.submit(&spec, &job_id, &namespace).await?;
+    eprintln!("kubeferry: submitted {id} (job id {job_id})");
+
+    // Log lines go to stdout, unless stdout carries the JSON/YAML result.
+    let structured = cli.output.format.structured();
+    let logs = (!args.no_logs).then(|| {
+        let stream = executor.follow(&id, FollowOptions::default());
+        tokio::spawn(async move {
+            let mut lines = match stream {
+                Ok(stream) => Box::pin(stream),
+                Err(error) => {
+                    eprintln!("kubeferry: cannot follow the log: {error}");
+                    return;
+                }
+            };
+            while let Some(line) = lines.next().await {
+                match line {
+                    Ok(line) if structured.is_some() => eprint!("{line}"),
+                    Ok(line) => {
+                        let mut stdout = std::io::stdout().lock();
+                        let _ = stdout.write_all(line.as_bytes());
+                        let _ = stdout.flush();
+                    }
+                    // The log is a convenience: losing it never changes the job's outcome.
+                    Err(error) => {
+                        eprintln!("kubeferry: log stream ended: {error}");
+                        return;
+                    }
+                }
+            }
+        })
+    });
+
+    let info = wait_handling_interrupts(&executor, &id, args).await?;
+    if let Some(logs) = logs {
+        // The job ended; give the log a moment to drain so its last lines come before the
+        // status line.
+        let abort = logs.abort_handle();
+        if tokio::time::timeout(LOG_DRAIN, logs).await.is_err() {
+            abort.abort();
+        }
+    }
+    drop(executor);
+    let Some(info) = info else {
+        // Left running on request.
+        connection.close().await;
+        return Ok(ExitCode::from(130));
+    };
+    match structured {
+        Some(format) => print_structured(
+            format,
+            &StatusRow {
+                id: &id,
+                status: &info,
+            },
+        )?,
+        None => println!("{}", final_line(&id, &info)),
+    }
+    connection.close().await;
+    Ok(exit_code_of(&info))
+}
+
+/// Waits for the job's end. Ctrl-C cancels the job, leaves it running, or asks which
+/// (`--on-interrupt`); a second Ctrl-C stops waiting at once. `None` means left running.
+async fn wait_handling_interrupts(
+    executor: &Executor,
+    id: &ExecutionId,
+    args: &RunArgs,
+) -> anyhow::Result<Option<ExecutionInfo>> {
+    let wait = executor.wait(id, args.timeout, |info| progress(id, info));
+    tokio::pin!(wait);
+    tokio::select! {
+        result = &mut wait => return Ok(Some(result?)),
+        interrupted = tokio::signal::ctrl_c() => interrupted?,
+    }
+    let cancel = match args.on_interrupt {
+        OnInterrupt::Cancel => true,
+        OnInterrupt::Leave => false,
+        OnInterrupt::Ask => ask_cancel(id).await,
+    };
+    if !cancel {
+        eprintln!("kubeferry: left {id} running; follow it with `kubeferry wait {id}`");
+        return Ok(None);
+    }
+    eprintln!("kubeferry: cancelling {id} (Ctrl-C again to stop waiting)");
+    let outcome = executor.cancel(id).await?;
+    progress(id, outcome.info());
+    tokio::select! {
+        result = &mut wait => match result {
+            Ok(info) => Ok(Some(info)),
+            // Cancelled and deleted before the waiter saw its last state.
+            Err(error) if error.is_no_such_job() => Ok(Some(outcome.info().clone())),
+            Err(error) => Err(error.into()),
+        },
+        interrupted = tokio::signal::ctrl_c() => {
+            interrupted?;
+            eprintln!("kubeferry: stopped waiting; {id} is being cancelled");
+            Ok(Some(outcome.info().clone()))
+        }
+    }
+}
+
+/// Asks on the terminal whether to cancel; without a terminal to ask on, cancels.
+async fn ask_cancel(id: &ExecutionId) -> bool {
+    if !std::io::stdin().is_terminal() {
+        return true;
+    }
+    eprint!("\nkubeferry: cancel {id}? [Y/n] ");
+    let _ = std::io::stderr().flush();
+    let answer = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await;
+    match answer {
+        Ok(Ok(line)) => !matches!(line.trim().to_ascii_lowercase().as_str(), "n" | "no"),
+        _ => true,
+    }
+}

@@ -1,0 +1,31 @@
+//! `kubeferry sim serve`: the simulated cluster as a server for kubectl and kubeferry.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use kubeferry_sim::{SimArgs, SimCluster};
+
+/// Runs `kubeferry sim serve` until interrupted.
+pub async fn serve(args: &SimArgs) -> anyhow::Result<ExitCode> {
+    let config = args.to_config()?;
+    let sim = SimCluster::start(config)
+        .await
+        .context("cannot start the simulated cluster")?;
+    eprintln!("kubeferry: simulated cluster listening on {}", sim.url());
+    if let Some(path) = &args.kubeconfig {
+        sim.write_kubeconfig_as(path, &args.context, sim.admin_token())
+            .with_context(|| format!("--kubeconfig: cannot write {}", path.display()))?;
+        eprintln!(
+            "kubeferry: kubeconfig written to {0} (try: kubectl --kubeconfig {0} get nodes)",
+            path.display()
+        );
+    } else {
+        eprintln!("kubeferry: no --kubeconfig given; the admin token is not shown");
+    }
+    tokio::signal::ctrl_c()
+        .await
+        .context("cannot listen for Ctrl-C")?;
+    eprintln!("kubeferry: stopping the simulated cluster");
+    sim.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}

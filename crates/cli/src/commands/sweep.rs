@@ -1,0 +1,61 @@
+//! `kubeferry sweep`: find (and on request delete) managed jobs whose ids the caller does not
+//! know: what a lost create response or a crashed caller can leave behind.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::args::{Cli, SweepArgs};
+use crate::connect::{Fallback, connect};
+use crate::output::{Table, print_structured};
+
+/// Runs `kubeferry sweep`.
+pub async fn sweep(cli: &Cli, args: &SweepArgs) -> anyhow::Result<ExitCode> {
+    let text = if args.known.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text)?;
+        text
+    } else {
+        std::fs::read_to_string(&args.known)
+            .with_context(|| format!("--known: cannot read {}", args.known.display()))?
+    };
+    let known: HashSet<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    let connection = connect(&cli.cluster, Fallback::None).await?;
+    let executor = &connection.executor;
+    let namespace = cli
+        .cluster
+        .namespace
+        .clone()
+        .unwrap_or_else(|| executor.cluster().default_namespace().to_string());
+    let orphans = executor.sweep(&namespace, &known, args.delete).await?;
+    match cli.output.format.structured() {
+        Some(format) => print_structured(format, &orphans)?,
+        None => {
+            if orphans.is_empty() {
+                eprintln!("No orphans in namespace {namespace}.");
+            } else {
+                let mut table = Table::new(vec!["ID", "JOB ID", "CREATED", "DELETED"]);
+                for orphan in &orphans {
+                    table.row(vec![
+                        orphan.id.to_string(),
+                        orphan.job_id.clone().unwrap_or_else(|| "<none>".into()),
+                        orphan.created_at.map(|t| t.to_string()).unwrap_or_default(),
+                        if orphan.deleted { "yes" } else { "no" }.to_string(),
+                    ]);
+                }
+                print!("{}", table.render());
+                if !args.delete {
+                    eprintln!("Nothing was deleted; pass --delete to delete these.");
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,91 @@
+//! Finding the cluster: the kubeconfig as kubectl finds it, or the embedded simulated cluster.
+
+use anyhow::Context;
+use kubeferry::kube::cluster::Kubeconfig;
+use kubeferry::kube::{Cluster, ClusterSettings, Executor, ExecutorSettings, KubeconfigLocation};
+use kubeferry_sim::{SimCluster, SimConfig};
+
+use crate::args::ClusterArgs;
+
+/// The cluster name of the embedded simulated cluster in execution ids.
+pub const EMBEDDED_CLUSTER: &str = "sim";
+
+/// A connected executor, and the embedded cluster it runs on, if any.
+pub struct Connection {
+    /// The executor.
+    pub executor: Executor,
+    /// The embedded simulated cluster; dropping it stops the cluster and its containers.
+    pub embedded: Option<SimCluster>,
+}
+
+impl Connection {
+    /// Stops the embedded cluster, if any, and its containers.
+    pub async fn close(self) {
+        let Connection { executor, embedded } = self;
+        // Stop the watches first, so that they do not report the cluster going away.
+        drop(executor);
+        if let Some(sim) = embedded {
+            sim.shutdown().await;
+        }
+    }
+}
+
+/// Whether a command may fall back to the embedded simulated cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// Only `run`: the job lives and dies with this process.
+    Embedded,
+    /// Every other command: a job on an embedded cluster would be gone before anyone asks.
+    None,
+}
+
+/// Connects as kubectl would: `--kubeconfig`, `$KUBECONFIG`, `~/.kube/config`, with `--context`.
+/// With no kubeconfig at all and no `--context`, `run` starts the simulated cluster in this
+/// process instead, and says so on stderr.
+pub async fn connect(args: &ClusterArgs, fallback: Fallback) -> anyhow::Result<Connection> {
+    let settings = ClusterSettings::default();
+    match KubeconfigLocation::find(args.kubeconfig.as_deref()) {
+        Some(location) => {
+            let kubeconfig = location.read()?;
+            let cluster = Cluster::from_kubeconfig(
+                kubeconfig,
+                args.context.as_deref(),
+                args.cluster_name.as_deref(),
+                settings,
+            )
+            .await?;
+            Ok(Connection {
+                executor: Executor::new(cluster, ExecutorSettings::default()),
+                embedded: None,
+            })
+        }
+        None if args.context.is_some() => anyhow::bail!(
+            "--context {:?}: no kubeconfig found (no --kubeconfig, $KUBECONFIG or ~/.kube/config)",
+            args.context.as_deref().unwrap_or_default()
+        ),
+        None if fallback == Fallback::Embedded => {
+            eprintln!(
+                "kubeferry: no cluster configured (no --kubeconfig, $KUBECONFIG or ~/.kube/config): running on an embedded simulated cluster"
+            );
+            let sim = SimCluster::start(SimConfig::default())
+                .await
+                .context("cannot start the embedded simulated cluster")?;
+            let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml(EMBEDDED_CLUSTER))
+                .context("the embedded cluster's kubeconfig")?;
+            let cluster = Cluster::from_kubeconfig(
+                kubeconfig,
+                None,
+                Some(args.cluster_name.as_deref().unwrap_or(EMBEDDED_CLUSTER)),
+                settings,
+            )
+            .await?;
+            Ok(Connection {
+                executor: Executor::new(cluster, ExecutorSettings::default()),
+                embedded: Some(sim),
+            })
+        }
+        None => anyhow::bail!(
+            "no cluster configured: pass --kubeconfig or --context, set $KUBECONFIG, or create ~/.kube/config (`kubeferry sim serve --kubeconfig FILE` starts a simulated cluster; only `kubeferry run` starts one by itself)"
+        ),
+    }
+}

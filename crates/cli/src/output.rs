@@ -1,0 +1,191 @@
+//! Printing results as a table, JSON or YAML.
+
+use std::io::Write;
+
+use kubeferry::ExecutionInfo;
+use kubeferry::core::ExecutionId;
+use serde::Serialize;
+
+use crate::args::Format;
+
+/// A job's status with its id, as printed.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusRow<'a> {
+    /// The execution id.
+    pub id: &'a ExecutionId,
+    /// The status.
+    #[serde(flatten)]
+    pub status: &'a ExecutionInfo,
+}
+
+/// A machine-readable output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Structured {
+    /// JSON.
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+impl Format {
+    /// The machine-readable format, or `None` for a table.
+    pub fn structured(self) -> Option<Structured> {
+        match self {
+            Format::Table => None,
+            Format::Json => Some(Structured::Json),
+            Format::Yaml => Some(Structured::Yaml),
+        }
+    }
+}
+
+/// Prints `value` as JSON or YAML on standard output.
+pub fn print_structured<T: Serialize>(format: Structured, value: &T) -> anyhow::Result<()> {
+    let text = match format {
+        Structured::Json => serde_json::to_string_pretty(value)? + "\n",
+        Structured::Yaml => serde_saphyr::to_string(value)?,
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// A kubectl-style table: upper-case headers, columns padded with spaces, no borders.
+pub struct Table {
+    headers: Vec<&'static str>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these columns.
+    pub fn new(headers: Vec<&'static str>) -> Self {
+        Self {
+            headers,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row.
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// The table as text, one line per row, each ending in a newline.
+    pub fn render(&self) -> String {
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, cell) in row.iter().enumerate() {
+                if let Some(width) = widths.get_mut(i) {
+                    *width = (*width).max(cell.chars().count());
+                }
+            }
+        }
+        let mut out = String::new();
+        let header: Vec<String> = self.headers.iter().map(|h| h.to_string()).collect();
+        for row in std::iter::once(&header).chain(&self.rows) {
+            let last = row.len().saturating_sub(1);
+            for (i, cell) in row.iter().enumerate() {
+                out.push_str(cell);
+                if i < last {
+                    let pad = widths[i] - cell.chars().count() + 3;
+                    out.push_str(&" ".repeat(pad));
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// The columns of a status table.
+pub fn status_table() -> Table {
+    Table::new(vec![
+        "ID", "STATE", "REASON", "EXIT", "STARTED", "FINISHED", "MESSAGE",
+    ])
+}
+
+/// A status as a row of [`status_table`].
+pub fn status_cells(id: &ExecutionId, info: &ExecutionInfo) -> Vec<String> {
+    vec![
+        id.to_string(),
+        info.state.to_string(),
+        info.reason.to_string(),
+        info.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+        info.started_at.map(|t| t.to_string()).unwrap_or_default(),
+        info.finished_at.map(|t| t.to_string()).unwrap_or_default(),
+        one_line(&info.message),
+    ]
+}
+
+/// A message on one line (tables have one line per row).
+pub fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The one-line summary `run` and `wait` end with, e.g.
+/// `<id> FAILED (Error, ran 3s): exit code 3: something went wrong`.
+pub fn final_line(id: &ExecutionId, info: &ExecutionInfo) -> String {
+    let message = one_line(&info.message);
+    let mut details = vec![info.reason.to_string()];
+    if let Some(code) = info.exit_code
+        && !message.contains("exit code")
+    {
+        details.push(format!("exit code {code}"));
+    }
+    if let (Some(start), Some(end)) = (info.started_at, info.finished_at)
+        && let Ok(span) = end.since(start)
+        && let Ok(seconds) = span.total(jiff::Unit::Second)
+    {
+        details.push(format!("ran {seconds:.0}s"));
+    }
+    let mut line = format!("{id} {} ({})", info.state, details.join(", "));
+    if !message.is_empty() {
+        line.push_str(": ");
+        line.push_str(&message);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubeferry::{JobState, Reason};
+
+    #[test]
+    fn tables_align_like_kubectl() {
+        let mut table = Table::new(vec!["ID", "STATE"]);
+        table.row(vec!["a/job/ns/long-name".into(), "QUEUED".into()]);
+        table.row(vec!["b".into(), "SUCCEEDED".into()]);
+        assert_eq!(
+            table.render(),
+            "ID                   STATE\na/job/ns/long-name   QUEUED\nb                    SUCCEEDED\n"
+        );
+    }
+
+    #[test]
+    fn final_lines_say_how_it_ended() {
+        let id: ExecutionId = "sim/job/default/fail-1".parse().unwrap();
+        let mut info =
+            ExecutionInfo::new(JobState::Failed, Reason::Error).with_message("exited with 3");
+        info.exit_code = Some(3);
+        info.started_at = Some("2026-01-01T00:00:00Z".parse().unwrap());
+        info.finished_at = Some("2026-01-01T00:00:02Z".parse().unwrap());
+        assert_eq!(
+            final_line(&id, &info),
+            "sim/job/default/fail-1 FAILED (Error, exit code 3, ran 2s): exited with 3"
+        );
+        info.message = "exit code 3: boom".into();
+        assert_eq!(
+            final_line(&id, &info),
+            "sim/job/default/fail-1 FAILED (Error, ran 2s): exit code 3: boom"
+        );
+        let done = ExecutionInfo {
+            exit_code: Some(0),
+            ..ExecutionInfo::new(JobState::Succeeded, Reason::Completed)
+        };
+        assert_eq!(
+            final_line(&id, &done),
+            "sim/job/default/fail-1 SUCCEEDED (Completed, exit code 0)"
+        );
+    }
+}

@@ -1,0 +1,597 @@
+//! Resource requests: get, list (selectors, limit/continue, resourceVersion), watch, create,
+//! update, patch (JSON, merge, strategic, apply), delete and deletecollection, and the
+//! status, log, eviction, binding and finalize subresources.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use serde_json::{Value, json};
+
+use super::output::{Output, render_list, render_one};
+use super::patch::{PatchType, apply_json_patch, apply_merge_patch, apply_strategic, unsupported};
+use super::request::{RequestInfo, flag};
+use super::selectors::{FieldSelector, LabelSelector};
+use super::status::{ApiError, success_status};
+use super::watch::{self, Start, WatchParams};
+use super::{apply, logs, reviews};
+use crate::auth::Identity;
+use crate::ops::{self, DeleteOptions, Propagation, Subresource};
+use crate::resources::{Behavior, ResourceType};
+use crate::state::State;
+use crate::store::{ObjectKey, StoreError, meta};
+
+/// A JSON response.
+pub fn json_response(code: StatusCode, body: Vec<u8>, content_type: &'static str) -> Response {
+    let mut response = (code, Body::from(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+fn object_response(code: StatusCode, object: &Value) -> Response {
+    json_response(
+        code,
+        serde_json::to_vec(object).unwrap_or_default(),
+        "application/json",
+    )
+}
+
+/// Parses a request body as JSON (or YAML when the content type says so).
+pub fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    if content_type.starts_with(super::protobuf::MEDIA_TYPE) {
+        return super::protobuf::decode(body).ok_or_else(|| {
+            ApiError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+            )
+        });
+    }
+    if content_type.contains("yaml") {
+        let text = std::str::from_utf8(body)
+            .map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
+        return serde_saphyr::from_str::<Value>(text)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "json: cannot unmarshal the request body: {e} (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+/// Everything a resource handler needs.
+pub struct Ctx {
+    /// Shared state.
+    pub state: Arc<State>,
+    /// The resource type.
+    pub rt: Arc<ResourceType>,
+    /// The parsed request.
+    pub info: RequestInfo,
+    /// Who asks.
+    pub identity: Arc<Identity>,
+    /// Request headers.
+    pub headers: HeaderMap,
+}
+
+impl Ctx {
+    fn key(&self) -> ObjectKey {
+        let ns = if self.rt.namespaced {
+            self.info.namespace.as_str()
+        } else {
+            ""
+        };
+        ObjectKey::new(self.rt.group_resource(), ns, &self.info.name)
+    }
+
+    fn query(&self, name: &str) -> Option<&str> {
+        self.info
+            .query
+            .get(name)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    fn output(&self) -> Result<Output, ApiError> {
+        Output::negotiate(
+            self.headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok()),
+            self.query("includeObject"),
+        )
+    }
+
+    fn dry_run(&self) -> bool {
+        self.query("dryRun") == Some("All")
+    }
+
+    fn selectors(&self) -> Result<(LabelSelector, FieldSelector), ApiError> {
+        let labels = LabelSelector::parse(self.query("labelSelector").unwrap_or(""))
+            .map_err(ApiError::bad_request)?;
+        let fields = FieldSelector::parse(self.query("fieldSelector").unwrap_or(""), self.rt.behavior).map_err(|e| {
+            ApiError::bad_request(format!(
+                "Unable to find {{\"{}\" \"{}\" \"{}\"}} that match label selector \"{}\", field selector \"{}\": {e}",
+                self.rt.group,
+                self.info.version,
+                self.rt.resource,
+                self.query("labelSelector").unwrap_or(""),
+                self.query("fieldSelector").unwrap_or("")
+            ))
+        })?;
+        Ok((labels, fields))
+    }
+}
+
+/// Handles a resource request.
+pub async fn handle(ctx: Ctx, body: Bytes) -> Response {
+    match route(ctx, body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn route(ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
+    let info = &ctx.info;
+    let rt = &ctx.rt;
+    let named = !info.name.is_empty();
+    if rt.namespaced && info.namespace.is_empty() && (named || info.verb == "create") {
+        return Err(ApiError::path_not_found());
+    }
+    if !rt.namespaced && !info.namespace.is_empty() && rt.behavior != Behavior::Namespace {
+        return Err(ApiError::path_not_found());
+    }
+    if rt.create_only {
+        return match info.verb.as_str() {
+            "create" => reviews::create(&ctx, &body),
+            _ => Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({})",
+                rt.group_resource().qualified()
+            ))),
+        };
+    }
+    let sub = info.subresource.as_str();
+    if !sub.is_empty() && !rt.subresources.contains(&sub) {
+        return Err(ApiError::path_not_found());
+    }
+    match (sub, info.verb.as_str()) {
+        ("log", "get") => logs::handle(&ctx).await,
+        ("eviction", "create") => evict(&ctx, &body),
+        ("binding", "create") => bind(&ctx, &body),
+        ("finalize", "update") => finalize(&ctx, &body),
+        ("" | "status", "get") => get(&ctx),
+        ("", "list") => list(&ctx),
+        ("", "watch") => watch(&ctx),
+        ("", "create") => create(&ctx, &body),
+        ("" | "status", "update") => update(&ctx, &body),
+        ("" | "status", "patch") => patch(&ctx, &body).await,
+        ("", "delete") => delete(&ctx, &body),
+        ("", "deletecollection") => delete_collection(&ctx, &body),
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
+    }
+}
+
+fn get(ctx: &Ctx) -> Result<Response, ApiError> {
+    let output = ctx.output()?;
+    let key = ctx.key();
+    let object = ctx
+        .state
+        .store
+        .get(&key)
+        .ok_or_else(|| ApiError::not_found(&key.resource, &key.name))?;
+    let rendered = render_one(&ctx.rt, &object, &ctx.info.version, output);
+    Ok(json_response(
+        StatusCode::OK,
+        serde_json::to_vec(&rendered).unwrap_or_default(),
+        output.content_type(),
+    ))
+}
+
+const CONTINUE_TOO_OLD: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+    let token = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{ns}/{name}\u{0}")});
+    base64::engine::general_purpose::STANDARD.encode(token.to_string())
+}
+
+fn decode_continue(token: &str) -> Option<(u64, String, String)> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .ok()?;
+    let value: Value = serde_json::from_slice(&bytes).ok()?;
+    let rv = value.get("rv")?.as_u64()?;
+    let start = value.get("start")?.as_str()?.trim_end_matches('\u{0}');
+    let (ns, name) = start.split_once('/')?;
+    Some((rv, ns.to_string(), name.to_string()))
+}
+
+fn list(ctx: &Ctx) -> Result<Response, ApiError> {
+    let output = ctx.output()?;
+    let (labels, fields) = ctx.selectors()?;
+    let gr = ctx.rt.group_resource();
+    let ns = if ctx.rt.namespaced && !ctx.info.namespace.is_empty() {
+        Some(ctx.info.namespace.as_str())
+    } else {
+        None
+    };
+    let limit: usize = ctx.query("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
+    let (items, rv, after) = if let Some(token) = ctx.query("continue") {
+        let (rv, start_ns, start_name) = decode_continue(token).ok_or_else(|| {
+            ApiError::bad_request("continue key is not valid: illegal base64 data")
+        })?;
+        let items = ctx.state.store.list_at(&gr, ns, rv).map_err(|e| match e {
+            StoreError::TooOld { .. } => ApiError::gone(CONTINUE_TOO_OLD),
+            other => other.into(),
+        })?;
+        (items, rv, Some((start_ns, start_name)))
+    } else {
+        let requested = ctx
+            .query("resourceVersion")
+            .and_then(|r| r.parse::<u64>().ok())
+            .filter(|r| *r > 0);
+        match (ctx.query("resourceVersionMatch"), requested) {
+            (Some("Exact"), Some(rv)) => {
+                let current = ctx.state.store.current_rv();
+                if rv > current {
+                    return Err(ApiError::timeout(format!(
+                        "Too large resource version: {rv}, current: {current}"
+                    )));
+                }
+                let items = ctx.state.store.list_at(&gr, ns, rv)?;
+                (items, rv, None)
+            }
+            _ => {
+                let (items, rv) = ctx.state.store.list(&gr, ns);
+                (items, rv, None)
+            }
+        }
+    };
+    let mut selected: Vec<&Value> = items
+        .iter()
+        .map(|o| &**o)
+        .filter(|o| match &after {
+            Some((a_ns, a_name)) => {
+                (meta::namespace(o), meta::name(o)) > (a_ns.as_str(), a_name.as_str())
+            }
+            None => true,
+        })
+        .filter(|o| labels.matches(o) && fields.matches(o))
+        .collect();
+    let mut list_meta = json!({"resourceVersion": rv.to_string()});
+    if limit > 0 && selected.len() > limit {
+        let remaining = selected.len() - limit;
+        selected.truncate(limit);
+        if let Some(last) = selected.last() {
+            list_meta["continue"] =
+                json!(encode_continue(rv, meta::namespace(last), meta::name(last)));
+            list_meta["remainingItemCount"] = json!(remaining);
+        }
+    }
+    let body = render_list(&ctx.rt, &selected, &ctx.info.version, list_meta, output);
+    Ok(json_response(StatusCode::OK, body, output.content_type()))
+}
+
+fn watch(ctx: &Ctx) -> Result<Response, ApiError> {
+    let output = ctx.output()?;
+    let (labels, fields) = ctx.selectors()?;
+    let start = match ctx.query("resourceVersion") {
+        None | Some("0") => Start::Now,
+        Some(rv) => Start::After(
+            rv.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?,
+        ),
+    };
+    let send_initial_events = flag(&ctx.info.query, "sendInitialEvents");
+    let start = if send_initial_events {
+        Start::Now
+    } else {
+        start
+    };
+    let timeout = ctx
+        .query("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(std::time::Duration::from_secs);
+    let params = WatchParams {
+        start,
+        namespace: if ctx.rt.namespaced && !ctx.info.namespace.is_empty() {
+            Some(ctx.info.namespace.clone())
+        } else {
+            None
+        },
+        labels,
+        fields,
+        bookmarks: flag(&ctx.info.query, "allowWatchBookmarks"),
+        timeout,
+        send_initial_events,
+        version: ctx.info.version.clone(),
+        output,
+        stall: false,
+    };
+    Ok(watch::respond(ctx.state.clone(), ctx.rt.clone(), params))
+}
+
+/// Starts a watch that never sends anything (fault injection).
+pub fn stalled_watch(ctx: &Ctx) -> Response {
+    let params = WatchParams {
+        start: Start::Now,
+        namespace: None,
+        labels: LabelSelector::default(),
+        fields: FieldSelector::default(),
+        bookmarks: false,
+        timeout: ctx
+            .query("timeoutSeconds")
+            .and_then(|t| t.parse::<u64>().ok())
+            .map(std::time::Duration::from_secs),
+        send_initial_events: false,
+        version: ctx.info.version.clone(),
+        output: Output::Plain,
+        stall: true,
+    };
+    watch::respond(ctx.state.clone(), ctx.rt.clone(), params)
+}
+
+fn create(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let object = parse_body(&ctx.headers, body)?;
+    let ns = if ctx.rt.namespaced {
+        ctx.info.namespace.as_str()
+    } else {
+        ""
+    };
+    let created = ops::create(
+        &ctx.state,
+        &ctx.rt,
+        &ctx.info.version,
+        ns,
+        object,
+        ctx.dry_run(),
+    )?;
+    Ok(object_response(StatusCode::CREATED, &created))
+}
+
+fn subresource(ctx: &Ctx) -> Subresource {
+    if ctx.info.subresource == "status" {
+        Subresource::Status
+    } else {
+        Subresource::Main
+    }
+}
+
+fn update(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let object = parse_body(&ctx.headers, body)?;
+    let key = ctx.key();
+    let updated = ops::update(
+        &ctx.state,
+        &ctx.rt,
+        &ctx.info.version,
+        &key,
+        subresource(ctx),
+        ctx.dry_run(),
+        |_| Ok(object),
+    )?;
+    Ok(object_response(StatusCode::OK, &updated))
+}
+
+async fn patch(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let content_type = ctx
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let strategic_allowed = ctx.rt.behavior != Behavior::Custom;
+    let patch_type =
+        PatchType::from_content_type(content_type).ok_or_else(|| unsupported(strategic_allowed))?;
+    if patch_type == PatchType::Strategic && !strategic_allowed {
+        return Err(unsupported(false));
+    }
+    let key = ctx.key();
+    if patch_type == PatchType::Apply {
+        return apply::handle(ctx, &key, body);
+    }
+    let patch_value: Option<Value> = match patch_type {
+        PatchType::Json => None,
+        _ => Some(parse_body(&HeaderMap::new(), body)?),
+    };
+    let body = body.clone();
+    let updated = ops::update(
+        &ctx.state,
+        &ctx.rt,
+        &ctx.info.version,
+        &key,
+        subresource(ctx),
+        ctx.dry_run(),
+        move |current| {
+            let mut doc = current.clone();
+            match (patch_type, &patch_value) {
+                (PatchType::Json, _) => apply_json_patch(&mut doc, &body)?,
+                (PatchType::Merge, Some(p)) => apply_merge_patch(&mut doc, p),
+                (PatchType::Strategic, Some(p)) => apply_strategic(&mut doc, p)?,
+                _ => return Err(unsupported(strategic_allowed)),
+            }
+            Ok(doc)
+        },
+    )?;
+    Ok(object_response(StatusCode::OK, &updated))
+}
+
+fn delete_options(ctx: &Ctx, body: &Bytes) -> Result<DeleteOptions, ApiError> {
+    let mut opts = DeleteOptions::default();
+    let parsed: Option<Value> = if body.is_empty() {
+        None
+    } else {
+        Some(parse_body(&ctx.headers, body)?)
+    };
+    let from_body = |field: &str| parsed.as_ref().and_then(|b| b.get(field)).cloned();
+    let policy = ctx
+        .query("propagationPolicy")
+        .map(str::to_string)
+        .or_else(|| from_body("propagationPolicy").and_then(|v| v.as_str().map(str::to_string)));
+    if let Some(policy) = policy {
+        opts.propagation = Some(Propagation::parse(&policy).ok_or_else(|| {
+            ApiError::invalid(
+                "DeleteOptions",
+                "",
+                "",
+                &[super::status::FieldError::not_supported(
+                    "propagationPolicy",
+                    &policy,
+                    &["Foreground", "Background", "Orphan"],
+                )],
+            )
+        })?);
+    }
+    let orphan = ctx
+        .query("orphanDependents")
+        .map(|v| v == "true")
+        .or_else(|| from_body("orphanDependents").and_then(|v| v.as_bool()));
+    if opts.propagation.is_none() {
+        opts.propagation = match orphan {
+            Some(true) => Some(Propagation::Orphan),
+            Some(false) => Some(Propagation::Background),
+            None => None,
+        };
+    }
+    opts.grace_period = ctx
+        .query("gracePeriodSeconds")
+        .and_then(|g| g.parse().ok())
+        .or_else(|| from_body("gracePeriodSeconds").and_then(|v| v.as_i64()));
+    if let Some(pre) = from_body("preconditions") {
+        opts.uid = pre.get("uid").and_then(Value::as_str).map(str::to_string);
+        opts.resource_version = pre
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+    }
+    let dry = ctx.dry_run()
+        || from_body("dryRun")
+            .and_then(|v| v.as_array().cloned())
+            .is_some_and(|a| a.iter().any(|x| x.as_str() == Some("All")));
+    opts.dry_run = dry;
+    Ok(opts)
+}
+
+fn delete(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let opts = delete_options(ctx, body)?;
+    let key = ctx.key();
+    let deleted = ops::delete(&ctx.state, &ctx.rt, &key, &opts)?;
+    let object = ops::convert(&ctx.rt, &deleted.object, &ctx.info.version);
+    if deleted.removed && !ctx.rt.returns_deleted_object {
+        return Ok(object_response(
+            StatusCode::OK,
+            &success_status(&key.resource, &key.name, meta::uid(&object).unwrap_or("")),
+        ));
+    }
+    Ok(object_response(StatusCode::OK, &object))
+}
+
+fn delete_collection(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let opts = delete_options(ctx, body)?;
+    let (labels, fields) = ctx.selectors()?;
+    let gr = ctx.rt.group_resource();
+    let ns = if ctx.rt.namespaced && !ctx.info.namespace.is_empty() {
+        Some(ctx.info.namespace.as_str())
+    } else {
+        None
+    };
+    let (items, _) = ctx.state.store.list(&gr, ns);
+    let mut out = Vec::new();
+    for item in items
+        .iter()
+        .filter(|o| labels.matches(o) && fields.matches(o))
+    {
+        let key = ObjectKey::new(gr.clone(), meta::namespace(item), meta::name(item));
+        match ops::delete(&ctx.state, &ctx.rt, &key, &opts) {
+            Ok(d) => out.push(ops::convert(&ctx.rt, &d.object, &ctx.info.version)),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let refs: Vec<&Value> = out.iter().collect();
+    let body = render_list(
+        &ctx.rt,
+        &refs,
+        &ctx.info.version,
+        json!({"resourceVersion": ctx.state.store.current_rv().to_string()}),
+        Output::Plain,
+    );
+    Ok(json_response(StatusCode::OK, body, "application/json"))
+}
+
+fn evict(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let eviction = parse_body(&ctx.headers, body)?;
+    let key = ctx.key();
+    let pod = ctx
+        .state
+        .store
+        .get(&key)
+        .ok_or_else(|| ApiError::not_found(&key.resource, &key.name))?;
+    let grace = eviction
+        .pointer("/deleteOptions/gracePeriodSeconds")
+        .and_then(Value::as_i64);
+    crate::disruption::evict_via_api(&ctx.state, &pod, grace)?;
+    Ok(object_response(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    ))
+}
+
+fn bind(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let binding = parse_body(&ctx.headers, body)?;
+    let node = binding
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::bad_request("a binding needs target.name"))?
+        .to_string();
+    let key = ctx.key();
+    let mut conflict = false;
+    ops::mutate(&ctx.state, &key, |pod| {
+        if !pod
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+        {
+            conflict = true;
+            return false;
+        }
+        pod["spec"]["nodeName"] = json!(node);
+        crate::controllers::scheduler::set_condition(
+            pod,
+            json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": meta::now()}),
+        );
+        true
+    })?;
+    if conflict {
+        return Err(ApiError::conflict(
+            &key.resource,
+            &key.name,
+            "pod is already assigned to a node",
+        ));
+    }
+    Ok(object_response(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    ))
+}
+
+fn finalize(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let object = parse_body(&ctx.headers, body)?;
+    let finalizers = object
+        .pointer("/spec/finalizers")
+        .cloned()
+        .unwrap_or_else(|| json!([]));
+    let key = ctx.key();
+    let updated = ops::mutate(&ctx.state, &key, |ns| {
+        ns["spec"]["finalizers"] = finalizers;
+        true
+    })?;
+    Ok(object_response(StatusCode::OK, &updated))
+}

@@ -1,0 +1,619 @@
+//! One container of a pod: image checks (InvalidImageName, ErrImagePull/ImagePullBackOff),
+//! environment (CreateContainerConfigError), the process itself with its output captured as
+//! the log, memory-limit enforcement (OOMKilled), graceful stop, and restarts with backoff.
+
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use jiff::Timestamp;
+use nix::sys::signal::Signal;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::sync::{mpsc, watch};
+
+use super::logs::RunLog;
+use super::process::{group_rss_bytes, signal_group};
+use super::{env, image};
+use crate::controllers::events::{self, EventKind, Source};
+use crate::quantity;
+use crate::state::State;
+use crate::store::meta;
+
+/// Which container of the pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ContainerId {
+    /// An init container.
+    pub init: bool,
+    /// Index in `initContainers` or `containers`.
+    pub index: usize,
+}
+
+/// What a container reports to its pod.
+#[derive(Clone, Debug)]
+pub enum ContainerEvent {
+    /// Not running, with a reason.
+    Waiting {
+        /// Which container.
+        id: ContainerId,
+        /// Reason (`ContainerCreating`, `ErrImagePull`, `CrashLoopBackOff`, ...).
+        reason: String,
+        /// Message.
+        message: Option<String>,
+    },
+    /// The process started.
+    Running {
+        /// Which container.
+        id: ContainerId,
+        /// When.
+        started_at: Timestamp,
+        /// Runtime container id.
+        container_id: String,
+        /// Resolved image id.
+        image_id: String,
+    },
+    /// The process ended.
+    Terminated {
+        /// Which container.
+        id: ContainerId,
+        /// Exit code (128 + signal when killed by one).
+        exit_code: i32,
+        /// Signal, when killed by one.
+        signal: Option<i32>,
+        /// `Completed`, `Error`, `OOMKilled`, `StartError`.
+        reason: String,
+        /// Message.
+        message: Option<String>,
+        /// When it started.
+        started_at: Option<Timestamp>,
+        /// When it ended.
+        finished_at: Timestamp,
+        /// Runtime container id.
+        container_id: String,
+    },
+    /// The container will do nothing more; `succeeded` when its last run exited 0.
+    Done {
+        /// Which container.
+        id: ContainerId,
+        /// Whether the last run exited 0.
+        succeeded: bool,
+    },
+}
+
+/// Everything a container task needs.
+pub struct ContainerTask {
+    /// Shared state.
+    pub state: Arc<State>,
+    /// The pod as it was when the container was started.
+    pub pod: Arc<Value>,
+    /// The container spec.
+    pub spec: Value,
+    /// Which container.
+    pub id: ContainerId,
+    /// Pod restart policy.
+    pub restart_policy: String,
+    /// Node name.
+    pub node: String,
+    /// Working directory when the container names none.
+    pub workdir: PathBuf,
+    /// Reports.
+    pub events: mpsc::Sender<ContainerEvent>,
+    /// Becomes `Some(grace)` when the container must stop.
+    pub stop: watch::Receiver<Option<Duration>>,
+}
+
+fn random_hex(n: usize) -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..n)
+        .map(|_| format!("{:x}", rng.random_range(0..16u8)))
+        .collect()
+}
+
+fn exit_code_of(status: &ExitStatus) -> (i32, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => (code, None),
+        (None, Some(sig)) => (128 + sig, Some(sig)),
+        (None, None) => (1, None),
+    }
+}
+
+async fn pump<R: AsyncRead + Unpin>(reader: R, run: Arc<RunLog>) {
+    let mut reader = BufReader::new(reader);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => run.append(Bytes::copy_from_slice(&buf)),
+        }
+    }
+}
+
+/// How a run ended.
+struct RunEnd {
+    exit_code: i32,
+    signal: Option<i32>,
+    reason: String,
+    message: Option<String>,
+}
+
+impl ContainerTask {
+    fn name(&self) -> String {
+        self.spec
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    }
+
+    fn field_path(&self) -> String {
+        let list = if self.id.init {
+            "initContainers"
+        } else {
+            "containers"
+        };
+        format!("spec.{list}{{{}}}", self.name())
+    }
+
+    fn event(&self, kind: EventKind, reason: &str, message: &str) {
+        events::record(
+            &self.state,
+            &self.pod,
+            kind,
+            reason,
+            message,
+            Source {
+                component: "kubelet",
+                host: Some(&self.node),
+            },
+            Some(&self.field_path()),
+        );
+    }
+
+    async fn report(&self, event: ContainerEvent) {
+        // The pod worker outlives its containers; a send after it ended changes nothing.
+        let _ = self.events.send(event).await;
+    }
+
+    async fn waiting(&self, reason: &str, message: Option<String>) {
+        self.report(ContainerEvent::Waiting {
+            id: self.id,
+            reason: reason.to_string(),
+            message,
+        })
+        .await;
+    }
+
+    /// Sleeps unless asked to stop first; true when stopped.
+    async fn sleep_or_stop(&mut self, d: Duration) -> bool {
+        if self.stop.borrow().is_some() {
+            return true;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(d) => self.stop.borrow().is_some(),
+            _ = self.stop.changed() => true,
+        }
+    }
+
+    async fn wait_for_stop(&mut self) {
+        while self.stop.borrow().is_none() {
+            if self.stop.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn memory_limit(&self) -> Option<u64> {
+        self.spec
+            .pointer("/resources/limits/memory")
+            .and_then(Value::as_str)
+            .and_then(quantity::parse)
+            .map(|m| (m / 1000).max(0) as u64)
+    }
+
+    fn argv(&self, vars: &[(String, String)]) -> Vec<String> {
+        let list = |field: &str| -> Vec<String> {
+            self.spec
+                .get(field)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(|s| env::expand(s, vars))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let command = list("command");
+        let args = list("args");
+        if !command.is_empty() {
+            return command.into_iter().chain(args).collect();
+        }
+        let image = self.spec.get("image").and_then(Value::as_str).unwrap_or("");
+        let repository = image::parse(image)
+            .map(|r| r.repository)
+            .unwrap_or_default();
+        match self.state.config.image_entrypoints.get(&repository) {
+            Some(entrypoint) => entrypoint.iter().cloned().chain(args).collect(),
+            None => args,
+        }
+    }
+
+    /// Pulls the image: Ok when it can run, Err(()) when asked to stop while it cannot.
+    async fn pull(&mut self) -> Result<String, ()> {
+        let image = self
+            .spec
+            .get("image")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let parsed = match image::parse(&image) {
+            Ok(p) => p,
+            Err(problem) => {
+                let message = format!(
+                    "Failed to apply default image tag {image:?}: couldn't parse image name {image:?}: {problem}"
+                );
+                self.event(EventKind::Warning, "InspectFailed", &message);
+                self.waiting("InvalidImageName", Some(message)).await;
+                self.wait_for_stop().await;
+                return Err(());
+            }
+        };
+        let unpullable = self
+            .state
+            .config
+            .unpullable_registries
+            .iter()
+            .any(|g| image::glob_match(g, &parsed.registry));
+        if !unpullable {
+            let policy = self
+                .spec
+                .get("imagePullPolicy")
+                .and_then(Value::as_str)
+                .unwrap_or("IfNotPresent");
+            if policy == "Always" {
+                self.event(
+                    EventKind::Normal,
+                    "Pulling",
+                    &format!("Pulling image {image:?}"),
+                );
+                self.event(
+                    EventKind::Normal,
+                    "Pulled",
+                    &format!("Successfully pulled image {image:?} in 0s (0s including waiting). Image size: 0 bytes."),
+                );
+            } else {
+                self.event(
+                    EventKind::Normal,
+                    "Pulled",
+                    &format!("Container image {image:?} already present on machine"),
+                );
+            }
+            let digest = parsed
+                .digest
+                .clone()
+                .unwrap_or_else(|| format!("sha256:{}", random_hex(64)));
+            return Ok(format!(
+                "{}/{}@{digest}",
+                parsed.registry,
+                parsed
+                    .repository
+                    .trim_start_matches(&format!("{}/", parsed.registry))
+            ));
+        }
+        let mut backoff = self.state.config.timings.image_pull_backoff;
+        let max = self.state.config.timings.image_pull_backoff_max;
+        let reference = image.to_string();
+        loop {
+            let path = parsed
+                .repository
+                .trim_start_matches(&format!("{}/", parsed.registry));
+            let tag = parsed.tag.clone().unwrap_or_else(|| "latest".into());
+            let message = format!(
+                "failed to pull and unpack image \"{reference}\": failed to resolve reference \"{reference}\": failed to do request: Head \"https://{}/v2/{path}/manifests/{tag}\": dial tcp: lookup {} on 127.0.0.53:53: no such host",
+                parsed.registry,
+                parsed.registry.split(':').next().unwrap_or(""),
+            );
+            self.event(
+                EventKind::Normal,
+                "Pulling",
+                &format!("Pulling image {image:?}"),
+            );
+            self.event(
+                EventKind::Warning,
+                "Failed",
+                &format!("Failed to pull image {image:?}: {message}"),
+            );
+            self.event(EventKind::Warning, "Failed", "Error: ErrImagePull");
+            self.waiting("ErrImagePull", Some(message)).await;
+            if self.sleep_or_stop(backoff).await {
+                return Err(());
+            }
+            let back_off = format!("Back-off pulling image {image:?}");
+            self.event(EventKind::Normal, "BackOff", &back_off);
+            self.event(EventKind::Warning, "Failed", "Error: ImagePullBackOff");
+            self.waiting("ImagePullBackOff", Some(back_off)).await;
+            backoff = (backoff * 2).min(max);
+            if self.sleep_or_stop(backoff).await {
+                return Err(());
+            }
+        }
+    }
+
+    async fn run_once(
+        &mut self,
+        argv: Vec<String>,
+        vars: Vec<(String, String)>,
+        container_id: &str,
+    ) -> RunEnd {
+        let uid = meta::uid(&self.pod).unwrap_or("").to_string();
+        let run = self.state.logs.start_run(&uid, &self.name());
+        if argv.is_empty() {
+            run.finish();
+            return RunEnd {
+                exit_code: 0,
+                signal: None,
+                reason: "Completed".into(),
+                message: None,
+            };
+        }
+        let workdir = self
+            .spec
+            .get("workingDir")
+            .and_then(Value::as_str)
+            .map(PathBuf::from)
+            .filter(|p| p.is_dir())
+            .unwrap_or_else(|| self.workdir.clone());
+        let mut command = tokio::process::Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .env_clear()
+            .current_dir(&workdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        for key in ["PATH", "HOME", "LANG", "TMPDIR"] {
+            if let Ok(v) = std::env::var(key) {
+                command.env(key, v);
+            }
+        }
+        let port = self.state.port.get().copied().unwrap_or(0);
+        command
+            .env("HOSTNAME", meta::name(&self.pod))
+            .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+            .env("KUBERNETES_SERVICE_PORT", port.to_string());
+        command.envs(vars);
+        let mut child = match command.spawn() {
+            Ok(c) => c,
+            Err(error) => {
+                run.finish();
+                let detail = if error.kind() == std::io::ErrorKind::NotFound {
+                    format!("exec: {:?}: executable file not found in $PATH", argv[0])
+                } else {
+                    format!("exec: {:?}: {error}", argv[0])
+                };
+                let message = format!(
+                    "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: {detail}: unknown"
+                );
+                self.event(EventKind::Warning, "Failed", &format!("Error: {message}"));
+                return RunEnd {
+                    exit_code: 128,
+                    signal: None,
+                    reason: "StartError".into(),
+                    message: Some(message),
+                };
+            }
+        };
+        let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+        self.state.processes.register(pgid);
+        let readers: Vec<_> = [
+            child
+                .stdout
+                .take()
+                .map(|o| tokio::spawn(pump(o, run.clone()))),
+            child
+                .stderr
+                .take()
+                .map(|e| tokio::spawn(pump(e, run.clone()))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        self.event(
+            EventKind::Normal,
+            "Created",
+            &format!("Created container: {}", self.name()),
+        );
+        self.event(
+            EventKind::Normal,
+            "Started",
+            &format!("Started container {}", self.name()),
+        );
+        let _ = container_id;
+        let limit = self.memory_limit();
+        let mut poll = tokio::time::interval(self.state.config.timings.oom_poll_interval);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut oom = false;
+        let mut kill_at: Option<tokio::time::Instant> = None;
+        if let Some(grace) = *self.stop.borrow() {
+            signal_group(pgid, Signal::SIGTERM);
+            kill_at = Some(tokio::time::Instant::now() + grace);
+        }
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status,
+                _ = poll.tick(), if limit.is_some() => {
+                    if let Some(limit) = limit
+                        && group_rss_bytes(pgid) > limit {
+                            oom = true;
+                            signal_group(pgid, Signal::SIGKILL);
+                        }
+                }
+                changed = self.stop.changed(), if kill_at.is_none() => {
+                    let grace = if changed.is_ok() { *self.stop.borrow() } else { Some(Duration::ZERO) };
+                    if let Some(grace) = grace {
+                        self.event(EventKind::Normal, "Killing", &format!("Stopping container {}", self.name()));
+                        if grace.is_zero() {
+                            signal_group(pgid, Signal::SIGKILL);
+                        } else {
+                            signal_group(pgid, Signal::SIGTERM);
+                        }
+                        kill_at = Some(tokio::time::Instant::now() + grace);
+                    }
+                }
+                _ = sleep_until_opt(kill_at) => {
+                    signal_group(pgid, Signal::SIGKILL);
+                    kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
+                }
+            }
+        };
+        // The container ends with its first process: nothing else of the group may linger.
+        signal_group(pgid, Signal::SIGKILL);
+        self.state.processes.unregister(pgid);
+        for reader in readers {
+            if tokio::time::timeout(Duration::from_secs(1), reader)
+                .await
+                .is_err()
+            {
+                tracing::warn!(message = "container output still open after exit", container = %self.name());
+            }
+        }
+        run.finish();
+        let (exit_code, signal) = match &status {
+            Ok(s) => exit_code_of(s),
+            Err(_) => (137, Some(9)),
+        };
+        let reason = if oom {
+            "OOMKilled"
+        } else if exit_code == 0 {
+            "Completed"
+        } else {
+            "Error"
+        };
+        RunEnd {
+            exit_code: if oom { 137 } else { exit_code },
+            signal,
+            reason: reason.into(),
+            message: None,
+        }
+    }
+
+    /// Runs the container to its end (with restarts as the policy says).
+    pub async fn run(mut self) {
+        let mut succeeded = false;
+        let mut crash_backoff = self.state.config.timings.crash_loop_backoff;
+        'restart: loop {
+            let image_id = match self.pull().await {
+                Ok(id) => id,
+                Err(()) => break 'restart,
+            };
+            // Environment: retried until its sources exist, as the kubelet does.
+            let vars = loop {
+                let pod = self
+                    .state
+                    .store
+                    .get(&crate::store::ObjectKey::new(
+                        crate::resources::GroupResource::new("", "pods"),
+                        meta::namespace(&self.pod),
+                        meta::name(&self.pod),
+                    ))
+                    .unwrap_or_else(|| self.pod.clone());
+                match env::resolve(&self.state, &pod, &self.spec) {
+                    Ok(vars) => break vars,
+                    Err(message) => {
+                        self.event(EventKind::Warning, "Failed", &format!("Error: {message}"));
+                        self.waiting("CreateContainerConfigError", Some(message))
+                            .await;
+                        let retry = self.state.config.timings.config_retry_interval;
+                        if self.sleep_or_stop(retry).await {
+                            break 'restart;
+                        }
+                    }
+                }
+            };
+            let delay = self.state.config.timings.container_start_delay;
+            if !delay.is_zero() && self.sleep_or_stop(delay).await {
+                break 'restart;
+            }
+            if self.stop.borrow().is_some() {
+                break 'restart;
+            }
+            let argv = self.argv(&vars);
+            let container_id = format!("containerd://{}", random_hex(64));
+            let started_at = Timestamp::now();
+            self.report(ContainerEvent::Running {
+                id: self.id,
+                started_at,
+                container_id: container_id.clone(),
+                image_id: image_id.clone(),
+            })
+            .await;
+            let end = self.run_once(argv, vars, &container_id).await;
+            succeeded = end.exit_code == 0 && end.reason != "OOMKilled";
+            self.report(ContainerEvent::Terminated {
+                id: self.id,
+                exit_code: end.exit_code,
+                signal: end.signal,
+                reason: end.reason,
+                message: end.message,
+                started_at: Some(started_at),
+                finished_at: Timestamp::now(),
+                container_id,
+            })
+            .await;
+            if self.stop.borrow().is_some() {
+                break;
+            }
+            let restart = match (self.id.init, self.restart_policy.as_str()) {
+                (true, "Never") => false,
+                (true, _) => !succeeded,
+                (false, "Always") => true,
+                (false, "OnFailure") => !succeeded,
+                _ => false,
+            };
+            if !restart {
+                break;
+            }
+            let pod_ref = format!(
+                "{}_{}({})",
+                meta::name(&self.pod),
+                meta::namespace(&self.pod),
+                meta::uid(&self.pod).unwrap_or("")
+            );
+            let message = format!(
+                "back-off {}s restarting failed container={} pod={pod_ref}",
+                crash_backoff.as_secs().max(1),
+                self.name()
+            );
+            self.event(
+                EventKind::Warning,
+                "BackOff",
+                &format!(
+                    "Back-off restarting failed container {} in pod {pod_ref}",
+                    self.name()
+                ),
+            );
+            self.waiting("CrashLoopBackOff", Some(message)).await;
+            if self.sleep_or_stop(crash_backoff).await {
+                break;
+            }
+            crash_backoff =
+                (crash_backoff * 2).min(self.state.config.timings.crash_loop_backoff_max);
+        }
+        let id = self.id;
+        self.report(ContainerEvent::Done { id, succeeded }).await;
+    }
+}
+
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,711 @@
+//! One pod on a node: runs its init containers in order and then its containers together,
+//! keeps its status (phase, conditions, container states) up to date, and stops it on
+//! deletion, on its active deadline, on eviction or when its node is lost.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+
+use super::container::{ContainerEvent, ContainerId, ContainerTask};
+use crate::ops::{self, DeleteOptions};
+use crate::resources::GroupResource;
+use crate::state::State;
+use crate::store::{ObjectKey, meta};
+
+/// The latest view of a pod, sent to its worker.
+#[derive(Clone, Debug)]
+pub struct PodUpdate {
+    /// The pod.
+    pub pod: Arc<Value>,
+    /// The pod is gone from the store (force deletion).
+    pub removed: bool,
+}
+
+/// Why the kubelet ends a pod early.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Disruption {
+    /// `status.reason` (`Evicted`, `NodeLost`, `DeadlineExceeded`).
+    pub reason: String,
+    /// `status.message`.
+    pub message: String,
+    /// A DisruptionTarget condition (reason, message), if the disruption sets one.
+    pub condition: Option<(String, String)>,
+    /// Grace period.
+    pub grace: Duration,
+    /// Stop without reporting anything (the node is gone).
+    pub silent: bool,
+}
+
+struct ContainerState {
+    name: String,
+    image: String,
+    state: Value,
+    last_state: Value,
+    restart_count: i64,
+    ready: bool,
+    started: bool,
+    image_id: String,
+    container_id: Option<String>,
+    done: bool,
+    succeeded: bool,
+    ever_started: bool,
+}
+
+impl ContainerState {
+    fn new(spec: &Value, init: bool) -> Self {
+        let reason = if init {
+            "PodInitializing"
+        } else {
+            "ContainerCreating"
+        };
+        ContainerState {
+            name: spec
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            image: spec
+                .get("image")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            state: json!({"waiting": {"reason": reason}}),
+            last_state: json!({}),
+            restart_count: 0,
+            ready: false,
+            started: false,
+            image_id: String::new(),
+            container_id: None,
+            done: false,
+            succeeded: false,
+            ever_started: false,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let mut s = json!({
+            "name": self.name,
+            "image": self.image,
+            "imageID": self.image_id,
+            "ready": self.ready,
+            "restartCount": self.restart_count,
+            "started": self.started,
+            "state": self.state,
+            "lastState": self.last_state,
+        });
+        if let Some(id) = &self.container_id {
+            s["containerID"] = json!(id);
+        }
+        s
+    }
+
+    fn terminated_exit(&self) -> Option<i64> {
+        self.state
+            .pointer("/terminated/exitCode")
+            .and_then(Value::as_i64)
+    }
+}
+
+/// A pod worker.
+pub struct PodWorker {
+    pub(super) state: Arc<State>,
+    pub(super) pod: Arc<Value>,
+    pub(super) node: String,
+    pub(super) updates: watch::Receiver<PodUpdate>,
+    pub(super) disruptions: mpsc::Receiver<Disruption>,
+}
+
+fn condition(
+    kind: &str,
+    ok: bool,
+    reason: Option<&str>,
+    message: Option<String>,
+    since: &str,
+) -> Value {
+    let mut c = json!({"type": kind, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": since});
+    if let Some(r) = reason {
+        c["reason"] = json!(r);
+    }
+    if let Some(m) = message {
+        c["message"] = json!(m);
+    }
+    c
+}
+
+struct Status {
+    inits: Vec<ContainerState>,
+    mains: Vec<ContainerState>,
+    pod_ip: String,
+    host_ip: String,
+    start_time: String,
+    disruption: Option<Disruption>,
+    final_phase: Option<&'static str>,
+    transitions: HashMap<&'static str, (bool, String)>,
+}
+
+impl Status {
+    fn get(&mut self, id: ContainerId) -> Option<&mut ContainerState> {
+        if id.init {
+            self.inits.get_mut(id.index)
+        } else {
+            self.mains.get_mut(id.index)
+        }
+    }
+
+    fn apply(&mut self, event: &ContainerEvent) {
+        match event {
+            ContainerEvent::Waiting {
+                id,
+                reason,
+                message,
+            } => {
+                if let Some(c) = self.get(*id) {
+                    if c.state.get("terminated").is_some() {
+                        c.last_state = c.state.clone();
+                    }
+                    let mut w = json!({"reason": reason});
+                    if let Some(m) = message {
+                        w["message"] = json!(m);
+                    }
+                    c.state = json!({"waiting": w});
+                    c.ready = false;
+                    c.started = false;
+                }
+            }
+            ContainerEvent::Running {
+                id,
+                started_at,
+                container_id,
+                image_id,
+            } => {
+                let init = id.init;
+                if let Some(c) = self.get(*id) {
+                    if c.ever_started {
+                        c.restart_count += 1;
+                        if c.state.get("terminated").is_some() {
+                            c.last_state = c.state.clone();
+                        }
+                    }
+                    c.ever_started = true;
+                    c.state = json!({"running": {"startedAt": meta::format_time(*started_at)}});
+                    c.ready = !init;
+                    c.started = true;
+                    c.container_id = Some(container_id.clone());
+                    c.image_id = image_id.clone();
+                }
+            }
+            ContainerEvent::Terminated {
+                id,
+                exit_code,
+                signal,
+                reason,
+                message,
+                started_at,
+                finished_at,
+                container_id,
+            } => {
+                if let Some(c) = self.get(*id) {
+                    let mut t = json!({
+                        "exitCode": exit_code,
+                        "reason": reason,
+                        "finishedAt": meta::format_time(*finished_at),
+                        "containerID": container_id,
+                    });
+                    if let Some(s) = started_at {
+                        t["startedAt"] = json!(meta::format_time(*s));
+                    }
+                    if let Some(m) = message {
+                        t["message"] = json!(m);
+                    }
+                    if let Some(sig) = signal {
+                        t["signal"] = json!(sig);
+                    }
+                    c.state = json!({"terminated": t});
+                    c.ready = false;
+                    c.started = false;
+                }
+            }
+            ContainerEvent::Done { id, succeeded } => {
+                if let Some(c) = self.get(*id) {
+                    c.done = true;
+                    c.succeeded = *succeeded;
+                }
+            }
+        }
+    }
+
+    fn transition(&mut self, kind: &'static str, ok: bool) -> String {
+        let now = meta::now();
+        match self.transitions.get(kind) {
+            Some((was, since)) if *was == ok => since.clone(),
+            _ => {
+                self.transitions.insert(kind, (ok, now.clone()));
+                now
+            }
+        }
+    }
+
+    fn phase(&self) -> &'static str {
+        if let Some(p) = self.final_phase {
+            return p;
+        }
+        let init_done = self.inits.iter().all(|c| c.done && c.succeeded);
+        if init_done && self.mains.iter().any(|c| c.ever_started) {
+            "Running"
+        } else {
+            "Pending"
+        }
+    }
+
+    fn render(&mut self) -> Value {
+        let phase = self.phase();
+        let terminal = matches!(phase, "Succeeded" | "Failed");
+        let init_pending: Vec<String> = self
+            .inits
+            .iter()
+            .filter(|c| !(c.done && c.succeeded))
+            .map(|c| c.name.clone())
+            .collect();
+        let unready: Vec<String> = self
+            .mains
+            .iter()
+            .filter(|c| !c.ready)
+            .map(|c| c.name.clone())
+            .collect();
+        let initialized = init_pending.is_empty();
+        let ready = unready.is_empty() && !terminal;
+        let sandbox = !terminal;
+        let t_sandbox = self.transition("PodReadyToStartContainers", sandbox);
+        let t_init = self.transition("Initialized", initialized);
+        let t_ready = self.transition("Ready", ready);
+        let t_cready = self.transition("ContainersReady", ready);
+        let not_ready = |what: &str, list: &[String]| -> (Option<&'static str>, Option<String>) {
+            if phase == "Succeeded" {
+                (Some("PodCompleted"), None)
+            } else {
+                (
+                    Some(if what == "init" {
+                        "ContainersNotInitialized"
+                    } else {
+                        "ContainersNotReady"
+                    }),
+                    Some(format!(
+                        "containers with {} status: [{}]",
+                        if what == "init" {
+                            "incomplete"
+                        } else {
+                            "unready"
+                        },
+                        list.join(" ")
+                    )),
+                )
+            }
+        };
+        let mut conditions = vec![condition(
+            "PodReadyToStartContainers",
+            sandbox,
+            None,
+            None,
+            &t_sandbox,
+        )];
+        if initialized {
+            let reason = if phase == "Succeeded" && !self.inits.is_empty() {
+                Some("PodCompleted")
+            } else {
+                None
+            };
+            conditions.push(condition("Initialized", true, reason, None, &t_init));
+        } else {
+            let (r, m) = not_ready("init", &init_pending);
+            conditions.push(condition("Initialized", false, r, m, &t_init));
+        }
+        if ready {
+            conditions.push(condition("Ready", true, None, None, &t_ready));
+            conditions.push(condition("ContainersReady", true, None, None, &t_cready));
+        } else {
+            let (r, m) = not_ready("main", &unready);
+            conditions.push(condition("Ready", false, r, m.clone(), &t_ready));
+            conditions.push(condition("ContainersReady", false, r, m, &t_cready));
+        }
+        let mut status = json!({
+            "phase": phase,
+            "conditions": conditions,
+            "hostIP": self.host_ip,
+            "hostIPs": [{"ip": self.host_ip}],
+            "podIP": self.pod_ip,
+            "podIPs": [{"ip": self.pod_ip}],
+            "startTime": self.start_time,
+            "containerStatuses": self.mains.iter().map(ContainerState::to_json).collect::<Vec<_>>(),
+        });
+        if !self.inits.is_empty() {
+            status["initContainerStatuses"] = json!(
+                self.inits
+                    .iter()
+                    .map(ContainerState::to_json)
+                    .collect::<Vec<_>>()
+            );
+        }
+        if let Some(d) = &self.disruption {
+            status["reason"] = json!(d.reason);
+            status["message"] = json!(d.message);
+        }
+        status
+    }
+}
+
+/// Merges the kubelet's status into the pod's, keeping what others own (PodScheduled,
+/// DisruptionTarget, qosClass).
+fn merge_status(pod: &mut Value, ours: &Value, disruption_condition: Option<&Value>) {
+    let mut conditions: Vec<Value> = pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let our_conditions = ours
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for c in our_conditions.iter().chain(disruption_condition) {
+        let kind = c.get("type").cloned();
+        match conditions
+            .iter_mut()
+            .find(|x| x.get("type") == kind.as_ref())
+        {
+            Some(existing) => {
+                if existing.get("status") != c.get("status")
+                    || existing.get("reason") != c.get("reason")
+                    || existing.get("message") != c.get("message")
+                {
+                    *existing = c.clone();
+                }
+            }
+            None => conditions.push(c.clone()),
+        }
+    }
+    let qos = pod.pointer("/status/qosClass").cloned();
+    let nominated = pod.pointer("/status/nominatedNodeName").cloned();
+    let mut status = ours.clone();
+    status["conditions"] = json!(conditions);
+    if let Some(q) = qos {
+        status["qosClass"] = q;
+    }
+    if let Some(n) = nominated {
+        status["nominatedNodeName"] = n;
+    }
+    pod["status"] = status;
+}
+
+impl PodWorker {
+    fn key(&self) -> ObjectKey {
+        ObjectKey::new(
+            GroupResource::new("", "pods"),
+            meta::namespace(&self.pod),
+            meta::name(&self.pod),
+        )
+    }
+
+    fn write(&self, status: &mut Status) -> bool {
+        let ours = status.render();
+        let disruption_condition = status.disruption.as_ref().and_then(|d| {
+            d.condition.as_ref().map(|(reason, message)| {
+                json!({"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message, "lastProbeTime": null, "lastTransitionTime": meta::now()})
+            })
+        });
+        ops::mutate(&self.state, &self.key(), |pod| {
+            if pod.pointer("/metadata/uid") != self.pod.pointer("/metadata/uid") {
+                return false;
+            }
+            merge_status(pod, &ours, disruption_condition.as_ref());
+            true
+        })
+        .is_ok()
+    }
+
+    fn grace_of(&self, pod: &Value) -> Duration {
+        let seconds = pod
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .or_else(|| {
+                pod.pointer("/spec/terminationGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+            })
+            .unwrap_or(30)
+            .max(0) as u64;
+        Duration::from_secs(seconds).min(self.state.config.timings.max_grace_period)
+    }
+
+    fn spawn_container(
+        &self,
+        id: ContainerId,
+        spec: Value,
+        workdir: &Path,
+        events: &mpsc::Sender<ContainerEvent>,
+        stop: &watch::Sender<Option<Duration>>,
+    ) {
+        let pod = self
+            .state
+            .store
+            .get(&self.key())
+            .unwrap_or_else(|| self.pod.clone());
+        let task = ContainerTask {
+            state: self.state.clone(),
+            pod,
+            spec,
+            id,
+            restart_policy: self
+                .pod
+                .pointer("/spec/restartPolicy")
+                .and_then(Value::as_str)
+                .unwrap_or("Always")
+                .to_string(),
+            node: self.node.clone(),
+            workdir: workdir.to_path_buf(),
+            events: events.clone(),
+            stop: stop.subscribe(),
+        };
+        tokio::spawn(task.run());
+    }
+
+    /// Runs the pod to its end.
+    pub async fn run(mut self) {
+        let key = self.key();
+        let specs = |field: &str| -> Vec<Value> {
+            self.pod
+                .pointer(&format!("/spec/{field}"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let init_specs = specs("initContainers");
+        let main_specs = specs("containers");
+        if meta::is_deleting(&self.pod) {
+            self.finish_deletion(&key).await;
+            return;
+        }
+        let host_ip = self
+            .state
+            .store
+            .get(&ObjectKey::new(
+                GroupResource::new("", "nodes"),
+                "",
+                &self.node,
+            ))
+            .and_then(|n| {
+                n.pointer("/status/addresses")
+                    .and_then(Value::as_array)
+                    .and_then(|a| {
+                        a.iter()
+                            .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
+                            .cloned()
+                    })
+                    .and_then(|a| a.get("address").and_then(Value::as_str).map(str::to_string))
+            })
+            .unwrap_or_else(|| "10.0.0.2".to_string());
+        let mut status = Status {
+            inits: init_specs
+                .iter()
+                .map(|s| ContainerState::new(s, true))
+                .collect(),
+            mains: main_specs
+                .iter()
+                .map(|s| ContainerState::new(s, false))
+                .collect(),
+            pod_ip: self.state.allocate_pod_ip(),
+            host_ip,
+            start_time: meta::now(),
+            disruption: None,
+            final_phase: None,
+            transitions: HashMap::new(),
+        };
+        let uid = meta::uid(&self.pod).unwrap_or("").to_string();
+        let base = self
+            .state
+            .config
+            .work_dir
+            .clone()
+            .unwrap_or_else(std::env::temp_dir);
+        let workdir = base.join("kubeferry-sim").join(&uid);
+        if let Err(error) = std::fs::create_dir_all(&workdir) {
+            tracing::warn!(message = "cannot create a pod working directory", path = %workdir.display(), %error);
+        }
+        if !self.write(&mut status) {
+            return;
+        }
+        let (events_tx, mut events_rx) = mpsc::channel::<ContainerEvent>(64);
+        let (stop_tx, _) = watch::channel::<Option<Duration>>(None);
+        let mut active = 0usize;
+        let mut next_init = 0usize;
+        let mut stopping = false;
+        let mut removed = false;
+        let mut init_failed = false;
+        if init_specs.is_empty() {
+            for (i, spec) in main_specs.iter().enumerate() {
+                self.spawn_container(
+                    ContainerId {
+                        init: false,
+                        index: i,
+                    },
+                    spec.clone(),
+                    &workdir,
+                    &events_tx,
+                    &stop_tx,
+                );
+                active += 1;
+            }
+        } else {
+            self.spawn_container(
+                ContainerId {
+                    init: true,
+                    index: 0,
+                },
+                init_specs[0].clone(),
+                &workdir,
+                &events_tx,
+                &stop_tx,
+            );
+            next_init = 1;
+            active += 1;
+        }
+        let deadline = self
+            .pod
+            .pointer("/spec/activeDeadlineSeconds")
+            .and_then(Value::as_i64)
+            .map(|s| tokio::time::Instant::now() + Duration::from_secs(s.max(0) as u64));
+        loop {
+            tokio::select! {
+                Some(event) = events_rx.recv() => {
+                    status.apply(&event);
+                    if let ContainerEvent::Done { id, succeeded } = event {
+                        active = active.saturating_sub(1);
+                        if id.init && !stopping {
+                            if !succeeded {
+                                init_failed = true;
+                            } else if next_init < init_specs.len() {
+                                self.spawn_container(ContainerId { init: true, index: next_init }, init_specs[next_init].clone(), &workdir, &events_tx, &stop_tx);
+                                next_init += 1;
+                                active += 1;
+                            } else {
+                                for (i, spec) in main_specs.iter().enumerate() {
+                                    self.spawn_container(ContainerId { init: false, index: i }, spec.clone(), &workdir, &events_tx, &stop_tx);
+                                    active += 1;
+                                }
+                            }
+                        }
+                    }
+                    if active == 0 {
+                        break;
+                    }
+                    if !removed && !self.write(&mut status) {
+                        // The pod is gone: stop everything at once.
+                        removed = true;
+                        stopping = true;
+                        stop_tx.send_replace(Some(Duration::ZERO));
+                    }
+                }
+                changed = self.updates.changed() => {
+                    let update = if changed.is_ok() { Some(self.updates.borrow().clone()) } else { None };
+                    match update {
+                        None => {
+                            removed = true;
+                            stopping = true;
+                            stop_tx.send_replace(Some(Duration::ZERO));
+                        }
+                        Some(u) if u.removed => {
+                            removed = true;
+                            stopping = true;
+                            stop_tx.send_replace(Some(Duration::ZERO));
+                        }
+                        Some(u) => {
+                            if meta::is_deleting(&u.pod) {
+                                let grace = self.grace_of(&u.pod);
+                                let shorter = stop_tx.borrow().is_none_or(|g| grace < g);
+                                stopping = true;
+                                if shorter {
+                                    stop_tx.send_replace(Some(grace));
+                                }
+                            }
+                            self.pod = u.pod;
+                        }
+                    }
+                }
+                Some(d) = self.disruptions.recv() => {
+                    stopping = true;
+                    if d.silent {
+                        removed = true;
+                        stop_tx.send_replace(Some(Duration::ZERO));
+                        continue;
+                    }
+                    let grace = d.grace.min(self.state.config.timings.max_grace_period);
+                    status.disruption = Some(d);
+                    stop_tx.send_replace(Some(grace));
+                    self.write(&mut status);
+                }
+                _ = sleep_until_opt(deadline), if !stopping => {
+                    stopping = true;
+                    status.disruption = Some(Disruption {
+                        reason: "DeadlineExceeded".into(),
+                        message: "Pod was active on the node longer than the specified deadline".into(),
+                        condition: None,
+                        grace: self.grace_of(&self.pod),
+                        silent: false,
+                    });
+                    stop_tx.send_replace(Some(self.grace_of(&self.pod)));
+                    self.write(&mut status);
+                }
+            }
+        }
+        let all_zero = status.mains.iter().all(|c| c.terminated_exit() == Some(0));
+        status.final_phase = Some(if status.disruption.is_some() || init_failed || !all_zero {
+            "Failed"
+        } else {
+            "Succeeded"
+        });
+        if !removed {
+            self.write(&mut status);
+            if meta::is_deleting(&self.pod)
+                || self
+                    .state
+                    .store
+                    .get(&key)
+                    .is_some_and(|p| meta::is_deleting(&p))
+            {
+                self.finish_deletion(&key).await;
+            }
+        }
+        if let Err(error) = std::fs::remove_dir_all(&workdir)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(message = "cannot remove a pod working directory", path = %workdir.display(), %error);
+        }
+    }
+
+    async fn finish_deletion(&self, key: &ObjectKey) {
+        let Some(rt) = self.state.registry.get(&key.resource) else {
+            return;
+        };
+        let opts = DeleteOptions {
+            grace_period: Some(0),
+            uid: meta::uid(&self.pod).map(str::to_string),
+            propagation: Some(ops::Propagation::Background),
+            ..DeleteOptions::default()
+        };
+        if let Err(error) = ops::delete(&self.state, &rt, key, &opts)
+            && error.code != 404
+            && error.code != 409
+        {
+            tracing::warn!(message = "cannot finish a pod's deletion", pod = %key.name, %error);
+        }
+    }
+}
+
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,557 @@
+//! The scheduler: binds pending pods to nodes by capacity (cpu, memory, pods, GPUs and any
+//! extended resource), node selectors, required node affinity, taints and tolerations and
+//! unschedulable nodes; a pod that fits nowhere gets PodScheduled=False, reason Unschedulable,
+//! with the real scheduler's message, and is retried when nodes, pods or claims change.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, watch};
+
+use super::events::{self, EventKind, Source};
+use crate::kinds::pod_requests;
+use crate::ops;
+use crate::quantity;
+use crate::resources::GroupResource;
+use crate::state::State;
+use crate::store::{EventType, ObjectKey, meta};
+
+/// Capacity accounting: what the bound, non-terminal pods use on each node.
+#[derive(Default)]
+struct Cache {
+    used: HashMap<String, BTreeMap<String, i128>>,
+    bound: HashMap<String, (String, BTreeMap<String, i128>)>,
+    /// Last unschedulable message per pod uid (to record one event per change).
+    last_message: HashMap<String, String>,
+}
+
+impl Cache {
+    fn add(&mut self, uid: &str, node: &str, requests: BTreeMap<String, i128>) {
+        if self.bound.contains_key(uid) {
+            return;
+        }
+        let used = self.used.entry(node.to_string()).or_default();
+        for (k, v) in &requests {
+            *used.entry(k.clone()).or_default() += v;
+        }
+        *used.entry("pods".into()).or_default() += 1000;
+        self.bound
+            .insert(uid.to_string(), (node.to_string(), requests));
+    }
+
+    fn remove(&mut self, uid: &str) -> bool {
+        let Some((node, requests)) = self.bound.remove(uid) else {
+            return false;
+        };
+        if let Some(used) = self.used.get_mut(&node) {
+            for (k, v) in requests {
+                *used.entry(k).or_default() -= v;
+            }
+            *used.entry("pods".into()).or_default() -= 1000;
+        }
+        true
+    }
+}
+
+fn is_terminal(pod: &Value) -> bool {
+    matches!(
+        pod.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+fn tolerates(tolerations: &[Value], taint: &Value) -> bool {
+    let key = taint.get("key").and_then(Value::as_str).unwrap_or("");
+    let value = taint.get("value").and_then(Value::as_str).unwrap_or("");
+    let effect = taint.get("effect").and_then(Value::as_str).unwrap_or("");
+    tolerations.iter().any(|t| {
+        let t_key = t.get("key").and_then(Value::as_str).unwrap_or("");
+        let t_effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
+        let op = t.get("operator").and_then(Value::as_str).unwrap_or("Equal");
+        let effect_ok = t_effect.is_empty() || t_effect == effect;
+        let key_ok = t_key.is_empty() && op == "Exists" || t_key == key;
+        let value_ok =
+            op == "Exists" || t.get("value").and_then(Value::as_str).unwrap_or("") == value;
+        effect_ok && key_ok && value_ok
+    })
+}
+
+fn expression_matches(expr: &Value, labels: Option<&serde_json::Map<String, Value>>) -> bool {
+    let key = expr.get("key").and_then(Value::as_str).unwrap_or("");
+    let have = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+    let values: Vec<&str> = expr
+        .get("values")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match expr.get("operator").and_then(Value::as_str).unwrap_or("") {
+        "In" => have.is_some_and(|h| values.contains(&h)),
+        "NotIn" => have.is_none_or(|h| !values.contains(&h)),
+        "Exists" => have.is_some(),
+        "DoesNotExist" => have.is_none(),
+        "Gt" => have
+            .and_then(|h| h.parse::<i64>().ok())
+            .zip(values.first().and_then(|v| v.parse::<i64>().ok()))
+            .is_some_and(|(h, v)| h > v),
+        "Lt" => have
+            .and_then(|h| h.parse::<i64>().ok())
+            .zip(values.first().and_then(|v| v.parse::<i64>().ok()))
+            .is_some_and(|(h, v)| h < v),
+        _ => false,
+    }
+}
+
+fn affinity_matches(pod: &Value, node: &Value) -> bool {
+    let labels = meta::string_map(node, "labels");
+    if let Some(selector) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) {
+        for (k, v) in selector {
+            if labels.and_then(|l| l.get(k)) != Some(v) {
+                return false;
+            }
+        }
+    }
+    let terms = pod
+        .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .and_then(Value::as_array);
+    match terms {
+        Some(terms) if !terms.is_empty() => terms.iter().any(|term| {
+            let exprs = term.get("matchExpressions").and_then(Value::as_array);
+            let fields = term.get("matchFields").and_then(Value::as_array);
+            let exprs_ok = exprs.is_none_or(|e| e.iter().all(|x| expression_matches(x, labels)));
+            let fields_ok = fields.is_none_or(|f| {
+                let mut name_map = serde_json::Map::new();
+                name_map.insert("metadata.name".into(), json!(meta::name(node)));
+                f.iter().all(|x| expression_matches(x, Some(&name_map)))
+            });
+            (exprs.is_some() || fields.is_some()) && exprs_ok && fields_ok
+        }),
+        _ => true,
+    }
+}
+
+fn allocatable(node: &Value) -> BTreeMap<String, i128> {
+    node.pointer("/status/allocatable")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().and_then(quantity::parse).map(|q| (k.clone(), q)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Why a node cannot take a pod: (reason, resolvable by preemption).
+fn node_failures(
+    pod: &Value,
+    node: &Value,
+    requests: &BTreeMap<String, i128>,
+    used: Option<&BTreeMap<String, i128>>,
+) -> Vec<(String, bool)> {
+    let mut reasons = Vec::new();
+    if node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+        reasons.push(("node(s) were unschedulable".to_string(), false));
+        return reasons;
+    }
+    if !affinity_matches(pod, node) {
+        reasons.push((
+            "node(s) didn't match Pod's node affinity/selector".to_string(),
+            false,
+        ));
+        return reasons;
+    }
+    let tolerations = pod
+        .pointer("/spec/tolerations")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for taint in node
+        .pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let effect = taint.get("effect").and_then(Value::as_str).unwrap_or("");
+        if matches!(effect, "NoSchedule" | "NoExecute") && !tolerates(&tolerations, taint) {
+            reasons.push((
+                format!(
+                    "node(s) had untolerated taint {{{}: {}}}",
+                    taint.get("key").and_then(Value::as_str).unwrap_or(""),
+                    taint.get("value").and_then(Value::as_str).unwrap_or("")
+                ),
+                false,
+            ));
+            return reasons;
+        }
+    }
+    let capacity = allocatable(node);
+    let empty = BTreeMap::new();
+    let used = used.unwrap_or(&empty);
+    if used.get("pods").copied().unwrap_or(0) + 1000
+        > capacity.get("pods").copied().unwrap_or(110_000)
+    {
+        reasons.push(("Too many pods".to_string(), true));
+    }
+    for (resource, want) in requests {
+        if *want <= 0 {
+            continue;
+        }
+        let have = capacity.get(resource).copied().unwrap_or(0);
+        if used.get(resource).copied().unwrap_or(0) + want > have {
+            reasons.push((format!("Insufficient {resource}"), true));
+        }
+    }
+    reasons
+}
+
+fn histogram(counts: &BTreeMap<String, usize>) -> String {
+    let mut parts: Vec<String> = counts
+        .iter()
+        .map(|(reason, n)| format!("{n} {reason}"))
+        .collect();
+    parts.sort();
+    parts.join(", ")
+}
+
+struct Scheduler {
+    state: Arc<State>,
+    cache: Cache,
+}
+
+impl Scheduler {
+    fn pods(&self) -> GroupResource {
+        GroupResource::new("", "pods")
+    }
+
+    fn observe(&mut self, pod: &Value, deleted: bool) -> bool {
+        let uid = meta::uid(pod).unwrap_or("").to_string();
+        let node = pod
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if deleted || is_terminal(pod) {
+            self.cache.last_message.remove(&uid);
+            return self.cache.remove(&uid);
+        }
+        if !node.is_empty() {
+            let requests = pod_requests(pod.get("spec").unwrap_or(&Value::Null)).0;
+            self.cache.add(&uid, node, requests);
+        }
+        false
+    }
+
+    fn needs_scheduling(pod: &Value) -> bool {
+        pod.pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+            && !meta::is_deleting(pod)
+            && !is_terminal(pod)
+            && pod
+                .pointer("/spec/schedulerName")
+                .and_then(Value::as_str)
+                .unwrap_or("default-scheduler")
+                == "default-scheduler"
+    }
+
+    fn schedule_pending(&mut self) {
+        let (pods, _) = self.state.store.list(&self.pods(), None);
+        for pod in pods {
+            if Self::needs_scheduling(&pod) {
+                self.schedule(&pod);
+            }
+        }
+    }
+
+    fn missing_claim(&self, pod: &Value) -> Option<String> {
+        let ns = meta::namespace(pod);
+        for v in pod
+            .pointer("/spec/volumes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(claim) = v
+                .pointer("/persistentVolumeClaim/claimName")
+                .and_then(Value::as_str)
+            {
+                let key =
+                    ObjectKey::new(GroupResource::new("", "persistentvolumeclaims"), ns, claim);
+                match self.state.store.get(&key) {
+                    None => return Some(format!("persistentvolumeclaim {claim:?} not found")),
+                    Some(pvc) if meta::is_deleting(&pvc) => {
+                        return Some(format!("persistentvolumeclaim {claim:?} is being deleted"));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        None
+    }
+
+    fn schedule(&mut self, pod: &Arc<Value>) {
+        let nodes = self
+            .state
+            .store
+            .list(&GroupResource::new("", "nodes"), None)
+            .0;
+        let total = nodes.len();
+        let requests = pod_requests(pod.get("spec").unwrap_or(&Value::Null)).0;
+        let message = if let Some(problem) = self.missing_claim(pod) {
+            Err(format!(
+                "0/{total} nodes are available: {problem}. preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
+            ))
+        } else {
+            let mut best: Option<(String, i128)> = None;
+            let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+            let mut preemption: BTreeMap<String, usize> = BTreeMap::new();
+            for node in &nodes {
+                let name = meta::name(node).to_string();
+                let used = self.cache.used.get(&name);
+                let failures = node_failures(pod, node, &requests, used);
+                if failures.is_empty() {
+                    // Spread: the node with the most free CPU wins.
+                    let free = allocatable(node).get("cpu").copied().unwrap_or(0)
+                        - used.and_then(|u| u.get("cpu")).copied().unwrap_or(0);
+                    if best.as_ref().is_none_or(|(_, f)| free > *f) {
+                        best = Some((name, free));
+                    }
+                    continue;
+                }
+                let resolvable = failures.iter().all(|(_, r)| *r);
+                for (reason, _) in failures {
+                    *reasons.entry(reason).or_default() += 1;
+                }
+                let p = if resolvable {
+                    "No preemption victims found for incoming pod"
+                } else {
+                    "Preemption is not helpful for scheduling"
+                };
+                *preemption.entry(p.to_string()).or_default() += 1;
+            }
+            match best {
+                Some((node, _)) => Ok(node),
+                None => Err(format!(
+                    "0/{total} nodes are available: {}. preemption: 0/{total} nodes are available: {}.",
+                    histogram(&reasons),
+                    histogram(&preemption)
+                )),
+            }
+        };
+        let key = ObjectKey::new(self.pods(), meta::namespace(pod), meta::name(pod));
+        let uid = meta::uid(pod).unwrap_or("").to_string();
+        let now = meta::now();
+        match message {
+            Ok(node) => {
+                let bound = ops::mutate(&self.state, &key, |p| {
+                    if !Self::needs_scheduling(p) || meta::uid(p) != Some(uid.as_str()) {
+                        return false;
+                    }
+                    p["spec"]["nodeName"] = json!(node);
+                    set_condition(
+                        p,
+                        json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}),
+                    );
+                    true
+                });
+                if let Ok(bound) = bound
+                    && bound.pointer("/spec/nodeName").and_then(Value::as_str)
+                        == Some(node.as_str())
+                {
+                    self.cache.add(&uid, &node, requests);
+                    self.cache.last_message.remove(&uid);
+                    events::record(
+                        &self.state,
+                        &bound,
+                        EventKind::Normal,
+                        "Scheduled",
+                        &format!(
+                            "Successfully assigned {}/{} to {node}",
+                            meta::namespace(pod),
+                            meta::name(pod)
+                        ),
+                        Source {
+                            component: "default-scheduler",
+                            host: None,
+                        },
+                        None,
+                    );
+                }
+            }
+            Err(text) => {
+                if self.cache.last_message.get(&uid) == Some(&text) {
+                    return;
+                }
+                self.cache.last_message.insert(uid.clone(), text.clone());
+                let written = ops::mutate(&self.state, &key, |p| {
+                    if meta::uid(p) != Some(uid.as_str()) {
+                        return false;
+                    }
+                    set_condition(
+                        p,
+                        json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": text, "lastProbeTime": null, "lastTransitionTime": now}),
+                    );
+                    true
+                });
+                if let Ok(p) = written {
+                    events::record(
+                        &self.state,
+                        &p,
+                        EventKind::Warning,
+                        "FailedScheduling",
+                        &text,
+                        Source {
+                            component: "default-scheduler",
+                            host: None,
+                        },
+                        None,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Sets a pod condition by type, keeping the transition time when the status is unchanged.
+pub fn set_condition(pod: &mut Value, condition: Value) {
+    if pod.get("status").is_none_or(|s| !s.is_object()) {
+        pod["status"] = json!({});
+    }
+    let conditions = pod["status"]
+        .as_object_mut()
+        .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
+    let Some(Value::Array(list)) = conditions else {
+        return;
+    };
+    let kind = condition.get("type").cloned();
+    match list.iter_mut().find(|c| c.get("type") == kind.as_ref()) {
+        Some(existing) => {
+            let mut next = condition;
+            if existing.get("status") == next.get("status")
+                && let Some(t) = existing.get("lastTransitionTime")
+            {
+                next["lastTransitionTime"] = t.clone();
+            }
+            *existing = next;
+        }
+        None => list.push(condition),
+    }
+}
+
+/// Runs the scheduler until shutdown.
+pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
+    let mut rx = state.store.subscribe();
+    let mut scheduler = Scheduler {
+        state: state.clone(),
+        cache: Cache::default(),
+    };
+    let resync = |s: &mut Scheduler| {
+        s.cache = Cache::default();
+        let (pods, _) = s.state.store.list(&s.pods(), None);
+        for pod in &pods {
+            s.observe(pod, false);
+        }
+        s.schedule_pending();
+    };
+    resync(&mut scheduler);
+    let pods = GroupResource::new("", "pods");
+    let nodes = GroupResource::new("", "nodes");
+    let claims = GroupResource::new("", "persistentvolumeclaims");
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            received = rx.recv() => match received {
+                Ok(event) if event.key.resource == pods => {
+                    let deleted = event.event_type == EventType::Deleted;
+                    let freed = scheduler.observe(&event.object, deleted);
+                    if freed {
+                        scheduler.schedule_pending();
+                    } else if !deleted && Scheduler::needs_scheduling(&event.object) {
+                        scheduler.schedule(&event.object);
+                    }
+                }
+                Ok(event) if event.key.resource == nodes || event.key.resource == claims => {
+                    scheduler.cache.last_message.clear();
+                    scheduler.schedule_pending();
+                }
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => resync(&mut scheduler),
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(cpu: &str, labels: Value, taints: Value) -> Value {
+        json!({"metadata": {"name": "n1", "labels": labels}, "spec": {"taints": taints}, "status": {"allocatable": {"cpu": cpu, "memory": "1Gi", "pods": "110"}}})
+    }
+
+    #[test]
+    fn failures_name_the_reason() {
+        let pod = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "2"}}}], "nodeSelector": {"gpu": "yes"}}});
+        let requests = pod_requests(&pod["spec"]).0;
+        let reasons = node_failures(&pod, &node("4", json!({}), json!([])), &requests, None);
+        assert_eq!(
+            reasons,
+            vec![(
+                "node(s) didn't match Pod's node affinity/selector".to_string(),
+                false
+            )]
+        );
+        let reasons = node_failures(
+            &pod,
+            &node("1", json!({"gpu": "yes"}), json!([])),
+            &requests,
+            None,
+        );
+        assert_eq!(reasons, vec![("Insufficient cpu".to_string(), true)]);
+        let reasons = node_failures(
+            &pod,
+            &node(
+                "4",
+                json!({"gpu": "yes"}),
+                json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+            ),
+            &requests,
+            None,
+        );
+        assert_eq!(
+            reasons,
+            vec![(
+                "node(s) had untolerated taint {dedicated: gpu}".to_string(),
+                false
+            )]
+        );
+        let mut tolerant = pod.clone();
+        tolerant["spec"]["tolerations"] = json!([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]);
+        let reasons = node_failures(
+            &tolerant,
+            &node(
+                "4",
+                json!({"gpu": "yes"}),
+                json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+            ),
+            &requests,
+            None,
+        );
+        assert!(reasons.is_empty());
+    }
+
+    #[test]
+    fn histogram_is_sorted_like_the_scheduler() {
+        let mut counts = BTreeMap::new();
+        counts.insert(
+            "node(s) didn't match Pod's node affinity/selector".to_string(),
+            2,
+        );
+        counts.insert("Insufficient cpu".to_string(), 1);
+        assert_eq!(
+            histogram(&counts),
+            "1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector"
+        );
+    }
+}

@@ -1,0 +1,146 @@
+//! batch/v1 Jobs: defaults (selector and template labels from the uid) and validation.
+
+use serde_json::{Value, json};
+
+use super::pod::{default_pod_spec, validate_pod_spec};
+use crate::api::status::FieldError;
+use crate::store::meta;
+
+/// Labels the API server puts on a Job's pod template (and so on its pods).
+pub const CONTROLLER_UID_LABELS: [&str; 2] =
+    ["batch.kubernetes.io/controller-uid", "controller-uid"];
+/// Labels with the Job's name.
+pub const JOB_NAME_LABELS: [&str; 2] = ["batch.kubernetes.io/job-name", "job-name"];
+
+pub(crate) fn default_job(job: &mut Value) {
+    let uid = meta::uid(job).unwrap_or("").to_string();
+    let name = meta::name(job).to_string();
+    if job.get("spec").is_none() {
+        job["spec"] = json!({});
+    }
+    let spec = &mut job["spec"];
+    let Some(map) = spec.as_object_mut() else {
+        return;
+    };
+    if !map.contains_key("completions") && !map.contains_key("parallelism") {
+        map.insert("completions".into(), json!(1));
+    }
+    map.entry("parallelism").or_insert_with(|| json!(1));
+    map.entry("backoffLimit").or_insert_with(|| json!(6));
+    map.entry("completionMode")
+        .or_insert_with(|| json!("NonIndexed"));
+    map.entry("suspend").or_insert_with(|| json!(false));
+    let replacement = if map.contains_key("podFailurePolicy") {
+        "Failed"
+    } else {
+        "TerminatingOrFailed"
+    };
+    map.entry("podReplacementPolicy")
+        .or_insert_with(|| json!(replacement));
+    let manual = map.get("manualSelector").and_then(Value::as_bool) == Some(true);
+    if !manual {
+        map.insert(
+            "selector".into(),
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+        );
+        let template = map.entry("template").or_insert_with(|| json!({}));
+        if template.get("metadata").is_none() {
+            template["metadata"] = json!({});
+        }
+        let labels = template["metadata"]
+            .as_object_mut()
+            .map(|m| m.entry("labels").or_insert_with(|| json!({})));
+        if let Some(Value::Object(labels)) = labels {
+            for key in CONTROLLER_UID_LABELS {
+                labels.insert(key.into(), json!(uid));
+            }
+            for key in JOB_NAME_LABELS {
+                labels.insert(key.into(), json!(name));
+            }
+        }
+    }
+    if let Some(tspec) = map.get_mut("template").and_then(|t| t.get_mut("spec")) {
+        default_pod_spec(tspec, None);
+    }
+    // A Job without labels takes its pod template's.
+    let template_labels = job.pointer("/spec/template/metadata/labels").cloned();
+    if let (Some(labels), Some(m)) = (template_labels, meta::metadata_mut(job)) {
+        let empty = m
+            .get("labels")
+            .and_then(Value::as_object)
+            .is_none_or(|l| l.is_empty());
+        if empty {
+            m.insert("labels".into(), labels);
+        }
+    }
+}
+
+fn non_negative(spec: &Value, field: &str, errors: &mut Vec<FieldError>) {
+    if let Some(v) = spec.get(field)
+        && v.as_i64().is_none_or(|n| n < 0)
+    {
+        errors.push(FieldError::invalid(
+            format!("spec.{field}"),
+            v,
+            "must be greater than or equal to 0",
+        ));
+    }
+}
+
+pub(crate) fn validate_job(job: &Value, old: Option<&Value>, errors: &mut Vec<FieldError>) {
+    let spec = job.get("spec").cloned().unwrap_or_else(|| json!({}));
+    match spec.pointer("/template/spec") {
+        Some(tspec) => {
+            validate_pod_spec(tspec, "spec.template.spec", &["OnFailure", "Never"], errors)
+        }
+        None => errors.push(FieldError::required("spec.template.spec.containers", "")),
+    }
+    for field in [
+        "backoffLimit",
+        "completions",
+        "parallelism",
+        "activeDeadlineSeconds",
+        "ttlSecondsAfterFinished",
+    ] {
+        non_negative(&spec, field, errors);
+    }
+    if spec.get("activeDeadlineSeconds").and_then(Value::as_i64) == Some(0) {
+        errors.push(FieldError::invalid(
+            "spec.activeDeadlineSeconds",
+            &json!(0),
+            "must be greater than 0",
+        ));
+    }
+    if spec.get("podFailurePolicy").is_some()
+        && spec
+            .pointer("/template/spec/restartPolicy")
+            .and_then(Value::as_str)
+            != Some("Never")
+    {
+        errors.push(FieldError::invalid(
+            "spec.template.spec.restartPolicy",
+            spec.pointer("/template/spec/restartPolicy")
+                .unwrap_or(&Value::Null),
+            "only \"Never\" is supported when podFailurePolicy is specified",
+        ));
+    }
+    if let Some(old) = old {
+        let old_spec = old.get("spec").cloned().unwrap_or_else(|| json!({}));
+        for field in ["selector", "template", "completionMode", "podFailurePolicy"] {
+            if spec.get(field) != old_spec.get(field) {
+                errors.push(FieldError::invalid(
+                    format!("spec.{field}"),
+                    spec.get(field).unwrap_or(&Value::Null),
+                    "field is immutable",
+                ));
+            }
+        }
+        if spec.get("completions") != old_spec.get("completions") {
+            errors.push(FieldError::invalid(
+                "spec.completions",
+                spec.get("completions").unwrap_or(&Value::Null),
+                "field is immutable",
+            ));
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Jobs end to end through kube-rs: the kubelet runs the command, the Job controller reports the
+//! outcome with the Kubernetes 1.31+ conditions, the log holds the output.
+
+mod common;
+
+use std::time::Duration;
+
+use futures::{AsyncReadExt, TryStreamExt};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, LogParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+
+use common::{eventually, shell_job, start};
+
+fn condition(job: &Job, kind: &str) -> Option<(String, String)> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind && c.status == "True")
+        .map(|c| {
+            (
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+async fn watch_until_finished(jobs: &Api<Job>, name: &str) -> Job {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let stream = watcher(jobs.clone(), config).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let next = tokio::time::timeout_at(deadline, stream.try_next())
+            .await
+            .expect("the job finishes in time")
+            .expect("the watch works")
+            .expect("the watch goes on");
+        let job = match next {
+            watcher::Event::Apply(j) | watcher::Event::InitApply(j) => j,
+            _ => continue,
+        };
+        if condition(&job, "Complete").is_some() || condition(&job, "Failed").is_some() {
+            return job;
+        }
+    }
+}
+
+#[tokio::test]
+async fn failing_job_reports_exit_code_and_log() {
+    let sim = start().await;
+    let jobs: Api<Job> = Api::namespaced(sim.client.clone(), "default");
+    let job: Job = serde_json::from_value(shell_job("fails", "echo hello; exit 3")).expect("a job");
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("created");
+
+    let finished = watch_until_finished(&jobs, "fails").await;
+    let (reason, message) = condition(&finished, "Failed").expect("Failed");
+    assert_eq!(reason, "BackoffLimitExceeded");
+    assert_eq!(message, "Job has reached the specified backoff limit");
+    assert!(
+        condition(&finished, "FailureTarget").is_some(),
+        "FailureTarget comes first"
+    );
+    let status = finished.status.as_ref().expect("status");
+    assert_eq!(status.failed, Some(1));
+    assert!(status.completion_time.is_none());
+
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let list = pods
+        .list(&ListParams::default().labels("job-name=fails"))
+        .await
+        .expect("pods");
+    assert_eq!(list.items.len(), 1);
+    let pod = &list.items[0];
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    assert!(
+        name.starts_with("fails-") && name.len() == "fails-".len() + 5,
+        "{name}"
+    );
+    let owner = &pod.metadata.owner_references.as_ref().expect("owner")[0];
+    assert_eq!((owner.kind.as_str(), owner.controller), ("Job", Some(true)));
+    let pod_status = pod.status.as_ref().expect("pod status");
+    assert_eq!(pod_status.phase.as_deref(), Some("Failed"));
+    let terminated = pod_status
+        .container_statuses
+        .as_ref()
+        .expect("container statuses")[0]
+        .state
+        .as_ref()
+        .and_then(|s| s.terminated.clone())
+        .expect("terminated");
+    assert_eq!(terminated.exit_code, 3);
+    assert_eq!(terminated.reason.as_deref(), Some("Error"));
+    assert!(terminated.started_at.is_some() && terminated.finished_at.is_some());
+
+    let log = pods.logs(&name, &LogParams::default()).await.expect("log");
+    assert_eq!(log, "hello\n");
+}
+
+#[tokio::test]
+async fn succeeding_job_completes() {
+    let sim = start().await;
+    let jobs: Api<Job> = Api::namespaced(sim.client.clone(), "default");
+    let job: Job =
+        serde_json::from_value(shell_job("works", "echo one; echo two >&2")).expect("a job");
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("created");
+    let finished = watch_until_finished(&jobs, "works").await;
+    assert_eq!(
+        condition(&finished, "Complete"),
+        Some((
+            "CompletionsReached".into(),
+            "Reached expected number of succeeded pods".into()
+        ))
+    );
+    assert!(condition(&finished, "SuccessCriteriaMet").is_some());
+    let status = finished.status.expect("status");
+    assert_eq!(status.succeeded, Some(1));
+    assert!(status.completion_time.is_some() && status.start_time.is_some());
+
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let pod = eventually("the pod", Duration::from_secs(5), || {
+        let pods = pods.clone();
+        async move {
+            pods.list(&ListParams::default().labels("batch.kubernetes.io/job-name=works"))
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .next()
+        }
+    })
+    .await;
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let log = pods.logs(&name, &LogParams::default()).await.expect("log");
+    let mut lines: Vec<&str> = log.lines().collect();
+    lines.sort();
+    assert_eq!(lines, vec!["one", "two"]);
+    let stream = pods
+        .log_stream(
+            &name,
+            &LogParams {
+                follow: true,
+                ..LogParams::default()
+            },
+        )
+        .await
+        .expect("a stream");
+    let mut followed = Vec::new();
+    let mut stream = std::pin::pin!(stream);
+    stream
+        .read_to_end(&mut followed)
+        .await
+        .expect("the stream ends");
+    assert_eq!(followed.len(), log.len());
+    assert_eq!(
+        pod.metadata.finalizers, None,
+        "the tracking finalizer is removed once counted"
+    );
+}
