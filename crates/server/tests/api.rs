@@ -1,0 +1,926 @@
+//! The API over a real listener on 127.0.0.1 against the simulated cluster: every endpoint, and
+//! every error a caller can get.
+
+mod common;
+
+use common::*;
+use hyper::http::{Method, StatusCode, header};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn health_readiness_openapi_and_unknown_routes() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+
+    let health = api.get("/healthz").await;
+    assert_eq!(health.status, StatusCode::OK);
+    assert_eq!(health.json(), json!({"status": "ok"}));
+
+    let ready = api.get("/readyz").await;
+    assert_eq!(ready.status, StatusCode::OK);
+    let ready = ready.json();
+    assert_eq!(ready["ready"], true);
+    assert_eq!(ready["clusters"][0]["name"], CLUSTER);
+    assert_eq!(ready["clusters"][0]["reachable"], true);
+    let namespaces: Vec<&str> = ready["clusters"][0]["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(namespaces, ["default", "team-a", "team-b"]);
+
+    // The document served is the one generated from the code (and snapshot-tested).
+    let served = api.get("/openapi.json").await;
+    assert_eq!(served.status, StatusCode::OK);
+    assert_eq!(
+        served.json(),
+        serde_json::to_value(kubeferry_server::api::openapi()).unwrap()
+    );
+
+    let missing = api.get("/v2/nothing").await;
+    missing.error(StatusCode::NOT_FOUND, "not_found");
+    let wrong_method = api.custom(Method::DELETE, "/v1/jobs", None, &[]).await;
+    wrong_method.error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn requests_carry_ids_and_errors_name_them() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let reply = service
+        .api
+        .custom(
+            Method::GET,
+            "/v1/jobs/sim/job/default/nope",
+            None,
+            &[("x-request-id", "caller-chosen-1")],
+        )
+        .await;
+    assert_eq!(reply.headers["x-request-id"], "caller-chosen-1");
+    let body = reply.error(StatusCode::NOT_FOUND, "no_such_job");
+    assert_eq!(body["requestId"], "caller-chosen-1");
+
+    let generated = service.api.get("/healthz").await;
+    let id = generated.headers["x-request-id"].to_str().unwrap();
+    assert_eq!(id.len(), 16);
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn metrics_count_requests_jobs_kubernetes_calls_and_watches() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let id = api.submit(shell_job("metrics-1", "echo hi")).await;
+    api.wait_for(&id, "SUCCEEDED").await;
+    api.get("/v1/jobs/sim/job/default/nope").await;
+
+    let metrics = api.get("/metrics").await;
+    assert_eq!(metrics.status, StatusCode::OK);
+    let text = metrics.text();
+    for expected in [
+        "kubeferry_http_requests_total{method=\"POST\",route=\"/v1/jobs\",status=\"201\"} 1",
+        "kubeferry_http_requests_total{method=\"GET\",route=\"/v1/jobs/{cluster}/{kind}/{namespace}/{name}\",status=\"404\"} 1",
+        "kubeferry_http_request_duration_seconds_bucket{",
+        "kubeferry_jobs{cluster=\"sim\",namespace=\"default\",state=\"SUCCEEDED\"} 1",
+        "kubeferry_jobs{cluster=\"sim\",namespace=\"team-a\",state=\"QUEUED\"} 0",
+        "kubeferry_kubernetes_requests_total{cluster=\"sim\",verb=\"create\",resource=\"jobs.batch\",code=\"201\"} 1",
+        "kubeferry_kubernetes_requests_total{cluster=\"sim\",verb=\"watch\",resource=\"pods\",code=\"200\"}",
+        "kubeferry_watch_restarts_total{cluster=\"sim\",namespace=\"default\",resource=\"jobs.batch\"} 0",
+        "kubeferry_watch_synced{cluster=\"sim\",namespace=\"default\",resource=\"pods\"} 1",
+        "# EOF",
+    ] {
+        assert!(text.contains(expected), "{expected} missing from\n{text}");
+    }
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn readiness_fails_and_queries_fail_fast_without_kubernetes() {
+    let sim = Sim::start().await;
+    let mut config = sim.config();
+    config.clusters[0].source = kubeferry_server::config::ClusterSource::ApiUrl {
+        url: format!("http://127.0.0.1:{}", closed_port()),
+        ca_file: None,
+        token_file: None,
+    };
+    config.timeouts.sync = std::time::Duration::from_millis(100);
+    let running = kubeferry_server::start(config).await.unwrap();
+    let api = Api::new(running.addr(), Some(ADMIN_TOKEN));
+
+    assert_eq!(api.get("/healthz").await.status, StatusCode::OK);
+    let ready = eventually("the service to report the failing watch", || async {
+        let reply = api.get("/readyz").await;
+        let body = reply.json();
+        (reply.status == StatusCode::SERVICE_UNAVAILABLE
+            && body["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("failing")))
+        .then_some(body)
+    })
+    .await;
+    assert_eq!(ready["ready"], false);
+
+    let reply = api.get("/v1/jobs/sim/job/default/anything").await;
+    let body = reply.error(StatusCode::SERVICE_UNAVAILABLE, "kubernetes_unreachable");
+    assert!(reply.headers.contains_key(header::RETRY_AFTER), "{body}");
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn submit_is_idempotent_per_job_id_and_status_comes_from_the_cache() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+
+    let gate = Gate::new(sim.dir.path(), "gravitino-42");
+    let body = shell_job(
+        "gravitino-42",
+        &format!("echo started; {}; echo done", gate.wait()),
+    );
+    let first = api.post("/v1/jobs", &body).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text());
+    let submitted = first.json();
+    let id = submitted["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("sim/job/default/gravitino-42-"), "{id}");
+    assert_eq!(submitted["jobId"], "gravitino-42");
+    assert_eq!(submitted["namespace"], "default");
+    assert_eq!(submitted["cluster"], CLUSTER);
+    assert_eq!(first.headers[header::LOCATION], format!("/v1/jobs/{id}"));
+
+    // The same job id again: the same execution id, nothing new.
+    let again = api.post("/v1/jobs", &body).await;
+    assert_eq!(again.status, StatusCode::CREATED);
+    assert_eq!(again.json()["id"], id.as_str());
+    assert_eq!(sim.jobs("default").await.len(), 1);
+
+    // The same job id with another spec is refused.
+    let other = shell_job("gravitino-42", "echo something else");
+    api.post("/v1/jobs", &other)
+        .await
+        .error(StatusCode::CONFLICT, "name_taken");
+
+    let started = api.wait_for(&id, "STARTED").await;
+    let started_at = started["startedAt"].as_str().unwrap().to_string();
+    gate.open();
+    let done = api.wait_for(&id, "SUCCEEDED").await;
+    assert_eq!(done["reason"], "Completed");
+    assert_eq!(done["exitCode"], 0);
+    assert_eq!(done["startedAt"], started_at.as_str());
+    assert!(done["finishedAt"].is_string());
+    assert_eq!(sim.jobs("default").await.len(), 1);
+    assert_eq!(sim.pods("default").await.len(), 1);
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn specs_come_as_objects_text_or_templates() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+
+    let yaml = json!({
+        "jobId": "from-text",
+        "namespace": "team-a",
+        "spec": "name: text\nimage: busybox:1.36\ncommand: [sh, -c, 'echo {{word}}']\n",
+        "params": {"word": "yaml"},
+    });
+    let id = api.submit(yaml).await;
+    assert!(id.starts_with("sim/job/team-a/"), "{id}");
+    api.wait_for(&id, "SUCCEEDED").await;
+
+    let templated = json!({
+        "jobId": "from-template",
+        "template": "greet",
+        "params": {"who": "world", "unused": 1},
+    });
+    let reply = api.post("/v1/jobs", &templated).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+    let submitted = reply.json();
+    assert_eq!(
+        submitted["warnings"],
+        json!(["params.unused: not used by the spec"])
+    );
+    let id = submitted["id"].as_str().unwrap();
+    api.wait_for(id, "SUCCEEDED").await;
+    let log = api.get(&format!("/v1/jobs/{id}/logs")).await.json();
+    assert_eq!(log["log"], "hello, world\n");
+
+    let templates = api.get("/v1/templates").await;
+    assert_eq!(templates.json(), json!({"templates": ["greet"]}));
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_named_error_and_creates_nothing() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let good_spec = json!({"name": "x", "image": "busybox:1.36"});
+
+    // Malformed JSON: 400 with the line and column.
+    let reply = api
+        .post_raw("/v1/jobs", "{\n  \"jobId\": \"a\",\n  oops\n}")
+        .await;
+    let body = reply.error(StatusCode::BAD_REQUEST, "bad_json");
+    assert_eq!(
+        (body["line"].clone(), body["column"].clone()),
+        (json!(3), json!(3))
+    );
+
+    let cases: Vec<(Value, StatusCode, &str, &str)> = vec![
+        (
+            json!({"spec": good_spec}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "jobId",
+        ),
+        (
+            json!({"jobId": 7, "spec": good_spec}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "jobId",
+        ),
+        (
+            json!({"jobId": "", "spec": good_spec}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "jobId",
+        ),
+        (
+            json!({"jobId": "a", "spec": good_spec, "spce": 1}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "spce",
+        ),
+        (
+            json!({"jobId": "a"}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "spec",
+        ),
+        (
+            json!({"jobId": "a", "spec": good_spec, "template": "greet"}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "template",
+        ),
+        (
+            json!({"jobId": "a", "spec": 5}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "spec",
+        ),
+        (
+            json!({"jobId": "a", "spec": good_spec, "params": {"p": [1]}}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "params.p",
+        ),
+        (
+            json!({"jobId": "a", "spec": good_spec, "cluster": "elsewhere"}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "cluster",
+        ),
+        (
+            json!({"jobId": "a", "spec": {"name": "x", "image": "busybox", "namespace": "team-a"}, "namespace": "team-b"}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "namespace",
+        ),
+        (
+            json!({"jobId": "a", "spec": good_spec, "namespace": "kube-system"}),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "namespace",
+        ),
+        (
+            json!({"jobId": "a", "template": "nope"}),
+            StatusCode::NOT_FOUND,
+            "no_such_template",
+            "template",
+        ),
+        (
+            json!({"jobId": "a", "template": "../secrets"}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "template",
+        ),
+    ];
+    for (body, status, code, field) in cases {
+        let reply = api.post("/v1/jobs", &body).await;
+        let error = reply.error(status, code);
+        assert_eq!(error["field"], field, "{body}: {error}");
+    }
+
+    // An invalid spec object: 422, every problem at its place in the request body.
+    let body = "{\"jobId\": \"a\",\n \"spec\": {\"name\": \"x\",\n  \"image\": \"busybox\",\n  \"resources\": {\"memory\": \"64m\"},\n  \"workingDir\": \"relative\"}}";
+    let error = api
+        .post_raw("/v1/jobs", body)
+        .await
+        .error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_spec");
+    let problems = error["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 2, "{error}");
+    assert_eq!(problems[0]["file"], "body");
+    assert_eq!(problems[0]["field"], "spec.resources.memory");
+    assert_eq!(
+        (problems[0]["line"].clone(), problems[0]["column"].clone()),
+        (json!(4), json!(27))
+    );
+    assert_eq!(problems[1]["field"], "spec.workingDir");
+    assert_eq!(problems[1]["line"], 5);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("body:4:27: spec.resources.memory: "),
+        "{error}"
+    );
+
+    // An invalid spec given as text, and a template missing a parameter.
+    let error = api
+        .post(
+            "/v1/jobs",
+            &json!({"jobId": "a", "spec": "name: x\nimage: busybox\ntimeout: soon\n"}),
+        )
+        .await
+        .error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_spec");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("spec:3:10: timeout: "),
+        "{error}"
+    );
+    let error = api
+        .post("/v1/jobs", &json!({"jobId": "a", "template": "greet"}))
+        .await
+        .error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_spec");
+    assert_eq!(error["problems"][0]["file"], "greet.yaml", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("who"),
+        "{error}"
+    );
+
+    // Not JSON at all, and too large.
+    api.custom(
+        Method::POST,
+        "/v1/jobs",
+        Some("jobId: a".into()),
+        &[("content-type", "application/yaml")],
+    )
+    .await
+    .error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
+    let huge = format!(
+        "{{\"jobId\": \"a\", \"spec\": \"{}\"}}",
+        "x".repeat(2 * 1024 * 1024)
+    );
+    api.post_raw("/v1/jobs", huge)
+        .await
+        .error(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large");
+
+    for namespace in ["default", "team-a", "team-b"] {
+        assert!(
+            sim.jobs(namespace).await.is_empty(),
+            "{namespace}: bad input created a Job"
+        );
+    }
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn tokens_are_required_scoped_and_reloaded() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let anonymous = service.client(None);
+    let reply = anonymous.get("/v1/jobs").await;
+    reply.error(StatusCode::UNAUTHORIZED, "unauthorized");
+    assert_eq!(
+        reply.headers[header::WWW_AUTHENTICATE],
+        "Bearer realm=\"kubeferry\""
+    );
+    let wrong = service.client(Some("not-a-real-token-at-all"));
+    let body = wrong
+        .get("/v1/jobs")
+        .await
+        .error(StatusCode::UNAUTHORIZED, "unauthorized");
+    assert!(
+        !body.to_string().contains("not-a-real-token"),
+        "the token was echoed: {body}"
+    );
+    // Health, readiness and metrics need no token.
+    assert_eq!(anonymous.get("/readyz").await.status, StatusCode::OK);
+
+    // A token scoped to team-a: there only.
+    let team_a = service.client(Some(TEAM_A_TOKEN));
+    let id = team_a
+        .submit(json!({"jobId": "scoped", "namespace": "team-a", "spec": {"name": "x", "image": "busybox", "command": ["true"]}}))
+        .await;
+    team_a.wait_for(&id, "SUCCEEDED").await;
+    team_a
+        .post("/v1/jobs", &json!({"jobId": "b", "namespace": "team-b", "spec": {"name": "x", "image": "busybox"}}))
+        .await
+        .error(StatusCode::FORBIDDEN, "forbidden");
+    let admin_job = service.api.submit(shell_job("admin-job", "true")).await;
+    team_a
+        .job(&admin_job)
+        .await
+        .error(StatusCode::FORBIDDEN, "forbidden");
+    team_a
+        .get("/v1/jobs?namespace=default")
+        .await
+        .error(StatusCode::FORBIDDEN, "forbidden");
+    let listed = team_a.get("/v1/jobs").await.json();
+    let ids: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["job"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [id.as_str()]);
+
+    // The tokens file is re-read when it changes: team-a's token goes, a new one comes.
+    let fresh = "fresh-token-0123456789abcdef";
+    std::fs::write(
+        sim.tokens_file(),
+        format!(
+            "tokens:\n  - name: admin\n    token: {ADMIN_TOKEN}\n    namespaces: [\"*\"]\n  - name: fresh\n    token: {fresh}\n    namespaces: [team-b]\n"
+        ),
+    )
+    .unwrap();
+    eventually("the new token to be accepted", || async {
+        (service.client(Some(fresh)).get("/v1/jobs").await.status == StatusCode::OK).then_some(())
+    })
+    .await;
+    team_a
+        .get("/v1/jobs")
+        .await
+        .error(StatusCode::UNAUTHORIZED, "unauthorized");
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn ids_of_other_clusters_are_configuration_errors_and_unknown_jobs_are_404() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    for path in [
+        "/v1/jobs/prod/job/default/x",
+        "/v1/jobs/prod/job/default/x/logs",
+        "/v1/jobs/prod/job/default/x/events",
+    ] {
+        let body = api
+            .get(path)
+            .await
+            .error(StatusCode::MISDIRECTED_REQUEST, "wrong_cluster");
+        assert!(
+            body["message"].as_str().unwrap().contains("\"prod\""),
+            "{body}"
+        );
+    }
+    api.post("/v1/jobs/prod/job/default/x/cancel", &json!({}))
+        .await
+        .error(StatusCode::MISDIRECTED_REQUEST, "wrong_cluster");
+
+    for path in [
+        "/v1/jobs/sim/job/default/x",
+        "/v1/jobs/sim/job/default/x/logs",
+        "/v1/jobs/sim/job/default/x/events",
+    ] {
+        api.get(path)
+            .await
+            .error(StatusCode::NOT_FOUND, "no_such_job");
+    }
+    api.post("/v1/jobs/sim/job/default/x/cancel", &json!({}))
+        .await
+        .error(StatusCode::NOT_FOUND, "no_such_job");
+
+    api.get("/v1/jobs/sim/pod/default/x")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_execution_id");
+    api.get("/v1/jobs/sim/job/Default/x")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_execution_id");
+    api.get("/v1/jobs/sim/sparkapp/default/x")
+        .await
+        .error(StatusCode::BAD_REQUEST, "unsupported_kind");
+    api.get("/v1/jobs/sim/job/kube-system/x")
+        .await
+        .error(StatusCode::FORBIDDEN, "forbidden");
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_returns_at_once_is_idempotent_and_leaves_finished_jobs_alone() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+
+    let id = api.submit(shell_job("long", "echo up; sleep 60")).await;
+    let started = api.wait_for(&id, "STARTED").await;
+    let reply = api.post(&format!("/v1/jobs/{id}/cancel"), &json!({})).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text());
+    let cancel = reply.json();
+    assert_eq!(cancel["alreadyEnded"], false);
+    let state = cancel["job"]["state"].as_str().unwrap();
+    assert!(state == "CANCELLING" || state == "CANCELLED", "{cancel}");
+    let cancelled = api.wait_for(&id, "CANCELLED").await;
+    assert_eq!(
+        cancelled["startedAt"], started["startedAt"],
+        "startedAt is kept"
+    );
+
+    // Again: still accepted, nothing changes.
+    let again = api.post(&format!("/v1/jobs/{id}/cancel"), &json!({})).await;
+    assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.text());
+    assert_eq!(again.json()["job"]["state"], "CANCELLED");
+
+    // A finished job keeps its outcome.
+    let done = api.submit(shell_job("quick", "exit 3")).await;
+    let failed = api.wait_for(&done, "FAILED").await;
+    assert_eq!(failed["exitCode"], 3);
+    assert_eq!(failed["failureClass"], "user");
+    let reply = api
+        .post(&format!("/v1/jobs/{done}/cancel"), &json!({}))
+        .await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    let cancel = reply.json();
+    assert_eq!(cancel["alreadyEnded"], true);
+    assert_eq!(cancel["job"]["state"], "FAILED");
+    assert_eq!(api.job(&done).await.json()["state"], "FAILED");
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn logs_tail_by_lines_and_bytes_and_follow_until_the_end() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+
+    let id = api
+        .submit(shell_job(
+            "printer",
+            "for i in 1 2 3 4 5; do echo line-$i; done",
+        ))
+        .await;
+    api.wait_for(&id, "SUCCEEDED").await;
+    let logs = |query: &'static str| {
+        let id = id.clone();
+        async move { api.get(&format!("/v1/jobs/{id}/logs{query}")).await }
+    };
+    assert_eq!(
+        logs("").await.json()["log"],
+        "line-1\nline-2\nline-3\nline-4\nline-5\n"
+    );
+    assert_eq!(logs("?lines=2").await.json()["log"], "line-4\nline-5\n");
+    assert_eq!(logs("?bytes=7").await.json()["log"], "line-5\n");
+    assert_eq!(logs("?lines=2&bytes=3").await.json()["log"], "-5\n");
+    logs("?lines=many")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+    logs("?tail=3")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+    logs("?follow=true&bytes=3")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+
+    // Follow a running job: the whole log, and the stream ends when the container does.
+    let id = api
+        .submit(shell_job(
+            "ticker",
+            "for i in 1 2 3; do echo tick-$i; sleep 0.2; done",
+        ))
+        .await;
+    api.wait_for(&id, "STARTED").await;
+    let response = api.open(&format!("/v1/jobs/{id}/logs?follow=true")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/plain; charset=utf-8"
+    );
+    assert_eq!(read_stream(response).await, "tick-1\ntick-2\ntick-3\n");
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn an_unreadable_log_is_an_empty_tail_with_a_warning() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let id = api.submit(shell_job("quiet", "echo secret-ish")).await;
+    api.wait_for(&id, "SUCCEEDED").await;
+
+    sim.sim.add_fault(
+        kubeferry_sim::FaultRule::new(kubeferry_sim::FaultAction::Error {
+            code: 500,
+            message: Some("the kubelet is away".into()),
+            retry_after_seconds: None,
+        })
+        .resources(&["pods/log"]),
+    );
+    let reply = api.get(&format!("/v1/jobs/{id}/logs?lines=5")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let tail = reply.json();
+    assert_eq!(tail["log"], "");
+    assert!(
+        tail["warning"]
+            .as_str()
+            .unwrap()
+            .contains("could not be read"),
+        "{tail}"
+    );
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn lists_filter_by_selector_and_state_in_pages() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let mut ids = Vec::new();
+    for (i, (team, script)) in [("a", "true"), ("a", "exit 1"), ("b", "true"), ("a", "true")]
+        .iter()
+        .enumerate()
+    {
+        let body = json!({
+            "jobId": format!("listed-{i}"),
+            "spec": {"name": "x", "image": "busybox", "command": ["sh", "-c", script], "labels": {"team": team}},
+        });
+        let id = api.submit(body).await;
+        api.wait_final(&id).await;
+        ids.push(id);
+    }
+    let listed = |query: String| async move {
+        let reply = api.get(&format!("/v1/jobs{query}")).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+        reply.json()
+    };
+    let ids_of = |list: &Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["job"]["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = listed(String::new()).await;
+    let mut sorted = ids.clone();
+    sorted.sort();
+    let mut got = ids_of(&all);
+    got.sort();
+    assert_eq!(got, sorted);
+    assert_eq!(
+        all["items"][0]["jobId"].as_str().unwrap().len(),
+        "listed-0".len()
+    );
+
+    let team_a = listed("?selector=team%3Da".into()).await;
+    assert_eq!(ids_of(&team_a).len(), 3);
+    let failed = listed("?selector=team%3Da&status=FAILED".into()).await;
+    assert_eq!(ids_of(&failed), [ids[1].clone()]);
+    let set_based = listed("?selector=team%20in%20(b)&status=SUCCEEDED,FAILED".into()).await;
+    assert_eq!(ids_of(&set_based), [ids[2].clone()]);
+
+    // Pages of two, in a stable order, together the whole list.
+    let mut paged = Vec::new();
+    let mut query = "?limit=2".to_string();
+    loop {
+        let page = listed(query.clone()).await;
+        let page_ids = ids_of(&page);
+        assert!(page_ids.len() <= 2);
+        paged.extend(page_ids);
+        match page["continue"].as_str() {
+            Some(token) => query = format!("?limit=2&continue={token}"),
+            None => break,
+        }
+    }
+    assert_eq!(paged, ids_of(&all));
+
+    for (query, parameter) in [
+        ("?status=DONE", "status"),
+        ("?limit=0", "limit"),
+        ("?continue=garbage", "continue"),
+        ("?selector=team%3D%3D%3Da%20b", "selector"),
+        ("?sort=age", "sort"),
+    ] {
+        let body = api
+            .get(&format!("/v1/jobs{query}"))
+            .await
+            .error(StatusCode::BAD_REQUEST, "bad_parameter");
+        assert_eq!(body["field"], parameter, "{query}: {body}");
+    }
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn one_jobs_events_stream_until_it_ends() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let gate = Gate::new(sim.dir.path(), "evented");
+    let id = api
+        .submit(shell_job("evented", &format!("{}; echo done", gate.wait())))
+        .await;
+    let mut events = Events::new(api.open(&format!("/v1/jobs/{id}/events")).await);
+    let mut infos: Vec<Value> = Vec::new();
+    while let Some(event) = events.next().await {
+        assert_eq!(event.event, "status", "{event:?}");
+        assert_eq!(event.data["id"], id.as_str());
+        if event.data["state"] == "STARTED" {
+            gate.open();
+        }
+        infos.push(event.data);
+    }
+    let states: Vec<&str> = infos.iter().map(|i| i["state"].as_str().unwrap()).collect();
+    assert!(states.contains(&"STARTED"), "{states:?}");
+    assert_eq!(states.last(), Some(&"SUCCEEDED"), "{states:?}");
+    for pair in infos.windows(2) {
+        assert_ne!(pair[0], pair[1], "an event repeated the one before");
+    }
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn selector_events_cover_new_matching_jobs_only() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let before = api
+        .submit(json!({"jobId": "before", "spec": {"name": "x", "image": "busybox", "command": ["true"], "labels": {"flow": "etl"}}}))
+        .await;
+    api.wait_for(&before, "SUCCEEDED").await;
+
+    let mut events = Events::new(
+        api.open("/v1/events?namespace=default&selector=flow%3Detl")
+            .await,
+    );
+    // The snapshot first: the job that already ended, then `listed`.
+    let first = events.next().await.unwrap();
+    assert_eq!(first.event, "status");
+    assert_eq!(first.data["id"], before.as_str());
+    assert_eq!(first.data["state"], "SUCCEEDED");
+    let listed = events.next().await.unwrap();
+    assert_eq!(listed.event, "listed");
+    assert_eq!(
+        listed.data,
+        json!({"cluster": "sim", "namespace": "default"})
+    );
+
+    let other = api
+        .submit(json!({"jobId": "other", "spec": {"name": "x", "image": "busybox", "command": ["true"], "labels": {"flow": "ml"}}}))
+        .await;
+    let matching = api
+        .submit(json!({"jobId": "matching", "spec": {"name": "x", "image": "busybox", "command": ["sh", "-c", "sleep 0.2"], "labels": {"flow": "etl"}}}))
+        .await;
+    loop {
+        let event = events.next_named("status").await.unwrap();
+        assert_ne!(
+            event.data["id"],
+            other.as_str(),
+            "a job not matching the selector"
+        );
+        assert_eq!(event.data["id"], matching.as_str());
+        if event.data["state"] == "SUCCEEDED" {
+            break;
+        }
+    }
+    api.get("/v1/events?selector=%3D%3D")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+    api.get("/v1/events?namespace=kube-system")
+        .await
+        .error(StatusCode::FORBIDDEN, "forbidden");
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn the_sweep_reports_and_on_request_deletes_orphans() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let kept = api.submit(shell_job("known", "true")).await;
+    let orphan = api.submit(shell_job("forgotten", "sleep 60")).await;
+    api.wait_for(&orphan, "STARTED").await;
+
+    let report = api
+        .post(
+            "/v1/sweep",
+            &json!({"knownJobIds": ["known"], "namespace": "default"}),
+        )
+        .await;
+    assert_eq!(report.status, StatusCode::OK, "{}", report.text());
+    let orphans = report.json()["orphans"].clone();
+    assert_eq!(orphans.as_array().unwrap().len(), 1, "{orphans}");
+    assert_eq!(orphans[0]["id"], orphan.as_str());
+    assert_eq!(orphans[0]["jobId"], "forgotten");
+    assert_eq!(orphans[0]["deleted"], false);
+    assert_eq!(sim.jobs("default").await.len(), 2);
+
+    let swept = api
+        .post(
+            "/v1/sweep",
+            &json!({"knownJobIds": ["known"], "delete": true}),
+        )
+        .await
+        .json();
+    assert_eq!(swept["orphans"][0]["deleted"], true);
+    eventually("the orphan to be gone", || async {
+        let jobs = sim.jobs("default").await;
+        (jobs.len() == 1 && kept.ends_with(&jobs[0].0)).then_some(())
+    })
+    .await;
+    api.post("/v1/sweep", &json!({"delete": true}))
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_request");
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn tls_serves_https_with_the_given_certificate() {
+    use std::sync::Arc;
+    let sim = Sim::start().await;
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert_file = sim.dir.path().join("tls.crt");
+    let key_file = sim.dir.path().join("tls.key");
+    std::fs::write(&cert_file, certified.cert.pem()).unwrap();
+    std::fs::write(&key_file, certified.signing_key.serialize_pem()).unwrap();
+    let mut config = sim.config();
+    config.tls = Some(kubeferry_server::config::TlsConfig {
+        cert_file,
+        key_file,
+    });
+    let running = kubeferry_server::start(config).await.unwrap();
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certified.cert.der().clone()).unwrap();
+    let client_config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config));
+    let tcp = tokio::net::TcpStream::connect(running.addr())
+        .await
+        .unwrap();
+    let tls = connector
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let request = hyper::Request::get("/healthz")
+        .header(header::HOST, "localhost")
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+
+    // Plain HTTP on the TLS port gets no answer.
+    let plain = Api::new(running.addr(), None);
+    let request = hyper::Request::get(format!("http://{}/healthz", running.addr()))
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<bytes::Bytes>>();
+    assert!(client.request(request).await.is_err());
+    drop(plain);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_stops_readiness_ends_streams_and_finishes() {
+    let sim = Sim::start().await;
+    let mut config = sim.config();
+    config.timeouts.drain = std::time::Duration::from_millis(300);
+    let service = Service::start(config).await;
+    let api = service.api.clone();
+    let id = api.submit(shell_job("outlives", "sleep 60")).await;
+    let mut events = Events::new(api.open(&format!("/v1/jobs/{id}/events")).await);
+    events.next().await.unwrap();
+
+    let stopping = tokio::spawn(service.stop());
+    let body = eventually("readiness to fail while draining", || async {
+        let reply = api.get("/readyz").await;
+        (reply.status == StatusCode::SERVICE_UNAVAILABLE).then(|| reply.json())
+    })
+    .await;
+    assert!(
+        body["reason"].as_str().unwrap().contains("shutting down"),
+        "{body}"
+    );
+    // The event stream ends instead of holding the shutdown up.
+    while events.next().await.is_some() {}
+    stopping.await.unwrap();
+    // The job itself is untouched: it lives in Kubernetes, not in the service.
+    assert_eq!(sim.jobs("default").await.len(), 1);
+}
