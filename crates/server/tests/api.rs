@@ -924,3 +924,136 @@ async fn shutdown_stops_readiness_ends_streams_and_finishes() {
     // The job itself is untouched: it lives in Kubernetes, not in the service.
     assert_eq!(sim.jobs("default").await.len(), 1);
 }
+
+#[tokio::test]
+async fn kubernetes_failures_become_clear_errors_and_a_retry_is_safe() {
+    use kubeferry_sim::{FaultAction, FaultRule};
+    let sim = Sim::start().await;
+    let mut config = sim.config();
+    config.timeouts.retry_deadline = std::time::Duration::from_millis(300);
+    config.timeouts.request = std::time::Duration::from_millis(500);
+    let service = Service::start(config).await;
+    let api = &service.api;
+    let create = |action| {
+        FaultRule::new(action)
+            .verbs(&["create"])
+            .resources(&["jobs.batch"])
+    };
+
+    // The API server refuses the object (an admission webhook, a quota): 422.
+    let fault = sim.sim.add_fault(create(FaultAction::Error {
+        code: 422,
+        message: Some("denied by policy".into()),
+        retry_after_seconds: None,
+    }));
+    let body = api
+        .post("/v1/jobs", &shell_job("refused", "true"))
+        .await
+        .error(StatusCode::UNPROCESSABLE_ENTITY, "kubernetes_rejected");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("denied by policy"),
+        "{body}"
+    );
+    sim.sim.remove_fault(fault);
+
+    // The API server keeps failing: retried until the deadline, then 503 with Retry-After.
+    let fault = sim.sim.add_fault(create(FaultAction::Error {
+        code: 500,
+        message: None,
+        retry_after_seconds: None,
+    }));
+    let reply = api.post("/v1/jobs", &shell_job("failing", "true")).await;
+    reply.error(StatusCode::SERVICE_UNAVAILABLE, "kubernetes_error");
+    assert!(reply.headers.contains_key(header::RETRY_AFTER));
+    sim.sim.remove_fault(fault);
+
+    // The API server is slow: the request times out (504)...
+    let fault = sim
+        .sim
+        .add_fault(create(FaultAction::Latency { millis: 2_000 }).times(1));
+    api.post("/v1/jobs", &shell_job("slow", "true"))
+        .await
+        .error(StatusCode::GATEWAY_TIMEOUT, "timeout");
+    sim.sim.remove_fault(fault);
+    // ...and submitting the same job id again is safe whether or not the first create landed.
+    let id = api.submit(shell_job("slow", "true")).await;
+    api.wait_for(&id, "SUCCEEDED").await;
+    let jobs = sim.jobs("default").await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0].1, "slow");
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn the_deployed_role_is_all_the_service_needs_and_its_absence_is_named() {
+    let mut sim_config = kubeferry_sim::SimConfig::for_tests();
+    sim_config.rbac = true;
+    let sim = Sim::start_with(sim_config).await;
+    // The Role and RoleBinding of deploy/, given to a service account in team-a only.
+    let rbac = std::fs::read_to_string(repo().join("deploy/10-rbac.yaml")).unwrap();
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&rbac).unwrap();
+    for mut document in documents {
+        document["metadata"]["namespace"] = json!("team-a");
+        if document["kind"] == "RoleBinding" {
+            document["subjects"][0]["namespace"] = json!("team-a");
+        }
+        sim.sim.create("team-a", document).unwrap();
+    }
+    let token = sim.sim.token_for("team-a", "kubeferry");
+    let kubeconfig = sim.dir.path().join("kubeconfig-sa");
+    sim.sim
+        .write_kubeconfig_as(&kubeconfig, CLUSTER, &token)
+        .unwrap();
+    let mut config = sim.config();
+    config.clusters[0].source = kubeferry_server::config::ClusterSource::Kubeconfig {
+        path: Some(kubeconfig),
+        context: Some(CLUSTER.into()),
+    };
+    config.namespaces = vec!["team-a".into()];
+    let service = Service::start(config.clone()).await;
+    let api = &service.api;
+
+    // Everything works with exactly that Role.
+    let id = api
+        .submit(json!({"jobId": "rbac", "spec": {"name": "x", "image": "busybox", "command": ["sh", "-c", "echo ok"]}}))
+        .await;
+    api.wait_for(&id, "SUCCEEDED").await;
+    assert_eq!(
+        api.get(&format!("/v1/jobs/{id}/logs")).await.json()["log"],
+        "ok\n"
+    );
+    assert_eq!(api.get("/v1/jobs").await.status, StatusCode::OK);
+    let long = api.submit(shell_job("rbac-long", "sleep 60")).await;
+    api.wait_for(&long, "STARTED").await;
+    let cancel = api
+        .post(&format!("/v1/jobs/{long}/cancel"), &json!({}))
+        .await;
+    assert_eq!(cancel.status, StatusCode::ACCEPTED, "{}", cancel.text());
+    api.wait_for(&long, "CANCELLED").await;
+    let sweep = api
+        .post("/v1/sweep", &json!({"knownJobIds": [], "delete": true}))
+        .await;
+    assert_eq!(sweep.status, StatusCode::OK, "{}", sweep.text());
+    service.stop().await;
+
+    // In a namespace without the Role: not ready, and a submission names the missing permission.
+    config.namespaces = vec!["team-b".into()];
+    let running = kubeferry_server::start(config).await.unwrap();
+    let api = Api::new(running.addr(), Some(ADMIN_TOKEN));
+    eventually("the service to report the forbidden watch", || async {
+        let reply = api.get("/readyz").await;
+        (reply.status == StatusCode::SERVICE_UNAVAILABLE).then_some(())
+    })
+    .await;
+    let body = api
+        .post("/v1/jobs", &shell_job("denied", "true"))
+        .await
+        .error(StatusCode::BAD_GATEWAY, "kubernetes_forbidden");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("create jobs.batch"), "{message}");
+    assert!(message.contains("team-b"), "{message}");
+    running.shutdown().await.unwrap();
+}

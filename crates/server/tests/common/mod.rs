@@ -63,7 +63,12 @@ pub struct Sim {
 impl Sim {
     /// A fresh cluster with the namespaces `default`, `team-a` and `team-b`.
     pub async fn start() -> Sim {
-        let sim = SimCluster::start(SimConfig::for_tests()).await.unwrap();
+        Sim::start_with(SimConfig::for_tests()).await
+    }
+
+    /// [`Sim::start`] with a cluster configured as given.
+    pub async fn start_with(config: SimConfig) -> Sim {
+        let sim = SimCluster::start(config).await.unwrap();
         for namespace in ["team-a", "team-b"] {
             sim.create(
                 "",
