@@ -277,11 +277,14 @@ impl Default for Timeouts {
             request: Duration::from_secs(30),
             shutdown: Duration::from_secs(30),
             drain: Duration::ZERO,
-            sync: Duration::from_secs(10),
+            // A first query on a namespace whose watch cannot list waits `sync`, then retries
+            // a GET until `retry_deadline`: both well inside `request`, so that the caller
+            // gets a 503 naming the cause rather than a 504.
+            sync: Duration::from_secs(5),
             watch: Duration::from_secs(60),
             connect: Duration::from_secs(5),
             read: Duration::from_secs(30),
-            retry_deadline: Duration::from_secs(30),
+            retry_deadline: Duration::from_secs(10),
             unreachable_window: Duration::from_secs(10),
             recheck: Duration::from_secs(1),
             image_pull_grace: Duration::from_secs(180),

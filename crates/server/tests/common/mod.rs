@@ -338,6 +338,24 @@ impl Api {
         }
     }
 
+    /// GET, returning only the status, or `None` when nothing answers (yet).
+    pub async fn try_get(&self, path: &str) -> Option<StatusCode> {
+        let request = self.request(Method::GET, path, None);
+        match tokio::time::timeout(DEADLINE, self.client.request(request)).await {
+            Ok(Ok(response)) => Some(response.status()),
+            _ => None,
+        }
+    }
+
+    /// POST, returning only the status, or `None` when no answer comes (the service died).
+    pub async fn try_post(&self, path: &str, body: &Value) -> Option<StatusCode> {
+        let request = self.request(Method::POST, path, Some(body.to_string().into()));
+        match tokio::time::timeout(DEADLINE, self.client.request(request)).await {
+            Ok(Ok(response)) => Some(response.status()),
+            _ => None,
+        }
+    }
+
     /// GET.
     pub async fn get(&self, path: &str) -> Reply {
         self.send(self.request(Method::GET, path, None)).await

@@ -1,0 +1,301 @@
+//! Three replicas on one simulated cluster: jobs submitted on the first, read on the second,
+//! cancelled on the third; the third, a real `kubeferry-server` process, is killed with SIGKILL
+//! in the middle of a cancel and started again. Every job ends with the right status on every
+//! replica, and the cluster holds each job exactly once: none duplicated, none lost.
+//!
+//! Two replicas run in this process (cheap, and enough to show that no state is shared but
+//! Kubernetes); the third is a separate process so that it can die the way a pod dies, with
+//! its watches, connections and in-flight requests cut off mid-way.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+
+use common::*;
+use hyper::http::StatusCode;
+use serde_json::{Value, json};
+
+/// A `kubeferry-server` process.
+struct Process {
+    child: tokio::process::Child,
+    api: Api,
+}
+
+impl Process {
+    async fn start(sim: &Sim, name: &str) -> Process {
+        let port = closed_port();
+        let dir = sim.dir.path();
+        let config = dir.join(format!("{name}.yaml"));
+        std::fs::write(
+            &config,
+            format!(
+                r#"
+listen: 127.0.0.1:{port}
+auth:
+  tokensFile: {tokens}
+clusters:
+  - name: {CLUSTER}
+    kubeconfig: {kubeconfig}
+    context: {CLUSTER}
+namespaces: [default, team-a, team-b]
+timeouts:
+  sync: 5s
+  recheck: 50ms
+  retryDeadline: 2s
+  unreachableWindow: 1s
+  keepAlive: 1s
+  followReopen: 50ms
+  podStatusWait: 500ms
+  shutdown: 5s
+"#,
+                tokens = sim.tokens_file().display(),
+                kubeconfig = sim.kubeconfig.display(),
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubeferry-server"))
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "info")
+            .env_remove("KUBEFERRY_CLUSTER_NAME")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("kubeferry-server starts");
+        let api = Api::new(
+            format!("127.0.0.1:{port}").parse().unwrap(),
+            Some(ADMIN_TOKEN),
+        );
+        let process = Process { child, api };
+        eventually(&format!("{name} to be ready"), || async {
+            let ready = process.api.try_get("/readyz").await;
+            (ready == Some(StatusCode::OK)).then_some(())
+        })
+        .await;
+        process
+    }
+
+    /// SIGTERM, as Kubernetes stops a pod; returns the exit status.
+    async fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("running").to_string();
+        let sent = tokio::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .await
+            .unwrap();
+        assert!(sent.success());
+        tokio::time::timeout(DEADLINE, self.child.wait())
+            .await
+            .expect("it stops in time")
+            .unwrap()
+    }
+
+    /// SIGKILL: no graceful anything.
+    async fn kill(mut self) {
+        self.child.kill().await.unwrap();
+    }
+}
+
+/// What each job should end as.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Expect {
+    Succeeds,
+    Fails,
+    Cancelled,
+}
+
+fn job(job_id: &str, script: &str) -> Value {
+    json!({
+        "jobId": job_id,
+        "spec": {"name": "replicated", "image": "busybox", "command": ["sh", "-c", script]},
+    })
+}
+
+#[tokio::test]
+async fn three_replicas_one_killed_and_restarted_agree_on_every_job() {
+    let sim = Sim::start().await;
+    let first = sim.serve().await;
+    let second = sim.serve().await;
+    let third = Process::start(&sim, "third").await;
+    let gate = Gate::new(sim.dir.path(), "replicas");
+
+    let mut plan: BTreeMap<String, (Expect, Value)> = BTreeMap::new();
+    for i in 0..4 {
+        let script = format!("{}; echo done-{i}", gate.wait());
+        plan.insert(
+            format!("ok-{i}"),
+            (Expect::Succeeds, job(&format!("ok-{i}"), &script)),
+        );
+    }
+    for i in 0..2 {
+        let script = format!("{}; exit 2", gate.wait());
+        plan.insert(
+            format!("fail-{i}"),
+            (Expect::Fails, job(&format!("fail-{i}"), &script)),
+        );
+    }
+    for i in 0..3 {
+        plan.insert(
+            format!("cancel-{i}"),
+            (Expect::Cancelled, job(&format!("cancel-{i}"), "sleep 120")),
+        );
+    }
+
+    // Submit everything on the first replica.
+    let mut ids: BTreeMap<String, String> = BTreeMap::new();
+    for (job_id, (_, body)) in &plan {
+        ids.insert(job_id.clone(), first.api.submit(body.clone()).await);
+    }
+    // Read on the second: every job is there and running.
+    for id in ids.values() {
+        second.api.wait_for(id, "STARTED").await;
+    }
+    // Submitting again on the third gives the same ids: nothing new is created.
+    for (job_id, (_, body)) in &plan {
+        assert_eq!(&third.api.submit(body.clone()).await, &ids[job_id]);
+    }
+
+    // Cancel on the third; then kill it while it cancels another job.
+    let cancel = |api: &Api, id: &str| {
+        let (api, path) = (api.clone(), format!("/v1/jobs/{id}/cancel"));
+        async move { api.post(&path, &json!({})).await }
+    };
+    let reply = cancel(&third.api, &ids["cancel-0"]).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text());
+    let in_flight = {
+        let (api, path) = (
+            third.api.clone(),
+            format!("/v1/jobs/{}/cancel", ids["cancel-1"]),
+        );
+        tokio::spawn(async move { api.try_post(&path, &json!({})).await })
+    };
+    third.kill().await;
+    let _ = in_flight.await;
+
+    // The others go on answering while it is down.
+    for id in ids.values() {
+        assert_eq!(second.api.job(id).await.status, StatusCode::OK);
+    }
+
+    // Started again, it answers for every job and cancelling again is harmless.
+    let third = Process::start(&sim, "third-again").await;
+    for job_id in ["cancel-1", "cancel-2"] {
+        let reply = cancel(&third.api, &ids[job_id]).await;
+        assert!(
+            reply.status == StatusCode::ACCEPTED || reply.status == StatusCode::NOT_FOUND,
+            "{}",
+            reply.text()
+        );
+    }
+    for (job_id, (expect, body)) in &plan {
+        if *expect != Expect::Cancelled {
+            assert_eq!(&third.api.submit(body.clone()).await, &ids[job_id]);
+        }
+    }
+    gate.open();
+
+    // Every job ends as planned, on every replica.
+    for (job_id, (expect, _)) in &plan {
+        let id = &ids[job_id];
+        for (replica, api) in [
+            ("first", &first.api),
+            ("second", &second.api),
+            ("third", &third.api),
+        ] {
+            match expect {
+                Expect::Succeeds => {
+                    let info = api.wait_final(id).await;
+                    assert_eq!(info["state"], "SUCCEEDED", "{replica}: {info}");
+                    assert_eq!(info["exitCode"], 0, "{replica}: {info}");
+                }
+                Expect::Fails => {
+                    let info = api.wait_final(id).await;
+                    assert_eq!(info["state"], "FAILED", "{replica}: {info}");
+                    assert_eq!(info["exitCode"], 2, "{replica}: {info}");
+                }
+                Expect::Cancelled => {
+                    // The cancelled Job is deleted. Replicas that watched it go report
+                    // CANCELLED; one started after it went finds no such job, which a caller
+                    // that cancelled settles as cancelled.
+                    let state = eventually(&format!("{job_id} cancelled on {replica}"), || async {
+                        let reply = api.job(id).await;
+                        let body = reply.json();
+                        match (reply.status, body["state"].as_str(), body["code"].as_str()) {
+                            (StatusCode::OK, Some("CANCELLED"), _) => Some("CANCELLED"),
+                            (StatusCode::NOT_FOUND, _, Some("no_such_job")) => Some("gone"),
+                            _ => None,
+                        }
+                    })
+                    .await;
+                    if replica != "third" {
+                        assert_eq!(state, "CANCELLED", "{replica}: {job_id}");
+                    }
+                }
+            }
+        }
+    }
+
+    // The cluster holds every finished job exactly once, each run exactly once, and nothing
+    // of the cancelled ones.
+    let jobs = sim.jobs("default").await;
+    let mut job_ids: Vec<&str> = jobs.iter().map(|(_, id)| id.as_str()).collect();
+    job_ids.sort();
+    let mut expected: Vec<&str> = plan
+        .iter()
+        .filter(|(_, (expect, _))| *expect != Expect::Cancelled)
+        .map(|(job_id, _)| job_id.as_str())
+        .collect();
+    expected.sort();
+    assert_eq!(job_ids, expected, "no job duplicated or lost");
+    eventually("the cancelled jobs' pods to be gone", || async {
+        let pods = sim.pods("default").await;
+        (pods.len() == expected.len()).then_some(pods)
+    })
+    .await;
+    let pods = sim.pods("default").await;
+    for (name, _) in &jobs {
+        let runs = pods.iter().filter(|(_, job)| job == name).count();
+        assert_eq!(runs, 1, "{name} ran {runs} times");
+    }
+
+    // And every replica lists the same jobs.
+    for api in [&first.api, &second.api, &third.api] {
+        let list = api.get("/v1/jobs?namespace=default").await.json();
+        let mut listed: Vec<&str> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["jobId"].as_str().unwrap())
+            .collect();
+        listed.sort();
+        assert_eq!(listed, expected);
+    }
+    third.kill().await;
+    first.stop().await;
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn the_process_stops_gracefully_on_sigterm() {
+    let sim = Sim::start().await;
+    let process = Process::start(&sim, "graceful").await;
+    let id = process.api.submit(shell_job("survivor", "sleep 120")).await;
+    process.api.wait_for(&id, "STARTED").await;
+    let mut events = Events::new(process.api.open(&format!("/v1/jobs/{id}/events")).await);
+    assert_eq!(events.next().await.unwrap().data["state"], "STARTED");
+
+    let status = process.terminate().await;
+    assert!(status.success(), "{status}");
+    // The stream ended rather than holding the shutdown up; the job runs on regardless.
+    while events.next().await.is_some() {}
+    let log = std::fs::read_to_string(sim.dir.path().join("graceful.log")).unwrap();
+    assert!(
+        log.contains("\"message\":\"stop signal received\""),
+        "{log}"
+    );
+    assert!(log.contains("\"message\":\"stopped\""), "{log}");
+    assert_eq!(sim.jobs("default").await.len(), 1);
+}
