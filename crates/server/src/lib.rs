@@ -216,3 +216,6 @@ async fn stop_signal() -> &'static str {
         "SIGINT"
     }
 }
+
+#[cfg(test)]
+mod tests;
