@@ -256,9 +256,11 @@ impl ContainerJobs {
         }
         if let Some(tombstone) = watch.jobs.tombstone(&id.name) {
             let final_state = tombstone.departure == crate::tracker::Departure::Deleted;
+            // Its pods are likely gone too (deleted with it): their last states still say
+            // when the job started, which a replica that never answered for it must report.
             return Ok(Some((
                 Observed::Vanished(tombstone.last, final_state),
-                watch.pods_of(&id.name),
+                watch.last_pods_of(&id.name),
             )));
         }
         // A miss: a Job created a moment ago (perhaps by another replica) that the watch has not

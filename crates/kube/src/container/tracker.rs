@@ -42,6 +42,18 @@ impl NamespaceWatch {
         self.pods.of_job(job).into_iter().map(|e| e.view).collect()
     }
 
+    /// The pods of a Job that is gone: those still watched and the last states of those
+    /// deleted, so that what they showed (when the job started) outlives them.
+    pub fn last_pods_of(&self, job: &str) -> Vec<PodView> {
+        let mut pods = self.pods_of(job);
+        for tombstone in self.pods.tombstones_of_job(job) {
+            if !pods.iter().any(|p| p.name == tombstone.last.name) {
+                pods.push(tombstone.last);
+            }
+        }
+        pods
+    }
+
     /// Notifications naming the Jobs whose Job or pods changed.
     pub fn subscribe(&self) -> (broadcast::Receiver<String>, broadcast::Receiver<String>) {
         (self.jobs.subscribe(), self.pods.subscribe())

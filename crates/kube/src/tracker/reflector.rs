@@ -44,6 +44,8 @@ pub enum Departure {
 /// An object that was watched and is gone.
 #[derive(Clone, Debug)]
 pub struct Tombstone<V> {
+    /// The job the object belonged to.
+    pub job: String,
     /// The last view seen.
     pub last: V,
     /// How it left.
@@ -213,6 +215,16 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
         read(&self.state).tombstones.get(name).cloned()
     }
 
+    /// How the objects of one job went away (e.g. the pods of a Job that is gone).
+    pub fn tombstones_of_job(&self, job: &str) -> Vec<Tombstone<V>> {
+        read(&self.state)
+            .tombstones
+            .values()
+            .filter(|t| t.job == job)
+            .cloned()
+            .collect()
+    }
+
     /// Every entry (for listing).
     pub fn all(&self) -> Vec<Entry<V>> {
         read(&self.state).objects.values().cloned().collect()
@@ -352,6 +364,7 @@ fn remove<V: Clone>(
     state.tombstones.insert(
         name.to_string(),
         Tombstone {
+            job: job.clone(),
             last: entry.view,
             departure,
             at: now,

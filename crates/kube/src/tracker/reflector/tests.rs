@@ -58,6 +58,7 @@ fn deleted_events_leave_the_final_state() {
     let tombstone = &state.tombstones["p1"];
     assert_eq!(tombstone.departure, Departure::Deleted);
     assert_eq!(tombstone.last, "final");
+    assert_eq!(tombstone.job, "j1");
 }
 
 #[test]
