@@ -299,3 +299,25 @@ async fn the_process_stops_gracefully_on_sigterm() {
     assert!(log.contains("\"message\":\"stopped\""), "{log}");
     assert_eq!(sim.jobs("default").await.len(), 1);
 }
+
+#[tokio::test]
+async fn a_replica_that_never_answered_for_a_job_keeps_its_start_time_after_cancel() {
+    // A caller behind a load balancer may get STARTED from one replica and its next answer
+    // from another: the start time must not vanish from that answer.
+    let sim = Sim::start().await;
+    let first = sim.serve().await;
+    let second = sim.serve().await;
+    let id = first.api.submit(shell_job("seen-once", "sleep 120")).await;
+    let started = first.api.wait_for(&id, "STARTED").await;
+    let reply = first
+        .api
+        .post(&format!("/v1/jobs/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    first.api.wait_for(&id, "CANCELLED").await;
+
+    let cancelled = second.api.wait_for(&id, "CANCELLED").await;
+    assert_eq!(cancelled["startedAt"], started["startedAt"], "{cancelled}");
+    first.stop().await;
+    second.stop().await;
+}
