@@ -1057,3 +1057,42 @@ async fn the_deployed_role_is_all_the_service_needs_and_its_absence_is_named() {
     assert!(message.contains("team-b"), "{message}");
     running.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_api_url_with_a_ca_and_a_token_file_that_is_reread_when_it_changes() {
+    let sim = Sim::start().await;
+    let ca_file = sim.dir.path().join("ca.crt");
+    std::fs::write(&ca_file, sim.sim.ca_pem().unwrap()).unwrap();
+    let token_file = sim.dir.path().join("token");
+    // A token the API server does not accept (an expired one, say).
+    std::fs::write(&token_file, "expired-token\n").unwrap();
+    let mut config = sim.config();
+    config.clusters[0].source = kubeferry_server::config::ClusterSource::ApiUrl {
+        url: sim.sim.url(),
+        ca_file: Some(ca_file),
+        token_file: Some(token_file.clone()),
+    };
+    let running = kubeferry_server::start(config).await.unwrap();
+    let api = Api::new(running.addr(), Some(ADMIN_TOKEN));
+    eventually("the service to report the refused watch", || async {
+        let reply = api.get("/readyz").await;
+        let body = reply.json();
+        (reply.status == StatusCode::SERVICE_UNAVAILABLE
+            && body["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("failing")))
+        .then_some(())
+    })
+    .await;
+
+    // The token is renewed in place: the service picks it up without a restart.
+    std::fs::write(&token_file, format!("{}\n", sim.sim.admin_token())).unwrap();
+    eventually("the service to be ready with the new token", || async {
+        (api.get("/readyz").await.status == StatusCode::OK).then_some(())
+    })
+    .await;
+    let id = api.submit(shell_job("by-url", "echo via the url")).await;
+    assert!(id.starts_with("sim/job/default/"), "{id}");
+    api.wait_for(&id, "SUCCEEDED").await;
+    running.shutdown().await.unwrap();
+}
