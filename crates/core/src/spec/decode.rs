@@ -440,14 +440,19 @@ impl Decoder {
             (CONTAINER_JOB_KIND, JobFileKind::Container),
             (SPARK_JOB_KIND, JobFileKind::Spark),
         ];
-        let kind = entries
+        let kind = match entries
             .iter()
             .find(|entry| entry.key == "kind")
             .filter(|entry| !is_null(&entry.value))
-            .and_then(|entry| self.choice(&entry.value, &path.field("kind"), &kinds));
+        {
+            // A kind this version does not know: its problem explains the file; the fields of
+            // a kind it was not meant to be would only add noise.
+            Some(entry) => self.choice(&entry.value, &path.field("kind"), &kinds)?,
+            None => JobFileKind::Container,
+        };
         match kind {
-            Some(JobFileKind::Spark) => self.spark_job(root).map(Decoded::Spark),
-            _ => self.container_job(root).map(Decoded::Container),
+            JobFileKind::Spark => self.spark_job(root).map(Decoded::Spark),
+            JobFileKind::Container => self.container_job(root).map(Decoded::Container),
         }
     }
 

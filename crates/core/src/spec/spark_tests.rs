@@ -291,6 +291,15 @@ fn structure_and_value_problems() {
 }
 
 #[test]
+fn a_misspelt_kind_is_the_one_problem_reported() {
+    let text = MINIMAL.replace("kind: SparkJob", "kind: SparkJb");
+    assert_eq!(
+        error("pi.yaml", &text),
+        r#"pi.yaml:1:7: kind: "SparkJb" is not one of ContainerJob, SparkJob; did you mean SparkJob?"#
+    );
+}
+
+#[test]
 fn templates_work_as_for_container_jobs() {
     let text = "\
 kind: SparkJob
