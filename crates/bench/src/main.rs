@@ -113,9 +113,7 @@ async fn executor(sim: &SimCluster) -> anyhow::Result<Executor> {
 }
 
 fn job_spec(name: &str, command: &str, extra: &str) -> anyhow::Result<JobSpec> {
-    let text = format!(
-        "name: {name}\nimage: busybox\ncommand: [sh, -c, {command:?}]\n{extra}"
-    );
+    let text = format!("name: {name}\nimage: busybox\ncommand: [sh, -c, {command:?}]\n{extra}");
     Ok(spec::load("bench.yaml", &text, &Default::default())?)
 }
 
@@ -167,17 +165,29 @@ async fn tracking(jobs: usize, window: Duration) -> anyhow::Result<()> {
     let requests: u64 = sim.counters().values().sum();
     let job_minutes = jobs as f64 * elapsed.as_secs_f64() / 60.0;
     print_table(
-        &format!("Tracking cost: {jobs} running jobs, each waited on, for {:.0} s", elapsed.as_secs_f64()),
+        &format!(
+            "Tracking cost: {jobs} running jobs, each waited on, for {:.0} s",
+            elapsed.as_secs_f64()
+        ),
         &[
-            ("waits still running at the end", format!("{timed_out} of {jobs}")),
+            (
+                "waits still running at the end",
+                format!("{timed_out} of {jobs}"),
+            ),
             ("API requests by kubeferry", requests.to_string()),
-            ("requests per job-minute", format!("{:.5}", requests as f64 / job_minutes)),
+            (
+                "requests per job-minute",
+                format!("{:.5}", requests as f64 / job_minutes),
+            ),
             ("goal", "< 0.01".to_string()),
             ("Metaflow (REFERENCE.md section 7)", "~120-480".to_string()),
         ],
     );
     for (key, count) in sim.counters() {
-        println!("    {:<8} {:<20} {:<40} {count}", key.verb, key.resource, key.user);
+        println!(
+            "    {:<8} {:<20} {:<40} {count}",
+            key.verb, key.resource, key.user
+        );
     }
     sim.shutdown().await;
     Ok(())
@@ -238,7 +248,9 @@ async fn latency(jobs: usize, concurrency: usize) -> anyhow::Result<()> {
                 let id = executor
                     .submit(&spec, &format!("latency-{run}-{i}"), "default")
                     .await?;
-                let info = executor.wait(&id, Some(Duration::from_secs(120)), |_| {}).await?;
+                let info = executor
+                    .wait(&id, Some(Duration::from_secs(120)), |_| {})
+                    .await?;
                 let reported = jiff::Timestamp::now();
                 anyhow::ensure!(info.state == JobState::Succeeded, "{id}: {info:?}");
                 let log = executor.tail(&id, &TailOptions::default()).await?;
@@ -256,7 +268,9 @@ async fn latency(jobs: usize, concurrency: usize) -> anyhow::Result<()> {
     let mut latencies = samples.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
     latencies.sort();
     print_table(
-        &format!("Detection latency: container end to terminal status, {jobs} jobs, {concurrency} at once"),
+        &format!(
+            "Detection latency: container end to terminal status, {jobs} jobs, {concurrency} at once"
+        ),
         &[
             ("p50", ms(percentile(&latencies, 50.0))),
             ("p90", ms(percentile(&latencies, 90.0))),
@@ -337,11 +351,23 @@ async fn memory_probe(kubeconfig: &std::path::Path, ids: &std::path::Path) -> an
     }
     let after = rss_kib()?;
     print_table(
-        &format!("Memory: one process tracking {} jobs (a Job and a pod each)", ids.len()),
+        &format!(
+            "Memory: one process tracking {} jobs (a Job and a pod each)",
+            ids.len()
+        ),
         &[
-            ("jobs answered from the cache", format!("{terminal} terminal of {}", ids.len())),
-            ("resident memory before tracking", format!("{:.1} MB", before as f64 / 1024.0)),
-            ("resident memory while tracking", format!("{:.1} MB", after as f64 / 1024.0)),
+            (
+                "jobs answered from the cache",
+                format!("{terminal} terminal of {}", ids.len()),
+            ),
+            (
+                "resident memory before tracking",
+                format!("{:.1} MB", before as f64 / 1024.0),
+            ),
+            (
+                "resident memory while tracking",
+                format!("{:.1} MB", after as f64 / 1024.0),
+            ),
             ("goal", "< 100 MB".to_string()),
         ],
     );
@@ -365,7 +391,9 @@ async fn submit(jobs: usize, concurrency: usize) -> anyhow::Result<()> {
     let executor = executor(&sim).await?;
     // Suspended (Kueue) Jobs: no pods run, so only the API path is measured, on both sides.
     let spec = job_spec("submit", "true", "queue: bench\n")?;
-    let JobSpec::Container(container) = &spec;
+    let JobSpec::Container(container) = &spec else {
+        anyhow::bail!("the benchmark's job is a container job");
+    };
     let client = executor.cluster().client().clone();
     let api: kube::Api<Job> = kube::Api::namespaced(client, "default");
     let rounds = 5;
@@ -420,13 +448,21 @@ async fn submit(jobs: usize, concurrency: usize) -> anyhow::Result<()> {
     let ours_rate = total as f64 / ours.as_secs_f64();
     let bare_rate = total as f64 / bare.as_secs_f64();
     print_table(
-        &format!("Submission throughput: {total} jobs per side, {concurrency} in flight, {rounds} interleaved rounds"),
+        &format!(
+            "Submission throughput: {total} jobs per side, {concurrency} in flight, {rounds} interleaved rounds"
+        ),
         &[
-            ("kubeferry Executor::submit", format!("{ours_rate:.0} jobs/s")),
+            (
+                "kubeferry Executor::submit",
+                format!("{ours_rate:.0} jobs/s"),
+            ),
             ("bare kube-rs Api::create", format!("{bare_rate:.0} jobs/s")),
             ("ratio", format!("{:.2}", ours_rate / bare_rate)),
             ("goal", "> 0.8".to_string()),
-            ("Jobs in the cluster", sim.count("batch", "jobs").to_string()),
+            (
+                "Jobs in the cluster",
+                sim.count("batch", "jobs").to_string(),
+            ),
         ],
     );
     sim.shutdown().await;
