@@ -352,6 +352,10 @@ impl Controller {
         let uid = meta::uid(&job).unwrap_or("").to_string();
         let owned = self.owned_pods(&job);
         if meta::is_deleting(&job) {
+            // A job on its way out counts nothing more: its pods must not stay held.
+            for pod in &owned {
+                self.remove_tracking(pod);
+            }
             return;
         }
         let finished = has_condition(&job, "Complete") || has_condition(&job, "Failed");
@@ -654,12 +658,13 @@ impl Controller {
     }
 
     fn pod_changed(&self, pod: &Value) {
-        let Some(owner) = meta::controller_ref(pod) else {
+        let owner = meta::controller_ref(pod)
+            .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Job"));
+        let Some(owner) = owner else {
+            // Orphaned (or never owned by a job): nothing will count this pod.
+            self.remove_tracking(pod);
             return;
         };
-        if owner.get("kind").and_then(Value::as_str) != Some("Job") {
-            return;
-        }
         let name = owner.get("name").and_then(Value::as_str).unwrap_or("");
         let key = ObjectKey::new(jobs(), meta::namespace(pod), name);
         let owner_uid = owner.get("uid").and_then(Value::as_str);
