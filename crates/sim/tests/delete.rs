@@ -222,11 +222,12 @@ async fn pods_get_their_grace_period() {
     pods.create(&PostParams::default(), &pod)
         .await
         .expect("created");
-    eventually("the pod to run", WAIT, || {
+    // "ready" is printed once the shell ignores SIGTERM.
+    eventually("the pod to be ready", WAIT, || {
         let pods = pods.clone();
         async move {
-            let p = pods.get("stubborn").await.ok()?;
-            (p.status?.phase.as_deref() == Some("Running")).then_some(())
+            let log = pods.logs("stubborn", &Default::default()).await.ok()?;
+            log.starts_with("ready").then_some(())
         }
     })
     .await;
