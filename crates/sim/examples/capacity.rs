@@ -91,6 +91,37 @@ async fn main() -> Result<(), Error> {
     let admin = clients[0].clone();
     let baseline_rss = rss_bytes();
 
+    // Memory with 10,000 pods (stored, never scheduled: the kubelet would run 10,000 processes).
+    let before_pods = baseline_rss;
+    let pods_api: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    let start = Instant::now();
+    let mut makers = Vec::new();
+    for (w, c) in clients.iter().enumerate() {
+        let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
+        makers.push(tokio::spawn(async move {
+            let mut i = w;
+            while i < PODS {
+                let pod: Pod = serde_json::from_value(json!({
+                    "apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": format!("p-{i}"), "labels": {"app.kubernetes.io/managed-by": "kubeferry", "kubeferry.dev/job-id": format!("job-{i}")}},
+                    "spec": {"schedulerName": "parked", "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "echo hello"],
+                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}
+                }))
+                .unwrap_or_default();
+                let _ = pods.create(&PostParams::default(), &pod).await;
+                i += CLIENTS;
+            }
+        }));
+    }
+    for m in makers {
+        m.await?;
+    }
+    let pod_create_secs = start.elapsed().as_secs_f64();
+    let with_pods = rss_bytes();
+    let start = Instant::now();
+    let listed = pods_api.list(&ListParams::default()).await?.items.len();
+    let list_secs = start.elapsed().as_secs_f64();
+
     let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), "default");
     cms.create(&PostParams::default(), &cm("target")).await?;
     let gets = rate(&clients, |c, _, _| async move {
@@ -161,37 +192,6 @@ async fn main() -> Result<(), Error> {
     let delivered = received.load(Ordering::Relaxed);
     let _ = fan.list(&ListParams::default().limit(1)).await?;
 
-    // Memory with 10,000 pods (stored, never scheduled: the kubelet would run 10,000 processes).
-    let before_pods = rss_bytes();
-    let pods_api: Api<Pod> = Api::namespaced(admin.clone(), "default");
-    let start = Instant::now();
-    let mut makers = Vec::new();
-    for (w, c) in clients.iter().enumerate() {
-        let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
-        makers.push(tokio::spawn(async move {
-            let mut i = w;
-            while i < PODS {
-                let pod: Pod = serde_json::from_value(json!({
-                    "apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": format!("p-{i}"), "labels": {"app.kubernetes.io/managed-by": "kubeferry", "kubeferry.dev/job-id": format!("job-{i}")}},
-                    "spec": {"schedulerName": "parked", "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "echo hello"],
-                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}
-                }))
-                .unwrap_or_default();
-                let _ = pods.create(&PostParams::default(), &pod).await;
-                i += CLIENTS;
-            }
-        }));
-    }
-    for m in makers {
-        m.await?;
-    }
-    let pod_create_secs = start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    let listed = pods_api.list(&ListParams::default()).await?.items.len();
-    let list_secs = start.elapsed().as_secs_f64();
-    let with_pods = rss_bytes();
-
     println!(
         "kubeferry-sim capacity (release build, {} cores, kube-rs over HTTPS, {CLIENTS} clients)",
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -219,7 +219,10 @@ async fn main() -> Result<(), Error> {
         (with_pods.saturating_sub(before_pods)) as f64 / 1048576.0,
         (with_pods.saturating_sub(before_pods)) as f64 / 1024.0 / PODS as f64
     );
-    println!("(client and server share the process; memory includes both and the watch history)");
+    println!(
+        "(memory is measured right after the pod creates, before the LIST; client and server share the process, so it includes both, and the watch history of the last {} changes)",
+        20_000
+    );
     cluster.shutdown().await;
     Ok(())
 }
