@@ -150,8 +150,20 @@ async fn suspend_deletes_active_pods_and_resume_recreates_them() {
         job_pods(&sim, "pausable").await.is_empty().then_some(())
     })
     .await;
-    let job = jobs.get("pausable").await.expect("job");
-    assert_eq!(job.status.and_then(|s| s.active), None);
+    let job = eventually("the suspension to settle", WAIT, || {
+        let jobs = jobs.clone();
+        async move {
+            let j = jobs.get("pausable").await.ok()?;
+            (j.status.as_ref()?.terminating == Some(0)).then_some(j)
+        }
+    })
+    .await;
+    let status = job.status.expect("status");
+    assert_eq!(status.active, None);
+    assert_eq!(
+        status.failed, None,
+        "pods the suspension terminated are not failures"
+    );
 }
 
 #[tokio::test]

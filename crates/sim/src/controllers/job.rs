@@ -374,6 +374,7 @@ impl Controller {
         let mut succeeded = status.get("succeeded").and_then(Value::as_i64).unwrap_or(0);
         let mut failed = status.get("failed").and_then(Value::as_i64).unwrap_or(0);
         let mut new_events: Vec<(EventKind, &str, String)> = Vec::new();
+        let suspended_now = spec.get("suspend").and_then(Value::as_bool) == Some(true);
         let mut fail_target: Option<(String, String)> = None;
         // Count finished pods still carrying the tracking finalizer (not yet counted).
         let mut active = Vec::new();
@@ -396,7 +397,10 @@ impl Controller {
                     self.remove_tracking(pod);
                 }
             } else if p == "Failed" || unbound_deleted {
-                if tracked {
+                if tracked && suspended_now && meta::is_deleting(pod) {
+                    // Pods the suspension terminated are not failures.
+                    self.remove_tracking(pod);
+                } else if tracked {
                     match failure_policy_action(&job, pod) {
                         Some((action, message)) if action == "FailJob" => {
                             failed += 1;
