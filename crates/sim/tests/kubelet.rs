@@ -454,3 +454,43 @@ async fn follow_streams_until_the_container_ends() {
         .expect("lines");
     assert_eq!(lines, vec!["a", "b"]);
 }
+
+#[tokio::test]
+async fn crashing_containers_back_off_and_deadlines_end_pods() {
+    let sim = start().await;
+    let mut p = pod(
+        "crasher",
+        json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", "echo boom; exit 1"]}]),
+    );
+    p["spec"]["restartPolicy"] = json!("Always");
+    let pods = create_pod(&sim, p).await;
+    let (_, message) = waiting_reasons(&pods, "crasher", "CrashLoopBackOff").await;
+    assert!(
+        message.starts_with("back-off ")
+            && message.contains("restarting failed container=main pod=crasher_default("),
+        "{message}"
+    );
+    eventually("restarts to be counted", WAIT, || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("crasher").await.ok()?;
+            let s = container_status(&p, 0);
+            (s.restart_count >= 2 && p.status?.phase.as_deref() == Some("Running")).then_some(())
+        }
+    })
+    .await;
+
+    let mut p = pod(
+        "deadline",
+        json!([{"name": "main", "image": "busybox", "command": ["sleep", "30"]}]),
+    );
+    p["spec"]["activeDeadlineSeconds"] = json!(1);
+    let pods = create_pod(&sim, p).await;
+    let failed = phase(&pods, "deadline", "Failed").await;
+    let status = failed.status.expect("status");
+    assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("Pod was active on the node longer than the specified deadline")
+    );
+}
