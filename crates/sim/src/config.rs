@@ -219,7 +219,7 @@ pub struct SimArgs {
     pub kubeconfig: Option<PathBuf>,
     /// Name of the cluster, user and context in the written kubeconfig.
     #[arg(long, default_value = "kubeferry-sim", value_name = "NAME")]
-    pub context: String,
+    pub kubeconfig_context: String,
     /// Number of nodes (named sim-node-1, sim-node-2, ...).
     #[arg(long, default_value_t = 1)]
     pub nodes: u32,
