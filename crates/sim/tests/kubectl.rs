@@ -439,3 +439,121 @@ async fn api_resources_and_auth_can_i() {
     assert!(!ok, "forbidden");
     assert!(err.contains("pods is forbidden: User \"system:serviceaccount:default:runner\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""), "{err}");
 }
+
+/// kubectl's `create <type>` commands send protobuf.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_create_commands() {
+    let Some((sim, kubectl)) = setup().await else {
+        return;
+    };
+    for (args, want) in [
+        (
+            vec!["create", "namespace", "team"],
+            "namespace/team created\n",
+        ),
+        (
+            vec!["create", "serviceaccount", "runner", "-n", "team"],
+            "serviceaccount/runner created\n",
+        ),
+        (
+            vec![
+                "create",
+                "secret",
+                "generic",
+                "creds",
+                "--from-literal=token=s3cret",
+                "-n",
+                "team",
+            ],
+            "secret/creds created\n",
+        ),
+        (
+            vec![
+                "create",
+                "configmap",
+                "settings",
+                "--from-literal=mode=fast",
+                "-n",
+                "team",
+            ],
+            "configmap/settings created\n",
+        ),
+        (
+            vec![
+                "create",
+                "role",
+                "reader",
+                "--verb=get,list",
+                "--resource=pods",
+                "-n",
+                "team",
+            ],
+            "role.rbac.authorization.k8s.io/reader created\n",
+        ),
+        (
+            vec![
+                "create",
+                "rolebinding",
+                "reader",
+                "--role=reader",
+                "--serviceaccount=team:runner",
+                "-n",
+                "team",
+            ],
+            "rolebinding.rbac.authorization.k8s.io/reader created\n",
+        ),
+        (
+            vec![
+                "create",
+                "job",
+                "pi",
+                "--image=busybox",
+                "-n",
+                "team",
+                "--",
+                "sh",
+                "-c",
+                "echo 3.14",
+            ],
+            "job.batch/pi created\n",
+        ),
+    ] {
+        assert_eq!(kubectl.ok(&args), want, "{args:?}");
+    }
+    let secret = sim
+        .cluster
+        .object("", "secrets", "team", "creds")
+        .expect("secret");
+    assert_eq!(secret["data"]["token"], "czNjcmV0");
+    let binding = sim
+        .cluster
+        .object(
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            "team",
+            "reader",
+        )
+        .expect("binding");
+    assert_eq!(binding["subjects"][0]["name"], "runner");
+    assert_eq!(binding["roleRef"]["kind"], "Role");
+    assert_eq!(
+        kubectl.ok(&[
+            "wait",
+            "--for=condition=complete",
+            "job/pi",
+            "-n",
+            "team",
+            "--timeout=10s"
+        ]),
+        "job.batch/pi condition met\n"
+    );
+    assert_eq!(kubectl.ok(&["logs", "job/pi", "-n", "team"]), "3.14\n");
+    let job = sim
+        .cluster
+        .object("batch", "jobs", "team", "pi")
+        .expect("job");
+    assert_eq!(
+        job["spec"]["template"]["spec"]["schedulerName"], "default-scheduler",
+        "empty protobuf fields are unset"
+    );
+}
