@@ -548,6 +548,12 @@ async fn typed_create_commands() {
         "job.batch/pi condition met\n"
     );
     assert_eq!(kubectl.ok(&["logs", "job/pi", "-n", "team"]), "3.14\n");
+    let token = kubectl.ok(&["create", "token", "runner", "-n", "team"]);
+    assert_eq!(
+        token.trim(),
+        sim.cluster.token_for("team", "runner"),
+        "kubectl create token hands out the account's token"
+    );
     let job = sim
         .cluster
         .object("batch", "jobs", "team", "pi")

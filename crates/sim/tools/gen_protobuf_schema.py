@@ -3,7 +3,10 @@
 messages the simulated cluster decodes (what kubectl's typed clients send), taken from the
 prost bindings of the k8s-pb crate, with JSON field names taken from k8s-openapi.
 
-Usage: gen_protobuf_schema.py K8S_PB_SRC K8S_OPENAPI_SRC/v1_33 > protobuf_schema.rs
+Usage:
+    gen_protobuf_schema.py ~/.cargo/registry/src/*/k8s-pb-0.9.0/src \
+        ~/.cargo/registry/src/*/k8s-openapi-0.29.0/src/v1_33 > crates/sim/src/api/protobuf_schema.rs
+    cargo fmt --all
 """
 
 import os
@@ -31,6 +34,7 @@ ROOTS = [
     ("api::authorization::v1", "SubjectAccessReview", "authorization.k8s.io/v1"),
     ("api::authorization::v1", "SelfSubjectRulesReview", "authorization.k8s.io/v1"),
     ("api::authentication::v1", "SelfSubjectReview", "authentication.k8s.io/v1"),
+    ("api::authentication::v1", "TokenRequest", "authentication.k8s.io/v1"),
     ("apimachinery::pkg::apis::meta::v1", "DeleteOptions", "v1"),
 ]
 

@@ -23,7 +23,8 @@ pub static ROOTS: &[(&str, &str, usize)] = &[
     ("authorization.k8s.io/v1", "SubjectAccessReview", 14),
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview", 15),
     ("authentication.k8s.io/v1", "SelfSubjectReview", 16),
-    ("v1", "DeleteOptions", 17),
+    ("authentication.k8s.io/v1", "TokenRequest", 17),
+    ("v1", "DeleteOptions", 18),
 ];
 
 /// Every message, by index.
@@ -34,7 +35,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
@@ -69,7 +70,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
@@ -98,19 +99,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "spec",
-                kind: Kind::Message(19),
+                kind: Kind::Message(20),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "status",
-                kind: Kind::Message(20),
+                kind: Kind::Message(21),
                 repeated: false,
             },
         ],
@@ -121,19 +122,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "secrets",
-                kind: Kind::Message(21),
+                kind: Kind::Message(22),
                 repeated: true,
             },
             Field {
                 tag: 3,
                 json: "imagePullSecrets",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: true,
             },
             Field {
@@ -150,19 +151,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "spec",
-                kind: Kind::Message(23),
+                kind: Kind::Message(24),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "status",
-                kind: Kind::Message(24),
+                kind: Kind::Message(25),
                 repeated: false,
             },
         ],
@@ -173,19 +174,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "spec",
-                kind: Kind::Message(25),
+                kind: Kind::Message(26),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "status",
-                kind: Kind::Message(26),
+                kind: Kind::Message(27),
                 repeated: false,
             },
         ],
@@ -196,13 +197,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "target",
-                kind: Kind::Message(21),
+                kind: Kind::Message(22),
                 repeated: false,
             },
         ],
@@ -213,19 +214,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "spec",
-                kind: Kind::Message(27),
+                kind: Kind::Message(28),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "status",
-                kind: Kind::Message(28),
+                kind: Kind::Message(29),
                 repeated: false,
             },
         ],
@@ -236,13 +237,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "rules",
-                kind: Kind::Message(29),
+                kind: Kind::Message(30),
                 repeated: true,
             },
         ],
@@ -253,19 +254,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "rules",
-                kind: Kind::Message(29),
+                kind: Kind::Message(30),
                 repeated: true,
             },
             Field {
                 tag: 3,
                 json: "aggregationRule",
-                kind: Kind::Message(30),
+                kind: Kind::Message(31),
                 repeated: false,
             },
         ],
@@ -276,19 +277,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "subjects",
-                kind: Kind::Message(31),
+                kind: Kind::Message(32),
                 repeated: true,
             },
             Field {
                 tag: 3,
                 json: "roleRef",
-                kind: Kind::Message(32),
+                kind: Kind::Message(33),
                 repeated: false,
             },
         ],
@@ -299,19 +300,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "subjects",
-                kind: Kind::Message(31),
+                kind: Kind::Message(32),
                 repeated: true,
             },
             Field {
                 tag: 3,
                 json: "roleRef",
-                kind: Kind::Message(32),
+                kind: Kind::Message(33),
                 repeated: false,
             },
         ],
@@ -322,13 +323,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "deleteOptions",
-                kind: Kind::Message(17),
+                kind: Kind::Message(18),
                 repeated: false,
             },
         ],
@@ -339,19 +340,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "spec",
-                kind: Kind::Message(33),
+                kind: Kind::Message(34),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "status",
-                kind: Kind::Message(34),
+                kind: Kind::Message(35),
                 repeated: false,
             },
         ],
@@ -362,30 +363,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
-                repeated: false,
-            },
-            Field {
-                tag: 2,
-                json: "spec",
-                kind: Kind::Message(35),
-                repeated: false,
-            },
-            Field {
-                tag: 3,
-                json: "status",
-                kind: Kind::Message(34),
-                repeated: false,
-            },
-        ],
-    },
-    Message {
-        name: "api::authorization::v1::SelfSubjectRulesReview",
-        fields: &[
-            Field {
-                tag: 1,
-                json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
@@ -397,7 +375,30 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 3,
                 json: "status",
+                kind: Kind::Message(35),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "api::authorization::v1::SelfSubjectRulesReview",
+        fields: &[
+            Field {
+                tag: 1,
+                json: "metadata",
+                kind: Kind::Message(19),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                json: "spec",
                 kind: Kind::Message(37),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                json: "status",
+                kind: Kind::Message(38),
                 repeated: false,
             },
         ],
@@ -408,13 +409,36 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "status",
-                kind: Kind::Message(38),
+                kind: Kind::Message(39),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "api::authentication::v1::TokenRequest",
+        fields: &[
+            Field {
+                tag: 1,
+                json: "metadata",
+                kind: Kind::Message(19),
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                json: "spec",
+                kind: Kind::Message(40),
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                json: "status",
+                kind: Kind::Message(41),
                 repeated: false,
             },
         ],
@@ -431,7 +455,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "preconditions",
-                kind: Kind::Message(39),
+                kind: Kind::Message(42),
                 repeated: false,
             },
             Field {
@@ -538,7 +562,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 13,
                 json: "ownerReferences",
-                kind: Kind::Message(40),
+                kind: Kind::Message(43),
                 repeated: true,
             },
             Field {
@@ -550,7 +574,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 17,
                 json: "managedFields",
-                kind: Kind::Message(41),
+                kind: Kind::Message(44),
                 repeated: true,
             },
         ],
@@ -576,7 +600,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "conditions",
-                kind: Kind::Message(42),
+                kind: Kind::Message(45),
                 repeated: true,
             },
         ],
@@ -643,25 +667,25 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "volumes",
-                kind: Kind::Message(43),
+                kind: Kind::Message(46),
                 repeated: true,
             },
             Field {
                 tag: 20,
                 json: "initContainers",
-                kind: Kind::Message(44),
+                kind: Kind::Message(47),
                 repeated: true,
             },
             Field {
                 tag: 2,
                 json: "containers",
-                kind: Kind::Message(44),
+                kind: Kind::Message(47),
                 repeated: true,
             },
             Field {
                 tag: 34,
                 json: "ephemeralContainers",
-                kind: Kind::Message(45),
+                kind: Kind::Message(48),
                 repeated: true,
             },
             Field {
@@ -745,13 +769,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 14,
                 json: "securityContext",
-                kind: Kind::Message(46),
+                kind: Kind::Message(49),
                 repeated: false,
             },
             Field {
                 tag: 15,
                 json: "imagePullSecrets",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: true,
             },
             Field {
@@ -769,7 +793,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 18,
                 json: "affinity",
-                kind: Kind::Message(47),
+                kind: Kind::Message(50),
                 repeated: false,
             },
             Field {
@@ -781,13 +805,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 22,
                 json: "tolerations",
-                kind: Kind::Message(48),
+                kind: Kind::Message(51),
                 repeated: true,
             },
             Field {
                 tag: 23,
                 json: "hostAliases",
-                kind: Kind::Message(49),
+                kind: Kind::Message(52),
                 repeated: true,
             },
             Field {
@@ -805,13 +829,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 26,
                 json: "dnsConfig",
-                kind: Kind::Message(50),
+                kind: Kind::Message(53),
                 repeated: false,
             },
             Field {
                 tag: 28,
                 json: "readinessGates",
-                kind: Kind::Message(51),
+                kind: Kind::Message(54),
                 repeated: true,
             },
             Field {
@@ -841,7 +865,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 33,
                 json: "topologySpreadConstraints",
-                kind: Kind::Message(52),
+                kind: Kind::Message(55),
                 repeated: true,
             },
             Field {
@@ -853,7 +877,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 36,
                 json: "os",
-                kind: Kind::Message(53),
+                kind: Kind::Message(56),
                 repeated: false,
             },
             Field {
@@ -865,19 +889,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 38,
                 json: "schedulingGates",
-                kind: Kind::Message(54),
+                kind: Kind::Message(57),
                 repeated: true,
             },
             Field {
                 tag: 39,
                 json: "resourceClaims",
-                kind: Kind::Message(55),
+                kind: Kind::Message(58),
                 repeated: true,
             },
             Field {
                 tag: 40,
                 json: "resources",
-                kind: Kind::Message(56),
+                kind: Kind::Message(59),
                 repeated: false,
             },
             Field {
@@ -889,7 +913,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 42,
                 json: "workloadRef",
-                kind: Kind::Message(57),
+                kind: Kind::Message(60),
                 repeated: false,
             },
         ],
@@ -912,7 +936,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "conditions",
-                kind: Kind::Message(58),
+                kind: Kind::Message(61),
                 repeated: true,
             },
             Field {
@@ -942,7 +966,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 16,
                 json: "hostIPs",
-                kind: Kind::Message(59),
+                kind: Kind::Message(62),
                 repeated: true,
             },
             Field {
@@ -954,7 +978,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 12,
                 json: "podIPs",
-                kind: Kind::Message(60),
+                kind: Kind::Message(63),
                 repeated: true,
             },
             Field {
@@ -966,13 +990,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 10,
                 json: "initContainerStatuses",
-                kind: Kind::Message(61),
+                kind: Kind::Message(64),
                 repeated: true,
             },
             Field {
                 tag: 8,
                 json: "containerStatuses",
-                kind: Kind::Message(61),
+                kind: Kind::Message(64),
                 repeated: true,
             },
             Field {
@@ -984,7 +1008,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 13,
                 json: "ephemeralContainerStatuses",
-                kind: Kind::Message(61),
+                kind: Kind::Message(64),
                 repeated: true,
             },
             Field {
@@ -996,13 +1020,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 15,
                 json: "resourceClaimStatuses",
-                kind: Kind::Message(62),
+                kind: Kind::Message(65),
                 repeated: true,
             },
             Field {
                 tag: 18,
                 json: "extendedResourceClaimStatus",
-                kind: Kind::Message(63),
+                kind: Kind::Message(66),
                 repeated: false,
             },
             Field {
@@ -1014,7 +1038,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 20,
                 json: "resources",
-                kind: Kind::Message(56),
+                kind: Kind::Message(59),
                 repeated: false,
             },
         ],
@@ -1031,13 +1055,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 4,
                 json: "selector",
-                kind: Kind::Message(64),
+                kind: Kind::Message(67),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "resources",
-                kind: Kind::Message(65),
+                kind: Kind::Message(68),
                 repeated: false,
             },
             Field {
@@ -1061,13 +1085,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 7,
                 json: "dataSource",
-                kind: Kind::Message(66),
+                kind: Kind::Message(69),
                 repeated: false,
             },
             Field {
                 tag: 8,
                 json: "dataSourceRef",
-                kind: Kind::Message(67),
+                kind: Kind::Message(70),
                 repeated: false,
             },
             Field {
@@ -1102,7 +1126,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 4,
                 json: "conditions",
-                kind: Kind::Message(68),
+                kind: Kind::Message(71),
                 repeated: true,
             },
             Field {
@@ -1126,7 +1150,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 9,
                 json: "modifyVolumeStatus",
-                kind: Kind::Message(69),
+                kind: Kind::Message(72),
                 repeated: false,
             },
         ],
@@ -1155,13 +1179,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 11,
                 json: "podFailurePolicy",
-                kind: Kind::Message(70),
+                kind: Kind::Message(73),
                 repeated: false,
             },
             Field {
                 tag: 16,
                 json: "successPolicy",
-                kind: Kind::Message(71),
+                kind: Kind::Message(74),
                 repeated: false,
             },
             Field {
@@ -1185,7 +1209,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 4,
                 json: "selector",
-                kind: Kind::Message(64),
+                kind: Kind::Message(67),
                 repeated: false,
             },
             Field {
@@ -1197,7 +1221,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 6,
                 json: "template",
-                kind: Kind::Message(72),
+                kind: Kind::Message(75),
                 repeated: false,
             },
             Field {
@@ -1238,7 +1262,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "conditions",
-                kind: Kind::Message(73),
+                kind: Kind::Message(76),
                 repeated: true,
             },
             Field {
@@ -1292,7 +1316,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 8,
                 json: "uncountedTerminatedPods",
-                kind: Kind::Message(74),
+                kind: Kind::Message(77),
                 repeated: false,
             },
             Field {
@@ -1343,7 +1367,7 @@ pub static MESSAGES: &[Message] = &[
         fields: &[Field {
             tag: 1,
             json: "clusterRoleSelectors",
-            kind: Kind::Message(64),
+            kind: Kind::Message(67),
             repeated: true,
         }],
     },
@@ -1405,13 +1429,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "resourceAttributes",
-                kind: Kind::Message(75),
+                kind: Kind::Message(78),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "nonResourceAttributes",
-                kind: Kind::Message(76),
+                kind: Kind::Message(79),
                 repeated: false,
             },
         ],
@@ -1451,13 +1475,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "resourceAttributes",
-                kind: Kind::Message(75),
+                kind: Kind::Message(78),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "nonResourceAttributes",
-                kind: Kind::Message(76),
+                kind: Kind::Message(79),
                 repeated: false,
             },
             Field {
@@ -1475,7 +1499,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 5,
                 json: "extra",
-                kind: Kind::MapMessage(77),
+                kind: Kind::MapMessage(80),
                 repeated: false,
             },
             Field {
@@ -1501,13 +1525,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "resourceRules",
-                kind: Kind::Message(78),
+                kind: Kind::Message(81),
                 repeated: true,
             },
             Field {
                 tag: 2,
                 json: "nonResourceRules",
-                kind: Kind::Message(79),
+                kind: Kind::Message(82),
                 repeated: true,
             },
             Field {
@@ -1529,9 +1553,49 @@ pub static MESSAGES: &[Message] = &[
         fields: &[Field {
             tag: 1,
             json: "userInfo",
-            kind: Kind::Message(80),
+            kind: Kind::Message(83),
             repeated: false,
         }],
+    },
+    Message {
+        name: "api::authentication::v1::TokenRequestSpec",
+        fields: &[
+            Field {
+                tag: 1,
+                json: "audiences",
+                kind: Kind::Str,
+                repeated: true,
+            },
+            Field {
+                tag: 4,
+                json: "expirationSeconds",
+                kind: Kind::Int,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                json: "boundObjectRef",
+                kind: Kind::Message(84),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "api::authentication::v1::TokenRequestStatus",
+        fields: &[
+            Field {
+                tag: 1,
+                json: "token",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                json: "expirationTimestamp",
+                kind: Kind::Time,
+                repeated: false,
+            },
+        ],
     },
     Message {
         name: "apimachinery::pkg::apis::meta::v1::Preconditions",
@@ -1685,7 +1749,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "volumeSource",
-                kind: Kind::Message(81),
+                kind: Kind::Message(85),
                 repeated: false,
             },
         ],
@@ -1726,31 +1790,31 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 6,
                 json: "ports",
-                kind: Kind::Message(82),
+                kind: Kind::Message(86),
                 repeated: true,
             },
             Field {
                 tag: 19,
                 json: "envFrom",
-                kind: Kind::Message(83),
+                kind: Kind::Message(87),
                 repeated: true,
             },
             Field {
                 tag: 7,
                 json: "env",
-                kind: Kind::Message(84),
+                kind: Kind::Message(88),
                 repeated: true,
             },
             Field {
                 tag: 8,
                 json: "resources",
-                kind: Kind::Message(56),
+                kind: Kind::Message(59),
                 repeated: false,
             },
             Field {
                 tag: 23,
                 json: "resizePolicy",
-                kind: Kind::Message(85),
+                kind: Kind::Message(89),
                 repeated: true,
             },
             Field {
@@ -1762,43 +1826,43 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 25,
                 json: "restartPolicyRules",
-                kind: Kind::Message(86),
+                kind: Kind::Message(90),
                 repeated: true,
             },
             Field {
                 tag: 9,
                 json: "volumeMounts",
-                kind: Kind::Message(87),
+                kind: Kind::Message(91),
                 repeated: true,
             },
             Field {
                 tag: 21,
                 json: "volumeDevices",
-                kind: Kind::Message(88),
+                kind: Kind::Message(92),
                 repeated: true,
             },
             Field {
                 tag: 10,
                 json: "livenessProbe",
-                kind: Kind::Message(89),
+                kind: Kind::Message(93),
                 repeated: false,
             },
             Field {
                 tag: 11,
                 json: "readinessProbe",
-                kind: Kind::Message(89),
+                kind: Kind::Message(93),
                 repeated: false,
             },
             Field {
                 tag: 22,
                 json: "startupProbe",
-                kind: Kind::Message(89),
+                kind: Kind::Message(93),
                 repeated: false,
             },
             Field {
                 tag: 12,
                 json: "lifecycle",
-                kind: Kind::Message(90),
+                kind: Kind::Message(94),
                 repeated: false,
             },
             Field {
@@ -1822,7 +1886,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 15,
                 json: "securityContext",
-                kind: Kind::Message(91),
+                kind: Kind::Message(95),
                 repeated: false,
             },
             Field {
@@ -1851,7 +1915,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "ephemeralContainerCommon",
-                kind: Kind::Message(92),
+                kind: Kind::Message(96),
                 repeated: false,
             },
             Field {
@@ -1868,13 +1932,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "seLinuxOptions",
-                kind: Kind::Message(93),
+                kind: Kind::Message(97),
                 repeated: false,
             },
             Field {
                 tag: 8,
                 json: "windowsOptions",
-                kind: Kind::Message(94),
+                kind: Kind::Message(98),
                 repeated: false,
             },
             Field {
@@ -1916,7 +1980,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 7,
                 json: "sysctls",
-                kind: Kind::Message(95),
+                kind: Kind::Message(99),
                 repeated: true,
             },
             Field {
@@ -1928,13 +1992,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 10,
                 json: "seccompProfile",
-                kind: Kind::Message(96),
+                kind: Kind::Message(100),
                 repeated: false,
             },
             Field {
                 tag: 11,
                 json: "appArmorProfile",
-                kind: Kind::Message(97),
+                kind: Kind::Message(101),
                 repeated: false,
             },
             Field {
@@ -1951,19 +2015,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "nodeAffinity",
-                kind: Kind::Message(98),
+                kind: Kind::Message(102),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "podAffinity",
-                kind: Kind::Message(99),
+                kind: Kind::Message(103),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "podAntiAffinity",
-                kind: Kind::Message(100),
+                kind: Kind::Message(104),
                 repeated: false,
             },
         ],
@@ -2038,7 +2102,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 3,
                 json: "options",
-                kind: Kind::Message(101),
+                kind: Kind::Message(105),
                 repeated: true,
             },
         ],
@@ -2076,7 +2140,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 4,
                 json: "labelSelector",
-                kind: Kind::Message(64),
+                kind: Kind::Message(67),
                 repeated: false,
             },
             Field {
@@ -2164,7 +2228,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 3,
                 json: "claims",
-                kind: Kind::Message(102),
+                kind: Kind::Message(106),
                 repeated: true,
             },
         ],
@@ -2269,13 +2333,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "state",
-                kind: Kind::Message(103),
+                kind: Kind::Message(107),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "lastState",
-                kind: Kind::Message(103),
+                kind: Kind::Message(107),
                 repeated: false,
             },
             Field {
@@ -2323,25 +2387,25 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 11,
                 json: "resources",
-                kind: Kind::Message(56),
+                kind: Kind::Message(59),
                 repeated: false,
             },
             Field {
                 tag: 12,
                 json: "volumeMounts",
-                kind: Kind::Message(104),
+                kind: Kind::Message(108),
                 repeated: true,
             },
             Field {
                 tag: 13,
                 json: "user",
-                kind: Kind::Message(105),
+                kind: Kind::Message(109),
                 repeated: false,
             },
             Field {
                 tag: 14,
                 json: "allocatedResourcesStatus",
-                kind: Kind::Message(106),
+                kind: Kind::Message(110),
                 repeated: true,
             },
             Field {
@@ -2375,7 +2439,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "requestMappings",
-                kind: Kind::Message(107),
+                kind: Kind::Message(111),
                 repeated: true,
             },
             Field {
@@ -2398,7 +2462,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "matchExpressions",
-                kind: Kind::Message(108),
+                kind: Kind::Message(112),
                 repeated: true,
             },
         ],
@@ -2535,7 +2599,7 @@ pub static MESSAGES: &[Message] = &[
         fields: &[Field {
             tag: 1,
             json: "rules",
-            kind: Kind::Message(109),
+            kind: Kind::Message(113),
             repeated: true,
         }],
     },
@@ -2544,7 +2608,7 @@ pub static MESSAGES: &[Message] = &[
         fields: &[Field {
             tag: 1,
             json: "rules",
-            kind: Kind::Message(110),
+            kind: Kind::Message(114),
             repeated: true,
         }],
     },
@@ -2554,13 +2618,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "spec",
-                kind: Kind::Message(23),
+                kind: Kind::Message(24),
                 repeated: false,
             },
         ],
@@ -2671,13 +2735,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 8,
                 json: "fieldSelector",
-                kind: Kind::Message(111),
+                kind: Kind::Message(115),
                 repeated: false,
             },
             Field {
                 tag: 9,
                 json: "labelSelector",
-                kind: Kind::Message(112),
+                kind: Kind::Message(116),
                 repeated: false,
             },
         ],
@@ -2778,7 +2842,36 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 4,
                 json: "extra",
-                kind: Kind::MapMessage(113),
+                kind: Kind::MapMessage(117),
+                repeated: false,
+            },
+        ],
+    },
+    Message {
+        name: "api::authentication::v1::BoundObjectReference",
+        fields: &[
+            Field {
+                tag: 1,
+                json: "kind",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 2,
+                json: "apiVersion",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 3,
+                json: "name",
+                kind: Kind::Str,
+                repeated: false,
+            },
+            Field {
+                tag: 4,
+                json: "uId",
+                kind: Kind::Str,
                 repeated: false,
             },
         ],
@@ -2789,181 +2882,181 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "hostPath",
-                kind: Kind::Message(114),
+                kind: Kind::Message(118),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "emptyDir",
-                kind: Kind::Message(115),
+                kind: Kind::Message(119),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "gcePersistentDisk",
-                kind: Kind::Message(116),
+                kind: Kind::Message(120),
                 repeated: false,
             },
             Field {
                 tag: 4,
                 json: "awsElasticBlockStore",
-                kind: Kind::Message(117),
+                kind: Kind::Message(121),
                 repeated: false,
             },
             Field {
                 tag: 5,
                 json: "gitRepo",
-                kind: Kind::Message(118),
+                kind: Kind::Message(122),
                 repeated: false,
             },
             Field {
                 tag: 6,
                 json: "secret",
-                kind: Kind::Message(119),
+                kind: Kind::Message(123),
                 repeated: false,
             },
             Field {
                 tag: 7,
                 json: "nfs",
-                kind: Kind::Message(120),
+                kind: Kind::Message(124),
                 repeated: false,
             },
             Field {
                 tag: 8,
                 json: "iscsi",
-                kind: Kind::Message(121),
+                kind: Kind::Message(125),
                 repeated: false,
             },
             Field {
                 tag: 9,
                 json: "glusterfs",
-                kind: Kind::Message(122),
+                kind: Kind::Message(126),
                 repeated: false,
             },
             Field {
                 tag: 10,
                 json: "persistentVolumeClaim",
-                kind: Kind::Message(123),
+                kind: Kind::Message(127),
                 repeated: false,
             },
             Field {
                 tag: 11,
                 json: "rbd",
-                kind: Kind::Message(124),
+                kind: Kind::Message(128),
                 repeated: false,
             },
             Field {
                 tag: 12,
                 json: "flexVolume",
-                kind: Kind::Message(125),
+                kind: Kind::Message(129),
                 repeated: false,
             },
             Field {
                 tag: 13,
                 json: "cinder",
-                kind: Kind::Message(126),
+                kind: Kind::Message(130),
                 repeated: false,
             },
             Field {
                 tag: 14,
                 json: "cephfs",
-                kind: Kind::Message(127),
+                kind: Kind::Message(131),
                 repeated: false,
             },
             Field {
                 tag: 15,
                 json: "flocker",
-                kind: Kind::Message(128),
+                kind: Kind::Message(132),
                 repeated: false,
             },
             Field {
                 tag: 16,
                 json: "downwardApi",
-                kind: Kind::Message(129),
+                kind: Kind::Message(133),
                 repeated: false,
             },
             Field {
                 tag: 17,
                 json: "fc",
-                kind: Kind::Message(130),
+                kind: Kind::Message(134),
                 repeated: false,
             },
             Field {
                 tag: 18,
                 json: "azureFile",
-                kind: Kind::Message(131),
+                kind: Kind::Message(135),
                 repeated: false,
             },
             Field {
                 tag: 19,
                 json: "configMap",
-                kind: Kind::Message(132),
+                kind: Kind::Message(136),
                 repeated: false,
             },
             Field {
                 tag: 20,
                 json: "vsphereVolume",
-                kind: Kind::Message(133),
+                kind: Kind::Message(137),
                 repeated: false,
             },
             Field {
                 tag: 21,
                 json: "quobyte",
-                kind: Kind::Message(134),
+                kind: Kind::Message(138),
                 repeated: false,
             },
             Field {
                 tag: 22,
                 json: "azureDisk",
-                kind: Kind::Message(135),
+                kind: Kind::Message(139),
                 repeated: false,
             },
             Field {
                 tag: 23,
                 json: "photonPersistentDisk",
-                kind: Kind::Message(136),
+                kind: Kind::Message(140),
                 repeated: false,
             },
             Field {
                 tag: 26,
                 json: "projected",
-                kind: Kind::Message(137),
+                kind: Kind::Message(141),
                 repeated: false,
             },
             Field {
                 tag: 24,
                 json: "portworxVolume",
-                kind: Kind::Message(138),
+                kind: Kind::Message(142),
                 repeated: false,
             },
             Field {
                 tag: 25,
                 json: "scaleIo",
-                kind: Kind::Message(139),
+                kind: Kind::Message(143),
                 repeated: false,
             },
             Field {
                 tag: 27,
                 json: "storageos",
-                kind: Kind::Message(140),
+                kind: Kind::Message(144),
                 repeated: false,
             },
             Field {
                 tag: 28,
                 json: "csi",
-                kind: Kind::Message(141),
+                kind: Kind::Message(145),
                 repeated: false,
             },
             Field {
                 tag: 29,
                 json: "ephemeral",
-                kind: Kind::Message(142),
+                kind: Kind::Message(146),
                 repeated: false,
             },
             Field {
                 tag: 30,
                 json: "image",
-                kind: Kind::Message(143),
+                kind: Kind::Message(147),
                 repeated: false,
             },
         ],
@@ -3015,13 +3108,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "configMapRef",
-                kind: Kind::Message(144),
+                kind: Kind::Message(148),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "secretRef",
-                kind: Kind::Message(145),
+                kind: Kind::Message(149),
                 repeated: false,
             },
         ],
@@ -3044,7 +3137,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 3,
                 json: "valueFrom",
-                kind: Kind::Message(146),
+                kind: Kind::Message(150),
                 repeated: false,
             },
         ],
@@ -3078,7 +3171,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "exitCodes",
-                kind: Kind::Message(147),
+                kind: Kind::Message(151),
                 repeated: false,
             },
         ],
@@ -3153,7 +3246,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "handler",
-                kind: Kind::Message(148),
+                kind: Kind::Message(152),
                 repeated: false,
             },
             Field {
@@ -3200,13 +3293,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "postStart",
-                kind: Kind::Message(149),
+                kind: Kind::Message(153),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "preStop",
-                kind: Kind::Message(149),
+                kind: Kind::Message(153),
                 repeated: false,
             },
             Field {
@@ -3223,7 +3316,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "capabilities",
-                kind: Kind::Message(150),
+                kind: Kind::Message(154),
                 repeated: false,
             },
             Field {
@@ -3235,13 +3328,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 3,
                 json: "seLinuxOptions",
-                kind: Kind::Message(93),
+                kind: Kind::Message(97),
                 repeated: false,
             },
             Field {
                 tag: 10,
                 json: "windowsOptions",
-                kind: Kind::Message(94),
+                kind: Kind::Message(98),
                 repeated: false,
             },
             Field {
@@ -3283,13 +3376,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 11,
                 json: "seccompProfile",
-                kind: Kind::Message(96),
+                kind: Kind::Message(100),
                 repeated: false,
             },
             Field {
                 tag: 12,
                 json: "appArmorProfile",
-                kind: Kind::Message(97),
+                kind: Kind::Message(101),
                 repeated: false,
             },
         ],
@@ -3330,31 +3423,31 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 6,
                 json: "ports",
-                kind: Kind::Message(82),
+                kind: Kind::Message(86),
                 repeated: true,
             },
             Field {
                 tag: 19,
                 json: "envFrom",
-                kind: Kind::Message(83),
+                kind: Kind::Message(87),
                 repeated: true,
             },
             Field {
                 tag: 7,
                 json: "env",
-                kind: Kind::Message(84),
+                kind: Kind::Message(88),
                 repeated: true,
             },
             Field {
                 tag: 8,
                 json: "resources",
-                kind: Kind::Message(56),
+                kind: Kind::Message(59),
                 repeated: false,
             },
             Field {
                 tag: 23,
                 json: "resizePolicy",
-                kind: Kind::Message(85),
+                kind: Kind::Message(89),
                 repeated: true,
             },
             Field {
@@ -3366,43 +3459,43 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 25,
                 json: "restartPolicyRules",
-                kind: Kind::Message(86),
+                kind: Kind::Message(90),
                 repeated: true,
             },
             Field {
                 tag: 9,
                 json: "volumeMounts",
-                kind: Kind::Message(87),
+                kind: Kind::Message(91),
                 repeated: true,
             },
             Field {
                 tag: 21,
                 json: "volumeDevices",
-                kind: Kind::Message(88),
+                kind: Kind::Message(92),
                 repeated: true,
             },
             Field {
                 tag: 10,
                 json: "livenessProbe",
-                kind: Kind::Message(89),
+                kind: Kind::Message(93),
                 repeated: false,
             },
             Field {
                 tag: 11,
                 json: "readinessProbe",
-                kind: Kind::Message(89),
+                kind: Kind::Message(93),
                 repeated: false,
             },
             Field {
                 tag: 22,
                 json: "startupProbe",
-                kind: Kind::Message(89),
+                kind: Kind::Message(93),
                 repeated: false,
             },
             Field {
                 tag: 12,
                 json: "lifecycle",
-                kind: Kind::Message(90),
+                kind: Kind::Message(94),
                 repeated: false,
             },
             Field {
@@ -3426,7 +3519,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 15,
                 json: "securityContext",
-                kind: Kind::Message(91),
+                kind: Kind::Message(95),
                 repeated: false,
             },
             Field {
@@ -3564,13 +3657,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                kind: Kind::Message(151),
+                kind: Kind::Message(155),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                kind: Kind::Message(152),
+                kind: Kind::Message(156),
                 repeated: true,
             },
         ],
@@ -3581,13 +3674,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                kind: Kind::Message(153),
+                kind: Kind::Message(157),
                 repeated: true,
             },
             Field {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                kind: Kind::Message(154),
+                kind: Kind::Message(158),
                 repeated: true,
             },
         ],
@@ -3598,13 +3691,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "requiredDuringSchedulingIgnoredDuringExecution",
-                kind: Kind::Message(153),
+                kind: Kind::Message(157),
                 repeated: true,
             },
             Field {
                 tag: 2,
                 json: "preferredDuringSchedulingIgnoredDuringExecution",
-                kind: Kind::Message(154),
+                kind: Kind::Message(158),
                 repeated: true,
             },
         ],
@@ -3649,19 +3742,19 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "waiting",
-                kind: Kind::Message(155),
+                kind: Kind::Message(159),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "running",
-                kind: Kind::Message(156),
+                kind: Kind::Message(160),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "terminated",
-                kind: Kind::Message(157),
+                kind: Kind::Message(161),
                 repeated: false,
             },
         ],
@@ -3700,7 +3793,7 @@ pub static MESSAGES: &[Message] = &[
         fields: &[Field {
             tag: 1,
             json: "linux",
-            kind: Kind::Message(158),
+            kind: Kind::Message(162),
             repeated: false,
         }],
     },
@@ -3716,7 +3809,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "resources",
-                kind: Kind::Message(159),
+                kind: Kind::Message(163),
                 repeated: true,
             },
         ],
@@ -3779,13 +3872,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "onExitCodes",
-                kind: Kind::Message(160),
+                kind: Kind::Message(164),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "onPodConditions",
-                kind: Kind::Message(161),
+                kind: Kind::Message(165),
                 repeated: true,
             },
         ],
@@ -3819,7 +3912,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "requirements",
-                kind: Kind::Message(162),
+                kind: Kind::Message(166),
                 repeated: true,
             },
         ],
@@ -3836,7 +3929,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "requirements",
-                kind: Kind::Message(108),
+                kind: Kind::Message(112),
                 repeated: true,
             },
         ],
@@ -3977,7 +4070,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "items",
-                kind: Kind::Message(163),
+                kind: Kind::Message(167),
                 repeated: true,
             },
             Field {
@@ -4077,7 +4170,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 10,
                 json: "secretRef",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
@@ -4170,7 +4263,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 7,
                 json: "secretRef",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
@@ -4199,7 +4292,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 3,
                 json: "secretRef",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
@@ -4240,7 +4333,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 4,
                 json: "secretRef",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
         ],
@@ -4275,7 +4368,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 5,
                 json: "secretRef",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
@@ -4309,7 +4402,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "items",
-                kind: Kind::Message(164),
+                kind: Kind::Message(168),
                 repeated: true,
             },
             Field {
@@ -4384,13 +4477,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "localObjectReference",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "items",
-                kind: Kind::Message(163),
+                kind: Kind::Message(167),
                 repeated: true,
             },
             Field {
@@ -4541,7 +4634,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "sources",
-                kind: Kind::Message(165),
+                kind: Kind::Message(169),
                 repeated: true,
             },
             Field {
@@ -4593,7 +4686,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 3,
                 json: "secretRef",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
@@ -4670,7 +4763,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 5,
                 json: "secretRef",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
         ],
@@ -4705,7 +4798,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 5,
                 json: "nodePublishSecretRef",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
         ],
@@ -4715,7 +4808,7 @@ pub static MESSAGES: &[Message] = &[
         fields: &[Field {
             tag: 1,
             json: "volumeClaimTemplate",
-            kind: Kind::Message(166),
+            kind: Kind::Message(170),
             repeated: false,
         }],
     },
@@ -4742,7 +4835,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "localObjectReference",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
@@ -4759,7 +4852,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "localObjectReference",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
@@ -4776,31 +4869,31 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "fieldRef",
-                kind: Kind::Message(167),
+                kind: Kind::Message(171),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "resourceFieldRef",
-                kind: Kind::Message(168),
+                kind: Kind::Message(172),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "configMapKeyRef",
-                kind: Kind::Message(169),
+                kind: Kind::Message(173),
                 repeated: false,
             },
             Field {
                 tag: 4,
                 json: "secretKeyRef",
-                kind: Kind::Message(170),
+                kind: Kind::Message(174),
                 repeated: false,
             },
             Field {
                 tag: 5,
                 json: "fileKeyRef",
-                kind: Kind::Message(171),
+                kind: Kind::Message(175),
                 repeated: false,
             },
         ],
@@ -4828,25 +4921,25 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "exec",
-                kind: Kind::Message(172),
+                kind: Kind::Message(176),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "httpGet",
-                kind: Kind::Message(173),
+                kind: Kind::Message(177),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "tcpSocket",
-                kind: Kind::Message(174),
+                kind: Kind::Message(178),
                 repeated: false,
             },
             Field {
                 tag: 4,
                 json: "grpc",
-                kind: Kind::Message(175),
+                kind: Kind::Message(179),
                 repeated: false,
             },
         ],
@@ -4857,25 +4950,25 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "exec",
-                kind: Kind::Message(172),
+                kind: Kind::Message(176),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "httpGet",
-                kind: Kind::Message(173),
+                kind: Kind::Message(177),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "tcpSocket",
-                kind: Kind::Message(174),
+                kind: Kind::Message(178),
                 repeated: false,
             },
             Field {
                 tag: 4,
                 json: "sleep",
-                kind: Kind::Message(176),
+                kind: Kind::Message(180),
                 repeated: false,
             },
         ],
@@ -4902,7 +4995,7 @@ pub static MESSAGES: &[Message] = &[
         fields: &[Field {
             tag: 1,
             json: "nodeSelectorTerms",
-            kind: Kind::Message(177),
+            kind: Kind::Message(181),
             repeated: true,
         }],
     },
@@ -4918,7 +5011,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "preference",
-                kind: Kind::Message(177),
+                kind: Kind::Message(181),
                 repeated: false,
             },
         ],
@@ -4929,7 +5022,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "labelSelector",
-                kind: Kind::Message(64),
+                kind: Kind::Message(67),
                 repeated: false,
             },
             Field {
@@ -4947,7 +5040,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 4,
                 json: "namespaceSelector",
-                kind: Kind::Message(64),
+                kind: Kind::Message(67),
                 repeated: false,
             },
             Field {
@@ -4976,7 +5069,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "podAffinityTerm",
-                kind: Kind::Message(153),
+                kind: Kind::Message(157),
                 repeated: false,
             },
         ],
@@ -5192,13 +5285,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 2,
                 json: "fieldRef",
-                kind: Kind::Message(167),
+                kind: Kind::Message(171),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "resourceFieldRef",
-                kind: Kind::Message(168),
+                kind: Kind::Message(172),
                 repeated: false,
             },
             Field {
@@ -5215,37 +5308,37 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "secret",
-                kind: Kind::Message(178),
+                kind: Kind::Message(182),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "downwardAPI",
-                kind: Kind::Message(179),
+                kind: Kind::Message(183),
                 repeated: false,
             },
             Field {
                 tag: 3,
                 json: "configMap",
-                kind: Kind::Message(180),
+                kind: Kind::Message(184),
                 repeated: false,
             },
             Field {
                 tag: 4,
                 json: "serviceAccountToken",
-                kind: Kind::Message(181),
+                kind: Kind::Message(185),
                 repeated: false,
             },
             Field {
                 tag: 5,
                 json: "clusterTrustBundle",
-                kind: Kind::Message(182),
+                kind: Kind::Message(186),
                 repeated: false,
             },
             Field {
                 tag: 6,
                 json: "podCertificate",
-                kind: Kind::Message(183),
+                kind: Kind::Message(187),
                 repeated: false,
             },
         ],
@@ -5256,13 +5349,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "metadata",
-                kind: Kind::Message(18),
+                kind: Kind::Message(19),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "spec",
-                kind: Kind::Message(25),
+                kind: Kind::Message(26),
                 repeated: false,
             },
         ],
@@ -5313,7 +5406,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "localObjectReference",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
@@ -5336,7 +5429,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "localObjectReference",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
@@ -5421,7 +5514,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 5,
                 json: "httpHeaders",
-                kind: Kind::Message(184),
+                kind: Kind::Message(188),
                 repeated: true,
             },
         ],
@@ -5475,13 +5568,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "matchExpressions",
-                kind: Kind::Message(185),
+                kind: Kind::Message(189),
                 repeated: true,
             },
             Field {
                 tag: 2,
                 json: "matchFields",
-                kind: Kind::Message(185),
+                kind: Kind::Message(189),
                 repeated: true,
             },
         ],
@@ -5492,13 +5585,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "localObjectReference",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "items",
-                kind: Kind::Message(163),
+                kind: Kind::Message(167),
                 repeated: true,
             },
             Field {
@@ -5514,7 +5607,7 @@ pub static MESSAGES: &[Message] = &[
         fields: &[Field {
             tag: 1,
             json: "items",
-            kind: Kind::Message(164),
+            kind: Kind::Message(168),
             repeated: true,
         }],
     },
@@ -5524,13 +5617,13 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 1,
                 json: "localObjectReference",
-                kind: Kind::Message(22),
+                kind: Kind::Message(23),
                 repeated: false,
             },
             Field {
                 tag: 2,
                 json: "items",
-                kind: Kind::Message(163),
+                kind: Kind::Message(167),
                 repeated: true,
             },
             Field {
@@ -5582,7 +5675,7 @@ pub static MESSAGES: &[Message] = &[
             Field {
                 tag: 3,
                 json: "labelSelector",
-                kind: Kind::Message(64),
+                kind: Kind::Message(67),
                 repeated: false,
             },
             Field {
