@@ -39,8 +39,9 @@ pub struct SimConfig {
     pub extra_crds: Vec<serde_json::Value>,
     /// Watch events kept per resource type for watches that resume from a resourceVersion.
     pub watch_history: usize,
-    /// Directory under which each pod gets a scratch working directory (default: the system
-    /// temporary directory).
+    /// Directory under which each cluster keeps its pods' scratch working directories, in
+    /// `kubeferry-sim/<pid>-<random>/<pod uid>` (default: the system temporary directory). A
+    /// cluster removes its own directory when it stops.
     pub work_dir: Option<PathBuf>,
     /// Bytes of log kept per container run; older lines are dropped first, as on log rotation.
     pub log_limit_bytes: usize,

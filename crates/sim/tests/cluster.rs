@@ -132,3 +132,39 @@ async fn node_disruptions_through_the_admin_endpoints() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn stopping_removes_the_pods_working_directories() {
+    let base = std::env::temp_dir().join(format!("kubeferry-sim-workdirs-{}", std::process::id()));
+    let sim = common::start_with(SimConfig {
+        work_dir: Some(base.clone()),
+        ..SimConfig::for_tests()
+    })
+    .await;
+    sim.cluster
+        .create(
+            "default",
+            common::shell_job("lingers", "touch here; sleep 30"),
+        )
+        .expect("job");
+    let root = base.join("kubeferry-sim");
+    eventually(
+        "the pod's directory to hold its file",
+        Duration::from_secs(10),
+        || {
+            let root = root.clone();
+            async move {
+                let cluster_dir = std::fs::read_dir(&root).ok()?.next()?.ok()?.path();
+                let pod_dir = std::fs::read_dir(&cluster_dir).ok()?.next()?.ok()?.path();
+                pod_dir.join("here").exists().then_some(())
+            }
+        },
+    )
+    .await;
+    sim.cluster.shutdown().await;
+    let left: Vec<_> = std::fs::read_dir(&root)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&base);
+    assert!(left.is_empty(), "{left:?}");
+}
