@@ -1,8 +1,13 @@
 //! Finding the cluster: the kubeconfig as kubectl finds it, or the embedded simulated cluster.
 
 use anyhow::Context;
+use kubeferry::ExecutionId;
+use kubeferry::core::spec::JobSpec;
 use kubeferry::kube::cluster::Kubeconfig;
-use kubeferry::kube::{Cluster, ClusterSettings, Executor, ExecutorSettings, KubeconfigLocation};
+use kubeferry::kube::{
+    Cluster, ClusterSettings, Executor, ExecutorSettings, KubeconfigLocation, generate_job_id,
+    resolve_namespace,
+};
 use kubeferry_sim::{SimCluster, SimConfig};
 
 use crate::args::ClusterArgs;
@@ -19,6 +24,32 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// The namespace of `-n`, else the context's.
+    pub fn namespace(&self, args: &ClusterArgs) -> String {
+        args.namespace
+            .clone()
+            .unwrap_or_else(|| self.executor.cluster().default_namespace().to_string())
+    }
+
+    /// Submits a job as `run` and `submit` do: into the namespace of `-n`, the job file or the
+    /// context, under the caller's job id or a fresh one (generated once, reused by every retry
+    /// of the submission). Returns the execution id and the job id.
+    pub async fn submit(
+        &self,
+        args: &ClusterArgs,
+        spec: &JobSpec,
+        job_id: Option<&str>,
+    ) -> anyhow::Result<(ExecutionId, String)> {
+        let namespace = resolve_namespace(
+            args.namespace.as_deref(),
+            spec.namespace(),
+            self.executor.cluster().default_namespace(),
+        )?;
+        let job_id = job_id.map_or_else(|| generate_job_id(spec.name()), str::to_string);
+        let id = self.executor.submit(spec, &job_id, &namespace).await?;
+        Ok((id, job_id))
+    }
+
     /// Stops the embedded cluster, if any, and its containers.
     pub async fn close(self) {
         let Connection { executor, embedded } = self;

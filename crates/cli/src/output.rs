@@ -97,6 +97,46 @@ impl Table {
     }
 }
 
+/// Prints statuses: a table, or JSON/YAML (a single object when `single`, else a list).
+pub fn print_statuses(
+    format: Format,
+    statuses: &[(&ExecutionId, ExecutionInfo)],
+    single: bool,
+) -> anyhow::Result<()> {
+    match format.structured() {
+        Some(format) => {
+            let rows: Vec<StatusRow> = statuses
+                .iter()
+                .map(|(id, status)| StatusRow { id, status })
+                .collect();
+            match rows.first() {
+                Some(row) if single => print_structured(format, row)?,
+                _ => print_structured(format, &rows)?,
+            }
+        }
+        None if !statuses.is_empty() => {
+            let mut table = status_table();
+            for (id, info) in statuses {
+                table.row(status_cells(id, info));
+            }
+            print!("{}", table.render());
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// Prints how a job ended: the one-line summary, or the status as JSON/YAML.
+pub fn print_final(format: Format, id: &ExecutionId, info: &ExecutionInfo) -> anyhow::Result<()> {
+    match format.structured() {
+        Some(format) => print_structured(format, &StatusRow { id, status: info }),
+        None => {
+            println!("{}", final_line(id, info));
+            Ok(())
+        }
+    }
+}
+
 /// The columns of a status table.
 pub fn status_table() -> Table {
     Table::new(vec![

@@ -6,10 +6,11 @@
 pub mod container;
 pub mod id;
 pub mod marks;
+pub mod spark;
 pub mod spec;
 pub mod status;
 pub mod template;
 
 pub use id::{ExecutionId, IdError, JobKind};
-pub use spec::{ContainerJobSpec, JobSpec, SpecError};
+pub use spec::{ContainerJobSpec, JobSpec, SparkJobSpec, SpecError};
 pub use status::{ExecutionInfo, JobState, Reason};

@@ -136,6 +136,13 @@ pub enum Reason {
     NoStatusTimeout,
     /// The Spark driver did not start, or did not become ready, in time.
     DriverStartTimedOut,
+    /// The Spark executors did not start in time (the apache operator's
+    /// `ExecutorsStartTimedOut`).
+    ExecutorsStartTimedOut,
+    /// The Spark operator could not create the application's resources: its pod template was
+    /// refused, a quota was exceeded, or the operator lacks permissions (the apache operator's
+    /// `SchedulingFailure`).
+    SchedulingFailure,
     // Failed: infrastructure (retryable).
     /// The pod was evicted from its node (resource pressure, API eviction).
     Evicted,
@@ -172,7 +179,7 @@ pub enum FailureClass {
 
 impl Reason {
     /// Every reason, in documentation order.
-    pub const ALL: [Reason; 28] = [
+    pub const ALL: [Reason; 30] = [
         Reason::Pending,
         Reason::Suspended,
         Reason::Unschedulable,
@@ -193,6 +200,8 @@ impl Reason {
         Reason::UnschedulableTimeout,
         Reason::NoStatusTimeout,
         Reason::DriverStartTimedOut,
+        Reason::ExecutorsStartTimedOut,
+        Reason::SchedulingFailure,
         Reason::Evicted,
         Reason::Preempted,
         Reason::NodeLost,
@@ -215,7 +224,9 @@ impl Reason {
             | CreateContainerError
             | UnschedulableTimeout
             | NoStatusTimeout
-            | DriverStartTimedOut => Some(FailureClass::Configuration),
+            | DriverStartTimedOut
+            | ExecutorsStartTimedOut
+            | SchedulingFailure => Some(FailureClass::Configuration),
             Evicted | Preempted | NodeLost | Disrupted | DeletedExternally => {
                 Some(FailureClass::Infrastructure)
             }
@@ -254,6 +265,8 @@ impl Reason {
             UnschedulableTimeout => "UnschedulableTimeout",
             NoStatusTimeout => "NoStatusTimeout",
             DriverStartTimedOut => "DriverStartTimedOut",
+            ExecutorsStartTimedOut => "ExecutorsStartTimedOut",
+            SchedulingFailure => "SchedulingFailure",
             Evicted => "Evicted",
             Preempted => "Preempted",
             NodeLost => "NodeLost",

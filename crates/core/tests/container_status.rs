@@ -767,3 +767,20 @@ fn unreadable_recorded_outcome_is_ignored_with_a_warning() {
         "the warning names the annotation"
     );
 }
+
+#[test]
+fn verdict_before_any_pod_is_seen_waits_for_the_pod_watch() {
+    // The Job watch delivered the failure; the pod watch has not delivered the pod yet.
+    let (job, _) = views("failed_with_exit_code");
+    let config = MappingConfig::default();
+    let waiting = support::map_views(&job, &[], Seen::Present, at(70), &config, None).unwrap();
+    assert!(!waiting.info.is_terminal(), "{:?}", waiting.info);
+    assert_eq!(
+        waiting.info.message,
+        "the Job controller reported the outcome; waiting for the pod's final status"
+    );
+    // Past the wait (the pods are gone for good), the Job's own verdict is the outcome.
+    let decided = support::map_views(&job, &[], Seen::Present, at(80), &config, None).unwrap();
+    assert_eq!(decided.info.state, JobState::Failed);
+    assert_eq!(decided.info.reason, Reason::BackoffLimitExceeded);
+}

@@ -1,4 +1,4 @@
-//! Every job file in `examples/` loads and validates.
+//! Every job file in `examples/` loads and validates, the container and the Spark ones.
 
 use std::path::Path;
 
@@ -12,6 +12,7 @@ fn every_example_validates() {
     // The one required parameter of templated.yaml.
     params.insert("who".to_string(), "tester".to_string());
     let mut loaded = Vec::new();
+    let mut spark = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("examples/ exists") {
         let path = entry.expect("a directory entry").path();
         let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
@@ -28,6 +29,7 @@ fn every_example_validates() {
         let text = std::fs::read_to_string(&path).expect("readable");
         match load(&name, &text, &params) {
             Ok(JobSpec::Container(spec)) => loaded.push((name, spec)),
+            Ok(JobSpec::Spark(spec)) => spark.push((name, spec)),
             Err(error) => panic!("{name} does not validate:\n{error}"),
         }
     }
@@ -37,6 +39,27 @@ fn every_example_validates() {
         assert!(
             names.contains(&expected),
             "{expected} missing from {names:?}"
+        );
+    }
+    spark.sort_by(|a, b| a.0.cmp(&b.0));
+    let spark_names: Vec<&str> = spark.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        spark_names,
+        ["spark-pi-apache.yaml", "spark-pi-kubeflow.yaml"],
+        "the Spark examples"
+    );
+    for (name, spec) in &spark {
+        let operator = spec
+            .operator
+            .unwrap_or_else(|| panic!("{name} names its operator"));
+        assert!(
+            name.contains(operator.as_str()),
+            "{name} runs on {operator}"
+        );
+        assert!(spec.check_operator(operator).is_ok(), "{name}");
+        assert!(
+            spec.main_application_file.starts_with("local:///"),
+            "{name} runs from its image"
         );
     }
     // The examples the simulated cluster runs need nothing but sh, echo and sleep.

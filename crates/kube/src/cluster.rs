@@ -342,7 +342,7 @@ impl Cluster {
             (_, Verdict::NoResponse) => Error::Unreachable {
                 url: self.inner.url.clone(),
                 since: Timestamp::now(),
-                message: format!("{op}: {error}"),
+                message: format!("{op}: {}", error_chain(&error)),
             },
             (_, Verdict::RetryAfter(_)) => Error::RetriesExhausted {
                 operation: op.to_string(),
@@ -415,6 +415,22 @@ impl std::fmt::Display for Op {
     }
 }
 
+/// An error with its causes, `outer: cause: root cause`: a lost connection's own message
+/// ("client error (SendRequest)") says little; its causes say what happened.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// The name a kubeconfig cluster entry gets in execution ids: the entry's name, with `/`
 /// (common in cloud providers' names, e.g. EKS ARNs) replaced by `.`; the context's name when the
 /// entry has none.
@@ -455,6 +471,16 @@ mod tests {
         assert_eq!(KubeconfigLocation::find_in(None, None, Some(missing)), None);
         assert_eq!(KubeconfigLocation::find_in(None, None, None), None);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn error_chains_name_every_cause() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset");
+        let error = kube::Error::ReadEvents(io);
+        assert_eq!(
+            error_chain(&error),
+            "Error reading events stream: connection reset"
+        );
     }
 
     #[test]

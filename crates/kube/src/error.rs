@@ -34,6 +34,12 @@ pub enum Error {
         /// What was attempted.
         operation: &'static str,
     },
+    /// The spec is of a kind this backend cannot submit yet.
+    #[error("{kind} jobs cannot be submitted by this version")]
+    UnsupportedSpec {
+        /// The kind of the spec.
+        kind: kubeferry_core::JobKind,
+    },
     /// The server refused for lack of permission: names the verb and resource to grant.
     #[error(
         "forbidden: kubeferry needs permission to {verb} {resource} in namespace {namespace:?} (see `kubeferry rbac`); the server said: {message}"

@@ -79,6 +79,9 @@ impl Executor {
     ) -> Result<ExecutionId> {
         match spec {
             JobSpec::Container(spec) => self.container.submit(spec, job_id, namespace).await,
+            JobSpec::Spark(_) => Err(Error::UnsupportedSpec {
+                kind: JobKind::SparkApp,
+            }),
         }
     }
 

@@ -43,6 +43,8 @@ use kubeferry_core::spec::{ContainerJobSpec, EnvValue, Quantity, SHARED_MEMORY_P
 
 pub use kubeferry_core::container::MAIN_CONTAINER;
 
+pub mod spark;
+
 /// The name of the pod volume behind `tmpfs`.
 pub const TMPFS_VOLUME: &str = "tmpfs";
 /// The name of the pod volume behind `sharedMemory`.

@@ -42,16 +42,53 @@ pub const CONTAINER_JOB_PERMISSIONS: &[Permission] = &[
     },
 ];
 
-/// The permissions for the given kinds of jobs, merged per resource.
+/// The verbs on SparkApplications, of either operator.
+const SPARK_APPLICATION_VERBS: &[&str] = &["create", "get", "list", "watch", "patch", "delete"];
+
+/// What Spark jobs need: their SparkApplications under both operators (a job file may name
+/// either), and their driver pods.
+pub const SPARK_JOB_PERMISSIONS: &[Permission] = &[
+    Permission {
+        group: "spark.apache.org",
+        resource: "sparkapplications",
+        verbs: SPARK_APPLICATION_VERBS,
+        why: "submit, track (one watch per namespace), mark and cancel SparkApplications of apache/spark-kubernetes-operator",
+    },
+    Permission {
+        group: "sparkoperator.k8s.io",
+        resource: "sparkapplications",
+        verbs: SPARK_APPLICATION_VERBS,
+        why: "submit, track (one watch per namespace), mark and cancel SparkApplications of the Kubeflow spark-operator",
+    },
+    Permission {
+        group: "",
+        resource: "pods",
+        verbs: &["list", "delete"],
+        why: "find a Spark job's driver pod by label (exit code, times, log), and delete a driver that outlived its failed application",
+    },
+    Permission {
+        group: "",
+        resource: "pods/log",
+        verbs: &["get"],
+        why: "read and follow the driver's log",
+    },
+];
+
+/// The permissions for the given kinds of jobs, each (group, resource, verbs) once. [`role`]
+/// merges the verbs of each resource into one rule.
 pub fn permissions(kinds: &[JobKind]) -> Vec<Permission> {
     let mut merged: Vec<Permission> = Vec::new();
     for kind in kinds {
         let table = match kind {
             JobKind::Job => CONTAINER_JOB_PERMISSIONS,
-            JobKind::SparkApp => &[],
+            JobKind::SparkApp => SPARK_JOB_PERMISSIONS,
         };
         for permission in table {
-            if !merged.contains(permission) {
+            let known = merged.iter().any(|p| {
+                (p.group, p.resource, p.verbs)
+                    == (permission.group, permission.resource, permission.verbs)
+            });
+            if !known {
                 merged.push(*permission);
             }
         }
@@ -59,21 +96,34 @@ pub fn permissions(kinds: &[JobKind]) -> Vec<Permission> {
     merged
 }
 
-/// The Role granting `permissions`.
+/// The Role granting `permissions`: one rule per API group and resource, with the verbs of
+/// every permission on it (in the order they first appear).
 pub fn role(name: &str, namespace: Option<&str>, permissions: &[Permission]) -> Role {
+    let mut rules: Vec<PolicyRule> = Vec::new();
+    for p in permissions {
+        let same = |rule: &&mut PolicyRule| {
+            rule.api_groups.as_deref() == Some(&[p.group.to_string()][..])
+                && rule.resources.as_deref() == Some(&[p.resource.to_string()][..])
+        };
+        match rules.iter_mut().find(same) {
+            Some(rule) => {
+                for verb in p.verbs {
+                    if !rule.verbs.iter().any(|v| v == verb) {
+                        rule.verbs.push(verb.to_string());
+                    }
+                }
+            }
+            None => rules.push(PolicyRule {
+                api_groups: Some(vec![p.group.to_string()]),
+                resources: Some(vec![p.resource.to_string()]),
+                verbs: p.verbs.iter().map(|v| v.to_string()).collect(),
+                ..PolicyRule::default()
+            }),
+        }
+    }
     Role {
         metadata: metadata(name, namespace),
-        rules: Some(
-            permissions
-                .iter()
-                .map(|p| PolicyRule {
-                    api_groups: Some(vec![p.group.to_string()]),
-                    resources: Some(vec![p.resource.to_string()]),
-                    verbs: p.verbs.iter().map(|v| v.to_string()).collect(),
-                    ..PolicyRule::default()
-                })
-                .collect(),
-        ),
+        rules: Some(rules),
     }
 }
 
@@ -143,10 +193,68 @@ mod tests {
         assert_eq!(role.metadata.namespace.as_deref(), Some("ns"));
     }
 
+    fn rules(kinds: &[JobKind]) -> Vec<String> {
+        let role = role("kubeferry", Some("ns"), &permissions(kinds));
+        role.rules
+            .unwrap_or_default()
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}:{}:{}",
+                    r.api_groups
+                        .as_ref()
+                        .map(|g| g.join(","))
+                        .unwrap_or_default(),
+                    r.resources
+                        .as_ref()
+                        .map(|g| g.join(","))
+                        .unwrap_or_default(),
+                    r.verbs.join(",")
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn spark_jobs_need_exactly_this() {
+        assert_eq!(
+            rules(&[JobKind::SparkApp]),
+            [
+                "spark.apache.org:sparkapplications:create,get,list,watch,patch,delete",
+                "sparkoperator.k8s.io:sparkapplications:create,get,list,watch,patch,delete",
+                ":pods:list,delete",
+                ":pods/log:get",
+            ]
+        );
+    }
+
+    #[test]
+    fn both_kinds_merge_per_resource() {
+        assert_eq!(
+            rules(&[JobKind::Job, JobKind::SparkApp]),
+            [
+                "batch:jobs:create,get,list,watch,patch,delete",
+                ":pods:get,list,watch,delete",
+                ":pods/log:get",
+                "spark.apache.org:sparkapplications:create,get,list,watch,patch,delete",
+                "sparkoperator.k8s.io:sparkapplications:create,get,list,watch,patch,delete",
+            ]
+        );
+    }
+
     #[test]
     fn permissions_merge_without_duplicates() {
-        let once = permissions(&[JobKind::Job]);
-        let twice = permissions(&[JobKind::Job, JobKind::Job]);
-        assert_eq!(once, twice);
+        for kinds in [
+            vec![JobKind::Job],
+            vec![JobKind::SparkApp],
+            JobKind::ALL.to_vec(),
+        ] {
+            let once = permissions(&kinds);
+            let twice = permissions(&[kinds.clone(), kinds.clone()].concat());
+            assert_eq!(once, twice);
+        }
+        // pods/log is granted by both tables: once in the list.
+        let all = permissions(&JobKind::ALL);
+        assert_eq!(all.iter().filter(|p| p.resource == "pods/log").count(), 1);
     }
 }

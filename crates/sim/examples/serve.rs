@@ -16,7 +16,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = cli.sim.to_config()?;
     let cluster = SimCluster::start(config).await?;
     if let Some(path) = &cli.sim.kubeconfig {
-        cluster.write_kubeconfig_as(path, &cli.sim.context, cluster.admin_token())?;
+        cluster.write_kubeconfig_as(path, &cli.sim.kubeconfig_context, cluster.admin_token())?;
         eprintln!("kubeconfig written to {}", path.display());
     }
     eprintln!("simulated cluster serving at {}", cluster.url());

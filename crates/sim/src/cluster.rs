@@ -326,6 +326,11 @@ impl SimCluster {
     fn stop(&self) {
         self.shutdown.send_replace(true);
         self.state.processes.kill_all();
+        if let Err(error) = std::fs::remove_dir_all(&self.state.pods_dir)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(message = "cannot remove the pods' working directories", path = %self.state.pods_dir.display(), %error);
+        }
     }
 
     // --- fault injection -------------------------------------------------------------------

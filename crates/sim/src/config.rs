@@ -39,8 +39,9 @@ pub struct SimConfig {
     pub extra_crds: Vec<serde_json::Value>,
     /// Watch events kept per resource type for watches that resume from a resourceVersion.
     pub watch_history: usize,
-    /// Directory under which each pod gets a scratch working directory (default: the system
-    /// temporary directory).
+    /// Directory under which each cluster keeps its pods' scratch working directories, in
+    /// `kubeferry-sim/<pid>-<random>/<pod uid>` (default: the system temporary directory). A
+    /// cluster removes its own directory when it stops.
     pub work_dir: Option<PathBuf>,
     /// Bytes of log kept per container run; older lines are dropped first, as on log rotation.
     pub log_limit_bytes: usize,
@@ -219,7 +220,7 @@ pub struct SimArgs {
     pub kubeconfig: Option<PathBuf>,
     /// Name of the cluster, user and context in the written kubeconfig.
     #[arg(long, default_value = "kubeferry-sim", value_name = "NAME")]
-    pub context: String,
+    pub kubeconfig_context: String,
     /// Number of nodes (named sim-node-1, sim-node-2, ...).
     #[arg(long, default_value_t = 1)]
     pub nodes: u32,
@@ -398,4 +399,77 @@ fn parse_taint(text: &str) -> Option<TaintConfig> {
         value: value.to_string(),
         effect: effect.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    #[test]
+    fn arguments_become_a_configuration() {
+        let cli = Cli::try_parse_from([
+            "sim",
+            "--nodes",
+            "2",
+            "--node-cpu",
+            "8",
+            "--gpus",
+            "1",
+            "--rbac",
+            "--no-auth",
+            "--node-label",
+            "zone=a",
+            "--node-taint",
+            "dedicated=gpu:NoSchedule",
+            "--unpullable-registry",
+            "*.example",
+            "--image-entrypoint",
+            "python=python3 -u",
+            "--crds",
+            "spark-apache,kueue",
+        ])
+        .expect("parses");
+        let config = cli.sim.to_config().expect("valid");
+        assert_eq!(config.nodes.len(), 2);
+        assert_eq!(config.nodes[1].name, "sim-node-2");
+        assert_eq!(
+            (config.nodes[0].cpu.as_str(), config.nodes[0].nvidia_gpus),
+            ("8", 1)
+        );
+        assert_eq!(
+            config.nodes[0].labels.get("zone").map(String::as_str),
+            Some("a")
+        );
+        assert_eq!(config.nodes[0].taints[0].effect, "NoSchedule");
+        assert!(config.rbac && !config.auth && config.tls);
+        assert_eq!(config.unpullable_registries, vec!["*.example".to_string()]);
+        assert_eq!(
+            config.image_entrypoints.get("python"),
+            Some(&vec!["python3".to_string(), "-u".to_string()])
+        );
+        assert_eq!(
+            config.crd_bundles,
+            vec![CrdBundle::SparkApache, CrdBundle::Kueue]
+        );
+    }
+
+    #[test]
+    fn bad_arguments_name_the_flag() {
+        let cli = Cli::try_parse_from(["sim", "--node-memory", "lots"]).expect("parses");
+        let err = cli.sim.to_config().expect_err("not a quantity");
+        assert_eq!(
+            err.to_string(),
+            "--node-memory: \"lots\" is not a Kubernetes quantity"
+        );
+        let cli = Cli::try_parse_from(["sim", "--node-taint", "x:Sometimes"]).expect("parses");
+        assert!(cli.sim.to_config().is_err());
+    }
 }

@@ -292,7 +292,7 @@ const BUILTINS: &[Builtin] = &[
         namespaced: true,
         short_names: &["sa"],
         categories: &[],
-        subresources: &[],
+        subresources: &["token"],
         behavior: Behavior::ServiceAccount,
         has_generation: false,
         returns_deleted_object: false,

@@ -44,6 +44,8 @@ pub struct State {
     pub tls: Option<crate::tls::Tls>,
     /// Names of recorded events by what they say (so repeats are counted, not duplicated).
     pub event_names: parking_lot::Mutex<std::collections::HashMap<u64, String>>,
+    /// Where pods get their scratch working directories (removed when the cluster stops).
+    pub pods_dir: std::path::PathBuf,
     /// The bound port.
     pub port: OnceLock<u16>,
     next_ip: AtomicU32,
@@ -66,6 +68,16 @@ impl State {
             watch_control,
             tls,
             event_names: parking_lot::Mutex::new(std::collections::HashMap::new()),
+            pods_dir: config
+                .work_dir
+                .clone()
+                .unwrap_or_else(std::env::temp_dir)
+                .join("kubeferry-sim")
+                .join(format!(
+                    "{}-{}",
+                    std::process::id(),
+                    crate::store::meta::random_suffix(8)
+                )),
             port: OnceLock::new(),
             next_ip: AtomicU32::new(2),
             config,

@@ -7,7 +7,7 @@ use kubeferry::kube::CancelOutcome;
 use crate::args::{CancelArgs, Cli};
 use crate::commands::{parse_id, progress};
 use crate::connect::{Fallback, connect};
-use crate::output::{StatusRow, print_structured, status_cells, status_table};
+use crate::output::print_statuses;
 
 /// Runs `kubeferry cancel`.
 pub async fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
@@ -49,23 +49,7 @@ pub async fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    match cli.output.format.structured() {
-        Some(format) => {
-            let rows: Vec<StatusRow> = results
-                .iter()
-                .map(|(id, status)| StatusRow { id, status })
-                .collect();
-            print_structured(format, &rows)?;
-        }
-        None if !results.is_empty() => {
-            let mut table = status_table();
-            for (id, info) in &results {
-                table.row(status_cells(id, info));
-            }
-            print!("{}", table.render());
-        }
-        None => {}
-    }
+    print_statuses(cli.output.format, &results, false)?;
     Ok(if failed {
         ExitCode::FAILURE
     } else {

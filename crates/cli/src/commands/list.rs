@@ -10,11 +10,7 @@ use crate::output::{Table, one_line, print_structured};
 pub async fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let connection = connect(&cli.cluster, Fallback::None).await?;
     let executor = &connection.executor;
-    let namespace = cli
-        .cluster
-        .namespace
-        .clone()
-        .unwrap_or_else(|| executor.cluster().default_namespace().to_string());
+    let namespace = connection.namespace(&cli.cluster);
     let mut jobs = executor.list(&namespace, args.selector.as_deref()).await?;
     if let Some(state) = args.state {
         jobs.retain(|job| job.status.state == state);

@@ -5,14 +5,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use futures::StreamExt;
+use kubeferry::kube::Executor;
 use kubeferry::kube::logs::FollowOptions;
-use kubeferry::kube::{Executor, generate_job_id, resolve_namespace};
 use kubeferry::{ExecutionId, ExecutionInfo};
 
 use crate::args::{Cli, OnInterrupt, RunArgs};
 use crate::commands::{exit_code_of, progress};
 use crate::connect::{Fallback, connect};
-use crate::output::{StatusRow, final_line, print_structured};
+use crate::output::print_final;
 use crate::spec_input;
 
 /// How long the log stream may take to drain after the job ended.
@@ -24,17 +24,9 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_input::load(&args.spec)?;
     let connection = connect(&cli.cluster, Fallback::Embedded).await?;
     let executor = connection.executor.clone();
-    let namespace = resolve_namespace(
-        cli.cluster.namespace.as_deref(),
-        spec.namespace(),
-        executor.cluster().default_namespace(),
-    )?;
-    // One job id per run, reused by every retry of the submission.
-    let job_id = args
-        .job_id
-        .clone()
-        .unwrap_or_else(|| generate_job_id(spec.name()));
-    let id = executor.submit(&spec, &job_id, &namespace).await?;
+    let (id, job_id) = connection
+        .submit(&cli.cluster, &spec, args.job_id.as_deref())
+        .await?;
     eprintln!("kubeferry: submitted {id} (job id {job_id})");
 
     // Log lines go to stdout, unless stdout carries the JSON/YAML result.
@@ -82,16 +74,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         connection.close().await;
         return Ok(ExitCode::from(130));
     };
-    match structured {
-        Some(format) => print_structured(
-            format,
-            &StatusRow {
-                id: &id,
-                status: &info,
-            },
-        )?,
-        None => println!("{}", final_line(&id, &info)),
-    }
+    print_final(cli.output.format, &id, &info)?;
     connection.close().await;
     Ok(exit_code_of(&info))
 }

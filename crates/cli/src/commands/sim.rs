@@ -13,7 +13,7 @@ pub async fn serve(args: &SimArgs) -> anyhow::Result<ExitCode> {
         .context("cannot start the simulated cluster")?;
     eprintln!("kubeferry: simulated cluster listening on {}", sim.url());
     if let Some(path) = &args.kubeconfig {
-        sim.write_kubeconfig_as(path, &args.context, sim.admin_token())
+        sim.write_kubeconfig_as(path, &args.kubeconfig_context, sim.admin_token())
             .with_context(|| format!("--kubeconfig: cannot write {}", path.display()))?;
         eprintln!(
             "kubeferry: kubeconfig written to {0} (try: kubectl --kubeconfig {0} get nodes)",

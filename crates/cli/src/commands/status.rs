@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use crate::args::{Cli, StatusArgs};
 use crate::commands::parse_id;
 use crate::connect::{Fallback, connect};
-use crate::output::{StatusRow, print_structured, status_cells, status_table};
+use crate::output::print_statuses;
 
 /// Runs `kubeferry status`.
 pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
@@ -27,29 +27,7 @@ pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    match cli.output.format.structured() {
-        Some(format) => {
-            let rows: Vec<StatusRow> = found
-                .iter()
-                .map(|(id, status)| StatusRow { id, status })
-                .collect();
-            if args.ids.len() == 1 {
-                if let Some(row) = rows.first() {
-                    print_structured(format, row)?;
-                }
-            } else {
-                print_structured(format, &rows)?;
-            }
-        }
-        None if !found.is_empty() => {
-            let mut table = status_table();
-            for (id, info) in &found {
-                table.row(status_cells(id, info));
-            }
-            print!("{}", table.render());
-        }
-        None => {}
-    }
+    print_statuses(cli.output.format, &found, args.ids.len() == 1)?;
     Ok(if failed {
         ExitCode::FAILURE
     } else {

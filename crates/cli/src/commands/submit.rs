@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use kubeferry::kube::{generate_job_id, resolve_namespace};
 use serde::Serialize;
 
 use crate::args::{Cli, SubmitArgs};
@@ -21,17 +20,9 @@ struct Submitted<'a> {
 pub async fn submit(cli: &Cli, args: &SubmitArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_input::load(&args.spec)?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
-    let executor = &connection.executor;
-    let namespace = resolve_namespace(
-        cli.cluster.namespace.as_deref(),
-        spec.namespace(),
-        executor.cluster().default_namespace(),
-    )?;
-    let job_id = args
-        .job_id
-        .clone()
-        .unwrap_or_else(|| generate_job_id(spec.name()));
-    let id = executor.submit(&spec, &job_id, &namespace).await?;
+    let (id, job_id) = connection
+        .submit(&cli.cluster, &spec, args.job_id.as_deref())
+        .await?;
     match cli.output.format.structured() {
         Some(format) => print_structured(
             format,

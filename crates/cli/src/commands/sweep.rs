@@ -29,11 +29,7 @@ pub async fn sweep(cli: &Cli, args: &SweepArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let connection = connect(&cli.cluster, Fallback::None).await?;
     let executor = &connection.executor;
-    let namespace = cli
-        .cluster
-        .namespace
-        .clone()
-        .unwrap_or_else(|| executor.cluster().default_namespace().to_string());
+    let namespace = connection.namespace(&cli.cluster);
     let orphans = executor.sweep(&namespace, &known, args.delete).await?;
     match cli.output.format.structured() {
         Some(format) => print_structured(format, &orphans)?,

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use crate::args::{Cli, WaitArgs};
 use crate::commands::{exit_code_of, parse_id, progress};
 use crate::connect::{Fallback, connect};
-use crate::output::{StatusRow, final_line, print_structured};
+use crate::output::print_final;
 
 /// Runs `kubeferry wait`.
 pub async fn wait(cli: &Cli, args: &WaitArgs) -> anyhow::Result<ExitCode> {
@@ -15,15 +15,6 @@ pub async fn wait(cli: &Cli, args: &WaitArgs) -> anyhow::Result<ExitCode> {
         .executor
         .wait(&id, args.timeout, |info| progress(&id, info))
         .await?;
-    match cli.output.format.structured() {
-        Some(format) => print_structured(
-            format,
-            &StatusRow {
-                id: &id,
-                status: &info,
-            },
-        )?,
-        None => println!("{}", final_line(&id, &info)),
-    }
+    print_final(cli.output.format, &id, &info)?;
     Ok(exit_code_of(&info))
 }

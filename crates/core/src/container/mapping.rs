@@ -440,10 +440,13 @@ impl<'a> Mapper<'a> {
             // The Job's own reason names the cause; its pods may legitimately still run.
             false
         } else {
-            // A pod being deleted holds nothing back: the deletion is the news.
-            self.attempts
-                .last()
-                .is_some_and(|pod| !has_ended(pod) && pod.deletion_timestamp.is_none())
+            match self.attempts.last() {
+                // A pod being deleted holds nothing back: the deletion is the news.
+                Some(pod) => !has_ended(pod) && pod.deletion_timestamp.is_none(),
+                // The Job counted attempts that no pod view shows yet: pods arrive on a watch
+                // of their own, which may lag the Job's.
+                None => self.job.failed + self.job.succeeded + self.job.active > 0,
+            }
         }
     }
 

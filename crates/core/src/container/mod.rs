@@ -8,7 +8,7 @@
 //! non-terminal status and warns.
 
 mod mapping;
-mod view;
+pub(crate) mod view;
 
 #[cfg(test)]
 mod tests;

@@ -33,7 +33,7 @@ pub enum ConditionStatus {
 }
 
 impl ConditionStatus {
-    fn parse(status: &str) -> Self {
+    pub(crate) fn parse(status: &str) -> Self {
         match status {
             "True" => ConditionStatus::True,
             "False" => ConditionStatus::False,
@@ -179,19 +179,8 @@ impl From<&Job> for JobView {
             resource_version: meta.resource_version.clone(),
             created_at: time(meta.creation_timestamp.as_ref()),
             deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
-            cancel_mark: annotations
-                .and_then(|a| a.get(CANCEL_ANNOTATION))
-                .map(|value| CancelMark {
-                    requested_at: value.trim().parse().ok(),
-                }),
-            recorded_outcome: annotations
-                .and_then(|a| a.get(OUTCOME_ANNOTATION))
-                .map(|value| {
-                    serde_json::from_str::<ExecutionInfo>(value)
-                        .ok()
-                        .filter(ExecutionInfo::is_terminal)
-                        .ok_or_else(|| value.clone())
-                }),
+            cancel_mark: cancel_mark(annotations),
+            recorded_outcome: recorded_outcome(annotations),
             queue_name: entry(labels, KUEUE_QUEUE_LABEL),
             suspend: job
                 .spec
@@ -229,7 +218,7 @@ pub enum PodPhase {
 }
 
 impl PodPhase {
-    fn parse(phase: &str) -> Self {
+    pub(crate) fn parse(phase: &str) -> Self {
         match phase {
             "Pending" => PodPhase::Pending,
             "Running" => PodPhase::Running,
@@ -498,14 +487,38 @@ fn blocking_init_container(pod: &Pod) -> Option<ContainerView> {
     None
 }
 
-fn time(time: Option<&Time>) -> Option<Timestamp> {
+/// The cancel mark among an object's annotations ([`CANCEL_ANNOTATION`]).
+pub(crate) fn cancel_mark(annotations: Option<&BTreeMap<String, String>>) -> Option<CancelMark> {
+    annotations
+        .and_then(|a| a.get(CANCEL_ANNOTATION))
+        .map(|value| CancelMark {
+            requested_at: value.trim().parse().ok(),
+        })
+}
+
+/// The outcome kubeferry recorded among an object's annotations ([`OUTCOME_ANNOTATION`]);
+/// `Err` holds a value this version cannot read as a terminal status.
+pub(crate) fn recorded_outcome(
+    annotations: Option<&BTreeMap<String, String>>,
+) -> Option<Result<ExecutionInfo, String>> {
+    annotations
+        .and_then(|a| a.get(OUTCOME_ANNOTATION))
+        .map(|value| {
+            serde_json::from_str::<ExecutionInfo>(value)
+                .ok()
+                .filter(ExecutionInfo::is_terminal)
+                .ok_or_else(|| value.clone())
+        })
+}
+
+pub(crate) fn time(time: Option<&Time>) -> Option<Timestamp> {
     time.map(|t| t.0)
 }
 
-fn non_empty(text: Option<&str>) -> Option<String> {
+pub(crate) fn non_empty(text: Option<&str>) -> Option<String> {
     text.filter(|t| !t.is_empty()).map(str::to_string)
 }
 
-fn entry(map: Option<&BTreeMap<String, String>>, key: &str) -> Option<String> {
+pub(crate) fn entry(map: Option<&BTreeMap<String, String>>, key: &str) -> Option<String> {
     non_empty(map.and_then(|m| m.get(key)).map(String::as_str))
 }

@@ -11,11 +11,12 @@ use super::model::{
     Resources, SecurityContext, TaintEffect, Tmpfs, Toleration, TolerationOperator,
 };
 use super::quantity::Quantity;
+use super::spark_model::SparkJob;
 use super::tree::{Node, Value};
 
 /// The `kind` of a container job file.
 pub const CONTAINER_JOB_KIND: &str = "ContainerJob";
-/// The `kind` of a Spark job file (not read by this version).
+/// The `kind` of a Spark job file.
 pub const SPARK_JOB_KIND: &str = "SparkJob";
 
 const CONTAINER_FIELDS: &[&str] = &[
@@ -73,7 +74,7 @@ const ENV_FIELD_FIELDS: &[&str] = &["field"];
 
 /// Names from Kubernetes manifests (and misplaced fields) that users reach for, and what
 /// this format calls them: (where, name, suggestion).
-const HINTS: &[(&str, &str, &str)] = &[
+const HINTS: &[Hint] = &[
     ("", "activeDeadlineSeconds", "timeout"),
     ("", "backoffLimit", "retries"),
     ("", "ttlSecondsAfterFinished", "ttlAfterFinished"),
@@ -101,19 +102,52 @@ const HINTS: &[(&str, &str, &str)] = &[
     ("resources", "ephemeralStorage", "disk"),
 ];
 
+/// The kinds of job file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JobFileKind {
+    Container,
+    Spark,
+}
+
+/// A decoded job file, of either kind.
+// One per loaded file, moved once: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Decoded {
+    /// `kind: ContainerJob`.
+    Container(ContainerJob),
+    /// `kind: SparkJob`.
+    Spark(SparkJob),
+}
+
+/// A suggestion for an unknown field: (where, name, what to write instead).
+pub(super) type Hint = (&'static str, &'static str, &'static str);
+
 /// Walks the tree, collecting problems and where each field was written.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Decoder {
     pub(crate) found: Vec<Found>,
     /// Byte offset of each value, by path.
     pub(crate) values: HashMap<Path, usize>,
     /// Byte offset of the key of each map entry, by path.
     pub(crate) keys: HashMap<Path, usize>,
+    /// Suggestions for unknown fields of the kind of file being read.
+    pub(super) hints: &'static [Hint],
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder {
+            found: Vec::new(),
+            values: HashMap::new(),
+            keys: HashMap::new(),
+            hints: HINTS,
+        }
+    }
 }
 
 /// The known fields of one object, as found.
-struct Fields<'n> {
-    path: Path,
+pub(super) struct Fields<'n> {
+    pub(super) path: Path,
     offset: usize,
     given: HashMap<&'static str, &'n Node>,
     key_offsets: HashMap<&'static str, usize>,
@@ -123,17 +157,17 @@ struct Fields<'n> {
 
 impl Fields<'_> {
     /// A field's value; `None` when absent or null (null means "not given").
-    fn get(&self, name: &'static str) -> Option<&Node> {
+    pub(super) fn get(&self, name: &'static str) -> Option<&Node> {
         self.given.get(name).copied().filter(|node| !is_null(node))
     }
 }
 
-fn is_null(node: &Node) -> bool {
+pub(super) fn is_null(node: &Node) -> bool {
     matches!(&node.value, Value::Scalar(s) if s.is_null())
 }
 
 impl Decoder {
-    fn problem(
+    pub(super) fn problem(
         &mut self,
         offset: usize,
         path: &Path,
@@ -149,13 +183,13 @@ impl Decoder {
         });
     }
 
-    fn type_error(&mut self, node: &Node, path: &Path, expected: &str) {
+    pub(super) fn type_error(&mut self, node: &Node, path: &Path, expected: &str) {
         let message = format!("expected {expected}, found {}", node.describe());
         self.problem(node.offset, path, ProblemKind::Type, message);
     }
 
     /// The known fields of the object at `path`; unknown ones are reported.
-    fn fields<'n>(
+    pub(super) fn fields<'n>(
         &mut self,
         node: &'n Node,
         path: &Path,
@@ -180,7 +214,7 @@ impl Decoder {
                     key_offsets.insert(*name, entry.key_offset);
                 }
                 None => {
-                    let (message, suggestion) = unknown_field(path, &entry.key, known);
+                    let (message, suggestion) = unknown_field(self.hints, path, &entry.key, known);
                     suggested.extend(suggestion);
                     self.problem(entry.key_offset, path, ProblemKind::UnknownField, message);
                 }
@@ -195,7 +229,7 @@ impl Decoder {
         })
     }
 
-    fn optional<T>(
+    pub(super) fn optional<T>(
         &mut self,
         fields: &Fields<'_>,
         name: &'static str,
@@ -205,7 +239,7 @@ impl Decoder {
         decode(self, node, &fields.path.field(name))
     }
 
-    fn required<T>(
+    pub(super) fn required<T>(
         &mut self,
         fields: &Fields<'_>,
         name: &'static str,
@@ -228,7 +262,12 @@ impl Decoder {
         self.optional(fields, name, decode)
     }
 
-    fn scalar<'n>(&mut self, node: &'n Node, path: &Path, expected: &str) -> Option<&'n str> {
+    pub(super) fn scalar<'n>(
+        &mut self,
+        node: &'n Node,
+        path: &Path,
+        expected: &str,
+    ) -> Option<&'n str> {
         match &node.value {
             Value::Scalar(s) if !s.is_null() => Some(&s.text),
             _ => {
@@ -238,11 +277,11 @@ impl Decoder {
         }
     }
 
-    fn string(&mut self, node: &Node, path: &Path) -> Option<String> {
+    pub(super) fn string(&mut self, node: &Node, path: &Path) -> Option<String> {
         self.scalar(node, path, "a string").map(str::to_string)
     }
 
-    fn strings(&mut self, node: &Node, path: &Path) -> Option<Vec<String>> {
+    pub(super) fn strings(&mut self, node: &Node, path: &Path) -> Option<Vec<String>> {
         let Value::Seq(items) = &node.value else {
             self.type_error(node, path, "a list of strings");
             return None;
@@ -261,7 +300,7 @@ impl Decoder {
     }
 
     /// A user-keyed map whose values `decode` reads.
-    fn map<T>(
+    pub(super) fn map<T>(
         &mut self,
         node: &Node,
         path: &Path,
@@ -286,7 +325,11 @@ impl Decoder {
         ok.then_some(out)
     }
 
-    fn string_map(&mut self, node: &Node, path: &Path) -> Option<BTreeMap<String, String>> {
+    pub(super) fn string_map(
+        &mut self,
+        node: &Node,
+        path: &Path,
+    ) -> Option<BTreeMap<String, String>> {
         let entries = self.map(node, path, "a mapping of strings to strings", |d, n, p| {
             d.scalar(n, p, "a string").map(str::to_string)
         })?;
@@ -304,7 +347,7 @@ impl Decoder {
         }
     }
 
-    fn integer(&mut self, node: &Node, path: &Path, min: i64, max: i64) -> Option<i64> {
+    pub(super) fn integer(&mut self, node: &Node, path: &Path, min: i64, max: i64) -> Option<i64> {
         let text = self.scalar(node, path, "a whole number")?;
         match text.parse::<i64>().ok() {
             Some(n) if (min..=max).contains(&n) => Some(n),
@@ -338,7 +381,7 @@ impl Decoder {
         ok.then_some(out)
     }
 
-    fn boolean(&mut self, node: &Node, path: &Path) -> Option<bool> {
+    pub(super) fn boolean(&mut self, node: &Node, path: &Path) -> Option<bool> {
         match self.scalar(node, path, "true or false")? {
             "true" | "True" | "TRUE" => Some(true),
             "false" | "False" | "FALSE" => Some(false),
@@ -349,7 +392,7 @@ impl Decoder {
         }
     }
 
-    fn duration(&mut self, node: &Node, path: &Path) -> Option<Duration> {
+    pub(super) fn duration(&mut self, node: &Node, path: &Path) -> Option<Duration> {
         let text = self.scalar(node, path, "a duration such as 90s, 10m or 1h30m")?;
         match parse_duration(text) {
             Ok(duration) => Some(duration),
@@ -360,7 +403,7 @@ impl Decoder {
         }
     }
 
-    fn choice<T: Copy>(
+    pub(super) fn choice<T: Copy>(
         &mut self,
         node: &Node,
         path: &Path,
@@ -380,27 +423,43 @@ impl Decoder {
         None
     }
 
-    /// Reads a job file's root object. `None` when nothing usable was found (problems say why).
-    pub(crate) fn container_job(&mut self, root: &Node) -> Option<ContainerJob> {
+    /// Reads a job file's root object, of the kind its `kind` field names (a container job when
+    /// it names none, or one this version does not know). `None` when nothing usable was found
+    /// (problems say why).
+    pub(crate) fn job(&mut self, root: &Node) -> Option<Decoded> {
         let path = Path::root();
-        if !matches!(root.value, Value::Map(_)) {
+        let Value::Map(entries) = &root.value else {
             let message = format!(
                 "a job file is a mapping of fields, found {}",
                 root.describe()
             );
             self.problem(root.offset, &path, ProblemKind::Type, message);
             return None;
+        };
+        let kinds = [
+            (CONTAINER_JOB_KIND, JobFileKind::Container),
+            (SPARK_JOB_KIND, JobFileKind::Spark),
+        ];
+        let kind = match entries
+            .iter()
+            .find(|entry| entry.key == "kind")
+            .filter(|entry| !is_null(&entry.value))
+        {
+            // A kind this version does not know: its problem explains the file; the fields of
+            // a kind it was not meant to be would only add noise.
+            Some(entry) => self.choice(&entry.value, &path.field("kind"), &kinds)?,
+            None => JobFileKind::Container,
+        };
+        match kind {
+            JobFileKind::Spark => self.spark_job(root).map(Decoded::Spark),
+            JobFileKind::Container => self.container_job(root).map(Decoded::Container),
         }
+    }
+
+    /// Reads a container job's root object (its `kind` was read by [`Decoder::job`]).
+    fn container_job(&mut self, root: &Node) -> Option<ContainerJob> {
+        let path = Path::root();
         let f = self.fields(root, &path, CONTAINER_FIELDS)?;
-        let kinds = [(CONTAINER_JOB_KIND, true), (SPARK_JOB_KIND, false)];
-        if let Some(false) = self.optional(&f, "kind", |d, n, p| d.choice(n, p, &kinds)) {
-            let message = format!(
-                "{SPARK_JOB_KIND} files are not supported yet; this version reads {CONTAINER_JOB_KIND}"
-            );
-            let offset = f.given.get("kind").map_or(0, |n| n.offset);
-            self.problem(offset, &path.field("kind"), ProblemKind::Value, message);
-            return None;
-        }
         let job = ContainerJob {
             name: self.required(&f, "name", Self::string).unwrap_or_default(),
             namespace: self.optional(&f, "namespace", Self::string),
@@ -589,13 +648,21 @@ impl Decoder {
 }
 
 /// The message for an unknown field, and the known field it suggests instead, if any.
-fn unknown_field(path: &Path, key: &str, known: &[&'static str]) -> (String, Option<&'static str>) {
+fn unknown_field(
+    hints: &[Hint],
+    path: &Path,
+    key: &str,
+    known: &[&'static str],
+) -> (String, Option<&'static str>) {
     let place = path.to_string();
-    let hint = HINTS
+    let hint = hints
         .iter()
         .find(|(at, name, _)| *at == place && *name == key)
         .map(|(_, _, suggestion)| *suggestion);
-    let suggestion = suggest(key, known);
+    // A hint that names a field of this object explains that field's absence too.
+    let suggestion = hint
+        .and_then(|hint| known.iter().find(|k| **k == hint).copied())
+        .or_else(|| suggest(key, known));
     let message = match hint.or(suggestion) {
         Some(suggestion) => format!("unknown field `{key}`; did you mean `{suggestion}`?"),
         None if known.len() <= 8 => {

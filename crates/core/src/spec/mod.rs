@@ -1,17 +1,22 @@
-//! Job spec files: the container job format in YAML or JSON, rendered from a template,
-//! decoded, validated and hashed. `crates/core/SPEC.md` documents the format.
+//! Job spec files: the container job and Spark job formats in YAML or JSON, rendered from a
+//! template, decoded, validated and hashed. `crates/core/SPEC.md` documents the formats.
 //!
 //! [`load`] is the one way in: it renders the template, parses the text, decodes it and
 //! validates it, and returns every problem at once, each as `file:line:col: field: message`
 //! at the place in the file as written (positions inside a parameter's value point at its
-//! placeholder). A [`ContainerJobSpec`] exists only validated, so anything holding one may
-//! turn it into Kubernetes objects without further checks (I6: bad input creates nothing).
+//! placeholder). A [`ContainerJobSpec`] or [`SparkJobSpec`] exists only validated, so anything
+//! holding one may turn it into Kubernetes objects without further checks (I6: bad input
+//! creates nothing); a Spark job that names no operator is checked once more against the
+//! operator the caller resolves ([`SparkJobSpec::check_operator`]).
 
 mod decode;
 mod error;
 mod model;
 mod names;
 pub mod quantity;
+mod spark_decode;
+mod spark_model;
+mod spark_validate;
 mod tree;
 mod validate;
 
@@ -27,19 +32,27 @@ pub use model::{
     SHARED_MEMORY_PATH, SecurityContext, TaintEffect, Tmpfs, Toleration, TolerationOperator,
 };
 pub use quantity::{Quantity, QuantityError, QuantityFormat};
+pub use spark_model::{
+    RetainPolicy, SparkAppType, SparkJob, SparkMemory, SparkPod, SparkRestartPolicy,
+};
 
 pub use crate::template::Params;
 
 use crate::id::JobKind;
 use crate::marks::short_hash;
+use crate::spark::SparkOperator;
 use crate::template::{self, Rendered};
 use error::{Found, Path};
 
 /// A validated job spec, of one of the kinds kubeferry runs.
+// A handful live at a time (one per submission): boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JobSpec {
     /// A container job (`kind: ContainerJob`, the default).
     Container(ContainerJobSpec),
+    /// A Spark application (`kind: SparkJob`).
+    Spark(SparkJobSpec),
 }
 
 impl JobSpec {
@@ -47,6 +60,7 @@ impl JobSpec {
     pub fn name(&self) -> &str {
         match self {
             JobSpec::Container(spec) => &spec.name,
+            JobSpec::Spark(spec) => &spec.name,
         }
     }
 
@@ -54,6 +68,7 @@ impl JobSpec {
     pub fn namespace(&self) -> Option<&str> {
         match self {
             JobSpec::Container(spec) => spec.namespace.as_deref(),
+            JobSpec::Spark(spec) => spec.namespace.as_deref(),
         }
     }
 
@@ -61,15 +76,43 @@ impl JobSpec {
     pub fn kind(&self) -> JobKind {
         match self {
             JobSpec::Container(_) => JobKind::Job,
+            JobSpec::Spark(_) => JobKind::SparkApp,
         }
     }
 
-    /// The spec hash (see [`ContainerJobSpec::hash`]).
+    /// The spec hash (see [`ContainerJobSpec::hash`] and [`SparkJobSpec::hash`]).
     pub fn hash(&self) -> String {
         match self {
             JobSpec::Container(spec) => spec.hash(),
+            JobSpec::Spark(spec) => spec.hash(),
         }
     }
+}
+
+/// Problems found in a spec built in code: named by field, without positions.
+fn unplaced(found: Vec<Found>) -> SpecError {
+    let problems = found
+        .into_iter()
+        .map(|f| Problem {
+            position: None,
+            path: f.path.to_string(),
+            kind: f.kind,
+            message: f.message,
+        })
+        .collect();
+    SpecError::new("", problems)
+}
+
+/// A hash of a spec's canonical JSON: 16 hex digits of SHA-256.
+fn canonical_hash<T: Serialize>(kind: &'static str, spec: &T) -> String {
+    #[derive(Serialize)]
+    struct Canonical<'a, T> {
+        kind: &'static str,
+        spec: &'a T,
+    }
+    // Serialising plain data with string keys cannot fail.
+    let json = serde_json::to_string(&Canonical { kind, spec }).unwrap_or_default();
+    short_hash(&json, 16)
 }
 
 /// A container job that passed validation. Read its fields through [`Deref`] to
@@ -84,16 +127,7 @@ impl ContainerJobSpec {
         if found.is_empty() {
             return Ok(Self(job));
         }
-        let problems = found
-            .into_iter()
-            .map(|f| Problem {
-                position: None,
-                path: f.path.to_string(),
-                kind: f.kind,
-                message: f.message,
-            })
-            .collect();
-        Err(SpecError::new("", problems))
+        Err(unplaced(found))
     }
 
     /// The spec's data.
@@ -106,18 +140,7 @@ impl ContainerJobSpec {
     /// or template that produced it. Env order counts: Kubernetes expands `$(NAME)` only from
     /// earlier entries. 16 hex digits of SHA-256 of the canonical JSON.
     pub fn hash(&self) -> String {
-        #[derive(Serialize)]
-        struct Canonical<'a> {
-            kind: &'static str,
-            spec: &'a ContainerJob,
-        }
-        let canonical = Canonical {
-            kind: CONTAINER_JOB_KIND,
-            spec: &self.0,
-        };
-        // Serialising plain data with string keys cannot fail.
-        let json = serde_json::to_string(&canonical).unwrap_or_default();
-        short_hash(&json, 16)
+        canonical_hash(CONTAINER_JOB_KIND, &self.0)
     }
 }
 
@@ -125,6 +148,59 @@ impl Deref for ContainerJobSpec {
     type Target = ContainerJob;
 
     fn deref(&self) -> &ContainerJob {
+        &self.0
+    }
+}
+
+/// A Spark job that passed validation. Read its fields through [`Deref`] to [`SparkJob`]; it
+/// cannot be changed, only rebuilt through [`SparkJobSpec::new`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SparkJobSpec(SparkJob);
+
+impl SparkJobSpec {
+    /// Validates a job built in code. Problems name fields but have no position.
+    pub fn new(job: SparkJob) -> Result<Self, SpecError> {
+        let found = spark_validate::spark_job(&job);
+        if found.is_empty() {
+            return Ok(Self(job));
+        }
+        Err(unplaced(found))
+    }
+
+    /// The spec's data.
+    pub fn into_inner(self) -> SparkJob {
+        self.0
+    }
+
+    /// The operator that runs the job: the one the file names, else `default` (the cluster's
+    /// configured operator).
+    pub fn operator_or(&self, default: SparkOperator) -> SparkOperator {
+        self.0.operator.unwrap_or(default)
+    }
+
+    /// Checks that `operator` can honour every field the job sets. Call it with the resolved
+    /// operator before creating anything: a file that names no operator was validated without
+    /// one (a file that names one was checked against it when loaded).
+    pub fn check_operator(&self, operator: SparkOperator) -> Result<(), SpecError> {
+        let found = spark_validate::operator_support(&self.0, operator);
+        if found.is_empty() {
+            return Ok(());
+        }
+        Err(unplaced(found))
+    }
+
+    /// A hash of what the spec asks for, for the `kubeferry.dev/spec-hash` annotation, with
+    /// the same guarantees as [`ContainerJobSpec::hash`] (memory spelling, `2048m` is `2g`,
+    /// and duration spelling do not count; list order does).
+    pub fn hash(&self) -> String {
+        canonical_hash(SPARK_JOB_KIND, &self.0)
+    }
+}
+
+impl Deref for SparkJobSpec {
+    type Target = SparkJob;
+
+    fn deref(&self) -> &SparkJob {
         &self.0
     }
 }
@@ -168,7 +244,7 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
         }
     };
     let mut decoder = decode::Decoder::default();
-    let job = decoder.container_job(&root);
+    let job = decoder.job(&root);
     if !decoder.found.is_empty() {
         let found = std::mem::take(&mut decoder.found);
         return Err(locator.error(found, &decoder));
@@ -182,11 +258,20 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
         );
         return Err(locator.error(vec![found], &decoder));
     };
-    let found = validate::container_job(&job);
+    let (found, spec) = match job {
+        decode::Decoded::Container(job) => (
+            validate::container_job(&job),
+            JobSpec::Container(ContainerJobSpec(job)),
+        ),
+        decode::Decoded::Spark(job) => (
+            spark_validate::spark_job(&job),
+            JobSpec::Spark(SparkJobSpec(job)),
+        ),
+    };
     if !found.is_empty() {
         return Err(locator.error(found, &decoder));
     }
-    Ok(JobSpec::Container(ContainerJobSpec(job)))
+    Ok(spec)
 }
 
 /// Gives problems their position in the file as written.
@@ -238,5 +323,7 @@ fn offset_of(decoder: &decode::Decoder, path: &Path, at_key: bool) -> Option<usi
     None
 }
 
+#[cfg(test)]
+mod spark_tests;
 #[cfg(test)]
 mod tests;

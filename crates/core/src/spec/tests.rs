@@ -14,6 +14,7 @@ fn params(pairs: &[(&str, &str)]) -> Params {
 fn container(source: &str, text: &str) -> ContainerJobSpec {
     match load(source, text, &Params::new()) {
         Ok(JobSpec::Container(spec)) => spec,
+        Ok(other) => panic!("{source} is not a container job: {other:?}"),
         Err(error) => panic!("{source} should load:\n{error}"),
     }
 }
@@ -241,7 +242,7 @@ fn reports_errors_with_file_line_column_and_field() {
         (
             "spark.yaml",
             "kind: SparkJob\nname: x\n",
-            "spark.yaml:1:7: kind: SparkJob files are not supported yet; this version reads ContainerJob",
+            "spark.yaml:1:1: sparkVersion: is required\nspark.yaml:1:1: image: is required\nspark.yaml:1:1: mainApplicationFile: is required",
         ),
         (
             "hello.yaml",
@@ -524,6 +525,7 @@ fn templated_values_load() {
         "name: {{name:-hello}}\nimage: busybox\nargs: ['echo {{who:-kubeferry}} \\{{literal}}']\n";
     let spec = match load("t.yaml", text, &params(&[("who", "world")])) {
         Ok(JobSpec::Container(spec)) => spec,
+        Ok(other) => panic!("not a container job: {other:?}"),
         Err(e) => panic!("{e}"),
     };
     assert_eq!(spec.name, "hello");

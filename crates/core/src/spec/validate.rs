@@ -14,16 +14,16 @@ use super::quantity::Quantity;
 use crate::marks::{MANAGED_BY_LABEL, is_label_value};
 
 /// Kubernetes' limit on the total size of an object's annotations.
-const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+pub(super) const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
 use crate::marks::KUEUE_QUEUE_LABEL;
 
 #[derive(Default)]
-struct Checks {
-    found: Vec<Found>,
+pub(super) struct Checks {
+    pub(super) found: Vec<Found>,
 }
 
 impl Checks {
-    fn value(&mut self, path: Path, result: Result<(), String>) {
+    pub(super) fn value(&mut self, path: Path, result: Result<(), String>) {
         if let Err(message) = result {
             // The check's message starts with the value itself; the field comes from the path.
             self.found
@@ -31,24 +31,24 @@ impl Checks {
         }
     }
 
-    fn key(&mut self, path: Path, result: Result<(), String>) {
+    pub(super) fn key(&mut self, path: Path, result: Result<(), String>) {
         if let Err(message) = result {
             self.found
                 .push(Found::at_key(path, ProblemKind::Value, message));
         }
     }
 
-    fn invalid(&mut self, path: Path, message: impl Into<String>) {
+    pub(super) fn invalid(&mut self, path: Path, message: impl Into<String>) {
         self.found
             .push(Found::at(path, ProblemKind::Value, message));
     }
 
-    fn conflict(&mut self, path: Path, message: impl Into<String>) {
+    pub(super) fn conflict(&mut self, path: Path, message: impl Into<String>) {
         self.found
             .push(Found::at(path, ProblemKind::Combination, message));
     }
 
-    fn required(&mut self, path: Path) {
+    pub(super) fn required(&mut self, path: Path) {
         self.found
             .push(Found::at(path, ProblemKind::MissingField, "is required"));
     }
@@ -178,7 +178,7 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
     c.found
 }
 
-fn names_list(c: &mut Checks, path: &Path, names: &[String]) {
+pub(super) fn names_list(c: &mut Checks, path: &Path, names: &[String]) {
     let mut seen = BTreeSet::new();
     for (i, name) in names.iter().enumerate() {
         c.value(path.index(i), dns_subdomain(name));
@@ -191,21 +191,11 @@ fn names_list(c: &mut Checks, path: &Path, names: &[String]) {
 /// Reserved label and annotation keys: kubeferry's own marks, and keys that Kubernetes, the
 /// Job controller or Kueue set (where the format has a field, it says which).
 fn reserved(key: &str, label: bool) -> Result<(), String> {
-    let prefix = key.rsplit_once('/').map(|(prefix, _)| prefix);
-    let ours = prefix.is_some_and(|p| p == "kubeferry.dev" || p.ends_with(".kubeferry.dev"));
-    if ours {
-        return Err(format!(
-            "{key:?} is reserved: kubeferry.dev/ keys are kubeferry's own marks"
-        ));
-    }
-    if key == MANAGED_BY_LABEL {
-        return Err(format!(
-            "{key:?} is reserved: kubeferry sets it to mark the objects it manages"
-        ));
-    }
+    kubeferry_mark(key)?;
     if !label {
         return Ok(());
     }
+    let prefix = key.rsplit_once('/').map(|(prefix, _)| prefix);
     if key == KUEUE_QUEUE_LABEL {
         return Err(format!(
             "{key:?} is set from the queue field; use queue instead"
@@ -216,6 +206,24 @@ fn reserved(key: &str, label: bool) -> Result<(), String> {
     if job_controller {
         return Err(format!(
             "{key:?} is reserved: the Kubernetes Job controller sets it"
+        ));
+    }
+    Ok(())
+}
+
+/// Keys kubeferry itself sets on every object it creates: its `kubeferry.dev/` marks and
+/// [`MANAGED_BY_LABEL`].
+pub(super) fn kubeferry_mark(key: &str) -> Result<(), String> {
+    let prefix = key.rsplit_once('/').map(|(prefix, _)| prefix);
+    let ours = prefix.is_some_and(|p| p == "kubeferry.dev" || p.ends_with(".kubeferry.dev"));
+    if ours {
+        return Err(format!(
+            "{key:?} is reserved: kubeferry.dev/ keys are kubeferry's own marks"
+        ));
+    }
+    if key == MANAGED_BY_LABEL {
+        return Err(format!(
+            "{key:?} is reserved: kubeferry sets it to mark the objects it manages"
         ));
     }
     Ok(())

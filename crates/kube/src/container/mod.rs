@@ -162,8 +162,6 @@ impl ContainerJobs {
         let name = object_name(&self.settings.name_prefix, job_id);
         let manifest = job_manifest(spec, job_id, &name, namespace);
         let api = self.jobs(namespace);
-        // Start watching before the Job exists, so that its first events are not missed.
-        self.tracker.namespace(namespace);
         let op = Op::named("create", JOBS, namespace, &name);
         let create = kube::api::PostParams::default();
         // The name is deterministic, so repeating a create whose response was lost is safe: the

@@ -14,6 +14,7 @@ const JOB_ID: &str = "gravitino-job-42";
 fn spec(text: &str) -> ContainerJobSpec {
     match load("test.yaml", text, &Params::new()) {
         Ok(JobSpec::Container(spec)) => spec,
+        Ok(other) => panic!("not a container job: {other:?}"),
         Err(error) => panic!("{error}"),
     }
 }

@@ -122,6 +122,13 @@ fn subresources(rt: &ResourceType) -> Vec<Sub> {
                 kind: "Namespace".into(),
                 verbs: &["update"],
             },
+            "token" => Sub {
+                name: "token",
+                group: Some("authentication.k8s.io"),
+                version: Some("v1"),
+                kind: "TokenRequest".into(),
+                verbs: &["create"],
+            },
             other => Sub {
                 name: "unknown",
                 group: None,

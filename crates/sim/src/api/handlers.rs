@@ -166,6 +166,7 @@ async fn route(ctx: Ctx, body: Bytes) -> Result<Response, ApiError> {
         ("eviction", "create") => evict(&ctx, &body),
         ("binding", "create") => bind(&ctx, &body),
         ("finalize", "update") => finalize(&ctx, &body),
+        ("token", "create") => token(&ctx, &body),
         ("" | "status", "get") => get(&ctx),
         ("", "list") => list(&ctx),
         ("", "watch") => watch(&ctx),
@@ -594,4 +595,37 @@ fn finalize(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
         true
     })?;
     Ok(object_response(StatusCode::OK, &updated))
+}
+
+fn token(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let request = if body.is_empty() {
+        json!({})
+    } else {
+        parse_body(&ctx.headers, body)?
+    };
+    let key = ctx.key();
+    if ctx.state.store.get(&key).is_none() {
+        return Err(ApiError::not_found(&key.resource, &key.name));
+    }
+    let seconds = request
+        .pointer("/spec/expirationSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(3600)
+        .max(600);
+    let now = jiff::Timestamp::now();
+    let expires = now
+        .checked_add(jiff::SignedDuration::from_secs(seconds))
+        .unwrap_or(now);
+    let audiences = request
+        .pointer("/spec/audiences")
+        .cloned()
+        .unwrap_or_else(|| json!(["https://kubernetes.default.svc"]));
+    let answer = json!({
+        "kind": "TokenRequest",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"name": key.name, "namespace": key.namespace, "creationTimestamp": meta::format_time(now)},
+        "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": null},
+        "status": {"token": ctx.state.auth.token_for(&key.namespace, &key.name), "expirationTimestamp": meta::format_time(expires)},
+    });
+    Ok(object_response(StatusCode::CREATED, &answer))
 }

@@ -8,6 +8,7 @@ pub mod logs;
 pub mod output;
 pub mod patch;
 pub mod protobuf;
+pub mod protobuf_schema;
 pub mod request;
 pub mod reviews;
 pub mod selectors;

@@ -352,6 +352,10 @@ impl Controller {
         let uid = meta::uid(&job).unwrap_or("").to_string();
         let owned = self.owned_pods(&job);
         if meta::is_deleting(&job) {
+            // A job on its way out counts nothing more: its pods must not stay held.
+            for pod in &owned {
+                self.remove_tracking(pod);
+            }
             return;
         }
         let finished = has_condition(&job, "Complete") || has_condition(&job, "Failed");
@@ -370,6 +374,7 @@ impl Controller {
         let mut succeeded = status.get("succeeded").and_then(Value::as_i64).unwrap_or(0);
         let mut failed = status.get("failed").and_then(Value::as_i64).unwrap_or(0);
         let mut new_events: Vec<(EventKind, &str, String)> = Vec::new();
+        let suspended_now = spec.get("suspend").and_then(Value::as_bool) == Some(true);
         let mut fail_target: Option<(String, String)> = None;
         // Count finished pods still carrying the tracking finalizer (not yet counted).
         let mut active = Vec::new();
@@ -392,7 +397,10 @@ impl Controller {
                     self.remove_tracking(pod);
                 }
             } else if p == "Failed" || unbound_deleted {
-                if tracked {
+                if tracked && suspended_now && meta::is_deleting(pod) {
+                    // Pods the suspension terminated are not failures.
+                    self.remove_tracking(pod);
+                } else if tracked {
                     match failure_policy_action(&job, pod) {
                         Some((action, message)) if action == "FailJob" => {
                             failed += 1;
@@ -654,12 +662,13 @@ impl Controller {
     }
 
     fn pod_changed(&self, pod: &Value) {
-        let Some(owner) = meta::controller_ref(pod) else {
+        let owner = meta::controller_ref(pod)
+            .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Job"));
+        let Some(owner) = owner else {
+            // Orphaned (or never owned by a job): nothing will count this pod.
+            self.remove_tracking(pod);
             return;
         };
-        if owner.get("kind").and_then(Value::as_str) != Some("Job") {
-            return;
-        }
         let name = owner.get("name").and_then(Value::as_str).unwrap_or("");
         let key = ObjectKey::new(jobs(), meta::namespace(pod), name);
         let owner_uid = owner.get("uid").and_then(Value::as_str);

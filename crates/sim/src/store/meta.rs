@@ -179,11 +179,11 @@ pub fn random_suffix(n: usize) -> String {
 /// characters.
 pub fn generate_name(prefix: &str) -> String {
     let max_prefix = 63 - 5;
-    let prefix = if prefix.len() > max_prefix {
-        &prefix[..max_prefix]
-    } else {
-        prefix
-    };
+    let mut cut = prefix.len().min(max_prefix);
+    while !prefix.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let prefix = &prefix[..cut];
     format!("{prefix}{}", random_suffix(5))
 }
 

@@ -99,3 +99,29 @@ fn owner_index_follows_owner_references() {
     assert!(store.dependents_of("owner-1").is_empty());
     assert_eq!(store.key_of_uid("uid-child"), None);
 }
+
+#[test]
+fn generated_names_are_cut_on_character_boundaries() {
+    let long = "é".repeat(40);
+    let name = meta::generate_name(&long);
+    assert_eq!(name.chars().count(), 29 + 5);
+    assert_eq!(meta::generate_name("job-").len(), 9);
+}
+
+#[test]
+fn human_durations_read_like_kubectl() {
+    let table = [
+        (0, "0s"),
+        (59, "59s"),
+        (119, "119s"),
+        (125, "2m5s"),
+        (600, "10m"),
+        (3 * 3600, "3h"),
+        (3 * 3600 + 60, "3h1m"),
+        (50 * 3600, "2d2h"),
+        (400 * 86400, "400d"),
+    ];
+    for (seconds, want) in table {
+        assert_eq!(meta::human_duration(seconds), want, "{seconds}");
+    }
+}

@@ -17,10 +17,21 @@ pub struct Sim {
 
 /// A kube-rs client for a kubeconfig text.
 pub async fn client_for(kubeconfig: &str) -> kube::Client {
+    client_with(kubeconfig, true).await
+}
+
+/// A kube-rs client that does not retry 429/503/504 by itself (kube-rs 5 does by default).
+pub async fn client_without_retries(kubeconfig: &str) -> kube::Client {
+    client_with(kubeconfig, false).await
+}
+
+async fn client_with(kubeconfig: &str, retry: bool) -> kube::Client {
     let kubeconfig = Kubeconfig::from_yaml(kubeconfig).expect("the kubeconfig parses");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("the kubeconfig is usable");
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .expect("the kubeconfig is usable");
+    config.default_retry = retry;
     kube::Client::try_from(config).expect("a client")
 }
 

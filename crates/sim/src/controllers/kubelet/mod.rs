@@ -139,6 +139,29 @@ fn handle_pod(state: &Arc<State>, pod: &Arc<Value>, deleted: bool) {
 
 fn sync_all(state: &Arc<State>) {
     let (pods, _) = state.store.list(&GroupResource::new("", "pods"), None);
+    let alive: HashSet<String> = pods
+        .iter()
+        .filter_map(|p| meta::uid(p).map(str::to_string))
+        .collect();
+    // Pods removed while the kubelet lagged behind the store's changes.
+    let gone: Vec<String> = state
+        .kubelet
+        .workers
+        .lock()
+        .keys()
+        .filter(|uid| !alive.contains(*uid))
+        .cloned()
+        .collect();
+    for uid in gone {
+        if let Some(worker) = state.kubelet.workers.lock().remove(&uid) {
+            let last = worker.updates.borrow().pod.clone();
+            worker.updates.send_replace(PodUpdate {
+                pod: last,
+                removed: true,
+            });
+        }
+        state.logs.remove_pod(&uid);
+    }
     for pod in pods {
         handle_pod(state, &pod, false);
     }

@@ -523,13 +523,7 @@ impl PodWorker {
             transitions: HashMap::new(),
         };
         let uid = meta::uid(&self.pod).unwrap_or("").to_string();
-        let base = self
-            .state
-            .config
-            .work_dir
-            .clone()
-            .unwrap_or_else(std::env::temp_dir);
-        let workdir = base.join("kubeferry-sim").join(&uid);
+        let workdir = self.state.pods_dir.join(&uid);
         if let Err(error) = std::fs::create_dir_all(&workdir) {
             tracing::warn!(message = "cannot create a pod working directory", path = %workdir.display(), %error);
         }

@@ -1,0 +1,470 @@
+//! kubeferry's benchmarks: each prints a table of figures measured against the simulated cluster.
+//!
+//! `cargo run --release -p kubeferry-bench -- all` runs every one; BENCHMARKS.md has the figures.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use k8s_openapi::api::batch::v1::Job;
+use kubeferry::core::spec::{self, JobSpec};
+use kubeferry::kube::cluster::Kubeconfig;
+use kubeferry::kube::logs::TailOptions;
+use kubeferry::kube::{Cluster, ClusterSettings, Executor, ExecutorSettings};
+use kubeferry::{ExecutionId, JobState};
+use kubeferry_sim::{NodeConfig, SimCluster, SimConfig};
+
+#[derive(Parser)]
+#[command(about = "kubeferry's benchmarks against the simulated cluster")]
+struct Args {
+    #[command(subcommand)]
+    bench: Bench,
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// API requests per job-minute while jobs run and are waited on.
+    Tracking {
+        /// Jobs running at once.
+        #[arg(long, default_value_t = 1000)]
+        jobs: usize,
+        /// How long they are watched, in seconds.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+    },
+    /// Time from a container's end to kubeferry reporting the terminal status.
+    Latency {
+        /// Jobs measured.
+        #[arg(long, default_value_t = 1000)]
+        jobs: usize,
+        /// Jobs running at once.
+        #[arg(long, default_value_t = 50)]
+        concurrency: usize,
+    },
+    /// Resident memory of a process tracking many jobs.
+    Memory {
+        /// Jobs tracked.
+        #[arg(long, default_value_t = 10_000)]
+        jobs: usize,
+    },
+    /// Submission throughput through kubeferry against a bare kube-rs create loop.
+    Submit {
+        /// Jobs per side.
+        #[arg(long, default_value_t = 1000)]
+        jobs: usize,
+        /// Jobs in flight at once, on each side.
+        #[arg(long, default_value_t = 8)]
+        concurrency: usize,
+    },
+    /// Every benchmark with its default size.
+    All,
+    /// Internal: track every job of a namespace and print this process's resident memory.
+    #[command(hide = true)]
+    MemoryProbe {
+        #[arg(long)]
+        kubeconfig: std::path::PathBuf,
+        #[arg(long)]
+        ids: std::path::PathBuf,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Args::parse().bench {
+        Bench::Tracking { jobs, seconds } => tracking(jobs, Duration::from_secs(seconds)).await,
+        Bench::Latency { jobs, concurrency } => latency(jobs, concurrency).await,
+        Bench::Memory { jobs } => memory(jobs).await,
+        Bench::Submit { jobs, concurrency } => submit(jobs, concurrency).await,
+        Bench::All => {
+            submit(1000, 8).await?;
+            latency(1000, 50).await?;
+            tracking(1000, Duration::from_secs(60)).await?;
+            memory(10_000).await
+        }
+        Bench::MemoryProbe { kubeconfig, ids } => memory_probe(&kubeconfig, &ids).await,
+    }
+}
+
+/// A simulated cluster big enough for `pods` pods at once.
+async fn sim(pods: usize) -> anyhow::Result<SimCluster> {
+    let nodes = pods.div_ceil(500).max(1);
+    let config = SimConfig {
+        nodes: (1..=nodes)
+            .map(|i| NodeConfig {
+                cpu: "1000".into(),
+                memory: "4Ti".into(),
+                pods: 500,
+                ..NodeConfig::named(format!("sim-node-{i}"))
+            })
+            .collect(),
+        ..SimConfig::default()
+    };
+    Ok(SimCluster::start(config).await?)
+}
+
+async fn executor(sim: &SimCluster) -> anyhow::Result<Executor> {
+    let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml("sim"))?;
+    let cluster =
+        Cluster::from_kubeconfig(kubeconfig, None, None, ClusterSettings::default()).await?;
+    Ok(Executor::new(cluster, ExecutorSettings::default()))
+}
+
+fn job_spec(name: &str, command: &str, extra: &str) -> anyhow::Result<JobSpec> {
+    let text = format!("name: {name}\nimage: busybox\ncommand: [sh, -c, {command:?}]\n{extra}");
+    Ok(spec::load("bench.yaml", &text, &Default::default())?)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn print_table(title: &str, rows: &[(&str, String)]) {
+    println!("\n{title}");
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (key, value) in rows {
+        println!("  {key:<width$}   {value}");
+    }
+}
+
+/// Requests kubeferry makes per job-minute while `jobs` jobs run and are waited on.
+async fn tracking(jobs: usize, window: Duration) -> anyhow::Result<()> {
+    let sim = sim(jobs).await?;
+    let executor = executor(&sim).await?;
+    let seconds = window.as_secs() + 120;
+    let spec = job_spec("track", &format!("sleep {seconds}"), "")?;
+    let ids = submit_all(&executor, &spec, jobs, 16).await?;
+    // Wait until every job runs, then count only the steady state.
+    wait_all_started(&executor, &ids).await?;
+    sim.reset_counters();
+    let started = Instant::now();
+    let waiters: FuturesUnordered<_> = ids
+        .iter()
+        .map(|id| {
+            let executor = executor.clone();
+            let id = id.clone();
+            async move { executor.wait(&id, Some(window), |_| {}).await }
+        })
+        .collect();
+    let timed_out = waiters
+        .filter(|r| futures::future::ready(r.is_err()))
+        .count()
+        .await;
+    let elapsed = started.elapsed();
+    // Only kubeferry talks to the simulated cluster over HTTP; its controllers work inside.
+    let requests: u64 = sim.counters().values().sum();
+    let job_minutes = jobs as f64 * elapsed.as_secs_f64() / 60.0;
+    print_table(
+        &format!(
+            "Tracking cost: {jobs} running jobs, each waited on, for {:.0} s",
+            elapsed.as_secs_f64()
+        ),
+        &[
+            (
+                "waits still running at the end",
+                format!("{timed_out} of {jobs}"),
+            ),
+            ("API requests by kubeferry", requests.to_string()),
+            (
+                "requests per job-minute",
+                format!("{:.5}", requests as f64 / job_minutes),
+            ),
+            ("goal", "< 0.01".to_string()),
+            ("Metaflow (REFERENCE.md section 7)", "~120-480".to_string()),
+        ],
+    );
+    for (key, count) in sim.counters() {
+        println!(
+            "    {:<8} {:<20} {:<40} {count}",
+            key.verb, key.resource, key.user
+        );
+    }
+    sim.shutdown().await;
+    Ok(())
+}
+
+async fn wait_all_started(executor: &Executor, ids: &[ExecutionId]) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let mut pending = 0;
+        for id in ids {
+            if executor.status(id).await?.state != JobState::Started {
+                pending += 1;
+            }
+        }
+        if pending == 0 {
+            return Ok(());
+        }
+        anyhow::ensure!(Instant::now() < deadline, "{pending} jobs never started");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn submit_all(
+    executor: &Executor,
+    spec: &JobSpec,
+    jobs: usize,
+    concurrency: usize,
+) -> anyhow::Result<Vec<ExecutionId>> {
+    let run = jiff::Timestamp::now().as_second();
+    let results: Vec<anyhow::Result<ExecutionId>> = futures::stream::iter(0..jobs)
+        .map(|i| {
+            let executor = executor.clone();
+            let spec = spec.clone();
+            async move {
+                Ok(executor
+                    .submit(&spec, &format!("{}-{run}-{i}", spec.name()), "default")
+                    .await?)
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+/// Time from a container's end (the process prints its own clock as its last line) to
+/// kubeferry reporting the terminal status.
+async fn latency(jobs: usize, concurrency: usize) -> anyhow::Result<()> {
+    let sim = sim(concurrency).await?;
+    let executor = executor(&sim).await?;
+    let spec = job_spec("latency", "sleep 0.2; date +%s%N", "")?;
+    let run = jiff::Timestamp::now().as_second();
+    let samples: Vec<anyhow::Result<Duration>> = futures::stream::iter(0..jobs)
+        .map(|i| {
+            let executor = executor.clone();
+            let spec = spec.clone();
+            async move {
+                let id = executor
+                    .submit(&spec, &format!("latency-{run}-{i}"), "default")
+                    .await?;
+                let info = executor
+                    .wait(&id, Some(Duration::from_secs(120)), |_| {})
+                    .await?;
+                let reported = jiff::Timestamp::now();
+                anyhow::ensure!(info.state == JobState::Succeeded, "{id}: {info:?}");
+                let log = executor.tail(&id, &TailOptions::default()).await?;
+                let ended: i128 = log
+                    .trim()
+                    .parse()
+                    .with_context(|| format!("{id}: log {log:?}"))?;
+                let ended = jiff::Timestamp::from_nanosecond(ended)?;
+                Ok(Duration::try_from(reported.duration_since(ended)).unwrap_or_default())
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let mut latencies = samples.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    latencies.sort();
+    print_table(
+        &format!(
+            "Detection latency: container end to terminal status, {jobs} jobs, {concurrency} at once"
+        ),
+        &[
+            ("p50", ms(percentile(&latencies, 50.0))),
+            ("p90", ms(percentile(&latencies, 90.0))),
+            ("p99", ms(percentile(&latencies, 99.0))),
+            ("max", ms(*latencies.last().unwrap_or(&Duration::ZERO))),
+            ("goal", "p99 < 100 ms".to_string()),
+        ],
+    );
+    sim.shutdown().await;
+    Ok(())
+}
+
+/// Resident memory of a separate process that tracks `jobs` finished jobs (a Job and a pod
+/// each).
+async fn memory(jobs: usize) -> anyhow::Result<()> {
+    let sim = sim(500).await?;
+    let executor = executor(&sim).await?;
+    let spec = job_spec("mem", "true", "labels: {team: data, pipeline: nightly}\n")?;
+    let ids = submit_all(&executor, &spec, jobs, 16).await?;
+    // Let them all finish (each runs `true`).
+    let deadline = Instant::now() + Duration::from_secs(1200);
+    loop {
+        let mut done = 0;
+        for id in &ids {
+            if executor.status(id).await?.is_terminal() {
+                done += 1;
+            }
+        }
+        if done == ids.len() {
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "only {done} of {jobs} finished");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    drop(executor);
+    let dir = std::env::temp_dir().join(format!("kubeferry-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let kubeconfig = dir.join("kubeconfig");
+    let ids_file = dir.join("ids");
+    sim.write_kubeconfig_as(&kubeconfig, "sim", sim.admin_token())?;
+    std::fs::write(
+        &ids_file,
+        ids.iter().map(|id| format!("{id}\n")).collect::<String>(),
+    )?;
+    let output = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["memory-probe", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--ids")
+        .arg(&ids_file)
+        .output()
+        .await?;
+    anyhow::ensure!(
+        output.status.success(),
+        "the probe failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    print!("{}", String::from_utf8_lossy(&output.stdout));
+    std::fs::remove_dir_all(&dir).ok();
+    sim.shutdown().await;
+    Ok(())
+}
+
+async fn memory_probe(kubeconfig: &std::path::Path, ids: &std::path::Path) -> anyhow::Result<()> {
+    let before = rss_kib()?;
+    let ids: Vec<ExecutionId> = std::fs::read_to_string(ids)?
+        .lines()
+        .map(|l| l.parse())
+        .collect::<Result<_, _>>()?;
+    let kubeconfig = Kubeconfig::read_from(kubeconfig)?;
+    let cluster =
+        Cluster::from_kubeconfig(kubeconfig, None, None, ClusterSettings::default()).await?;
+    let executor = Executor::new(cluster, ExecutorSettings::default());
+    let mut terminal = 0;
+    for id in &ids {
+        if executor.status(id).await?.is_terminal() {
+            terminal += 1;
+        }
+    }
+    let after = rss_kib()?;
+    print_table(
+        &format!(
+            "Memory: one process tracking {} jobs (a Job and a pod each)",
+            ids.len()
+        ),
+        &[
+            (
+                "jobs answered from the cache",
+                format!("{terminal} terminal of {}", ids.len()),
+            ),
+            (
+                "resident memory before tracking",
+                format!("{:.1} MB", before as f64 / 1024.0),
+            ),
+            (
+                "resident memory while tracking",
+                format!("{:.1} MB", after as f64 / 1024.0),
+            ),
+            ("goal", "< 100 MB".to_string()),
+        ],
+    );
+    Ok(())
+}
+
+fn rss_kib() -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("no VmRSS in /proc/self/status")
+}
+
+/// Submission throughput through kubeferry against a bare kube-rs create loop, interleaved in
+/// rounds on the same server so that both sides see the same machine.
+async fn submit(jobs: usize, concurrency: usize) -> anyhow::Result<()> {
+    let sim = sim(1).await?;
+    let executor = executor(&sim).await?;
+    // Suspended (Kueue) Jobs: no pods run, so only the API path is measured, on both sides.
+    let spec = job_spec("submit", "true", "queue: bench\n")?;
+    let JobSpec::Container(container) = &spec else {
+        anyhow::bail!("the benchmark's job is a container job");
+    };
+    let client = executor.cluster().client().clone();
+    let api: kube::Api<Job> = kube::Api::namespaced(client, "default");
+    let rounds = 5;
+    let per_round = jobs / rounds;
+    let run = jiff::Timestamp::now().as_second();
+    let (mut ours, mut bare) = (Duration::ZERO, Duration::ZERO);
+    for round in 0..rounds {
+        // Alternate which side goes first, so that neither always inherits the other's
+        // aftermath (watch events, the server's garbage).
+        for side in [round % 2, 1 - round % 2] {
+            let started = Instant::now();
+            if side == 0 {
+                let results: Vec<_> = futures::stream::iter(0..per_round)
+                    .map(|i| {
+                        let executor = executor.clone();
+                        let spec = spec.clone();
+                        async move {
+                            executor
+                                .submit(&spec, &format!("ours-{run}-{round}-{i}"), "default")
+                                .await
+                        }
+                    })
+                    .buffer_unordered(concurrency)
+                    .collect()
+                    .await;
+                ours += started.elapsed();
+                for result in results {
+                    result?;
+                }
+            } else {
+                let api = Arc::new(api.clone());
+                let results: Vec<_> = futures::stream::iter(0..per_round)
+                    .map(|i| {
+                        let api = api.clone();
+                        let job_id = format!("bare-{run}-{round}-{i}");
+                        let name = kubeferry::core::marks::object_name("", &job_id);
+                        let manifest =
+                            kubeferry::kube::job_manifest(container, &job_id, &name, "default");
+                        async move { api.create(&Default::default(), &manifest).await }
+                    })
+                    .buffer_unordered(concurrency)
+                    .collect()
+                    .await;
+                bare += started.elapsed();
+                for result in results {
+                    result?;
+                }
+            }
+        }
+    }
+    let total = per_round * rounds;
+    let ours_rate = total as f64 / ours.as_secs_f64();
+    let bare_rate = total as f64 / bare.as_secs_f64();
+    print_table(
+        &format!(
+            "Submission throughput: {total} jobs per side, {concurrency} in flight, {rounds} interleaved rounds"
+        ),
+        &[
+            (
+                "kubeferry Executor::submit",
+                format!("{ours_rate:.0} jobs/s"),
+            ),
+            ("bare kube-rs Api::create", format!("{bare_rate:.0} jobs/s")),
+            ("ratio", format!("{:.2}", ours_rate / bare_rate)),
+            ("goal", "> 0.8".to_string()),
+            (
+                "Jobs in the cluster",
+                sim.count("batch", "jobs").to_string(),
+            ),
+        ],
+    );
+    sim.shutdown().await;
+    Ok(())
+}

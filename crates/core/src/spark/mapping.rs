@@ -1,0 +1,796 @@
+//! The pure mapping from a SparkApplication (of either operator) and its driver pod to
+//! kubeferry's status model, and the actions the caller must take before it reports some
+//! outcomes.
+//!
+//! The rules and their order are documented in `crates/core/STATUS.md` (Spark section); each
+//! operator's status is first read into operator-neutral terms ([`Reading`]) by
+//! [`super::apache`] and [`super::kubeflow`], and one set of precedence rules applies to both.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::view::{DriverView, SparkAppView, SparkStatus};
+use crate::container::view::{ContainerStateView, PodPhase, TerminatedView};
+use crate::status::{ExecutionInfo, JobState, Reason};
+
+/// Every timeout the Spark mapping applies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SparkMappingConfig {
+    /// How long a SparkApplication may go without any status from its operator before the job
+    /// fails with `NoStatusTimeout` (counted from its creation). Only an absent status counts:
+    /// a status this version cannot read never does.
+    pub no_status_timeout: Duration,
+}
+
+impl Default for SparkMappingConfig {
+    fn default() -> Self {
+        SparkMappingConfig {
+            no_status_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// What is known of the SparkApplication itself.
+///
+/// An application that was never seen is not mapped at all: the caller answers "no such job".
+#[derive(Clone, Copy, Debug)]
+pub enum AppObservation<'a> {
+    /// The application exists; this is its latest view.
+    Present(&'a SparkAppView),
+    /// The application was seen and is gone now.
+    Vanished {
+        /// The last view of it that was seen.
+        last_seen: &'a SparkAppView,
+        /// Whether `last_seen` is its final state, as a watch's DELETED event delivers it;
+        /// `false` when it was found missing (a relist, a 404) and the view may be stale.
+        final_state: bool,
+    },
+}
+
+impl<'a> AppObservation<'a> {
+    /// The application's latest known view.
+    pub fn app(&self) -> &'a SparkAppView {
+        match *self {
+            AppObservation::Present(app) => app,
+            AppObservation::Vanished { last_seen, .. } => last_seen,
+        }
+    }
+}
+
+/// The result of mapping one observation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SparkMapped {
+    /// The status to report now. It is never terminal while [`SparkMapped::action`] is set.
+    pub info: ExecutionInfo,
+    /// Set when part of the observation has a shape this version cannot read; the status then
+    /// stays non-terminal. The caller logs it (once per job and message).
+    pub warning: Option<String>,
+    /// What the caller must do before it may report the outcome the action carries.
+    pub action: Option<SparkAction>,
+}
+
+impl SparkMapped {
+    fn of(info: ExecutionInfo) -> Self {
+        SparkMapped {
+            info,
+            warning: None,
+            action: None,
+        }
+    }
+}
+
+/// Writes the caller must make before it reports an outcome. Until an action has succeeded the
+/// caller reports [`SparkMapped::info`] (non-terminal); once it has, it reports the action's
+/// `outcome`. A failed action is simply repeated on the next observation, since the mapping
+/// asks for it again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SparkAction {
+    /// The operator wrote no status within the no-status timeout (or another replica already
+    /// decided so and recorded it). Otherwise the operator could still start the application
+    /// later, with the job already failed and out of kubeferry's reach. So:
+    /// 1. record `outcome` as the `kubeferry.dev/outcome` annotation (JSON of the status),
+    ///    patched with the view's resourceVersion as precondition (already recorded: skip);
+    /// 2. delete the SparkApplication with uid and resourceVersion preconditions (the version
+    ///    after the patch);
+    /// 3. only if the delete succeeded (or the application was already being deleted) report
+    ///    `outcome`. A 409 means the object changed (the operator may have written a status):
+    ///    re-read and map again. A 404 means it is gone: map the last view as vanished and
+    ///    stale, which answers "no such job" unless it showed the record. Any other failure:
+    ///    the job is not failed yet; report `info` and try again on the next observation.
+    RecordOutcomeAndDeleteApp {
+        /// The outcome to record and then report.
+        outcome: ExecutionInfo,
+    },
+    /// The application failed, but its driver pod still runs (the operator keeps the driver
+    /// of a stopped application, even one pending or running after a start timeout). Delete
+    /// the pod (uid precondition), then report `outcome`; if the delete fails, the job is not
+    /// failed yet: report `info` and try again.
+    DeleteDriverPod {
+        /// The driver pod's name.
+        name: String,
+        /// The driver pod's uid, for the precondition.
+        uid: String,
+        /// The outcome to report once the pod is being deleted.
+        outcome: ExecutionInfo,
+    },
+}
+
+impl SparkAction {
+    /// The outcome to report once the action succeeded.
+    pub fn outcome(&self) -> &ExecutionInfo {
+        match self {
+            SparkAction::RecordOutcomeAndDeleteApp { outcome }
+            | SparkAction::DeleteDriverPod { outcome, .. } => outcome,
+        }
+    }
+}
+
+/// Maps a Spark job (a SparkApplication and its driver pods) to its status.
+///
+/// `drivers` are the driver pods found for the application (by
+/// [`super::SparkOperator::driver_selector`], or by name), in any order: the mapping uses the
+/// newest one owned by this application. An empty slice is fine (the pods are gone, or could
+/// not be read): every rule works without a driver, which only adds the exit code, the
+/// termination message, exact start and end times, and the check for a driver that outlived
+/// a failure. `now` drives the no-status timeout; `previous` is the status reported before,
+/// if any: a terminal one is returned unchanged, and a later status keeps its start time.
+///
+/// Returns `None` when the application is gone and nothing that was seen tells what became
+/// of it (no outcome, no cancel mark, no deletion in a view that may be stale): the caller
+/// then answers "no such job", which a caller that was cancelling settles as cancelled.
+pub fn spark_status(
+    observed: &AppObservation<'_>,
+    drivers: &[DriverView],
+    now: Timestamp,
+    config: &SparkMappingConfig,
+    previous: Option<&ExecutionInfo>,
+) -> Option<SparkMapped> {
+    if let Some(previous) = previous.filter(|p| p.is_terminal()) {
+        return Some(SparkMapped::of(previous.clone()));
+    }
+    let app = observed.app();
+    let vanished = match observed {
+        AppObservation::Present(_) => None,
+        AppObservation::Vanished { final_state, .. } => Some(*final_state),
+    };
+    let mapper = Mapper {
+        app,
+        vanished,
+        driver: pick_driver(app, drivers),
+        now,
+        config,
+        previous,
+    };
+    let mut mapped = mapper.map()?;
+    if let Some(previous) = previous {
+        mapped.info = previous.advance(mapped.info);
+        if let Some(action) = &mut mapped.action {
+            let outcome = match action {
+                SparkAction::RecordOutcomeAndDeleteApp { outcome }
+                | SparkAction::DeleteDriverPod { outcome, .. } => outcome,
+            };
+            *outcome = previous.advance(outcome.clone());
+        }
+    }
+    Some(mapped)
+}
+
+/// The driver pod the mapping reads: the newest one owned by the application (pods of another
+/// application of the same name are ignored); for the Kubeflow operator, the one of the
+/// application's driver pod name when there is one.
+pub fn pick_driver<'a>(app: &SparkAppView, drivers: &'a [DriverView]) -> Option<&'a DriverView> {
+    let owned = |d: &&DriverView| match &d.owner_uid {
+        Some(owner) if !app.uid.is_empty() => *owner == app.uid,
+        _ => true,
+    };
+    let named = |d: &&DriverView| app.driver_pod_name.as_deref().is_none_or(|n| d.name == n);
+    let newest =
+        |a: &&DriverView, b: &&DriverView| (a.created_at, &a.name).cmp(&(b.created_at, &b.name));
+    drivers
+        .iter()
+        .filter(owned)
+        .filter(named)
+        .max_by(newest)
+        .or_else(|| drivers.iter().filter(owned).max_by(newest))
+}
+
+/// An operator's status in operator-neutral terms.
+pub(super) struct Reading<'a> {
+    pub(super) kind: ReadingKind<'a>,
+    /// When the job started as far as the status shows it (the first running state, a start
+    /// the operator recorded); the live driver pod's start, when known, comes first.
+    pub(super) started_hint: Option<Timestamp>,
+    /// Part of the status could not be read.
+    pub(super) warning: Option<String>,
+}
+
+impl Reading<'_> {
+    pub(super) fn of(kind: ReadingKind<'_>) -> Reading<'_> {
+        Reading {
+            kind,
+            started_hint: None,
+            warning: None,
+        }
+    }
+}
+
+pub(super) enum ReadingKind<'a> {
+    /// No status at all.
+    Absent,
+    /// A status that cannot be read as a whole.
+    Unreadable(String),
+    /// Not finished.
+    Progress {
+        state: Progress,
+        /// The reason; the state's usual one (`Pending`, `Running`) when `None`.
+        reason: Option<Reason>,
+        message: String,
+    },
+    /// The operator cannot tell for now: keep the last status.
+    Hold(String),
+    /// The operator's verdict.
+    Outcome(Verdict<'a>),
+}
+
+/// Where a job in progress stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Progress {
+    Queued,
+    Started,
+    /// Started if a start is known (an attempt ended and another may follow), else queued.
+    StartedIfKnown,
+}
+
+/// The operator's verdict.
+pub(super) struct Verdict<'a> {
+    pub(super) succeeded: bool,
+    /// The failure reason (ignored for a success).
+    pub(super) reason: Reason,
+    pub(super) message: String,
+    /// When the operator recorded it.
+    pub(super) at: Option<Timestamp>,
+    /// A driver status the operator recorded with the verdict (apache), used when the live
+    /// driver pod is not known.
+    pub(super) recorded_driver: Option<&'a DriverView>,
+    /// The driver's exit code and termination reason as the operator's message gives them
+    /// (Kubeflow), used when no driver status is known.
+    pub(super) exit_hint: Option<ExitHint>,
+}
+
+/// A driver's end as an operator's message tells it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct ExitHint {
+    pub(super) exit_code: i32,
+    /// The container's termination reason (`Error`, `OOMKilled`, ...).
+    pub(super) reason: Option<String>,
+}
+
+/// How the work was stopped, if it was.
+#[derive(Clone, Copy)]
+enum Stop {
+    /// The application's deletion was requested at this time.
+    Deleted(Timestamp),
+    /// The application is gone and no view showed its deletion.
+    Vanished,
+}
+
+struct Mapper<'a> {
+    app: &'a SparkAppView,
+    /// `Some(final_state)` when the application is gone.
+    vanished: Option<bool>,
+    driver: Option<&'a DriverView>,
+    now: Timestamp,
+    config: &'a SparkMappingConfig,
+    previous: Option<&'a ExecutionInfo>,
+}
+
+impl<'a> Mapper<'a> {
+    fn map(&self) -> Option<SparkMapped> {
+        let stop = self.stop();
+        let mut warnings = Vec::new();
+        let reading = match &self.app.status {
+            SparkStatus::Absent => Reading::of(ReadingKind::Absent),
+            SparkStatus::Unreadable(why) => Reading::of(ReadingKind::Unreadable(format!(
+                "the {} operator's status of SparkApplication {} cannot be read: {why}; keeping the last status",
+                self.app.operator, self.app.name
+            ))),
+            SparkStatus::Apache(status) => super::apache::read(self.app, status, stop.is_some()),
+            SparkStatus::Kubeflow(status) => super::kubeflow::read(self.app, status),
+        };
+        warnings.extend(reading.warning.clone());
+        let absent = matches!(reading.kind, ReadingKind::Absent);
+
+        // 0. An outcome kubeferry recorded: it is only ever recorded while the application had
+        //    no status, and counts once the application is being deleted or gone. Before that,
+        //    the deletion is still to be done (by whichever replica sees this first).
+        match &self.app.recorded_outcome {
+            Some(Ok(outcome)) if absent => {
+                let outcome = outcome.clone();
+                return Some(match stop {
+                    Some(_) => SparkMapped::of(outcome),
+                    None => self.record_and_delete(
+                        outcome,
+                        "kubeferry recorded the outcome; deleting the SparkApplication before reporting it",
+                    ),
+                });
+            }
+            Some(Ok(_)) => warnings.push(format!(
+                "SparkApplication {} carries an outcome kubeferry recorded while it had no status, but the operator has written one since; the record is void",
+                self.app.name
+            )),
+            Some(Err(value)) => warnings.push(format!(
+                "the recorded outcome {value:?} of SparkApplication {} is unreadable; ignoring it",
+                self.app.name
+            )),
+            None => {}
+        }
+
+        let mut mapped = self.decide(&reading, stop)?;
+        if !warnings.is_empty() {
+            let mut all = warnings;
+            all.extend(mapped.warning.take());
+            mapped.warning = Some(all.join("; "));
+        }
+        Some(mapped)
+    }
+
+    /// The precedence rules, first match wins.
+    fn decide(&self, reading: &Reading<'a>, stop: Option<Stop>) -> Option<SparkMapped> {
+        // 1. A verdict the operator recorded before the work was stopped stands, whoever
+        //    stopped it and whether or not a cancel was requested.
+        if let ReadingKind::Outcome(verdict) = &reading.kind
+            && !decided_after(verdict.at, stop)
+        {
+            return Some(self.outcome(verdict, reading));
+        }
+        // 2. A cancel request: done once the application is being deleted or gone.
+        if let Some(mark) = &self.app.cancel_mark {
+            let requested = mark
+                .requested_at
+                .map(|at| format!(" at {at}"))
+                .unwrap_or_default();
+            let info = match stop {
+                Some(stop) => {
+                    let (finished_at, how) = match stop {
+                        Stop::Deleted(at) => {
+                            (Some(at), format!("the SparkApplication was deleted at {at}"))
+                        }
+                        Stop::Vanished => {
+                            (mark.requested_at, "the SparkApplication is gone".to_string())
+                        }
+                    };
+                    let mut info = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
+                        .with_message(format!("cancel requested{requested}; {how}"));
+                    info.finished_at = finished_at;
+                    info
+                }
+                None => ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested)
+                    .with_message(format!(
+                        "cancel requested{requested}; waiting for the SparkApplication to be deleted"
+                    )),
+            };
+            return Some(SparkMapped::of(self.started(info, reading)));
+        }
+        // 3. Stopped without a cancel request: someone else deleted the application.
+        match stop {
+            Some(Stop::Deleted(at)) => {
+                return Some(self.deleted_externally(
+                    Some(at),
+                    format!("the SparkApplication was deleted at {at} without a cancel request"),
+                    reading,
+                ));
+            }
+            Some(Stop::Vanished) => {
+                // Only a final state proves there was no cancel mark: a stale view may predate
+                // a cancel requested through another replica.
+                return (self.vanished == Some(true)).then(|| {
+                    self.deleted_externally(
+                        None,
+                        "the SparkApplication was deleted without a cancel request".to_string(),
+                        reading,
+                    )
+                });
+            }
+            None => {}
+        }
+        // 4. Where it stands.
+        Some(match &reading.kind {
+            ReadingKind::Absent => self.no_status(reading),
+            ReadingKind::Unreadable(warning) => self.keep_previous(warning.clone(), reading),
+            ReadingKind::Hold(message) => SparkMapped::of(self.hold_previous(message, reading)),
+            ReadingKind::Progress {
+                state,
+                reason,
+                message,
+            } => self.progress(*state, *reason, message, reading),
+            // A verdict recorded after the stop, with no cancel mark and no stop: unreachable,
+            // as a verdict can only be "after" a stop; reported as progress for safety.
+            ReadingKind::Outcome(verdict) => {
+                self.progress(Progress::StartedIfKnown, None, &verdict.message, reading)
+            }
+        })
+    }
+
+    fn stop(&self) -> Option<Stop> {
+        match (self.app.deletion_timestamp, self.vanished) {
+            (Some(at), _) => Some(Stop::Deleted(at)),
+            (None, Some(_)) => Some(Stop::Vanished),
+            (None, None) => None,
+        }
+    }
+
+    /// The reported outcome of a verdict, with the details the driver shows; held back while
+    /// the driver of a failed application still runs.
+    fn outcome(&self, verdict: &Verdict<'a>, reading: &Reading<'a>) -> SparkMapped {
+        let end = self.driver_end(verdict);
+        let hint = verdict.exit_hint.as_ref().filter(|_| end.is_none());
+        let oom = end
+            .map(|t| t.reason.as_deref() == Some("OOMKilled"))
+            .or_else(|| hint.map(|h| h.reason.as_deref() == Some("OOMKilled")))
+            .unwrap_or(false);
+        let exit_code = end.map(|t| t.exit_code).or(hint.map(|h| h.exit_code));
+        let mut info = if verdict.succeeded {
+            if oom {
+                // The kernel killed a process of the driver for memory even though it exited
+                // with 0: the work did not succeed.
+                ExecutionInfo::new(JobState::Failed, Reason::OomKilled).with_message(format!(
+                    "the driver was OOMKilled (exceeded its memory limit) although it exited with code {}",
+                    exit_code.unwrap_or(0)
+                ))
+            } else {
+                ExecutionInfo::new(JobState::Succeeded, Reason::Completed)
+                    .with_message(verdict.message.clone())
+            }
+        } else {
+            let evicted = self
+                .live_driver()
+                .is_some_and(|d| d.reason.as_deref() == Some("Evicted"));
+            let reason = match verdict.reason {
+                Reason::SparkFailed if oom => Reason::OomKilled,
+                Reason::SparkFailed if evicted => Reason::Evicted,
+                reason => reason,
+            };
+            let mut message = verdict.message.clone();
+            if let Some(t) = end.filter(|t| t.exit_code != 0 || t.message.is_some()) {
+                let driver = exit_summary(t);
+                message = if message.is_empty() {
+                    format!("the driver ended with {driver}")
+                } else {
+                    format!("{message} (driver: {driver})")
+                };
+            }
+            ExecutionInfo::new(JobState::Failed, reason).with_message(message)
+        };
+        info.exit_code = exit_code;
+        info.finished_at = end.and_then(|t| t.finished_at).or(verdict.at);
+        let info = self.started(info, reading);
+        if !verdict.succeeded
+            && self.vanished.is_none()
+            && self.app.deletion_timestamp.is_none()
+            && let Some(driver) = self.live_driver().filter(|d| driver_runs(d))
+        {
+            let holding = self.in_progress(
+                Progress::StartedIfKnown,
+                None,
+                format!(
+                    "the {} operator reports a failure ({}), but driver pod {} still runs: stopping it before reporting the failure",
+                    self.app.operator, info.message, driver.name
+                ),
+                reading,
+            );
+            return SparkMapped {
+                info: holding,
+                warning: None,
+                action: Some(SparkAction::DeleteDriverPod {
+                    name: driver.name.clone(),
+                    uid: driver.uid.clone(),
+                    outcome: info,
+                }),
+            };
+        }
+        SparkMapped::of(info)
+    }
+
+    /// How the driver ended, as of the verdict: the live pod's driver container if it had
+    /// terminated by then (a container killed because of the verdict, or after it, does not
+    /// lend its exit code), else the driver status the operator recorded with the verdict.
+    fn driver_end(&self, verdict: &Verdict<'a>) -> Option<&'a TerminatedView> {
+        let live = self
+            .live_driver()
+            .and_then(terminated)
+            .filter(|t| ended_by(t, verdict.at));
+        live.or_else(|| verdict.recorded_driver.and_then(terminated))
+    }
+
+    fn live_driver(&self) -> Option<&'a DriverView> {
+        self.driver
+    }
+
+    fn deleted_externally(
+        &self,
+        at: Option<Timestamp>,
+        message: String,
+        reading: &Reading<'_>,
+    ) -> SparkMapped {
+        let end = self
+            .live_driver()
+            .and_then(terminated)
+            .filter(|t| ended_by(t, at));
+        let mut info =
+            ExecutionInfo::new(JobState::Failed, Reason::DeletedExternally).with_message(message);
+        info.exit_code = end.map(|t| t.exit_code);
+        info.finished_at = at;
+        SparkMapped::of(self.started(info, reading))
+    }
+
+    /// No status from the operator: wait for it, up to the no-status timeout.
+    fn no_status(&self, reading: &Reading<'_>) -> SparkMapped {
+        let operator = self.app.operator;
+        let timeout = self.config.no_status_timeout;
+        if let Some(created) = self.app.created_at
+            && !before_deadline(self.now, created, timeout)
+        {
+            let mut outcome = ExecutionInfo::new(JobState::Failed, Reason::NoStatusTimeout)
+                .with_message(format!(
+                    "the {operator} operator wrote no status for SparkApplication {} within {}s of its creation: is the operator running, and does it watch namespace {}?",
+                    self.app.name,
+                    timeout.as_secs(),
+                    self.app.namespace
+                ));
+            outcome.finished_at = deadline(created, timeout);
+            return self.record_and_delete(
+                self.started(outcome, reading),
+                "no status from the operator within the no-status timeout; deleting the SparkApplication before reporting the failure",
+            );
+        }
+        SparkMapped::of(self.in_progress(
+            Progress::Queued,
+            None,
+            format!(
+                "waiting for the {operator} operator to pick up the application (no status yet)"
+            ),
+            reading,
+        ))
+    }
+
+    fn record_and_delete(&self, outcome: ExecutionInfo, message: &str) -> SparkMapped {
+        let info = ExecutionInfo::new(JobState::Queued, Reason::Pending)
+            .with_message(message)
+            .started(outcome.started_at);
+        SparkMapped {
+            info,
+            warning: None,
+            action: Some(SparkAction::RecordOutcomeAndDeleteApp { outcome }),
+        }
+    }
+
+    fn progress(
+        &self,
+        state: Progress,
+        reason: Option<Reason>,
+        message: &str,
+        reading: &Reading<'_>,
+    ) -> SparkMapped {
+        let mut message = message.to_string();
+        let mut reason = reason;
+        let queued = match state {
+            Progress::Queued => true,
+            Progress::Started => false,
+            Progress::StartedIfKnown => self.first_start(reading).is_none(),
+        };
+        // While the driver is not running, its pod tells why (informative only: the operator
+        // and its timeouts decide the outcome).
+        if queued
+            && reason.is_none()
+            && let Some(driver) = self.live_driver().filter(|d| driver_runs(d))
+            && let Some((why, detail)) = driver_waiting(driver)
+        {
+            reason = Some(why);
+            message = if message.is_empty() {
+                format!("driver pod {}: {detail}", driver.name)
+            } else {
+                format!("{message}; driver pod {}: {detail}", driver.name)
+            };
+        }
+        let mut mapped = SparkMapped::of(self.in_progress(state, reason, message, reading));
+        if reason == Some(Reason::UnrecognizedStatus) {
+            mapped.warning = Some(mapped.info.message.clone());
+        }
+        mapped
+    }
+
+    fn in_progress(
+        &self,
+        state: Progress,
+        reason: Option<Reason>,
+        message: String,
+        reading: &Reading<'_>,
+    ) -> ExecutionInfo {
+        let started = match state {
+            Progress::Queued => false,
+            Progress::Started => true,
+            Progress::StartedIfKnown => {
+                self.first_start(reading).is_some()
+                    || self.previous.is_some_and(|p| p.state == JobState::Started)
+            }
+        };
+        let info = if started {
+            ExecutionInfo::new(JobState::Started, reason.unwrap_or(Reason::Running))
+        } else {
+            ExecutionInfo::new(JobState::Queued, reason.unwrap_or(Reason::Pending))
+        };
+        self.started(info.with_message(message), reading)
+    }
+
+    /// The previous non-terminal state and reason with a new message (nothing new is known).
+    fn hold_previous(&self, message: &str, reading: &Reading<'_>) -> ExecutionInfo {
+        let (state, reason) = match self.previous {
+            Some(previous) if !previous.is_terminal() => (previous.state, previous.reason),
+            _ if self.first_start(reading).is_some() => (JobState::Started, Reason::Running),
+            _ => (JobState::Queued, Reason::Pending),
+        };
+        self.started(
+            ExecutionInfo::new(state, reason).with_message(message),
+            reading,
+        )
+    }
+
+    /// A shape this version cannot read: the last non-terminal state, and a warning.
+    fn keep_previous(&self, warning: String, reading: &Reading<'_>) -> SparkMapped {
+        let state = match self.previous {
+            Some(previous) if !previous.is_terminal() => previous.state,
+            _ if self.first_start(reading).is_some() => JobState::Started,
+            _ => JobState::Queued,
+        };
+        SparkMapped {
+            info: self.started(
+                ExecutionInfo::new(state, Reason::UnrecognizedStatus).with_message(warning.clone()),
+                reading,
+            ),
+            warning: Some(warning),
+            action: None,
+        }
+    }
+
+    fn started(&self, info: ExecutionInfo, reading: &Reading<'_>) -> ExecutionInfo {
+        info.started(self.first_start(reading))
+    }
+
+    /// When the job first started: the driver container's start (live pod, any run), else what
+    /// the status shows.
+    fn first_start(&self, reading: &Reading<'_>) -> Option<Timestamp> {
+        let live = self
+            .live_driver()
+            .and_then(|d| d.container.as_ref())
+            .map(|c| {
+                let current = match &c.state {
+                    ContainerStateView::Running { started_at } => *started_at,
+                    ContainerStateView::Terminated(t) => t.started_at,
+                    _ => None,
+                };
+                [
+                    current,
+                    c.last_terminated.as_ref().and_then(|t| t.started_at),
+                ]
+            })
+            .into_iter()
+            .flatten()
+            .flatten();
+        live.chain(reading.started_hint)
+            // A container that never started reports the Unix epoch.
+            .filter(|at| *at > Timestamp::UNIX_EPOCH)
+            .min()
+    }
+}
+
+/// Whether a verdict was recorded only after the work was stopped (then the stop, not the
+/// application, decided it). The deletion time has whole seconds, the operators' times may
+/// not: both are compared in whole seconds, and a tie goes to the verdict, which is the common
+/// order (an application finishes, then its TTL or a cancel deletes it).
+fn decided_after(at: Option<Timestamp>, stop: Option<Stop>) -> bool {
+    match (at, stop) {
+        (Some(at), Some(Stop::Deleted(stopped))) => at.as_second() > stopped.as_second(),
+        _ => false,
+    }
+}
+
+/// Whether a driver pod may still run the application: not ended and not being deleted.
+pub(super) fn driver_runs(driver: &DriverView) -> bool {
+    driver.deletion_timestamp.is_none()
+        && !matches!(driver.phase, Some(PodPhase::Succeeded | PodPhase::Failed))
+        && terminated(driver).is_none()
+}
+
+fn terminated(driver: &DriverView) -> Option<&TerminatedView> {
+    match &driver.container.as_ref()?.state {
+        ContainerStateView::Terminated(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// Why a driver that has not started waits, when its pod says so.
+fn driver_waiting(driver: &DriverView) -> Option<(Reason, String)> {
+    let scheduled = driver.scheduled.as_ref();
+    if let Some(condition) = scheduled.filter(|c| !c.status.is_true())
+        && condition.reason.as_deref() == Some("Unschedulable")
+    {
+        let message = condition
+            .message
+            .clone()
+            .unwrap_or_else(|| "no node fits".to_string());
+        return Some((Reason::Unschedulable, message));
+    }
+    let container = driver.container.as_ref()?;
+    let ContainerStateView::Waiting { reason, message } = &container.state else {
+        return None;
+    };
+    let detail = match (reason, message) {
+        (Some(reason), Some(message)) => format!("{reason}: {message}"),
+        (Some(reason), None) => reason.clone(),
+        (None, Some(message)) => message.clone(),
+        (None, None) => return None,
+    };
+    let why = match reason.as_deref() {
+        Some(
+            "ErrImagePull"
+            | "ImagePullBackOff"
+            | "ErrImageNeverPull"
+            | "RegistryUnavailable"
+            | "ImageInspectError"
+            | "SignatureValidationFailed"
+            | "InvalidImageName",
+        ) => Reason::ImagePullBackOff,
+        _ => Reason::ContainerCreating,
+    };
+    Some((why, detail))
+}
+
+/// Whether the container had ended by `at` (always, when either time is unknown).
+fn ended_by(t: &TerminatedView, at: Option<Timestamp>) -> bool {
+    match (t.finished_at, at) {
+        (Some(finished), Some(at)) => finished.as_second() <= at.as_second(),
+        _ => true,
+    }
+}
+
+fn exit_summary(t: &TerminatedView) -> String {
+    let mut summary = match t.reason.as_deref() {
+        Some(reason) if reason != "Error" && reason != "Completed" => {
+            format!("{reason}, exit code {}", t.exit_code)
+        }
+        _ => format!("exit code {}", t.exit_code),
+    };
+    if let Some(message) = t
+        .message
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+    {
+        summary.push_str(": ");
+        summary.push_str(message);
+    }
+    summary
+}
+
+fn deadline(since: Timestamp, period: Duration) -> Option<Timestamp> {
+    since.checked_add(period).ok()
+}
+
+/// Whether `now` is before `since + period` (a deadline beyond the representable range is
+/// never reached).
+fn before_deadline(now: Timestamp, since: Timestamp, period: Duration) -> bool {
+    deadline(since, period).is_none_or(|deadline| now < deadline)
+}
+
+/// Sets the start time, keeping it unset when unknown.
+trait Started {
+    fn started(self, at: Option<Timestamp>) -> Self;
+}
+
+impl Started for ExecutionInfo {
+    fn started(mut self, at: Option<Timestamp>) -> Self {
+        self.started_at = at;
+        self
+    }
+}

@@ -1,0 +1,519 @@
+//! Controller conformance: the Job controller (backoffLimit, activeDeadlineSeconds, suspend,
+//! ttlSecondsAfterFinished, podFailurePolicy, completions), the scheduler (capacity, GPUs,
+//! selectors, taints) and disruptions (eviction, node loss, drain).
+
+mod common;
+
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kubeferry_sim::{NodeConfig, SimConfig, TaintConfig};
+use serde_json::{Value, json};
+
+use common::{Sim, eventually, shell_job, start, start_with};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn create_job(sim: &Sim, job: Value) -> Api<Job> {
+    let jobs: Api<Job> = Api::namespaced(sim.client.clone(), "default");
+    let job: Job = serde_json::from_value(job).expect("a job");
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("created");
+    jobs
+}
+
+fn condition(job: &Job, kind: &str) -> Option<(String, String)> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind && c.status == "True")
+        .map(|c| {
+            (
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+async fn finished(jobs: &Api<Job>, name: &str) -> (Job, String) {
+    eventually(&format!("{name} to finish"), WAIT, || {
+        let jobs = jobs.clone();
+        let name = name.to_string();
+        async move {
+            let job = jobs.get(&name).await.ok()?;
+            if condition(&job, "Complete").is_some() {
+                return Some((job, "Complete".to_string()));
+            }
+            condition(&job, "Failed")
+                .is_some()
+                .then_some((job, "Failed".to_string()))
+        }
+    })
+    .await
+}
+
+async fn job_pods(sim: &Sim, job: &str) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    pods.list(&ListParams::default().labels(&format!("job-name={job}")))
+        .await
+        .expect("pods")
+        .items
+}
+
+#[tokio::test]
+async fn backoff_limit_retries_then_fails() {
+    let sim = start().await;
+    let mut job = shell_job("retries", "echo try; exit 1");
+    job["spec"]["backoffLimit"] = json!(2);
+    let jobs = create_job(&sim, job).await;
+    let (job, outcome) = finished(&jobs, "retries").await;
+    assert_eq!(outcome, "Failed");
+    assert_eq!(
+        condition(&job, "Failed").map(|c| c.0).as_deref(),
+        Some("BackoffLimitExceeded")
+    );
+    assert_eq!(job.status.as_ref().and_then(|s| s.failed), Some(3));
+    assert_eq!(job_pods(&sim, "retries").await.len(), 3);
+}
+
+#[tokio::test]
+async fn active_deadline_fails_the_job_and_stops_its_pod() {
+    let sim = start().await;
+    let mut job = shell_job("slow", "sleep 30");
+    job["spec"]["activeDeadlineSeconds"] = json!(1);
+    let jobs = create_job(&sim, job).await;
+    let (job, outcome) = finished(&jobs, "slow").await;
+    assert_eq!(outcome, "Failed");
+    assert_eq!(
+        condition(&job, "Failed"),
+        Some((
+            "DeadlineExceeded".to_string(),
+            "Job was active longer than specified deadline".to_string()
+        ))
+    );
+    assert!(condition(&job, "FailureTarget").is_some());
+    let pods = job_pods(&sim, "slow").await;
+    assert!(
+        pods.iter().all(
+            |p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")
+                || p.metadata.deletion_timestamp.is_some()
+        )
+    );
+}
+
+#[tokio::test]
+async fn suspend_deletes_active_pods_and_resume_recreates_them() {
+    let sim = start().await;
+    let mut job = shell_job("pausable", "sleep 30");
+    job["spec"]["suspend"] = json!(true);
+    let jobs = create_job(&sim, job).await;
+    let suspended = eventually("the Suspended condition", WAIT, || {
+        let jobs = jobs.clone();
+        async move {
+            let j = jobs.get("pausable").await.ok()?;
+            condition(&j, "Suspended").map(|_| j)
+        }
+    })
+    .await;
+    assert_eq!(
+        condition(&suspended, "Suspended").map(|c| c.0).as_deref(),
+        Some("JobSuspended")
+    );
+    assert!(job_pods(&sim, "pausable").await.is_empty());
+    jobs.patch(
+        "pausable",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"suspend": false}})),
+    )
+    .await
+    .expect("resumed");
+    eventually("a running pod", WAIT, || async {
+        job_pods(&sim, "pausable")
+            .await
+            .into_iter()
+            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+    })
+    .await;
+    jobs.patch(
+        "pausable",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"suspend": true}})),
+    )
+    .await
+    .expect("suspended");
+    eventually("the pod to go", WAIT, || async {
+        job_pods(&sim, "pausable").await.is_empty().then_some(())
+    })
+    .await;
+    let job = eventually("the suspension to settle", WAIT, || {
+        let jobs = jobs.clone();
+        async move {
+            let j = jobs.get("pausable").await.ok()?;
+            (j.status.as_ref()?.terminating == Some(0)).then_some(j)
+        }
+    })
+    .await;
+    let status = job.status.expect("status");
+    assert_eq!(status.active, None);
+    assert_eq!(
+        status.failed, None,
+        "pods the suspension terminated are not failures"
+    );
+}
+
+#[tokio::test]
+async fn ttl_after_finished_deletes_the_job() {
+    let sim = start().await;
+    let mut job = shell_job("short-lived", "true");
+    job["spec"]["ttlSecondsAfterFinished"] = json!(0);
+    let jobs = create_job(&sim, job).await;
+    eventually("the job to be deleted", WAIT, || {
+        let jobs = jobs.clone();
+        async move {
+            jobs.get_opt("short-lived")
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        }
+    })
+    .await;
+    eventually("its pods to go too", WAIT, || async {
+        job_pods(&sim, "short-lived").await.is_empty().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn pod_failure_policy_fails_fast_or_ignores() {
+    let sim = start().await;
+    let mut job = shell_job("fatal", "exit 42");
+    job["spec"]["backoffLimit"] = json!(5);
+    job["spec"]["podFailurePolicy"] = json!({"rules": [{"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}}]});
+    let jobs = create_job(&sim, job).await;
+    let (job, outcome) = finished(&jobs, "fatal").await;
+    assert_eq!(outcome, "Failed");
+    let (reason, message) = condition(&job, "Failed").expect("failed");
+    assert_eq!(reason, "PodFailurePolicy");
+    assert!(
+        message.starts_with("Container main for pod default/fatal-")
+            && message.ends_with("failed with exit code 42 matching FailJob rule at index 0"),
+        "{message}"
+    );
+    assert_eq!(job_pods(&sim, "fatal").await.len(), 1, "no retry");
+
+    let marker = std::env::temp_dir().join(format!("kubeferry-sim-ignore-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let script = format!(
+        "if [ -f {m} ]; then exit 0; else touch {m}; exit 42; fi",
+        m = marker.display()
+    );
+    let mut job = shell_job("ignored", &script);
+    job["spec"]["podFailurePolicy"] =
+        json!({"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [42]}}]});
+    let jobs = create_job(&sim, job).await;
+    let (job, outcome) = finished(&jobs, "ignored").await;
+    let _ = std::fs::remove_file(&marker);
+    assert_eq!(
+        outcome, "Complete",
+        "an ignored failure does not count against backoffLimit 0"
+    );
+    assert_eq!(job.status.as_ref().and_then(|s| s.failed), None);
+    assert_eq!(job_pods(&sim, "ignored").await.len(), 2);
+}
+
+#[tokio::test]
+async fn completions_run_in_parallel() {
+    let sim = start().await;
+    let mut job = shell_job("many", "echo done");
+    job["spec"]["completions"] = json!(3);
+    job["spec"]["parallelism"] = json!(2);
+    let jobs = create_job(&sim, job).await;
+    let (job, outcome) = finished(&jobs, "many").await;
+    assert_eq!(outcome, "Complete");
+    assert_eq!(job.status.as_ref().and_then(|s| s.succeeded), Some(3));
+    assert_eq!(job_pods(&sim, "many").await.len(), 3);
+}
+
+fn gpu_cluster() -> SimConfig {
+    let mut node = NodeConfig::named("gpu-node");
+    node.cpu = "2".into();
+    node.nvidia_gpus = 1;
+    node.labels.insert("accelerator".into(), "a100".into());
+    node.taints.push(TaintConfig {
+        key: "dedicated".into(),
+        value: "gpu".into(),
+        effect: "NoSchedule".into(),
+    });
+    SimConfig {
+        nodes: vec![node],
+        ..SimConfig::for_tests()
+    }
+}
+
+async fn scheduled_condition(
+    pods: &Api<Pod>,
+    name: &str,
+) -> (String, Option<String>, Option<String>) {
+    eventually(&format!("{name} to have PodScheduled"), WAIT, || {
+        let pods = pods.clone();
+        let name = name.to_string();
+        async move {
+            let c = pods
+                .get(&name)
+                .await
+                .ok()?
+                .status?
+                .conditions?
+                .into_iter()
+                .find(|c| c.type_ == "PodScheduled")?;
+            Some((c.status, c.reason, c.message))
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_scheduler_respects_capacity_selectors_and_taints() {
+    let sim = start_with(gpu_cluster()).await;
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let make = |name: &str, extra: Value| -> Pod {
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "30"],
+                "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}});
+        if let (Some(spec), Some(extra)) = (p["spec"].as_object_mut(), extra.as_object()) {
+            for (k, v) in extra {
+                spec.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::from_value(p).expect("pod")
+    };
+    pods.create(&PostParams::default(), &make("untolerated", json!({})))
+        .await
+        .expect("created");
+    let (status, reason, message) = scheduled_condition(&pods, "untolerated").await;
+    assert_eq!(
+        (status.as_str(), reason.as_deref()),
+        ("False", Some("Unschedulable"))
+    );
+    assert_eq!(
+        message.as_deref(),
+        Some(
+            "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        )
+    );
+    let toleration = json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}], "nodeSelector": {"accelerator": "a100"}});
+    pods.create(&PostParams::default(), &make("first", toleration.clone()))
+        .await
+        .expect("created");
+    let (status, _, _) = scheduled_condition(&pods, "first").await;
+    assert_eq!(status, "True");
+    pods.create(&PostParams::default(), &make("second", toleration.clone()))
+        .await
+        .expect("created");
+    let (status, _, message) = scheduled_condition(&pods, "second").await;
+    assert_eq!(status, "False");
+    assert_eq!(
+        message.as_deref(),
+        Some(
+            "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        )
+    );
+    let mut wrong = toleration.clone();
+    wrong["nodeSelector"] = json!({"accelerator": "h100"});
+    pods.create(&PostParams::default(), &make("elsewhere", wrong))
+        .await
+        .expect("created");
+    let (_, _, message) = scheduled_condition(&pods, "elsewhere").await;
+    assert_eq!(
+        message.as_deref(),
+        Some(
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        )
+    );
+    pods.delete("first", &kube::api::DeleteParams::default().grace_period(0))
+        .await
+        .expect("deleted");
+    eventually(
+        "the second pod to be bound once the GPU is free",
+        WAIT,
+        || {
+            let pods = pods.clone();
+            async move {
+                pods.get("second")
+                    .await
+                    .ok()?
+                    .spec?
+                    .node_name
+                    .filter(|n| n == "gpu-node")
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn cpu_requests_beyond_the_node_are_unschedulable() {
+    let sim = start().await;
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let p: Pod = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "huge"},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "100", "memory": "1Gi"}}}]}}))
+    .expect("pod");
+    pods.create(&PostParams::default(), &p)
+        .await
+        .expect("created");
+    let (_, reason, message) = scheduled_condition(&pods, "huge").await;
+    assert_eq!(reason.as_deref(), Some("Unschedulable"));
+    assert_eq!(
+        message.as_deref(),
+        Some(
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        )
+    );
+}
+
+async fn running_pod_of(sim: &Sim, job: &str) -> Pod {
+    eventually("a running pod", WAIT, || async {
+        job_pods(sim, job)
+            .await
+            .into_iter()
+            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+    })
+    .await
+}
+
+fn disruption(pod: &Pod) -> Option<String> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+        .and_then(|c| c.reason.clone())
+}
+
+#[tokio::test]
+async fn eviction_fails_the_pod_with_a_disruption_condition() {
+    let sim = start().await;
+    let jobs = create_job(&sim, shell_job("evicted", "sleep 30")).await;
+    let pod = running_pod_of(&sim, "evicted").await;
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    sim.cluster.evict_pod("default", &name).expect("evicted");
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let failed = eventually("the pod to fail", WAIT, || {
+        let pods = pods.clone();
+        let name = name.clone();
+        async move {
+            let p = pods.get(&name).await.ok()?;
+            (p.status.as_ref()?.phase.as_deref() == Some("Failed")).then_some(p)
+        }
+    })
+    .await;
+    assert_eq!(
+        failed.status.as_ref().and_then(|s| s.reason.as_deref()),
+        Some("Evicted")
+    );
+    assert_eq!(disruption(&failed).as_deref(), Some("TerminationByKubelet"));
+    let (_, outcome) = finished(&jobs, "evicted").await;
+    assert_eq!(outcome, "Failed");
+}
+
+#[tokio::test]
+async fn losing_a_node_fails_its_pods() {
+    let sim = start().await;
+    let jobs = create_job(&sim, shell_job("lost", "sleep 30")).await;
+    let pod = running_pod_of(&sim, "lost").await;
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let mut seen = Box::pin(
+        pods.watch(
+            &kube::api::WatchParams::default()
+                .fields(&format!("metadata.name={name}"))
+                .disable_bookmarks(),
+            "0",
+        )
+        .await
+        .expect("watch"),
+    );
+    sim.cluster.lose_node("sim-node-1").expect("lost");
+    let (job, outcome) = finished(&jobs, "lost").await;
+    assert_eq!(outcome, "Failed");
+    assert_eq!(job.status.and_then(|s| s.failed), Some(1));
+    let mut reasons = Vec::new();
+    while let Ok(Some(Ok(event))) = tokio::time::timeout(
+        Duration::from_millis(200),
+        futures::StreamExt::next(&mut seen),
+    )
+    .await
+    {
+        if let kube::api::WatchEvent::Modified(p) | kube::api::WatchEvent::Deleted(p) = event
+            && let Some(r) = p.status.as_ref().and_then(|s| s.reason.clone())
+        {
+            reasons.push((r, disruption(&p)));
+        }
+    }
+    assert!(
+        reasons.contains(&(
+            "NodeLost".to_string(),
+            Some("DeletionByTaintManager".to_string())
+        )),
+        "{reasons:?}"
+    );
+    let node = sim
+        .cluster
+        .object("", "nodes", "", "sim-node-1")
+        .expect("node");
+    assert_eq!(node["status"]["conditions"][3]["status"], json!("Unknown"));
+    sim.cluster.restore_node("sim-node-1").expect("restored");
+    let jobs2 = create_job(&sim, shell_job("after", "true")).await;
+    assert_eq!(finished(&jobs2, "after").await.1, "Complete");
+}
+
+#[tokio::test]
+async fn draining_evicts_through_the_eviction_api() {
+    let sim = start().await;
+    let jobs = create_job(&sim, shell_job("drained", "sleep 30")).await;
+    running_pod_of(&sim, "drained").await;
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let mut seen = Box::pin(
+        pods.watch(
+            &kube::api::WatchParams::default()
+                .labels("job-name=drained")
+                .disable_bookmarks(),
+            "0",
+        )
+        .await
+        .expect("watch"),
+    );
+    sim.cluster.drain_node("sim-node-1").expect("drained");
+    let (job, outcome) = finished(&jobs, "drained").await;
+    assert_eq!(outcome, "Failed");
+    // The evicted pod, and the replacement the cordoned node never ran, both count: deleted
+    // pods that did not succeed are failures with the default podReplacementPolicy.
+    assert!(job.status.and_then(|s| s.failed).unwrap_or(0) >= 1);
+    let mut reasons = Vec::new();
+    while let Ok(Some(Ok(event))) = tokio::time::timeout(
+        Duration::from_millis(200),
+        futures::StreamExt::next(&mut seen),
+    )
+    .await
+    {
+        if let kube::api::WatchEvent::Modified(p) = event {
+            reasons.extend(disruption(&p));
+        }
+    }
+    assert!(
+        reasons.contains(&"EvictionByEvictionAPI".to_string()),
+        "{reasons:?}"
+    );
+    let node = sim
+        .cluster
+        .object("", "nodes", "", "sim-node-1")
+        .expect("node");
+    assert_eq!(node["spec"]["unschedulable"], json!(true));
+}

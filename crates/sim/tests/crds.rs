@@ -1,0 +1,251 @@
+//! Custom resources: preloaded Spark and Kueue definitions, CRDs added and removed at runtime,
+//! several served versions, the status subresource, printer columns, and 415 for strategic
+//! merge patches.
+
+mod common;
+
+use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::discovery::Discovery;
+use kubeferry_sim::{CrdBundle, SimConfig};
+use serde_json::json;
+
+use common::{eventually, raw, start, start_with, status_of};
+
+fn spark_config() -> SimConfig {
+    SimConfig {
+        crd_bundles: vec![
+            CrdBundle::SparkApache,
+            CrdBundle::SparkKubeflow,
+            CrdBundle::Kueue,
+        ],
+        ..SimConfig::for_tests()
+    }
+}
+
+#[tokio::test]
+async fn preloaded_spark_applications_are_served_generically() {
+    let sim = start_with(spark_config()).await;
+    let c = &sim.client;
+    let discovery = Discovery::new(c.clone()).run().await.expect("discovery");
+    let (apache, caps) = discovery
+        .resolve_gvk(&GroupVersionKind::gvk(
+            "spark.apache.org",
+            "v1",
+            "SparkApplication",
+        ))
+        .expect("spark.apache.org/v1");
+    assert!(caps.subresources.iter().any(|(s, _)| s.plural == "status"));
+    assert!(
+        discovery
+            .resolve_gvk(&GroupVersionKind::gvk(
+                "spark.apache.org",
+                "v1beta1",
+                "SparkApplication"
+            ))
+            .is_some()
+    );
+    let (kubeflow, _) = discovery
+        .resolve_gvk(&GroupVersionKind::gvk(
+            "sparkoperator.k8s.io",
+            "v1beta2",
+            "SparkApplication",
+        ))
+        .expect("sparkoperator.k8s.io/v1beta2");
+    assert!(
+        discovery
+            .resolve_gvk(&GroupVersionKind::gvk(
+                "kueue.x-k8s.io",
+                "v1beta1",
+                "Workload"
+            ))
+            .is_some()
+    );
+
+    let apps: Api<DynamicObject> = Api::namespaced_with(c.clone(), "default", &apache);
+    let app: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "spark.apache.org/v1", "kind": "SparkApplication",
+        "metadata": {"name": "pi", "labels": {"app.kubernetes.io/managed-by": "kubeferry"}},
+        "spec": {"mainClass": "org.apache.spark.examples.SparkPi", "runtimeVersions": {"sparkVersion": "3.5.3"}},
+        "status": {"currentState": {"currentStateSummary": "ignored on create"}}
+    }))
+    .expect("app");
+    let created = apps
+        .create(&PostParams::default(), &app)
+        .await
+        .expect("created");
+    assert_eq!(created.metadata.generation, Some(1));
+    assert!(
+        created.data.get("status").is_none(),
+        "status is dropped on create"
+    );
+    let patched = apps
+        .patch_status(
+            "pi",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"currentState": {"currentStateSummary": "RunningHealthy"}, "stateTransitionHistory": {"0": {"currentStateSummary": "Submitted"}}}})),
+        )
+        .await
+        .expect("status patched");
+    assert_eq!(
+        patched.data["status"]["currentState"]["currentStateSummary"],
+        json!("RunningHealthy")
+    );
+    assert_eq!(
+        patched.metadata.generation,
+        Some(1),
+        "status writes keep the generation"
+    );
+
+    let s = status_of(
+        apps.patch(
+            "pi",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"mainClass": "x"}})),
+        )
+        .await,
+    );
+    assert_eq!((s.code, s.reason.as_str()), (415, "UnsupportedMediaType"));
+    assert_eq!(
+        s.message,
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    );
+
+    let r = raw(
+        c,
+        "GET",
+        "/apis/spark.apache.org/v1beta1/namespaces/default/sparkapplications/pi",
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(
+        r.json()["apiVersion"],
+        json!("spark.apache.org/v1beta1"),
+        "served through every version"
+    );
+
+    let mut table =
+        kube::api::Request::new("/apis/spark.apache.org/v1/namespaces/default/sparkapplications")
+            .list(&Default::default())
+            .expect("a request");
+    table.headers_mut().insert(
+        "accept",
+        "application/json;as=Table;v=v1;g=meta.k8s.io"
+            .parse()
+            .expect("header"),
+    );
+    let table: serde_json::Value = c.request(table.map(|b| b)).await.expect("a table");
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(columns, vec!["Name", "Current State", "Age"]);
+    assert_eq!(table["rows"][0]["cells"][1], json!("RunningHealthy"));
+
+    let kf: Api<DynamicObject> = Api::namespaced_with(c.clone(), "default", &kubeflow);
+    let app: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication", "metadata": {"name": "pi"},
+        "spec": {"type": "Scala", "sparkVersion": "3.5.3", "mainApplicationFile": "local:///x.jar", "driver": {}, "executor": {}}
+    }))
+    .expect("app");
+    kf.create(&PostParams::default(), &app)
+        .await
+        .expect("the same name in another group is another object");
+}
+
+#[tokio::test]
+async fn crds_added_and_removed_at_runtime() {
+    let sim = start().await;
+    let c = &sim.client;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster",
+                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    });
+    let r = raw(
+        c,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        Some("application/json"),
+        &crd.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    let established = r.json()["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        established
+            .iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True")
+    );
+    let gadget = json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g1"}, "spec": {"size": 3}});
+    let r = raw(
+        c,
+        "POST",
+        "/apis/example.com/v1/gadgets",
+        Some("application/json"),
+        &gadget.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.text());
+    let r = raw(c, "GET", "/apis/example.com/v1/gadgets", None, "").await;
+    assert_eq!(r.json()["kind"], json!("GadgetList"));
+    assert_eq!(
+        r.json()["items"][0]["kind"],
+        json!("Gadget"),
+        "custom resource list items keep their type"
+    );
+    let r = raw(
+        c,
+        "PUT",
+        "/apis/example.com/v1/gadgets/g1/status",
+        Some("application/json"),
+        &gadget.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 404, "no status subresource was declared");
+    let bad = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "wrong.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "things", "kind": "Thing"},
+                 "versions": [{"name": "v1", "served": true, "storage": true}]}});
+    let r = raw(
+        c,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        Some("application/json"),
+        &bad.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 422);
+    let r = raw(
+        c,
+        "DELETE",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com",
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(r.code, 200);
+    eventually(
+        "the gadgets to stop being served",
+        std::time::Duration::from_secs(5),
+        || async {
+            (raw(c, "GET", "/apis/example.com/v1/gadgets", None, "")
+                .await
+                .code
+                == 404)
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(
+        sim.cluster
+            .object("example.com", "gadgets", "", "g1")
+            .is_none()
+    );
+}

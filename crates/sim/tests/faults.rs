@@ -1,0 +1,284 @@
+//! Fault injection and counters: Status errors with Retry-After, latency, dropped connections,
+//! lost responses, stalled watches, unreachability, per-identity rules, the admin endpoints.
+
+mod common;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kubeferry_sim::{FaultAction, FaultRule};
+use serde_json::json;
+
+use common::{client_for, raw, start};
+
+fn cm(name: &str) -> ConfigMap {
+    serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+    )
+    .expect("cm")
+}
+
+fn error(code: u16, retry: Option<u32>) -> FaultAction {
+    FaultAction::Error {
+        code,
+        message: None,
+        retry_after_seconds: retry,
+    }
+}
+
+#[tokio::test]
+async fn errors_match_verbs_resources_and_lapse() {
+    let sim = start().await;
+    let c = &common::client_without_retries(&sim.cluster.kubeconfig_yaml("sim")).await;
+    sim.cluster.add_fault(
+        FaultRule::new(error(503, None))
+            .verbs(&["list"])
+            .resources(&["configmaps"])
+            .times(1),
+    );
+    sim.cluster.add_fault(
+        FaultRule::new(error(429, Some(2)))
+            .verbs(&["create"])
+            .resources(&["configmaps"])
+            .times(1),
+    );
+    let r = raw(c, "GET", "/api/v1/namespaces/default/configmaps", None, "").await;
+    assert_eq!(r.code, 503);
+    assert_eq!(r.json()["reason"], json!("ServiceUnavailable"));
+    let r = raw(c, "GET", "/api/v1/namespaces/default/configmaps", None, "").await;
+    assert_eq!(r.code, 200, "the rule lapsed after one use");
+    let r = raw(c, "GET", "/api/v1/namespaces/default/pods", None, "").await;
+    assert_eq!(r.code, 200);
+    let body =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}).to_string();
+    let r = raw(
+        c,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json"),
+        &body,
+    )
+    .await;
+    assert_eq!(r.code, 429);
+    assert_eq!(
+        r.headers.get("retry-after").and_then(|v| v.to_str().ok()),
+        Some("2")
+    );
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Too many requests, please try again later.", "reason": "TooManyRequests",
+               "details": {"retryAfterSeconds": 2}, "code": 429})
+    );
+    assert!(
+        sim.cluster
+            .object("", "configmaps", "default", "x")
+            .is_none(),
+        "a refused request does nothing"
+    );
+    let r = raw(
+        c,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json"),
+        &body,
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    let id = sim
+        .cluster
+        .add_fault(FaultRule::new(error(500, Some(1))).resources(&["jobs.batch"]));
+    let r = raw(c, "GET", "/apis/batch/v1/namespaces/default/jobs", None, "").await;
+    assert_eq!(
+        (r.code, r.json()["reason"].clone()),
+        (500, json!("InternalError"))
+    );
+    assert!(sim.cluster.remove_fault(id));
+    let r = raw(c, "GET", "/apis/batch/v1/namespaces/default/jobs", None, "").await;
+    assert_eq!(r.code, 200);
+}
+
+#[tokio::test]
+async fn rules_can_target_one_identity() {
+    let sim = start().await;
+    let user = "system:serviceaccount:default:runner";
+    sim.cluster
+        .add_fault(FaultRule::new(error(403, None)).users(&[user]));
+    let runner = client_for(
+        &sim.cluster
+            .kubeconfig_yaml_with_token("runner", &sim.cluster.token_for("default", "runner")),
+    )
+    .await;
+    let r = raw(
+        &runner,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(r.code, 403);
+    let r = raw(
+        &sim.client,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(r.code, 200);
+    assert_eq!(sim.cluster.request_count_by_user(user), 1);
+    let counters = sim.cluster.counters();
+    assert!(
+        counters.iter().any(|(k, n)| k.verb == "list"
+            && k.resource == "configmaps"
+            && k.user == user
+            && *n == 1)
+    );
+}
+
+#[tokio::test]
+async fn latency_delays_and_connections_drop_or_lose_answers() {
+    let sim = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(sim.client.clone(), "default");
+    sim.cluster.add_fault(
+        FaultRule::new(FaultAction::Latency { millis: 2_000 })
+            .verbs(&["get"])
+            .times(1),
+    );
+    let slow = tokio::time::timeout(Duration::from_millis(100), cms.get_opt("x")).await;
+    assert!(slow.is_err(), "the answer is held back");
+
+    sim.cluster.add_fault(
+        FaultRule::new(FaultAction::DropConnection)
+            .verbs(&["create"])
+            .times(1),
+    );
+    let dropped = cms.create(&PostParams::default(), &cm("dropped")).await;
+    assert!(
+        matches!(dropped, Err(ref e) if !matches!(e, kube::Error::Api(_))),
+        "{dropped:?}"
+    );
+    assert!(
+        sim.cluster
+            .object("", "configmaps", "default", "dropped")
+            .is_none(),
+        "nothing happened"
+    );
+
+    sim.cluster.add_fault(
+        FaultRule::new(FaultAction::LoseResponse)
+            .verbs(&["create"])
+            .times(1),
+    );
+    let lost = cms.create(&PostParams::default(), &cm("landed")).await;
+    assert!(
+        matches!(lost, Err(ref e) if !matches!(e, kube::Error::Api(_))),
+        "{lost:?}"
+    );
+    assert!(
+        sim.cluster
+            .object("", "configmaps", "default", "landed")
+            .is_some(),
+        "the write committed"
+    );
+    let again = cms.create(&PostParams::default(), &cm("landed")).await;
+    assert!(
+        matches!(again, Err(kube::Error::Api(ref s)) if s.code == 409),
+        "a retry meets AlreadyExists"
+    );
+}
+
+#[tokio::test]
+async fn watches_can_stall_and_the_server_can_vanish() {
+    let sim = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(sim.client.clone(), "default");
+    sim.cluster.add_fault(
+        FaultRule::new(FaultAction::StallWatch)
+            .verbs(&["watch"])
+            .times(1),
+    );
+    let mut stalled = Box::pin(
+        cms.watch(&WatchParams::default().timeout(1), "0")
+            .await
+            .expect("watch opens"),
+    );
+    cms.create(&PostParams::default(), &cm("unseen"))
+        .await
+        .expect("created");
+    let nothing = tokio::time::timeout(Duration::from_millis(200), stalled.next()).await;
+    assert!(nothing.is_err(), "a stalled watch sends nothing");
+
+    let mut open = Box::pin(
+        cms.watch(&WatchParams::default().disable_bookmarks(), "0")
+            .await
+            .expect("watch"),
+    );
+    match tokio::time::timeout(Duration::from_secs(5), open.next()).await {
+        Ok(Some(Ok(WatchEvent::Added(c)))) => {
+            assert_eq!(c.metadata.name.as_deref(), Some("unseen"))
+        }
+        other => panic!("expected ADDED, got {other:?}"),
+    }
+    assert!(sim.cluster.abort_watches() > 0);
+    let ended = tokio::time::timeout(Duration::from_secs(5), open.next())
+        .await
+        .expect("the stream ends");
+    assert!(
+        !matches!(ended, Some(Ok(_))),
+        "an aborted watch errors or ends: {ended:?}"
+    );
+
+    sim.cluster.unreachable_for(Duration::from_millis(500));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let refused = cms.list(&ListParams::default()).await;
+    assert!(
+        matches!(refused, Err(ref e) if !matches!(e, kube::Error::Api(_))),
+        "no answer at all: {refused:?}"
+    );
+    common::eventually("the server to answer again", Duration::from_secs(5), || {
+        let cms = cms.clone();
+        async move { cms.list(&ListParams::default()).await.ok() }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_admin_endpoints_drive_faults_and_counters() {
+    let sim = start().await;
+    let admin = &sim.client;
+    let rule = json!({"match": {"verbs": ["get"], "resources": ["pods"]}, "action": {"type": "error", "code": 500}, "times": 1});
+    let r = raw(
+        admin,
+        "POST",
+        "/sim/faults",
+        Some("application/json"),
+        &rule.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    assert!(r.json()["id"].is_u64());
+    let r = raw(admin, "GET", "/api/v1/namespaces/default/pods/x", None, "").await;
+    assert_eq!(r.code, 500);
+    let r = raw(admin, "GET", "/sim/counters", None, "").await;
+    let counters = r.json();
+    assert!(
+        counters.as_array().is_some_and(|a| a
+            .iter()
+            .any(|c| c["verb"] == "get" && c["resource"] == "pods" && c["count"] == 1)),
+        "{counters}"
+    );
+    let r = raw(admin, "POST", "/sim/tokens/default/runner", None, "").await;
+    let token = r.json()["token"].as_str().unwrap_or_default().to_string();
+    assert_eq!(token, sim.cluster.token_for("default", "runner"));
+    let runner = client_for(&sim.cluster.kubeconfig_yaml_with_token("runner", &token)).await;
+    let r = raw(&runner, "GET", "/sim/counters", None, "").await;
+    assert_eq!(r.code, 403, "only the admin may use them");
+    let r = raw(admin, "POST", "/sim/watches/expire", None, "").await;
+    assert_eq!(r.code, 200);
+    let r = raw(admin, "DELETE", "/sim/counters", None, "").await;
+    assert_eq!(r.code, 200);
+    assert_eq!(sim.cluster.request_count("", ""), 0);
+}

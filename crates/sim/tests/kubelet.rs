@@ -1,0 +1,496 @@
+//! Kubelet conformance: environment (values, expansion, downward API, envFrom, secret keys),
+//! CreateContainerConfigError, image pull failures, InvalidImageName, OOMKilled, StartError,
+//! missing claims, init containers, restarts with previous logs, and pods/log options.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use kube::api::{Api, LogParams, PostParams};
+use kubeferry_sim::SimConfig;
+use serde_json::{Value, json};
+
+use common::{Sim, eventually, raw, start, start_with, status_of};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn create_pod(sim: &Sim, pod: Value) -> Api<Pod> {
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let pod: Pod = serde_json::from_value(pod).expect("a pod");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("created");
+    pods
+}
+
+fn pod(name: &str, containers: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "t"}},
+           "spec": {"restartPolicy": "Never", "containers": containers}})
+}
+
+async fn phase(pods: &Api<Pod>, name: &str, want: &str) -> Pod {
+    eventually(&format!("{name} to be {want}"), WAIT, || {
+        let pods = pods.clone();
+        let name = name.to_string();
+        let want = want.to_string();
+        async move {
+            let p = pods.get(&name).await.ok()?;
+            (p.status.as_ref()?.phase.as_deref() == Some(want.as_str())).then_some(p)
+        }
+    })
+    .await
+}
+
+fn container_status(pod: &Pod, index: usize) -> ContainerStatus {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.get(index).cloned())
+        .expect("a container status")
+}
+
+async fn waiting_reasons(pods: &Api<Pod>, name: &str, until: &str) -> (BTreeSet<String>, String) {
+    let mut seen = BTreeSet::new();
+    let end = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Ok(p) = pods.get(name).await
+            && let Some(w) = p
+                .status
+                .and_then(|s| s.container_statuses)
+                .and_then(|c| c.into_iter().next())
+                .and_then(|c| c.state)
+                .and_then(|s| s.waiting)
+        {
+            let reason = w.reason.unwrap_or_default();
+            seen.insert(reason.clone());
+            if reason == until {
+                return (seen, w.message.unwrap_or_default());
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "waiting for {until}, saw {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn environment_is_built_like_the_kubelet_does() {
+    let sim = start().await;
+    sim.cluster
+        .create("default", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"MODE": "fast"}}))
+        .expect("config map");
+    sim.cluster
+        .create("default", json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"}, "stringData": {"token": "s3cret"}}))
+        .expect("secret");
+    let pods = create_pod(&sim, pod("env", json!([{
+        "name": "main", "image": "busybox",
+        "command": ["sh", "-c", "env | sort"],
+        "resources": {"limits": {"memory": "64Mi"}},
+        "envFrom": [{"configMapRef": {"name": "cfg"}, "prefix": "CFG_"}],
+        "env": [
+            {"name": "GREETING", "value": "hello"},
+            {"name": "MESSAGE", "value": "$(GREETING) world $$(LITERAL)"},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+            {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "SA", "valueFrom": {"fieldRef": {"fieldPath": "spec.serviceAccountName"}}},
+            {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+            {"name": "MEM_MI", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}}
+        ]
+    }]))).await;
+    let done = phase(&pods, "env", "Succeeded").await;
+    let log = pods.logs("env", &LogParams::default()).await.expect("log");
+    let uid = done.metadata.uid.clone().unwrap_or_default();
+    let ip = done
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .unwrap_or_default();
+    for line in [
+        "CFG_MODE=fast".to_string(),
+        "GREETING=hello".to_string(),
+        "MESSAGE=hello world $(LITERAL)".to_string(),
+        "POD_NAME=env".to_string(),
+        "POD_NAMESPACE=default".to_string(),
+        format!("POD_UID={uid}"),
+        "NODE=sim-node-1".to_string(),
+        format!("POD_IP={ip}"),
+        "SA=default".to_string(),
+        "APP=t".to_string(),
+        "TOKEN=s3cret".to_string(),
+        "MEM_MI=64".to_string(),
+        "HOSTNAME=env".to_string(),
+    ] {
+        assert!(log.lines().any(|l| l == line), "{line} in\n{log}");
+    }
+    let status = done.status.expect("status");
+    assert!(status.host_ip.is_some() && status.start_time.is_some());
+    let conditions: Vec<(String, String)> = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.type_, c.status))
+        .collect();
+    for kind in ["PodScheduled", "Initialized", "Ready", "ContainersReady"] {
+        assert!(
+            conditions.iter().any(|(t, _)| t == kind),
+            "{kind} in {conditions:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn missing_secret_is_a_config_error_until_it_appears() {
+    let sim = start().await;
+    let pods = create_pod(
+        &sim,
+        pod(
+            "needs-secret",
+            json!([{
+                "name": "main", "image": "busybox", "command": ["sh", "-c", "echo $TOKEN"],
+                "envFrom": [{"secretRef": {"name": "late"}}]
+            }]),
+        ),
+    )
+    .await;
+    let (_, message) = waiting_reasons(&pods, "needs-secret", "CreateContainerConfigError").await;
+    assert_eq!(message, "secret \"late\" not found");
+    sim.cluster
+        .create("default", json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "late"}, "stringData": {"TOKEN": "now"}}))
+        .expect("secret");
+    phase(&pods, "needs-secret", "Succeeded").await;
+    assert_eq!(
+        pods.logs("needs-secret", &LogParams::default())
+            .await
+            .expect("log"),
+        "now\n"
+    );
+}
+
+#[tokio::test]
+async fn image_problems_are_reported_as_waiting_reasons() {
+    let sim = start().await;
+    let pods = create_pod(&sim, pod("unpullable", json!([{"name": "main", "image": "registry.invalid/team/app:1.0", "command": ["true"]}]))).await;
+    let (seen, message) = waiting_reasons(&pods, "unpullable", "ImagePullBackOff").await;
+    assert!(seen.contains("ErrImagePull"), "{seen:?}");
+    assert_eq!(
+        message,
+        "Back-off pulling image \"registry.invalid/team/app:1.0\""
+    );
+    let p = pods.get("unpullable").await.expect("pod");
+    assert_eq!(p.status.and_then(|s| s.phase).as_deref(), Some("Pending"));
+
+    let pods = create_pod(
+        &sim,
+        pod(
+            "bad-name",
+            json!([{"name": "main", "image": "Bad:Image", "command": ["true"]}]),
+        ),
+    )
+    .await;
+    let (_, message) = waiting_reasons(&pods, "bad-name", "InvalidImageName").await;
+    assert_eq!(
+        message,
+        "Failed to apply default image tag \"Bad:Image\": couldn't parse image name \"Bad:Image\": invalid reference format: repository name (Bad) must be lowercase"
+    );
+    let err = status_of(pods.logs("bad-name", &LogParams::default()).await);
+    assert_eq!(err.code, 400);
+    assert_eq!(
+        err.message,
+        "container \"main\" in pod \"bad-name\" is waiting to start: InvalidImageName"
+    );
+}
+
+#[tokio::test]
+async fn memory_over_the_limit_is_oom_killed() {
+    let sim = start().await;
+    let pods = create_pod(
+        &sim,
+        pod(
+            "hog",
+            json!([{
+                "name": "main", "image": "busybox",
+                "command": ["sh", "-c", "head -c 2000000000 /dev/zero | tail"],
+                "resources": {"limits": {"memory": "20Mi"}}
+            }]),
+        ),
+    )
+    .await;
+    let failed = phase(&pods, "hog", "Failed").await;
+    let terminated = container_status(&failed, 0)
+        .state
+        .and_then(|s| s.terminated)
+        .expect("terminated");
+    assert_eq!(
+        (terminated.exit_code, terminated.reason.as_deref()),
+        (137, Some("OOMKilled"))
+    );
+}
+
+#[tokio::test]
+async fn missing_executables_fail_to_start() {
+    let sim = start().await;
+    let pods = create_pod(
+        &sim,
+        pod(
+            "nocmd",
+            json!([{"name": "main", "image": "busybox", "command": ["/no/such/binary"]}]),
+        ),
+    )
+    .await;
+    let failed = phase(&pods, "nocmd", "Failed").await;
+    let terminated = container_status(&failed, 0)
+        .state
+        .and_then(|s| s.terminated)
+        .expect("terminated");
+    assert_eq!(
+        (terminated.exit_code, terminated.reason.as_deref()),
+        (128, Some("StartError"))
+    );
+    assert!(
+        terminated
+            .message
+            .unwrap_or_default()
+            .contains("executable file not found")
+    );
+}
+
+#[tokio::test]
+async fn missing_claims_keep_pods_pending_until_created() {
+    let sim = start().await;
+    let mut p = pod(
+        "claims",
+        json!([{"name": "main", "image": "busybox", "command": ["true"]}]),
+    );
+    p["spec"]["volumes"] =
+        json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]);
+    let pods = create_pod(&sim, p).await;
+    let pending = eventually("the pod to be unschedulable", WAIT, || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("claims").await.ok()?;
+            let c = p
+                .status?
+                .conditions?
+                .into_iter()
+                .find(|c| c.type_ == "PodScheduled")?;
+            (c.status == "False").then_some(c)
+        }
+    })
+    .await;
+    assert_eq!(pending.reason.as_deref(), Some("Unschedulable"));
+    assert_eq!(
+        pending.message.as_deref(),
+        Some(
+            "0/1 nodes are available: persistentvolumeclaim \"data\" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        )
+    );
+    sim.cluster
+        .create("default", json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}))
+        .expect("claim");
+    phase(&pods, "claims", "Succeeded").await;
+}
+
+#[tokio::test]
+async fn init_containers_run_first_and_entrypoints_come_from_config() {
+    let mut config = SimConfig::for_tests();
+    config.image_entrypoints.insert(
+        "tools/echo".into(),
+        vec!["echo".into(), "from-entrypoint".into()],
+    );
+    let sim = start_with(config).await;
+    let mut p = pod(
+        "init",
+        json!([
+            {"name": "main", "image": "busybox", "command": ["cat", "ready"]},
+            {"name": "entry", "image": "tools/echo:1", "args": ["arg"]},
+            {"name": "args-only", "image": "busybox", "args": ["echo", "only-args"]},
+            {"name": "nothing", "image": "busybox"}
+        ]),
+    );
+    p["spec"]["initContainers"] = json!([{"name": "prepare", "image": "busybox", "command": ["sh", "-c", "echo ok > ready"]}]);
+    let pods = create_pod(&sim, p).await;
+    let done = phase(&pods, "init", "Succeeded").await;
+    let log = |c: &str| {
+        let pods = pods.clone();
+        let c = c.to_string();
+        async move {
+            pods.logs(
+                "init",
+                &LogParams {
+                    container: Some(c),
+                    ..LogParams::default()
+                },
+            )
+            .await
+            .expect("log")
+        }
+    };
+    assert_eq!(log("main").await, "ok\n");
+    assert_eq!(log("entry").await, "from-entrypoint arg\n");
+    assert_eq!(log("args-only").await, "only-args\n");
+    assert_eq!(log("nothing").await, "");
+    let init = done
+        .status
+        .and_then(|s| s.init_container_statuses)
+        .expect("init statuses");
+    assert_eq!(
+        init[0]
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .map(|t| t.exit_code),
+        Some(0)
+    );
+    let err = status_of(pods.logs("init", &LogParams::default()).await);
+    assert_eq!(err.code, 400);
+    assert_eq!(
+        err.message,
+        "a container name must be specified for pod init, choose one of: [main entry args-only nothing] or one of the init containers: [prepare]"
+    );
+}
+
+#[tokio::test]
+async fn restarts_keep_previous_logs_and_log_options_apply() {
+    let sim = start().await;
+    let mut p = pod(
+        "flaky",
+        json!([{"name": "main", "image": "busybox", "command": ["sh", "-c",
+        "if [ -f marker ]; then echo second; echo third; echo fourth; else touch marker; echo first; exit 1; fi"]}]),
+    );
+    p["spec"]["restartPolicy"] = json!("OnFailure");
+    let pods = create_pod(&sim, p).await;
+    let done = phase(&pods, "flaky", "Succeeded").await;
+    let status = container_status(&done, 0);
+    assert_eq!(status.restart_count, 1);
+    let last = status
+        .last_state
+        .and_then(|s| s.terminated)
+        .expect("last state");
+    assert_eq!(last.exit_code, 1);
+    let logs = |params: LogParams| {
+        let pods = pods.clone();
+        async move { pods.logs("flaky", &params).await.expect("log") }
+    };
+    assert_eq!(
+        logs(LogParams {
+            previous: true,
+            ..LogParams::default()
+        })
+        .await,
+        "first\n"
+    );
+    assert_eq!(logs(LogParams::default()).await, "second\nthird\nfourth\n");
+    assert_eq!(
+        logs(LogParams {
+            tail_lines: Some(2),
+            ..LogParams::default()
+        })
+        .await,
+        "third\nfourth\n"
+    );
+    assert_eq!(
+        logs(LogParams {
+            limit_bytes: Some(9),
+            ..LogParams::default()
+        })
+        .await,
+        "second\nth"
+    );
+    assert_eq!(
+        logs(LogParams {
+            since_seconds: Some(3600),
+            ..LogParams::default()
+        })
+        .await,
+        "second\nthird\nfourth\n"
+    );
+    let stamped = logs(LogParams {
+        timestamps: true,
+        tail_lines: Some(1),
+        ..LogParams::default()
+    })
+    .await;
+    let (stamp, text) = stamped.split_once(' ').expect("a timestamp");
+    assert!(stamp.ends_with('Z') && stamp.contains('T'), "{stamp}");
+    assert_eq!(text, "fourth\n");
+    let future = raw(
+        &sim.client,
+        "GET",
+        "/api/v1/namespaces/default/pods/flaky/log?sinceTime=2999-01-01T00:00:00Z",
+        None,
+        "",
+    )
+    .await;
+    assert_eq!((future.code, future.text()), (200, String::new()));
+}
+
+#[tokio::test]
+async fn follow_streams_until_the_container_ends() {
+    use futures::AsyncBufReadExt;
+    let sim = start().await;
+    let pods = create_pod(&sim, pod("slow", json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", "echo a; sleep 0.3; echo b"]}]))).await;
+    phase(&pods, "slow", "Running").await;
+    let stream = pods
+        .log_stream(
+            "slow",
+            &LogParams {
+                follow: true,
+                ..LogParams::default()
+            },
+        )
+        .await
+        .expect("stream");
+    let lines: Vec<String> = futures::TryStreamExt::try_collect(stream.lines())
+        .await
+        .expect("lines");
+    assert_eq!(lines, vec!["a", "b"]);
+}
+
+#[tokio::test]
+async fn crashing_containers_back_off_and_deadlines_end_pods() {
+    let sim = start().await;
+    let mut p = pod(
+        "crasher",
+        json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", "echo boom; exit 1"]}]),
+    );
+    p["spec"]["restartPolicy"] = json!("Always");
+    let pods = create_pod(&sim, p).await;
+    let (_, message) = waiting_reasons(&pods, "crasher", "CrashLoopBackOff").await;
+    assert!(
+        message.starts_with("back-off ")
+            && message.contains("restarting failed container=main pod=crasher_default("),
+        "{message}"
+    );
+    eventually("restarts to be counted", WAIT, || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("crasher").await.ok()?;
+            let s = container_status(&p, 0);
+            (s.restart_count >= 2 && p.status?.phase.as_deref() == Some("Running")).then_some(())
+        }
+    })
+    .await;
+
+    let mut p = pod(
+        "deadline",
+        json!([{"name": "main", "image": "busybox", "command": ["sleep", "30"]}]),
+    );
+    p["spec"]["activeDeadlineSeconds"] = json!(1);
+    let pods = create_pod(&sim, p).await;
+    let failed = phase(&pods, "deadline", "Failed").await;
+    let status = failed.status.expect("status");
+    assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("Pod was active on the node longer than the specified deadline")
+    );
+}

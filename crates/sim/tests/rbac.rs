@@ -1,0 +1,210 @@
+//! Authentication and RBAC: tokens, 401s, 403s with the real message shape, Roles and
+//! ClusterRoles through their bindings, SelfSubjectAccessReview.
+
+mod common;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use kubeferry_sim::{SimCluster, SimConfig};
+use serde_json::json;
+
+use common::{client_for, raw, start_with, status_of};
+
+fn rbac_config() -> SimConfig {
+    SimConfig {
+        rbac: true,
+        ..SimConfig::for_tests()
+    }
+}
+
+async fn runner(cluster: &SimCluster) -> kube::Client {
+    let token = cluster.token_for("team", "runner");
+    client_for(&cluster.kubeconfig_yaml_with_token("runner", &token)).await
+}
+
+#[tokio::test]
+async fn tokens_are_required_and_checked() {
+    let sim = start_with(rbac_config()).await;
+    let url = sim.cluster.http_url();
+    let plain = client_for(&format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {url}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n"
+    ))
+    .await;
+    let r = raw(&plain, "GET", "/api/v1/namespaces/default/pods", None, "").await;
+    assert_eq!(r.code, 401);
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+    );
+    let r = raw(&plain, "GET", "/version", None, "").await;
+    assert_eq!(r.code, 200, "/version is public");
+    let wrong = client_for(&sim.cluster.kubeconfig_yaml_with_token("x", "not-a-token")).await;
+    assert_eq!(raw(&wrong, "GET", "/api", None, "").await.code, 401);
+}
+
+#[tokio::test]
+async fn forbidden_messages_have_the_real_shape() {
+    let sim = start_with(rbac_config()).await;
+    sim.cluster
+        .create(
+            "",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+        )
+        .expect("namespace");
+    let client = runner(&sim.cluster).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "team");
+    let s = status_of(pods.list(&ListParams::default()).await);
+    assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        s.message,
+        "pods is forbidden: User \"system:serviceaccount:team:runner\" cannot list resource \"pods\" in API group \"\" in the namespace \"team\""
+    );
+    let r = raw(
+        &client,
+        "GET",
+        "/api/v1/namespaces/team/pods/p/log",
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(
+        r.json()["message"],
+        json!(
+            "pods \"p\" is forbidden: User \"system:serviceaccount:team:runner\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"team\""
+        )
+    );
+    assert_eq!(r.json()["details"], json!({"name": "p", "kind": "pods"}));
+    let r = raw(&client, "GET", "/apis/batch/v1/jobs", None, "").await;
+    assert_eq!(
+        r.json()["message"],
+        json!(
+            "jobs.batch is forbidden: User \"system:serviceaccount:team:runner\" cannot list resource \"jobs\" in API group \"batch\" at the cluster scope"
+        )
+    );
+    assert_eq!(
+        raw(&client, "GET", "/apis", None, "").await.code,
+        200,
+        "discovery is open to the authenticated"
+    );
+}
+
+#[tokio::test]
+async fn roles_and_bindings_grant_exactly_what_they_say() {
+    let sim = start_with(rbac_config()).await;
+    let admin = &sim.cluster;
+    admin
+        .create(
+            "",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+        )
+        .expect("ns");
+    admin
+        .create("team", json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "runner"},
+            "rules": [
+                {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "get", "list", "watch", "patch", "delete"]},
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]},
+                {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}
+            ]}))
+        .expect("role");
+    admin
+        .create("team", json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "runner"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "runner"},
+            "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": "team"}]}))
+        .expect("binding");
+    let client = runner(admin).await;
+    assert_eq!(
+        raw(&client, "GET", "/api/v1/namespaces/team/pods", None, "")
+            .await
+            .code,
+        200
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/apis/batch/v1/namespaces/team/jobs",
+            None,
+            ""
+        )
+        .await
+        .code,
+        200
+    );
+    assert_eq!(
+        raw(&client, "GET", "/api/v1/namespaces/team/pods/p", None, "")
+            .await
+            .code,
+        403,
+        "get was not granted"
+    );
+    assert_eq!(
+        raw(&client, "GET", "/api/v1/namespaces/default/pods", None, "")
+            .await
+            .code,
+        403,
+        "another namespace"
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/api/v1/namespaces/team/pods/p/log",
+            None,
+            ""
+        )
+        .await
+        .code,
+        404,
+        "allowed, but no such pod"
+    );
+
+    let review = |verb: &str, resource: &str, ns: &str| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+               "spec": {"resourceAttributes": {"namespace": ns, "verb": verb, "group": if resource == "jobs" { "batch" } else { "" }, "resource": resource}}})
+        .to_string()
+    };
+    let r = raw(
+        &client,
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        Some("application/json"),
+        &review("create", "jobs", "team"),
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    assert_eq!(r.json()["status"]["allowed"], json!(true));
+    let r = raw(
+        &client,
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        Some("application/json"),
+        &review("get", "pods", "team"),
+    )
+    .await;
+    assert_eq!(r.json()["status"]["allowed"], json!(false));
+
+    admin
+        .create("", json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "runner-view"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "Group", "name": "system:serviceaccounts:team"}]}))
+        .expect("cluster binding");
+    assert_eq!(
+        raw(&client, "GET", "/api/v1/namespaces/default/pods", None, "")
+            .await
+            .code,
+        200,
+        "view everywhere now"
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "DELETE",
+            "/api/v1/namespaces/default/pods/p",
+            None,
+            ""
+        )
+        .await
+        .code,
+        403
+    );
+}
