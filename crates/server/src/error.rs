@@ -194,6 +194,13 @@ impl From<KubeError> for ApiError {
             KubeError::UnsupportedKind { .. } => {
                 Self::new(StatusCode::BAD_REQUEST, "unsupported_kind", message)
             }
+            // A valid spec of a kind this version cannot run yet (a Spark application).
+            KubeError::UnsupportedSpec { .. } => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unsupported_kind",
+                message,
+            )
+            .field("spec"),
             KubeError::Id(_) => Self::new(StatusCode::BAD_REQUEST, "bad_execution_id", message),
             KubeError::Forbidden { .. } => {
                 Self::new(StatusCode::BAD_GATEWAY, "kubernetes_forbidden", message)

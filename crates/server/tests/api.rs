@@ -366,6 +366,14 @@ async fn bad_input_gets_a_named_error_and_creates_nothing() {
         "{error}"
     );
 
+    // A valid spec of a kind this version does not run yet.
+    let spark = std::fs::read_to_string(repo().join("examples/spark-pi-apache.yaml")).unwrap();
+    let body = api
+        .post("/v1/jobs", &json!({"jobId": "spark", "spec": spark}))
+        .await
+        .error(StatusCode::UNPROCESSABLE_ENTITY, "unsupported_kind");
+    assert_eq!(body["field"], "spec");
+
     // Not JSON at all, and too large.
     api.custom(
         Method::POST,
