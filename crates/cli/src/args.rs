@@ -95,6 +95,8 @@ pub enum Command {
     /// Work with job templates.
     #[command(subcommand)]
     Template(TemplateCommand),
+    /// Run the HTTP service (stateless: run as many replicas as you like).
+    Serve(kubeferry_server::ServeArgs),
     /// The simulated cluster.
     #[command(subcommand)]
     Sim(SimCommand),

@@ -15,7 +15,10 @@ use args::{Cli, Command, SimCommand, TemplateCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.verbose);
+    // The service writes structured logs of its own.
+    if !matches!(cli.command, Command::Serve(_)) {
+        init_tracing(cli.verbose);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -47,6 +50,19 @@ async fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Sweep(args) => commands::sweep::sweep(cli, args).await,
         Command::Rbac(args) => commands::rbac::rbac(cli, args),
         Command::Template(TemplateCommand::Render(args)) => commands::template::render(args),
+        Command::Serve(args) => {
+            let cluster = &cli.cluster;
+            let args = args
+                .clone()
+                .with_cluster(kubeferry_server::InheritedCluster {
+                    kubeconfig: cluster.kubeconfig.clone(),
+                    context: cluster.context.clone(),
+                    cluster_name: cluster.cluster_name.clone(),
+                    namespace: cluster.namespace.clone(),
+                });
+            kubeferry_server::serve(args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Sim(SimCommand::Serve(args)) => commands::sim::serve(args).await,
     }
 }

@@ -329,3 +329,48 @@ async fn rbac_prints_a_role_kubectl_applies() {
         "{applied}"
     );
 }
+
+#[tokio::test]
+async fn serve_answers_with_the_command_lines_cluster_flags() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let cluster = cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.yaml");
+    std::fs::write(
+        &tokens,
+        "tokens:\n  - name: test\n    token: test-token-0123456789abcdef\n    namespaces: [\"*\"]\n",
+    )
+    .unwrap();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut server = Command::new(env!("CARGO_BIN_EXE_kubeferry"))
+        .arg("--kubeconfig")
+        .arg(&cluster.kubeconfig)
+        .args(["--cluster-name", "from-flag", "serve", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--tokens-file")
+        .arg(&tokens)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut answer = String::new();
+    for _ in 0..300 {
+        if let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            stream
+                .write_all(b"GET /readyz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            answer.clear();
+            stream.read_to_string(&mut answer).await.unwrap();
+            if answer.contains("\"ready\":true") {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"name\":\"from-flag\""), "{answer}");
+    server.kill().await.unwrap();
+}
