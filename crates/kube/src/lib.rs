@@ -6,6 +6,7 @@ pub mod error;
 pub mod executor;
 pub mod logs;
 pub mod manifest;
+mod protocol;
 pub mod rbac;
 pub mod retry;
 pub mod tracker;
