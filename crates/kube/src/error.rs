@@ -124,6 +124,10 @@ pub enum Error {
     /// An execution id that does not parse.
     #[error(transparent)]
     Id(#[from] IdError),
+    /// A job spec the target cannot run as it is (a field the chosen Spark operator cannot
+    /// honour); nothing was created.
+    #[error(transparent)]
+    Spec(#[from] kubeferry_core::SpecError),
     /// Waiting for a job took longer than the caller allowed.
     #[error("timed out after {after:?} waiting for {id}; it is still {state}")]
     WaitTimeout {

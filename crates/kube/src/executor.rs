@@ -4,21 +4,25 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use kubeferry_core::spec::JobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use rand::Rng;
+use tracing::warn;
 
 use crate::cluster::Cluster;
 use crate::container::{CancelOutcome, ContainerJobs, ContainerSettings, JobSummary, Orphan};
 use crate::error::{Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
+use crate::spark::{SparkJobs, SparkSettings};
 
 /// Settings of every backend.
 #[derive(Clone, Debug, Default)]
 pub struct ExecutorSettings {
     /// Container jobs.
     pub container: ContainerSettings,
+    /// Spark jobs.
+    pub spark: SparkSettings,
 }
 
 /// Submits, tracks, cancels and reads the logs of jobs on one cluster.
@@ -29,13 +33,19 @@ pub struct ExecutorSettings {
 pub struct Executor {
     cluster: Cluster,
     container: Arc<ContainerJobs>,
+    spark: Arc<SparkJobs>,
 }
 
 impl Executor {
     /// An executor for `cluster`.
     pub fn new(cluster: Cluster, settings: ExecutorSettings) -> Self {
         let container = Arc::new(ContainerJobs::new(cluster.clone(), settings.container));
-        Self { cluster, container }
+        let spark = Arc::new(SparkJobs::new(cluster.clone(), settings.spark));
+        Self {
+            cluster,
+            container,
+            spark,
+        }
     }
 
     /// The cluster.
@@ -48,6 +58,11 @@ impl Executor {
         &self.container
     }
 
+    /// The Spark job backend.
+    pub fn spark_jobs(&self) -> &SparkJobs {
+        &self.spark
+    }
+
     /// Checks that an id names this cluster: an id of another cluster is a configuration error,
     /// never "no such job" (callers would settle a running job as failed or cancelled).
     pub fn check(&self, id: &ExecutionId) -> Result<()> {
@@ -57,13 +72,7 @@ impl Executor {
                 configured: self.cluster.name().to_string(),
             });
         }
-        match id.kind {
-            JobKind::Job => Ok(()),
-            JobKind::SparkApp => Err(Error::UnsupportedKind {
-                id: id.clone(),
-                operation: "this version",
-            }),
-        }
+        Ok(())
     }
 
     /// Submits a job under the caller's `job_id` into `namespace`. The same job id submitted
@@ -77,16 +86,17 @@ impl Executor {
     ) -> Result<ExecutionId> {
         match spec {
             JobSpec::Container(spec) => self.container.submit(spec, job_id, namespace).await,
-            JobSpec::Spark(_) => Err(Error::UnsupportedSpec {
-                kind: JobKind::SparkApp,
-            }),
+            JobSpec::Spark(spec) => self.spark.submit(spec, job_id, namespace).await,
         }
     }
 
     /// The job's status.
     pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         self.check(id)?;
-        self.container.status(id).await
+        match id.kind {
+            JobKind::Job => self.container.status(id).await,
+            JobKind::SparkApp => self.spark.status(id).await,
+        }
     }
 
     /// Waits for the job to end (at most `timeout`), calling `on_change` with each new status.
@@ -97,19 +107,28 @@ impl Executor {
         on_change: impl FnMut(&ExecutionInfo),
     ) -> Result<ExecutionInfo> {
         self.check(id)?;
-        self.container.wait(id, timeout, on_change).await
+        match id.kind {
+            JobKind::Job => self.container.wait(id, timeout, on_change).await,
+            JobKind::SparkApp => self.spark.wait(id, timeout, on_change).await,
+        }
     }
 
     /// Cancels the job; returns at once.
     pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
         self.check(id)?;
-        self.container.cancel(id).await
+        match id.kind {
+            JobKind::Job => self.container.cancel(id).await,
+            JobKind::SparkApp => self.spark.cancel(id).await,
+        }
     }
 
     /// The end of the job's log.
     pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<String> {
         self.check(id)?;
-        self.container.tail(id, options).await
+        match id.kind {
+            JobKind::Job => self.container.tail(id, options).await,
+            JobKind::SparkApp => self.spark.tail(id, options).await,
+        }
     }
 
     /// Follows the job's log until the job ends.
@@ -119,12 +138,25 @@ impl Executor {
         options: FollowOptions,
     ) -> Result<impl Stream<Item = Result<String>> + Send + 'static> {
         self.check(id)?;
-        Ok(self.container.follow(id.clone(), options))
+        Ok(match id.kind {
+            JobKind::Job => self.container.follow(id.clone(), options).boxed(),
+            JobKind::SparkApp => self.spark.follow(id.clone(), options).boxed(),
+        })
     }
 
-    /// The managed jobs of a namespace.
+    /// The managed jobs of a namespace, of every kind, oldest first. Spark jobs are left out
+    /// (with a warning) where kubeferry may not list SparkApplications.
     pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        self.container.list(namespace, selector).await
+        let mut jobs = self.container.list(namespace, selector).await?;
+        match self.spark.list(namespace, selector).await {
+            Ok(spark) => jobs.extend(spark),
+            Err(error @ Error::Forbidden { .. }) => {
+                warn!(message = "Spark jobs not listed", %error);
+            }
+            Err(error) => return Err(error),
+        }
+        jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(jobs)
     }
 
     /// Managed jobs of a namespace whose job ids are not in `known`; deleted when `delete`.
@@ -134,7 +166,15 @@ impl Executor {
         known: &HashSet<String>,
         delete: bool,
     ) -> Result<Vec<Orphan>> {
-        self.container.sweep(namespace, known, delete).await
+        let mut orphans = self.container.sweep(namespace, known, delete).await?;
+        match self.spark.sweep(namespace, known, delete).await {
+            Ok(spark) => orphans.extend(spark),
+            Err(error @ Error::Forbidden { .. }) => {
+                warn!(message = "SparkApplications not swept", %error);
+            }
+            Err(error) => return Err(error),
+        }
+        Ok(orphans)
     }
 }
 
