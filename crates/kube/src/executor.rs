@@ -144,37 +144,47 @@ impl Executor {
         })
     }
 
-    /// The managed jobs of a namespace, of every kind, oldest first. Spark jobs are left out
-    /// (with a warning) where kubeferry may not list SparkApplications.
+    /// The managed jobs of a namespace, of every kind, oldest first. A kind kubeferry may not
+    /// list here (its Role grants only the other kind) is left out with a warning.
     pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        let mut jobs = self.container.list(namespace, selector).await?;
-        match self.spark.list(namespace, selector).await {
-            Ok(spark) => jobs.extend(spark),
-            Err(error @ Error::Forbidden { .. }) => {
-                warn!(message = "Spark jobs not listed", %error);
-            }
-            Err(error) => return Err(error),
-        }
+        let container = self.container.list(namespace, selector).await;
+        let spark = self.spark.list(namespace, selector).await;
+        let mut jobs = either_kind(container, spark, "jobs not listed")?;
         jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(jobs)
     }
 
-    /// Managed jobs of a namespace whose job ids are not in `known`; deleted when `delete`.
+    /// Managed jobs of a namespace whose job ids are not in `known`; deleted when `delete`. A
+    /// kind kubeferry may not list here is left out with a warning.
     pub async fn sweep(
         &self,
         namespace: &str,
         known: &HashSet<String>,
         delete: bool,
     ) -> Result<Vec<Orphan>> {
-        let mut orphans = self.container.sweep(namespace, known, delete).await?;
-        match self.spark.sweep(namespace, known, delete).await {
-            Ok(spark) => orphans.extend(spark),
-            Err(error @ Error::Forbidden { .. }) => {
-                warn!(message = "SparkApplications not swept", %error);
-            }
-            Err(error) => return Err(error),
+        let container = self.container.sweep(namespace, known, delete).await;
+        let spark = self.spark.sweep(namespace, known, delete).await;
+        either_kind(container, spark, "jobs not swept")
+    }
+}
+
+/// The results of both kinds together. A kind that is forbidden is left out with a warning,
+/// unless both are (then the first error is the answer); any other error is the answer.
+fn either_kind<T>(container: Result<Vec<T>>, spark: Result<Vec<T>>, what: &str) -> Result<Vec<T>> {
+    match (container, spark) {
+        (Ok(mut a), Ok(b)) => {
+            a.extend(b);
+            Ok(a)
         }
-        Ok(orphans)
+        (Err(error @ Error::Forbidden { .. }), Ok(b)) => {
+            warn!(message = what, kind = "container", %error);
+            Ok(b)
+        }
+        (Ok(a), Err(error @ Error::Forbidden { .. })) => {
+            warn!(message = what, kind = "spark", %error);
+            Ok(a)
+        }
+        (Err(error), _) | (_, Err(error)) => Err(error),
     }
 }
 
