@@ -42,8 +42,14 @@ fn kubeflow_api(sim: &Sim) -> Api<DynamicObject> {
     )
 }
 
+fn spark_config() -> SimConfig {
+    let mut config = with_spark_operators(SimConfig::for_tests());
+    config.spark.release_delay = Duration::from_millis(50);
+    config
+}
+
 async fn spark_sim() -> Sim {
-    start_with(with_spark_operators(SimConfig::for_tests())).await
+    start_with(spark_config()).await
 }
 
 fn apache_app(name: &str, args: &[&str], tolerations: Value) -> Value {
@@ -663,7 +669,7 @@ async fn kubeflow_application_expires_after_its_ttl() {
 
 #[tokio::test]
 async fn operators_can_be_made_to_misbehave() {
-    let config = with_spark_operators(SimConfig::for_tests());
+    let config = spark_config();
     let faults = config.spark.faults.clone();
     let sim = start_with(config).await;
     let (apache, kubeflow) = (apache_api(&sim), kubeflow_api(&sim));

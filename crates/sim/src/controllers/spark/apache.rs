@@ -406,10 +406,7 @@ impl Step<'_> {
             "DriverRequested" | "DriverStarted" | "DriverReady" | "RunningHealthy" => {
                 self.watch_driver(spec, &summary, since, now.attempt, fault)
             }
-            s if OUTCOMES.contains(&s) => {
-                self.end_attempt(spec, s, now.attempt, fault);
-                None
-            }
+            s if OUTCOMES.contains(&s) => self.end_attempt(spec, s, since, now.attempt, fault),
             "TerminatedWithoutReleaseResources" => {
                 let release = spec.retain_for.map(|d| remaining(since, d));
                 match release {
@@ -693,30 +690,41 @@ impl Step<'_> {
         }
     }
 
-    /// The attempt ended with `outcome`: restart, keep the resources, or release them.
-    fn end_attempt(&self, spec: &Spec, outcome: &str, attempt: u64, fault: Option<SparkFault>) {
-        if spec.restarts_after(outcome) {
-            self.release_all();
-            if attempt < spec.max_restarts {
-                self.transition("ScheduledToRestart", None, None);
-            } else {
-                let message = format!(
-                    "The maximum number of restart attempts ({}) has been exceeded.",
-                    spec.max_restarts
-                );
-                self.transition("ResourceReleased", Some(&message), None);
-            }
-            return;
-        }
-        if spec.retains_after(outcome) || fault == Some(SparkFault::FailWithDriverRunning) {
+    /// The attempt ended with `outcome` at `since`: restart, keep the resources, or release
+    /// them (after the release delay).
+    fn end_attempt(
+        &self,
+        spec: &Spec,
+        outcome: &str,
+        since: jiff::Timestamp,
+        attempt: u64,
+        fault: Option<SparkFault>,
+    ) -> Option<Duration> {
+        let keep = !spec.restarts_after(outcome)
+            && (spec.retains_after(outcome) || fault == Some(SparkFault::FailWithDriverRunning));
+        if keep {
             self.transition(
                 "TerminatedWithoutReleaseResources",
                 Some(TERMINATED_WITHOUT_RELEASE),
                 None,
             );
-        } else {
-            self.release_all();
-            self.transition("ResourceReleased", None, None);
+            return None;
         }
+        if let Some(wait) = remaining(since, self.ctx.config.release_delay) {
+            return Some(wait);
+        }
+        self.release_all();
+        if !spec.restarts_after(outcome) {
+            self.transition("ResourceReleased", None, None);
+        } else if attempt < spec.max_restarts {
+            self.transition("ScheduledToRestart", None, None);
+        } else {
+            let message = format!(
+                "The maximum number of restart attempts ({}) has been exceeded.",
+                spec.max_restarts
+            );
+            self.transition("ResourceReleased", Some(&message), None);
+        }
+        None
     }
 }

@@ -50,6 +50,10 @@ pub struct SparkSimConfig {
     /// request them from Kubernetes). Executors run the image's entrypoint with the argument
     /// `executor`, and are deleted when the driver ends.
     pub executors: bool,
+    /// How long the apache operator takes, after an attempt ended, to release its driver and
+    /// executors (the real operator does it on a later reconcile, about a second after). Log
+    /// followers read the driver's last lines meanwhile.
+    pub release_delay: Duration,
     /// Faults the operators suffer; shared by every clone of this configuration, so a test can
     /// change them while the cluster runs.
     pub faults: SparkFaults,
@@ -59,6 +63,7 @@ impl Default for SparkSimConfig {
     fn default() -> Self {
         SparkSimConfig {
             executors: true,
+            release_delay: Duration::from_secs(1),
             faults: SparkFaults::default(),
         }
     }
