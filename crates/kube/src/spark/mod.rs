@@ -384,6 +384,16 @@ impl SparkJobs {
         if watch.drivers_synced() {
             return Ok(watch.drivers_of(app));
         }
+        self.list_drivers(operator, namespace, app).await
+    }
+
+    /// The driver pods of an application, listed from the API server.
+    async fn list_drivers(
+        &self,
+        operator: SparkOperator,
+        namespace: &str,
+        app: &str,
+    ) -> Result<Vec<DriverView>> {
         let api = self.pods(namespace);
         let params = ListParams::default().labels(&operator.driver_selector(app));
         let op = Op::collection("list", PODS, namespace);
@@ -416,13 +426,17 @@ impl SparkJobs {
             mut observed,
             drivers,
         } = found;
-        let (drivers, lookup_error) = match drivers {
+        let (mut drivers, lookup_error) = match drivers {
             Ok(drivers) => (drivers, None),
             Err(error) => {
                 self.warn_once(id, "cannot look up the driver pod", &error);
                 (Vec::new(), Some(error))
             }
         };
+        // The outcome's details (exit code, times) come from the driver as of the outcome; the
+        // pod watch may lag the application's, so the drivers are listed once before an
+        // outcome is first reported, and every replica reports the same details.
+        let mut drivers_listed = lookup_error.is_some();
         // A changed or vanished application is mapped again; a few rounds settle it.
         for _ in 0..4 {
             let Some(mapped) = spark_status(
@@ -437,6 +451,17 @@ impl SparkJobs {
                     hint: " (its SparkApplication is gone and what became of it is unknown: if it was being cancelled, it was cancelled)".into(),
                 });
             };
+            let deciding = mapped.info.is_terminal() || mapped.action.is_some();
+            if deciding && !drivers_listed && previous.as_ref().is_none_or(|p| !p.is_terminal()) {
+                drivers_listed = true;
+                let name = &observed.view().name;
+                if let Ok(listed) = self.list_drivers(operator, &id.namespace, name).await
+                    && listed != drivers
+                {
+                    drivers = listed;
+                    continue;
+                }
+            }
             if let Some(warning) = &mapped.warning {
                 self.warn_once(id, "unreadable status", warning);
             }
