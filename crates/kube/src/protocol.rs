@@ -397,7 +397,7 @@ pub(crate) async fn wait<J: Jobs>(
 }
 
 /// The end of the job's log: the newest attempt's container, or the attempt before it with
-/// `previous`. Empty when no attempt has started yet.
+/// `previous`. Empty when no attempt has started yet, or when its pod is gone.
 pub(crate) async fn tail<J: Jobs>(
     jobs: &J,
     id: &ExecutionId,
@@ -421,7 +421,12 @@ pub(crate) async fn tail<J: Jobs>(
         previous: false,
         ..options.clone()
     };
-    logs::tail(jobs.cluster(), &target, &options).await
+    match logs::tail(jobs.cluster(), &target, &options).await {
+        // The pod went between the lookup and the read (deleted, released by an operator):
+        // there is no log any more, as there would be none a moment later.
+        Err(Error::Rejected { code: 404, .. }) => Ok(String::new()),
+        other => other,
+    }
 }
 
 /// Follows the job's log, attempt after attempt, until the job ends.
