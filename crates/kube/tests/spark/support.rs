@@ -107,7 +107,9 @@ pub struct Env {
 
 /// The simulated cluster's configuration for Spark tests.
 pub fn spark_config() -> SimConfig {
-    with_spark_operators(SimConfig::for_tests())
+    let mut config = with_spark_operators(SimConfig::for_tests());
+    config.spark.release_delay = Duration::from_millis(100);
+    config
 }
 
 impl Env {
