@@ -736,3 +736,91 @@ async fn operators_can_be_made_to_misbehave() {
         );
     }
 }
+
+/// Every path of a status (object keys joined by `/`; history keys and executor names, which
+/// differ from run to run, as `*`), down to `depth` levels.
+fn shape(value: &Value, prefix: &str, depth: usize, variable: &[&str], out: &mut Vec<String>) {
+    let Some(map) = value.as_object() else {
+        return;
+    };
+    for (key, child) in map {
+        let key = if variable.iter().any(|v| prefix.ends_with(v)) {
+            "*"
+        } else {
+            key.as_str()
+        };
+        let path = format!("{prefix}/{key}");
+        if !out.contains(&path) {
+            out.push(path.clone());
+        }
+        if depth > 1 {
+            shape(child, &path, depth - 1, variable, out);
+        }
+    }
+}
+
+fn fixture(path: &str) -> Value {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../core/tests/fixtures/spark")
+        .join(path);
+    let text = std::fs::read_to_string(&file).expect("the fixture is readable");
+    serde_saphyr::from_str(&text).expect("the fixture parses")
+}
+
+#[tokio::test]
+async fn statuses_have_the_shape_the_operators_write() {
+    let sim = spark_sim().await;
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "shape-a",
+                &["10"],
+                json!({"restartConfig": {"restartPolicy": "Never"}}),
+            ),
+        )
+        .expect("created");
+    sim.cluster
+        .create("default", kubeflow_app("shape-k", &["10"], json!({})))
+        .expect("created");
+    let apache = until(&apache_api(&sim), "shape-a", "the end", |app| {
+        apache_state(app) == "ResourceReleased"
+    })
+    .await;
+    let kubeflow = until(&kubeflow_api(&sim), "shape-k", "the end", |app| {
+        kubeflow_state(app) == "COMPLETED"
+    })
+    .await;
+    // The operator's own fields, to the depth that is the operator's (below it, pod statuses
+    // are the kubelet's).
+    let cases = [
+        (
+            apache,
+            fixture("apache/succeeded/app.yaml"),
+            &["stateTransitionHistory"][..],
+            3,
+            &[][..],
+        ),
+        (
+            kubeflow,
+            fixture("kubeflow/completed/app.yaml"),
+            &["executorState"][..],
+            2,
+            // No UI service is simulated.
+            &[
+                "/driverInfo/webUIAddress",
+                "/driverInfo/webUIPort",
+                "/driverInfo/webUIServiceName",
+            ][..],
+        ),
+    ];
+    for (simulated, real, variable, depth, absent) in cases {
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        shape(&simulated["status"], "", depth, variable, &mut ours);
+        shape(&real["status"], "", depth, variable, &mut theirs);
+        ours.sort();
+        theirs.retain(|p| !absent.contains(&p.as_str()));
+        theirs.sort();
+        assert_eq!(ours, theirs);
+    }
+}
