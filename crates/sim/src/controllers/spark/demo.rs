@@ -90,9 +90,21 @@ pub fn with_spark_operators(mut config: SimConfig) -> SimConfig {
             config.crd_bundles.push(bundle);
         }
     }
-    config
-        .image_entrypoints
-        .entry(SPARK_IMAGE.to_string())
-        .or_insert_with(demo_entrypoint);
+    with_demo_entrypoint(config)
+}
+
+/// `config` with the demo entrypoint registered for the `apache/spark` image when a Spark
+/// operator is installed and no entrypoint is registered for that image.
+pub fn with_demo_entrypoint(mut config: SimConfig) -> SimConfig {
+    let spark = config
+        .crd_bundles
+        .iter()
+        .any(|b| matches!(b, CrdBundle::SparkApache | CrdBundle::SparkKubeflow));
+    if spark {
+        config
+            .image_entrypoints
+            .entry(SPARK_IMAGE.to_string())
+            .or_insert_with(demo_entrypoint);
+    }
     config
 }

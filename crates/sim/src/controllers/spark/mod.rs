@@ -38,7 +38,7 @@ use crate::resources::GroupResource;
 use crate::state::State;
 use crate::store::{EventType, ObjectKey, meta};
 
-pub use demo::{SPARK_DEMO_SCRIPT, demo_entrypoint, with_spark_operators};
+pub use demo::{SPARK_DEMO_SCRIPT, demo_entrypoint, with_demo_entrypoint, with_spark_operators};
 
 /// The plural resource of SparkApplications, under both operators.
 const SPARK_APPLICATIONS: &str = "sparkapplications";
