@@ -24,8 +24,8 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, Pro
 use kubeferry_core::container::ContainerStateView;
 use kubeferry_core::marks::{MANAGED_SELECTOR, OUTCOME_ANNOTATION, object_name};
 use kubeferry_core::spark::{
-    AppObservation, DRIVER_CONTAINER, DRIVER_ROLE, DriverView, SPARK_ROLE_LABEL, SparkAction,
-    SparkAppView, SparkMappingConfig, SparkOperator, spark_status,
+    AppObservation, DRIVER_CONTAINER, DriverView, SparkAction, SparkAppView, SparkMappingConfig,
+    SparkOperator, spark_status,
 };
 use kubeferry_core::spec::SparkJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
@@ -130,6 +130,8 @@ struct Found {
     observed: Observed,
     /// The driver pods, or why they could not be looked up.
     drivers: Result<Vec<DriverView>, String>,
+    /// Whether the driver pods were listed from the API server just now (not from the cache).
+    drivers_listed: bool,
 }
 
 /// What carrying out an action came to.
@@ -236,12 +238,7 @@ impl SparkJobs {
     }
 
     async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
-        if let Some((_, watch)) = self
-            .tracker
-            .watched()
-            .into_iter()
-            .find(|(ns, _)| ns == namespace)
-        {
+        if let Some(watch) = self.tracker.existing(namespace) {
             return Ok(watch);
         }
         let installed = self.installed().await?;
@@ -322,14 +319,13 @@ impl SparkJobs {
                 })
             });
         if let Some((operator, observed)) = cached {
-            let drivers = self
-                .drivers(watch, operator, &id.namespace, &id.name)
-                .await
-                .map_err(|e| e.to_string());
+            let (drivers, drivers_listed) =
+                self.drivers(watch, operator, &id.namespace, &id.name).await;
             return Ok(Some(Found {
                 operator,
                 observed,
                 drivers,
+                drivers_listed,
             }));
         }
         debug!(message = "cache miss", id = %id, synced);
@@ -338,14 +334,13 @@ impl SparkJobs {
             return Ok(None);
         };
         watch.apps_of(operator);
-        let drivers = self
-            .drivers(watch, operator, &id.namespace, &id.name)
-            .await
-            .map_err(|e| e.to_string());
+        let (drivers, drivers_listed) =
+            self.drivers(watch, operator, &id.namespace, &id.name).await;
         Ok(Some(Found {
             operator,
             observed: Observed::Present(view),
             drivers,
+            drivers_listed,
         }))
     }
 
@@ -373,18 +368,20 @@ impl SparkJobs {
         Ok(None)
     }
 
-    /// The driver pods of an application: from the watch when it is healthy, else one list.
+    /// The driver pods of an application: from the watch when it is healthy, else one list
+    /// (then `listed` is true). A lookup that fails is kept as its error's text.
     async fn drivers(
         &self,
         watch: &SparkNamespaceWatch,
         operator: SparkOperator,
         namespace: &str,
         app: &str,
-    ) -> Result<Vec<DriverView>> {
+    ) -> (Result<Vec<DriverView>, String>, bool) {
         if watch.drivers_synced() {
-            return Ok(watch.drivers_of(app));
+            return (Ok(watch.drivers_of(app)), false);
         }
-        self.list_drivers(operator, namespace, app).await
+        let listed = self.list_drivers(operator, namespace, app).await;
+        (listed.map_err(|e| e.to_string()), true)
     }
 
     /// The driver pods of an application, listed from the API server.
@@ -425,6 +422,7 @@ impl SparkJobs {
             operator,
             mut observed,
             drivers,
+            drivers_listed,
         } = found;
         let (mut drivers, lookup_error) = match drivers {
             Ok(drivers) => (drivers, None),
@@ -436,7 +434,7 @@ impl SparkJobs {
         // The outcome's details (exit code, times) come from the driver as of the outcome; the
         // pod watch may lag the application's, so the drivers are listed once before an
         // outcome is first reported, and every replica reports the same details.
-        let mut drivers_listed = lookup_error.is_some();
+        let mut drivers_listed = drivers_listed || lookup_error.is_some();
         // A changed or vanished application is mapped again; a few rounds settle it.
         for _ in 0..4 {
             let Some(mapped) = spark_status(
@@ -680,6 +678,7 @@ impl SparkJobs {
                     operator,
                     observed: Observed::Present(view.clone()),
                     drivers: app_drivers,
+                    drivers_listed: true,
                 };
                 let status = self.evaluate(&id, found).await?;
                 summaries.push(JobSummary {
@@ -783,10 +782,9 @@ impl protocol::Jobs for SparkJobs {
         let watch = self.watch(&id.namespace).await?;
         watch.apps_of(operator);
         let view = view_of(operator, &object);
-        let drivers = self
+        let (drivers, drivers_listed) = self
             .drivers(&watch, operator, &id.namespace, &id.name)
-            .await
-            .map_err(|e| e.to_string());
+            .await;
         let status = self
             .evaluate(
                 id,
@@ -794,6 +792,7 @@ impl protocol::Jobs for SparkJobs {
                     operator,
                     observed: Observed::Present(view),
                     drivers,
+                    drivers_listed,
                 },
             )
             .await?;
@@ -824,10 +823,7 @@ impl protocol::Jobs for SparkJobs {
             watch.drivers_of(&id.name)
         } else {
             let api = self.pods(&id.namespace);
-            let params = ListParams::default().labels(&format!(
-                "{SPARK_ROLE_LABEL}={DRIVER_ROLE},{}",
-                MANAGED_SELECTOR
-            ));
+            let params = ListParams::default().labels(&driver_pods_selector());
             let op = Op::collection("list", PODS, &id.namespace);
             let pods = self.cluster.call(&op, true, || api.list(&params)).await?;
             pods.items

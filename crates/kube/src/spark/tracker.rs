@@ -185,6 +185,11 @@ impl SparkTracker {
         watch
     }
 
+    /// The watches of `namespace`, if they are started.
+    pub fn existing(&self, namespace: &str) -> Option<Arc<SparkNamespaceWatch>> {
+        lock(&self.namespaces).get(namespace).cloned()
+    }
+
     /// The namespaces watched so far.
     pub fn watched(&self) -> Vec<(String, Arc<SparkNamespaceWatch>)> {
         lock(&self.namespaces)
