@@ -376,6 +376,35 @@ async fn apache_failed_driver_is_retained_with_its_exit_code_and_log() {
         "{log}"
     );
     assert!(log.contains("asked to exit with code 3"), "{log}");
+
+    // Kept for a while only: released after resourceRetainDurationMillis.
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "briefly",
+                &["exit=3"],
+                json!({"restartConfig": {"restartPolicy": "Never"}, "resourceRetainPolicy": "Always", "resourceRetainDurationMillis": 100}),
+            ),
+        )
+        .expect("created");
+    let app = until(&api, "briefly", "the release", |app| {
+        apache_state(app) == "ResourceReleased"
+    })
+    .await;
+    let history = apache_history(&app);
+    assert_eq!(
+        history[history.len() - 3..],
+        [
+            "Failed",
+            "TerminatedWithoutReleaseResources",
+            "ResourceReleased"
+        ]
+    );
+    eventually("the driver to go", DEADLINE, || async {
+        pod(&sim, "briefly-0-driver").await.is_none().then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
