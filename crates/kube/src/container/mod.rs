@@ -165,8 +165,6 @@ impl ContainerJobs {
     ) -> Result<ExecutionId> {
         let name = object_name(&self.settings.name_prefix, job_id);
         let manifest = job_manifest(spec, job_id, &name, namespace);
-        // Start watching before the Job exists, so that its first events are not missed.
-        self.tracker.namespace(namespace);
         self.objects(namespace)
             .create_or_adopt(&self.cluster, &manifest, job_id, &spec.hash())
             .await?;

@@ -268,8 +268,8 @@ impl SparkJobs {
                 ),
                 source: Some(Box::new(source)),
             })?;
-        // Start watching before the application exists, so that its first events are seen.
-        self.watch(namespace).await?.apps_of(operator);
+        // No watch is started here: a caller that only submits never needs one, and the first
+        // status query lists what exists.
         let created = self
             .objects(operator, namespace)
             .create_or_adopt(&self.cluster, &object, job_id, &spec.hash())
