@@ -124,6 +124,14 @@ pub enum Error {
     /// An execution id that does not parse.
     #[error(transparent)]
     Id(#[from] IdError),
+    /// The cluster cannot run a Spark job: no operator is named, configured or installed, or
+    /// the chosen operator's SparkApplication CRD is not served (or the namespace is missing).
+    /// Nothing was created.
+    #[error("cannot run the Spark job: {detail}")]
+    SparkUnavailable {
+        /// What is missing, and what to do about it.
+        detail: String,
+    },
     /// A job spec the target cannot run as it is (a field the chosen Spark operator cannot
     /// honour); nothing was created.
     #[error(transparent)]

@@ -222,9 +222,8 @@ impl SparkJobs {
         }
         match self.installed().await?.first() {
             Some(operator) => Ok(*operator),
-            None => Err(Error::Config {
-                message: "the job file names no Spark operator, none is configured (--spark-operator), and the cluster has neither operator's SparkApplication CRD (spark.apache.org/v1, sparkoperator.k8s.io/v1beta2)".into(),
-                source: None,
+            None => Err(Error::SparkUnavailable {
+                detail: "the job file names no Spark operator, none is configured (--spark-operator), and the cluster has neither operator's SparkApplication CRD (spark.apache.org/v1, sparkoperator.k8s.io/v1beta2)".into(),
             }),
         }
     }
@@ -262,11 +261,9 @@ impl SparkJobs {
         let name = object_name(&self.settings.name_prefix, job_id);
         let manifest = spark_application(spec, operator, job_id, &name, namespace)?;
         let object: DynamicObject =
-            serde_json::from_value(manifest).map_err(|source| Error::Config {
-                message: format!(
-                    "the SparkApplication built for job {job_id:?} is not an object: {source}"
-                ),
-                source: Some(Box::new(source)),
+            serde_json::from_value(manifest).map_err(|source| Error::Client {
+                operation: format!("build SparkApplication {namespace}/{name}"),
+                source: Box::new(kube::Error::SerdeError(source)),
             })?;
         // No watch is started here: a caller that only submits never needs one, and the first
         // status query lists what exists.
@@ -278,12 +275,11 @@ impl SparkJobs {
             Ok(()) => Ok(self.id(namespace, &name)),
             Err(Error::Rejected {
                 code: 404, message, ..
-            }) => Err(Error::Config {
-                message: format!(
+            }) => Err(Error::SparkUnavailable {
+                detail: format!(
                     "cannot create SparkApplication {namespace}/{name}: the server answered 404 ({message}); is the {operator} operator's CRD ({}) installed, and does namespace {namespace:?} exist?",
                     operator.api_version()
                 ),
-                source: None,
             }),
             Err(error) => Err(error),
         }

@@ -335,6 +335,7 @@ async fn the_operator_is_resolved_and_checked_before_anything_is_created() {
         .submit(&apache, &job_id("apache"), NS)
         .await
         .expect_err("not installed");
+    assert!(matches!(error, Error::SparkUnavailable { .. }), "{error}");
     assert!(
         error.to_string().contains("spark.apache.org/v1")
             && error.to_string().contains("installed"),
@@ -350,6 +351,7 @@ async fn the_operator_is_resolved_and_checked_before_anything_is_created() {
         .submit(&plain, &job_id("plain"), NS)
         .await
         .expect_err("no operator");
+    assert!(matches!(error, Error::SparkUnavailable { .. }), "{error}");
     assert!(error.to_string().contains("--spark-operator"), "{error}");
     // A configured default needs no discovery.
     let configured = Env::start_with(
