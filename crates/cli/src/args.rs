@@ -38,6 +38,15 @@ pub struct ClusterArgs {
     /// The cluster's name in execution ids (default: the context's cluster name).
     #[arg(long, global = true, env = "KUBEFERRY_CLUSTER_NAME")]
     pub cluster_name: Option<String>,
+    /// The Spark operator of job files that name none: apache or kubeflow (default: the one
+    /// whose SparkApplication CRD the cluster has; apache when it has both).
+    #[arg(
+        long,
+        global = true,
+        env = "KUBEFERRY_SPARK_OPERATOR",
+        value_name = "OPERATOR"
+    )]
+    pub spark_operator: Option<kubeferry::core::spark::SparkOperator>,
 }
 
 /// Output format.

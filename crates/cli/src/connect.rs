@@ -8,6 +8,7 @@ use kubeferry::kube::{
     Cluster, ClusterSettings, Executor, ExecutorSettings, KubeconfigLocation, generate_job_id,
     resolve_namespace,
 };
+use kubeferry_sim::controllers::spark::with_spark_operators;
 use kubeferry_sim::{SimCluster, SimConfig};
 
 use crate::args::ClusterArgs;
@@ -86,7 +87,7 @@ pub async fn connect(args: &ClusterArgs, fallback: Fallback) -> anyhow::Result<C
             )
             .await?;
             Ok(Connection {
-                executor: Executor::new(cluster, ExecutorSettings::default()),
+                executor: Executor::new(cluster, executor_settings(args)),
                 embedded: None,
             })
         }
@@ -98,7 +99,7 @@ pub async fn connect(args: &ClusterArgs, fallback: Fallback) -> anyhow::Result<C
             eprintln!(
                 "kubeferry: no cluster configured (no --kubeconfig, $KUBECONFIG or ~/.kube/config): running on an embedded simulated cluster"
             );
-            let sim = SimCluster::start(SimConfig::default())
+            let sim = SimCluster::start(with_spark_operators(SimConfig::default()))
                 .await
                 .context("cannot start the embedded simulated cluster")?;
             let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml(EMBEDDED_CLUSTER))
@@ -111,7 +112,7 @@ pub async fn connect(args: &ClusterArgs, fallback: Fallback) -> anyhow::Result<C
             )
             .await?;
             Ok(Connection {
-                executor: Executor::new(cluster, ExecutorSettings::default()),
+                executor: Executor::new(cluster, executor_settings(args)),
                 embedded: Some(sim),
             })
         }
@@ -119,4 +120,11 @@ pub async fn connect(args: &ClusterArgs, fallback: Fallback) -> anyhow::Result<C
             "no cluster configured: pass --kubeconfig or --context, set $KUBECONFIG, or create ~/.kube/config (`kubeferry sim serve --kubeconfig FILE` starts a simulated cluster; only `kubeferry run` starts one by itself)"
         ),
     }
+}
+
+/// The executor's settings from the command line.
+fn executor_settings(args: &ClusterArgs) -> ExecutorSettings {
+    let mut settings = ExecutorSettings::default();
+    settings.spark.default_operator = args.spark_operator;
+    settings
 }

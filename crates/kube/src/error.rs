@@ -26,20 +26,6 @@ pub enum Error {
         /// The configured cluster name.
         configured: String,
     },
-    /// The id is of a kind this operation does not handle.
-    #[error("execution id {id} is a {}, which {operation} does not support", id.kind)]
-    UnsupportedKind {
-        /// The id asked about.
-        id: ExecutionId,
-        /// What was attempted.
-        operation: &'static str,
-    },
-    /// The spec is of a kind this backend cannot submit yet.
-    #[error("{kind} jobs cannot be submitted by this version")]
-    UnsupportedSpec {
-        /// The kind of the spec.
-        kind: kubeferry_core::JobKind,
-    },
     /// The server refused for lack of permission: names the verb and resource to grant.
     #[error(
         "forbidden: kubeferry needs permission to {verb} {resource} in namespace {namespace:?} (see `kubeferry rbac`); the server said: {message}"
@@ -124,6 +110,18 @@ pub enum Error {
     /// An execution id that does not parse.
     #[error(transparent)]
     Id(#[from] IdError),
+    /// The cluster cannot run a Spark job: no operator is named, configured or installed, or
+    /// the chosen operator's SparkApplication CRD is not served (or the namespace is missing).
+    /// Nothing was created.
+    #[error("cannot run the Spark job: {detail}")]
+    SparkUnavailable {
+        /// What is missing, and what to do about it.
+        detail: String,
+    },
+    /// A job spec the target cannot run as it is (a field the chosen Spark operator cannot
+    /// honour); nothing was created.
+    #[error(transparent)]
+    Spec(#[from] kubeferry_core::SpecError),
     /// Waiting for a job took longer than the caller allowed.
     #[error("timed out after {after:?} waiting for {id}; it is still {state}")]
     WaitTimeout {

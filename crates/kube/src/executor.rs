@@ -4,10 +4,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use kubeferry_core::spec::JobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use rand::Rng;
+use tracing::warn;
 
 use crate::cluster::Cluster;
 use crate::container::{
@@ -15,12 +16,15 @@ use crate::container::{
 };
 use crate::error::{Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
+use crate::spark::{SparkJobs, SparkSettings};
 
 /// Settings of every backend.
 #[derive(Clone, Debug, Default)]
 pub struct ExecutorSettings {
     /// Container jobs.
     pub container: ContainerSettings,
+    /// Spark jobs.
+    pub spark: SparkSettings,
 }
 
 /// Submits, tracks, cancels and reads the logs of jobs on one cluster.
@@ -31,13 +35,19 @@ pub struct ExecutorSettings {
 pub struct Executor {
     cluster: Cluster,
     container: Arc<ContainerJobs>,
+    spark: Arc<SparkJobs>,
 }
 
 impl Executor {
     /// An executor for `cluster`.
     pub fn new(cluster: Cluster, settings: ExecutorSettings) -> Self {
         let container = Arc::new(ContainerJobs::new(cluster.clone(), settings.container));
-        Self { cluster, container }
+        let spark = Arc::new(SparkJobs::new(cluster.clone(), settings.spark));
+        Self {
+            cluster,
+            container,
+            spark,
+        }
     }
 
     /// The cluster.
@@ -50,6 +60,11 @@ impl Executor {
         &self.container
     }
 
+    /// The Spark job backend.
+    pub fn spark_jobs(&self) -> &SparkJobs {
+        &self.spark
+    }
+
     /// Checks that an id names this cluster: an id of another cluster is a configuration error,
     /// never "no such job" (callers would settle a running job as failed or cancelled).
     pub fn check(&self, id: &ExecutionId) -> Result<()> {
@@ -59,13 +74,7 @@ impl Executor {
                 configured: self.cluster.name().to_string(),
             });
         }
-        match id.kind {
-            JobKind::Job => Ok(()),
-            JobKind::SparkApp => Err(Error::UnsupportedKind {
-                id: id.clone(),
-                operation: "this version",
-            }),
-        }
+        Ok(())
     }
 
     /// Submits a job under the caller's `job_id` into `namespace`. The same job id submitted
@@ -79,16 +88,17 @@ impl Executor {
     ) -> Result<ExecutionId> {
         match spec {
             JobSpec::Container(spec) => self.container.submit(spec, job_id, namespace).await,
-            JobSpec::Spark(_) => Err(Error::UnsupportedSpec {
-                kind: JobKind::SparkApp,
-            }),
+            JobSpec::Spark(spec) => self.spark.submit(spec, job_id, namespace).await,
         }
     }
 
     /// The job's status.
     pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         self.check(id)?;
-        self.container.status(id).await
+        match id.kind {
+            JobKind::Job => self.container.status(id).await,
+            JobKind::SparkApp => self.spark.status(id).await,
+        }
     }
 
     /// Waits for the job to end (at most `timeout`), calling `on_change` with each new status.
@@ -99,19 +109,28 @@ impl Executor {
         on_change: impl FnMut(&ExecutionInfo),
     ) -> Result<ExecutionInfo> {
         self.check(id)?;
-        self.container.wait(id, timeout, on_change).await
+        match id.kind {
+            JobKind::Job => self.container.wait(id, timeout, on_change).await,
+            JobKind::SparkApp => self.spark.wait(id, timeout, on_change).await,
+        }
     }
 
     /// Cancels the job; returns at once.
     pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
         self.check(id)?;
-        self.container.cancel(id).await
+        match id.kind {
+            JobKind::Job => self.container.cancel(id).await,
+            JobKind::SparkApp => self.spark.cancel(id).await,
+        }
     }
 
     /// The end of the job's log.
     pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<String> {
         self.check(id)?;
-        self.container.tail(id, options).await
+        match id.kind {
+            JobKind::Job => self.container.tail(id, options).await,
+            JobKind::SparkApp => self.spark.tail(id, options).await,
+        }
     }
 
     /// Follows the job's log until the job ends.
@@ -121,12 +140,20 @@ impl Executor {
         options: FollowOptions,
     ) -> Result<impl Stream<Item = Result<String>> + Send + 'static> {
         self.check(id)?;
-        Ok(self.container.follow(id.clone(), options))
+        Ok(match id.kind {
+            JobKind::Job => self.container.follow(id.clone(), options).boxed(),
+            JobKind::SparkApp => self.spark.follow(id.clone(), options).boxed(),
+        })
     }
 
-    /// The managed jobs of a namespace.
+    /// The managed jobs of a namespace, of every kind, oldest first. A kind kubeferry may not
+    /// list here (its Role grants only the other kind) is left out with a warning.
     pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        self.container.list(namespace, selector).await
+        let container = self.container.list(namespace, selector).await;
+        let spark = self.spark.list(namespace, selector).await;
+        let mut jobs = either_kind(container, spark, "jobs not listed")?;
+        jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(jobs)
     }
 
     /// Follows which managed jobs of a namespace match a label selector (see
@@ -139,14 +166,37 @@ impl Executor {
         self.container.matching(namespace, selector)
     }
 
-    /// Managed jobs of a namespace whose job ids are not in `known`; deleted when `delete`.
+    /// Managed jobs of a namespace whose job ids are not in `known`; deleted when `delete`. A
+    /// kind kubeferry may not list here is left out with a warning.
     pub async fn sweep(
         &self,
         namespace: &str,
         known: &HashSet<String>,
         delete: bool,
     ) -> Result<Vec<Orphan>> {
-        self.container.sweep(namespace, known, delete).await
+        let container = self.container.sweep(namespace, known, delete).await;
+        let spark = self.spark.sweep(namespace, known, delete).await;
+        either_kind(container, spark, "jobs not swept")
+    }
+}
+
+/// The results of both kinds together. A kind that is forbidden is left out with a warning,
+/// unless both are (then the first error is the answer); any other error is the answer.
+fn either_kind<T>(container: Result<Vec<T>>, spark: Result<Vec<T>>, what: &str) -> Result<Vec<T>> {
+    match (container, spark) {
+        (Ok(mut a), Ok(b)) => {
+            a.extend(b);
+            Ok(a)
+        }
+        (Err(error @ Error::Forbidden { .. }), Ok(b)) => {
+            warn!(message = what, kind = "container", %error);
+            Ok(b)
+        }
+        (Ok(a), Err(error @ Error::Forbidden { .. })) => {
+            warn!(message = what, kind = "spark", %error);
+            Ok(a)
+        }
+        (Err(error), _) | (_, Err(error)) => Err(error),
     }
 }
 

@@ -6,8 +6,10 @@ pub mod error;
 pub mod executor;
 pub mod logs;
 pub mod manifest;
+mod protocol;
 pub mod rbac;
 pub mod retry;
+pub mod spark;
 pub mod tracker;
 
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation, Op};
@@ -16,3 +18,4 @@ pub use error::{Error, Result};
 pub use executor::{Executor, ExecutorSettings, generate_job_id, resolve_namespace};
 pub use manifest::{MAIN_CONTAINER, job_manifest};
 pub use retry::RetryPolicy;
+pub use spark::{SparkJobs, SparkSettings};

@@ -7,12 +7,12 @@ use futures::{AsyncBufReadExt, Stream, StreamExt};
 use jiff::{Timestamp, TimestampRound, Unit};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::LogParams;
+use kube::api::{ListParams, LogParams};
 use tokio::sync::mpsc;
 use tracing::debug;
 
 use crate::cluster::{Cluster, Op};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Which container's log to read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,9 +158,16 @@ async fn follow_into(
                     since_time: resume.since(),
                     ..LogParams::default()
                 };
-                let rest = cluster
+                let rest = match cluster
                     .call(&op, true, || api.logs(&target.pod, &params))
-                    .await?;
+                    .await
+                {
+                    Ok(rest) => rest,
+                    // The pod went in the meantime (an operator releasing a finished driver):
+                    // what was read is all there is.
+                    Err(Error::Rejected { code: 404, .. }) => return Ok(()),
+                    Err(error) => return Err(error),
+                };
                 for line in rest.lines() {
                     if let Some(text) = resume.accept(line)
                         && sender.send(Ok(format!("{text}\n"))).await.is_err()
@@ -185,10 +192,13 @@ async fn container_terminated(
     api: &Api<Pod>,
     target: &LogTarget,
 ) -> Result<Termination> {
-    let op = Op::named("get", "pods", &target.namespace, &target.pod);
-    let pod = match cluster.call(&op, true, || api.get_opt(&target.pod)).await? {
-        Some(pod) => pod,
-        None => return Ok(Termination::PodGone),
+    // A list by name rather than a get: kubeferry's Spark permissions grant `list` on pods,
+    // and both kinds of jobs may read the same way.
+    let op = Op::collection("list", "pods", &target.namespace);
+    let params = ListParams::default().fields(&format!("metadata.name={}", target.pod));
+    let found = cluster.call(&op, true, || api.list(&params)).await?;
+    let Some(pod) = found.items.into_iter().next() else {
+        return Ok(Termination::PodGone);
     };
     let status = pod.status.unwrap_or_default();
     let phase_done = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));

@@ -63,8 +63,8 @@ pub const SPARK_JOB_PERMISSIONS: &[Permission] = &[
     Permission {
         group: "",
         resource: "pods",
-        verbs: &["list", "delete"],
-        why: "find a Spark job's driver pod by label (exit code, times, log), and delete a driver that outlived its failed application",
+        verbs: &["list", "watch", "delete"],
+        why: "track Spark jobs' driver pods (one watch per namespace; exit code, times, log), and delete a driver that outlived its failed application",
     },
     Permission {
         group: "",
@@ -222,7 +222,7 @@ mod tests {
             [
                 "spark.apache.org:sparkapplications:create,get,list,watch,patch,delete",
                 "sparkoperator.k8s.io:sparkapplications:create,get,list,watch,patch,delete",
-                ":pods:list,delete",
+                ":pods:list,watch,delete",
                 ":pods/log:get",
             ]
         );

@@ -18,7 +18,7 @@ pub struct ErrorBody {
     /// A stable code to branch on: `bad_json`, `bad_request`, `bad_parameter`,
     /// `bad_execution_id`, `unauthorized`, `forbidden`, `no_such_job`, `no_such_template`,
     /// `not_found`, `method_not_allowed`, `name_taken`, `body_too_large`,
-    /// `unsupported_media_type`, `wrong_cluster`, `invalid_spec`, `unsupported_kind`,
+    /// `unsupported_media_type`, `wrong_cluster`, `invalid_spec`, `spark_unavailable`,
     /// `kubernetes_rejected`, `kubernetes_forbidden`, `kubernetes_error`,
     /// `kubernetes_unreachable`, `timeout`, `shutting_down`, `internal`.
     #[schema(example = "invalid_spec")]
@@ -191,13 +191,12 @@ impl From<KubeError> for ApiError {
             KubeError::WrongCluster { .. } => {
                 Self::new(StatusCode::MISDIRECTED_REQUEST, "wrong_cluster", message)
             }
-            KubeError::UnsupportedKind { .. } => {
-                Self::new(StatusCode::BAD_REQUEST, "unsupported_kind", message)
-            }
-            // A valid spec of a kind this version cannot run yet (a Spark application).
-            KubeError::UnsupportedSpec { .. } => Self::new(
+            // A spec the chosen Spark operator cannot honour: every problem, as for a bad spec.
+            KubeError::Spec(error) => Self::invalid_spec(&error),
+            // No Spark operator (or its CRD) that could run the job: nothing was created.
+            KubeError::SparkUnavailable { .. } => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "unsupported_kind",
+                "spark_unavailable",
                 message,
             )
             .field("spec"),

@@ -85,6 +85,7 @@ pub fn executor_settings(config: &Config) -> (ClusterSettings, ExecutorSettings)
             recheck_interval: t.recheck,
             name_prefix: config.name_prefix.clone(),
         },
+        ..ExecutorSettings::default()
     };
     (cluster, executor)
 }

@@ -366,12 +366,12 @@ async fn bad_input_gets_a_named_error_and_creates_nothing() {
         "{error}"
     );
 
-    // A valid spec of a kind this version does not run yet.
+    // A valid Spark spec on a cluster without a Spark operator: nothing is created.
     let spark = std::fs::read_to_string(repo().join("examples/spark-pi-apache.yaml")).unwrap();
     let body = api
         .post("/v1/jobs", &json!({"jobId": "spark", "spec": spark}))
         .await
-        .error(StatusCode::UNPROCESSABLE_ENTITY, "unsupported_kind");
+        .error(StatusCode::UNPROCESSABLE_ENTITY, "spark_unavailable");
     assert_eq!(body["field"], "spec");
 
     // Not JSON at all, and too large.
@@ -515,7 +515,7 @@ async fn ids_of_other_clusters_are_configuration_errors_and_unknown_jobs_are_404
         .error(StatusCode::BAD_REQUEST, "bad_execution_id");
     api.get("/v1/jobs/sim/sparkapp/default/x")
         .await
-        .error(StatusCode::BAD_REQUEST, "unsupported_kind");
+        .error(StatusCode::NOT_FOUND, "no_such_job");
     api.get("/v1/jobs/sim/job/kube-system/x")
         .await
         .error(StatusCode::FORBIDDEN, "forbidden");

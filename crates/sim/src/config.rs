@@ -47,6 +47,8 @@ pub struct SimConfig {
     pub log_limit_bytes: usize,
     /// Every interval, backoff and delay of the controllers.
     pub timings: Timings,
+    /// The simulated Spark operators (running when their CRD bundles are installed).
+    pub spark: crate::controllers::spark::SparkSimConfig,
 }
 
 impl Default for SimConfig {
@@ -66,6 +68,7 @@ impl Default for SimConfig {
             work_dir: None,
             log_limit_bytes: 10 * 1024 * 1024,
             timings: Timings::default(),
+            spark: Default::default(),
         }
     }
 }
@@ -381,6 +384,7 @@ impl SimArgs {
                 image_pull_backoff: Duration::from_millis(self.image_pull_backoff_ms.max(1)),
                 ..Timings::default()
             },
+            spark: Default::default(),
         })
     }
 }

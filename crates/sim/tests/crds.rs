@@ -6,20 +6,25 @@ mod common;
 
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use kube::discovery::Discovery;
+use kubeferry_sim::controllers::spark::SparkFault;
 use kubeferry_sim::{CrdBundle, SimConfig};
 use serde_json::json;
 
 use common::{eventually, raw, start, start_with, status_of};
 
+/// The Spark and Kueue definitions, with the simulated Spark operators idle: these tests are
+/// about serving custom resources generically, so nothing else may write their status.
 fn spark_config() -> SimConfig {
-    SimConfig {
+    let config = SimConfig {
         crd_bundles: vec![
             CrdBundle::SparkApache,
             CrdBundle::SparkKubeflow,
             CrdBundle::Kueue,
         ],
         ..SimConfig::for_tests()
-    }
+    };
+    config.spark.faults.set(Some(SparkFault::NoStatus));
+    config
 }
 
 #[tokio::test]

@@ -3,11 +3,13 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
+use kubeferry_sim::controllers::spark::with_demo_entrypoint;
 use kubeferry_sim::{SimArgs, SimCluster};
 
 /// Runs `kubeferry sim serve` until interrupted.
 pub async fn serve(args: &SimArgs) -> anyhow::Result<ExitCode> {
-    let config = args.to_config()?;
+    // With a Spark operator's CRDs, the `apache/spark` image runs a Spark-like demo driver.
+    let config = with_demo_entrypoint(args.to_config()?);
     let sim = SimCluster::start(config)
         .await
         .context("cannot start the simulated cluster")?;

@@ -10,25 +10,20 @@ use futures::{Stream, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{
-    Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions, PropagationPolicy,
-};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kubeferry_core::container::{
     JobObservation, JobView, MAIN_CONTAINER, MappingConfig, PodView, container_status,
 };
-use kubeferry_core::marks::{
-    CANCEL_ANNOTATION, JOB_ID_ANNOTATION, MANAGED_SELECTOR, OUTCOME_ANNOTATION,
-    SPEC_HASH_ANNOTATION, object_name,
-};
+use kubeferry_core::marks::{MANAGED_SELECTOR, OUTCOME_ANNOTATION, object_name};
 use kubeferry_core::spec::ContainerJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
-use tokio::sync::broadcast::error::RecvError;
 use tracing::{debug, info, warn};
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
-use crate::logs::{self, FollowOptions, LogTarget, TailOptions};
+use crate::logs::{FollowOptions, TailOptions};
 use crate::manifest::job_manifest;
+use crate::protocol;
 use crate::tracker::ReflectorSettings;
 use tracker::{ContainerTracker, NamespaceWatch};
 
@@ -147,6 +142,15 @@ impl ContainerJobs {
         Api::namespaced(self.cluster.client().clone(), namespace)
     }
 
+    fn objects(&self, namespace: &str) -> protocol::Objects<Job> {
+        protocol::Objects {
+            api: self.jobs(namespace),
+            resource: JOBS,
+            kind: "Job",
+            namespace: namespace.to_string(),
+        }
+    }
+
     fn id(&self, namespace: &str, name: &str) -> ExecutionId {
         ExecutionId::new(self.cluster.name(), JobKind::Job, namespace, name)
     }
@@ -161,70 +165,10 @@ impl ContainerJobs {
     ) -> Result<ExecutionId> {
         let name = object_name(&self.settings.name_prefix, job_id);
         let manifest = job_manifest(spec, job_id, &name, namespace);
-        let api = self.jobs(namespace);
-        let op = Op::named("create", JOBS, namespace, &name);
-        let create = kube::api::PostParams::default();
-        // The name is deterministic, so repeating a create whose response was lost is safe: the
-        // repeat answers 409 and the existing Job is adopted below.
-        let created = self
-            .cluster
-            .call(&op, true, || api.create(&create, &manifest))
-            .await;
-        match created {
-            Ok(_) => {
-                info!(message = "job submitted", job_id, namespace, name);
-                Ok(self.id(namespace, &name))
-            }
-            Err(Error::Rejected { code: 409, .. }) => {
-                self.adopt(&api, namespace, &name, job_id, &spec.hash())
-                    .await?;
-                Ok(self.id(namespace, &name))
-            }
-            Err(error) => Err(error),
-        }
-    }
-
-    /// Adopts an existing Job only if it is this very job: same job id, same spec, not being
-    /// deleted.
-    async fn adopt(
-        &self,
-        api: &Api<Job>,
-        namespace: &str,
-        name: &str,
-        job_id: &str,
-        spec_hash: &str,
-    ) -> Result<()> {
-        let op = Op::named("get", JOBS, namespace, name);
-        let existing = self.cluster.call(&op, true, || api.get_opt(name)).await?;
-        let taken = |why: String| Error::NameTaken {
-            kind: "Job",
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-            why,
-        };
-        let Some(existing) = existing else {
-            return Err(taken(
-                "it was deleted while kubeferry looked at it; submit again".into(),
-            ));
-        };
-        let annotations = existing.metadata.annotations.clone().unwrap_or_default();
-        match annotations.get(JOB_ID_ANNOTATION) {
-            Some(owner) if owner == job_id => {}
-            Some(owner) => return Err(taken(format!("belongs to job id {owner:?}"))),
-            None => return Err(taken("is not managed by kubeferry".into())),
-        }
-        if annotations.get(SPEC_HASH_ANNOTATION).map(String::as_str) != Some(spec_hash) {
-            return Err(taken(format!(
-                "was created for job id {job_id:?} from a different spec; a job id names one spec"
-            )));
-        }
-        if existing.metadata.deletion_timestamp.is_some() {
-            return Err(taken(
-                "is being deleted; wait for it to go, or use a new job id".into(),
-            ));
-        }
-        info!(message = "adopted an existing job", job_id, namespace, name);
-        Ok(())
+        self.objects(namespace)
+            .create_or_adopt(&self.cluster, &manifest, job_id, &spec.hash())
+            .await?;
+        Ok(self.id(namespace, &name))
     }
 
     /// The job's status, from the watch cache (one GET on a miss).
@@ -364,27 +308,11 @@ impl ContainerJobs {
 
     /// Deletes a Job and its pods (background propagation), only if it is still the same Job.
     async fn delete(&self, namespace: &str, name: &str, uid: &str) -> Result<()> {
-        let api = self.jobs(namespace);
-        let params = DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Background),
-            preconditions: Some(Preconditions {
-                uid: Some(uid.to_string()),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        let op = Op::named("delete", JOBS, namespace, name);
-        // Deleting is safe to repeat: the uid precondition keeps a repeat from touching a new
-        // Job of the same name, and 404 means it is done.
-        match self
-            .cluster
-            .call(&op, true, || api.delete(name, &params))
+        // 404: done; 409: another Job of that name now.
+        self.objects(namespace)
+            .delete(&self.cluster, name, uid, None)
             .await
-        {
-            Ok(_) | Err(Error::Rejected { code: 404, .. }) => Ok(()),
-            Err(Error::Rejected { code: 409, .. }) => Ok(()), // Another Job of that name now.
-            Err(error) => Err(error),
-        }
+            .map(|_| ())
     }
 
     /// Waits for the job to end, calling `on_change` with each new status. Costs no API
@@ -393,124 +321,16 @@ impl ContainerJobs {
         &self,
         id: &ExecutionId,
         timeout: Option<Duration>,
-        mut on_change: impl FnMut(&ExecutionInfo),
+        on_change: impl FnMut(&ExecutionInfo),
     ) -> Result<ExecutionInfo> {
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        let watch = self.tracker.namespace(&id.namespace);
-        let (mut job_changes, mut pod_changes) = watch.subscribe();
-        let mut last: Option<ExecutionInfo> = None;
-        loop {
-            let info = self.status(id).await?;
-            if last.as_ref() != Some(&info) {
-                on_change(&info);
-                last = Some(info.clone());
-            }
-            if info.is_terminal() {
-                return Ok(info);
-            }
-            let recheck = tokio::time::sleep(self.settings.recheck_interval);
-            let until_deadline = async {
-                match deadline {
-                    Some(deadline) => tokio::time::sleep_until(deadline).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                _ = changed(&mut job_changes, &id.name) => {}
-                _ = changed(&mut pod_changes, &id.name) => {}
-                _ = recheck => {}
-                _ = until_deadline => {
-                    return Err(Error::WaitTimeout {
-                        id: id.clone(),
-                        after: timeout.unwrap_or_default(),
-                        state: info.state,
-                    });
-                }
-            }
-        }
+        protocol::wait(self, id, timeout, on_change).await
     }
 
     /// Cancels the job: returns at once. A job that already ended keeps its outcome; the
     /// cancel mark goes on with a resourceVersion precondition (so an outcome reached meanwhile
     /// is seen, not overwritten), then the Job is deleted with its pods.
     pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
-        let api = self.jobs(&id.namespace);
-        let watch = self.tracker.namespace(&id.namespace);
-        for _ in 0..5 {
-            let op = Op::named("get", JOBS, &id.namespace, &id.name);
-            let Some(job) = self
-                .cluster
-                .call(&op, true, || api.get_opt(&id.name))
-                .await?
-            else {
-                // Gone: cancelled before (by us or another replica), or never there.
-                return match self.status(id).await {
-                    Ok(info) if info.is_terminal() => Ok(CancelOutcome::AlreadyEnded(info)),
-                    Ok(info) => Ok(CancelOutcome::Requested(info)),
-                    Err(error) => Err(error),
-                };
-            };
-            let view = JobView::from(&job);
-            let pods = match self.list_pods(&id.namespace, &id.name).await {
-                Ok(pods) => pods,
-                Err(_) => watch.pods_of(&id.name),
-            };
-            let current = self
-                .evaluate(id, &Observed::Present(view.clone()), &pods)
-                .await?;
-            if current.is_terminal() {
-                return Ok(CancelOutcome::AlreadyEnded(current));
-            }
-            if view.cancel_mark.is_none() {
-                let patch = serde_json::json!({
-                    "metadata": {
-                        "resourceVersion": view.resource_version,
-                        "annotations": { CANCEL_ANNOTATION: Timestamp::now().to_string() },
-                    }
-                });
-                let op = Op::named("patch", JOBS, &id.namespace, &id.name);
-                let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
-                // Not repeated on a lost response: the precondition makes a repeat answer 409,
-                // and the loop re-reads and re-decides anyway.
-                match self
-                    .cluster
-                    .call(&op, false, || api.patch(&id.name, &params, &patch))
-                    .await
-                {
-                    Ok(_) => {}
-                    Err(Error::Rejected { code: 409, .. }) => continue,
-                    Err(Error::Unreachable { .. }) => continue,
-                    Err(error) => return Err(error),
-                }
-            }
-            let uid = view.uid.clone();
-            if let Err(error) = self.delete(&id.namespace, &id.name, &uid).await {
-                // The delete may have taken effect with its response lost: a Job that is gone
-                // or being deleted counts as stopped; the mark stays either way.
-                let op = Op::named("get", JOBS, &id.namespace, &id.name);
-                match self.cluster.call(&op, true, || api.get_opt(&id.name)).await {
-                    Ok(None) => {}
-                    Ok(Some(job)) if job.metadata.deletion_timestamp.is_some() => {}
-                    _ => return Err(error),
-                }
-            }
-            info!(message = "cancel requested", id = %id);
-            let info = match self.status(id).await {
-                Ok(info) => info,
-                Err(Error::NoSuchJob { .. }) => {
-                    ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
-                        .with_message("cancelled; the Job was deleted")
-                }
-                Err(error) => return Err(error),
-            };
-            return Ok(CancelOutcome::Requested(info));
-        }
-        Err(Error::Rejected {
-            operation: format!("cancel {id}"),
-            code: 409,
-            reason: "Conflict".into(),
-            message: "the Job kept changing while kubeferry tried to mark it; try again".into(),
-        })
+        protocol::cancel(self, id).await
     }
 
     /// The pods of a job, oldest attempt first.
@@ -530,25 +350,7 @@ impl ContainerJobs {
     /// The end of the job's log: the newest attempt's main container, or the attempt before it
     /// with `previous`. Empty when no attempt has started yet.
     pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<String> {
-        let attempts = self.attempts(id).await?;
-        let back = usize::from(options.previous);
-        let Some(pod) = attempts.iter().rev().nth(back) else {
-            if attempts.is_empty() {
-                // Distinguish "no pod yet" from "no such job".
-                self.status(id).await?;
-            }
-            return Ok(String::new());
-        };
-        let target = LogTarget {
-            namespace: id.namespace.clone(),
-            pod: pod.name.clone(),
-            container: MAIN_CONTAINER.to_string(),
-        };
-        let options = TailOptions {
-            previous: false,
-            ..options.clone()
-        };
-        logs::tail(&self.cluster, &target, &options).await
+        protocol::tail(self, id, options).await
     }
 
     /// Follows the job's log, attempt after attempt, until the job ends.
@@ -557,60 +359,7 @@ impl ContainerJobs {
         id: ExecutionId,
         options: FollowOptions,
     ) -> impl Stream<Item = Result<String>> + Send + 'static {
-        let this = self.clone();
-        let (sender, receiver) = tokio::sync::mpsc::channel(256);
-        tokio::spawn(async move {
-            if let Err(error) = this.follow_into(&id, &options, &sender).await {
-                let _ = sender.send(Err(error)).await;
-            }
-        });
-        futures::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|item| (item, receiver))
-        })
-    }
-
-    async fn follow_into(
-        &self,
-        id: &ExecutionId,
-        options: &FollowOptions,
-        sender: &tokio::sync::mpsc::Sender<Result<String>>,
-    ) -> Result<()> {
-        let watch = self.tracker.namespace(&id.namespace);
-        let (mut job_changes, mut pod_changes) = watch.subscribe();
-        let mut followed: HashSet<String> = HashSet::new();
-        loop {
-            let info = self.status(id).await?;
-            let attempts = self.attempts(id).await?;
-            // Once the job has ended, every attempt has a final log, even one whose start the
-            // pod watch has not shown yet.
-            let next = attempts.iter().find(|pod| {
-                !followed.contains(&pod.name) && (info.is_terminal() || has_started(pod))
-            });
-            if let Some(pod) = next {
-                followed.insert(pod.name.clone());
-                let target = LogTarget {
-                    namespace: id.namespace.clone(),
-                    pod: pod.name.clone(),
-                    container: MAIN_CONTAINER.to_string(),
-                };
-                let mut lines =
-                    Box::pin(logs::follow(self.cluster.clone(), target, options.clone()));
-                while let Some(line) = lines.next().await {
-                    if sender.send(line).await.is_err() {
-                        return Ok(());
-                    }
-                }
-                continue;
-            }
-            if info.is_terminal() {
-                return Ok(());
-            }
-            tokio::select! {
-                _ = changed(&mut job_changes, &id.name) => {}
-                _ = changed(&mut pod_changes, &id.name) => {}
-                _ = tokio::time::sleep(self.settings.recheck_interval) => {}
-            }
-        }
+        protocol::follow(self.clone(), id, options)
     }
 
     /// The managed jobs of a namespace, optionally filtered by a label selector.
@@ -803,15 +552,58 @@ fn has_started(pod: &PodView) -> bool {
     })
 }
 
-/// Waits until a change notification names `name` (or notifications were lost).
-async fn changed(changes: &mut tokio::sync::broadcast::Receiver<String>, name: &str) {
-    loop {
-        match changes.recv().await {
-            Ok(job) if job == name => return,
-            Ok(_) => {}
-            Err(RecvError::Lagged(_)) => return,
-            Err(RecvError::Closed) => std::future::pending::<()>().await,
-        }
+impl protocol::Jobs for ContainerJobs {
+    type Object = Job;
+
+    fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    fn recheck_interval(&self) -> Duration {
+        self.settings.recheck_interval
+    }
+
+    async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
+        ContainerJobs::status(self, id).await
+    }
+
+    async fn read(&self, id: &ExecutionId) -> Result<Option<protocol::Current<Job>>> {
+        let objects = self.objects(&id.namespace);
+        let Some(job) = objects.get(&self.cluster, &id.name).await? else {
+            return Ok(None);
+        };
+        let view = JobView::from(&job);
+        let pods = match self.list_pods(&id.namespace, &id.name).await {
+            Ok(pods) => pods,
+            Err(_) => self.tracker.namespace(&id.namespace).pods_of(&id.name),
+        };
+        let status = self.evaluate(id, &Observed::Present(view), &pods).await?;
+        Ok(Some(protocol::Current {
+            objects,
+            meta: job.metadata,
+            status,
+        }))
+    }
+
+    async fn changes(
+        &self,
+        id: &ExecutionId,
+    ) -> Result<Vec<tokio::sync::broadcast::Receiver<String>>> {
+        let (jobs, pods) = self.tracker.namespace(&id.namespace).subscribe();
+        Ok(vec![jobs, pods])
+    }
+
+    async fn attempts(&self, id: &ExecutionId) -> Result<Vec<protocol::Attempt>> {
+        Ok(ContainerJobs::attempts(self, id)
+            .await?
+            .iter()
+            .map(|pod| protocol::Attempt {
+                pod: pod.name.clone(),
+                uid: pod.uid.clone(),
+                container: MAIN_CONTAINER.to_string(),
+                started: has_started(pod),
+            })
+            .collect())
     }
 }
 

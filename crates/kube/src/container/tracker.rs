@@ -1,6 +1,6 @@
 //! One watch of managed Jobs and one of their pods per namespace, shared by every query.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use kubeferry_core::marks::MANAGED_SELECTOR;
 use tokio::sync::broadcast;
 
 use crate::cluster::Cluster;
-use crate::tracker::{Entry, Reflector, ReflectorSettings, WatchHealth};
+use crate::tracker::{Entry, LastReported, Reflector, ReflectorSettings, WatchHealth};
 
 /// The label the Job controller puts on a Job's pods (Kubernetes 1.27+), and its older twin.
 const JOB_NAME_LABELS: [&str; 2] = ["batch.kubernetes.io/job-name", "job-name"];
@@ -168,45 +168,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The last status reported per job, bounded: the oldest entries go first.
-struct LastReported {
-    capacity: usize,
-    entries: HashMap<String, ExecutionInfo>,
-    order: VecDeque<String>,
-}
-
-impl LastReported {
-    fn new(capacity: usize) -> Self {
-        Self {
-            capacity,
-            entries: HashMap::new(),
-            order: VecDeque::new(),
-        }
-    }
-
-    fn get(&self, key: &str) -> Option<ExecutionInfo> {
-        self.entries.get(key).cloned()
-    }
-
-    fn put(&mut self, key: String, info: ExecutionInfo) {
-        if self.entries.insert(key.clone(), info).is_none() {
-            self.order.push_back(key);
-        }
-        while self.entries.len() > self.capacity {
-            match self.order.pop_front() {
-                Some(oldest) => {
-                    self.entries.remove(&oldest);
-                }
-                None => break,
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kubeferry_core::{JobState, Reason};
 
     #[test]
     fn pods_belong_to_their_job_by_label_or_owner() {
@@ -225,18 +189,5 @@ mod tests {
         let orphan: Pod =
             serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}})).unwrap();
         assert_eq!(job_of_pod(&orphan), None);
-    }
-
-    #[test]
-    fn last_reported_is_bounded() {
-        let mut reported = LastReported::new(2);
-        let info = ExecutionInfo::new(JobState::Queued, Reason::Pending);
-        for name in ["a", "b", "c"] {
-            reported.put(name.into(), info.clone());
-        }
-        assert!(reported.get("a").is_none());
-        assert!(reported.get("b").is_some() && reported.get("c").is_some());
-        reported.put("c".into(), info);
-        assert_eq!(reported.order.len(), 2);
     }
 }

@@ -134,7 +134,6 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
     ) -> Reflector<V>
     where
         K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-        K::DynamicType: Default,
         F: Fn(&K) -> Option<Entry<V>> + Send + Sync + 'static,
     {
         let state: Arc<RwLock<State<V>>> = Arc::default();

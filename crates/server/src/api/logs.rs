@@ -28,7 +28,7 @@ fn concerns_the_job(error: &KubeError) -> bool {
         error,
         KubeError::NoSuchJob { .. }
             | KubeError::WrongCluster { .. }
-            | KubeError::UnsupportedKind { .. }
+            | KubeError::SparkUnavailable { .. }
             | KubeError::Id(_)
     )
 }

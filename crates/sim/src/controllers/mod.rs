@@ -1,5 +1,5 @@
 //! The controllers of the cluster: Job controller, scheduler, kubelet, garbage collector (with
-//! the namespace lifecycle). Each reacts to store changes through a subscription, never by
+//! the namespace lifecycle), and the Spark operators of the installed CRD bundles. Each reacts to store changes through a subscription, never by
 //! polling, and queues delayed work (backoffs, deadlines, TTLs) on timers.
 
 pub mod events;
@@ -7,6 +7,7 @@ pub mod gc;
 pub mod job;
 pub mod kubelet;
 pub mod scheduler;
+pub mod spark;
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::Hash;
@@ -81,6 +82,7 @@ pub fn start(
         tokio::spawn(scheduler::run(state.clone(), shutdown.clone())),
         tokio::spawn(kubelet::run(state.clone(), shutdown.clone())),
         tokio::spawn(gc::run(state.clone(), shutdown.clone())),
+        tokio::spawn(spark::run(state.clone(), shutdown.clone())),
     ]
 }
 

@@ -1,0 +1,924 @@
+//! Spark jobs (SparkApplications of apache/spark-kubernetes-operator or of the Kubeflow
+//! spark-operator): submit, status, wait, cancel, logs, list and sweep.
+//!
+//! `crates/core/SPARK.md` is the contract this follows: the operator is resolved and checked
+//! before anything is created; the status comes from a label-scoped watch of the
+//! SparkApplications of every installed operator and of their driver pods, mapped by
+//! [`spark_status`]; the [`SparkAction`]s the mapping asks for are carried out before the
+//! outcome they carry is reported (record-then-delete for an application the operator never
+//! took up; deleting the driver of a failed application that still runs); a driver pod that
+//! cannot be looked up (a 403 on `list pods`) is a named error that never holds a job back.
+//! Submission, cancel, waiting and logs follow the same protocols as container jobs
+//! (`crate::protocol`).
+
+pub mod tracker;
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
+use kubeferry_core::container::ContainerStateView;
+use kubeferry_core::marks::{MANAGED_SELECTOR, OUTCOME_ANNOTATION, object_name};
+use kubeferry_core::spark::{
+    AppObservation, DRIVER_CONTAINER, DriverView, SparkAction, SparkAppView, SparkMappingConfig,
+    SparkOperator, spark_status,
+};
+use kubeferry_core::spec::SparkJobSpec;
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use crate::cluster::{Cluster, Op};
+use crate::container::{CancelOutcome, JobSummary, Orphan};
+use crate::error::{Error, Result};
+use crate::logs::{FollowOptions, TailOptions};
+use crate::manifest::spark::{api_resource, spark_application};
+use crate::protocol::{self, Attempt, Current, Deletion, Objects};
+use crate::tracker::{Departure, ReflectorSettings};
+use tracker::{SparkNamespaceWatch, SparkTracker, app_of_pod, driver_pods_selector};
+
+const PODS: &str = "pods";
+const KIND: &str = "SparkApplication";
+
+/// Timings and choices of the Spark job backend; every timing is configurable so that tests
+/// run fast.
+#[derive(Clone, Debug)]
+pub struct SparkSettings {
+    /// Timeouts of the status mapping (the no-status timeout).
+    pub mapping: SparkMappingConfig,
+    /// The watches' settings.
+    pub reflector: ReflectorSettings,
+    /// How long a status query waits for a namespace's first list before asking the API
+    /// server directly.
+    pub sync_timeout: Duration,
+    /// How often a waiter re-evaluates time-based rules (the no-status timeout) when nothing
+    /// changes.
+    pub recheck_interval: Duration,
+    /// A prefix for object names (a DNS label, may be empty).
+    pub name_prefix: String,
+    /// The operator of job files that name none. `None`: the one whose SparkApplication CRD
+    /// the cluster has (apache when it has both).
+    pub default_operator: Option<SparkOperator>,
+    /// How long what discovery found out (which operators' CRDs are installed) is trusted.
+    pub discovery_ttl: Duration,
+}
+
+impl Default for SparkSettings {
+    fn default() -> Self {
+        Self {
+            mapping: SparkMappingConfig::default(),
+            reflector: ReflectorSettings::default(),
+            sync_timeout: Duration::from_secs(10),
+            recheck_interval: Duration::from_secs(1),
+            name_prefix: String::new(),
+            default_operator: None,
+            discovery_ttl: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The resource of an operator's SparkApplications, as errors name it.
+pub fn resource(operator: SparkOperator) -> &'static str {
+    match operator {
+        SparkOperator::Apache => "sparkapplications.spark.apache.org",
+        SparkOperator::Kubeflow => "sparkapplications.sparkoperator.k8s.io",
+    }
+}
+
+/// The Spark job backend of one cluster.
+pub struct SparkJobs {
+    cluster: Cluster,
+    settings: SparkSettings,
+    tracker: Arc<SparkTracker>,
+    installed: Mutex<Option<(Instant, Vec<SparkOperator>)>>,
+    warned: Mutex<WarnedOnce>,
+}
+
+/// A SparkApplication as observed: present, or gone (`true`: its final state is known).
+#[derive(Clone, Debug)]
+enum Observed {
+    Present(SparkAppView),
+    Vanished(SparkAppView, bool),
+}
+
+impl Observed {
+    fn view(&self) -> &SparkAppView {
+        match self {
+            Observed::Present(view) | Observed::Vanished(view, _) => view,
+        }
+    }
+
+    fn as_observation(&self) -> AppObservation<'_> {
+        match self {
+            Observed::Present(view) => AppObservation::Present(view),
+            Observed::Vanished(view, final_state) => AppObservation::Vanished {
+                last_seen: view,
+                final_state: *final_state,
+            },
+        }
+    }
+}
+
+/// What is known of a job: its application (of which operator) and its driver pods, or why
+/// they could not be looked up.
+struct Found {
+    operator: SparkOperator,
+    observed: Observed,
+    /// The driver pods, or why they could not be looked up.
+    drivers: Result<Vec<DriverView>, String>,
+    /// Whether the driver pods were listed from the API server just now (not from the cache).
+    drivers_listed: bool,
+}
+
+/// What carrying out an action came to.
+enum Acted {
+    /// Done: the action's outcome may be reported.
+    Done,
+    /// The application changed or went: map this instead.
+    Remap(Box<Observed>),
+    /// It failed; the job is not decided yet.
+    Failed(Error),
+}
+
+impl SparkJobs {
+    /// A backend for `cluster`.
+    pub fn new(cluster: Cluster, settings: SparkSettings) -> Self {
+        let tracker = Arc::new(SparkTracker::new(
+            cluster.clone(),
+            settings.reflector.clone(),
+        ));
+        Self {
+            cluster,
+            settings,
+            tracker,
+            installed: Mutex::new(None),
+            warned: Mutex::new(WarnedOnce::new(10_000)),
+        }
+    }
+
+    /// The tracker (for health and metrics).
+    pub fn tracker(&self) -> &SparkTracker {
+        &self.tracker
+    }
+
+    fn objects(&self, operator: SparkOperator, namespace: &str) -> Objects<DynamicObject> {
+        Objects {
+            api: Api::namespaced_with(
+                self.cluster.client().clone(),
+                namespace,
+                &api_resource(operator),
+            ),
+            resource: resource(operator),
+            kind: KIND,
+            namespace: namespace.to_string(),
+        }
+    }
+
+    fn pods(&self, namespace: &str) -> Api<Pod> {
+        Api::namespaced(self.cluster.client().clone(), namespace)
+    }
+
+    fn id(&self, namespace: &str, name: &str) -> ExecutionId {
+        ExecutionId::new(self.cluster.name(), JobKind::SparkApp, namespace, name)
+    }
+
+    /// The operators whose SparkApplication CRD the cluster serves (discovery, cached).
+    pub async fn installed(&self) -> Result<Vec<SparkOperator>> {
+        if let Some((at, operators)) = &*lock(&self.installed)
+            && at.elapsed() < self.settings.discovery_ttl
+        {
+            return Ok(operators.clone());
+        }
+        let mut operators = Vec::new();
+        for operator in SparkOperator::ALL {
+            let api_version = operator.api_version();
+            let op = Op::named("get", "apis", "", &api_version);
+            let client = self.cluster.client();
+            match self
+                .cluster
+                .call(&op, true, || client.list_api_group_resources(&api_version))
+                .await
+            {
+                Ok(list) if list.resources.iter().any(|r| r.name == "sparkapplications") => {
+                    operators.push(operator);
+                }
+                Ok(_) | Err(Error::Rejected { code: 404, .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        *lock(&self.installed) = Some((Instant::now(), operators.clone()));
+        Ok(operators)
+    }
+
+    /// The operator of job files that name none: the configured one, else the one installed
+    /// (apache when both are).
+    pub async fn default_operator(&self) -> Result<SparkOperator> {
+        if let Some(operator) = self.settings.default_operator {
+            return Ok(operator);
+        }
+        match self.installed().await?.first() {
+            Some(operator) => Ok(*operator),
+            None => Err(Error::SparkUnavailable {
+                detail: "the job file names no Spark operator, none is configured (--spark-operator), and the cluster has neither operator's SparkApplication CRD (spark.apache.org/v1, sparkoperator.k8s.io/v1beta2)".into(),
+            }),
+        }
+    }
+
+    /// The operators in the order a job of unknown operator is looked up: the default first.
+    fn lookup_order(&self) -> [SparkOperator; 2] {
+        match self.settings.default_operator {
+            Some(SparkOperator::Kubeflow) => [SparkOperator::Kubeflow, SparkOperator::Apache],
+            _ => [SparkOperator::Apache, SparkOperator::Kubeflow],
+        }
+    }
+
+    async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
+        if let Some(watch) = self.tracker.existing(namespace) {
+            return Ok(watch);
+        }
+        let installed = self.installed().await?;
+        Ok(self.tracker.namespace(namespace, &installed))
+    }
+
+    /// Creates the SparkApplication for `spec` under `job_id` in `namespace`, or adopts the
+    /// one a lost response already created. The operator is the file's, else the cluster's;
+    /// fields it cannot honour are refused before anything is created.
+    pub async fn submit(
+        &self,
+        spec: &SparkJobSpec,
+        job_id: &str,
+        namespace: &str,
+    ) -> Result<ExecutionId> {
+        let operator = match spec.operator {
+            Some(operator) => operator,
+            None => self.default_operator().await?,
+        };
+        spec.check_operator(operator)?;
+        let name = object_name(&self.settings.name_prefix, job_id);
+        let manifest = spark_application(spec, operator, job_id, &name, namespace)?;
+        let object: DynamicObject =
+            serde_json::from_value(manifest).map_err(|source| Error::Client {
+                operation: format!("build SparkApplication {namespace}/{name}"),
+                source: Box::new(kube::Error::SerdeError(source)),
+            })?;
+        // No watch is started here: a caller that only submits never needs one, and the first
+        // status query lists what exists.
+        let created = self
+            .objects(operator, namespace)
+            .create_or_adopt(&self.cluster, &object, job_id, &spec.hash())
+            .await;
+        match created {
+            Ok(()) => Ok(self.id(namespace, &name)),
+            Err(Error::Rejected {
+                code: 404, message, ..
+            }) => Err(Error::SparkUnavailable {
+                detail: format!(
+                    "cannot create SparkApplication {namespace}/{name}: the server answered 404 ({message}); is the {operator} operator's CRD ({}) installed, and does namespace {namespace:?} exist?",
+                    operator.api_version()
+                ),
+            }),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The job's status, from the watch cache (one GET on a miss).
+    pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
+        let watch = self.watch(&id.namespace).await?;
+        let synced = watch.wait_synced(self.settings.sync_timeout).await;
+        let Some(found) = self.observe(&watch, id, synced).await? else {
+            return Err(self.no_such_job(id, &watch));
+        };
+        self.evaluate(id, found).await
+    }
+
+    /// What is known of a job: from the cache, else (an application created a moment ago by
+    /// another replica, or a cache not synced yet) straight from the API server.
+    async fn observe(
+        &self,
+        watch: &SparkNamespaceWatch,
+        id: &ExecutionId,
+        synced: bool,
+    ) -> Result<Option<Found>> {
+        let watched = watch.watched();
+        let cached = watched
+            .iter()
+            .find_map(|(op, apps)| Some((*op, Observed::Present(apps.get(&id.name)?.view))))
+            .or_else(|| {
+                watched.iter().find_map(|(op, apps)| {
+                    let tombstone = apps.tombstone(&id.name)?;
+                    let final_state = tombstone.departure == Departure::Deleted;
+                    Some((*op, Observed::Vanished(tombstone.last, final_state)))
+                })
+            });
+        if let Some((operator, observed)) = cached {
+            let (drivers, drivers_listed) =
+                self.drivers(watch, operator, &id.namespace, &id.name).await;
+            return Ok(Some(Found {
+                operator,
+                observed,
+                drivers,
+                drivers_listed,
+            }));
+        }
+        debug!(message = "cache miss", id = %id, synced);
+        self.cluster.check_reachable()?;
+        let Some((operator, view)) = self.get(id).await? else {
+            return Ok(None);
+        };
+        watch.apps_of(operator);
+        let (drivers, drivers_listed) =
+            self.drivers(watch, operator, &id.namespace, &id.name).await;
+        Ok(Some(Found {
+            operator,
+            observed: Observed::Present(view),
+            drivers,
+            drivers_listed,
+        }))
+    }
+
+    /// The application from the API server, looked up in each operator's group.
+    async fn get(&self, id: &ExecutionId) -> Result<Option<(SparkOperator, SparkAppView)>> {
+        Ok(self
+            .get_object(id)
+            .await?
+            .map(|(op, object)| (op, view_of(op, &object))))
+    }
+
+    async fn get_object(&self, id: &ExecutionId) -> Result<Option<(SparkOperator, DynamicObject)>> {
+        for operator in self.lookup_order() {
+            match self
+                .objects(operator, &id.namespace)
+                .get(&self.cluster, &id.name)
+                .await
+            {
+                Ok(Some(object)) => return Ok(Some((operator, object))),
+                // Not there, or that operator's CRD is not installed.
+                Ok(None) | Err(Error::Rejected { code: 404, .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The driver pods of an application: from the watch when it is healthy, else one list
+    /// (then `listed` is true). A lookup that fails is kept as its error's text.
+    async fn drivers(
+        &self,
+        watch: &SparkNamespaceWatch,
+        operator: SparkOperator,
+        namespace: &str,
+        app: &str,
+    ) -> (Result<Vec<DriverView>, String>, bool) {
+        if watch.drivers_synced() {
+            return (Ok(watch.drivers_of(app)), false);
+        }
+        let listed = self.list_drivers(operator, namespace, app).await;
+        (listed.map_err(|e| e.to_string()), true)
+    }
+
+    /// The driver pods of an application, listed from the API server.
+    async fn list_drivers(
+        &self,
+        operator: SparkOperator,
+        namespace: &str,
+        app: &str,
+    ) -> Result<Vec<DriverView>> {
+        let api = self.pods(namespace);
+        let params = ListParams::default().labels(&operator.driver_selector(app));
+        let op = Op::collection("list", PODS, namespace);
+        let pods = self.cluster.call(&op, true, || api.list(&params)).await?;
+        Ok(pods.items.iter().map(DriverView::from).collect())
+    }
+
+    fn no_such_job(&self, id: &ExecutionId, watch: &SparkNamespaceWatch) -> Error {
+        let deleted = watch
+            .watched()
+            .iter()
+            .any(|(_, apps)| apps.tombstone(&id.name).is_some());
+        let hint = if deleted {
+            " (its SparkApplication was deleted: cancelled through another replica, expired after its TTL, or removed by someone else)"
+        } else {
+            " (never created on this cluster, or already removed: cancelled, deleted, or expired after its TTL)"
+        };
+        Error::NoSuchJob {
+            id: id.clone(),
+            hint: hint.to_string(),
+        }
+    }
+
+    /// Maps an observation, carries out the actions the mapping asks for, and remembers the
+    /// answer.
+    async fn evaluate(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
+        let previous = self.tracker.last_reported(&id.namespace, &id.name);
+        let Found {
+            operator,
+            mut observed,
+            drivers,
+            drivers_listed,
+        } = found;
+        let (mut drivers, lookup_error) = match drivers {
+            Ok(drivers) => (drivers, None),
+            Err(error) => {
+                self.warn_once(id, "cannot look up the driver pod", &error);
+                (Vec::new(), Some(error))
+            }
+        };
+        // The outcome's details (exit code, times) come from the driver as of the outcome; the
+        // pod watch may lag the application's, so the drivers are listed once before an
+        // outcome is first reported, and every replica reports the same details.
+        let mut drivers_listed = drivers_listed || lookup_error.is_some();
+        // A changed or vanished application is mapped again; a few rounds settle it.
+        for _ in 0..4 {
+            let Some(mapped) = spark_status(
+                &observed.as_observation(),
+                &drivers,
+                Timestamp::now(),
+                &self.settings.mapping,
+                previous.as_ref(),
+            ) else {
+                return Err(Error::NoSuchJob {
+                    id: id.clone(),
+                    hint: " (its SparkApplication is gone and what became of it is unknown: if it was being cancelled, it was cancelled)".into(),
+                });
+            };
+            let deciding = mapped.info.is_terminal() || mapped.action.is_some();
+            if deciding && !drivers_listed && previous.as_ref().is_none_or(|p| !p.is_terminal()) {
+                drivers_listed = true;
+                let name = &observed.view().name;
+                if let Ok(listed) = self.list_drivers(operator, &id.namespace, name).await
+                    && listed != drivers
+                {
+                    drivers = listed;
+                    continue;
+                }
+            }
+            if let Some(warning) = &mapped.warning {
+                self.warn_once(id, "unreadable status", warning);
+            }
+            let mut info = mapped.info;
+            if let Some(action) = &mapped.action {
+                match self.act(id, operator, observed.view(), action).await {
+                    Acted::Done => info = action.outcome().clone(),
+                    Acted::Remap(next) => {
+                        observed = *next;
+                        continue;
+                    }
+                    Acted::Failed(error) => {
+                        warn!(message = "could not act on the job's status; will retry", id = %id, %error);
+                        self.tracker.remember(&id.namespace, &id.name, &info);
+                        if matches!(error, Error::Forbidden { .. }) {
+                            // A missing permission does not go away by itself: say so.
+                            return Err(error);
+                        }
+                        info.message = format!("{}; not done yet: {error}", info.message);
+                        return Ok(info);
+                    }
+                }
+            }
+            if let Some(error) = &lookup_error
+                && !info.is_terminal()
+            {
+                info.message = format!("{} (driver pod not looked up: {error})", info.message);
+            }
+            self.tracker.remember(&id.namespace, &id.name, &info);
+            return Ok(info);
+        }
+        Err(Error::Rejected {
+            operation: format!("status {id}"),
+            code: 409,
+            reason: "Conflict".into(),
+            message: "the SparkApplication kept changing while kubeferry acted on it; ask again"
+                .into(),
+        })
+    }
+
+    /// Carries out what the mapping asks for before it may report an outcome.
+    async fn act(
+        &self,
+        id: &ExecutionId,
+        operator: SparkOperator,
+        view: &SparkAppView,
+        action: &SparkAction,
+    ) -> Acted {
+        match action {
+            SparkAction::RecordOutcomeAndDeleteApp { outcome } => {
+                self.record_and_delete(id, operator, view, outcome).await
+            }
+            SparkAction::DeleteDriverPod { name, uid, .. } => {
+                match self.delete_driver(&id.namespace, name, uid).await {
+                    Ok(()) => {
+                        info!(message = "deleted the driver of a failed application", id = %id, pod = %name);
+                        Acted::Done
+                    }
+                    Err(error) => Acted::Failed(error),
+                }
+            }
+        }
+    }
+
+    /// Records an outcome kubeferry decided (no status from the operator) on the application,
+    /// then deletes it; only then may the outcome be reported.
+    async fn record_and_delete(
+        &self,
+        id: &ExecutionId,
+        operator: SparkOperator,
+        view: &SparkAppView,
+        outcome: &ExecutionInfo,
+    ) -> Acted {
+        let objects = self.objects(operator, &id.namespace);
+        let mut last = view.clone();
+        if !matches!(view.recorded_outcome, Some(Ok(_))) {
+            let record = serde_json::to_string(outcome).unwrap_or_default();
+            match objects
+                .annotate(
+                    &self.cluster,
+                    &id.name,
+                    view.resource_version.as_deref(),
+                    OUTCOME_ANNOTATION,
+                    &record,
+                    true,
+                )
+                .await
+            {
+                Ok(patched) => last = view_of(operator, &patched),
+                Err(Error::Rejected { code: 409, .. }) => return self.reread(id, view).await,
+                Err(Error::Rejected { code: 404, .. }) => {
+                    return Acted::Remap(Box::new(Observed::Vanished(view.clone(), false)));
+                }
+                Err(error) => return Acted::Failed(error),
+            }
+            info!(message = "recorded an outcome kubeferry decided", id = %id, state = %outcome.state, reason = %outcome.reason);
+        }
+        match objects
+            .delete(
+                &self.cluster,
+                &id.name,
+                &last.uid,
+                last.resource_version.as_deref(),
+            )
+            .await
+        {
+            Ok(Deletion::Deleted) => {
+                info!(message = "deleted a SparkApplication after recording its outcome", id = %id);
+                Acted::Done
+            }
+            Ok(Deletion::Gone) => Acted::Remap(Box::new(Observed::Vanished(last, false))),
+            Ok(Deletion::Conflict) => self.reread(id, &last).await,
+            Err(error) => Acted::Failed(error),
+        }
+    }
+
+    /// The application as it is now, to be mapped again.
+    async fn reread(&self, id: &ExecutionId, last: &SparkAppView) -> Acted {
+        match self.get(id).await {
+            Ok(Some((_, view))) => Acted::Remap(Box::new(Observed::Present(view))),
+            Ok(None) => Acted::Remap(Box::new(Observed::Vanished(last.clone(), false))),
+            Err(error) => Acted::Failed(error),
+        }
+    }
+
+    /// Deletes a driver pod, only if it is still that pod (gone counts as done).
+    async fn delete_driver(&self, namespace: &str, name: &str, uid: &str) -> Result<()> {
+        let api = self.pods(namespace);
+        let params = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let op = Op::named("delete", PODS, namespace, name);
+        match self
+            .cluster
+            .call(&op, true, || api.delete(name, &params))
+            .await
+        {
+            // 409: another pod of that name now; the one that outlived the failure is gone.
+            Ok(_)
+            | Err(Error::Rejected { code: 404, .. })
+            | Err(Error::Rejected { code: 409, .. }) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    fn warn_once(&self, id: &ExecutionId, what: &str, detail: &str) {
+        if lock(&self.warned).first(format!("{id} {what} {detail}")) {
+            warn!(message = what, id = %id, detail);
+        }
+    }
+
+    /// Waits for the job to end, calling `on_change` with each new status. Costs no API
+    /// requests while the watches are healthy.
+    pub async fn wait(
+        &self,
+        id: &ExecutionId,
+        timeout: Option<Duration>,
+        on_change: impl FnMut(&ExecutionInfo),
+    ) -> Result<ExecutionInfo> {
+        protocol::wait(self, id, timeout, on_change).await
+    }
+
+    /// Cancels the job: returns at once. A job that already ended keeps its outcome; the
+    /// cancel mark goes on with a resourceVersion precondition, then the SparkApplication is
+    /// deleted (the operator and the garbage collector remove its pods).
+    pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
+        protocol::cancel(self, id).await
+    }
+
+    /// The end of the driver's log (container `spark-kubernetes-driver`); with `previous`,
+    /// the previous attempt's driver. Readable as long as the driver pod is kept.
+    pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<String> {
+        protocol::tail(self, id, options).await
+    }
+
+    /// Follows the driver's log, attempt after attempt, until the job ends.
+    pub fn follow(
+        self: &Arc<Self>,
+        id: ExecutionId,
+        options: FollowOptions,
+    ) -> impl Stream<Item = Result<String>> + Send + 'static {
+        protocol::follow(self.clone(), id, options)
+    }
+
+    /// The managed SparkApplications of a namespace (of every installed operator), optionally
+    /// filtered by a label selector.
+    pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
+        let selector = match selector {
+            Some(extra) if !extra.trim().is_empty() => format!("{MANAGED_SELECTOR},{extra}"),
+            _ => MANAGED_SELECTOR.to_string(),
+        };
+        let mut summaries = Vec::new();
+        let installed = self.installed().await?;
+        if installed.is_empty() {
+            return Ok(summaries);
+        }
+        let drivers = self.all_drivers(namespace).await;
+        for operator in installed {
+            for object in self.list_objects(operator, namespace, &selector).await? {
+                let view = view_of(operator, &object);
+                let id = self.id(namespace, &view.name);
+                let app_drivers = match &drivers {
+                    Ok(all) => Ok(all
+                        .iter()
+                        .filter(|(app, _)| *app == view.name)
+                        .map(|(_, d)| d.clone())
+                        .collect()),
+                    Err(error) => Err(error.to_string()),
+                };
+                let found = Found {
+                    operator,
+                    observed: Observed::Present(view.clone()),
+                    drivers: app_drivers,
+                    drivers_listed: true,
+                };
+                let status = self.evaluate(&id, found).await?;
+                summaries.push(JobSummary {
+                    id,
+                    job_id: view.job_id.clone(),
+                    created_at: view.created_at,
+                    status,
+                });
+            }
+        }
+        summaries.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(summaries)
+    }
+
+    async fn list_objects(
+        &self,
+        operator: SparkOperator,
+        namespace: &str,
+        selector: &str,
+    ) -> Result<Vec<DynamicObject>> {
+        let objects = self.objects(operator, namespace);
+        let params = ListParams::default().labels(selector);
+        let op = Op::collection("list", resource(operator), namespace);
+        let list = self
+            .cluster
+            .call(&op, true, || objects.api.list(&params))
+            .await?;
+        Ok(list.items)
+    }
+
+    /// Every managed driver pod of a namespace, with its application's name.
+    async fn all_drivers(&self, namespace: &str) -> Result<Vec<(String, DriverView)>> {
+        let api = self.pods(namespace);
+        let params = ListParams::default().labels(&driver_pods_selector());
+        let op = Op::collection("list", PODS, namespace);
+        let pods = self.cluster.call(&op, true, || api.list(&params)).await?;
+        Ok(pods
+            .items
+            .iter()
+            .filter_map(|pod| Some((app_of_pod(pod)?, DriverView::from(pod))))
+            .collect())
+    }
+
+    /// Finds managed SparkApplications whose job ids are not in `known`, and deletes them when
+    /// asked.
+    pub async fn sweep(
+        &self,
+        namespace: &str,
+        known: &HashSet<String>,
+        delete: bool,
+    ) -> Result<Vec<Orphan>> {
+        let mut orphans = Vec::new();
+        for operator in self.installed().await? {
+            for object in self
+                .list_objects(operator, namespace, MANAGED_SELECTOR)
+                .await?
+            {
+                let view = view_of(operator, &object);
+                if view.job_id.as_ref().is_some_and(|id| known.contains(id)) {
+                    continue;
+                }
+                let mut deleted = false;
+                if delete {
+                    self.objects(operator, namespace)
+                        .delete(&self.cluster, &view.name, &view.uid, None)
+                        .await?;
+                    deleted = true;
+                    info!(message = "deleted an orphan", namespace, name = %view.name, job_id = ?view.job_id);
+                }
+                orphans.push(Orphan {
+                    id: self.id(namespace, &view.name),
+                    job_id: view.job_id,
+                    created_at: view.created_at,
+                    deleted,
+                });
+            }
+        }
+        Ok(orphans)
+    }
+}
+
+impl protocol::Jobs for SparkJobs {
+    type Object = DynamicObject;
+
+    fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    fn recheck_interval(&self) -> Duration {
+        self.settings.recheck_interval
+    }
+
+    async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
+        SparkJobs::status(self, id).await
+    }
+
+    async fn read(&self, id: &ExecutionId) -> Result<Option<Current<DynamicObject>>> {
+        let Some((operator, object)) = self.get_object(id).await? else {
+            return Ok(None);
+        };
+        let watch = self.watch(&id.namespace).await?;
+        watch.apps_of(operator);
+        let view = view_of(operator, &object);
+        let (drivers, drivers_listed) = self
+            .drivers(&watch, operator, &id.namespace, &id.name)
+            .await;
+        let status = self
+            .evaluate(
+                id,
+                Found {
+                    operator,
+                    observed: Observed::Present(view),
+                    drivers,
+                    drivers_listed,
+                },
+            )
+            .await?;
+        Ok(Some(Current {
+            objects: self.objects(operator, &id.namespace),
+            meta: object.metadata,
+            status,
+        }))
+    }
+
+    async fn changes(
+        &self,
+        id: &ExecutionId,
+    ) -> Result<Vec<tokio::sync::broadcast::Receiver<String>>> {
+        Ok(self.watch(&id.namespace).await?.subscribe())
+    }
+
+    async fn attempts(&self, id: &ExecutionId) -> Result<Vec<Attempt>> {
+        let watch = self.watch(&id.namespace).await?;
+        let known = watch
+            .watched()
+            .iter()
+            .any(|(_, apps)| apps.get(&id.name).is_some());
+        let mut drivers = if known
+            && watch.wait_synced(self.settings.sync_timeout).await
+            && watch.drivers_synced()
+        {
+            watch.drivers_of(&id.name)
+        } else {
+            let api = self.pods(&id.namespace);
+            let params = ListParams::default().labels(&driver_pods_selector());
+            let op = Op::collection("list", PODS, &id.namespace);
+            let pods = self.cluster.call(&op, true, || api.list(&params)).await?;
+            pods.items
+                .iter()
+                .filter(|pod| app_of_pod(pod).as_deref() == Some(id.name.as_str()))
+                .map(DriverView::from)
+                .collect()
+        };
+        drivers.sort_by(|a, b| (a.created_at, &a.name).cmp(&(b.created_at, &b.name)));
+        Ok(drivers
+            .iter()
+            .map(|driver| Attempt {
+                pod: driver.name.clone(),
+                uid: driver.uid.clone(),
+                container: DRIVER_CONTAINER.to_string(),
+                started: has_started(driver),
+            })
+            .collect())
+    }
+}
+
+/// The view of a SparkApplication object.
+fn view_of(operator: SparkOperator, object: &DynamicObject) -> SparkAppView {
+    SparkAppView::from_parts(operator, &object.metadata, &object.data)
+}
+
+/// Whether a driver's container has started (so it has a log to follow).
+fn has_started(driver: &DriverView) -> bool {
+    driver.container.as_ref().is_some_and(|c| {
+        matches!(
+            c.state,
+            ContainerStateView::Running { .. } | ContainerStateView::Terminated(_)
+        ) || c.last_terminated.is_some()
+    })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data updated in single steps: a poisoned lock still holds a usable value.
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Remembers which warnings were logged, so that each is logged once (bounded: the oldest are
+/// forgotten first).
+struct WarnedOnce {
+    capacity: usize,
+    seen: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl WarnedOnce {
+    fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            seen: HashSet::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    /// Whether `key` is new (and remembers it).
+    fn first(&mut self, key: String) -> bool {
+        if !self.seen.insert(key.clone()) {
+            return false;
+        }
+        self.order.push_back(key);
+        while self.seen.len() > self.capacity {
+            match self.order.pop_front() {
+                Some(oldest) => {
+                    self.seen.remove(&oldest);
+                }
+                None => break,
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_logged_once_and_forgotten_in_order() {
+        let mut warned = WarnedOnce::new(2);
+        assert!(warned.first("a".into()));
+        assert!(!warned.first("a".into()));
+        assert!(warned.first("b".into()));
+        assert!(warned.first("c".into()));
+        assert!(warned.first("a".into()), "the oldest was forgotten");
+    }
+
+    #[test]
+    fn resources_name_each_operators_group() {
+        assert_eq!(
+            resource(SparkOperator::Apache),
+            format!("sparkapplications.{}", SparkOperator::Apache.group())
+        );
+        assert_eq!(
+            resource(SparkOperator::Kubeflow),
+            format!("sparkapplications.{}", SparkOperator::Kubeflow.group())
+        );
+    }
+}

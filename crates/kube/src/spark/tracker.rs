@@ -1,0 +1,238 @@
+//! Per namespace: one watch of managed SparkApplications per installed operator, and one of
+//! their driver pods, shared by every query.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::watcher;
+use kubeferry_core::ExecutionInfo;
+use kubeferry_core::marks::MANAGED_SELECTOR;
+use kubeferry_core::spark::{
+    DRIVER_ROLE, DriverView, SPARK_ROLE_LABEL, SparkAppView, SparkOperator,
+};
+use tokio::sync::broadcast;
+
+use crate::cluster::Cluster;
+use crate::manifest::spark::api_resource;
+use crate::tracker::{Entry, LastReported, Reflector, ReflectorSettings, WatchHealth};
+
+/// The label selector of the driver pods kubeferry's Spark jobs have.
+pub fn driver_pods_selector() -> String {
+    format!("{MANAGED_SELECTOR},{SPARK_ROLE_LABEL}={DRIVER_ROLE}")
+}
+
+/// The name of the SparkApplication a driver pod belongs to, by either operator's label.
+pub fn app_of_pod(pod: &Pod) -> Option<String> {
+    let labels = pod.metadata.labels.as_ref()?;
+    SparkOperator::ALL
+        .iter()
+        .find_map(|op| labels.get(op.app_name_label()).cloned())
+}
+
+/// The watches of one namespace.
+pub struct SparkNamespaceWatch {
+    cluster: Cluster,
+    namespace: String,
+    settings: ReflectorSettings,
+    apps: Mutex<BTreeMap<SparkOperator, Arc<Reflector<SparkAppView>>>>,
+    /// The driver pods of managed applications, by name, indexed by their application's name.
+    pub drivers: Reflector<DriverView>,
+}
+
+impl SparkNamespaceWatch {
+    /// The watch of `operator`'s SparkApplications, started if it is not yet.
+    pub fn apps_of(&self, operator: SparkOperator) -> Arc<Reflector<SparkAppView>> {
+        let mut apps = lock(&self.apps);
+        apps.entry(operator)
+            .or_insert_with(|| {
+                let api: Api<DynamicObject> = Api::namespaced_with(
+                    self.cluster.client().clone(),
+                    &self.namespace,
+                    &api_resource(operator),
+                );
+                let config = watcher::Config::default().labels(MANAGED_SELECTOR);
+                Arc::new(Reflector::spawn(
+                    api,
+                    config,
+                    self.settings.clone(),
+                    move |object: &DynamicObject| {
+                        let view =
+                            SparkAppView::from_parts(operator, &object.metadata, &object.data);
+                        Some(Entry {
+                            name: view.name.clone(),
+                            job: view.name.clone(),
+                            view,
+                        })
+                    },
+                ))
+            })
+            .clone()
+    }
+
+    /// The operators whose SparkApplications are watched, with their watches.
+    pub fn watched(&self) -> Vec<(SparkOperator, Arc<Reflector<SparkAppView>>)> {
+        lock(&self.apps)
+            .iter()
+            .map(|(op, apps)| (*op, apps.clone()))
+            .collect()
+    }
+
+    /// Waits until every application watch has listed, at most `timeout`.
+    pub async fn wait_synced(&self, timeout: Duration) -> bool {
+        let watches = self.watched();
+        let waits = watches.iter().map(|(_, apps)| apps.wait_synced(timeout));
+        futures::future::join_all(waits)
+            .await
+            .into_iter()
+            .all(|synced| synced)
+    }
+
+    /// Whether the driver pod watch has listed (now, without waiting).
+    pub fn drivers_synced(&self) -> bool {
+        self.drivers.health().synced && self.drivers.health().failing.is_none()
+    }
+
+    /// The driver pods of the application `app` (of either operator) in the cache.
+    pub fn drivers_of(&self, app: &str) -> Vec<DriverView> {
+        self.drivers
+            .of_job(app)
+            .into_iter()
+            .map(|e| e.view)
+            .collect()
+    }
+
+    /// Notifications naming the applications whose object or driver pods changed.
+    pub fn subscribe(&self) -> Vec<broadcast::Receiver<String>> {
+        let mut receivers: Vec<broadcast::Receiver<String>> = self
+            .watched()
+            .iter()
+            .map(|(_, apps)| apps.subscribe())
+            .collect();
+        receivers.push(self.drivers.subscribe());
+        receivers
+    }
+
+    /// The health of every watch.
+    pub fn health(&self) -> Vec<(String, WatchHealth)> {
+        let mut all: Vec<(String, WatchHealth)> = self
+            .watched()
+            .iter()
+            .map(|(op, apps)| (format!("sparkapplications ({op})"), apps.health()))
+            .collect();
+        all.push(("driver pods".to_string(), self.drivers.health()));
+        all
+    }
+}
+
+/// The namespace watches of one cluster, started on first use.
+pub struct SparkTracker {
+    cluster: Cluster,
+    settings: ReflectorSettings,
+    namespaces: Mutex<HashMap<String, Arc<SparkNamespaceWatch>>>,
+    reported: Mutex<LastReported>,
+}
+
+impl SparkTracker {
+    /// A tracker with no watches yet.
+    pub fn new(cluster: Cluster, settings: ReflectorSettings) -> Self {
+        Self {
+            cluster,
+            settings,
+            namespaces: Mutex::default(),
+            reported: Mutex::new(LastReported::new(100_000)),
+        }
+    }
+
+    /// The watches of `namespace`, started (with the application watches of `operators`) if
+    /// this is the first question about it.
+    pub fn namespace(
+        &self,
+        namespace: &str,
+        operators: &[SparkOperator],
+    ) -> Arc<SparkNamespaceWatch> {
+        let watch = {
+            let mut namespaces = lock(&self.namespaces);
+            if let Some(watch) = namespaces.get(namespace) {
+                return watch.clone();
+            }
+            let pods: Api<Pod> = Api::namespaced(self.cluster.client().clone(), namespace);
+            let config = watcher::Config::default().labels(&driver_pods_selector());
+            let drivers = Reflector::spawn(pods, config, self.settings.clone(), |pod: &Pod| {
+                let app = app_of_pod(pod)?;
+                let view = DriverView::from(pod);
+                Some(Entry {
+                    name: view.name.clone(),
+                    job: app,
+                    view,
+                })
+            });
+            let watch = Arc::new(SparkNamespaceWatch {
+                cluster: self.cluster.clone(),
+                namespace: namespace.to_string(),
+                settings: self.settings.clone(),
+                apps: Mutex::default(),
+                drivers,
+            });
+            namespaces.insert(namespace.to_string(), watch.clone());
+            watch
+        };
+        for operator in operators {
+            watch.apps_of(*operator);
+        }
+        watch
+    }
+
+    /// The watches of `namespace`, if they are started.
+    pub fn existing(&self, namespace: &str) -> Option<Arc<SparkNamespaceWatch>> {
+        lock(&self.namespaces).get(namespace).cloned()
+    }
+
+    /// The namespaces watched so far.
+    pub fn watched(&self) -> Vec<(String, Arc<SparkNamespaceWatch>)> {
+        lock(&self.namespaces)
+            .iter()
+            .map(|(ns, w)| (ns.clone(), w.clone()))
+            .collect()
+    }
+
+    /// What was last reported for a job, for the mapping's `previous`.
+    pub fn last_reported(&self, namespace: &str, name: &str) -> Option<ExecutionInfo> {
+        lock(&self.reported).get(&format!("{namespace}/{name}"))
+    }
+
+    /// Remembers what was reported for a job.
+    pub fn remember(&self, namespace: &str, name: &str, info: &ExecutionInfo) {
+        lock(&self.reported).put(format!("{namespace}/{name}"), info.clone());
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data updated in single steps: a poisoned lock still holds a usable value.
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_pods_belong_to_their_application_by_either_operators_label() {
+        let pod = |labels: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "p", "labels": labels}}))
+                .expect("a pod")
+        };
+        let apache = pod(serde_json::json!({"spark.operator/spark-app-name": "a"}));
+        let kubeflow = pod(serde_json::json!({"sparkoperator.k8s.io/app-name": "k"}));
+        let other = pod(serde_json::json!({"spark-role": "driver"}));
+        assert_eq!(app_of_pod(&apache).as_deref(), Some("a"));
+        assert_eq!(app_of_pod(&kubeflow).as_deref(), Some("k"));
+        assert_eq!(app_of_pod(&other), None);
+        assert_eq!(
+            driver_pods_selector(),
+            "app.kubernetes.io/managed-by=kubeferry,spark-role=driver"
+        );
+    }
+}

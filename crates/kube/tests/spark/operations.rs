@@ -1,0 +1,108 @@
+//! Status, wait and cancel of Spark jobs behave as for container jobs: a cancel returns at once
+//! and the job ends CANCELLED, a finished job keeps its outcome, a wait gives up at its timeout.
+
+use std::time::Duration;
+
+use kubeferry_core::spark::SparkOperator;
+use kubeferry_core::{JobState, Reason};
+use kubeferry_kube::{CancelOutcome, Error};
+
+use crate::support::*;
+
+#[tokio::test]
+async fn a_cancelled_job_ends_cancelled_and_its_pods_go() {
+    let env = Env::start().await;
+    for operator in SparkOperator::ALL {
+        let id = env
+            .executor
+            .submit(
+                &spark_pi(operator, "args: ['sleep=30']"),
+                &job_id("cancel"),
+                NS,
+            )
+            .await
+            .expect("submitted");
+        until_state(&env.executor, &id, JobState::Started).await;
+        let outcome = env.executor.cancel(&id).await.expect("cancelled");
+        let CancelOutcome::Requested(info) = &outcome else {
+            panic!("{operator}: {outcome:?}");
+        };
+        assert!(
+            matches!(info.state, JobState::Cancelling | JobState::Cancelled),
+            "{info:?}"
+        );
+        let (end, _) = run_to_end(&env.executor, &id).await;
+        assert_eq!(
+            (end.state, end.reason),
+            (JobState::Cancelled, Reason::Cancelled),
+            "{operator}"
+        );
+        assert!(end.started_at.is_some(), "it had started: {end:?}");
+        eventually("the application and its pods to go", || async {
+            let pods = env.sim.count("", "pods");
+            (env.app(operator, &id.name).is_none() && pods == 0).then_some(())
+        })
+        .await;
+        // A second cancel, and a status, keep the outcome.
+        let again = env.executor.cancel(&id).await.expect("a no-op");
+        assert_eq!(
+            again,
+            CancelOutcome::AlreadyEnded(end.clone()),
+            "{operator}"
+        );
+        assert_eq!(env.executor.status(&id).await.expect("known"), end);
+    }
+}
+
+#[tokio::test]
+async fn a_finished_job_keeps_its_outcome_when_cancelled() {
+    let env = Env::start().await;
+    let id = env
+        .executor
+        .submit(
+            &spark_pi(SparkOperator::Kubeflow, "args: ['exit=2']"),
+            &job_id("done"),
+            NS,
+        )
+        .await
+        .expect("submitted");
+    let (end, _) = run_to_end(&env.executor, &id).await;
+    assert_eq!(end.state, JobState::Failed);
+    let outcome = env.executor.cancel(&id).await.expect("a no-op");
+    assert_eq!(outcome, CancelOutcome::AlreadyEnded(end));
+}
+
+#[tokio::test]
+async fn a_wait_gives_up_at_its_timeout_and_the_job_goes_on() {
+    let env = Env::start().await;
+    let id = env
+        .executor
+        .submit(
+            &spark_pi(SparkOperator::Apache, "args: ['sleep=30']"),
+            &job_id("slow"),
+            NS,
+        )
+        .await
+        .expect("submitted");
+    until_state(&env.executor, &id, JobState::Started).await;
+    let error = env
+        .executor
+        .wait(&id, Some(Duration::from_millis(100)), |_| {})
+        .await
+        .expect_err("gives up");
+    assert!(
+        matches!(
+            error,
+            Error::WaitTimeout {
+                state: JobState::Started,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert_eq!(
+        env.executor.status(&id).await.expect("running").state,
+        JobState::Started
+    );
+    env.executor.cancel(&id).await.expect("cancelled");
+}

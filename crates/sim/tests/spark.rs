@@ -1,0 +1,855 @@
+//! The simulated Spark operators: each operator's state sequence, driver pod shape, restarts,
+//! timeouts, retention and TTL, and the faults they can be made to suffer.
+
+mod common;
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, LogParams, WatchEvent, WatchParams};
+use kubeferry_sim::SimConfig;
+use kubeferry_sim::controllers::spark::{SparkFault, with_spark_operators};
+use serde_json::{Value, json};
+
+use common::{Sim, eventually, start_with};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn resource(group: &str, version: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: "SparkApplication".into(),
+        plural: "sparkapplications".into(),
+    }
+}
+
+fn apache_api(sim: &Sim) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        sim.client.clone(),
+        "default",
+        &resource("spark.apache.org", "v1"),
+    )
+}
+
+fn kubeflow_api(sim: &Sim) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        sim.client.clone(),
+        "default",
+        &resource("sparkoperator.k8s.io", "v1beta2"),
+    )
+}
+
+fn spark_config() -> SimConfig {
+    let mut config = with_spark_operators(SimConfig::for_tests());
+    config.spark.release_delay = Duration::from_millis(50);
+    config
+}
+
+async fn spark_sim() -> Sim {
+    start_with(spark_config()).await
+}
+
+fn apache_app(name: &str, args: &[&str], tolerations: Value) -> Value {
+    json!({
+        "apiVersion": "spark.apache.org/v1",
+        "kind": "SparkApplication",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "mainClass": "org.apache.spark.examples.SparkPi",
+            "jars": "local:///opt/spark/examples/jars/spark-examples_2.12-3.5.3.jar",
+            "driverArgs": args,
+            "runtimeVersions": {"sparkVersion": "3.5.3"},
+            "sparkConf": {
+                "spark.kubernetes.container.image": "apache/spark:3.5.3",
+                "spark.kubernetes.authenticate.driver.serviceAccountName": "spark",
+                "spark.executor.instances": "1",
+                "spark.driver.memory": "512m",
+                "spark.executor.memory": "512m",
+                "spark.kubernetes.driverEnv.GREETING": "hello",
+            },
+            "driverSpec": {"podTemplateSpec": {"metadata": {"labels": {"team": "data"}, "annotations": {"note": "driver"}}}},
+            "executorSpec": {"podTemplateSpec": {"metadata": {"labels": {"team": "data"}}}},
+            "applicationTolerations": tolerations,
+        }
+    })
+}
+
+fn kubeflow_app(name: &str, args: &[&str], extra: Value) -> Value {
+    let mut app = json!({
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "type": "Scala",
+            "mode": "cluster",
+            "sparkVersion": "3.5.3",
+            "image": "apache/spark:3.5.3",
+            "mainClass": "org.apache.spark.examples.SparkPi",
+            "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples_2.12-3.5.3.jar",
+            "arguments": args,
+            "driver": {"cores": 1, "memory": "512m", "serviceAccount": "spark-operator-spark", "labels": {"team": "data"}, "env": [{"name": "GREETING", "value": "hello"}]},
+            "executor": {"cores": 1, "memory": "512m", "instances": 1, "labels": {"team": "data"}},
+            "restartPolicy": {"type": "Never"},
+        }
+    });
+    if let (Some(spec), Some(extra)) = (app["spec"].as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            spec.insert(k.clone(), v.clone());
+        }
+    }
+    app
+}
+
+async fn get(api: &Api<DynamicObject>, name: &str) -> Option<Value> {
+    api.get_opt(name)
+        .await
+        .expect("the application is readable")
+        .map(|o| serde_json::to_value(o).expect("json"))
+}
+
+fn apache_state(app: &Value) -> &str {
+    app.pointer("/status/currentState/currentStateSummary")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn apache_history(app: &Value) -> Vec<String> {
+    let mut entries: Vec<(u64, String)> = app
+        .pointer("/status/stateTransitionHistory")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    (
+                        k.parse().expect("numeric keys"),
+                        v["currentStateSummary"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    entries.sort();
+    entries.into_iter().map(|(_, s)| s).collect()
+}
+
+fn kubeflow_state(app: &Value) -> &str {
+    app.pointer("/status/applicationState/state")
+        .and_then(Value::as_str)
+        .unwrap_or("<none>")
+}
+
+/// Waits until the application satisfies `done`.
+async fn until(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    eventually(what, DEADLINE, || async {
+        get(api, name).await.filter(|app| done(app))
+    })
+    .await
+}
+
+/// Every Kubeflow state the application goes through, from creation until `last`.
+async fn kubeflow_states(
+    api: &Api<DynamicObject>,
+    from: &str,
+    name: &str,
+    last: &[&str],
+) -> Vec<String> {
+    let params = WatchParams::default().fields(&format!("metadata.name={name}"));
+    let mut events = api.watch(&params, from).await.expect("watch").boxed();
+    let mut states: Vec<String> = Vec::new();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while let Ok(next) = tokio::time::timeout_at(deadline, events.try_next()).await {
+        let Some(event) = next.expect("the watch goes on") else {
+            break;
+        };
+        let object = match event {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => o,
+            _ => continue,
+        };
+        let app = serde_json::to_value(object).expect("json");
+        let state = kubeflow_state(&app).to_string();
+        if states.last() != Some(&state) {
+            states.push(state.clone());
+        }
+        if last.contains(&state.as_str()) {
+            return states;
+        }
+    }
+    panic!("{name} did not reach {last:?}; seen {states:?}");
+}
+
+/// A file whose creation lets a driver started with `until=<file>` finish.
+fn release_file(name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "kubeferry-sim-spark-{name}-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default()
+}
+
+async fn pod(sim: &Sim, name: &str) -> Option<Pod> {
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    pods.get_opt(name).await.expect("pods are readable")
+}
+
+async fn log_of(sim: &Sim, name: &str, container: &str) -> String {
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let params = LogParams {
+        container: Some(container.to_string()),
+        ..LogParams::default()
+    };
+    pods.logs(name, &params).await.expect("the log is readable")
+}
+
+fn label<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.metadata.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+fn exit_code(pod: &Pod) -> Option<i32> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == "spark-kubernetes-driver")?
+        .state
+        .as_ref()?
+        .terminated
+        .as_ref()
+        .map(|t| t.exit_code)
+}
+
+#[tokio::test]
+async fn apache_application_runs_through_its_states_to_succeeded() {
+    let sim = spark_sim().await;
+    let api = apache_api(&sim);
+    let release = release_file("apache-pi");
+    let until_arg = format!("until={}", release.display());
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "pi",
+                &["10", &until_arg],
+                json!({"restartConfig": {"restartPolicy": "Never"}}),
+            ),
+        )
+        .expect("created");
+    // The driver pod as Spark shapes it, while it runs.
+    let driver = eventually("the driver pod", DEADLINE, || pod(&sim, "pi-0-driver")).await;
+    let labels = driver.metadata.labels.clone().unwrap_or_default();
+    for (key, value) in [
+        ("spark.operator/spark-app-name", "pi"),
+        ("spark-role", "driver"),
+        ("spark-app-name", "pi"),
+        ("spark-version", "3.5.3"),
+        ("team", "data"),
+    ] {
+        assert_eq!(labels.get(key).map(String::as_str), Some(value), "{key}");
+    }
+    assert!(labels["spark-app-selector"].starts_with("spark-"));
+    let owner = &driver.metadata.owner_references.as_ref().expect("owned")[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("SparkApplication", "pi", Some(true))
+    );
+    let spec = driver.spec.as_ref().expect("spec");
+    let container = &spec.containers[0];
+    assert_eq!(container.name, "spark-kubernetes-driver");
+    assert_eq!(container.command, None);
+    assert_eq!(
+        container.args.as_deref().unwrap_or_default()[..5],
+        [
+            "driver",
+            "--properties-file",
+            "/opt/spark/conf/spark.properties",
+            "--class",
+            "org.apache.spark.examples.SparkPi"
+        ]
+    );
+    assert_eq!(spec.service_account_name.as_deref(), Some("spark"));
+    assert!(
+        container
+            .env
+            .as_ref()
+            .expect("env")
+            .iter()
+            .any(|e| e.name == "GREETING" && e.value.as_deref() == Some("hello"))
+    );
+
+    until(&api, "pi", "the executors to run", |app| {
+        apache_state(app) == "RunningHealthy"
+    })
+    .await;
+    std::fs::write(&release, "").expect("the driver is released");
+    let app = until(&api, "pi", "the application to be released", |app| {
+        apache_state(app) == "ResourceReleased"
+    })
+    .await;
+    assert_eq!(
+        apache_history(&app),
+        [
+            "Submitted",
+            "DriverRequested",
+            "DriverStarted",
+            "DriverReady",
+            "RunningHealthy",
+            "Succeeded",
+            "ResourceReleased"
+        ]
+    );
+    let succeeded = &app["status"]["stateTransitionHistory"]["5"];
+    assert_eq!(
+        succeeded["message"],
+        "Spark application completed successfully."
+    );
+    assert_eq!(
+        succeeded
+            .pointer("/lastObservedDriverStatus/containerStatuses/0/state/terminated/exitCode"),
+        Some(&json!(0))
+    );
+    assert_eq!(
+        app["status"]["currentAttemptSummary"]["attemptInfo"]["id"],
+        0
+    );
+    assert!(
+        app["metadata"]["finalizers"]
+            .as_array()
+            .expect("finalizers")
+            .contains(&json!("sparkapplications.spark.apache.org/finalizer"))
+    );
+    // Released: the driver and the executor are gone.
+    eventually("the pods to go", DEADLINE, || async {
+        let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+        let left = pods
+            .list(&ListParams::default().labels("spark.operator/spark-app-name=pi"))
+            .await
+            .expect("list");
+        left.items.is_empty().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn apache_failed_driver_is_retained_with_its_exit_code_and_log() {
+    let sim = spark_sim().await;
+    let api = apache_api(&sim);
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "fails",
+                &["exit=3"],
+                json!({"restartConfig": {"restartPolicy": "Never"}, "resourceRetainPolicy": "OnFailure"}),
+            ),
+        )
+        .expect("created");
+    let app = until(&api, "fails", "the application to end", |app| {
+        apache_state(app) == "TerminatedWithoutReleaseResources"
+    })
+    .await;
+    let history = apache_history(&app);
+    assert_eq!(history[history.len() - 2], "Failed", "{history:?}");
+    let driver = pod(&sim, "fails-0-driver")
+        .await
+        .expect("the driver is kept");
+    assert_eq!(exit_code(&driver), Some(3));
+    let log = log_of(&sim, "fails-0-driver", "spark-kubernetes-driver").await;
+    assert!(
+        log.contains("INFO SparkContext: Submitted application: SparkPi"),
+        "{log}"
+    );
+    assert!(log.contains("asked to exit with code 3"), "{log}");
+
+    // Kept for a while only: released after resourceRetainDurationMillis.
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "briefly",
+                &["exit=3"],
+                json!({"restartConfig": {"restartPolicy": "Never"}, "resourceRetainPolicy": "Always", "resourceRetainDurationMillis": 100}),
+            ),
+        )
+        .expect("created");
+    let app = until(&api, "briefly", "the release", |app| {
+        apache_state(app) == "ResourceReleased"
+    })
+    .await;
+    let history = apache_history(&app);
+    assert_eq!(
+        history[history.len() - 3..],
+        [
+            "Failed",
+            "TerminatedWithoutReleaseResources",
+            "ResourceReleased"
+        ]
+    );
+    eventually("the driver to go", DEADLINE, || async {
+        pod(&sim, "briefly-0-driver").await.is_none().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn apache_driver_that_never_starts_times_out() {
+    let sim = spark_sim().await;
+    let api = apache_api(&sim);
+    let mut app = apache_app(
+        "stuck",
+        &["10"],
+        json!({
+            "restartConfig": {"restartPolicy": "Never"},
+            "applicationTimeoutConfig": {"driverStartTimeoutMillis": 300},
+        }),
+    );
+    app["spec"]["sparkConf"]["spark.kubernetes.container.image"] =
+        json!("registry.invalid/spark:1");
+    sim.cluster.create("default", app).expect("created");
+    let app = until(&api, "stuck", "the start timeout", |app| {
+        apache_state(app) == "ResourceReleased"
+    })
+    .await;
+    assert_eq!(
+        apache_history(&app),
+        [
+            "Submitted",
+            "DriverRequested",
+            "DriverStartTimedOut",
+            "ResourceReleased"
+        ]
+    );
+    let timed_out = &app["status"]["stateTransitionHistory"]["2"];
+    assert!(
+        timed_out
+            .pointer("/lastObservedDriverStatus/containerStatuses/0/state/waiting/reason")
+            .and_then(Value::as_str)
+            .is_some_and(|r| r.contains("ImagePull") || r == "ErrImagePull"),
+        "{timed_out}"
+    );
+}
+
+#[tokio::test]
+async fn apache_restarts_on_failure_until_the_attempts_run_out() {
+    let sim = spark_sim().await;
+    let api = apache_api(&sim);
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "flaky",
+                &["exit=1"],
+                json!({"restartConfig": {"restartPolicy": "OnFailure", "maxRestartAttempts": 1, "restartBackoffMillis": 10}}),
+            ),
+        )
+        .expect("created");
+    let app = until(&api, "flaky", "the restarts to run out", |app| {
+        apache_state(app) == "ResourceReleased"
+    })
+    .await;
+    let history = apache_history(&app);
+    assert_eq!(
+        history,
+        [
+            "Submitted",
+            "DriverRequested",
+            "DriverStarted",
+            "DriverReady",
+            "RunningHealthy",
+            "Failed",
+            "ScheduledToRestart",
+            "DriverRequested",
+            "DriverStarted",
+            "DriverReady",
+            "RunningHealthy",
+            "Failed",
+            "ResourceReleased"
+        ]
+    );
+    assert_eq!(
+        app["status"]["currentAttemptSummary"]["attemptInfo"]["id"],
+        1
+    );
+    assert_eq!(
+        app["status"]["currentState"]["message"],
+        "The maximum number of restart attempts (1) has been exceeded."
+    );
+}
+
+#[tokio::test]
+async fn apache_application_expires_after_its_ttl_and_deletion_releases_the_driver() {
+    let sim = spark_sim().await;
+    let api = apache_api(&sim);
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "short",
+                &["10"],
+                json!({"restartConfig": {"restartPolicy": "Never"}, "ttlAfterStopMillis": 50}),
+            ),
+        )
+        .expect("created");
+    eventually("the application to expire", DEADLINE, || async {
+        get(&api, "short").await.is_none().then_some(())
+    })
+    .await;
+
+    // A running application that is deleted: the operator releases its driver, notes it, and
+    // lets the application go.
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "long",
+                &["sleep=30"],
+                json!({"restartConfig": {"restartPolicy": "Never"}}),
+            ),
+        )
+        .expect("created");
+    until(&api, "long", "the application to run", |app| {
+        apache_state(app) == "RunningHealthy"
+    })
+    .await;
+    let mut events = api
+        .watch(
+            &WatchParams::default().fields("metadata.name=long"),
+            &sim.cluster.resource_version().to_string(),
+        )
+        .await
+        .expect("watch")
+        .boxed();
+    api.delete("long", &Default::default())
+        .await
+        .expect("deleted");
+    let mut last_state = String::new();
+    while let Some(event) = events.next().await {
+        match event.expect("event") {
+            WatchEvent::Modified(o) => {
+                last_state = apache_state(&serde_json::to_value(o).expect("json")).to_string();
+            }
+            WatchEvent::Deleted(_) => break,
+            _ => {}
+        }
+    }
+    assert_eq!(last_state, "ResourceReleased");
+    assert!(
+        pod(&sim, "long-0-driver")
+            .await
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+    );
+}
+
+#[tokio::test]
+async fn kubeflow_application_runs_through_its_states_to_completed() {
+    let sim = spark_sim().await;
+    let api = kubeflow_api(&sim);
+    let from = sim.cluster.resource_version().to_string();
+    sim.cluster
+        .create("default", kubeflow_app("pi", &["10"], json!({})))
+        .expect("created");
+    let states = kubeflow_states(&api, &from, "pi", &["COMPLETED", "FAILED"]).await;
+    assert_eq!(
+        states,
+        [
+            "<none>",
+            "",
+            "SUBMITTED",
+            "RUNNING",
+            "SUCCEEDING",
+            "COMPLETED"
+        ]
+    );
+    let app = get(&api, "pi").await.expect("kept");
+    let status = &app["status"];
+    assert_eq!(status["driverInfo"]["podName"], "pi-driver");
+    assert_eq!(
+        (
+            status["submissionAttempts"].as_i64(),
+            status["executionAttempts"].as_i64()
+        ),
+        (Some(1), Some(1))
+    );
+    assert!(status["terminationTime"].is_string());
+    assert!(
+        status["executorState"]
+            .as_object()
+            .is_some_and(|m| m.values().all(|s| s == "COMPLETED") && m.len() == 1),
+        "{status}"
+    );
+    // The driver stays, with its labels and its log, as long as the application.
+    let driver = pod(&sim, "pi-driver").await.expect("kept");
+    for (key, value) in [
+        ("sparkoperator.k8s.io/app-name", "pi"),
+        ("spark-role", "driver"),
+        ("sparkoperator.k8s.io/launched-by-spark-operator", "true"),
+        ("team", "data"),
+    ] {
+        assert_eq!(label(&driver, key), Some(value), "{key}");
+    }
+    assert_eq!(
+        label(&driver, "sparkoperator.k8s.io/submission-id"),
+        status["submissionID"].as_str()
+    );
+    assert_eq!(exit_code(&driver), Some(0));
+    let log = log_of(&sim, "pi-driver", "spark-kubernetes-driver").await;
+    assert!(log.contains("Pi is roughly 3.14"), "{log}");
+}
+
+#[tokio::test]
+async fn kubeflow_failed_driver_reports_its_exit_code_and_reruns_on_failure() {
+    let sim = spark_sim().await;
+    let api = kubeflow_api(&sim);
+    let from = sim.cluster.resource_version().to_string();
+    sim.cluster
+        .create(
+            "default",
+            kubeflow_app(
+                "fails",
+                &["exit=2"],
+                json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 0, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 0}}),
+            ),
+        )
+        .expect("created");
+    let states = kubeflow_states(&api, &from, "fails", &["FAILED"]).await;
+    assert_eq!(
+        states,
+        [
+            "<none>",
+            "",
+            "SUBMITTED",
+            "RUNNING",
+            "FAILING",
+            "PENDING_RERUN",
+            "SUBMITTED",
+            "RUNNING",
+            "FAILING",
+            "FAILED"
+        ]
+    );
+    let app = get(&api, "fails").await.expect("kept");
+    assert_eq!(
+        app["status"]["applicationState"]["errorMessage"],
+        "driver container failed with ExitCode: 2, Reason: Error"
+    );
+    assert_eq!(app["status"]["executionAttempts"], 2);
+}
+
+#[tokio::test]
+async fn kubeflow_submission_failure_is_retried_then_fails() {
+    let sim = spark_sim().await;
+    let api = kubeflow_api(&sim);
+    let from = sim.cluster.resource_version().to_string();
+    let mut app = kubeflow_app(
+        "nosa",
+        &["10"],
+        json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 0, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 0}}),
+    );
+    app["spec"]["driver"]["serviceAccount"] = json!("missing");
+    sim.cluster.create("default", app).expect("created");
+    let states = kubeflow_states(&api, &from, "nosa", &["FAILED"]).await;
+    assert_eq!(
+        states,
+        ["<none>", "", "SUBMISSION_FAILED", "FAILED"],
+        "two failed submissions in a row leave the state SUBMISSION_FAILED in between"
+    );
+    let app = get(&api, "nosa").await.expect("kept");
+    assert_eq!(app["status"]["submissionAttempts"], 2);
+    let error = app["status"]["applicationState"]["errorMessage"]
+        .as_str()
+        .expect("an error");
+    assert!(
+        error.starts_with("failed to run spark-submit") && error.contains("missing"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn kubeflow_application_expires_after_its_ttl() {
+    let sim = spark_sim().await;
+    let api = kubeflow_api(&sim);
+    sim.cluster
+        .create(
+            "default",
+            kubeflow_app("short", &["10"], json!({"timeToLiveSeconds": 0})),
+        )
+        .expect("created");
+    eventually("the application to expire", DEADLINE, || async {
+        get(&api, "short").await.is_none().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn operators_can_be_made_to_misbehave() {
+    let config = spark_config();
+    let faults = config.spark.faults.clone();
+    let sim = start_with(config).await;
+    let (apache, kubeflow) = (apache_api(&sim), kubeflow_api(&sim));
+    let rules = json!({"restartConfig": {"restartPolicy": "Never"}});
+    faults.set_for("odd-a", Some(SparkFault::UnreadableStatus));
+    faults.set_for("odd-k", Some(SparkFault::UnreadableStatus));
+    faults.set_for("silent", Some(SparkFault::NoStatus));
+    faults.set_for("liar", Some(SparkFault::FailWithDriverRunning));
+    faults.set_for("liar-k", Some(SparkFault::FailWithDriverRunning));
+
+    sim.cluster
+        .create("default", apache_app("silent", &["10"], rules.clone()))
+        .expect("created");
+    for name in ["odd-a", "liar"] {
+        let args: &[&str] = if name == "liar" {
+            &["sleep=30"]
+        } else {
+            &["10"]
+        };
+        sim.cluster
+            .create("default", apache_app(name, args, rules.clone()))
+            .expect("created");
+    }
+    for name in ["odd-k", "liar-k"] {
+        let args: &[&str] = if name == "liar-k" {
+            &["sleep=30"]
+        } else {
+            &["10"]
+        };
+        sim.cluster
+            .create("default", kubeflow_app(name, args, json!({})))
+            .expect("created");
+    }
+    for (api, name) in [(&apache, "odd-a"), (&kubeflow, "odd-k")] {
+        let app = until(api, name, "the odd status", |app| {
+            app.get("status").is_some()
+        })
+        .await;
+        assert_eq!(app["status"], json!({"phase": "Running"}));
+    }
+    // The operator handled "silent" before "odd-a" (its queue is first in, first out), and
+    // left it alone: no status, no finalizer, no driver.
+    let silent = get(&apache, "silent").await.expect("there");
+    assert!(silent.get("status").is_none(), "{silent}");
+    assert!(silent["metadata"].get("finalizers").is_none());
+    assert!(pod(&sim, "silent-0-driver").await.is_none());
+
+    let app = until(&apache, "liar", "the failure", |app| {
+        apache_state(app) == "TerminatedWithoutReleaseResources"
+    })
+    .await;
+    assert!(apache_history(&app).contains(&"Failed".to_string()));
+    let app = until(&kubeflow, "liar-k", "the failure", |app| {
+        kubeflow_state(app) == "FAILED"
+    })
+    .await;
+    assert!(app["status"]["terminationTime"].is_string());
+    for driver in ["liar-0-driver", "liar-k-driver"] {
+        let pod = pod(&sim, driver).await.expect("kept");
+        assert_eq!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Running"),
+            "{driver}"
+        );
+    }
+}
+
+/// Every path of a status (object keys joined by `/`; history keys and executor names, which
+/// differ from run to run, as `*`), down to `depth` levels.
+fn shape(value: &Value, prefix: &str, depth: usize, variable: &[&str], out: &mut Vec<String>) {
+    let Some(map) = value.as_object() else {
+        return;
+    };
+    for (key, child) in map {
+        let key = if variable.iter().any(|v| prefix.ends_with(v)) {
+            "*"
+        } else {
+            key.as_str()
+        };
+        let path = format!("{prefix}/{key}");
+        if !out.contains(&path) {
+            out.push(path.clone());
+        }
+        if depth > 1 {
+            shape(child, &path, depth - 1, variable, out);
+        }
+    }
+}
+
+fn fixture(path: &str) -> Value {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../core/tests/fixtures/spark")
+        .join(path);
+    let text = std::fs::read_to_string(&file).expect("the fixture is readable");
+    serde_saphyr::from_str(&text).expect("the fixture parses")
+}
+
+#[tokio::test]
+async fn statuses_have_the_shape_the_operators_write() {
+    let sim = spark_sim().await;
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "shape-a",
+                &["10"],
+                json!({"restartConfig": {"restartPolicy": "Never"}}),
+            ),
+        )
+        .expect("created");
+    sim.cluster
+        .create("default", kubeflow_app("shape-k", &["10"], json!({})))
+        .expect("created");
+    let apache = until(&apache_api(&sim), "shape-a", "the end", |app| {
+        apache_state(app) == "ResourceReleased"
+    })
+    .await;
+    let kubeflow = until(&kubeflow_api(&sim), "shape-k", "the end", |app| {
+        kubeflow_state(app) == "COMPLETED"
+    })
+    .await;
+    // The operator's own fields, to the depth that is the operator's (below it, pod statuses
+    // are the kubelet's).
+    let cases = [
+        (
+            apache,
+            fixture("apache/succeeded/app.yaml"),
+            &["stateTransitionHistory"][..],
+            3,
+            &[][..],
+        ),
+        (
+            kubeflow,
+            fixture("kubeflow/completed/app.yaml"),
+            &["executorState"][..],
+            2,
+            // No UI service is simulated.
+            &[
+                "/driverInfo/webUIAddress",
+                "/driverInfo/webUIPort",
+                "/driverInfo/webUIServiceName",
+            ][..],
+        ),
+    ];
+    for (simulated, real, variable, depth, absent) in cases {
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        shape(&simulated["status"], "", depth, variable, &mut ours);
+        shape(&real["status"], "", depth, variable, &mut theirs);
+        ours.sort();
+        theirs.retain(|p| !absent.contains(&p.as_str()));
+        theirs.sort();
+        assert_eq!(ours, theirs);
+    }
+}
