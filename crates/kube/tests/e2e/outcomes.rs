@@ -1,0 +1,213 @@
+//! The true outcome: one test per case of the container status mapping, produced for real on
+//! the simulated cluster (its Job controller, scheduler and kubelet), read through the executor.
+
+use kube::api::{Api, Patch, PatchParams};
+use kubeferry_core::{JobState, Reason};
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn succeeded() {
+    let env = Env::start().await;
+    let id = env.submit(&shell("ok", "echo hello", "")).await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded, "{seen:#?}");
+    assert_eq!(outcome.reason, Reason::Completed);
+    assert_eq!(outcome.exit_code, Some(0));
+    let (started, finished) = (outcome.started_at.unwrap(), outcome.finished_at.unwrap());
+    assert!(started <= finished, "{outcome:?}");
+    // Every replica reports the same outcome.
+    let fresh = env.fresh_executor().await;
+    assert_eq!(fresh.status(&id).await.unwrap(), outcome);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_with_exit_code() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("fail", "echo about to fail; exit 3", ""))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::Error);
+    assert_eq!(outcome.exit_code, Some(3));
+    assert!(!outcome.reason.is_retryable());
+    assert!(outcome.finished_at.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unschedulable_stays_queued_with_the_schedulers_message() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("huge", "echo never", "resources: {cpu: 64}"))
+        .await;
+    let info = env
+        .status_until(&id, "unschedulable", |i| i.reason == Reason::Unschedulable)
+        .await;
+    assert_eq!(info.state, JobState::Queued);
+    assert!(info.message.contains("Insufficient cpu"), "{info:?}");
+    // Without a pending timeout it stays so (the Job is not stopped).
+    assert!(env.job_object(&id).is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_is_started_with_its_start_time() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("run", &gate.wait("end"), "")).await;
+    let info = env
+        .status_until(&id, "running", is(JobState::Started))
+        .await;
+    assert_eq!(info.reason, Reason::Running);
+    let started = info.started_at.expect("a start time");
+    gate.open("end");
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    assert_eq!(outcome.started_at, Some(started), "the start time is kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oom_killed() {
+    let env = Env::start().await;
+    let script = "python3 -c 'import time; x = b\"x\" * (256 * 1024 * 1024); time.sleep(30)'";
+    let id = env
+        .submit(&shell(
+            "oom",
+            script,
+            "resources: {memory: 64Mi, limits: {memory: 64Mi}}",
+        ))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::OomKilled, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(137));
+    assert!(!outcome.reason.is_retryable());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadline_exceeded() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell("slow", &gate.wait("never"), "timeout: 1s"))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::DeadlineExceeded, "{outcome:?}");
+    // The container killed because of the deadline does not lend its exit code.
+    assert_eq!(outcome.exit_code, None, "{outcome:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backoff_limit_exceeded() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("flaky", "echo attempt; exit 2", "retries: 1"))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::BackoffLimitExceeded, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(2));
+    assert!(outcome.message.contains("2 attempts"), "{outcome:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evicted_is_a_retryable_infrastructure_failure() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("evicted", &gate.wait("never"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let pod = env.pod_of(&id).await;
+    env.sim.evict_pod(NS, &pod).unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::Evicted, "{outcome:?}");
+    assert!(outcome.reason.is_retryable());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_deleted_by_someone_else() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("victim", &gate.wait("never"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    env.delete_job_as_admin(&id).await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::DeletedExternally, "{outcome:?}");
+    assert!(outcome.started_at.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_removed_by_its_ttl_after_success() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("short", "echo done", "ttlAfterFinished: 1s"))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    eventually("the TTL to remove the Job", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
+    // The executor that watched it keeps the outcome.
+    let tracked = env
+        .status_until(&id, "the Job's removal to be seen", |_| {
+            env.executor
+                .container_jobs()
+                .tracker()
+                .namespace(NS)
+                .jobs
+                .tombstone(&id.name)
+                .is_some()
+        })
+        .await;
+    assert_eq!(tracked, outcome);
+    // One that never saw it cannot know, and says why it may be gone.
+    let fresh = env.fresh_executor().await;
+    let error = fresh.status(&id).await.unwrap_err();
+    assert!(error.is_no_such_job(), "{error}");
+    assert!(error.to_string().contains("ttlAfterFinished"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contradicting_verdicts_keep_the_last_status() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("both", &gate.wait("end"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(env.admin_client().await, NS);
+    let now = jiff::Timestamp::now().to_string();
+    let patch = serde_json::json!({"status": {"conditions": [
+        {"type": "Complete", "status": "True", "lastTransitionTime": now},
+        {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "lastTransitionTime": now},
+    ]}});
+    jobs.patch_status(&id.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let info = env
+        .status_until(&id, "an unreadable status", |i| {
+            i.reason == Reason::UnrecognizedStatus
+        })
+        .await;
+    assert_eq!(info.state, JobState::Started, "{info:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kueue_job_is_submitted_suspended() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("queued", "echo never", "queue: team-a"))
+        .await;
+    let info = env
+        .status_until(&id, "suspended", |i| i.reason == Reason::Suspended)
+        .await;
+    assert_eq!(info.state, JobState::Queued);
+    assert!(info.message.contains("team-a"), "{info:?}");
+    let job = env.job_object(&id).unwrap();
+    assert_eq!(job["spec"]["suspend"], true);
+    assert!(env.pods_of(&id).is_empty());
+}
