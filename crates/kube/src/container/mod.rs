@@ -342,8 +342,15 @@ impl ContainerJobs {
         Ok(info)
     }
 
-    /// Records an outcome kubeferry decided on the Job (with a resourceVersion precondition,
-    /// so a Job that changed meanwhile is judged again), then deletes the Job.
+    /// Records an outcome kubeferry decided on the Job and stops its work, in one write with a
+    /// resourceVersion precondition (a Job that changed meanwhile is judged again).
+    ///
+    /// The work stops by suspension, not deletion: the Job controller deletes the pods and the
+    /// Job stays as the record every replica reads the outcome from (a deleted Job would leave
+    /// replicas that did not watch it with "no such job"). It stays until it is deleted like
+    /// any finished Job without a TTL (`ttlSecondsAfterFinished` applies only to Jobs that
+    /// Kubernetes itself saw end). A Job held by a Kueue queue may be resumed by Kueue; the
+    /// recorded outcome stands regardless.
     async fn record_and_stop(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
         let api = self.jobs(&job.namespace);
         let outcome = serde_json::to_string(info).unwrap_or_default();
@@ -351,15 +358,17 @@ impl ContainerJobs {
             "metadata": {
                 "resourceVersion": job.resource_version,
                 "annotations": { OUTCOME_ANNOTATION: outcome },
-            }
+            },
+            "spec": { "suspend": true },
         });
         let op = Op::named("patch", JOBS, &job.namespace, &job.name);
         let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        // Safe to repeat: a repeat of a patch that took effect fails its precondition.
         self.cluster
             .call(&op, true, || api.patch(&job.name, &params, &patch))
             .await?;
-        info!(message = "recorded an outcome kubeferry decided", job = %job.name, state = %info.state, reason = %info.reason);
-        self.delete(&job.namespace, &job.name, &job.uid).await
+        info!(message = "recorded an outcome kubeferry decided and stopped the job", job = %job.name, state = %info.state, reason = %info.reason);
+        Ok(())
     }
 
     /// Deletes a Job and its pods (background propagation), only if it is still the same Job.

@@ -1,10 +1,22 @@
 //! The true outcome: one test per case of the container status mapping, produced for real on
 //! the simulated cluster (its Job controller, scheduler and kubelet), read through the executor.
 
+use std::time::Duration;
+
 use kube::api::{Api, Patch, PatchParams};
-use kubeferry_core::{JobState, Reason};
+use kubeferry_core::marks::OUTCOME_ANNOTATION;
+use kubeferry_core::{ExecutionInfo, JobState, Reason};
+use kubeferry_sim::SimConfig;
 
 use crate::support::*;
+
+fn outcome_annotation(job: &serde_json::Value) -> Option<ExecutionInfo> {
+    let text = job
+        .pointer("/metadata/annotations")?
+        .get(OUTCOME_ANNOTATION)?
+        .as_str()?;
+    serde_json::from_str(text).ok()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn succeeded() {
@@ -48,6 +60,108 @@ async fn unschedulable_stays_queued_with_the_schedulers_message() {
     assert!(info.message.contains("Insufficient cpu"), "{info:?}");
     // Without a pending timeout it stays so (the Job is not stopped).
     assert!(env.job_object(&id).is_some());
+}
+
+/// An outcome kubeferry decided itself is recorded on the Job, the work is stopped, and any
+/// replica reports it.
+async fn assert_recorded_and_stopped(
+    env: &Env,
+    id: &kubeferry_core::ExecutionId,
+    outcome: &ExecutionInfo,
+) {
+    let job = eventually("the recorded outcome", || async {
+        env.job_object(id)
+            .filter(|job| outcome_annotation(job).is_some())
+    })
+    .await;
+    assert_eq!(outcome_annotation(&job).as_ref(), Some(outcome));
+    assert_eq!(
+        job["spec"]["suspend"], true,
+        "stopped by suspension, kept as the record"
+    );
+    eventually("the job's pods to go", || async {
+        env.pods_of(id).is_empty().then_some(())
+    })
+    .await;
+    let fresh = env.fresh_executor().await;
+    assert_eq!(&fresh.status(id).await.unwrap(), outcome);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unschedulable_fails_after_the_pending_timeout() {
+    // Kubernetes timestamps have whole seconds: a timeout under 1 s may already have run out
+    // when the pod is first seen.
+    let settings =
+        Settings::fast().with_mapping(|m| m.pending_timeout = Some(Duration::from_millis(1500)));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let id = env
+        .submit(&shell("huge", "echo never", "resources: {cpu: 64}"))
+        .await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert!(
+        seen.iter()
+            .any(|i| i.state == JobState::Queued && i.reason == Reason::Unschedulable),
+        "{seen:#?}"
+    );
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::UnschedulableTimeout);
+    assert!(outcome.message.contains("Insufficient cpu"), "{outcome:?}");
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_pull_failure_is_queued_then_failed_after_the_grace() {
+    // The grace counts from the pod's start time, which has whole seconds: with less than 1 s
+    // it may have run out when the pull first fails.
+    let settings =
+        Settings::fast().with_mapping(|m| m.image_pull_grace = Duration::from_millis(1500));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let yaml = "name: pull\nimage: registry.invalid/nothing:1.0\ncommand: [sh, -c, 'echo never']\n";
+    let id = env.submit(yaml).await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert!(
+        seen.iter()
+            .any(|i| i.state == JobState::Queued && i.reason == Reason::ImagePullBackOff),
+        "{seen:#?}"
+    );
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::ImagePullFailed);
+    assert!(outcome.message.contains("registry.invalid"), "{outcome:?}");
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_image_name_fails_at_once() {
+    let env = Env::start().await;
+    // The spec validator refuses a malformed reference, so the Job is created directly.
+    let id = env.create_job_directly(&shell("badimage", "echo never", ""), "badimage-1", |job| {
+        job["spec"]["template"]["spec"]["containers"][0]["image"] = "Not A/Valid:Image!".into();
+    });
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
+    assert_eq!(outcome.reason, Reason::InvalidImageName);
+    assert!(
+        seen.iter().all(|i| i.reason != Reason::ImagePullBackOff),
+        "no grace for a malformed name: {seen:#?}"
+    );
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_secret_is_a_create_container_config_error() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell(
+            "nosecret",
+            "echo never",
+            "secrets: [does-not-exist]",
+        ))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::CreateContainerConfigError);
+    assert!(outcome.message.contains("does-not-exist"), "{outcome:?}");
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
