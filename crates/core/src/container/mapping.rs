@@ -478,9 +478,10 @@ impl<'a> Mapper<'a> {
 
     fn failed(&self, verdict: &Verdict<'_>) -> Mapped {
         let newest = self.attempts.last().copied();
-        let terminated = newest
-            .and_then(main_terminated)
-            .filter(|t| ended_by(t, verdict.at));
+        let terminated = newest.and_then(|pod| {
+            main_terminated(pod)
+                .filter(|t| ended_by(t, verdict.at) && !killed_by_deletion(pod, t, verdict.at))
+        });
         let job_message = verdict.message.unwrap_or_default();
         let cause = match verdict.reason {
             // The Job's own reason names the cause.
@@ -644,11 +645,9 @@ impl<'a> Mapper<'a> {
     }
 
     fn deleted_externally(&self, at: Option<Timestamp>, message: String) -> Mapped {
-        let terminated = self
-            .attempts
-            .last()
-            .and_then(|pod| main_terminated(pod))
-            .filter(|t| ended_by(t, at));
+        let terminated = self.attempts.last().and_then(|pod| {
+            main_terminated(pod).filter(|t| ended_by(t, at) && !killed_by_deletion(pod, t, at))
+        });
         let mut info =
             ExecutionInfo::new(JobState::Failed, Reason::DeletedExternally).with_message(message);
         info.exit_code = terminated.map(|t| t.exit_code);
@@ -1066,6 +1065,19 @@ fn ended_by(t: &TerminatedView, at: Option<Timestamp>) -> bool {
         (Some(finished), Some(at)) => finished <= at,
         _ => true,
     }
+}
+
+/// Whether the container was killed by a deletion of its pod requested with or after `at`
+/// (the verdict, or the Job's deletion): the Job controller deleting the pods of a Job past
+/// its deadline, the garbage collector those of a deleted Job. Its exit code (143) is then the
+/// outcome's consequence, not its cause. Timestamps have whole seconds, so a container killed
+/// in the verdict's own second would otherwise count as ended by it, and a replica that looked
+/// before the kill and one that looked after would report different exit codes.
+fn killed_by_deletion(pod: &PodView, t: &TerminatedView, at: Option<Timestamp>) -> bool {
+    let Some(deleted) = pod.deletion_requested_at() else {
+        return false;
+    };
+    at.is_some_and(|at| deleted >= at) && t.finished_at.is_none_or(|end| end >= deleted)
 }
 
 fn deadline(since: Timestamp, period: Duration) -> Option<Timestamp> {

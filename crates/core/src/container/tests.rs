@@ -523,3 +523,48 @@ fn a_success_is_read_from_its_pod_even_when_the_node_clock_runs_ahead() {
     assert_eq!(mapped.info.exit_code, Some(0));
     assert_eq!(mapped.info.finished_at, Some(at(68)));
 }
+
+#[test]
+fn a_container_killed_in_the_second_of_the_deadline_lends_no_exit_code() {
+    // The Job controller fails the Job at its deadline and deletes the running pod; the
+    // container ends on SIGTERM within the same second. A replica that looked before the kill
+    // saw no exit code; one that looks after must not see 143 either.
+    let mut deadline = job();
+    deadline.conditions = vec![condition(
+        JobConditionType::FailureTarget,
+        "DeadlineExceeded",
+        60,
+    )];
+    let mut before_the_kill = running_pod("p", 1);
+    before_the_kill.deletion_timestamp = Some(at(62));
+    before_the_kill.deletion_grace_period_seconds = Some(2);
+    let mut after_the_kill = before_the_kill.clone();
+    after_the_kill.phase = Some(PodPhase::Failed);
+    after_the_kill.main.as_mut().expect("main").state =
+        ContainerStateView::Terminated(TerminatedView {
+            exit_code: 143,
+            signal: None,
+            reason: Some("Error".into()),
+            message: None,
+            started_at: Some(at(5)),
+            finished_at: Some(at(60)),
+        });
+    let before = map(&deadline, &[before_the_kill], 60);
+    let after = map(&deadline, &[after_the_kill.clone()], 61);
+    assert_eq!(before.info.reason, Reason::DeadlineExceeded);
+    assert_eq!(after.info, before.info);
+    assert_eq!(after.info.exit_code, None);
+
+    // A pod deleted (evicted) before the verdict was not killed by it: its exit code stands.
+    let mut backoff = job();
+    backoff.conditions = vec![condition(
+        JobConditionType::FailureTarget,
+        "BackoffLimitExceeded",
+        61,
+    )];
+    after_the_kill.deletion_timestamp = Some(at(60));
+    after_the_kill.deletion_grace_period_seconds = Some(0);
+    let evicted = map(&backoff, &[after_the_kill], 62);
+    assert_eq!(evicted.info.reason, Reason::DeletedExternally);
+    assert_eq!(evicted.info.exit_code, Some(143));
+}

@@ -208,8 +208,18 @@ async fn deadline_exceeded() {
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::DeadlineExceeded, "{outcome:?}");
-    // The container killed because of the deadline does not lend its exit code.
+    // The container killed because of the deadline does not lend its exit code, neither to
+    // the executor that saw the verdict first nor to one that looks once the kill is over.
     assert_eq!(outcome.exit_code, None, "{outcome:?}");
+    eventually("the killed pod to go", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    let fresh = env.fresh_executor().await;
+    assert_eq!(
+        outcome_of(&fresh.status(&id).await.unwrap()),
+        outcome_of(&outcome)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

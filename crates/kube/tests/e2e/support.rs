@@ -336,3 +336,9 @@ pub fn shell(name: &str, script: &str, extra: &str) -> String {
     let script = serde_json::to_string(script).expect("a string");
     format!("name: {name}\nimage: busybox:1.36\ncommand: [sh, -c, {script}]\n{extra}")
 }
+
+/// What makes an outcome: state, reason and exit code. A replica that looks once a job's pods
+/// are gone cannot know the details only pods hold (when the container started).
+pub fn outcome_of(info: &ExecutionInfo) -> (JobState, kubeferry_core::Reason, Option<i32>) {
+    (info.state, info.reason, info.exit_code)
+}
