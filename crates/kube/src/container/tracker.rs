@@ -14,7 +14,7 @@ use kubeferry_core::marks::MANAGED_SELECTOR;
 use tokio::sync::broadcast;
 
 use crate::cluster::Cluster;
-use crate::tracker::{Entry, Reflector, ReflectorSettings, WatchHealth};
+use crate::tracker::{Departure, Entry, Reflector, ReflectorSettings, WatchHealth};
 
 /// The label the Job controller puts on a Job's pods (Kubernetes 1.27+), and its older twin.
 const JOB_NAME_LABELS: [&str; 2] = ["batch.kubernetes.io/job-name", "job-name"];
@@ -37,9 +37,16 @@ impl NamespaceWatch {
         jobs && pods
     }
 
-    /// The pods of one Job.
+    /// The pods of one Job: those that exist, and the final states of those deleted lately.
+    ///
+    /// A deleted pod still tells how its attempt ended: a pod lost with its node, evicted,
+    /// or deleted by someone is often gone (the Job controller lifts its finalizer once it
+    /// counted it) before the Job's verdict arrives, and without it the verdict's cause
+    /// (`NodeLost`, `DeletedExternally`) would be unknown. Pods that merely went missing from a
+    /// relist are left out: their last view may be stale.
     pub fn pods_of(&self, job: &str) -> Vec<PodView> {
-        self.pods.of_job(job).into_iter().map(|e| e.view).collect()
+        self.pods
+            .of_job_and_departed(job, |t| t.departure == Departure::Deleted)
     }
 
     /// Notifications naming the Jobs whose Job or pods changed.

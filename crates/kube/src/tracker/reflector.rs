@@ -44,6 +44,8 @@ pub enum Departure {
 /// An object that was watched and is gone.
 #[derive(Clone, Debug)]
 pub struct Tombstone<V> {
+    /// The job the object belonged to.
+    pub job: String,
     /// The last view seen.
     pub last: V,
     /// How it left.
@@ -88,6 +90,8 @@ struct State<V> {
     objects: HashMap<String, Entry<V>>,
     by_job: HashMap<String, HashSet<String>>,
     tombstones: HashMap<String, Tombstone<V>>,
+    /// Tombstone names by the job they belonged to.
+    tombstones_by_job: HashMap<String, HashSet<String>>,
     /// Tombstone names in the order they were made, for pruning the oldest first.
     tombstone_order: VecDeque<(Instant, String)>,
     relisting: Option<HashSet<String>>,
@@ -100,6 +104,7 @@ impl<V> Default for State<V> {
             objects: HashMap::new(),
             by_job: HashMap::new(),
             tombstones: HashMap::new(),
+            tombstones_by_job: HashMap::new(),
             tombstone_order: VecDeque::new(),
             relisting: None,
             health: WatchHealth::default(),
@@ -213,6 +218,33 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
         read(&self.state).tombstones.get(name).cloned()
     }
 
+    /// The objects of one job that were watched and are gone.
+    pub fn tombstones_of_job(&self, job: &str) -> Vec<Tombstone<V>> {
+        let state = read(&self.state);
+        tombstones_of(&state, job).cloned().collect()
+    }
+
+    /// The views of one job's objects, and those of its objects that went away and are
+    /// accepted by `departed`, read at one instant (an object is never both, or neither).
+    pub fn of_job_and_departed(
+        &self,
+        job: &str,
+        departed: impl Fn(&Tombstone<V>) -> bool,
+    ) -> Vec<V> {
+        let state = read(&self.state);
+        let present = state
+            .by_job
+            .get(job)
+            .into_iter()
+            .flatten()
+            .filter_map(|name| state.objects.get(name))
+            .map(|entry| entry.view.clone());
+        let gone = tombstones_of(&state, job)
+            .filter(|tombstone| departed(tombstone))
+            .map(|tombstone| tombstone.last.clone());
+        present.chain(gone).collect()
+    }
+
     /// Every entry (for listing).
     pub fn all(&self) -> Vec<Entry<V>> {
         read(&self.state).objects.values().cloned().collect()
@@ -232,6 +264,15 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
     pub fn subscribe(&self) -> broadcast::Receiver<String> {
         self.changes.subscribe()
     }
+}
+
+fn tombstones_of<'a, V>(state: &'a State<V>, job: &str) -> impl Iterator<Item = &'a Tombstone<V>> {
+    state
+        .tombstones_by_job
+        .get(job)
+        .into_iter()
+        .flatten()
+        .filter_map(|name| state.tombstones.get(name))
 }
 
 fn read<V>(state: &RwLock<State<V>>) -> std::sync::RwLockReadGuard<'_, State<V>> {
@@ -312,7 +353,7 @@ where
 }
 
 fn upsert<V>(state: &mut State<V>, entry: Entry<V>) {
-    state.tombstones.remove(&entry.name);
+    drop_tombstone(state, &entry.name);
     if let Some(previous) = state.objects.get(&entry.name)
         && previous.job != entry.job
         && let Some(names) = state.by_job.get_mut(&previous.job)
@@ -349,9 +390,16 @@ fn remove<V: Clone>(
     let now = Instant::now();
     prune_tombstones(state, now, settings);
     let job = entry.job.clone();
+    drop_tombstone(state, name);
+    state
+        .tombstones_by_job
+        .entry(job.clone())
+        .or_default()
+        .insert(name.to_string());
     state.tombstones.insert(
         name.to_string(),
         Tombstone {
+            job: job.clone(),
             last: entry.view,
             departure,
             at: now,
@@ -361,20 +409,35 @@ fn remove<V: Clone>(
     Some(job)
 }
 
+/// Forgets an object's tombstone, if it has one.
+fn drop_tombstone<V>(state: &mut State<V>, name: &str) {
+    let Some(tombstone) = state.tombstones.remove(name) else {
+        return;
+    };
+    if let Some(names) = state.tombstones_by_job.get_mut(&tombstone.job) {
+        names.remove(name);
+        if names.is_empty() {
+            state.tombstones_by_job.remove(&tombstone.job);
+        }
+    }
+}
+
 /// Drops tombstones past their time, and the oldest while there are too many.
 fn prune_tombstones<V>(state: &mut State<V>, now: Instant, settings: &ReflectorSettings) {
-    while let Some((at, name)) = state.tombstone_order.front() {
+    while let Some((at, _)) = state.tombstone_order.front() {
         let expired = now.duration_since(*at) >= settings.tombstone_ttl;
         let over = state.tombstones.len() >= settings.max_tombstones;
         if !expired && !over {
             break;
         }
+        let Some((at, name)) = state.tombstone_order.pop_front() else {
+            break;
+        };
         // A name re-tombstoned later has a newer entry in the order; only the entry that made
         // the current tombstone removes it.
-        if state.tombstones.get(name).is_some_and(|t| t.at == *at) {
-            state.tombstones.remove(name);
+        if state.tombstones.get(&name).is_some_and(|t| t.at == at) {
+            drop_tombstone(state, &name);
         }
-        state.tombstone_order.pop_front();
     }
 }
 

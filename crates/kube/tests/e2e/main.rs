@@ -7,3 +7,4 @@
 mod support;
 
 mod outcomes;
+mod sim_gaps;

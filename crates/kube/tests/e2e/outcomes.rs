@@ -3,10 +3,13 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::{ExecutionInfo, JobState, Reason};
 use kubeferry_sim::SimConfig;
+
+use kubeferry_kube::generate_job_id;
 
 use crate::support::*;
 
@@ -80,7 +83,7 @@ async fn assert_recorded_and_stopped(
         "stopped by suspension, kept as the record"
     );
     eventually("the job's pods to go", || async {
-        env.pods_of(id).is_empty().then_some(())
+        (env.sim.count("", "pods") == 0).then_some(())
     })
     .await;
     let fresh = env.fresh_executor().await;
@@ -202,9 +205,12 @@ async fn oom_killed() {
 async fn deadline_exceeded() {
     let env = Env::start().await;
     let gate = Gate::new();
-    let id = env
-        .submit(&shell("slow", &gate.wait("never"), "timeout: 1s"))
-        .await;
+    // The manifest kubeferry makes, with no termination grace: a graceful pod deletion meets a
+    // gap of the simulated cluster (see `sim_gaps`) that hides when the deletion was requested.
+    let yaml = shell("slow", &gate.wait("never"), "timeout: 1s");
+    let id = env.create_job_directly(&yaml, &generate_job_id("slow"), |job| {
+        job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0.into();
+    });
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::DeadlineExceeded, "{outcome:?}");
@@ -251,6 +257,20 @@ async fn evicted_is_a_retryable_infrastructure_failure() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_lost_is_a_retryable_infrastructure_failure() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("lost", &gate.wait("never"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    env.sim.lose_node("sim-node-1").unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::NodeLost, "{outcome:?}");
+    assert!(outcome.reason.is_retryable());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_deleted_by_someone_else() {
     let env = Env::start().await;
     let gate = Gate::new();
@@ -262,6 +282,50 @@ async fn job_deleted_by_someone_else() {
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::DeletedExternally, "{outcome:?}");
     assert!(outcome.started_at.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_deleted_by_someone_else() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    // Work around a gap of the simulated cluster: its Job controller ignores
+    // `podReplacementPolicy: Failed` and starts a replacement pod while the deleted one is
+    // still terminating (see `sim_gaps`). A service account that is gone by then makes that
+    // replacement fail admission, as on a real cluster no replacement would be made.
+    env.sim
+        .create(
+            NS,
+            serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "runner"}}),
+        )
+        .unwrap();
+    let id = env
+        .submit(&shell(
+            "podvictim",
+            &gate.wait("never"),
+            "serviceAccount: runner",
+        ))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let client = env.admin_client().await;
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), NS);
+    accounts
+        .delete("runner", &DeleteParams::default())
+        .await
+        .unwrap();
+    let pod = env.pod_of(&id).await;
+    let pods: Api<Pod> = Api::namespaced(client, NS);
+    // Deleted at once (grace 0): a graceful delete meets another gap of the simulated
+    // cluster (see `sim_gaps`).
+    pods.delete(&pod, &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::DeletedExternally, "{outcome:?}");
+    assert!(outcome.reason.is_retryable());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -118,6 +118,11 @@ fn tombstones_are_bounded() {
     for kept in ["p7", "p8", "p9"] {
         assert!(state.tombstones.contains_key(kept), "{kept}");
     }
+    assert_eq!(
+        state.tombstones_by_job["j"].len(),
+        3,
+        "the index is pruned too"
+    );
 }
 
 #[test]
@@ -127,4 +132,22 @@ fn ignored_objects_change_nothing() {
     unlabelled.metadata.labels = None;
     assert!(run(&state, watcher::Event::Apply(unlabelled)).is_empty());
     assert!(read(&state).objects.is_empty());
+}
+
+#[test]
+fn tombstones_are_found_by_job_until_the_object_returns() {
+    let state = RwLock::new(State::default());
+    run(&state, watcher::Event::Apply(object("p1", "j1", "running")));
+    run(&state, watcher::Event::Apply(object("p2", "j1", "running")));
+    run(&state, watcher::Event::Delete(object("p1", "j1", "final")));
+    {
+        let state = read(&state);
+        let names: Vec<&String> = state.tombstones_by_job["j1"].iter().collect();
+        assert_eq!(names, ["p1"]);
+    }
+    // The same name again (a new object): its tombstone goes, and so does the index entry.
+    run(&state, watcher::Event::Apply(object("p1", "j1", "again")));
+    let state = read(&state);
+    assert!(state.tombstones.is_empty());
+    assert!(state.tombstones_by_job.is_empty());
 }
