@@ -440,10 +440,13 @@ impl<'a> Mapper<'a> {
             // The Job's own reason names the cause; its pods may legitimately still run.
             false
         } else {
-            // A pod being deleted holds nothing back: the deletion is the news.
+            // A pod being deleted holds nothing back: the deletion is the news. No pod at all
+            // is different: the attempts may be gone (deleted, and removed once the Job
+            // controller counted them), and a replica that saw them records the outcome it
+            // read from them (rule 0); wait for that rather than report a bare verdict.
             self.attempts
                 .last()
-                .is_some_and(|pod| !has_ended(pod) && pod.deletion_timestamp.is_none())
+                .is_none_or(|pod| !has_ended(pod) && pod.deletion_timestamp.is_none())
         }
     }
 

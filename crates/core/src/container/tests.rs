@@ -568,3 +568,37 @@ fn a_container_killed_in_the_second_of_the_deadline_lends_no_exit_code() {
     assert_eq!(evicted.info.reason, Reason::DeletedExternally);
     assert_eq!(evicted.info.exit_code, Some(143));
 }
+
+#[test]
+fn a_failure_verdict_whose_pods_are_all_gone_waits_for_a_recorded_outcome() {
+    // A replica that never saw the pods (lost with their node, removed once counted) sees only
+    // the Job's verdict. It waits, within the pod status wait, for the outcome a replica that
+    // saw them records; then it reports the verdict alone.
+    let mut job = job();
+    job.failed = 1;
+    job.conditions = vec![condition(
+        JobConditionType::FailureTarget,
+        "BackoffLimitExceeded",
+        60,
+    )];
+    let waiting = map(&job, &[], 61);
+    assert_eq!(waiting.info.state, JobState::Queued, "{:?}", waiting.info);
+    assert!(!waiting.info.is_terminal());
+    let alone = map(&job, &[], 60 + 10);
+    assert_eq!(alone.info.state, JobState::Failed);
+    assert_eq!(alone.info.reason, Reason::BackoffLimitExceeded);
+
+    let mut recorded = ExecutionInfo::new(JobState::Failed, Reason::NodeLost);
+    recorded.message = "the node was lost".into();
+    job.recorded_outcome = Some(Ok(recorded.clone()));
+    assert_eq!(map(&job, &[], 61).info, recorded);
+
+    // The Job's own reason names a deadline's cause: nothing to wait for.
+    job.recorded_outcome = None;
+    job.conditions = vec![condition(
+        JobConditionType::FailureTarget,
+        "DeadlineExceeded",
+        60,
+    )];
+    assert_eq!(map(&job, &[], 61).info.reason, Reason::DeadlineExceeded);
+}
