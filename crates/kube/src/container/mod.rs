@@ -21,6 +21,7 @@ use kubeferry_core::marks::{
     SPEC_HASH_ANNOTATION, object_name,
 };
 use kubeferry_core::spec::ContainerJobSpec;
+use kubeferry_core::status::FailureClass;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use tokio::sync::broadcast::error::RecvError;
 use tracing::{debug, info, warn};
@@ -326,6 +327,16 @@ impl ContainerJobs {
             warn!(message = "unreadable status", id = %id, %warning);
         }
         let mut info = mapped.info;
+        if !mapped.must_record
+            && info.is_terminal()
+            && !previous.as_ref().is_some_and(ExecutionInfo::is_terminal)
+            && let Observed::Present(job) = observed
+            && self.worth_recording(&observation, pods, &info)
+            && let Err(error) = self.record(job, &info).await
+        {
+            // The outcome stands here; a replica that never saw the pods reports the verdict alone.
+            warn!(message = "could not record an outcome read from deleted pods", id = %id, %error);
+        }
         if mapped.must_record
             && let Observed::Present(job) = observed
             && let Err(error) = self.record_and_stop(job, &info).await
@@ -340,6 +351,62 @@ impl ContainerJobs {
         }
         self.tracker.remember(&id.namespace, &id.name, &info);
         Ok(info)
+    }
+
+    /// Whether an outcome rests on pods that are, or will soon be, deleted and removed: a
+    /// replica that looks once they are gone would see only the Job's verdict and report
+    /// another outcome (a lost node as BackoffLimitExceeded). That is every infrastructure
+    /// failure (the pods of a lost node, a drain or a preemption are deleted, often only just
+    /// after the verdict is seen), and any outcome that mapped without the pods being deleted
+    /// would differ. Disruptions and deletions are rare, so the outcomes recorded are few.
+    fn worth_recording(
+        &self,
+        observation: &JobObservation<'_>,
+        pods: &[PodView],
+        info: &ExecutionInfo,
+    ) -> bool {
+        let job = observation.job();
+        if job.recorded_outcome.is_some() || job.deletion_timestamp.is_some() {
+            return false;
+        }
+        if info.reason.failure_class() == Some(FailureClass::Infrastructure) {
+            return true;
+        }
+        let lasting: Vec<PodView> = pods
+            .iter()
+            .filter(|pod| pod.deletion_timestamp.is_none())
+            .cloned()
+            .collect();
+        if lasting.len() == pods.len() {
+            return false;
+        }
+        let outcome = |info: &ExecutionInfo| (info.state, info.reason, info.exit_code);
+        let without = container_status(
+            observation,
+            &lasting,
+            Timestamp::now(),
+            &self.settings.mapping,
+            None,
+        );
+        without.map(|mapped| outcome(&mapped.info)) != Some(outcome(info))
+    }
+
+    /// Records an outcome on a Job that Kubernetes already judged, so that every replica reports
+    /// it (the mapping's rule 0). The outcome follows from a final verdict and the pods' final
+    /// states, so replicas that record it write the same value: no precondition is needed.
+    async fn record(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
+        let api = self.jobs(&job.namespace);
+        let outcome = serde_json::to_string(info).unwrap_or_default();
+        let patch = serde_json::json!({
+            "metadata": { "annotations": { OUTCOME_ANNOTATION: outcome } },
+        });
+        let op = Op::named("patch", JOBS, &job.namespace, &job.name);
+        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        self.cluster
+            .call(&op, true, || api.patch(&job.name, &params, &patch))
+            .await?;
+        info!(message = "recorded an outcome read from deleted pods", job = %job.name, state = %info.state, reason = %info.reason);
+        Ok(())
     }
 
     /// Records an outcome kubeferry decided on the Job and stops its work, in one write with a

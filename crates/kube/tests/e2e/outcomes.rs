@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
-use kubeferry_core::{ExecutionInfo, JobState, Reason};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use kubeferry_sim::SimConfig;
 
 use kubeferry_kube::generate_job_id;
@@ -67,11 +67,7 @@ async fn unschedulable_stays_queued_with_the_schedulers_message() {
 
 /// An outcome kubeferry decided itself is recorded on the Job, the work is stopped, and any
 /// replica reports it.
-async fn assert_recorded_and_stopped(
-    env: &Env,
-    id: &kubeferry_core::ExecutionId,
-    outcome: &ExecutionInfo,
-) {
+async fn assert_recorded_and_stopped(env: &Env, id: &ExecutionId, outcome: &ExecutionInfo) {
     let job = eventually("the recorded outcome", || async {
         env.job_object(id)
             .filter(|job| outcome_annotation(job).is_some())
@@ -257,6 +253,54 @@ async fn evicted_is_a_retryable_infrastructure_failure() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drained_node_is_an_eviction() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    without_replacement_pods(&env).await;
+    let id = env
+        .submit(&shell(
+            "drained",
+            &gate.wait("never"),
+            "serviceAccount: runner",
+        ))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    retire_service_account(&env).await;
+    // Cordons the node and evicts its pods through the Eviction API (a graceful deletion).
+    env.sim.drain_node("sim-node-1").unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::Evicted, "{outcome:?}");
+    assert!(outcome.reason.is_retryable());
+    assert_every_replica_reports(&env, &id, &outcome).await;
+}
+
+/// Works around a gap of the simulated cluster: its Job controller ignores
+/// `podReplacementPolicy: Failed` and starts a replacement pod while a deleted one is still
+/// terminating (see `sim_gaps`). Jobs run as service account `runner`, retired (with
+/// [`retire_service_account`]) before their pod is deleted: the replacement then fails
+/// admission, as on a real cluster no replacement would be made.
+async fn without_replacement_pods(env: &Env) {
+    env.sim
+        .create(
+            NS,
+            serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": "runner"}}),
+        )
+        .unwrap();
+}
+
+async fn retire_service_account(env: &Env) {
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(env.admin_client().await, NS);
+    accounts
+        .delete("runner", &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_lost_is_a_retryable_infrastructure_failure() {
     let env = Env::start().await;
     let gate = Gate::new();
@@ -268,6 +312,7 @@ async fn node_lost_is_a_retryable_infrastructure_failure() {
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::NodeLost, "{outcome:?}");
     assert!(outcome.reason.is_retryable());
+    assert_every_replica_reports(&env, &id, &outcome).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,17 +333,7 @@ async fn job_deleted_by_someone_else() {
 async fn pod_deleted_by_someone_else() {
     let env = Env::start().await;
     let gate = Gate::new();
-    // Work around a gap of the simulated cluster: its Job controller ignores
-    // `podReplacementPolicy: Failed` and starts a replacement pod while the deleted one is
-    // still terminating (see `sim_gaps`). A service account that is gone by then makes that
-    // replacement fail admission, as on a real cluster no replacement would be made.
-    env.sim
-        .create(
-            NS,
-            serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": "runner"}}),
-        )
-        .unwrap();
+    without_replacement_pods(&env).await;
     let id = env
         .submit(&shell(
             "podvictim",
@@ -308,15 +343,9 @@ async fn pod_deleted_by_someone_else() {
         .await;
     env.status_until(&id, "running", is(JobState::Started))
         .await;
-    let client = env.admin_client().await;
-    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(client.clone(), NS);
-    accounts
-        .delete("runner", &DeleteParams::default())
-        .await
-        .unwrap();
+    retire_service_account(&env).await;
     let pod = env.pod_of(&id).await;
-    let pods: Api<Pod> = Api::namespaced(client, NS);
+    let pods: Api<Pod> = Api::namespaced(env.admin_client().await, NS);
     // Deleted at once (grace 0): a graceful delete meets another gap of the simulated
     // cluster (see `sim_gaps`).
     pods.delete(&pod, &DeleteParams::default().grace_period(0))
@@ -326,6 +355,19 @@ async fn pod_deleted_by_someone_else() {
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::DeletedExternally, "{outcome:?}");
     assert!(outcome.reason.is_retryable());
+    assert_every_replica_reports(&env, &id, &outcome).await;
+}
+
+/// Once a job's pods are gone, a replica that never saw them reports the same outcome: the
+/// executor that read it from the pods' final states recorded it on the Job.
+async fn assert_every_replica_reports(env: &Env, id: &ExecutionId, outcome: &ExecutionInfo) {
+    eventually("the job's pods to go", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    let fresh = env.fresh_executor().await;
+    let seen = status_until(&fresh, id, "an outcome", ExecutionInfo::is_terminal).await;
+    assert_eq!(&seen, outcome);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
