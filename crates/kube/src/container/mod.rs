@@ -321,11 +321,6 @@ impl ContainerJobs {
                 hint: " (it is gone and what became of it is unknown: if it was being cancelled, it was cancelled)".into(),
             });
         };
-        if let Some(warning) = &mapped.warning
-            && previous.as_ref().map(|p| &p.message) != Some(&mapped.info.message)
-        {
-            warn!(message = "unreadable status", id = %id, %warning);
-        }
         let mut info = mapped.info;
         if !mapped.must_record
             && info.is_terminal()
@@ -349,7 +344,14 @@ impl ContainerJobs {
                     .with_message(format!("deciding the outcome: {}", info.message))
             });
         }
-        self.tracker.remember(&id.namespace, &id.name, &info);
+        let warning = mapped.warning.as_deref();
+        if self
+            .tracker
+            .remember(&id.namespace, &id.name, &info, warning)
+            && let Some(warning) = warning
+        {
+            warn!(message = "unreadable status", id = %id, %warning);
+        }
         Ok(info)
     }
 

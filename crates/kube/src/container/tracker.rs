@@ -132,9 +132,16 @@ impl ContainerTracker {
         lock(&self.reported).get(&key(namespace, name))
     }
 
-    /// Remembers what was reported for a job.
-    pub fn remember(&self, namespace: &str, name: &str, info: &ExecutionInfo) {
-        lock(&self.reported).put(key(namespace, name), info.clone());
+    /// Remembers what was reported for a job, and the warning that came with it. Returns true
+    /// when the warning is new for the job, to be logged once rather than on every query.
+    pub fn remember(
+        &self,
+        namespace: &str,
+        name: &str,
+        info: &ExecutionInfo,
+        warning: Option<&str>,
+    ) -> bool {
+        lock(&self.reported).put(key(namespace, name), info.clone(), warning)
     }
 }
 
@@ -166,8 +173,15 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The last status reported per job, bounded: the oldest entries go first.
 struct LastReported {
     capacity: usize,
-    entries: HashMap<String, ExecutionInfo>,
+    entries: HashMap<String, Reported>,
     order: VecDeque<String>,
+}
+
+/// What was last reported for one job.
+struct Reported {
+    info: ExecutionInfo,
+    /// The last warning logged for the job.
+    warning: Option<String>,
 }
 
 impl LastReported {
@@ -180,13 +194,30 @@ impl LastReported {
     }
 
     fn get(&self, key: &str) -> Option<ExecutionInfo> {
-        self.entries.get(key).cloned()
+        self.entries.get(key).map(|reported| reported.info.clone())
     }
 
-    fn put(&mut self, key: String, info: ExecutionInfo) {
-        if self.entries.insert(key.clone(), info).is_none() {
-            self.order.push_back(key);
-        }
+    /// Stores `info`; true when `warning` differs from the last one logged for the job.
+    fn put(&mut self, key: String, info: ExecutionInfo, warning: Option<&str>) -> bool {
+        let new_warning = match self.entries.get_mut(&key) {
+            Some(reported) => {
+                reported.info = info;
+                let new = warning.is_some() && reported.warning.as_deref() != warning;
+                if new {
+                    reported.warning = warning.map(str::to_string);
+                }
+                new
+            }
+            None => {
+                let reported = Reported {
+                    info,
+                    warning: warning.map(str::to_string),
+                };
+                self.entries.insert(key.clone(), reported);
+                self.order.push_back(key);
+                warning.is_some()
+            }
+        };
         while self.entries.len() > self.capacity {
             match self.order.pop_front() {
                 Some(oldest) => {
@@ -195,6 +226,7 @@ impl LastReported {
                 None => break,
             }
         }
+        new_warning
     }
 }
 
@@ -227,11 +259,23 @@ mod tests {
         let mut reported = LastReported::new(2);
         let info = ExecutionInfo::new(JobState::Queued, Reason::Pending);
         for name in ["a", "b", "c"] {
-            reported.put(name.into(), info.clone());
+            reported.put(name.into(), info.clone(), None);
         }
         assert!(reported.get("a").is_none());
         assert!(reported.get("b").is_some() && reported.get("c").is_some());
-        reported.put("c".into(), info);
+        reported.put("c".into(), info, None);
         assert_eq!(reported.order.len(), 2);
+    }
+
+    #[test]
+    fn each_warning_is_new_once_per_job() {
+        let mut reported = LastReported::new(10);
+        let info = ExecutionInfo::new(JobState::Started, Reason::Running);
+        assert!(!reported.put("a".into(), info.clone(), None));
+        assert!(reported.put("a".into(), info.clone(), Some("odd condition")));
+        assert!(!reported.put("a".into(), info.clone(), Some("odd condition")));
+        assert!(!reported.put("a".into(), info.clone(), None));
+        assert!(reported.put("a".into(), info.clone(), Some("another")));
+        assert!(reported.put("b".into(), info, Some("odd condition")));
     }
 }

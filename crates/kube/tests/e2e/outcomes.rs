@@ -1,6 +1,7 @@
 //! The true outcome: one test per case of the container status mapping, produced for real on
 //! the simulated cluster (its Job controller, scheduler and kubelet), read through the executor.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -400,6 +401,66 @@ async fn job_removed_by_its_ttl_after_success() {
     let error = fresh.status(&id).await.unwrap_err();
     assert!(error.is_no_such_job(), "{error}");
     assert!(error.to_string().contains("ttlAfterFinished"), "{error}");
+}
+
+/// Collects what the code under test logs, on this thread.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+// Single-threaded, so that the subscriber set for this thread sees every log line of the test.
+#[tokio::test]
+async fn a_status_shape_it_cannot_read_stays_non_terminal_and_warns() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("odd", &gate.wait("end"), "")).await;
+    let running = env
+        .status_until(&id, "running", is(JobState::Started))
+        .await;
+    // A newer Kubernetes (or another controller) writes a condition this version does not know.
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(env.admin_client().await, NS);
+    let patch = serde_json::json!({"status": {"conditions": [{
+        "type": "Exploded", "status": "True", "reason": "Boom", "message": "a new kind of verdict",
+        "lastTransitionTime": jiff::Timestamp::now().to_string(),
+    }]}});
+    jobs.patch_status(&id.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    eventually("the warning", || async {
+        let info = env.executor.status(&id).await.unwrap();
+        assert!(!info.is_terminal(), "{info:?}");
+        assert_eq!(info.state, running.state);
+        captured.text().contains("Exploded").then_some(())
+    })
+    .await;
+    // The job still ends as it really does.
+    gate.open("end");
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
