@@ -512,15 +512,27 @@ impl ContainerJobs {
     /// cancel mark goes on with a resourceVersion precondition (so an outcome reached meanwhile
     /// is seen, not overwritten), then the Job is deleted with its pods.
     pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
+        self.cancel_from(id, None).await
+    }
+
+    /// Cancels, deciding the first time from `seen`, a copy of the Job read earlier, when one
+    /// is given (and from a fresh read otherwise). A copy that is stale by the time the mark
+    /// goes on is what the resourceVersion precondition is for: tests hand one in to play the
+    /// race of a job that ends between kubeferry's read and its mark.
+    async fn cancel_from(&self, id: &ExecutionId, mut seen: Option<Job>) -> Result<CancelOutcome> {
         let api = self.jobs(&id.namespace);
         let watch = self.tracker.namespace(&id.namespace);
         for _ in 0..5 {
             let op = Op::named("get", JOBS, &id.namespace, &id.name);
-            let Some(job) = self
-                .cluster
-                .call(&op, true, || api.get_opt(&id.name))
-                .await?
-            else {
+            let read = match seen.take() {
+                Some(job) => Some(job),
+                None => {
+                    self.cluster
+                        .call(&op, true, || api.get_opt(&id.name))
+                        .await?
+                }
+            };
+            let Some(job) = read else {
                 // Gone: cancelled before (by us or another replica), or never there.
                 return match self.status(id).await {
                     Ok(info) if info.is_terminal() => Ok(CancelOutcome::AlreadyEnded(info)),
@@ -814,3 +826,6 @@ impl Observed {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,5 +6,7 @@
 
 mod support;
 
+mod cancel;
 mod outcomes;
 mod sim_gaps;
+mod submit;
