@@ -541,9 +541,20 @@ impl ContainerJobs {
                 };
             };
             let view = JobView::from(&job);
+            // Fresh pods, and the final states of deleted ones only the watch still knows: a
+            // pod lost with its node may carry the outcome the Job's verdict names.
+            let watched = watch.pods_of(&id.name);
             let pods = match self.list_pods(&id.namespace, &id.name).await {
-                Ok(pods) => pods,
-                Err(_) => watch.pods_of(&id.name),
+                Ok(mut pods) => {
+                    let departed: Vec<PodView> = watched
+                        .into_iter()
+                        .filter(|gone| !pods.iter().any(|pod| pod.uid == gone.uid))
+                        .filter(|gone| gone.deletion_timestamp.is_some())
+                        .collect();
+                    pods.extend(departed);
+                    pods
+                }
+                Err(_) => watched,
             };
             let current = self
                 .evaluate(id, &Observed::Present(view.clone()), &pods)

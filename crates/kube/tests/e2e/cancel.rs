@@ -160,3 +160,35 @@ async fn a_delete_that_took_effect_unheard_keeps_the_mark() {
     let fresh = env.fresh_executor().await;
     assert_eq!(fresh.status(&id).await.unwrap().state, JobState::Cancelled);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_job_whose_pod_was_lost_keeps_the_outcome() {
+    // The node goes, its pod fails and is removed, the Job fails; only then does a cancel
+    // arrive, before anyone asked for the status.
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell("lostcancel", &gate.wait("never"), ""))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let pod = env.pod_of(&id).await;
+    env.sim.lose_node("sim-node-1").unwrap();
+    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    eventually("the Job's verdict and the pod's removal", || async {
+        let failed = env.job_object(&id).is_some_and(|job| {
+            job["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "FailureTarget"))
+        });
+        (failed && watch.pods.tombstone(&pod).is_some()).then_some(())
+    })
+    .await;
+    let cancel = env.executor.cancel(&id).await.unwrap();
+    let CancelOutcome::AlreadyEnded(info) = &cancel else {
+        panic!("the outcome came first: {cancel:?}");
+    };
+    assert_eq!(info.state, JobState::Failed);
+    assert_eq!(info.reason, Reason::NodeLost, "{info:?}");
+    assert!(env.job_object(&id).is_some(), "nothing was deleted");
+}
