@@ -7,6 +7,7 @@
 mod support;
 
 mod cancel;
+mod faults;
 mod outcomes;
 mod sim_gaps;
 mod submit;
