@@ -9,5 +9,6 @@ mod support;
 mod cancel;
 mod faults;
 mod outcomes;
+mod rbac;
 mod sim_gaps;
 mod submit;

@@ -1,1 +1,98 @@
-//! placeholder
+//! kubeferry under exactly the Role `kubeferry rbac` prints, bound to a service account on a
+//! cluster that enforces RBAC; and the error that names the permission when one is missing.
+
+use std::collections::HashSet;
+
+use futures::StreamExt;
+use kubeferry_core::{JobKind, JobState};
+use kubeferry_kube::Executor;
+use kubeferry_kube::logs::{FollowOptions, TailOptions};
+use kubeferry_kube::rbac::{self, Permission};
+use kubeferry_sim::SimConfig;
+
+use crate::support::*;
+
+async fn rbac_env() -> Env {
+    let config = SimConfig {
+        rbac: true,
+        ..SimConfig::for_tests()
+    };
+    Env::start_with(config, Settings::fast()).await
+}
+
+/// An executor running as service account `name`, bound to a Role `name` with `permissions`.
+async fn executor_with(env: &Env, name: &str, permissions: &[Permission]) -> Executor {
+    let role = rbac::role(name, Some(NS), permissions);
+    let (account, binding) = rbac::binding(name, name, Some(NS));
+    for object in [
+        serde_json::to_value(&role).unwrap(),
+        serde_json::to_value(&account).unwrap(),
+        serde_json::to_value(&binding).unwrap(),
+    ] {
+        env.sim
+            .create(NS, object)
+            .expect("the RBAC objects are created");
+    }
+    executor_as(&env.sim, &env.sim.token_for(NS, name), &env.settings).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_lifecycle_runs_under_exactly_the_printed_role() {
+    let env = rbac_env().await;
+    let kubeferry = executor_with(&env, "kubeferry", &rbac::permissions(&[JobKind::Job])).await;
+    let gate = Gate::new();
+    let script = format!("echo one; echo two; {}; echo three", gate.wait("a"));
+    let spec = spec_of(&shell("lifecycle", &script, ""));
+
+    let id = kubeferry.submit(&spec, "lifecycle-1", NS).await.unwrap();
+    let running = status_until(&kubeferry, &id, "running", is(JobState::Started)).await;
+    assert!(running.started_at.is_some());
+    let tail = eventually("the first lines", || async {
+        let text = kubeferry.tail(&id, &TailOptions::default()).await.unwrap();
+        (text == "one\ntwo\n").then_some(text)
+    })
+    .await;
+    assert_eq!(tail, "one\ntwo\n");
+    let follow = kubeferry
+        .follow(
+            &id,
+            FollowOptions {
+                reopen_delay: std::time::Duration::from_millis(20),
+                ..FollowOptions::default()
+            },
+        )
+        .unwrap();
+    gate.open("a");
+    let lines: Vec<String> = follow.map(|line| line.unwrap()).collect().await;
+    assert_eq!(lines, ["one\n", "two\n", "three\n"]);
+    let (outcome, _) = wait_on(&kubeferry, &id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+
+    let doomed = kubeferry
+        .submit(
+            &spec_of(&shell("doomed", &gate.wait("never"), "")),
+            "doomed-1",
+            NS,
+        )
+        .await
+        .unwrap();
+    status_until(&kubeferry, &doomed, "running", is(JobState::Started)).await;
+    kubeferry.cancel(&doomed).await.unwrap();
+    let (cancelled, _) = wait_on(&kubeferry, &doomed).await;
+    assert_eq!(cancelled.state, JobState::Cancelled);
+
+    let orphan = kubeferry
+        .submit(&spec_of(&shell("orphan", "echo lost", "")), "orphan-1", NS)
+        .await
+        .unwrap();
+    let listed = kubeferry.list(NS, None).await.unwrap();
+    let ids: HashSet<_> = listed.iter().map(|j| j.id.clone()).collect();
+    assert!(ids.contains(&id) && ids.contains(&orphan), "{listed:#?}");
+    let known: HashSet<String> = ["lifecycle-1".to_string()].into();
+    let swept = kubeferry.sweep(NS, &known, true).await.unwrap();
+    assert_eq!(swept.len(), 1);
+    assert_eq!(swept[0].id, orphan);
+    // Everything above ran as the service account.
+    let user = format!("system:serviceaccount:{NS}:kubeferry");
+    assert!(env.sim.request_count_by_user(&user) > 0);
+}
