@@ -234,6 +234,7 @@ impl ContainerJobs {
     pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         let watch = self.tracker.namespace(&id.namespace);
         let synced = watch.wait_synced(self.settings.sync_timeout).await;
+        watch.check_permitted(&id.namespace)?;
         let (observed, pods) = match self.observe(&watch, id, synced).await? {
             Some(found) => found,
             None => return Err(self.no_such_job(id, &watch)),

@@ -14,6 +14,7 @@ use kubeferry_core::marks::MANAGED_SELECTOR;
 use tokio::sync::broadcast;
 
 use crate::cluster::Cluster;
+use crate::error::{Error, Result};
 use crate::tracker::{Departure, Entry, Reflector, ReflectorSettings, WatchHealth};
 
 /// The label the Job controller puts on a Job's pods (Kubernetes 1.27+), and its older twin.
@@ -57,6 +58,25 @@ impl NamespaceWatch {
     /// The health of both watches.
     pub fn health(&self) -> (WatchHealth, WatchHealth) {
         (self.jobs.health(), self.pods.health())
+    }
+
+    /// Fails when the server refuses one of the watches for lack of permission: the cache
+    /// would silently go stale (a refused watch after a permitted list) or never fill.
+    pub fn check_permitted(&self, namespace: &str) -> Result<()> {
+        for (resource, health) in [
+            ("jobs.batch", self.jobs.health()),
+            ("pods", self.pods.health()),
+        ] {
+            if let Some(refusal) = health.refused() {
+                return Err(Error::Forbidden {
+                    verb: refusal.verb,
+                    resource: resource.to_string(),
+                    namespace: namespace.to_string(),
+                    message: refusal.message.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 

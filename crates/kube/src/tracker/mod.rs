@@ -2,4 +2,7 @@
 
 pub mod reflector;
 
-pub use reflector::{Departure, Entry, Reflector, ReflectorSettings, Tombstone, WatchHealth};
+pub use reflector::{
+    Departure, Entry, REFUSAL_LIFETIME, Reflector, ReflectorSettings, Refusal, Tombstone,
+    WatchHealth,
+};

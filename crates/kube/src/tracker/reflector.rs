@@ -84,6 +84,52 @@ pub struct WatchHealth {
     pub restarts: u64,
     /// The last watch failure, if the watch is failing now.
     pub failing: Option<String>,
+    /// The server's refusal to list or watch for lack of permission, if that is why it fails.
+    pub forbidden: Option<Refusal>,
+}
+
+/// The API server refused a list or a watch for lack of permission (403).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The verb refused: `list` or `watch`.
+    pub verb: &'static str,
+    /// The server's message.
+    pub message: String,
+    /// When it was last refused.
+    pub at: Instant,
+}
+
+/// How long a refusal counts as current. While the server keeps refusing, the watcher retries
+/// at least every 30 s (its longest backoff) and each retry renews the refusal; once the
+/// permission is granted the watch resumes without an event to say so, and the refusal lapses.
+pub const REFUSAL_LIFETIME: Duration = Duration::from_secs(60);
+
+impl WatchHealth {
+    /// The refusal that stops the watch now, if any.
+    pub fn refused(&self) -> Option<&Refusal> {
+        self.forbidden
+            .as_ref()
+            .filter(|refusal| refusal.at.elapsed() < REFUSAL_LIFETIME)
+    }
+}
+
+/// A list or watch failure that is a 403: the verb refused and the server's message.
+fn refusal_of(error: &watcher::Error) -> Option<(&'static str, String)> {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 403 => {
+            Some(("list", status.message.clone()))
+        }
+        watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status))
+            if status.code == 403 =>
+        {
+            Some(("watch", status.message.clone()))
+        }
+        watcher::Error::WatchError(status) if status.code == 403 => {
+            Some(("watch", status.message.clone()))
+        }
+        _ => None,
+    }
 }
 
 struct State<V> {
@@ -116,7 +162,8 @@ impl<V> Default for State<V> {
 pub struct Reflector<V> {
     state: Arc<RwLock<State<V>>>,
     changes: broadcast::Sender<String>,
-    synced: tokio::sync::watch::Receiver<bool>,
+    /// Turns true once the first list completed or the server refused the watch.
+    settled: tokio::sync::watch::Receiver<bool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -142,7 +189,7 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
     {
         let state: Arc<RwLock<State<V>>> = Arc::default();
         let (changes, _) = broadcast::channel(4096);
-        let (synced_tx, synced) = tokio::sync::watch::channel(false);
+        let (settled_tx, settled) = tokio::sync::watch::channel(false);
         let config = config.timeout(
             u32::try_from(settings.watch_timeout.as_secs())
                 .unwrap_or(290)
@@ -163,11 +210,21 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
                                 warn!(message = "watch failed; retrying", %error);
                             }
                             state.health.failing = Some(error.to_string());
+                            state.health.forbidden =
+                                refusal_of(&error).map(|(verb, message)| Refusal {
+                                    verb,
+                                    message,
+                                    at: Instant::now(),
+                                });
                             Vec::new()
                         }
                     };
-                    if read(&state).health.synced {
-                        let _ = synced_tx.send(true);
+                    let settled = {
+                        let health = &read(&state).health;
+                        health.synced || health.forbidden.is_some()
+                    };
+                    if settled {
+                        let _ = settled_tx.send(true);
                     }
                     for job in changed {
                         let _ = changes.send(job);
@@ -178,17 +235,17 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
         Reflector {
             state,
             changes,
-            synced,
+            settled,
             task,
         }
     }
 
-    /// Waits until the first list has completed, at most `timeout`; false if it did not.
+    /// Waits until the first list has completed, at most `timeout`; false if it did not. A
+    /// watch the server refuses ends the wait at once (see [`WatchHealth::refused`]).
     pub async fn wait_synced(&self, timeout: Duration) -> bool {
-        let mut synced = self.synced.clone();
-        tokio::time::timeout(timeout, synced.wait_for(|s| *s))
-            .await
-            .is_ok_and(|r| r.is_ok())
+        let mut settled = self.settled.clone();
+        let _ = tokio::time::timeout(timeout, settled.wait_for(|s| *s)).await;
+        read(&self.state).health.synced
     }
 
     /// The health of the watch.
@@ -296,6 +353,7 @@ where
 {
     let mut state = write(state);
     state.health.failing = None;
+    state.health.forbidden = None;
     match event {
         watcher::Event::Init => {
             state.relisting = Some(HashSet::new());

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use futures::StreamExt;
 use kubeferry_core::{JobKind, JobState};
+use kubeferry_kube::Error;
 use kubeferry_kube::Executor;
 use kubeferry_kube::logs::{FollowOptions, TailOptions};
 use kubeferry_kube::rbac::{self, Permission};
@@ -34,6 +35,32 @@ async fn executor_with(env: &Env, name: &str, permissions: &[Permission]) -> Exe
             .expect("the RBAC objects are created");
     }
     executor_as(&env.sim, &env.sim.token_for(NS, name), &env.settings).await
+}
+
+/// The printed permissions less one verb on one resource.
+fn without(resource: &str, verb: &str) -> Vec<Permission> {
+    let verbs: &'static [&'static str] = Box::leak(
+        rbac::permissions(&[JobKind::Job])
+            .iter()
+            .find(|p| p.resource == resource)
+            .expect("a resource of the Role")
+            .verbs
+            .iter()
+            .copied()
+            .filter(|v| *v != verb)
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
+    rbac::permissions(&[JobKind::Job])
+        .into_iter()
+        .map(|p| {
+            if p.resource == resource {
+                Permission { verbs, ..p }
+            } else {
+                p
+            }
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,4 +122,92 @@ async fn the_whole_lifecycle_runs_under_exactly_the_printed_role() {
     // Everything above ran as the service account.
     let user = format!("system:serviceaccount:{NS}:kubeferry");
     assert!(env.sim.request_count_by_user(&user) > 0);
+}
+
+fn assert_forbidden(error: Error, verb: &str, resource: &str) {
+    match &error {
+        Error::Forbidden {
+            verb: v,
+            resource: r,
+            namespace,
+            ..
+        } => {
+            assert_eq!((*v, r.as_str(), namespace.as_str()), (verb, resource, NS));
+            let text = error.to_string();
+            assert!(
+                text.contains(&format!("permission to {verb} {resource}")),
+                "{text}"
+            );
+        }
+        other => panic!("expected Forbidden to {verb} {resource}, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_missing_permission_is_named() {
+    let env = rbac_env().await;
+    // The jobs are made by the admin; each case's executor lacks one verb of the Role.
+    let gate = Gate::new();
+    let running = env
+        .submit(&shell(
+            "target",
+            &format!("echo hi; {}", gate.wait("never")),
+            "",
+        ))
+        .await;
+    let finished = env.submit(&shell("finished", "echo done", "")).await;
+    env.status_until(&running, "running", is(JobState::Started))
+        .await;
+    env.wait(&finished).await;
+    let spec = spec_of(&shell("new", "echo new", ""));
+
+    for (resource, verb) in [
+        ("jobs", "create"),
+        ("jobs", "get"),
+        ("jobs", "list"),
+        ("jobs", "watch"),
+        ("jobs", "patch"),
+        ("jobs", "delete"),
+        ("pods", "get"),
+        ("pods", "list"),
+        ("pods", "watch"),
+        ("pods/log", "get"),
+    ] {
+        let account = format!("no-{}-{verb}", resource.replace('/', "-"));
+        let kubeferry = executor_with(&env, &account, &without(resource, verb)).await;
+        let named = match resource {
+            "jobs" => "jobs.batch",
+            other => other,
+        };
+        let error = match (resource, verb) {
+            ("jobs", "create") => kubeferry.submit(&spec, "new-1", NS).await.map(|_| ()),
+            // Cancel reads the Job, marks it, deletes it.
+            ("jobs", "get" | "patch" | "delete") => kubeferry.cancel(&running).await.map(|_| ()),
+            // Following a log asks for the pod to know when its container ended.
+            ("pods", "get") => {
+                let options = FollowOptions {
+                    reopen_delay: std::time::Duration::from_millis(20),
+                    ..FollowOptions::default()
+                };
+                let lines: Vec<_> = kubeferry
+                    .follow(&finished, options)
+                    .unwrap()
+                    .collect()
+                    .await;
+                lines.into_iter().find_map(Result::err).map_or(Ok(()), Err)
+            }
+            ("pods/log", "get") => kubeferry
+                .tail(&running, &TailOptions::default())
+                .await
+                .map(|_| ()),
+            // Lists and watches are the tracker's: every status query needs them. A refused
+            // watch follows a permitted list, so the first answer may still come from it.
+            _ => Err(eventually("the refusal", || async {
+                kubeferry.status(&running).await.err()
+            })
+            .await),
+        }
+        .expect_err(&format!("without {verb} {resource}"));
+        assert_forbidden(error, verb, named);
+    }
 }
