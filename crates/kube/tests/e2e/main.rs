@@ -8,6 +8,7 @@ mod support;
 
 mod cancel;
 mod faults;
+mod logs;
 mod outcomes;
 mod rbac;
 mod sim_gaps;

@@ -90,7 +90,7 @@ async fn the_whole_lifecycle_runs_under_exactly_the_printed_role() {
         )
         .unwrap();
     gate.open("a");
-    let lines: Vec<String> = follow.map(|line| line.unwrap()).collect().await;
+    let lines: Vec<String> = within("the follow", follow.map(|line| line.unwrap()).collect()).await;
     assert_eq!(lines, ["one\n", "two\n", "three\n"]);
     let (outcome, _) = wait_on(&kubeferry, &id).await;
     assert_eq!(outcome.state, JobState::Succeeded);

@@ -342,3 +342,10 @@ pub fn shell(name: &str, script: &str, extra: &str) -> String {
 pub fn outcome_of(info: &ExecutionInfo) -> (JobState, kubeferry_core::Reason, Option<i32>) {
     (info.state, info.reason, info.exit_code)
 }
+
+/// Awaits `future`, failing the test after [`DEADLINE`] (for streams that must end).
+pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(DEADLINE, future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
