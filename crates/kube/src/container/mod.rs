@@ -696,7 +696,10 @@ impl ContainerJobs {
                 let mut lines =
                     Box::pin(logs::follow(self.cluster.clone(), target, options.clone()));
                 while let Some(line) = lines.next().await {
-                    if sender.send(line).await.is_err() {
+                    // A log that cannot be read ends the follow with the error: going on to
+                    // wait for the next attempt would hold a reader of this one forever.
+                    let failed = line.is_err();
+                    if sender.send(line).await.is_err() || failed {
                         return Ok(());
                     }
                 }

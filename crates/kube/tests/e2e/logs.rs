@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kubeferry_core::JobState;
+use kubeferry_kube::Error;
 use kubeferry_kube::logs::{FollowOptions, TailOptions};
-use kubeferry_sim::{FaultAction, FaultRule};
+use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
 
 use crate::support::*;
 
@@ -153,3 +154,30 @@ async fn a_follow_survives_a_dropped_stream_without_losing_or_repeating_lines() 
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_that_cannot_read_the_log_ends_with_the_error() {
+    let settings = Settings::fast().with_retry(|retry| retry.deadline = Duration::from_millis(300));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell(
+            "unread",
+            &format!("echo hi; {}", gate.wait("a")),
+            "",
+        ))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::DropConnection)
+            .verbs(&["get"])
+            .resources(&["pods/log"]),
+    );
+    // The job runs on, but the follow ends: its reader learns why.
+    let follow = env.executor.follow(&id, follow_options()).unwrap();
+    let followed: Vec<_> = within("the follow to end", follow.collect()).await;
+    assert!(
+        matches!(followed.last(), Some(Err(Error::Unreachable { .. }))),
+        "{followed:?}"
+    );
+}
