@@ -155,6 +155,47 @@ async fn a_follow_survives_a_dropped_stream_without_losing_or_repeating_lines() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_logs_never_fails_a_status_query() {
+    let settings = Settings::fast().with_retry(|retry| retry.deadline = Duration::from_millis(300));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell("quiet", &format!("echo hi; {}", gate.wait("a")), ""))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let unknown = id_of("unknown-0a1b2c3d");
+    assert!(
+        env.executor
+            .status(&unknown)
+            .await
+            .unwrap_err()
+            .is_no_such_job()
+    );
+
+    // Every log request goes unanswered.
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::DropConnection)
+            .verbs(&["get"])
+            .resources(&["pods/log"]),
+    );
+    let error = env.executor.tail(&id, &tail(None, None)).await.unwrap_err();
+    assert!(matches!(error, Error::Unreachable { .. }), "{error:?}");
+
+    // The API server itself answers: status queries are unaffected, those that must ask it
+    // included.
+    assert_eq!(
+        env.executor.status(&id).await.unwrap().state,
+        JobState::Started
+    );
+    let answer = env.executor.status(&unknown).await.unwrap_err();
+    assert!(answer.is_no_such_job(), "{answer:?}");
+    gate.open("a");
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follow_that_cannot_read_the_log_ends_with_the_error() {
     let settings = Settings::fast().with_retry(|retry| retry.deadline = Duration::from_millis(300));
     let env = Env::start_with(SimConfig::for_tests(), settings).await;
