@@ -615,13 +615,14 @@ impl ContainerJobs {
         })
     }
 
-    /// The pods of a job, oldest attempt first.
+    /// The pods of a job that still exist (a deleted pod's log is gone with it), oldest
+    /// attempt first.
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<PodView>> {
         let watch = self.tracker.namespace(&id.namespace);
         let mut pods = if watch.wait_synced(self.settings.sync_timeout).await
             && watch.jobs.get(&id.name).is_some()
         {
-            watch.pods_of(&id.name)
+            watch.live_pods_of(&id.name)
         } else {
             self.list_pods(&id.namespace, &id.name).await?
         };
@@ -632,11 +633,18 @@ impl ContainerJobs {
     /// The end of the job's log: the newest attempt's main container, or the attempt before it
     /// with `previous`. Empty when no attempt has started yet.
     pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<String> {
-        let attempts = self.attempts(id).await?;
+        // Only an attempt whose container started has a log (the server refuses to read one
+        // that is waiting for a node or an image).
+        let attempts: Vec<PodView> = self
+            .attempts(id)
+            .await?
+            .into_iter()
+            .filter(has_started)
+            .collect();
         let back = usize::from(options.previous);
         let Some(pod) = attempts.iter().rev().nth(back) else {
             if attempts.is_empty() {
-                // Distinguish "no pod yet" from "no such job".
+                // Distinguish "no log yet" from "no such job".
                 self.status(id).await?;
             }
             return Ok(String::new());

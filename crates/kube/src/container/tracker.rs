@@ -50,6 +50,11 @@ impl NamespaceWatch {
             .of_job_and_departed(job, |t| t.departure == Departure::Deleted)
     }
 
+    /// The pods of one Job that exist.
+    pub fn live_pods_of(&self, job: &str) -> Vec<PodView> {
+        self.pods.of_job(job).into_iter().map(|e| e.view).collect()
+    }
+
     /// Notifications naming the Jobs whose Job or pods changed.
     pub fn subscribe(&self) -> (broadcast::Receiver<String>, broadcast::Receiver<String>) {
         (self.jobs.subscribe(), self.pods.subscribe())

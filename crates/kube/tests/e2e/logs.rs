@@ -155,6 +155,65 @@ async fn a_follow_survives_a_dropped_stream_without_losing_or_repeating_lines() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_without_a_started_container_has_an_empty_log() {
+    let env = Env::start().await;
+    // No pod at all: held by a queue.
+    let queued = env
+        .submit(&shell("queued", "echo never", "queue: team-a"))
+        .await;
+    env.status_until(&queued, "suspended", is(JobState::Queued))
+        .await;
+    assert_eq!(
+        env.executor.tail(&queued, &tail(None, None)).await.unwrap(),
+        ""
+    );
+    // A pod that never starts: no node fits it.
+    let pending = env
+        .submit(&shell("pending", "echo never", "resources: {cpu: 64}"))
+        .await;
+    env.status_until(&pending, "unschedulable", |i| {
+        i.reason == kubeferry_core::Reason::Unschedulable
+    })
+    .await;
+    assert_eq!(
+        env.executor
+            .tail(&pending, &tail(None, None))
+            .await
+            .unwrap(),
+        ""
+    );
+    // And a job that does not exist is no such job, not an empty log.
+    let error = env
+        .executor
+        .tail(&id_of("never-created-1a2b3c4d"), &tail(None, None))
+        .await
+        .unwrap_err();
+    assert!(error.is_no_such_job(), "{error}");
+    // A pod that is gone took its log with it.
+    let gate = Gate::new();
+    let lost = env
+        .submit(&shell(
+            "lost",
+            &format!("echo hi; {}", gate.wait("never")),
+            "",
+        ))
+        .await;
+    env.status_until(&lost, "running", is(JobState::Started))
+        .await;
+    env.sim.lose_node("sim-node-1").unwrap();
+    env.status_until(&lost, "failed", is(JobState::Failed))
+        .await;
+    eventually("the pod to go", || async {
+        env.sim.count("", "pods").eq(&1).then_some(())
+    })
+    .await;
+    assert_eq!(
+        env.executor.tail(&lost, &tail(None, None)).await.unwrap(),
+        ""
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reading_logs_never_fails_a_status_query() {
     let settings = Settings::fast().with_retry(|retry| retry.deadline = Duration::from_millis(300));
     let env = Env::start_with(SimConfig::for_tests(), settings).await;
