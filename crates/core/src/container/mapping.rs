@@ -127,10 +127,7 @@ pub fn container_status(
             _ => true,
         })
         .collect();
-    // Oldest first; of two created in the same second, the one that ended is the older.
-    attempts.sort_by(|a, b| {
-        (a.created_at, !has_ended(a), &a.name).cmp(&(b.created_at, !has_ended(b), &b.name))
-    });
+    attempts.sort_by(|a, b| oldest_attempt_first(a, b));
     let mapper = Mapper {
         job,
         vanished: match observed {
@@ -147,6 +144,24 @@ pub fn container_status(
         mapped.info = previous.advance(mapped.info);
     }
     Some(mapped)
+}
+
+/// Orders a Job's pods oldest attempt first: by creation time, and of two created in the same
+/// second (timestamps have whole seconds) by what can follow what. With
+/// `podReplacementPolicy: Failed` a Job starts an attempt only once the previous one ended,
+/// and none after a success: so an attempt that ended without success is older than one that
+/// succeeded, and both are older than one still going; then the earlier end, then the name.
+pub fn oldest_attempt_first(a: &PodView, b: &PodView) -> std::cmp::Ordering {
+    let key = |pod: &PodView| {
+        let place = match (has_ended(pod), has_succeeded(pod)) {
+            (true, false) => 0,
+            (true, true) => 1,
+            (false, _) => 2,
+        };
+        let end = main_terminated(pod).and_then(|t| t.finished_at);
+        (pod.created_at, place, end)
+    };
+    key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name))
 }
 
 /// The Job controller's verdict, read from the Job's conditions.

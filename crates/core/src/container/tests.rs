@@ -602,3 +602,31 @@ fn a_failure_verdict_whose_pods_are_all_gone_waits_for_a_recorded_outcome() {
     )];
     assert_eq!(map(&job, &[], 61).info.reason, Reason::DeadlineExceeded);
 }
+
+#[test]
+fn of_two_attempts_created_in_one_second_the_ended_one_is_older() {
+    let ended = failed_pod("z-first", 10, None);
+    let newer = running_pod("a-second", 10);
+    let mut pods = [newer.clone(), ended.clone()];
+    pods.sort_by(oldest_attempt_first);
+    assert_eq!(pods.map(|p| p.name), ["z-first", "a-second"]);
+    // A success ends a Job: any attempt of the same second that failed came before it.
+    let mut succeeded = running_pod("a-succeeded", 10);
+    succeeded.phase = Some(PodPhase::Succeeded);
+    succeeded.main.as_mut().expect("main").state = ContainerStateView::Terminated(TerminatedView {
+        exit_code: 0,
+        signal: None,
+        reason: Some("Completed".into()),
+        message: None,
+        started_at: Some(at(10)),
+        finished_at: Some(at(10)),
+    });
+    let mut pods = [succeeded, ended];
+    pods.sort_by(oldest_attempt_first);
+    assert_eq!(pods.map(|p| p.name), ["z-first", "a-succeeded"]);
+    let mut older_by_time = running_pod("z-older", 5);
+    older_by_time.phase = Some(PodPhase::Running);
+    let mut pods = [newer, older_by_time];
+    pods.sort_by(oldest_attempt_first);
+    assert_eq!(pods.map(|p| p.name), ["z-older", "a-second"]);
+}

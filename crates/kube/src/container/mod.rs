@@ -15,6 +15,7 @@ use kube::api::{
 };
 use kubeferry_core::container::{
     JobObservation, JobView, MAIN_CONTAINER, MappingConfig, PodView, container_status,
+    oldest_attempt_first,
 };
 use kubeferry_core::marks::{
     CANCEL_ANNOTATION, JOB_ID_ANNOTATION, MANAGED_SELECTOR, OUTCOME_ANNOTATION,
@@ -626,7 +627,7 @@ impl ContainerJobs {
         } else {
             self.list_pods(&id.namespace, &id.name).await?
         };
-        pods.sort_by(|a, b| (a.created_at, &a.name).cmp(&(b.created_at, &b.name)));
+        pods.sort_by(oldest_attempt_first);
         Ok(pods)
     }
 

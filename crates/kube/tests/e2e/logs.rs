@@ -155,6 +155,27 @@ async fn a_follow_survives_a_dropped_stream_without_losing_or_repeating_lines() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_previous_attempt_has_its_own_log() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let marker = gate.path("first-attempt");
+    let script = format!(
+        "if [ -e {marker} ]; then echo second; else touch {marker}; echo first; exit 1; fi"
+    );
+    let id = env.submit(&shell("attempts", &script, "retries: 1")).await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    let newest = env.executor.tail(&id, &tail(None, None)).await.unwrap();
+    assert_eq!(newest, "second\n");
+    let previous = TailOptions {
+        previous: true,
+        ..TailOptions::default()
+    };
+    let earlier = env.executor.tail(&id, &previous).await.unwrap();
+    assert_eq!(earlier, "first\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_without_a_started_container_has_an_empty_log() {
     let env = Env::start().await;
     // No pod at all: held by a queue.
