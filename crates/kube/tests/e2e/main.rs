@@ -11,5 +11,6 @@ mod faults;
 mod logs;
 mod outcomes;
 mod rbac;
+mod scale;
 mod sim_gaps;
 mod submit;
