@@ -236,37 +236,68 @@ impl ContainerJobs {
         let watch = self.tracker.namespace(&id.namespace);
         let synced = watch.wait_synced(self.settings.sync_timeout).await;
         watch.check_permitted(&id.namespace)?;
-        let (observed, pods) = match self.observe(&watch, id, synced).await? {
-            Some(found) => found,
-            None => return Err(self.no_such_job(id, &watch)),
+        let found = match self.cached(&watch, id) {
+            Some(cached) if watch.is_current() || !self.would_end(id, &cached) => Some(cached),
+            // A watch that failed is catching up (a relist after 410 Gone, a reconnect): the
+            // cache may hold a Job's verdict and not yet its pods, and an outcome, once
+            // reported, is final. It is read from the server itself, once per job that ends
+            // meanwhile; should the Job be gone by then, what the cache holds is all there is.
+            Some(cached) => {
+                debug!(message = "cache catching up; reading the job", id = %id);
+                self.fetch(&watch, id).await?.or(Some(cached))
+            }
+            // A miss: a Job created a moment ago (perhaps by another replica) that the watch
+            // has not delivered yet, or a watch that has not synced. One GET settles it.
+            None => {
+                debug!(message = "cache miss", id = %id, synced);
+                self.fetch(&watch, id).await?
+            }
+        };
+        let Some((observed, pods)) = found else {
+            return Err(self.no_such_job(id, &watch));
         };
         self.evaluate(id, &observed, &pods).await
     }
 
-    /// What is known of a Job: from the cache, else (a Job created a moment ago by another
-    /// replica, or a cache not synced yet) straight from the API server.
-    async fn observe(
+    /// What the namespace's watches know of a Job, if they saw it.
+    fn cached(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Option<(Observed, Vec<PodView>)> {
+        if let Some(entry) = watch.jobs.get(&id.name) {
+            return Some((Observed::Present(entry.view), watch.pods_of(&id.name)));
+        }
+        let tombstone = watch.jobs.tombstone(&id.name)?;
+        let final_state = tombstone.departure == crate::tracker::Departure::Deleted;
+        Some((
+            Observed::Vanished(tombstone.last, final_state),
+            watch.pods_of(&id.name),
+        ))
+    }
+
+    /// Whether a Job still present in the cache would be reported ended for the first time.
+    fn would_end(&self, id: &ExecutionId, (observed, pods): &(Observed, Vec<PodView>)) -> bool {
+        let Observed::Present(_) = observed else {
+            // A Job's final state, as a DELETED event brought it, is as fresh as it gets.
+            return false;
+        };
+        let previous = self.tracker.last_reported(&id.namespace, &id.name);
+        if previous.as_ref().is_some_and(ExecutionInfo::is_terminal) {
+            return false;
+        }
+        container_status(
+            &observed.as_observation(),
+            pods,
+            Timestamp::now(),
+            &self.settings.mapping,
+            previous.as_ref(),
+        )
+        .is_some_and(|mapped| mapped.info.is_terminal())
+    }
+
+    /// A Job and its pods read from the API server; `None` when there is no such Job.
+    async fn fetch(
         &self,
         watch: &NamespaceWatch,
         id: &ExecutionId,
-        synced: bool,
     ) -> Result<Option<(Observed, Vec<PodView>)>> {
-        if let Some(entry) = watch.jobs.get(&id.name) {
-            return Ok(Some((
-                Observed::Present(entry.view),
-                watch.pods_of(&id.name),
-            )));
-        }
-        if let Some(tombstone) = watch.jobs.tombstone(&id.name) {
-            let final_state = tombstone.departure == crate::tracker::Departure::Deleted;
-            return Ok(Some((
-                Observed::Vanished(tombstone.last, final_state),
-                watch.pods_of(&id.name),
-            )));
-        }
-        // A miss: a Job created a moment ago (perhaps by another replica) that the watch has not
-        // delivered yet, or a watch that has not synced. One GET settles it.
-        debug!(message = "cache miss", id = %id, synced);
         self.cluster.check_reachable()?;
         let op = Op::named("get", JOBS, &id.namespace, &id.name);
         let api = self.jobs(&id.namespace);
@@ -277,8 +308,28 @@ impl ContainerJobs {
         else {
             return Ok(None);
         };
-        let pods = self.list_pods(&id.namespace, &id.name).await?;
+        let pods = self.fresh_pods(watch, &id.namespace, &id.name).await?;
         Ok(Some((Observed::Present(JobView::from(&job)), pods)))
+    }
+
+    /// A Job's pods as the API server lists them, with the final states of deleted ones only
+    /// the watch still knows: a pod lost with its node may carry the outcome the Job's verdict
+    /// names.
+    async fn fresh_pods(
+        &self,
+        watch: &NamespaceWatch,
+        namespace: &str,
+        job: &str,
+    ) -> Result<Vec<PodView>> {
+        let mut pods = self.list_pods(namespace, job).await?;
+        let departed: Vec<PodView> = watch
+            .pods_of(job)
+            .into_iter()
+            .filter(|gone| gone.deletion_timestamp.is_some())
+            .filter(|gone| !pods.iter().any(|pod| pod.uid == gone.uid))
+            .collect();
+        pods.extend(departed);
+        Ok(pods)
     }
 
     async fn list_pods(&self, namespace: &str, job: &str) -> Result<Vec<PodView>> {
@@ -543,20 +594,9 @@ impl ContainerJobs {
                 };
             };
             let view = JobView::from(&job);
-            // Fresh pods, and the final states of deleted ones only the watch still knows: a
-            // pod lost with its node may carry the outcome the Job's verdict names.
-            let watched = watch.pods_of(&id.name);
-            let pods = match self.list_pods(&id.namespace, &id.name).await {
-                Ok(mut pods) => {
-                    let departed: Vec<PodView> = watched
-                        .into_iter()
-                        .filter(|gone| !pods.iter().any(|pod| pod.uid == gone.uid))
-                        .filter(|gone| gone.deletion_timestamp.is_some())
-                        .collect();
-                    pods.extend(departed);
-                    pods
-                }
-                Err(_) => watched,
+            let pods = match self.fresh_pods(&watch, &id.namespace, &id.name).await {
+                Ok(pods) => pods,
+                Err(_) => watch.pods_of(&id.name),
             };
             let current = self
                 .evaluate(id, &Observed::Present(view.clone()), &pods)

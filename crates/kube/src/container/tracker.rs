@@ -60,6 +60,11 @@ impl NamespaceWatch {
         (self.jobs.subscribe(), self.pods.subscribe())
     }
 
+    /// Whether both watches are current (see [`Reflector::is_current`]).
+    pub fn is_current(&self) -> bool {
+        self.jobs.is_current() && self.pods.is_current()
+    }
+
     /// The health of both watches.
     pub fn health(&self) -> (WatchHealth, WatchHealth) {
         (self.jobs.health(), self.pods.health())

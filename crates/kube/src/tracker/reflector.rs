@@ -248,6 +248,13 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
         read(&self.state).health.synced
     }
 
+    /// Whether the views are current: listed, watched since, and not relisting or recovering
+    /// from a failed watch (after which objects may be missing or stale until the relist ends).
+    pub fn is_current(&self) -> bool {
+        let state = read(&self.state);
+        state.health.synced && state.health.failing.is_none() && state.relisting.is_none()
+    }
+
     /// The health of the watch.
     pub fn health(&self) -> WatchHealth {
         read(&self.state).health.clone()

@@ -236,6 +236,35 @@ async fn expired_watches_relist_and_statuses_stay_right() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_ends_while_its_pods_are_unwatched_keeps_its_details() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell(
+            "lagging",
+            &format!("{}; exit 5", gate.wait("a")),
+            "",
+        ))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    // Both watches must relist; the pods' relist goes unanswered for a few backoffs (longer
+    // than a verdict waits for its pod), the Jobs' does not. The job fails meanwhile.
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::DropConnection)
+            .verbs(&["list"])
+            .resources(&["pods"])
+            .times(4),
+    );
+    assert_eq!(env.sim.expire_watches(), 2);
+    gate.open("a");
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
+    assert_eq!(outcome.reason, kubeferry_core::Reason::Error);
+    assert_eq!(outcome.exit_code, Some(5), "{outcome:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cut_watches_resume_and_statuses_stay_right() {
     let env = Env::start().await;
     let gate = Gate::new();
