@@ -323,9 +323,8 @@ impl ContainerJobs {
     ) -> Result<Vec<PodView>> {
         let mut pods = self.list_pods(namespace, job).await?;
         let departed: Vec<PodView> = watch
-            .pods_of(job)
+            .departed_pods_of(job)
             .into_iter()
-            .filter(|gone| gone.deletion_timestamp.is_some())
             .filter(|gone| !pods.iter().any(|pod| pod.uid == gone.uid))
             .collect();
         pods.extend(departed);
@@ -427,9 +426,16 @@ impl ContainerJobs {
         if info.reason.failure_class() == Some(FailureClass::Infrastructure) {
             return true;
         }
+        // Pods the watch saw deleted (their final state may not show a deletion: a pod that
+        // had ended is removed at once) and pods being deleted will not be there for long.
+        let departed = self
+            .tracker
+            .namespace(&job.namespace)
+            .departed_pods_of(&job.name);
         let lasting: Vec<PodView> = pods
             .iter()
             .filter(|pod| pod.deletion_timestamp.is_none())
+            .filter(|pod| !departed.iter().any(|gone| gone.uid == pod.uid))
             .cloned()
             .collect();
         if lasting.len() == pods.len() {

@@ -50,6 +50,16 @@ impl NamespaceWatch {
             .of_job_and_departed(job, |t| t.departure == Departure::Deleted)
     }
 
+    /// The final states of one Job's pods that were deleted lately.
+    pub fn departed_pods_of(&self, job: &str) -> Vec<PodView> {
+        self.pods
+            .tombstones_of_job(job)
+            .into_iter()
+            .filter(|t| t.departure == Departure::Deleted)
+            .map(|t| t.last)
+            .collect()
+    }
+
     /// The pods of one Job that exist.
     pub fn live_pods_of(&self, job: &str) -> Vec<PodView> {
         self.pods.of_job(job).into_iter().map(|e| e.view).collect()

@@ -192,3 +192,39 @@ async fn cancelling_a_job_whose_pod_was_lost_keeps_the_outcome() {
     assert_eq!(info.reason, Reason::NodeLost, "{info:?}");
     assert!(env.job_object(&id).is_some(), "nothing was deleted");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_failed_job_whose_pod_was_removed_keeps_the_outcome() {
+    // A pod that had ended is removed at once when deleted: its final state shows no
+    // deletion. The job failed first; the cancel comes after the pod is gone, before anyone
+    // asked for the status, and well within the time a verdict waits for its pod.
+    let settings = Settings::fast().with_mapping(|m| m.pod_status_wait = Duration::from_secs(30));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let id = env.submit(&shell("removed", "echo bad; exit 3", "")).await;
+    let pod = env.pod_of(&id).await;
+    eventually("the Job's verdict", || async {
+        env.job_object(&id).filter(|job| {
+            job["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "FailureTarget"))
+        })
+    })
+    .await;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(env.admin_client().await, NS);
+    pods.delete(&pod, &Default::default()).await.unwrap();
+    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    eventually("the pod's removal to be seen", || async {
+        watch.pods.tombstone(&pod).map(|_| ())
+    })
+    .await;
+    let cancel = env.executor.cancel(&id).await.unwrap();
+    let CancelOutcome::AlreadyEnded(info) = &cancel else {
+        panic!("the outcome came first: {cancel:?}");
+    };
+    assert_eq!(info.state, JobState::Failed);
+    assert_eq!(info.reason, Reason::Error);
+    assert_eq!(info.exit_code, Some(3));
+    // A replica that never saw the pod reads the outcome recorded from its final state.
+    let fresh = env.fresh_executor().await;
+    assert_eq!(&fresh.status(&id).await.unwrap(), info);
+}
