@@ -351,8 +351,9 @@ impl ContainerJobs {
         }
     }
 
-    /// Maps an observation, records outcomes kubeferry decides itself, and remembers the
-    /// answer.
+    /// Maps an observation, records on the Job the outcomes other replicas could not compute
+    /// alike (those kubeferry decides itself, and those that rest on pods about to go), and
+    /// remembers the answer, logging a warning the first time it appears for the job.
     async fn evaluate(
         &self,
         id: &ExecutionId,
