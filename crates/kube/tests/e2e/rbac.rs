@@ -37,10 +37,11 @@ async fn executor_with(env: &Env, name: &str, permissions: &[Permission]) -> Exe
     executor_as(&env.sim, &env.sim.token_for(NS, name), &env.settings).await
 }
 
-/// The printed permissions less one verb on one resource.
+/// The printed permissions less one verb on one resource (leaked: `Permission` holds static
+/// slices, and a test makes ten of them).
 fn without(resource: &str, verb: &str) -> Vec<Permission> {
     let verbs: &'static [&'static str] = Box::leak(
-        rbac::permissions(&[JobKind::Job])
+        rbac::permissions(&JobKind::ALL)
             .iter()
             .find(|p| p.resource == resource)
             .expect("a resource of the Role")
@@ -51,7 +52,7 @@ fn without(resource: &str, verb: &str) -> Vec<Permission> {
             .collect::<Vec<_>>()
             .into_boxed_slice(),
     );
-    rbac::permissions(&[JobKind::Job])
+    rbac::permissions(&JobKind::ALL)
         .into_iter()
         .map(|p| {
             if p.resource == resource {
@@ -66,7 +67,8 @@ fn without(resource: &str, verb: &str) -> Vec<Permission> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_lifecycle_runs_under_exactly_the_printed_role() {
     let env = rbac_env().await;
-    let kubeferry = executor_with(&env, "kubeferry", &rbac::permissions(&[JobKind::Job])).await;
+    // `kubeferry rbac` prints the Role for every kind of job.
+    let kubeferry = executor_with(&env, "kubeferry", &rbac::permissions(&JobKind::ALL)).await;
     let gate = Gate::new();
     let script = format!("echo one; echo two; {}; echo three", gate.wait("a"));
     let spec = spec_of(&shell("lifecycle", &script, ""));
