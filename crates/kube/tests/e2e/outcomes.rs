@@ -1,7 +1,6 @@
 //! The true outcome: one test per case of the container status mapping, produced for real on
 //! the simulated cluster (its Job controller, scheduler and kubelet), read through the executor.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -424,38 +423,9 @@ async fn write_conditions(env: &Env, id: &ExecutionId, conditions: &serde_json::
         .unwrap();
 }
 
-/// Collects what the code under test logs, on this thread.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-// Single-threaded, so that the subscriber set for this thread sees every log line of the test.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_status_shape_it_cannot_read_stays_non_terminal_and_warns() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-
+    let warnings = captured_warnings();
     let env = Env::start().await;
     let gate = Gate::new();
     let id = env.submit(&shell("odd", &gate.wait("end"), "")).await;
@@ -472,7 +442,11 @@ async fn a_status_shape_it_cannot_read_stays_non_terminal_and_warns() {
         let info = env.executor.status(&id).await.unwrap();
         assert!(!info.is_terminal(), "{info:?}");
         assert_eq!(info.state, running.state);
-        captured.text().contains("Exploded").then_some(())
+        let logged = warnings.text();
+        let warned = logged
+            .lines()
+            .any(|line| line.contains(&id.to_string()) && line.contains("Exploded"));
+        warned.then_some(())
     })
     .await;
     // The job still ends as it really does.

@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
@@ -348,4 +349,46 @@ pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
     tokio::time::timeout(DEADLINE, future)
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+/// What the code under test logged at WARN and above, in every test of this binary.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// Everything logged so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    }
+}
+
+/// The warnings logged by the tests of this binary, captured by a global subscriber installed
+/// on first use (a global one, since tasks of one test run on several threads).
+pub fn captured_warnings() -> &'static Captured {
+    static CAPTURED: OnceLock<Captured> = OnceLock::new();
+    CAPTURED.get_or_init(|| {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("no other global subscriber in the e2e tests");
+        captured
+    })
 }
