@@ -68,7 +68,9 @@ async fn a_final_delete_keeps_when_the_deletion_was_requested() {
     })
     .await;
     let pods: Api<Pod> = Api::namespaced(env.admin_client().await, NS);
-    pods.delete("held", &DeleteParams::default()).await.unwrap();
+    // The answer to the delete is the pod as the deletion left it.
+    let answer = pods.delete("held", &DeleteParams::default()).await.unwrap();
+    let deleting = serde_json::to_value(answer.left().expect("the pod, being deleted")).unwrap();
     let requested = |p: &serde_json::Value| {
         let at: jiff::Timestamp = p["metadata"]["deletionTimestamp"]
             .as_str()
@@ -80,11 +82,12 @@ async fn a_final_delete_keeps_when_the_deletion_was_requested() {
             .unwrap();
         at - jiff::SignedDuration::from_secs(grace)
     };
-    let first = requested(&env.sim.object("", "pods", NS, "held").unwrap());
-    let terminated = eventually("the pod to end", || async {
+    let first = requested(&deleting);
+    // The kubelet's final delete (grace 0) follows the container's end.
+    let terminated = eventually("the kubelet's final delete", || async {
         env.sim
             .object("", "pods", NS, "held")
-            .filter(|p| p["status"]["phase"] == "Failed")
+            .filter(|p| p["metadata"]["deletionGracePeriodSeconds"] == 0)
     })
     .await;
     assert_eq!(requested(&terminated), first);
