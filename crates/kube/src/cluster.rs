@@ -329,6 +329,28 @@ impl Cluster {
         }
     }
 
+    /// Runs an operation the API server proxies to a node's kubelet (container logs) with the
+    /// cluster's retry policy. Its failures say nothing about the API server itself (a
+    /// kubelet that is slow or gone, a long read timing out), so unlike [`Cluster::call`] it
+    /// never opens the unreachable window that makes status queries fail fast.
+    pub async fn call_proxied<T, F, Fut>(
+        &self,
+        op: &Op,
+        retry_no_response: bool,
+        attempt: F,
+    ) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = std::result::Result<T, kube::Error>>,
+    {
+        self.inner
+            .settings
+            .retry
+            .run(&op.to_string(), retry_no_response, attempt)
+            .await
+            .map_err(|exhausted| self.error(op, exhausted))
+    }
+
     /// Turns a failed operation into an error that names what was attempted.
     pub fn error(&self, op: &Op, exhausted: Exhausted) -> Error {
         let Exhausted { error, attempts } = exhausted;

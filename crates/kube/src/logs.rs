@@ -47,7 +47,7 @@ pub async fn tail(cluster: &Cluster, target: &LogTarget, options: &TailOptions) 
     };
     let op = Op::named("get", "pods/log", &target.namespace, &target.pod);
     let text = cluster
-        .call(&op, true, || api.logs(&target.pod, &params))
+        .call_proxied(&op, true, || api.logs(&target.pod, &params))
         .await?;
     Ok(match options.bytes {
         Some(max) => last_bytes(&text, usize::try_from(max).unwrap_or(usize::MAX)).to_string(),
@@ -130,7 +130,7 @@ async fn follow_into(
             ..LogParams::default()
         };
         let stream = cluster
-            .call(&op, true, || api.log_stream(&target.pod, &params))
+            .call_proxied(&op, true, || api.log_stream(&target.pod, &params))
             .await?;
         let mut lines = stream.lines();
         while let Some(line) = lines.next().await {
@@ -159,7 +159,7 @@ async fn follow_into(
                     ..LogParams::default()
                 };
                 let rest = match cluster
-                    .call(&op, true, || api.logs(&target.pod, &params))
+                    .call_proxied(&op, true, || api.logs(&target.pod, &params))
                     .await
                 {
                     Ok(rest) => rest,

@@ -290,10 +290,25 @@ pub(crate) trait Jobs: Send + Sync {
 /// overwritten), then the object is deleted with its pods. A delete whose response was lost
 /// counts once the object is gone or being deleted; the mark is never taken off.
 pub(crate) async fn cancel<J: Jobs>(jobs: &J, id: &ExecutionId) -> Result<CancelOutcome> {
+    cancel_from(jobs, id, None).await
+}
+
+/// [`cancel`], deciding the first time from `seen`, the object as read earlier, when given. A
+/// copy that is stale by the time the mark goes on is what the resourceVersion precondition is
+/// for: tests hand one in to play the race of a job that ends between the read and the mark.
+pub(crate) async fn cancel_from<J: Jobs>(
+    jobs: &J,
+    id: &ExecutionId,
+    mut seen: Option<Current<J::Object>>,
+) -> Result<CancelOutcome> {
     let cluster = jobs.cluster();
     let mut kind = "object";
     for _ in 0..5 {
-        let Some(current) = jobs.read(id).await? else {
+        let read = match seen.take() {
+            Some(current) => Some(current),
+            None => jobs.read(id).await?,
+        };
+        let Some(current) = read else {
             // Gone: cancelled before (here or through another replica), or never there.
             return match jobs.status(id).await {
                 Ok(info) if info.is_terminal() => Ok(CancelOutcome::AlreadyEnded(info)),
@@ -403,11 +418,18 @@ pub(crate) async fn tail<J: Jobs>(
     id: &ExecutionId,
     options: &TailOptions,
 ) -> Result<String> {
-    let attempts = jobs.attempts(id).await?;
+    // Only an attempt whose container started has a log (the server refuses to read one that
+    // is waiting for a node or an image).
+    let attempts: Vec<Attempt> = jobs
+        .attempts(id)
+        .await?
+        .into_iter()
+        .filter(|a| a.started)
+        .collect();
     let back = usize::from(options.previous);
     let Some(attempt) = attempts.iter().rev().nth(back) else {
         if attempts.is_empty() {
-            // Distinguish "no pod yet" from "no such job".
+            // Distinguish "no log yet" from "no such job".
             jobs.status(id).await?;
         }
         return Ok(String::new());
@@ -475,7 +497,10 @@ async fn follow_into<J: Jobs>(
                 options.clone(),
             ));
             while let Some(line) = lines.next().await {
-                if sender.send(line).await.is_err() {
+                // A log that cannot be read ends the follow with the error: going on to wait
+                // for the next attempt would hold a reader of this one forever.
+                let failed = line.is_err();
+                if sender.send(line).await.is_err() || failed {
                     return Ok(());
                 }
             }

@@ -31,7 +31,7 @@ pub const CONTAINER_JOB_PERMISSIONS: &[Permission] = &[
     Permission {
         group: "",
         resource: "pods",
-        verbs: &["get", "list", "watch"],
+        verbs: &["list", "watch"],
         why: "track the Jobs' pods (waiting reasons, exit codes) and find their logs",
     },
     Permission {
@@ -186,7 +186,7 @@ mod tests {
             flat,
             [
                 "batch:jobs:create,get,list,watch,patch,delete",
-                ":pods:get,list,watch",
+                ":pods:list,watch",
                 ":pods/log:get",
             ]
         );
@@ -234,7 +234,7 @@ mod tests {
             rules(&[JobKind::Job, JobKind::SparkApp]),
             [
                 "batch:jobs:create,get,list,watch,patch,delete",
-                ":pods:get,list,watch,delete",
+                ":pods:list,watch,delete",
                 ":pods/log:get",
                 "spark.apache.org:sparkapplications:create,get,list,watch,patch,delete",
                 "sparkoperator.k8s.io:sparkapplications:create,get,list,watch,patch,delete",

@@ -15,7 +15,7 @@ fn the_rbac_manifest_is_what_kubeferry_rbac_prints() {
     let role = rbac::role(
         "kubeferry",
         Some("kubeferry"),
-        &rbac::permissions(&[JobKind::Job]),
+        &rbac::permissions(&JobKind::ALL),
     );
     let (account, binding) = rbac::binding("kubeferry", "kubeferry", Some("kubeferry"));
     let expected = [

@@ -358,7 +358,12 @@ impl SimCluster {
             .unwrap_or(0)
     }
 
-    /// Open watches end cleanly.
+    /// How many watches are open now.
+    pub fn open_watches(&self) -> usize {
+        self.state.watch_control.receiver_count()
+    }
+
+    /// Open watches end cleanly (the server closes the stream), as at their timeout.
     pub fn cut_watches(&self) -> usize {
         self.state
             .watch_control

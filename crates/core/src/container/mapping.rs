@@ -127,10 +127,7 @@ pub fn container_status(
             _ => true,
         })
         .collect();
-    // Oldest first; of two created in the same second, the one that ended is the older.
-    attempts.sort_by(|a, b| {
-        (a.created_at, !has_ended(a), &a.name).cmp(&(b.created_at, !has_ended(b), &b.name))
-    });
+    attempts.sort_by(|a, b| oldest_attempt_first(a, b));
     let mapper = Mapper {
         job,
         vanished: match observed {
@@ -147,6 +144,24 @@ pub fn container_status(
         mapped.info = previous.advance(mapped.info);
     }
     Some(mapped)
+}
+
+/// Orders a Job's pods oldest attempt first: by creation time, and of two created in the same
+/// second (timestamps have whole seconds) by what can follow what. With
+/// `podReplacementPolicy: Failed` a Job starts an attempt only once the previous one ended,
+/// and none after a success: so an attempt that ended without success is older than one that
+/// succeeded, and both are older than one still going; then the earlier end, then the name.
+pub fn oldest_attempt_first(a: &PodView, b: &PodView) -> std::cmp::Ordering {
+    let key = |pod: &PodView| {
+        let place = match (has_ended(pod), has_succeeded(pod)) {
+            (true, false) => 0,
+            (true, true) => 1,
+            (false, _) => 2,
+        };
+        let end = main_terminated(pod).and_then(|t| t.finished_at);
+        (pod.created_at, place, end)
+    };
+    key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name))
 }
 
 /// The Job controller's verdict, read from the Job's conditions.
@@ -440,13 +455,13 @@ impl<'a> Mapper<'a> {
             // The Job's own reason names the cause; its pods may legitimately still run.
             false
         } else {
-            match self.attempts.last() {
-                // A pod being deleted holds nothing back: the deletion is the news.
-                Some(pod) => !has_ended(pod) && pod.deletion_timestamp.is_none(),
-                // The Job counted attempts that no pod view shows yet: pods arrive on a watch
-                // of their own, which may lag the Job's.
-                None => self.job.failed + self.job.succeeded + self.job.active > 0,
-            }
+            // A pod being deleted holds nothing back: the deletion is the news. No pod at all
+            // is different: the attempts may be gone (deleted, and removed once the Job
+            // controller counted them), and a replica that saw them records the outcome it
+            // read from them (rule 0); wait for that rather than report a bare verdict.
+            self.attempts
+                .last()
+                .is_none_or(|pod| !has_ended(pod) && pod.deletion_timestamp.is_none())
         }
     }
 
@@ -481,9 +496,10 @@ impl<'a> Mapper<'a> {
 
     fn failed(&self, verdict: &Verdict<'_>) -> Mapped {
         let newest = self.attempts.last().copied();
-        let terminated = newest
-            .and_then(main_terminated)
-            .filter(|t| ended_by(t, verdict.at));
+        let terminated = newest.and_then(|pod| {
+            main_terminated(pod)
+                .filter(|t| ended_by(t, verdict.at) && !killed_by_deletion(pod, t, verdict.at))
+        });
         let job_message = verdict.message.unwrap_or_default();
         let cause = match verdict.reason {
             // The Job's own reason names the cause.
@@ -647,11 +663,9 @@ impl<'a> Mapper<'a> {
     }
 
     fn deleted_externally(&self, at: Option<Timestamp>, message: String) -> Mapped {
-        let terminated = self
-            .attempts
-            .last()
-            .and_then(|pod| main_terminated(pod))
-            .filter(|t| ended_by(t, at));
+        let terminated = self.attempts.last().and_then(|pod| {
+            main_terminated(pod).filter(|t| ended_by(t, at) && !killed_by_deletion(pod, t, at))
+        });
         let mut info =
             ExecutionInfo::new(JobState::Failed, Reason::DeletedExternally).with_message(message);
         info.exit_code = terminated.map(|t| t.exit_code);
@@ -1069,6 +1083,19 @@ fn ended_by(t: &TerminatedView, at: Option<Timestamp>) -> bool {
         (Some(finished), Some(at)) => finished <= at,
         _ => true,
     }
+}
+
+/// Whether the container was killed by a deletion of its pod requested with or after `at`
+/// (the verdict, or the Job's deletion): the Job controller deleting the pods of a Job past
+/// its deadline, the garbage collector those of a deleted Job. Its exit code (143) is then the
+/// outcome's consequence, not its cause. Timestamps have whole seconds, so a container killed
+/// in the verdict's own second would otherwise count as ended by it, and a replica that looked
+/// before the kill and one that looked after would report different exit codes.
+fn killed_by_deletion(pod: &PodView, t: &TerminatedView, at: Option<Timestamp>) -> bool {
+    let Some(deleted) = pod.deletion_requested_at() else {
+        return false;
+    };
+    at.is_some_and(|at| deleted >= at) && t.finished_at.is_none_or(|end| end >= deleted)
 }
 
 fn deadline(since: Timestamp, period: Duration) -> Option<Timestamp> {

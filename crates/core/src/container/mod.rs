@@ -13,7 +13,7 @@ pub(crate) mod view;
 #[cfg(test)]
 mod tests;
 
-pub use mapping::{JobObservation, Mapped, MappingConfig, container_status};
+pub use mapping::{JobObservation, Mapped, MappingConfig, container_status, oldest_attempt_first};
 pub use view::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
     JobConditionView, JobView, PodConditionView, PodPhase, PodView, TerminatedView,

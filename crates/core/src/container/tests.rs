@@ -523,3 +523,110 @@ fn a_success_is_read_from_its_pod_even_when_the_node_clock_runs_ahead() {
     assert_eq!(mapped.info.exit_code, Some(0));
     assert_eq!(mapped.info.finished_at, Some(at(68)));
 }
+
+#[test]
+fn a_container_killed_in_the_second_of_the_deadline_lends_no_exit_code() {
+    // The Job controller fails the Job at its deadline and deletes the running pod; the
+    // container ends on SIGTERM within the same second. A replica that looked before the kill
+    // saw no exit code; one that looks after must not see 143 either.
+    let mut deadline = job();
+    deadline.conditions = vec![condition(
+        JobConditionType::FailureTarget,
+        "DeadlineExceeded",
+        60,
+    )];
+    let mut before_the_kill = running_pod("p", 1);
+    before_the_kill.deletion_timestamp = Some(at(62));
+    before_the_kill.deletion_grace_period_seconds = Some(2);
+    let mut after_the_kill = before_the_kill.clone();
+    after_the_kill.phase = Some(PodPhase::Failed);
+    after_the_kill.main.as_mut().expect("main").state =
+        ContainerStateView::Terminated(TerminatedView {
+            exit_code: 143,
+            signal: None,
+            reason: Some("Error".into()),
+            message: None,
+            started_at: Some(at(5)),
+            finished_at: Some(at(60)),
+        });
+    let before = map(&deadline, &[before_the_kill], 60);
+    let after = map(&deadline, &[after_the_kill.clone()], 61);
+    assert_eq!(before.info.reason, Reason::DeadlineExceeded);
+    assert_eq!(after.info, before.info);
+    assert_eq!(after.info.exit_code, None);
+
+    // A pod deleted (evicted) before the verdict was not killed by it: its exit code stands.
+    let mut backoff = job();
+    backoff.conditions = vec![condition(
+        JobConditionType::FailureTarget,
+        "BackoffLimitExceeded",
+        61,
+    )];
+    after_the_kill.deletion_timestamp = Some(at(60));
+    after_the_kill.deletion_grace_period_seconds = Some(0);
+    let evicted = map(&backoff, &[after_the_kill], 62);
+    assert_eq!(evicted.info.reason, Reason::DeletedExternally);
+    assert_eq!(evicted.info.exit_code, Some(143));
+}
+
+#[test]
+fn a_failure_verdict_whose_pods_are_all_gone_waits_for_a_recorded_outcome() {
+    // A replica that never saw the pods (lost with their node, removed once counted) sees only
+    // the Job's verdict. It waits, within the pod status wait, for the outcome a replica that
+    // saw them records; then it reports the verdict alone.
+    let mut job = job();
+    job.failed = 1;
+    job.conditions = vec![condition(
+        JobConditionType::FailureTarget,
+        "BackoffLimitExceeded",
+        60,
+    )];
+    let waiting = map(&job, &[], 61);
+    assert_eq!(waiting.info.state, JobState::Queued, "{:?}", waiting.info);
+    assert!(!waiting.info.is_terminal());
+    let alone = map(&job, &[], 60 + 10);
+    assert_eq!(alone.info.state, JobState::Failed);
+    assert_eq!(alone.info.reason, Reason::BackoffLimitExceeded);
+
+    let mut recorded = ExecutionInfo::new(JobState::Failed, Reason::NodeLost);
+    recorded.message = "the node was lost".into();
+    job.recorded_outcome = Some(Ok(recorded.clone()));
+    assert_eq!(map(&job, &[], 61).info, recorded);
+
+    // The Job's own reason names a deadline's cause: nothing to wait for.
+    job.recorded_outcome = None;
+    job.conditions = vec![condition(
+        JobConditionType::FailureTarget,
+        "DeadlineExceeded",
+        60,
+    )];
+    assert_eq!(map(&job, &[], 61).info.reason, Reason::DeadlineExceeded);
+}
+
+#[test]
+fn of_two_attempts_created_in_one_second_the_ended_one_is_older() {
+    let ended = failed_pod("z-first", 10, None);
+    let newer = running_pod("a-second", 10);
+    let mut pods = [newer.clone(), ended.clone()];
+    pods.sort_by(oldest_attempt_first);
+    assert_eq!(pods.map(|p| p.name), ["z-first", "a-second"]);
+    // A success ends a Job: any attempt of the same second that failed came before it.
+    let mut succeeded = running_pod("a-succeeded", 10);
+    succeeded.phase = Some(PodPhase::Succeeded);
+    succeeded.main.as_mut().expect("main").state = ContainerStateView::Terminated(TerminatedView {
+        exit_code: 0,
+        signal: None,
+        reason: Some("Completed".into()),
+        message: None,
+        started_at: Some(at(10)),
+        finished_at: Some(at(10)),
+    });
+    let mut pods = [succeeded, ended];
+    pods.sort_by(oldest_attempt_first);
+    assert_eq!(pods.map(|p| p.name), ["z-first", "a-succeeded"]);
+    let mut older_by_time = running_pod("z-older", 5);
+    older_by_time.phase = Some(PodPhase::Running);
+    let mut pods = [newer, older_by_time];
+    pods.sort_by(oldest_attempt_first);
+    assert_eq!(pods.map(|p| p.name), ["z-older", "a-second"]);
+}

@@ -13,9 +13,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kubeferry_core::container::{
     JobObservation, JobView, MAIN_CONTAINER, MappingConfig, PodView, container_status,
+    oldest_attempt_first,
 };
 use kubeferry_core::marks::{MANAGED_SELECTOR, OUTCOME_ANNOTATION, object_name};
 use kubeferry_core::spec::ContainerJobSpec;
+use kubeferry_core::status::FailureClass;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use tracing::{debug, info, warn};
 
@@ -175,39 +177,69 @@ impl ContainerJobs {
     pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         let watch = self.tracker.namespace(&id.namespace);
         let synced = watch.wait_synced(self.settings.sync_timeout).await;
-        let (observed, pods) = match self.observe(&watch, id, synced).await? {
-            Some(found) => found,
-            None => return Err(self.no_such_job(id, &watch)),
+        watch.check_permitted(&id.namespace)?;
+        let found = match self.cached(&watch, id) {
+            Some(cached) if watch.is_current() || !self.would_end(id, &cached) => Some(cached),
+            // A watch that failed is catching up (a relist after 410 Gone, a reconnect): the
+            // cache may hold a Job's verdict and not yet its pods, and an outcome, once
+            // reported, is final. It is read from the server itself, once per job that ends
+            // meanwhile; should the Job be gone by then, what the cache holds is all there is.
+            Some(cached) => {
+                debug!(message = "cache catching up; reading the job", id = %id);
+                self.fetch(&watch, id).await?.or(Some(cached))
+            }
+            // A miss: a Job created a moment ago (perhaps by another replica) that the watch
+            // has not delivered yet, or a watch that has not synced. One GET settles it.
+            None => {
+                debug!(message = "cache miss", id = %id, synced);
+                self.fetch(&watch, id).await?
+            }
+        };
+        let Some((observed, pods)) = found else {
+            return Err(self.no_such_job(id, &watch));
         };
         self.evaluate(id, &observed, &pods).await
     }
 
-    /// What is known of a Job: from the cache, else (a Job created a moment ago by another
-    /// replica, or a cache not synced yet) straight from the API server.
-    async fn observe(
+    /// What the namespace's watches know of a Job, if they saw it.
+    fn cached(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Option<(Observed, Vec<PodView>)> {
+        if let Some(entry) = watch.jobs.get(&id.name) {
+            return Some((Observed::Present(entry.view), watch.pods_of(&id.name)));
+        }
+        let tombstone = watch.jobs.tombstone(&id.name)?;
+        let final_state = tombstone.departure == crate::tracker::Departure::Deleted;
+        Some((
+            Observed::Vanished(tombstone.last, final_state),
+            watch.pods_of(&id.name),
+        ))
+    }
+
+    /// Whether a Job still present in the cache would be reported ended for the first time.
+    fn would_end(&self, id: &ExecutionId, (observed, pods): &(Observed, Vec<PodView>)) -> bool {
+        let Observed::Present(_) = observed else {
+            // A Job's final state, as a DELETED event brought it, is as fresh as it gets.
+            return false;
+        };
+        let previous = self.tracker.last_reported(&id.namespace, &id.name);
+        if previous.as_ref().is_some_and(ExecutionInfo::is_terminal) {
+            return false;
+        }
+        container_status(
+            &observed.as_observation(),
+            pods,
+            Timestamp::now(),
+            &self.settings.mapping,
+            previous.as_ref(),
+        )
+        .is_some_and(|mapped| mapped.info.is_terminal())
+    }
+
+    /// A Job and its pods read from the API server; `None` when there is no such Job.
+    async fn fetch(
         &self,
         watch: &NamespaceWatch,
         id: &ExecutionId,
-        synced: bool,
     ) -> Result<Option<(Observed, Vec<PodView>)>> {
-        if let Some(entry) = watch.jobs.get(&id.name) {
-            return Ok(Some((
-                Observed::Present(entry.view),
-                watch.pods_of(&id.name),
-            )));
-        }
-        if let Some(tombstone) = watch.jobs.tombstone(&id.name) {
-            let final_state = tombstone.departure == crate::tracker::Departure::Deleted;
-            // Its pods are likely gone too (deleted with it): their last states still say
-            // when the job started, which a replica that never answered for it must report.
-            return Ok(Some((
-                Observed::Vanished(tombstone.last, final_state),
-                watch.last_pods_of(&id.name),
-            )));
-        }
-        // A miss: a Job created a moment ago (perhaps by another replica) that the watch has not
-        // delivered yet, or a watch that has not synced. One GET settles it.
-        debug!(message = "cache miss", id = %id, synced);
         self.cluster.check_reachable()?;
         let op = Op::named("get", JOBS, &id.namespace, &id.name);
         let api = self.jobs(&id.namespace);
@@ -218,8 +250,27 @@ impl ContainerJobs {
         else {
             return Ok(None);
         };
-        let pods = self.list_pods(&id.namespace, &id.name).await?;
+        let pods = self.fresh_pods(watch, &id.namespace, &id.name).await?;
         Ok(Some((Observed::Present(JobView::from(&job)), pods)))
+    }
+
+    /// A Job's pods as the API server lists them, with the final states of deleted ones only
+    /// the watch still knows: a pod lost with its node may carry the outcome the Job's verdict
+    /// names.
+    async fn fresh_pods(
+        &self,
+        watch: &NamespaceWatch,
+        namespace: &str,
+        job: &str,
+    ) -> Result<Vec<PodView>> {
+        let mut pods = self.list_pods(namespace, job).await?;
+        let departed: Vec<PodView> = watch
+            .departed_pods_of(job)
+            .into_iter()
+            .filter(|gone| !pods.iter().any(|pod| pod.uid == gone.uid))
+            .collect();
+        pods.extend(departed);
+        Ok(pods)
     }
 
     async fn list_pods(&self, namespace: &str, job: &str) -> Result<Vec<PodView>> {
@@ -242,8 +293,9 @@ impl ContainerJobs {
         }
     }
 
-    /// Maps an observation, records outcomes kubeferry decides itself, and remembers the
-    /// answer.
+    /// Maps an observation, records on the Job the outcomes other replicas could not compute
+    /// alike (those kubeferry decides itself, and those that rest on pods about to go), and
+    /// remembers the answer, logging a warning the first time it appears for the job.
     async fn evaluate(
         &self,
         id: &ExecutionId,
@@ -264,12 +316,17 @@ impl ContainerJobs {
                 hint: " (it is gone and what became of it is unknown: if it was being cancelled, it was cancelled)".into(),
             });
         };
-        if let Some(warning) = &mapped.warning
-            && previous.as_ref().map(|p| &p.message) != Some(&mapped.info.message)
-        {
-            warn!(message = "unreadable status", id = %id, %warning);
-        }
         let mut info = mapped.info;
+        if !mapped.must_record
+            && info.is_terminal()
+            && !previous.as_ref().is_some_and(ExecutionInfo::is_terminal)
+            && let Observed::Present(job) = observed
+            && self.worth_recording(&observation, pods, &info)
+            && let Err(error) = self.record(job, &info).await
+        {
+            // The outcome stands here; a replica that never saw the pods reports the verdict alone.
+            warn!(message = "could not record an outcome read from deleted pods", id = %id, %error);
+        }
         if mapped.must_record
             && let Observed::Present(job) = observed
             && let Err(error) = self.record_and_stop(job, &info).await
@@ -282,12 +339,89 @@ impl ContainerJobs {
                     .with_message(format!("deciding the outcome: {}", info.message))
             });
         }
-        self.tracker.remember(&id.namespace, &id.name, &info);
+        let warning = mapped.warning.as_deref();
+        if self
+            .tracker
+            .remember(&id.namespace, &id.name, &info, warning)
+            && let Some(warning) = warning
+        {
+            warn!(message = "unreadable status", id = %id, %warning);
+        }
         Ok(info)
     }
 
-    /// Records an outcome kubeferry decided on the Job (with a resourceVersion precondition,
-    /// so a Job that changed meanwhile is judged again), then deletes the Job.
+    /// Whether an outcome rests on pods that are, or will soon be, deleted and removed: a
+    /// replica that looks once they are gone would see only the Job's verdict and report
+    /// another outcome (a lost node as BackoffLimitExceeded). That is every infrastructure
+    /// failure (the pods of a lost node, a drain or a preemption are deleted, often only just
+    /// after the verdict is seen), and any outcome that mapped without the pods being deleted
+    /// would differ. Disruptions and deletions are rare, so the outcomes recorded are few.
+    fn worth_recording(
+        &self,
+        observation: &JobObservation<'_>,
+        pods: &[PodView],
+        info: &ExecutionInfo,
+    ) -> bool {
+        let job = observation.job();
+        if job.recorded_outcome.is_some() || job.deletion_timestamp.is_some() {
+            return false;
+        }
+        if info.reason.failure_class() == Some(FailureClass::Infrastructure) {
+            return true;
+        }
+        // Pods the watch saw deleted (their final state may not show a deletion: a pod that
+        // had ended is removed at once) and pods being deleted will not be there for long.
+        let departed = self
+            .tracker
+            .namespace(&job.namespace)
+            .departed_pods_of(&job.name);
+        let lasting: Vec<PodView> = pods
+            .iter()
+            .filter(|pod| pod.deletion_timestamp.is_none())
+            .filter(|pod| !departed.iter().any(|gone| gone.uid == pod.uid))
+            .cloned()
+            .collect();
+        if lasting.len() == pods.len() {
+            return false;
+        }
+        let outcome = |info: &ExecutionInfo| (info.state, info.reason, info.exit_code);
+        let without = container_status(
+            observation,
+            &lasting,
+            Timestamp::now(),
+            &self.settings.mapping,
+            None,
+        );
+        without.map(|mapped| outcome(&mapped.info)) != Some(outcome(info))
+    }
+
+    /// Records an outcome on a Job that Kubernetes already judged, so that every replica reports
+    /// it (the mapping's rule 0). The outcome follows from a final verdict and the pods' final
+    /// states, so replicas that record it write the same value: no precondition is needed.
+    async fn record(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
+        let api = self.jobs(&job.namespace);
+        let outcome = serde_json::to_string(info).unwrap_or_default();
+        let patch = serde_json::json!({
+            "metadata": { "annotations": { OUTCOME_ANNOTATION: outcome } },
+        });
+        let op = Op::named("patch", JOBS, &job.namespace, &job.name);
+        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        self.cluster
+            .call(&op, true, || api.patch(&job.name, &params, &patch))
+            .await?;
+        info!(message = "recorded an outcome read from deleted pods", job = %job.name, state = %info.state, reason = %info.reason);
+        Ok(())
+    }
+
+    /// Records an outcome kubeferry decided on the Job and stops its work, in one write with a
+    /// resourceVersion precondition (a Job that changed meanwhile is judged again).
+    ///
+    /// The work stops by suspension, not deletion: the Job controller deletes the pods and the
+    /// Job stays as the record every replica reads the outcome from (a deleted Job would leave
+    /// replicas that did not watch it with "no such job"). It stays until it is deleted like
+    /// any finished Job without a TTL (`ttlSecondsAfterFinished` applies only to Jobs that
+    /// Kubernetes itself saw end). A Job held by a Kueue queue may be resumed by Kueue; the
+    /// recorded outcome stands regardless.
     async fn record_and_stop(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
         let api = self.jobs(&job.namespace);
         let outcome = serde_json::to_string(info).unwrap_or_default();
@@ -295,15 +429,17 @@ impl ContainerJobs {
             "metadata": {
                 "resourceVersion": job.resource_version,
                 "annotations": { OUTCOME_ANNOTATION: outcome },
-            }
+            },
+            "spec": { "suspend": true },
         });
         let op = Op::named("patch", JOBS, &job.namespace, &job.name);
         let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        // Safe to repeat: a repeat of a patch that took effect fails its precondition.
         self.cluster
             .call(&op, true, || api.patch(&job.name, &params, &patch))
             .await?;
-        info!(message = "recorded an outcome kubeferry decided", job = %job.name, state = %info.state, reason = %info.reason);
-        self.delete(&job.namespace, &job.name, &job.uid).await
+        info!(message = "recorded an outcome kubeferry decided and stopped the job", job = %job.name, state = %info.state, reason = %info.reason);
+        Ok(())
     }
 
     /// Deletes a Job and its pods (background propagation), only if it is still the same Job.
@@ -330,20 +466,33 @@ impl ContainerJobs {
     /// cancel mark goes on with a resourceVersion precondition (so an outcome reached meanwhile
     /// is seen, not overwritten), then the Job is deleted with its pods.
     pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
-        protocol::cancel(self, id).await
+        self.cancel_from(id, None).await
     }
 
-    /// The pods of a job, oldest attempt first.
+    /// Cancels, deciding the first time from `seen`, a copy of the Job read earlier, when one
+    /// is given (and from a fresh read otherwise). A copy that is stale by the time the mark
+    /// goes on is what the resourceVersion precondition is for: tests hand one in to play the
+    /// race of a job that ends between kubeferry's read and its mark.
+    async fn cancel_from(&self, id: &ExecutionId, seen: Option<Job>) -> Result<CancelOutcome> {
+        let seen = match seen {
+            Some(job) => Some(self.current(id, job).await?),
+            None => None,
+        };
+        protocol::cancel_from(self, id, seen).await
+    }
+
+    /// The pods of a job that still exist (a deleted pod's log is gone with it), oldest
+    /// attempt first.
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<PodView>> {
         let watch = self.tracker.namespace(&id.namespace);
         let mut pods = if watch.wait_synced(self.settings.sync_timeout).await
             && watch.jobs.get(&id.name).is_some()
         {
-            watch.pods_of(&id.name)
+            watch.live_pods_of(&id.name)
         } else {
             self.list_pods(&id.namespace, &id.name).await?
         };
-        pods.sort_by(|a, b| (a.created_at, &a.name).cmp(&(b.created_at, &b.name)));
+        pods.sort_by(oldest_attempt_first);
         Ok(pods)
     }
 
@@ -552,6 +701,25 @@ fn has_started(pod: &PodView) -> bool {
     })
 }
 
+impl ContainerJobs {
+    /// A Job as read from the server, with the status it shows given its pods as the server
+    /// lists them now (and the final states of deleted ones the watch still knows).
+    async fn current(&self, id: &ExecutionId, job: Job) -> Result<protocol::Current<Job>> {
+        let view = JobView::from(&job);
+        let watch = self.tracker.namespace(&id.namespace);
+        let pods = match self.fresh_pods(&watch, &id.namespace, &id.name).await {
+            Ok(pods) => pods,
+            Err(_) => watch.pods_of(&id.name),
+        };
+        let status = self.evaluate(id, &Observed::Present(view), &pods).await?;
+        Ok(protocol::Current {
+            objects: self.objects(&id.namespace),
+            meta: job.metadata,
+            status,
+        })
+    }
+}
+
 impl protocol::Jobs for ContainerJobs {
     type Object = Job;
 
@@ -569,20 +737,10 @@ impl protocol::Jobs for ContainerJobs {
 
     async fn read(&self, id: &ExecutionId) -> Result<Option<protocol::Current<Job>>> {
         let objects = self.objects(&id.namespace);
-        let Some(job) = objects.get(&self.cluster, &id.name).await? else {
-            return Ok(None);
-        };
-        let view = JobView::from(&job);
-        let pods = match self.list_pods(&id.namespace, &id.name).await {
-            Ok(pods) => pods,
-            Err(_) => self.tracker.namespace(&id.namespace).pods_of(&id.name),
-        };
-        let status = self.evaluate(id, &Observed::Present(view), &pods).await?;
-        Ok(Some(protocol::Current {
-            objects,
-            meta: job.metadata,
-            status,
-        }))
+        match objects.get(&self.cluster, &id.name).await? {
+            Some(job) => Ok(Some(self.current(id, job).await?)),
+            None => Ok(None),
+        }
     }
 
     async fn changes(
@@ -624,3 +782,6 @@ impl Observed {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -14,7 +14,8 @@ use kubeferry_core::marks::MANAGED_SELECTOR;
 use tokio::sync::broadcast;
 
 use crate::cluster::Cluster;
-use crate::tracker::{Entry, LastReported, Reflector, ReflectorSettings, WatchHealth};
+use crate::error::{Error, Result};
+use crate::tracker::{Departure, Entry, LastReported, Reflector, ReflectorSettings, WatchHealth};
 
 /// The label the Job controller puts on a Job's pods (Kubernetes 1.27+), and its older twin.
 const JOB_NAME_LABELS: [&str; 2] = ["batch.kubernetes.io/job-name", "job-name"];
@@ -37,8 +38,30 @@ impl NamespaceWatch {
         jobs && pods
     }
 
-    /// The pods of one Job.
+    /// The pods of one Job: those that exist, and the final states of those deleted lately.
+    ///
+    /// A deleted pod still tells how its attempt ended: a pod lost with its node, evicted,
+    /// or deleted by someone is often gone (the Job controller lifts its finalizer once it
+    /// counted it) before the Job's verdict arrives, and without it the verdict's cause
+    /// (`NodeLost`, `DeletedExternally`) would be unknown. Pods that merely went missing from a
+    /// relist are left out: their last view may be stale.
     pub fn pods_of(&self, job: &str) -> Vec<PodView> {
+        self.pods
+            .of_job_and_departed(job, |t| t.departure == Departure::Deleted)
+    }
+
+    /// The final states of one Job's pods that were deleted lately.
+    pub fn departed_pods_of(&self, job: &str) -> Vec<PodView> {
+        self.pods
+            .tombstones_of_job(job)
+            .into_iter()
+            .filter(|t| t.departure == Departure::Deleted)
+            .map(|t| t.last)
+            .collect()
+    }
+
+    /// The pods of one Job that exist.
+    pub fn live_pods_of(&self, job: &str) -> Vec<PodView> {
         self.pods.of_job(job).into_iter().map(|e| e.view).collect()
     }
 
@@ -59,9 +82,33 @@ impl NamespaceWatch {
         (self.jobs.subscribe(), self.pods.subscribe())
     }
 
+    /// Whether both watches are current (see [`Reflector::is_current`]).
+    pub fn is_current(&self) -> bool {
+        self.jobs.is_current() && self.pods.is_current()
+    }
+
     /// The health of both watches.
     pub fn health(&self) -> (WatchHealth, WatchHealth) {
         (self.jobs.health(), self.pods.health())
+    }
+
+    /// Fails when the server refuses one of the watches for lack of permission: the cache
+    /// would silently go stale (a refused watch after a permitted list) or never fill.
+    pub fn check_permitted(&self, namespace: &str) -> Result<()> {
+        for (resource, health) in [
+            ("jobs.batch", self.jobs.health()),
+            ("pods", self.pods.health()),
+        ] {
+            if let Some(refusal) = health.refused() {
+                return Err(Error::Forbidden {
+                    verb: refusal.verb,
+                    resource: resource.to_string(),
+                    namespace: namespace.to_string(),
+                    message: refusal.message.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -137,9 +184,16 @@ impl ContainerTracker {
         lock(&self.reported).get(&key(namespace, name))
     }
 
-    /// Remembers what was reported for a job.
-    pub fn remember(&self, namespace: &str, name: &str, info: &ExecutionInfo) {
-        lock(&self.reported).put(key(namespace, name), info.clone());
+    /// Remembers what was reported for a job, and the warning that came with it. Returns true
+    /// when the warning is new for the job, to be logged once rather than on every query.
+    pub fn remember(
+        &self,
+        namespace: &str,
+        name: &str,
+        info: &ExecutionInfo,
+        warning: Option<&str>,
+    ) -> bool {
+        lock(&self.reported).put(key(namespace, name), info.clone(), warning)
     }
 }
 

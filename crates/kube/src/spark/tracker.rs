@@ -205,7 +205,7 @@ impl SparkTracker {
 
     /// Remembers what was reported for a job.
     pub fn remember(&self, namespace: &str, name: &str, info: &ExecutionInfo) {
-        lock(&self.reported).put(format!("{namespace}/{name}"), info.clone());
+        lock(&self.reported).put(format!("{namespace}/{name}"), info.clone(), None);
     }
 }
 

@@ -3,5 +3,8 @@
 pub mod reflector;
 mod reported;
 
-pub use reflector::{Departure, Entry, Reflector, ReflectorSettings, Tombstone, WatchHealth};
+pub use reflector::{
+    Departure, Entry, REFUSAL_LIFETIME, Reflector, ReflectorSettings, Refusal, Tombstone,
+    WatchHealth,
+};
 pub use reported::LastReported;

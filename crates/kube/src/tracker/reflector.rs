@@ -84,12 +84,60 @@ pub struct WatchHealth {
     pub restarts: u64,
     /// The last watch failure, if the watch is failing now.
     pub failing: Option<String>,
+    /// The server's refusal to list or watch for lack of permission, if that is why it fails.
+    pub forbidden: Option<Refusal>,
+}
+
+/// The API server refused a list or a watch for lack of permission (403).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The verb refused: `list` or `watch`.
+    pub verb: &'static str,
+    /// The server's message.
+    pub message: String,
+    /// When it was last refused.
+    pub at: Instant,
+}
+
+/// How long a refusal counts as current. While the server keeps refusing, the watcher retries
+/// at least every 30 s (its longest backoff) and each retry renews the refusal; once the
+/// permission is granted the watch resumes without an event to say so, and the refusal lapses.
+pub const REFUSAL_LIFETIME: Duration = Duration::from_secs(60);
+
+impl WatchHealth {
+    /// The refusal that stops the watch now, if any.
+    pub fn refused(&self) -> Option<&Refusal> {
+        self.forbidden
+            .as_ref()
+            .filter(|refusal| refusal.at.elapsed() < REFUSAL_LIFETIME)
+    }
+}
+
+/// A list or watch failure that is a 403: the verb refused and the server's message.
+fn refusal_of(error: &watcher::Error) -> Option<(&'static str, String)> {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 403 => {
+            Some(("list", status.message.clone()))
+        }
+        watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status))
+            if status.code == 403 =>
+        {
+            Some(("watch", status.message.clone()))
+        }
+        watcher::Error::WatchError(status) if status.code == 403 => {
+            Some(("watch", status.message.clone()))
+        }
+        _ => None,
+    }
 }
 
 struct State<V> {
     objects: HashMap<String, Entry<V>>,
     by_job: HashMap<String, HashSet<String>>,
     tombstones: HashMap<String, Tombstone<V>>,
+    /// Tombstone names by the job they belonged to.
+    tombstones_by_job: HashMap<String, HashSet<String>>,
     /// Tombstone names in the order they were made, for pruning the oldest first.
     tombstone_order: VecDeque<(Instant, String)>,
     relisting: Option<HashSet<String>>,
@@ -102,6 +150,7 @@ impl<V> Default for State<V> {
             objects: HashMap::new(),
             by_job: HashMap::new(),
             tombstones: HashMap::new(),
+            tombstones_by_job: HashMap::new(),
             tombstone_order: VecDeque::new(),
             relisting: None,
             health: WatchHealth::default(),
@@ -113,7 +162,8 @@ impl<V> Default for State<V> {
 pub struct Reflector<V> {
     state: Arc<RwLock<State<V>>>,
     changes: broadcast::Sender<String>,
-    synced: tokio::sync::watch::Receiver<bool>,
+    /// Turns true once the first list completed or the server refused the watch.
+    settled: tokio::sync::watch::Receiver<bool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -138,7 +188,7 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
     {
         let state: Arc<RwLock<State<V>>> = Arc::default();
         let (changes, _) = broadcast::channel(4096);
-        let (synced_tx, synced) = tokio::sync::watch::channel(false);
+        let (settled_tx, settled) = tokio::sync::watch::channel(false);
         let config = config.timeout(
             u32::try_from(settings.watch_timeout.as_secs())
                 .unwrap_or(290)
@@ -159,11 +209,21 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
                                 warn!(message = "watch failed; retrying", %error);
                             }
                             state.health.failing = Some(error.to_string());
+                            state.health.forbidden =
+                                refusal_of(&error).map(|(verb, message)| Refusal {
+                                    verb,
+                                    message,
+                                    at: Instant::now(),
+                                });
                             Vec::new()
                         }
                     };
-                    if read(&state).health.synced {
-                        let _ = synced_tx.send(true);
+                    let settled = {
+                        let health = &read(&state).health;
+                        health.synced || health.forbidden.is_some()
+                    };
+                    if settled {
+                        let _ = settled_tx.send(true);
                     }
                     for job in changed {
                         let _ = changes.send(job);
@@ -174,17 +234,24 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
         Reflector {
             state,
             changes,
-            synced,
+            settled,
             task,
         }
     }
 
-    /// Waits until the first list has completed, at most `timeout`; false if it did not.
+    /// Waits until the first list has completed, at most `timeout`; false if it did not. A
+    /// watch the server refuses ends the wait at once (see [`WatchHealth::refused`]).
     pub async fn wait_synced(&self, timeout: Duration) -> bool {
-        let mut synced = self.synced.clone();
-        tokio::time::timeout(timeout, synced.wait_for(|s| *s))
-            .await
-            .is_ok_and(|r| r.is_ok())
+        let mut settled = self.settled.clone();
+        let _ = tokio::time::timeout(timeout, settled.wait_for(|s| *s)).await;
+        read(&self.state).health.synced
+    }
+
+    /// Whether the views are current: listed, watched since, and not relisting or recovering
+    /// from a failed watch (after which objects may be missing or stale until the relist ends).
+    pub fn is_current(&self) -> bool {
+        let state = read(&self.state);
+        state.health.synced && state.health.failing.is_none() && state.relisting.is_none()
     }
 
     /// The health of the watch.
@@ -214,14 +281,31 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
         read(&self.state).tombstones.get(name).cloned()
     }
 
-    /// How the objects of one job went away (e.g. the pods of a Job that is gone).
+    /// The objects of one job that were watched and are gone.
     pub fn tombstones_of_job(&self, job: &str) -> Vec<Tombstone<V>> {
-        read(&self.state)
-            .tombstones
-            .values()
-            .filter(|t| t.job == job)
-            .cloned()
-            .collect()
+        let state = read(&self.state);
+        tombstones_of(&state, job).cloned().collect()
+    }
+
+    /// The views of one job's objects, and those of its objects that went away and are
+    /// accepted by `departed`, read at one instant (an object is never both, or neither).
+    pub fn of_job_and_departed(
+        &self,
+        job: &str,
+        departed: impl Fn(&Tombstone<V>) -> bool,
+    ) -> Vec<V> {
+        let state = read(&self.state);
+        let present = state
+            .by_job
+            .get(job)
+            .into_iter()
+            .flatten()
+            .filter_map(|name| state.objects.get(name))
+            .map(|entry| entry.view.clone());
+        let gone = tombstones_of(&state, job)
+            .filter(|tombstone| departed(tombstone))
+            .map(|tombstone| tombstone.last.clone());
+        present.chain(gone).collect()
     }
 
     /// Every entry (for listing).
@@ -245,6 +329,15 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
     }
 }
 
+fn tombstones_of<'a, V>(state: &'a State<V>, job: &str) -> impl Iterator<Item = &'a Tombstone<V>> {
+    state
+        .tombstones_by_job
+        .get(job)
+        .into_iter()
+        .flatten()
+        .filter_map(|name| state.tombstones.get(name))
+}
+
 fn read<V>(state: &RwLock<State<V>>) -> std::sync::RwLockReadGuard<'_, State<V>> {
     // The state is plain data updated in single steps; a poisoned lock still holds a usable value.
     state.read().unwrap_or_else(|p| p.into_inner())
@@ -266,6 +359,7 @@ where
 {
     let mut state = write(state);
     state.health.failing = None;
+    state.health.forbidden = None;
     match event {
         watcher::Event::Init => {
             state.relisting = Some(HashSet::new());
@@ -323,7 +417,7 @@ where
 }
 
 fn upsert<V>(state: &mut State<V>, entry: Entry<V>) {
-    state.tombstones.remove(&entry.name);
+    drop_tombstone(state, &entry.name);
     if let Some(previous) = state.objects.get(&entry.name)
         && previous.job != entry.job
         && let Some(names) = state.by_job.get_mut(&previous.job)
@@ -360,6 +454,12 @@ fn remove<V: Clone>(
     let now = Instant::now();
     prune_tombstones(state, now, settings);
     let job = entry.job.clone();
+    drop_tombstone(state, name);
+    state
+        .tombstones_by_job
+        .entry(job.clone())
+        .or_default()
+        .insert(name.to_string());
     state.tombstones.insert(
         name.to_string(),
         Tombstone {
@@ -373,20 +473,35 @@ fn remove<V: Clone>(
     Some(job)
 }
 
+/// Forgets an object's tombstone, if it has one.
+fn drop_tombstone<V>(state: &mut State<V>, name: &str) {
+    let Some(tombstone) = state.tombstones.remove(name) else {
+        return;
+    };
+    if let Some(names) = state.tombstones_by_job.get_mut(&tombstone.job) {
+        names.remove(name);
+        if names.is_empty() {
+            state.tombstones_by_job.remove(&tombstone.job);
+        }
+    }
+}
+
 /// Drops tombstones past their time, and the oldest while there are too many.
 fn prune_tombstones<V>(state: &mut State<V>, now: Instant, settings: &ReflectorSettings) {
-    while let Some((at, name)) = state.tombstone_order.front() {
+    while let Some((at, _)) = state.tombstone_order.front() {
         let expired = now.duration_since(*at) >= settings.tombstone_ttl;
         let over = state.tombstones.len() >= settings.max_tombstones;
         if !expired && !over {
             break;
         }
+        let Some((at, name)) = state.tombstone_order.pop_front() else {
+            break;
+        };
         // A name re-tombstoned later has a newer entry in the order; only the entry that made
         // the current tombstone removes it.
-        if state.tombstones.get(name).is_some_and(|t| t.at == *at) {
-            state.tombstones.remove(name);
+        if state.tombstones.get(&name).is_some_and(|t| t.at == at) {
+            drop_tombstone(state, &name);
         }
-        state.tombstone_order.pop_front();
     }
 }
 

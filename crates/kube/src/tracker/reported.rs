@@ -1,5 +1,5 @@
 //! The last status reported per job, so that every later answer builds on it (a terminal
-//! status never changes; a start time is kept).
+//! status never changes; a start time is kept), and each warning is logged once per job.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -8,8 +8,15 @@ use kubeferry_core::ExecutionInfo;
 /// The last status reported per job, bounded: the oldest entries go first.
 pub struct LastReported {
     capacity: usize,
-    entries: HashMap<String, ExecutionInfo>,
+    entries: HashMap<String, Reported>,
     order: VecDeque<String>,
+}
+
+/// What was last reported for one job.
+struct Reported {
+    info: ExecutionInfo,
+    /// The last warning logged for the job.
+    warning: Option<String>,
 }
 
 impl LastReported {
@@ -24,14 +31,31 @@ impl LastReported {
 
     /// What was last reported under `key`.
     pub fn get(&self, key: &str) -> Option<ExecutionInfo> {
-        self.entries.get(key).cloned()
+        self.entries.get(key).map(|reported| reported.info.clone())
     }
 
-    /// Records what was reported under `key`.
-    pub fn put(&mut self, key: String, info: ExecutionInfo) {
-        if self.entries.insert(key.clone(), info).is_none() {
-            self.order.push_back(key);
-        }
+    /// Stores `info` under `key`; true when `warning` differs from the last one logged for the
+    /// job (so that it is logged once, not on every query).
+    pub fn put(&mut self, key: String, info: ExecutionInfo, warning: Option<&str>) -> bool {
+        let new_warning = match self.entries.get_mut(&key) {
+            Some(reported) => {
+                reported.info = info;
+                let new = warning.is_some() && reported.warning.as_deref() != warning;
+                if new {
+                    reported.warning = warning.map(str::to_string);
+                }
+                new
+            }
+            None => {
+                let reported = Reported {
+                    info,
+                    warning: warning.map(str::to_string),
+                };
+                self.entries.insert(key.clone(), reported);
+                self.order.push_back(key);
+                warning.is_some()
+            }
+        };
         while self.entries.len() > self.capacity {
             match self.order.pop_front() {
                 Some(oldest) => {
@@ -40,6 +64,7 @@ impl LastReported {
                 None => break,
             }
         }
+        new_warning
     }
 }
 
@@ -53,11 +78,23 @@ mod tests {
         let mut reported = LastReported::new(2);
         let info = ExecutionInfo::new(JobState::Queued, Reason::Pending);
         for name in ["a", "b", "c"] {
-            reported.put(name.into(), info.clone());
+            reported.put(name.into(), info.clone(), None);
         }
         assert!(reported.get("a").is_none());
         assert!(reported.get("b").is_some() && reported.get("c").is_some());
-        reported.put("c".into(), info);
+        reported.put("c".into(), info, None);
         assert_eq!(reported.order.len(), 2);
+    }
+
+    #[test]
+    fn each_warning_is_new_once_per_job() {
+        let mut reported = LastReported::new(10);
+        let info = ExecutionInfo::new(JobState::Started, Reason::Running);
+        assert!(!reported.put("a".into(), info.clone(), None));
+        assert!(reported.put("a".into(), info.clone(), Some("odd condition")));
+        assert!(!reported.put("a".into(), info.clone(), Some("odd condition")));
+        assert!(!reported.put("a".into(), info.clone(), None));
+        assert!(reported.put("a".into(), info.clone(), Some("another")));
+        assert!(reported.put("b".into(), info, Some("odd condition")));
     }
 }

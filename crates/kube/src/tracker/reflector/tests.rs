@@ -119,6 +119,11 @@ fn tombstones_are_bounded() {
     for kept in ["p7", "p8", "p9"] {
         assert!(state.tombstones.contains_key(kept), "{kept}");
     }
+    assert_eq!(
+        state.tombstones_by_job["j"].len(),
+        3,
+        "the index is pruned too"
+    );
 }
 
 #[test]
@@ -128,4 +133,73 @@ fn ignored_objects_change_nothing() {
     unlabelled.metadata.labels = None;
     assert!(run(&state, watcher::Event::Apply(unlabelled)).is_empty());
     assert!(read(&state).objects.is_empty());
+}
+
+#[test]
+fn tombstones_are_found_by_job_until_the_object_returns() {
+    let state = RwLock::new(State::default());
+    run(&state, watcher::Event::Apply(object("p1", "j1", "running")));
+    run(&state, watcher::Event::Apply(object("p2", "j1", "running")));
+    run(&state, watcher::Event::Delete(object("p1", "j1", "final")));
+    {
+        let state = read(&state);
+        let names: Vec<&String> = state.tombstones_by_job["j1"].iter().collect();
+        assert_eq!(names, ["p1"]);
+    }
+    // The same name again (a new object): its tombstone goes, and so does the index entry.
+    run(&state, watcher::Event::Apply(object("p1", "j1", "again")));
+    let state = read(&state);
+    assert!(state.tombstones.is_empty());
+    assert!(state.tombstones_by_job.is_empty());
+}
+
+#[test]
+fn refusals_name_the_verb_the_server_refused() {
+    use kube::core::Status;
+    let forbidden = || kube::Error::Api(Status::failure("no", "Forbidden").with_code(403).boxed());
+    let other = || {
+        kube::Error::Api(
+            Status::failure("down", "InternalError")
+                .with_code(500)
+                .boxed(),
+        )
+    };
+    let verb = |error: watcher::Error| refusal_of(&error).map(|(verb, _)| verb);
+    assert_eq!(
+        verb(watcher::Error::InitialListFailed(forbidden())),
+        Some("list")
+    );
+    assert_eq!(
+        verb(watcher::Error::WatchStartFailed(forbidden())),
+        Some("watch")
+    );
+    assert_eq!(
+        verb(watcher::Error::WatchFailed(forbidden())),
+        Some("watch")
+    );
+    let status = Status::failure("no", "Forbidden").with_code(403).boxed();
+    assert_eq!(verb(watcher::Error::WatchError(status)), Some("watch"));
+    assert_eq!(verb(watcher::Error::InitialListFailed(other())), None);
+    assert_eq!(verb(watcher::Error::NoResourceVersion), None);
+
+    let mut health = WatchHealth::default();
+    assert!(health.refused().is_none());
+    health.forbidden = Some(Refusal {
+        verb: "watch",
+        message: "no".into(),
+        at: Instant::now(),
+    });
+    assert_eq!(health.refused().map(|r| r.verb), Some("watch"));
+}
+
+#[test]
+fn an_event_ends_a_refusal() {
+    let state = RwLock::new(State::default());
+    write(&state).health.forbidden = Some(Refusal {
+        verb: "watch",
+        message: "no".into(),
+        at: Instant::now(),
+    });
+    run(&state, watcher::Event::Apply(object("p1", "j1", "a")));
+    assert!(read(&state).health.forbidden.is_none());
 }

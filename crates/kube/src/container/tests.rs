@@ -1,0 +1,114 @@
+//! Races of cancel, played deterministically against the simulated cluster by handing cancel a
+//! copy of the Job read before the race.
+
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::Api;
+use kubeferry_core::marks::CANCEL_ANNOTATION;
+use kubeferry_core::spec::{self, JobSpec, Params};
+use kubeferry_core::{JobState, Reason};
+use kubeferry_sim::{SimCluster, SimConfig};
+
+use super::*;
+use crate::cluster::{ClusterSettings, Kubeconfig};
+use crate::retry::RetryPolicy;
+
+async fn backend(sim: &SimCluster) -> ContainerJobs {
+    let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml("sim")).expect("parses");
+    let settings = ClusterSettings {
+        retry: RetryPolicy::fast(),
+        ..ClusterSettings::default()
+    };
+    let cluster = Cluster::from_kubeconfig(kubeconfig, None, Some("sim"), settings)
+        .await
+        .expect("connects");
+    ContainerJobs::new(
+        cluster,
+        ContainerSettings {
+            recheck_interval: Duration::from_millis(20),
+            ..ContainerSettings::default()
+        },
+    )
+}
+
+async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let end = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_ends_between_the_read_and_the_mark_keeps_its_outcome() {
+    let sim = SimCluster::start(SimConfig::for_tests())
+        .await
+        .expect("starts");
+    let jobs = backend(&sim).await;
+    let gate = std::env::temp_dir().join(format!("kubeferry-cancel-race-{}", std::process::id()));
+    let _ = std::fs::remove_file(&gate);
+    let yaml = format!(
+        "name: race\nimage: busybox:1.36\ncommand: [sh, -c, 'while [ ! -e {} ]; do sleep 0.02; done']\n",
+        gate.display()
+    );
+    let JobSpec::Container(spec) =
+        spec::load("race.yaml", &yaml, &Params::default()).expect("valid")
+    else {
+        panic!("a container job");
+    };
+    let id = jobs
+        .submit(&spec, "race-1", "default")
+        .await
+        .expect("submitted");
+    let mut started = jobs.status(&id).await.expect("a status");
+    while started.state != JobState::Started {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        started = jobs.status(&id).await.expect("a status");
+    }
+
+    // kubeferry reads the Job while it runs...
+    let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
+    let stale = api.get(&id.name).await.expect("the Job");
+    // ...and the job ends before the mark goes on.
+    std::fs::write(&gate, b"").expect("the gate opens");
+    eventually("the Job to complete", || {
+        sim.object("batch", "jobs", "default", &id.name)
+            .filter(|job| {
+                job["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Complete"))
+            })
+    })
+    .await;
+    let patches = sim.request_count("patch", "jobs.batch");
+
+    let outcome = jobs
+        .cancel_from(&id, Some(stale))
+        .await
+        .expect("cancel answers");
+    let _ = std::fs::remove_file(&gate);
+    // The mark was tried on the copy it read, refused (409), and the re-read found the outcome.
+    assert_eq!(sim.request_count("patch", "jobs.batch"), patches + 1);
+    assert_eq!(sim.request_count("delete", "jobs.batch"), 0);
+    let CancelOutcome::AlreadyEnded(info) = outcome else {
+        panic!("expected the outcome to stand, got {outcome:?}");
+    };
+    assert_eq!(info.state, JobState::Succeeded);
+    assert_eq!(info.reason, Reason::Completed);
+    let job = sim
+        .object("batch", "jobs", "default", &id.name)
+        .expect("the Job stays");
+    assert!(
+        job["metadata"]["annotations"]
+            .get(CANCEL_ANNOTATION)
+            .is_none()
+    );
+    assert_eq!(jobs.status(&id).await.expect("a status"), info);
+}

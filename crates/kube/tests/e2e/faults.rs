@@ -1,0 +1,326 @@
+//! Faults of the API server: retried answers, final answers, unreachability, another cluster's
+//! ids, and watches that expire, break, stall or lose the server.
+
+use std::time::Duration;
+
+use kubeferry_core::{ExecutionId, JobKind, JobState};
+use kubeferry_kube::logs::TailOptions;
+use kubeferry_kube::{Error, generate_job_id};
+use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
+
+use crate::support::*;
+
+fn error(code: u16, retry_after_seconds: Option<u32>) -> FaultAction {
+    FaultAction::Error {
+        code,
+        message: None,
+        retry_after_seconds,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_are_retried() {
+    let env = Env::start().await;
+    for code in [500, 502, 503, 504] {
+        env.sim.reset_counters();
+        env.sim.add_fault(
+            FaultRule::new(error(code, None))
+                .verbs(&["create"])
+                .resources(&["jobs.batch"])
+                .times(2),
+        );
+        let spec = spec_of(&shell("retried", "echo ok", ""));
+        env.executor
+            .submit(&spec, &generate_job_id("retried"), NS)
+            .await
+            .unwrap_or_else(|e| panic!("{code}: {e}"));
+        assert_eq!(env.sim.request_count("create", "jobs.batch"), 3, "{code}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_is_retried_after_the_servers_delay() {
+    // The server asks for 1 s. Within a 500 ms deadline that delay cannot be waited out, so
+    // the first answer is final: proof that the delay was taken from Retry-After (a backoff of
+    // its own would have been a few milliseconds and retried).
+    let short = Settings::fast().with_retry(|retry| retry.deadline = Duration::from_millis(500));
+    let env = Env::start_with(SimConfig::for_tests(), short).await;
+    env.sim.add_fault(
+        FaultRule::new(error(429, Some(1)))
+            .verbs(&["create"])
+            .resources(&["jobs.batch"])
+            .times(1),
+    );
+    let spec = spec_of(&shell("throttled", "echo ok", ""));
+    let refused = env
+        .executor
+        .submit(&spec, "throttled-1", NS)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, Error::RetriesExhausted { attempts: 1, .. }),
+        "{refused:?}"
+    );
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), 1);
+
+    // With the default deadline it waits and succeeds on the second attempt.
+    let env = Env::start().await;
+    env.sim.add_fault(
+        FaultRule::new(error(429, Some(1)))
+            .verbs(&["create"])
+            .resources(&["jobs.batch"])
+            .times(1),
+    );
+    env.executor.submit(&spec, "throttled-2", NS).await.unwrap();
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_about_the_request_are_not_retried() {
+    let env = Env::start().await;
+    // Synced watches, so that a status of an unknown job is one GET.
+    let unknown = id_of("unknown-0a1b2c3d");
+    assert!(
+        env.executor
+            .status(&unknown)
+            .await
+            .unwrap_err()
+            .is_no_such_job()
+    );
+    for code in [400, 403, 404, 409, 422] {
+        env.sim.reset_counters();
+        let fault = env.sim.add_fault(
+            FaultRule::new(error(code, None))
+                .verbs(&["get"])
+                .resources(&["jobs.batch"]),
+        );
+        let answer = env.executor.status(&unknown).await.unwrap_err();
+        env.sim.remove_fault(fault);
+        assert_eq!(
+            env.sim.request_count("get", "jobs.batch"),
+            1,
+            "{code} is final: {answer}"
+        );
+        match (code, &answer) {
+            (403, Error::Forbidden { verb, resource, .. }) => {
+                assert_eq!((*verb, resource.as_str()), ("get", "jobs.batch"));
+                assert!(answer.to_string().contains("kubeferry rbac"), "{answer}");
+            }
+            // A GET that finds nothing is the answer "no such job".
+            (404, Error::NoSuchJob { .. }) => {}
+            (400 | 409 | 422, Error::Rejected { code: got, .. }) => assert_eq!(*got, code),
+            _ => panic!("{code}: unexpected {answer:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_fails_status_queries_fast() {
+    let settings = Settings {
+        cluster: kubeferry_kube::ClusterSettings {
+            unreachable_window: Duration::from_secs(60),
+            ..Settings::fast().cluster
+        },
+        ..Settings::fast()
+    }
+    .with_retry(|retry| retry.deadline = Duration::from_millis(200));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let unknown = id_of("unknown-0a1b2c3d");
+    // Synced watches, so that a status of an unknown job is one GET.
+    assert!(
+        env.executor
+            .status(&unknown)
+            .await
+            .unwrap_err()
+            .is_no_such_job()
+    );
+
+    env.sim.unreachable_for(Duration::from_secs(1));
+    eventually("the server to go down", || async {
+        tokio::net::TcpStream::connect(env.sim.addr()).await.err()
+    })
+    .await;
+    let first = env.executor.status(&unknown).await.unwrap_err();
+    assert!(matches!(first, Error::Unreachable { .. }), "{first:?}");
+
+    eventually("the server to be back", || async {
+        tokio::net::TcpStream::connect(env.sim.addr()).await.ok()
+    })
+    .await;
+    env.sim.reset_counters();
+    let second = env.executor.status(&unknown).await.unwrap_err();
+    assert!(matches!(second, Error::Unreachable { .. }), "{second:?}");
+    assert!(second.to_string().contains("last failure at"), "{second}");
+    // (The watches reconnect on their own meanwhile; they are not status queries.)
+    assert_eq!(
+        env.sim.request_count("get", ""),
+        0,
+        "the second query did not try the server"
+    );
+    // A job the watch knows is answered from memory meanwhile, and an answer from the server
+    // (even an error) would close the window; other operations are not held back by it.
+    let id = env.submit(&shell("after", "echo ok", "")).await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    assert!(
+        env.executor
+            .status(&unknown)
+            .await
+            .unwrap_err()
+            .is_no_such_job()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_of_another_cluster_is_a_configuration_error() {
+    let env = Env::start().await;
+    let elsewhere = ExecutionId::new("elsewhere", JobKind::Job, NS, "hello-1a2b3c4d");
+    let wrong = |error: Error| {
+        assert!(matches!(error, Error::WrongCluster { .. }), "{error:?}");
+        assert!(!error.is_no_such_job());
+        assert!(error.to_string().contains("\"elsewhere\""), "{error}");
+    };
+    wrong(env.executor.status(&elsewhere).await.unwrap_err());
+    wrong(env.executor.cancel(&elsewhere).await.unwrap_err());
+    wrong(
+        env.executor
+            .wait(&elsewhere, Some(DEADLINE), |_| {})
+            .await
+            .unwrap_err(),
+    );
+    wrong(
+        env.executor
+            .tail(&elsewhere, &TailOptions::default())
+            .await
+            .unwrap_err(),
+    );
+    assert!(env.executor.follow(&elsewhere, Default::default()).is_err());
+    assert_eq!(env.sim.request_count("", ""), 0, "nothing was asked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_watches_relist_and_statuses_stay_right() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let finishing = env.submit(&shell("finishing", &gate.wait("a"), "")).await;
+    let deleted = env.submit(&shell("deleted", &gate.wait("never"), "")).await;
+    env.status_until(&finishing, "running", is(JobState::Started))
+        .await;
+    env.status_until(&deleted, "running", is(JobState::Started))
+        .await;
+    // The history is forgotten and both watches get 410 Gone; while they back off and relist,
+    // one job ends and the other is deleted by someone.
+    env.watches_open(2).await;
+    assert_eq!(env.sim.expire_watches(), 2);
+    gate.open("a");
+    env.delete_job_as_admin(&deleted).await;
+
+    let (outcome, _) = env.wait(&finishing).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    // The deleted Job is missing from the relist: its last view may predate a cancel through
+    // another replica, so the answer is "no such job", never FAILED or CANCELLED made up.
+    let gone = eventually("the deleted job to be gone", || async {
+        env.executor.status(&deleted).await.err()
+    })
+    .await;
+    assert!(gone.is_no_such_job(), "{gone}");
+    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    let (jobs, pods) = eventually("both watches to be back", || async {
+        let (jobs, pods) = watch.health();
+        (jobs.failing.is_none() && pods.failing.is_none()).then_some((jobs, pods))
+    })
+    .await;
+    assert!(
+        jobs.restarts >= 1 && pods.restarts >= 1,
+        "{jobs:?} {pods:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_ends_while_its_pods_are_unwatched_keeps_its_details() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell(
+            "lagging",
+            &format!("{}; exit 5", gate.wait("a")),
+            "",
+        ))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    // Both watches must relist; the pods' relist goes unanswered for a few backoffs (longer
+    // than a verdict waits for its pod), the Jobs' does not. The job fails meanwhile.
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::DropConnection)
+            .verbs(&["list"])
+            .resources(&["pods"])
+            .times(4),
+    );
+    env.watches_open(2).await;
+    assert_eq!(env.sim.expire_watches(), 2);
+    gate.open("a");
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
+    assert_eq!(outcome.reason, kubeferry_core::Reason::Error);
+    assert_eq!(outcome.exit_code, Some(5), "{outcome:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_watches_resume_and_statuses_stay_right() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("cut", &gate.wait("a"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    env.watches_open(2).await;
+    let watches = env.sim.request_count("watch", "");
+    assert_eq!(env.sim.cut_watches(), 2);
+    gate.open("a");
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    assert!(
+        env.sim.request_count("watch", "") >= watches + 2,
+        "re-watched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_api_server_keeps_statuses_right() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let before = env.submit(&shell("before", &gate.wait("a"), "")).await;
+    env.status_until(&before, "running", is(JobState::Started))
+        .await;
+    // Every connection drops and the watch history is forgotten; objects and containers stay.
+    env.sim.restart();
+    gate.open("a");
+    let (outcome, _) = env.wait(&before).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    let after = env.submit(&shell("after", "exit 5", "")).await;
+    let (outcome, _) = env.wait(&after).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.exit_code, Some(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_watch_is_detected_and_restarted() {
+    // kube-runtime restarts a watch that stays silent for its timeout plus 5 s: with the
+    // shortest timeout (1 s) that is 6 s, the one long test of the suite.
+    let mut settings = Settings::fast();
+    settings.executor.container.reflector.watch_timeout = Duration::from_secs(1);
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("stalled", &gate.wait("a"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    // Watches end every second (their timeout) and are re-opened: stall both while open. A
+    // stalled watch sends nothing, not even bookmarks, for a minute.
+    eventually("both watches to stall", || async {
+        (env.sim.stall_watches(Duration::from_secs(60)) >= 2).then_some(())
+    })
+    .await;
+    gate.open("a");
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+}

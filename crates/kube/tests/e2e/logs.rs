@@ -1,0 +1,304 @@
+//! Logs: tails by lines and bytes, follows that end with the container and survive a broken
+//! stream, earlier attempts, jobs without a log yet, and logs that never fail a status query.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use kubeferry_core::JobState;
+use kubeferry_kube::Error;
+use kubeferry_kube::logs::{FollowOptions, TailOptions};
+use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
+
+use crate::support::*;
+
+fn tail(lines: Option<u64>, bytes: Option<u64>) -> TailOptions {
+    TailOptions {
+        lines,
+        bytes,
+        previous: false,
+    }
+}
+
+fn follow_options() -> FollowOptions {
+    FollowOptions {
+        tail_lines: None,
+        reopen_delay: Duration::from_millis(20),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tails_by_lines() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell(
+            "count",
+            "for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; done",
+            "",
+        ))
+        .await;
+    env.wait(&id).await;
+    let all = env.executor.tail(&id, &tail(None, None)).await.unwrap();
+    assert_eq!(all.lines().count(), 10, "{all}");
+    let last = env.executor.tail(&id, &tail(Some(3), None)).await.unwrap();
+    assert_eq!(last, "line 8\nline 9\nline 10\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tails_by_bytes_without_splitting_a_character() {
+    let env = Env::start().await;
+    // "€" is three bytes: a cut at most bytes from the end lands inside one.
+    let id = env
+        .submit(&shell("euro", "echo first; echo €€€€", ""))
+        .await;
+    env.wait(&id).await;
+    let cases = [
+        (13, "€€€€\n"),
+        (12, "€€€\n"),
+        (5, "€\n"),
+        (4, "€\n"),
+        (3, "\n"),
+        (1, "\n"),
+        (0, ""),
+    ];
+    for (bytes, expected) in cases {
+        let text = env
+            .executor
+            .tail(&id, &tail(None, Some(bytes)))
+            .await
+            .unwrap();
+        assert_eq!(text, expected, "{bytes} bytes");
+    }
+    // Lines first, then bytes.
+    let both = env
+        .executor
+        .tail(&id, &tail(Some(2), Some(100)))
+        .await
+        .unwrap();
+    assert_eq!(both, "first\n€€€€\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follows_until_the_container_ends() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let script = format!(
+        "echo one; {}; echo two; {}; echo three",
+        gate.wait("a"),
+        gate.wait("b")
+    );
+    let id = env.submit(&shell("follow", &script, "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let mut lines = Box::pin(env.executor.follow(&id, follow_options()).unwrap());
+    assert_eq!(
+        within("a line", lines.next()).await.unwrap().unwrap(),
+        "one\n"
+    );
+    gate.open("a");
+    assert_eq!(
+        within("a line", lines.next()).await.unwrap().unwrap(),
+        "two\n"
+    );
+    gate.open("b");
+    assert_eq!(
+        within("a line", lines.next()).await.unwrap().unwrap(),
+        "three\n"
+    );
+    // The container ended: so does the follow.
+    assert!(within("the end", lines.next()).await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_survives_a_dropped_stream_without_losing_or_repeating_lines() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let script = format!(
+        "for i in 1 2 3; do echo before $i; done; {}; for i in 4 5 6; do echo after $i; done",
+        gate.wait("a")
+    );
+    let id = env.submit(&shell("dropped", &script, "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let mut lines = Box::pin(env.executor.follow(&id, follow_options()).unwrap());
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(within("a line", lines.next()).await.unwrap().unwrap());
+    }
+    // Every connection drops, the open log stream with it; the first re-open is dropped too.
+    let reopens = env.sim.request_count("get", "pods/log");
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::DropConnection)
+            .verbs(&["get"])
+            .resources(&["pods/log"])
+            .times(1),
+    );
+    env.sim.restart();
+    gate.open("a");
+    while let Some(line) = within("a line", lines.next()).await {
+        seen.push(line.unwrap());
+    }
+    assert_eq!(
+        seen,
+        [
+            "before 1\n",
+            "before 2\n",
+            "before 3\n",
+            "after 4\n",
+            "after 5\n",
+            "after 6\n"
+        ]
+    );
+    assert!(
+        env.sim.request_count("get", "pods/log") >= reopens + 2,
+        "re-opened"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_previous_attempt_has_its_own_log() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let marker = gate.path("first-attempt");
+    let script = format!(
+        "if [ -e {marker} ]; then echo second; else touch {marker}; echo first; exit 1; fi"
+    );
+    let id = env.submit(&shell("attempts", &script, "retries: 1")).await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    let newest = env.executor.tail(&id, &tail(None, None)).await.unwrap();
+    assert_eq!(newest, "second\n");
+    let previous = TailOptions {
+        previous: true,
+        ..TailOptions::default()
+    };
+    let earlier = env.executor.tail(&id, &previous).await.unwrap();
+    assert_eq!(earlier, "first\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_without_a_started_container_has_an_empty_log() {
+    let env = Env::start().await;
+    // No pod at all: held by a queue.
+    let queued = env
+        .submit(&shell("queued", "echo never", "queue: team-a"))
+        .await;
+    env.status_until(&queued, "suspended", is(JobState::Queued))
+        .await;
+    assert_eq!(
+        env.executor.tail(&queued, &tail(None, None)).await.unwrap(),
+        ""
+    );
+    // A pod that never starts: no node fits it.
+    let pending = env
+        .submit(&shell("pending", "echo never", "resources: {cpu: 64}"))
+        .await;
+    env.status_until(&pending, "unschedulable", |i| {
+        i.reason == kubeferry_core::Reason::Unschedulable
+    })
+    .await;
+    assert_eq!(
+        env.executor
+            .tail(&pending, &tail(None, None))
+            .await
+            .unwrap(),
+        ""
+    );
+    // And a job that does not exist is no such job, not an empty log.
+    let error = env
+        .executor
+        .tail(&id_of("never-created-1a2b3c4d"), &tail(None, None))
+        .await
+        .unwrap_err();
+    assert!(error.is_no_such_job(), "{error}");
+    // A pod that is gone took its log with it.
+    let gate = Gate::new();
+    let lost = env
+        .submit(&shell(
+            "lost",
+            &format!("echo hi; {}", gate.wait("never")),
+            "",
+        ))
+        .await;
+    env.status_until(&lost, "running", is(JobState::Started))
+        .await;
+    env.sim.lose_node("sim-node-1").unwrap();
+    env.status_until(&lost, "failed", is(JobState::Failed))
+        .await;
+    eventually("the pod to go", || async {
+        env.sim.count("", "pods").eq(&1).then_some(())
+    })
+    .await;
+    assert_eq!(
+        env.executor.tail(&lost, &tail(None, None)).await.unwrap(),
+        ""
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_logs_never_fails_a_status_query() {
+    let settings = Settings::fast().with_retry(|retry| retry.deadline = Duration::from_millis(300));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell("quiet", &format!("echo hi; {}", gate.wait("a")), ""))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let unknown = id_of("unknown-0a1b2c3d");
+    assert!(
+        env.executor
+            .status(&unknown)
+            .await
+            .unwrap_err()
+            .is_no_such_job()
+    );
+
+    // Every log request goes unanswered.
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::DropConnection)
+            .verbs(&["get"])
+            .resources(&["pods/log"]),
+    );
+    let error = env.executor.tail(&id, &tail(None, None)).await.unwrap_err();
+    assert!(matches!(error, Error::Unreachable { .. }), "{error:?}");
+
+    // The API server itself answers: status queries are unaffected, those that must ask it
+    // included.
+    assert_eq!(
+        env.executor.status(&id).await.unwrap().state,
+        JobState::Started
+    );
+    let answer = env.executor.status(&unknown).await.unwrap_err();
+    assert!(answer.is_no_such_job(), "{answer:?}");
+    gate.open("a");
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_that_cannot_read_the_log_ends_with_the_error() {
+    let settings = Settings::fast().with_retry(|retry| retry.deadline = Duration::from_millis(300));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell(
+            "unread",
+            &format!("echo hi; {}", gate.wait("a")),
+            "",
+        ))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::DropConnection)
+            .verbs(&["get"])
+            .resources(&["pods/log"]),
+    );
+    // The job runs on, but the follow ends: its reader learns why.
+    let follow = env.executor.follow(&id, follow_options()).unwrap();
+    let followed: Vec<_> = within("the follow to end", follow.collect()).await;
+    assert!(
+        matches!(followed.last(), Some(Err(Error::Unreachable { .. }))),
+        "{followed:?}"
+    );
+}

@@ -1,0 +1,16 @@
+//! End-to-end tests of the container job backend against the simulated cluster: every outcome
+//! a job can have, submission and cancel under lost responses and races, API faults, RBAC, logs,
+//! and the cost of tracking many jobs.
+//!
+//! Each test starts its own simulated cluster; jobs run as local processes of its kubelet.
+
+mod support;
+
+mod cancel;
+mod faults;
+mod logs;
+mod outcomes;
+mod rbac;
+mod scale;
+mod sim_gaps;
+mod submit;

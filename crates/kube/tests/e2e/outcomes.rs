@@ -1,0 +1,493 @@
+//! The true outcome: one test per case of the container status mapping, produced for real on
+//! the simulated cluster (its Job controller, scheduler and kubelet), read through the executor.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kubeferry_core::marks::OUTCOME_ANNOTATION;
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
+use kubeferry_sim::SimConfig;
+
+use kubeferry_kube::generate_job_id;
+
+use crate::support::*;
+
+fn outcome_annotation(job: &serde_json::Value) -> Option<ExecutionInfo> {
+    let text = job
+        .pointer("/metadata/annotations")?
+        .get(OUTCOME_ANNOTATION)?
+        .as_str()?;
+    serde_json::from_str(text).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn succeeded() {
+    let env = Env::start().await;
+    let id = env.submit(&shell("ok", "echo hello", "")).await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded, "{seen:#?}");
+    assert_eq!(outcome.reason, Reason::Completed);
+    assert_eq!(outcome.exit_code, Some(0));
+    let (started, finished) = (outcome.started_at.unwrap(), outcome.finished_at.unwrap());
+    assert!(started <= finished, "{outcome:?}");
+    // Every replica reports the same outcome.
+    let fresh = env.fresh_executor().await;
+    assert_eq!(fresh.status(&id).await.unwrap(), outcome);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_with_exit_code() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("fail", "echo about to fail; exit 3", ""))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::Error);
+    assert_eq!(outcome.exit_code, Some(3));
+    assert!(!outcome.reason.is_retryable());
+    assert!(outcome.finished_at.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unschedulable_stays_queued_with_the_schedulers_message() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("huge", "echo never", "resources: {cpu: 64}"))
+        .await;
+    let info = env
+        .status_until(&id, "unschedulable", |i| i.reason == Reason::Unschedulable)
+        .await;
+    assert_eq!(info.state, JobState::Queued);
+    assert!(info.message.contains("Insufficient cpu"), "{info:?}");
+    // Without a pending timeout it stays so (the Job is not stopped).
+    assert!(env.job_object(&id).is_some());
+}
+
+/// An outcome kubeferry decided itself is recorded on the Job, the work is stopped, and any
+/// replica reports it.
+async fn assert_recorded_and_stopped(env: &Env, id: &ExecutionId, outcome: &ExecutionInfo) {
+    let job = eventually("the recorded outcome", || async {
+        env.job_object(id)
+            .filter(|job| outcome_annotation(job).is_some())
+    })
+    .await;
+    assert_eq!(outcome_annotation(&job).as_ref(), Some(outcome));
+    assert_eq!(
+        job["spec"]["suspend"], true,
+        "stopped by suspension, kept as the record"
+    );
+    eventually("the job's pods to go", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    let fresh = env.fresh_executor().await;
+    assert_eq!(&fresh.status(id).await.unwrap(), outcome);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unschedulable_fails_after_the_pending_timeout() {
+    // Kubernetes timestamps have whole seconds: a timeout under 1 s may already have run out
+    // when the pod is first seen.
+    let settings =
+        Settings::fast().with_mapping(|m| m.pending_timeout = Some(Duration::from_millis(1500)));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let id = env
+        .submit(&shell("huge", "echo never", "resources: {cpu: 64}"))
+        .await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert!(
+        seen.iter()
+            .any(|i| i.state == JobState::Queued && i.reason == Reason::Unschedulable),
+        "{seen:#?}"
+    );
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::UnschedulableTimeout);
+    assert!(outcome.message.contains("Insufficient cpu"), "{outcome:?}");
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_pull_failure_is_queued_then_failed_after_the_grace() {
+    // The grace counts from the pod's start time, which has whole seconds: with less than 1 s
+    // it may have run out when the pull first fails.
+    let settings =
+        Settings::fast().with_mapping(|m| m.image_pull_grace = Duration::from_millis(1500));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let yaml = "name: pull\nimage: registry.invalid/nothing:1.0\ncommand: [sh, -c, 'echo never']\n";
+    let id = env.submit(yaml).await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert!(
+        seen.iter()
+            .any(|i| i.state == JobState::Queued && i.reason == Reason::ImagePullBackOff),
+        "{seen:#?}"
+    );
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::ImagePullFailed);
+    assert!(outcome.message.contains("registry.invalid"), "{outcome:?}");
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_image_name_fails_at_once() {
+    let env = Env::start().await;
+    // The spec validator refuses a malformed reference, so the Job is created directly.
+    let id = env.create_job_directly(&shell("badimage", "echo never", ""), "badimage-1", |job| {
+        job["spec"]["template"]["spec"]["containers"][0]["image"] = "Not A/Valid:Image!".into();
+    });
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
+    assert_eq!(outcome.reason, Reason::InvalidImageName);
+    assert!(
+        seen.iter().all(|i| i.reason != Reason::ImagePullBackOff),
+        "no grace for a malformed name: {seen:#?}"
+    );
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_secret_is_a_create_container_config_error() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell(
+            "nosecret",
+            "echo never",
+            "secrets: [does-not-exist]",
+        ))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::CreateContainerConfigError);
+    assert!(outcome.message.contains("does-not-exist"), "{outcome:?}");
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_is_started_with_its_start_time() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("run", &gate.wait("end"), "")).await;
+    let info = env
+        .status_until(&id, "running", is(JobState::Started))
+        .await;
+    assert_eq!(info.reason, Reason::Running);
+    let started = info.started_at.expect("a start time");
+    gate.open("end");
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    assert_eq!(outcome.started_at, Some(started), "the start time is kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oom_killed() {
+    let env = Env::start().await;
+    let script = "python3 -c 'import time; x = b\"x\" * (256 * 1024 * 1024); time.sleep(30)'";
+    let id = env
+        .submit(&shell(
+            "oom",
+            script,
+            "resources: {memory: 64Mi, limits: {memory: 64Mi}}",
+        ))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::OomKilled, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(137));
+    assert!(!outcome.reason.is_retryable());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadline_exceeded() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    // The manifest kubeferry makes, with no termination grace: a graceful pod deletion meets a
+    // gap of the simulated cluster (see `sim_gaps`) that hides when the deletion was requested.
+    let yaml = shell("slow", &gate.wait("never"), "timeout: 1s");
+    let id = env.create_job_directly(&yaml, &generate_job_id("slow"), |job| {
+        job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0.into();
+    });
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::DeadlineExceeded, "{outcome:?}");
+    // The container killed because of the deadline does not lend its exit code, neither to
+    // the executor that saw the verdict first nor to one that looks once the kill is over.
+    assert_eq!(outcome.exit_code, None, "{outcome:?}");
+    eventually("the killed pod to go", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    let fresh = env.fresh_executor().await;
+    assert_eq!(
+        outcome_of(&fresh.status(&id).await.unwrap()),
+        outcome_of(&outcome)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backoff_limit_exceeded() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("flaky", "echo attempt; exit 2", "retries: 1"))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::BackoffLimitExceeded, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(2));
+    assert!(outcome.message.contains("2 attempts"), "{outcome:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evicted_is_a_retryable_infrastructure_failure() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("evicted", &gate.wait("never"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let pod = env.pod_of(&id).await;
+    env.sim.evict_pod(NS, &pod).unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::Evicted, "{outcome:?}");
+    assert!(outcome.reason.is_retryable());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drained_node_is_an_eviction() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    without_replacement_pods(&env).await;
+    let id = env
+        .submit(&shell(
+            "drained",
+            &gate.wait("never"),
+            "serviceAccount: runner",
+        ))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    retire_service_account(&env).await;
+    // Cordons the node and evicts its pods through the Eviction API (a graceful deletion).
+    env.sim.drain_node("sim-node-1").unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::Evicted, "{outcome:?}");
+    assert!(outcome.reason.is_retryable());
+    assert_every_replica_reports(&env, &id, &outcome).await;
+}
+
+/// Works around a gap of the simulated cluster: its Job controller ignores
+/// `podReplacementPolicy: Failed` and starts a replacement pod while a deleted one is still
+/// terminating (see `sim_gaps`). Jobs run as service account `runner`, retired (with
+/// [`retire_service_account`]) before their pod is deleted: the replacement then fails
+/// admission, as on a real cluster no replacement would be made.
+async fn without_replacement_pods(env: &Env) {
+    env.sim
+        .create(
+            NS,
+            serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": "runner"}}),
+        )
+        .unwrap();
+}
+
+async fn retire_service_account(env: &Env) {
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(env.admin_client().await, NS);
+    accounts
+        .delete("runner", &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_lost_is_a_retryable_infrastructure_failure() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("lost", &gate.wait("never"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    env.sim.lose_node("sim-node-1").unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::NodeLost, "{outcome:?}");
+    assert!(outcome.reason.is_retryable());
+    assert_every_replica_reports(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_deleted_by_someone_else() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("victim", &gate.wait("never"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    env.delete_job_as_admin(&id).await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::DeletedExternally, "{outcome:?}");
+    assert!(outcome.started_at.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_deleted_by_someone_else() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    without_replacement_pods(&env).await;
+    let id = env
+        .submit(&shell(
+            "podvictim",
+            &gate.wait("never"),
+            "serviceAccount: runner",
+        ))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    retire_service_account(&env).await;
+    let pod = env.pod_of(&id).await;
+    let pods: Api<Pod> = Api::namespaced(env.admin_client().await, NS);
+    // Deleted at once (grace 0): a graceful delete meets another gap of the simulated
+    // cluster (see `sim_gaps`).
+    pods.delete(&pod, &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::DeletedExternally, "{outcome:?}");
+    assert!(outcome.reason.is_retryable());
+    assert_every_replica_reports(&env, &id, &outcome).await;
+}
+
+/// Once a job's pods are gone, a replica that never saw them reports the same outcome: the
+/// executor that read it from the pods' final states recorded it on the Job.
+async fn assert_every_replica_reports(env: &Env, id: &ExecutionId, outcome: &ExecutionInfo) {
+    eventually("the job's pods to go", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    let fresh = env.fresh_executor().await;
+    let seen = status_until(&fresh, id, "an outcome", ExecutionInfo::is_terminal).await;
+    assert_eq!(&seen, outcome);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_removed_by_its_ttl_after_success() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("short", "echo done", "ttlAfterFinished: 1s"))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    eventually("the TTL to remove the Job", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
+    // The executor that watched it keeps the outcome.
+    let tracked = env
+        .status_until(&id, "the Job's removal to be seen", |_| {
+            env.executor
+                .container_jobs()
+                .tracker()
+                .namespace(NS)
+                .jobs
+                .tombstone(&id.name)
+                .is_some()
+        })
+        .await;
+    assert_eq!(tracked, outcome);
+    // One that never saw it cannot know, and says why it may be gone.
+    let fresh = env.fresh_executor().await;
+    let error = fresh.status(&id).await.unwrap_err();
+    assert!(error.is_no_such_job(), "{error}");
+    assert!(error.to_string().contains("ttlAfterFinished"), "{error}");
+}
+
+/// Writes Job conditions through the status subresource, and again whenever they are gone:
+/// the simulated Job controller writes a Job's whole status without a resourceVersion
+/// precondition, so a change made between its read and its write is lost (see `sim_gaps`).
+async fn write_conditions(env: &Env, id: &ExecutionId, conditions: &serde_json::Value) {
+    let stored = env.job_object(id).expect("the Job");
+    let has = |kind: &serde_json::Value| {
+        stored["status"]["conditions"]
+            .as_array()
+            .is_some_and(|list| list.iter().any(|c| c["type"] == *kind))
+    };
+    let wanted = conditions.as_array().expect("a list of conditions");
+    if wanted.iter().all(|c| has(&c["type"])) {
+        return;
+    }
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(env.admin_client().await, NS);
+    let patch = serde_json::json!({"status": {"conditions": conditions}});
+    jobs.patch_status(&id.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_shape_it_cannot_read_stays_non_terminal_and_warns() {
+    let warnings = captured_warnings();
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("odd", &gate.wait("end"), "")).await;
+    let running = env
+        .status_until(&id, "running", is(JobState::Started))
+        .await;
+    // A newer Kubernetes (or another controller) writes a condition this version does not know.
+    let conditions = serde_json::json!([{
+        "type": "Exploded", "status": "True", "reason": "Boom", "message": "a new kind of verdict",
+        "lastTransitionTime": jiff::Timestamp::now().to_string(),
+    }]);
+    eventually("the warning", || async {
+        write_conditions(&env, &id, &conditions).await;
+        let info = env.executor.status(&id).await.unwrap();
+        assert!(!info.is_terminal(), "{info:?}");
+        assert_eq!(info.state, running.state);
+        let logged = warnings.text();
+        let warned = logged
+            .lines()
+            .any(|line| line.contains(&id.to_string()) && line.contains("Exploded"));
+        warned.then_some(())
+    })
+    .await;
+    // The job still ends as it really does.
+    gate.open("end");
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contradicting_verdicts_keep_the_last_status() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("both", &gate.wait("end"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let now = jiff::Timestamp::now().to_string();
+    let conditions = serde_json::json!([
+        {"type": "Complete", "status": "True", "lastTransitionTime": now},
+        {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "lastTransitionTime": now},
+    ]);
+    let info = eventually("an unreadable status", || async {
+        write_conditions(&env, &id, &conditions).await;
+        let info = env.executor.status(&id).await.unwrap();
+        (info.reason == Reason::UnrecognizedStatus).then_some(info)
+    })
+    .await;
+    assert_eq!(info.state, JobState::Started, "{info:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kueue_job_is_submitted_suspended() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("queued", "echo never", "queue: team-a"))
+        .await;
+    let info = env
+        .status_until(&id, "suspended", |i| i.reason == Reason::Suspended)
+        .await;
+    assert_eq!(info.state, JobState::Queued);
+    assert!(info.message.contains("team-a"), "{info:?}");
+    let job = env.job_object(&id).unwrap();
+    assert_eq!(job["spec"]["suspend"], true);
+    assert!(env.pods_of(&id).is_empty());
+}

@@ -1,0 +1,49 @@
+//! Tracking at scale, as a count of API requests (not a timing): waiting on many jobs costs the
+//! namespace's two watches, not a poll per job.
+
+use futures::future::join_all;
+use kubeferry_core::JobState;
+use kubeferry_kube::generate_job_id;
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_on_many_jobs_costs_the_watches_not_a_poll_per_job() {
+    const JOBS: usize = 50;
+    let env = Env::start().await;
+    let spec = spec_of(&shell("many", "sleep 1", ""));
+    let mut ids = Vec::new();
+    for _ in 0..JOBS {
+        let job_id = generate_job_id("many");
+        ids.push(env.executor.submit(&spec, &job_id, NS).await.unwrap());
+    }
+    // Submitting costs one create per job; tracking costs the namespace's watches: one list and
+    // one watch of Jobs, and of pods.
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), JOBS as u64);
+    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    eventually("the watch to hold every Job", || async {
+        (watch.jobs.len() == JOBS).then_some(())
+    })
+    .await;
+    env.watches_open(2).await;
+    assert_eq!(env.sim.request_count("list", ""), 2);
+    assert_eq!(env.sim.request_count("watch", ""), 2);
+
+    env.sim.reset_counters();
+    let outcomes = join_all(ids.iter().map(|id| env.wait(id))).await;
+    assert!(
+        outcomes
+            .iter()
+            .all(|(outcome, _)| outcome.state == JobState::Succeeded)
+    );
+    // Every status came from the watches: not a request per job, not one at all, unless a
+    // watch was re-established meanwhile.
+    let counters = env.sim.counters();
+    let polls: u64 = counters
+        .iter()
+        .filter(|(key, _)| key.verb != "watch")
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(polls, 0, "{counters:#?}");
+    assert!(env.sim.request_count("watch", "") <= 2, "{counters:#?}");
+}

@@ -1,0 +1,192 @@
+//! Submission never duplicates a job: deterministic names, adoption of a create whose response
+//! was lost, refusal of a name that belongs to something else, and the orphan sweep.
+
+use std::collections::HashSet;
+
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, DeleteParams, PropagationPolicy};
+use kubeferry_core::marks::JOB_ID_ANNOTATION;
+use kubeferry_kube::Error;
+use kubeferry_sim::{FaultAction, FaultRule};
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_job_id_twice_runs_once() {
+    let env = Env::start().await;
+    let spec = spec_of(&shell("once", "echo once", ""));
+    let first = env
+        .executor
+        .submit(&spec, "run-42/step-1", NS)
+        .await
+        .unwrap();
+    let again = env
+        .executor
+        .submit(&spec, "run-42/step-1", NS)
+        .await
+        .unwrap();
+    // Another replica, or the caller's retry after a restart.
+    let replica = env.fresh_executor().await;
+    let third = replica.submit(&spec, "run-42/step-1", NS).await.unwrap();
+    assert_eq!(first, again);
+    assert_eq!(first, third);
+    assert_eq!(env.sim.count("batch", "jobs"), 1);
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_whose_response_was_lost_is_adopted() {
+    let env = Env::start().await;
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::LoseResponse)
+            .verbs(&["create"])
+            .resources(&["jobs.batch"])
+            .times(1),
+    );
+    let id = env.submit(&shell("lost", "echo once", "")).await;
+    assert_eq!(env.sim.count("batch", "jobs"), 1);
+    // The create landed, its answer was lost; the repeat met the Job (409) and adopted it.
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), 2);
+    assert_eq!(env.sim.request_count("get", "jobs.batch"), 1);
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, kubeferry_core::JobState::Succeeded);
+    assert_eq!(env.sim.count("", "pods"), 1, "the job ran once");
+}
+
+fn name_taken(error: Error) -> String {
+    match error {
+        Error::NameTaken { .. } => error.to_string(),
+        other => panic!("expected NameTaken, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_held_by_another_job_id_is_not_adopted() {
+    let env = Env::start().await;
+    let yaml = shell("clash", "echo mine", "");
+    // A Job of the deterministic name of "job-a", carrying another job id.
+    env.create_job_directly(&yaml, "job-a", |job| {
+        job["metadata"]["annotations"][JOB_ID_ANNOTATION] = "someone-else".into();
+    });
+    let error = env
+        .executor
+        .submit(&spec_of(&yaml), "job-a", NS)
+        .await
+        .unwrap_err();
+    let message = name_taken(error);
+    assert!(message.contains("\"someone-else\""), "{message}");
+    assert_eq!(env.sim.count("batch", "jobs"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_job_id_with_another_spec_is_not_adopted() {
+    let env = Env::start().await;
+    let first = spec_of(&shell("spec", "echo one", ""));
+    let second = spec_of(&shell("spec", "echo two", ""));
+    env.executor.submit(&first, "job-b", NS).await.unwrap();
+    let error = env.executor.submit(&second, "job-b", NS).await.unwrap_err();
+    let message = name_taken(error);
+    assert!(message.contains("different spec"), "{message}");
+    assert_eq!(env.sim.count("batch", "jobs"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_being_deleted_is_not_adopted() {
+    let env = Env::start().await;
+    let yaml = shell("leaving", "echo bye", "");
+    // A finalizer holds the Job while it is being deleted.
+    let id = env.create_job_directly(&yaml, "job-c", |job| {
+        job["metadata"]["finalizers"] = serde_json::json!(["example.com/hold"]);
+    });
+    let jobs: Api<Job> = Api::namespaced(env.admin_client().await, NS);
+    let background = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..DeleteParams::default()
+    };
+    jobs.delete(&id.name, &background).await.unwrap();
+    let error = env
+        .executor
+        .submit(&spec_of(&yaml), "job-c", NS)
+        .await
+        .unwrap_err();
+    let message = name_taken(error);
+    assert!(message.contains("being deleted"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphans_are_listed_and_deleted_only_when_asked() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let yaml = shell("sweep", &gate.wait("never"), "");
+    let spec = spec_of(&yaml);
+    let known = env.executor.submit(&spec, "known", NS).await.unwrap();
+    let orphan_a = env.executor.submit(&spec, "orphan-a", NS).await.unwrap();
+    let orphan_b = env.executor.submit(&spec, "orphan-b", NS).await.unwrap();
+    // A Job kubeferry does not manage is never an orphan of kubeferry's.
+    let mut foreign = serde_json::to_value(kubeferry_kube::job_manifest(
+        match &spec {
+            kubeferry_core::JobSpec::Container(spec) => spec,
+            kubeferry_core::JobSpec::Spark(_) => panic!("a container job"),
+        },
+        "foreign",
+        "foreign",
+        NS,
+    ))
+    .unwrap();
+    foreign["metadata"]["labels"] = serde_json::json!({});
+    foreign["spec"]["template"]["metadata"]["labels"] = serde_json::json!({});
+    env.sim.create(NS, foreign).unwrap();
+
+    let known_ids: HashSet<String> = ["known".to_string()].into();
+    let listed = env.executor.sweep(NS, &known_ids, false).await.unwrap();
+    let mut names: Vec<(&str, Option<&str>, bool)> = listed
+        .iter()
+        .map(|o| (o.id.name.as_str(), o.job_id.as_deref(), o.deleted))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            (orphan_a.name.as_str(), Some("orphan-a"), false),
+            (orphan_b.name.as_str(), Some("orphan-b"), false),
+        ]
+    );
+    assert_eq!(env.sim.count("batch", "jobs"), 4, "listing deletes nothing");
+    assert_eq!(env.sim.request_count("delete", ""), 0);
+
+    let deleted = env.executor.sweep(NS, &known_ids, true).await.unwrap();
+    assert!(deleted.iter().all(|o| o.deleted) && deleted.len() == 2);
+    assert!(env.job_object(&orphan_a).is_none() && env.job_object(&orphan_b).is_none());
+    assert!(env.job_object(&known).is_some());
+    assert!(env.sim.object("batch", "jobs", NS, "foreign").is_some());
+    eventually("the orphans' pods to go", || async {
+        (env.sim.count("", "pods") == 2).then_some(())
+    })
+    .await;
+    assert!(
+        env.executor
+            .sweep(NS, &known_ids, true)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_each_managed_job_with_its_status() {
+    let env = Env::start().await;
+    let ok = env
+        .submit(&shell("listed", "echo ok", "labels: {team: data}"))
+        .await;
+    let failed = env.submit(&shell("listed", "exit 1", "")).await;
+    env.wait(&ok).await;
+    env.wait(&failed).await;
+    let all = env.executor.list(NS, None).await.unwrap();
+    let states: Vec<_> = all.iter().map(|j| (&j.id, j.status.state)).collect();
+    assert_eq!(states.len(), 2, "{all:#?}");
+    assert!(states.contains(&(&ok, kubeferry_core::JobState::Succeeded)));
+    assert!(states.contains(&(&failed, kubeferry_core::JobState::Failed)));
+    let team = env.executor.list(NS, Some("team=data")).await.unwrap();
+    assert_eq!(team.len(), 1);
+    assert_eq!(team[0].id, ok);
+}
