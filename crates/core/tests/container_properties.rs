@@ -116,6 +116,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 failed,
                 start_time,
                 completion_time,
+                ttl_seconds_after_finished: None,
             },
         )
 }

@@ -784,3 +784,31 @@ fn verdict_before_any_pod_is_seen_waits_for_the_pod_watch() {
     assert_eq!(decided.info.state, JobState::Failed);
     assert_eq!(decided.info.reason, Reason::BackoffLimitExceeded);
 }
+
+#[test]
+fn a_recorded_and_suspended_job_expires_with_its_ttl() {
+    let (mut job, _) = support::objects("image_pull_backoff");
+    let recorded = recorded_pull_failure(); // finished at(180)
+    job.metadata.annotations.get_or_insert_default().insert(
+        kubeferry_core::marks::OUTCOME_ANNOTATION.to_string(),
+        serde_json::to_string(&recorded).unwrap(),
+    );
+    let spec = job.spec.get_or_insert_default();
+    spec.suspend = Some(true);
+    spec.ttl_seconds_after_finished = Some(60);
+    let view = kubeferry_core::container::JobView::from(&job);
+    assert!(!view.record_expired(at(239)), "within its TTL");
+    assert!(view.record_expired(at(240)), "past its TTL");
+
+    // Without a TTL it stays, as a finished Job would; unrecorded or running Jobs are never
+    // kubeferry's to remove.
+    let mut no_ttl = view.clone();
+    no_ttl.ttl_seconds_after_finished = None;
+    assert!(!no_ttl.record_expired(at(100_000)));
+    let mut running = view.clone();
+    running.suspend = false;
+    assert!(!running.record_expired(at(100_000)));
+    let mut unrecorded = view;
+    unrecorded.recorded_outcome = None;
+    assert!(!unrecorded.record_expired(at(100_000)));
+}

@@ -84,6 +84,7 @@ pub fn executor_settings(config: &Config) -> (ClusterSettings, ExecutorSettings)
             sync_timeout: t.sync,
             recheck_interval: t.recheck,
             name_prefix: config.name_prefix.clone(),
+            ..ContainerSettings::default()
         },
         ..ExecutorSettings::default()
     };

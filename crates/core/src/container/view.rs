@@ -163,6 +163,8 @@ pub struct JobView {
     pub start_time: Option<Timestamp>,
     /// `status.completionTime` (set only on success).
     pub completion_time: Option<Timestamp>,
+    /// `spec.ttlSecondsAfterFinished`.
+    pub ttl_seconds_after_finished: Option<i64>,
 }
 
 impl From<&Job> for JobView {
@@ -196,7 +198,34 @@ impl From<&Job> for JobView {
             failed: status.and_then(|s| s.failed).unwrap_or(0),
             start_time: time(status.and_then(|s| s.start_time.as_ref())),
             completion_time: time(status.and_then(|s| s.completion_time.as_ref())),
+            ttl_seconds_after_finished: job
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.ttl_seconds_after_finished)
+                .map(i64::from),
         }
+    }
+}
+
+impl JobView {
+    /// Whether kubeferry stopped this Job by suspending it after recording an outcome, and the
+    /// Job has since outlived its `ttlSecondsAfterFinished`. Kubernetes' TTL controller never
+    /// removes a suspended Job, so kubeferry removes it, as the TTL would have removed the Job
+    /// had it finished by itself; without a TTL it stays, as a finished Job would.
+    pub fn record_expired(&self, now: Timestamp) -> bool {
+        let (Some(Ok(recorded)), Some(ttl)) =
+            (&self.recorded_outcome, self.ttl_seconds_after_finished)
+        else {
+            return false;
+        };
+        let Some(finished) = recorded.finished_at.or(self.created_at) else {
+            return false;
+        };
+        self.suspend
+            && self.deletion_timestamp.is_none()
+            && finished
+                .checked_add(jiff::SignedDuration::from_secs(ttl.max(0)))
+                .is_ok_and(|expiry| expiry <= now)
     }
 }
 

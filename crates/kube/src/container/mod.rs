@@ -46,6 +46,10 @@ pub struct ContainerSettings {
     pub recheck_interval: Duration,
     /// A prefix for object names (a DNS label, may be empty).
     pub name_prefix: String,
+    /// How often each watched namespace is searched for Jobs kubeferry stopped after recording
+    /// their outcome and whose `ttlSecondsAfterFinished` has run out (see
+    /// `JobView::record_expired`), to delete them.
+    pub janitor_interval: Duration,
 }
 
 impl Default for ContainerSettings {
@@ -56,6 +60,7 @@ impl Default for ContainerSettings {
             sync_timeout: Duration::from_secs(10),
             recheck_interval: Duration::from_secs(1),
             name_prefix: String::new(),
+            janitor_interval: Duration::from_secs(60),
         }
     }
 }
@@ -123,6 +128,7 @@ impl ContainerJobs {
         let tracker = Arc::new(ContainerTracker::new(
             cluster.clone(),
             settings.reflector.clone(),
+            settings.janitor_interval,
         ));
         Self {
             cluster,
@@ -425,19 +431,36 @@ impl ContainerJobs {
     async fn record_and_stop(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
         let api = self.jobs(&job.namespace);
         let outcome = serde_json::to_string(info).unwrap_or_default();
-        let patch = serde_json::json!({
-            "metadata": {
-                "resourceVersion": job.resource_version,
-                "annotations": { OUTCOME_ANNOTATION: outcome },
-            },
-            "spec": { "suspend": true },
-        });
+        // The record and the stop go on in one patch, so that no replica sees one without the
+        // other. Suspending keeps the Job as the record (the Job controller removes its pods);
+        // a Job in a Kueue queue is deleted instead once its record is on, because Kueue owns
+        // `suspend` and would start an admitted Job again.
+        let kueue = job.queue_name.is_some();
+        let patch = if kueue {
+            serde_json::json!({
+                "metadata": {
+                    "resourceVersion": job.resource_version,
+                    "annotations": { OUTCOME_ANNOTATION: outcome },
+                },
+            })
+        } else {
+            serde_json::json!({
+                "metadata": {
+                    "resourceVersion": job.resource_version,
+                    "annotations": { OUTCOME_ANNOTATION: outcome },
+                },
+                "spec": { "suspend": true },
+            })
+        };
         let op = Op::named("patch", JOBS, &job.namespace, &job.name);
         let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
         // Safe to repeat: a repeat of a patch that took effect fails its precondition.
         self.cluster
             .call(&op, true, || api.patch(&job.name, &params, &patch))
             .await?;
+        if kueue {
+            self.delete(&job.namespace, &job.name, &job.uid).await?;
+        }
         info!(message = "recorded an outcome kubeferry decided and stopped the job", job = %job.name, state = %info.state, reason = %info.reason);
         Ok(())
     }

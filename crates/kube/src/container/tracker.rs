@@ -116,16 +116,18 @@ impl NamespaceWatch {
 pub struct ContainerTracker {
     cluster: Cluster,
     settings: ReflectorSettings,
+    janitor_interval: Duration,
     namespaces: Mutex<HashMap<String, Arc<NamespaceWatch>>>,
     reported: Mutex<LastReported>,
 }
 
 impl ContainerTracker {
     /// A tracker with no watches yet.
-    pub fn new(cluster: Cluster, settings: ReflectorSettings) -> Self {
+    pub fn new(cluster: Cluster, settings: ReflectorSettings, janitor_interval: Duration) -> Self {
         Self {
             cluster,
             settings,
+            janitor_interval,
             namespaces: Mutex::default(),
             reported: Mutex::new(LastReported::new(100_000)),
         }
@@ -168,6 +170,12 @@ impl ContainerTracker {
         );
         let watch = Arc::new(NamespaceWatch { jobs, pods });
         namespaces.insert(namespace.to_string(), watch.clone());
+        tokio::spawn(janitor(
+            Arc::downgrade(&watch),
+            self.cluster.clone(),
+            namespace.to_string(),
+            self.janitor_interval,
+        ));
         watch
     }
 
@@ -194,6 +202,49 @@ impl ContainerTracker {
         warning: Option<&str>,
     ) -> bool {
         lock(&self.reported).put(key(namespace, name), info.clone(), warning)
+    }
+}
+
+/// Deletes, from time to time, the Jobs of a namespace that kubeferry stopped after recording
+/// their outcome and that have outlived their TTL (see `JobView::record_expired`). Any replica
+/// may do it: the delete is conditional on the Job's uid, and a Job already gone is fine. Ends
+/// when the namespace's watches are dropped.
+async fn janitor(
+    watch: std::sync::Weak<NamespaceWatch>,
+    cluster: Cluster,
+    namespace: String,
+    interval: Duration,
+) {
+    let jobs = crate::protocol::Objects {
+        api: Api::<Job>::namespaced(cluster.client().clone(), &namespace),
+        resource: "jobs.batch",
+        kind: "Job",
+        namespace: namespace.clone(),
+    };
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(watch) = watch.upgrade() else {
+            return;
+        };
+        let now = jiff::Timestamp::now();
+        let expired: Vec<JobView> = watch
+            .jobs
+            .all()
+            .into_iter()
+            .map(|entry| entry.view)
+            .filter(|view| view.record_expired(now))
+            .collect();
+        drop(watch);
+        for job in expired {
+            match jobs.delete(&cluster, &job.name, &job.uid, None).await {
+                Ok(_) => {
+                    tracing::info!(message = "deleted a stopped job past its TTL", namespace = %namespace, job = %job.name);
+                }
+                Err(error) => {
+                    tracing::warn!(message = "cannot delete a stopped job past its TTL", namespace = %namespace, job = %job.name, %error);
+                }
+            }
+        }
     }
 }
 

@@ -130,6 +130,27 @@ async fn image_pull_failure_is_queued_then_failed_after_the_grace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_job_is_removed_when_its_ttl_runs_out() {
+    // Kubernetes' TTL controller never removes a suspended Job: kubeferry's janitor does, as
+    // the TTL would have removed the Job had it failed by itself.
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell(
+            "nosecret",
+            "echo never",
+            "secrets: [does-not-exist]\nttlAfterFinished: 1s",
+        ))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.reason, Reason::CreateContainerConfigError);
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+    eventually("the stopped Job to be removed after its TTL", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_image_name_fails_at_once() {
     let env = Env::start().await;
     // The spec validator refuses a malformed reference, so the Job is created directly.

@@ -69,6 +69,7 @@ impl Settings {
                     sync_timeout: Duration::from_secs(5),
                     recheck_interval: Duration::from_millis(50),
                     name_prefix: String::new(),
+                    janitor_interval: Duration::from_millis(100),
                 },
                 ..ExecutorSettings::default()
             },
