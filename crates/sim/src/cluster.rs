@@ -429,6 +429,12 @@ impl SimCluster {
         Ok(disruption::evict_pod(&self.state, namespace, name)?)
     }
 
+    /// Preempts a pod as kube-scheduler does for a higher-priority one (DisruptionTarget
+    /// `PreemptionByScheduler`, then a graceful delete).
+    pub fn preempt_pod(&self, namespace: &str, name: &str) -> Result<(), SimError> {
+        Ok(disruption::preempt_pod(&self.state, namespace, name)?)
+    }
+
     /// Loses a node: its pods fail with reason `NodeLost` and are deleted.
     pub fn lose_node(&self, name: &str) -> Result<(), SimError> {
         Ok(disruption::lose_node(&self.state, name)?)

@@ -97,6 +97,38 @@ pub fn evict_via_api(state: &State, pod: &Value, grace: Option<i64>) -> Result<(
     Ok(())
 }
 
+/// The message kube-scheduler puts on a pod it preempts.
+const PREEMPTION_MESSAGE: &str =
+    "default-scheduler: preempting to accommodate a higher priority pod";
+
+/// Preempts a pod as kube-scheduler does for a higher-priority one: a DisruptionTarget
+/// condition (PreemptionByScheduler), then a graceful delete.
+pub fn preempt_pod(state: &State, namespace: &str, name: &str) -> Result<(), ApiError> {
+    let key = ObjectKey::new(pods(), namespace, name);
+    let pod = state
+        .store
+        .get(&key)
+        .ok_or_else(|| ApiError::not_found(&key.resource, name))?;
+    ops::mutate(state, &key, |p| {
+        set_condition(
+            p,
+            disruption_condition("PreemptionByScheduler", PREEMPTION_MESSAGE),
+        );
+        true
+    })?;
+    let rt = state
+        .registry
+        .get(&pods())
+        .ok_or_else(|| ApiError::internal("pods are not served"))?;
+    let opts = DeleteOptions {
+        propagation: Some(Propagation::Background),
+        uid: meta::uid(&pod).map(str::to_string),
+        ..DeleteOptions::default()
+    };
+    ops::delete(state, &rt, &key, &opts)?;
+    Ok(())
+}
+
 fn node_key(name: &str) -> ObjectKey {
     ObjectKey::new(GroupResource::new("", "nodes"), "", name)
 }

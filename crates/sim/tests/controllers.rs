@@ -424,6 +424,55 @@ async fn eviction_fails_the_pod_with_a_disruption_condition() {
 }
 
 #[tokio::test]
+async fn preemption_marks_the_pod_and_deletes_it() {
+    let sim = start().await;
+    create_job(&sim, shell_job("preempted", "sleep 30")).await;
+    let pod = running_pod_of(&sim, "preempted").await;
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let version = pod.metadata.resource_version.clone().unwrap_or_default();
+    let mut seen = Box::pin(
+        pods.watch(
+            &kube::api::WatchParams::default()
+                .fields(&format!("metadata.name={name}"))
+                .disable_bookmarks(),
+            &version,
+        )
+        .await
+        .expect("watch"),
+    );
+    sim.cluster
+        .preempt_pod("default", &name)
+        .expect("preempted");
+    // The pod is marked first, then deleted gracefully.
+    let mut marked_before_deletion = false;
+    loop {
+        let event = tokio::time::timeout(WAIT, futures::StreamExt::next(&mut seen))
+            .await
+            .expect("an event")
+            .expect("the watch goes on")
+            .expect("an event, not an error");
+        match event {
+            kube::api::WatchEvent::Modified(p) => {
+                if disruption(&p).as_deref() == Some("PreemptionByScheduler") {
+                    marked_before_deletion = true;
+                }
+            }
+            kube::api::WatchEvent::Deleted(p) => {
+                assert_eq!(disruption(&p).as_deref(), Some("PreemptionByScheduler"));
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert!(marked_before_deletion);
+    assert!(
+        sim.cluster.preempt_pod("default", "no-such-pod").is_err(),
+        "an unknown pod is an error"
+    );
+}
+
+#[tokio::test]
 async fn losing_a_node_fails_its_pods() {
     let sim = start().await;
     let jobs = create_job(&sim, shell_job("lost", "sleep 30")).await;

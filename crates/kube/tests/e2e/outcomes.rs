@@ -297,6 +297,31 @@ async fn drained_node_is_an_eviction() {
     assert_every_replica_reports(&env, &id, &outcome).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preempted_is_a_retryable_infrastructure_failure() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    without_replacement_pods(&env).await;
+    let id = env
+        .submit(&shell(
+            "preempted",
+            &gate.wait("never"),
+            "serviceAccount: runner",
+        ))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    retire_service_account(&env).await;
+    // kube-scheduler marks the pod (DisruptionTarget PreemptionByScheduler) and deletes it.
+    let pod = env.pod_of(&id).await;
+    env.sim.preempt_pod(NS, &pod).unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed);
+    assert_eq!(outcome.reason, Reason::Preempted, "{outcome:?}");
+    assert!(outcome.reason.is_retryable());
+    assert_every_replica_reports(&env, &id, &outcome).await;
+}
+
 /// Works around a gap of the simulated cluster: its Job controller ignores
 /// `podReplacementPolicy: Failed` and starts a replacement pod while a deleted one is still
 /// terminating (see `sim_gaps`). Jobs run as service account `runner`, retired (with

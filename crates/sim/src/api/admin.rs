@@ -11,6 +11,7 @@
 //! | POST | /sim/unreachable | `?millis=N` | refuse connections for a while |
 //! | POST | /sim/restart | | drop every connection, forget the watch history, serve again |
 //! | POST | /sim/pods/{ns}/{name}/evict | | evict as the kubelet does under pressure |
+//! | POST | /sim/pods/{ns}/{name}/preempt | | preempt as kube-scheduler does for a higher-priority pod |
 //! | POST | /sim/nodes/{name}/{lose,drain,restore} | | node disruptions |
 //! | POST | /sim/tokens/{ns}/{sa} | | a bearer token for a service account |
 
@@ -172,6 +173,17 @@ async fn evict(
     )
 }
 
+async fn preempt(
+    AxumState(state): S,
+    Extension(id): Extension<Arc<Identity>>,
+    Path((ns, name)): Path<(String, String)>,
+) -> Response {
+    reply(
+        admin_only(&id)
+            .and_then(|_| disruption::preempt_pod(&state, &ns, &name).map(|_| json!({}))),
+    )
+}
+
 async fn node(
     AxumState(state): S,
     Extension(id): Extension<Arc<Identity>>,
@@ -213,6 +225,7 @@ pub fn router() -> Router<Arc<State>> {
         .route("/unreachable", post(unreachable))
         .route("/restart", post(restart))
         .route("/pods/{ns}/{name}/evict", post(evict))
+        .route("/pods/{ns}/{name}/preempt", post(preempt))
         .route("/nodes/{name}/{action}", post(node))
         .route("/tokens/{ns}/{sa}", post(token))
 }
