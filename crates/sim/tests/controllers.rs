@@ -453,10 +453,10 @@ async fn preemption_marks_the_pod_and_deletes_it() {
             .expect("the watch goes on")
             .expect("an event, not an error");
         match event {
-            kube::api::WatchEvent::Modified(p) => {
-                if disruption(&p).as_deref() == Some("PreemptionByScheduler") {
-                    marked_before_deletion = true;
-                }
+            kube::api::WatchEvent::Modified(p)
+                if disruption(&p).as_deref() == Some("PreemptionByScheduler") =>
+            {
+                marked_before_deletion = true;
             }
             kube::api::WatchEvent::Deleted(p) => {
                 assert_eq!(disruption(&p).as_deref(), Some("PreemptionByScheduler"));
