@@ -237,29 +237,90 @@ async fn memory_over_the_limit_is_oom_killed() {
 #[tokio::test]
 async fn missing_executables_fail_to_start() {
     let sim = start().await;
+    for (name, command, detail) in [
+        (
+            "nocmd",
+            "no-such-command",
+            "exec: \"no-such-command\": executable file not found in $PATH",
+        ),
+        (
+            "nopath",
+            "/no/such/binary",
+            "exec: \"/no/such/binary\": stat /no/such/binary: no such file or directory",
+        ),
+    ] {
+        let pods = create_pod(
+            &sim,
+            pod(
+                name,
+                json!([{"name": "main", "image": "busybox", "command": [command]}]),
+            ),
+        )
+        .await;
+        let failed = phase(&pods, name, "Failed").await;
+        let terminated = container_status(&failed, 0)
+            .state
+            .and_then(|s| s.terminated)
+            .expect("terminated");
+        assert_eq!(
+            (terminated.exit_code, terminated.reason.as_deref()),
+            (128, Some("StartError"))
+        );
+        assert_eq!(
+            terminated.message.unwrap_or_default(),
+            format!(
+                "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: {detail}: unknown"
+            )
+        );
+    }
+}
+
+#[tokio::test]
+async fn commands_are_found_in_the_containers_path() {
+    let sim = start().await;
+    let bin = std::env::temp_dir().join(format!("kubeferry-sim-path-{}", std::process::id()));
+    std::fs::create_dir_all(&bin).expect("a directory");
+    let tool = bin.join("greet");
+    std::fs::write(&tool, "#!/bin/sh\necho \"hello from $0\"\n").expect("a script");
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("executable");
     let pods = create_pod(
         &sim,
         pod(
-            "nocmd",
-            json!([{"name": "main", "image": "busybox", "command": ["/no/such/binary"]}]),
+            "own-path",
+            json!([{"name": "main", "image": "busybox", "command": ["greet"],
+                    "env": [{"name": "PATH", "value": format!("/usr/bin:/bin:{}", bin.display())}]}]),
         ),
     )
     .await;
-    let failed = phase(&pods, "nocmd", "Failed").await;
-    let terminated = container_status(&failed, 0)
-        .state
-        .and_then(|s| s.terminated)
-        .expect("terminated");
+    phase(&pods, "own-path", "Succeeded").await;
+    let log = pods.logs("own-path", &LogParams::default()).await;
+    let _ = std::fs::remove_dir_all(&bin);
     assert_eq!(
-        (terminated.exit_code, terminated.reason.as_deref()),
-        (128, Some("StartError"))
+        log.expect("log"),
+        format!("hello from {}\n", tool.display())
     );
-    assert!(
-        terminated
-            .message
-            .unwrap_or_default()
-            .contains("executable file not found")
-    );
+}
+
+#[tokio::test]
+async fn the_log_keeps_the_order_of_stdout_and_stderr_writes() {
+    let sim = start().await;
+    let script = "i=0; while [ $i -lt 200 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done";
+    let pods = create_pod(
+        &sim,
+        pod(
+            "interleaved",
+            json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", script]}]),
+        ),
+    )
+    .await;
+    phase(&pods, "interleaved", "Succeeded").await;
+    let log = pods
+        .logs("interleaved", &LogParams::default())
+        .await
+        .expect("log");
+    let expected: String = (0..200).map(|i| format!("out{i}\nerr{i}\n")).collect();
+    assert_eq!(log, expected);
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ pub mod container;
 pub mod env;
 pub mod image;
 pub mod logs;
+pub mod memory;
 pub mod pod;
 pub mod process;
 
@@ -35,6 +36,8 @@ struct Worker {
 pub struct Kubelet {
     workers: Mutex<HashMap<String, Worker>>,
     down: Mutex<HashSet<String>>,
+    /// The containers with a memory limit.
+    pub memory: memory::MemoryWatch,
 }
 
 impl Kubelet {
@@ -171,6 +174,7 @@ fn sync_all(state: &Arc<State>) {
 pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
     let pods = GroupResource::new("", "pods");
     let mut rx = state.store.subscribe();
+    tokio::spawn(memory::run(state.clone(), shutdown.clone()));
     sync_all(&state);
     loop {
         tokio::select! {

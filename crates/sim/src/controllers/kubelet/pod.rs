@@ -524,7 +524,7 @@ impl PodWorker {
         };
         let uid = meta::uid(&self.pod).unwrap_or("").to_string();
         let workdir = self.state.pods_dir.join(&uid);
-        if let Err(error) = std::fs::create_dir_all(&workdir) {
+        if let Err(error) = tokio::fs::create_dir_all(&workdir).await {
             tracing::warn!(message = "cannot create a pod working directory", path = %workdir.display(), %error);
         }
         if !self.write(&mut status) {
@@ -671,7 +671,7 @@ impl PodWorker {
                 self.finish_deletion(&key).await;
             }
         }
-        if let Err(error) = std::fs::remove_dir_all(&workdir)
+        if let Err(error) = tokio::fs::remove_dir_all(&workdir).await
             && error.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(message = "cannot remove a pod working directory", path = %workdir.display(), %error);
