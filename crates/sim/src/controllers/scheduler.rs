@@ -2,6 +2,11 @@
 //! extended resource), node selectors, required node affinity, taints and tolerations and
 //! unschedulable nodes; a pod that fits nowhere gets PodScheduled=False, reason Unschedulable,
 //! with the real scheduler's message, and is retried when nodes, pods or claims change.
+//!
+//! Like the real scheduler it keeps its own queue of the pods waiting for a node (first come,
+//! first served): a pod that fits nowhere waits aside until something frees room, and each
+//! burst of changes is followed by one pass over the queue, so no change costs a scan of
+//! every pod in the cluster.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -15,7 +20,7 @@ use crate::ops;
 use crate::quantity;
 use crate::resources::GroupResource;
 use crate::state::State;
-use crate::store::{EventType, ObjectKey, meta};
+use crate::store::{EventType, ObjectKey, StoreEvent, meta};
 
 /// Capacity accounting: what the bound, non-terminal pods use on each node.
 #[derive(Default)]
@@ -51,6 +56,54 @@ impl Cache {
             *used.entry("pods".into()).or_default() -= 1000;
         }
         true
+    }
+}
+
+/// The pods waiting for a node, by arrival: `active` ones are tried on the next pass,
+/// `unschedulable` ones wait until something may have made room for them.
+#[derive(Default)]
+struct Queue {
+    next: u64,
+    /// The arrival number of each queued pod (by uid).
+    order: HashMap<String, u64>,
+    active: BTreeMap<u64, (String, ObjectKey)>,
+    unschedulable: BTreeMap<u64, (String, ObjectKey)>,
+}
+
+impl Queue {
+    /// Queues a pod to be tried (a pod already waiting keeps its place; `retry` moves it back
+    /// to the active queue if it was set aside).
+    fn add(&mut self, uid: &str, key: &ObjectKey, retry: bool) {
+        match self.order.get(uid) {
+            Some(seq) => {
+                if retry && let Some(entry) = self.unschedulable.remove(seq) {
+                    self.active.insert(*seq, entry);
+                }
+            }
+            None => {
+                let seq = self.next;
+                self.next += 1;
+                self.order.insert(uid.to_string(), seq);
+                self.active.insert(seq, (uid.to_string(), key.clone()));
+            }
+        }
+    }
+
+    fn forget(&mut self, uid: &str) {
+        if let Some(seq) = self.order.remove(uid) {
+            self.active.remove(&seq);
+            self.unschedulable.remove(&seq);
+        }
+    }
+
+    /// Moves every pod set aside back to the active queue.
+    fn retry_all(&mut self) {
+        let parked = std::mem::take(&mut self.unschedulable);
+        self.active.extend(parked);
+    }
+
+    fn set_aside(&mut self, seq: u64, entry: (String, ObjectKey)) {
+        self.unschedulable.insert(seq, entry);
     }
 }
 
@@ -216,6 +269,7 @@ fn histogram(counts: &BTreeMap<String, usize>) -> String {
 struct Scheduler {
     state: Arc<State>,
     cache: Cache,
+    queue: Queue,
 }
 
 impl Scheduler {
@@ -254,13 +308,99 @@ impl Scheduler {
                 == "default-scheduler"
     }
 
-    fn schedule_pending(&mut self) {
-        let (pods, _) = self.state.store.list(&self.pods(), None);
-        for pod in pods {
-            if Self::needs_scheduling(&pod) {
-                self.schedule(&pod);
+    /// Whether some node has room for one more pod (a pod fits nowhere while none has).
+    fn any_pod_slot(&self, nodes: &[Arc<Value>]) -> bool {
+        nodes.iter().any(|node| {
+            let used = self
+                .cache
+                .used
+                .get(meta::name(node))
+                .and_then(|u| u.get("pods"))
+                .copied()
+                .unwrap_or(0);
+            node.pointer("/spec/unschedulable").and_then(Value::as_bool) != Some(true)
+                && used + 1000 <= allocatable(node).get("pods").copied().unwrap_or(110_000)
+        })
+    }
+
+    /// Tries the active queue in arrival order; pods that fit nowhere are set aside.
+    fn schedule_queued(&mut self) {
+        if self.queue.active.is_empty() {
+            return;
+        }
+        let nodes = self.nodes();
+        let mut room = self.any_pod_slot(&nodes);
+        while let Some((seq, (uid, key))) = self.queue.active.pop_first() {
+            let pod = match self.state.store.get(&key) {
+                Some(pod)
+                    if meta::uid(&pod) == Some(uid.as_str()) && Self::needs_scheduling(&pod) =>
+                {
+                    pod
+                }
+                _ => {
+                    self.queue.order.remove(&uid);
+                    continue;
+                }
+            };
+            // Every node is full: the pod waits with the reason it was last given.
+            if !room && self.cache.last_message.contains_key(&uid) {
+                self.queue.set_aside(seq, (uid, key));
+                continue;
+            }
+            if self.schedule(&pod, &nodes) {
+                self.queue.order.remove(&uid);
+                room = self.any_pod_slot(&nodes);
+            } else {
+                self.queue.set_aside(seq, (uid, key));
             }
         }
+    }
+
+    fn nodes(&self) -> Vec<Arc<Value>> {
+        self.state
+            .store
+            .list(&GroupResource::new("", "nodes"), None)
+            .0
+    }
+
+    /// Follows one change of the store.
+    fn on_event(&mut self, event: &StoreEvent) {
+        if event.key.resource == self.pods() {
+            let deleted = event.event_type == EventType::Deleted;
+            if self.observe(&event.object, deleted) {
+                // Room was freed: whatever was set aside may fit now.
+                self.queue.retry_all();
+            }
+            let uid = meta::uid(&event.object).unwrap_or("");
+            if deleted || !Self::needs_scheduling(&event.object) {
+                self.queue.forget(uid);
+            } else {
+                let spec_changed = event
+                    .old
+                    .as_ref()
+                    .is_some_and(|old| old.get("spec") != event.object.get("spec"));
+                self.queue.add(uid, &event.key, spec_changed);
+            }
+        } else if event.key.resource == GroupResource::new("", "nodes")
+            || event.key.resource == GroupResource::new("", "persistentvolumeclaims")
+        {
+            self.cache.last_message.clear();
+            self.queue.retry_all();
+        }
+    }
+
+    /// Rebuilds the capacity accounting and the queue from the store.
+    fn resync(&mut self) {
+        self.cache = Cache::default();
+        let (pods, _) = self.state.store.list(&self.pods(), None);
+        for pod in &pods {
+            self.observe(pod, false);
+            if Self::needs_scheduling(pod) {
+                let key = ObjectKey::new(self.pods(), meta::namespace(pod), meta::name(pod));
+                self.queue.add(meta::uid(pod).unwrap_or(""), &key, false);
+            }
+        }
+        self.queue.retry_all();
     }
 
     fn missing_claim(&self, pod: &Value) -> Option<String> {
@@ -289,12 +429,8 @@ impl Scheduler {
         None
     }
 
-    fn schedule(&mut self, pod: &Arc<Value>) {
-        let nodes = self
-            .state
-            .store
-            .list(&GroupResource::new("", "nodes"), None)
-            .0;
+    /// Binds a pod to the best node; false (with PodScheduled=False) when it fits nowhere.
+    fn schedule(&mut self, pod: &Arc<Value>, nodes: &[Arc<Value>]) -> bool {
         let total = nodes.len();
         let requests = pod_requests(pod.get("spec").unwrap_or(&Value::Null)).0;
         let message = if let Some(problem) = self.missing_claim(pod) {
@@ -305,7 +441,7 @@ impl Scheduler {
             let mut best: Option<(String, i128)> = None;
             let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
             let mut preemption: BTreeMap<String, usize> = BTreeMap::new();
-            for node in &nodes {
+            for node in nodes {
                 let name = meta::name(node).to_string();
                 let used = self.cache.used.get(&name);
                 let failures = node_failures(pod, node, &requests, used);
@@ -377,10 +513,12 @@ impl Scheduler {
                         None,
                     );
                 }
+                // Bound, or no longer waiting (deleted or bound by someone else meanwhile).
+                true
             }
             Err(text) => {
                 if self.cache.last_message.get(&uid) == Some(&text) {
-                    return;
+                    return false;
                 }
                 self.cache.last_message.insert(uid.clone(), text.clone());
                 let written = ops::mutate(&self.state, &key, |p| {
@@ -407,6 +545,7 @@ impl Scheduler {
                         None,
                     );
                 }
+                false
             }
         }
     }
@@ -438,47 +577,40 @@ pub fn set_condition(pod: &mut Value, condition: Value) {
     }
 }
 
+/// The most changes taken in before a pass over the queue.
+const BATCH: usize = 1024;
+
 /// Runs the scheduler until shutdown.
 pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
     let mut rx = state.store.subscribe();
     let mut scheduler = Scheduler {
         state: state.clone(),
         cache: Cache::default(),
+        queue: Queue::default(),
     };
-    let resync = |s: &mut Scheduler| {
-        s.cache = Cache::default();
-        let (pods, _) = s.state.store.list(&s.pods(), None);
-        for pod in &pods {
-            s.observe(pod, false);
-        }
-        s.schedule_pending();
-    };
-    resync(&mut scheduler);
-    let pods = GroupResource::new("", "pods");
-    let nodes = GroupResource::new("", "nodes");
-    let claims = GroupResource::new("", "persistentvolumeclaims");
+    scheduler.resync();
+    scheduler.schedule_queued();
     loop {
-        tokio::select! {
+        let received = tokio::select! {
             _ = shutdown.changed() => return,
-            received = rx.recv() => match received {
-                Ok(event) if event.key.resource == pods => {
-                    let deleted = event.event_type == EventType::Deleted;
-                    let freed = scheduler.observe(&event.object, deleted);
-                    if freed {
-                        scheduler.schedule_pending();
-                    } else if !deleted && Scheduler::needs_scheduling(&event.object) {
-                        scheduler.schedule(&event.object);
-                    }
-                }
-                Ok(event) if event.key.resource == nodes || event.key.resource == claims => {
-                    scheduler.cache.last_message.clear();
-                    scheduler.schedule_pending();
-                }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => resync(&mut scheduler),
-                Err(broadcast::error::RecvError::Closed) => return,
+            received = rx.recv() => received,
+        };
+        match received {
+            Ok(event) => scheduler.on_event(&event),
+            Err(broadcast::error::RecvError::Lagged(_)) => scheduler.resync(),
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+        // The changes already announced first (a bounded number, to yield now and then): a
+        // burst of changes costs one pass.
+        for _ in 0..BATCH {
+            match rx.try_recv() {
+                Ok(event) => scheduler.on_event(&event),
+                Err(broadcast::error::TryRecvError::Lagged(_)) => scheduler.resync(),
+                Err(broadcast::error::TryRecvError::Empty) => break,
+                Err(broadcast::error::TryRecvError::Closed) => return,
             }
         }
+        scheduler.schedule_queued();
     }
 }
 
@@ -539,6 +671,32 @@ mod tests {
             None,
         );
         assert!(reasons.is_empty());
+    }
+
+    #[test]
+    fn the_queue_serves_pods_in_arrival_order() {
+        let key = |name: &str| ObjectKey::new(GroupResource::new("", "pods"), "default", name);
+        let mut queue = Queue::default();
+        queue.add("a", &key("a"), false);
+        queue.add("b", &key("b"), false);
+        queue.add("c", &key("c"), false);
+        queue.add("a", &key("a"), true);
+        let first = queue.active.pop_first().expect("a");
+        queue.set_aside(first.0, first.1);
+        let second = queue.active.pop_first().expect("b");
+        queue.set_aside(second.0, second.1);
+        // Changes to a pod set aside bring it back; others wait for room.
+        queue.add("b", &key("b"), true);
+        let names = |q: &BTreeMap<u64, (String, ObjectKey)>| -> Vec<String> {
+            q.values().map(|(uid, _)| uid.clone()).collect()
+        };
+        assert_eq!(names(&queue.active), vec!["b", "c"]);
+        assert_eq!(names(&queue.unschedulable), vec!["a"]);
+        queue.retry_all();
+        assert_eq!(names(&queue.active), vec!["a", "b", "c"]);
+        queue.forget("b");
+        assert_eq!(names(&queue.active), vec!["a", "c"]);
+        assert!(!queue.order.contains_key("b"));
     }
 
     #[test]
