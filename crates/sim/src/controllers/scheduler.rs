@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{mpsc, watch};
 
 use super::events::{self, EventKind, Source};
 use crate::kinds::pod_requests;
@@ -389,8 +389,8 @@ impl Scheduler {
         }
     }
 
-    /// Rebuilds the capacity accounting and the queue from the store.
-    fn resync(&mut self) {
+    /// Builds the capacity accounting and the queue from the store.
+    fn load(&mut self) {
         self.cache = Cache::default();
         let (pods, _) = self.state.store.list(&self.pods(), None);
         for pod in &pods {
@@ -582,13 +582,13 @@ const BATCH: usize = 1024;
 
 /// Runs the scheduler until shutdown.
 pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
-    let mut rx = state.store.subscribe();
+    let mut rx = state.store.follow();
     let mut scheduler = Scheduler {
         state: state.clone(),
         cache: Cache::default(),
         queue: Queue::default(),
     };
-    scheduler.resync();
+    scheduler.load();
     scheduler.schedule_queued();
     loop {
         let received = tokio::select! {
@@ -596,18 +596,16 @@ pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
             received = rx.recv() => received,
         };
         match received {
-            Ok(event) => scheduler.on_event(&event),
-            Err(broadcast::error::RecvError::Lagged(_)) => scheduler.resync(),
-            Err(broadcast::error::RecvError::Closed) => return,
+            Some(event) => scheduler.on_event(&event),
+            None => return,
         }
         // The changes already announced first (a bounded number, to yield now and then): a
         // burst of changes costs one pass.
         for _ in 0..BATCH {
             match rx.try_recv() {
                 Ok(event) => scheduler.on_event(&event),
-                Err(broadcast::error::TryRecvError::Lagged(_)) => scheduler.resync(),
-                Err(broadcast::error::TryRecvError::Empty) => break,
-                Err(broadcast::error::TryRecvError::Closed) => return,
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
             }
         }
         scheduler.schedule_queued();

@@ -377,7 +377,7 @@ impl ContainerTask {
         env.push(("KUBERNETES_SERVICE_HOST".into(), "127.0.0.1".into()));
         env.push(("KUBERNETES_SERVICE_PORT".into(), port.to_string()));
         env.extend(vars);
-        let launched = process::launch(Launch { argv, env, workdir }).await;
+        let launched = process::launch(&self.state.kubelet, Launch { argv, env, workdir }).await;
         let Started {
             mut child,
             pgid,

@@ -118,7 +118,11 @@ pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
                 _ = added => continue,
             }
         }
-        match tokio::task::spawn_blocking(move || groups_rss_bytes(&groups)).await {
+        match state
+            .kubelet
+            .on_host(move || groups_rss_bytes(&groups))
+            .await
+        {
             Ok(usage) => watch.enforce(&usage),
             Err(error) => tracing::warn!(message = "cannot read memory usage", %error),
         }

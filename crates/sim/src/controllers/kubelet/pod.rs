@@ -524,7 +524,14 @@ impl PodWorker {
         };
         let uid = meta::uid(&self.pod).unwrap_or("").to_string();
         let workdir = self.state.pods_dir.join(&uid);
-        if let Err(error) = tokio::fs::create_dir_all(&workdir).await {
+        let dir = workdir.clone();
+        let created = self
+            .state
+            .kubelet
+            .on_host(move || std::fs::create_dir_all(dir))
+            .await
+            .and_then(|r| r);
+        if let Err(error) = created {
             tracing::warn!(message = "cannot create a pod working directory", path = %workdir.display(), %error);
         }
         if !self.write(&mut status) {
@@ -671,7 +678,14 @@ impl PodWorker {
                 self.finish_deletion(&key).await;
             }
         }
-        if let Err(error) = tokio::fs::remove_dir_all(&workdir).await
+        let dir = workdir.clone();
+        let removed = self
+            .state
+            .kubelet
+            .on_host(move || std::fs::remove_dir_all(dir))
+            .await
+            .and_then(|r| r);
+        if let Err(error) = removed
             && error.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(message = "cannot remove a pod working directory", path = %workdir.display(), %error);

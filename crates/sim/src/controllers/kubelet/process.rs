@@ -21,6 +21,8 @@ use nix::unistd::Pid;
 use parking_lot::Mutex;
 use tokio::net::unix::pipe;
 
+use super::Kubelet;
+
 /// Live process groups.
 #[derive(Default)]
 pub struct ProcessTable {
@@ -122,7 +124,8 @@ pub fn find_program(name: &str, path: &str, workdir: &Path) -> Option<PathBuf> {
         })
 }
 
-fn spawn_blocking_part(launch: Launch) -> Result<(tokio::process::Child, OwnedFd), LaunchError> {
+/// Starts the process (blocking: looks the program up, and waits for `posix_spawn`).
+fn spawn_now(launch: Launch) -> Result<(tokio::process::Child, OwnedFd), LaunchError> {
     let name = launch.argv[0].clone();
     let path = launch
         .env
@@ -162,15 +165,17 @@ fn spawn_blocking_part(launch: Launch) -> Result<(tokio::process::Child, OwnedFd
     Ok((child, OwnedFd::from(reader)))
 }
 
-/// Starts a container process on a blocking thread.
-pub async fn launch(launch: Launch) -> Result<Started, LaunchError> {
+/// Starts a container process on one of the kubelet's blocking threads.
+pub async fn launch(kubelet: &Kubelet, launch: Launch) -> Result<Started, LaunchError> {
     let name = launch.argv.first().cloned().unwrap_or_default();
-    let (child, reader) = tokio::task::spawn_blocking(move || spawn_blocking_part(launch))
-        .await
-        .map_err(|error| LaunchError::Spawn {
-            program: name.clone(),
-            source: io::Error::other(error),
-        })??;
+    let (child, reader) =
+        kubelet
+            .on_host(move || spawn_now(launch))
+            .await
+            .map_err(|source| LaunchError::Spawn {
+                program: name.clone(),
+                source,
+            })??;
     let output = pipe::Receiver::from_owned_fd(reader).map_err(|source| LaunchError::Spawn {
         program: name.clone(),
         source,
