@@ -198,6 +198,7 @@ fn allocatable(node: &Value) -> BTreeMap<String, i128> {
 fn node_failures(
     pod: &Value,
     node: &Value,
+    capacity: &BTreeMap<String, i128>,
     requests: &BTreeMap<String, i128>,
     used: Option<&BTreeMap<String, i128>>,
 ) -> Vec<(String, bool)> {
@@ -237,7 +238,6 @@ fn node_failures(
             return reasons;
         }
     }
-    let capacity = allocatable(node);
     let empty = BTreeMap::new();
     let used = used.unwrap_or(&empty);
     if used.get("pods").copied().unwrap_or(0) + 1000
@@ -264,6 +264,12 @@ fn histogram(counts: &BTreeMap<String, usize>) -> String {
         .collect();
     parts.sort();
     parts.join(", ")
+}
+
+/// A node and what it can hold (parsed once per pass).
+struct Node {
+    object: Arc<Value>,
+    allocatable: BTreeMap<String, i128>,
 }
 
 struct Scheduler {
@@ -309,17 +315,20 @@ impl Scheduler {
     }
 
     /// Whether some node has room for one more pod (a pod fits nowhere while none has).
-    fn any_pod_slot(&self, nodes: &[Arc<Value>]) -> bool {
+    fn any_pod_slot(&self, nodes: &[Node]) -> bool {
         nodes.iter().any(|node| {
             let used = self
                 .cache
                 .used
-                .get(meta::name(node))
+                .get(meta::name(&node.object))
                 .and_then(|u| u.get("pods"))
                 .copied()
                 .unwrap_or(0);
-            node.pointer("/spec/unschedulable").and_then(Value::as_bool) != Some(true)
-                && used + 1000 <= allocatable(node).get("pods").copied().unwrap_or(110_000)
+            node.object
+                .pointer("/spec/unschedulable")
+                .and_then(Value::as_bool)
+                != Some(true)
+                && used + 1000 <= node.allocatable.get("pods").copied().unwrap_or(110_000)
         })
     }
 
@@ -356,11 +365,17 @@ impl Scheduler {
         }
     }
 
-    fn nodes(&self) -> Vec<Arc<Value>> {
+    fn nodes(&self) -> Vec<Node> {
         self.state
             .store
             .list(&GroupResource::new("", "nodes"), None)
             .0
+            .into_iter()
+            .map(|object| Node {
+                allocatable: allocatable(&object),
+                object,
+            })
+            .collect()
     }
 
     /// Follows one change of the store.
@@ -430,7 +445,7 @@ impl Scheduler {
     }
 
     /// Binds a pod to the best node; false (with PodScheduled=False) when it fits nowhere.
-    fn schedule(&mut self, pod: &Arc<Value>, nodes: &[Arc<Value>]) -> bool {
+    fn schedule(&mut self, pod: &Arc<Value>, nodes: &[Node]) -> bool {
         let total = nodes.len();
         let requests = pod_requests(pod.get("spec").unwrap_or(&Value::Null)).0;
         let message = if let Some(problem) = self.missing_claim(pod) {
@@ -442,12 +457,12 @@ impl Scheduler {
             let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
             let mut preemption: BTreeMap<String, usize> = BTreeMap::new();
             for node in nodes {
-                let name = meta::name(node).to_string();
+                let name = meta::name(&node.object).to_string();
                 let used = self.cache.used.get(&name);
-                let failures = node_failures(pod, node, &requests, used);
+                let failures = node_failures(pod, &node.object, &node.allocatable, &requests, used);
                 if failures.is_empty() {
                     // Spread: the node with the most free CPU wins.
-                    let free = allocatable(node).get("cpu").copied().unwrap_or(0)
+                    let free = node.allocatable.get("cpu").copied().unwrap_or(0)
                         - used.and_then(|u| u.get("cpu")).copied().unwrap_or(0);
                     if best.as_ref().is_none_or(|(_, f)| free > *f) {
                         best = Some((name, free));
@@ -620,11 +635,19 @@ mod tests {
         json!({"metadata": {"name": "n1", "labels": labels}, "spec": {"taints": taints}, "status": {"allocatable": {"cpu": cpu, "memory": "1Gi", "pods": "110"}}})
     }
 
+    fn failures_on(
+        pod: &Value,
+        node: &Value,
+        requests: &BTreeMap<String, i128>,
+    ) -> Vec<(String, bool)> {
+        node_failures(pod, node, &allocatable(node), requests, None)
+    }
+
     #[test]
     fn failures_name_the_reason() {
         let pod = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "2"}}}], "nodeSelector": {"gpu": "yes"}}});
         let requests = pod_requests(&pod["spec"]).0;
-        let reasons = node_failures(&pod, &node("4", json!({}), json!([])), &requests, None);
+        let reasons = failures_on(&pod, &node("4", json!({}), json!([])), &requests);
         assert_eq!(
             reasons,
             vec![(
@@ -632,14 +655,13 @@ mod tests {
                 false
             )]
         );
-        let reasons = node_failures(
+        let reasons = failures_on(
             &pod,
             &node("1", json!({"gpu": "yes"}), json!([])),
             &requests,
-            None,
         );
         assert_eq!(reasons, vec![("Insufficient cpu".to_string(), true)]);
-        let reasons = node_failures(
+        let reasons = failures_on(
             &pod,
             &node(
                 "4",
@@ -647,7 +669,6 @@ mod tests {
                 json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
             ),
             &requests,
-            None,
         );
         assert_eq!(
             reasons,
@@ -658,7 +679,7 @@ mod tests {
         );
         let mut tolerant = pod.clone();
         tolerant["spec"]["tolerations"] = json!([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]);
-        let reasons = node_failures(
+        let reasons = failures_on(
             &tolerant,
             &node(
                 "4",
@@ -666,7 +687,6 @@ mod tests {
                 json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
             ),
             &requests,
-            None,
         );
         assert!(reasons.is_empty());
     }

@@ -37,6 +37,9 @@ const HOST_WORKERS: usize = 8;
 /// The kubelet's bookkeeping: one worker per pod, and the nodes that are down.
 pub struct Kubelet {
     workers: Mutex<HashMap<String, Worker>>,
+    /// Pods whose worker has ended (by uid): a change of the pod that arrives late (from
+    /// before its end) must not start it again.
+    finished: Mutex<HashSet<String>>,
     down: Mutex<HashSet<String>>,
     /// The containers with a memory limit.
     pub memory: memory::MemoryWatch,
@@ -47,6 +50,7 @@ impl Default for Kubelet {
     fn default() -> Self {
         Kubelet {
             workers: Mutex::default(),
+            finished: Mutex::default(),
             down: Mutex::default(),
             memory: memory::MemoryWatch::default(),
             host: Semaphore::new(HOST_WORKERS),
@@ -82,6 +86,14 @@ impl Kubelet {
         }
     }
 
+    /// Forgets the worker of a pod that has reached its end (its entry would keep an old
+    /// version of the pod alive for as long as the pod is stored).
+    pub fn finish(&self, pod_uid: &str) {
+        let mut workers = self.workers.lock();
+        workers.remove(pod_uid);
+        self.finished.lock().insert(pod_uid.to_string());
+    }
+
     /// The uids of the pods running on a node.
     pub fn pods_on(&self, node: &str) -> Vec<String> {
         self.workers
@@ -115,6 +127,7 @@ fn handle_pod(state: &Arc<State>, pod: &Arc<Value>, deleted: bool) {
         .and_then(Value::as_str)
         .unwrap_or("");
     if deleted {
+        state.kubelet.finished.lock().remove(&uid);
         if let Some(worker) = state.kubelet.workers.lock().remove(&uid) {
             worker.updates.send_replace(PodUpdate {
                 pod: pod.clone(),
@@ -131,6 +144,9 @@ fn handle_pod(state: &Arc<State>, pod: &Arc<Value>, deleted: bool) {
         return;
     }
     let mut workers = state.kubelet.workers.lock();
+    if state.kubelet.finished.lock().contains(&uid) {
+        return;
+    }
     if let Some(worker) = workers.get(&uid) {
         worker.updates.send_replace(PodUpdate {
             pod: pod.clone(),

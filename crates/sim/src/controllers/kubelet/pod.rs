@@ -580,23 +580,29 @@ impl PodWorker {
         loop {
             tokio::select! {
                 Some(event) = events_rx.recv() => {
-                    status.apply(&event);
-                    if let ContainerEvent::Done { id, succeeded } = event {
-                        active = active.saturating_sub(1);
-                        if id.init && !stopping {
-                            if !succeeded {
-                                init_failed = true;
-                            } else if next_init < init_specs.len() {
-                                self.spawn_container(ContainerId { init: true, index: next_init }, init_specs[next_init].clone(), &workdir, &events_tx, &stop_tx);
-                                next_init += 1;
-                                active += 1;
-                            } else {
-                                for (i, spec) in main_specs.iter().enumerate() {
-                                    self.spawn_container(ContainerId { init: false, index: i }, spec.clone(), &workdir, &events_tx, &stop_tx);
+                    // Every report already waiting goes into one status write, as the
+                    // kubelet's status manager coalesces updates.
+                    let mut next = Some(event);
+                    while let Some(event) = next.take() {
+                        status.apply(&event);
+                        if let ContainerEvent::Done { id, succeeded } = event {
+                            active = active.saturating_sub(1);
+                            if id.init && !stopping {
+                                if !succeeded {
+                                    init_failed = true;
+                                } else if next_init < init_specs.len() {
+                                    self.spawn_container(ContainerId { init: true, index: next_init }, init_specs[next_init].clone(), &workdir, &events_tx, &stop_tx);
+                                    next_init += 1;
                                     active += 1;
+                                } else {
+                                    for (i, spec) in main_specs.iter().enumerate() {
+                                        self.spawn_container(ContainerId { init: false, index: i }, spec.clone(), &workdir, &events_tx, &stop_tx);
+                                        active += 1;
+                                    }
                                 }
                             }
                         }
+                        next = events_rx.try_recv().ok();
                     }
                     if active == 0 {
                         break;
@@ -668,6 +674,7 @@ impl PodWorker {
         });
         if !removed {
             self.write(&mut status);
+            self.state.kubelet.finish(&uid);
             if meta::is_deleting(&self.pod)
                 || self
                     .state
