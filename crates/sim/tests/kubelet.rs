@@ -323,6 +323,112 @@ async fn the_log_keeps_the_order_of_stdout_and_stderr_writes() {
     assert_eq!(log, expected);
 }
 
+fn terminated(pod: &Pod, index: usize) -> k8s_openapi::api::core::v1::ContainerStateTerminated {
+    container_status(pod, index)
+        .state
+        .and_then(|s| s.terminated)
+        .expect("terminated")
+}
+
+#[tokio::test]
+async fn termination_messages_come_from_the_file_or_the_log() {
+    let sim = start().await;
+    let write = "printf 'all good' > \"$TERMINATION_MESSAGE_PATH\"";
+    let hundred_lines = "i=0; while [ $i -lt 100 ]; do echo line$i; i=$((i+1)); done";
+    // (pod, policy, script, phase, message)
+    let big = "head -c 5000 /dev/zero | tr '\\0' a > \"$TERMINATION_MESSAGE_PATH\"; printf END >> \"$TERMINATION_MESSAGE_PATH\"";
+    let last_80: String = (20..100).map(|i| format!("line{i}\n")).collect();
+    let table = [
+        (
+            "file",
+            "File",
+            write.to_string(),
+            "Succeeded",
+            Some("all good".to_string()),
+        ),
+        (
+            "file-on-failure",
+            "File",
+            format!("{write}; exit 3"),
+            "Failed",
+            Some("all good".to_string()),
+        ),
+        (
+            "file-wins",
+            "FallbackToLogsOnError",
+            format!("echo noise; {write}; exit 1"),
+            "Failed",
+            Some("all good".to_string()),
+        ),
+        (
+            "fallback",
+            "FallbackToLogsOnError",
+            format!("{hundred_lines}; exit 1"),
+            "Failed",
+            Some(last_80),
+        ),
+        (
+            "no-fallback-on-success",
+            "FallbackToLogsOnError",
+            hundred_lines.to_string(),
+            "Succeeded",
+            None,
+        ),
+        (
+            "no-fallback-with-file",
+            "File",
+            format!("{hundred_lines}; exit 1"),
+            "Failed",
+            None,
+        ),
+        (
+            "tail-of-big-file",
+            "File",
+            big.to_string(),
+            "Succeeded",
+            Some(format!("{}END", "a".repeat(4093))),
+        ),
+    ];
+    for (name, policy, script, _, _) in &table {
+        create_pod(
+            &sim,
+            pod(
+                name,
+                json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", script],
+                        "terminationMessagePolicy": policy}]),
+            ),
+        )
+        .await;
+    }
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    for (name, _, _, want_phase, want_message) in table {
+        let done = phase(&pods, name, want_phase).await;
+        assert_eq!(terminated(&done, 0).message, want_message, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn each_run_starts_with_an_empty_termination_message_file() {
+    let sim = start().await;
+    let script = "if [ -f marker ]; then exit 0; else touch marker; echo first run > \"$TERMINATION_MESSAGE_PATH\"; exit 1; fi";
+    let mut p = pod(
+        "restarted",
+        json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", script]},
+               {"name": "other", "image": "busybox", "command": ["sh", "-c", "echo other > \"$TERMINATION_MESSAGE_PATH\""]}]),
+    );
+    p["spec"]["restartPolicy"] = json!("OnFailure");
+    let pods = create_pod(&sim, p).await;
+    let done = phase(&pods, "restarted", "Succeeded").await;
+    let main = container_status(&done, 0);
+    let last = main
+        .last_state
+        .and_then(|s| s.terminated)
+        .expect("the first run");
+    assert_eq!(last.message.as_deref(), Some("first run\n"));
+    assert_eq!(terminated(&done, 0).message, None);
+    assert_eq!(terminated(&done, 1).message.as_deref(), Some("other\n"));
+}
+
 #[tokio::test]
 async fn missing_claims_keep_pods_pending_until_created() {
     let sim = start().await;

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::logs::RunLog;
 use super::process::{self, Launch, Started, signal_group};
-use super::{env, image};
+use super::{env, image, termination};
 use crate::controllers::events::{self, EventKind, Source};
 use crate::quantity;
 use crate::state::State;
@@ -207,6 +207,15 @@ impl ContainerTask {
         }
     }
 
+    /// The number of containers of the pod, init containers included.
+    fn containers_in_pod(&self) -> usize {
+        ["/spec/containers", "/spec/initContainers"]
+            .iter()
+            .filter_map(|p| self.pod.pointer(p).and_then(Value::as_array))
+            .map(Vec::len)
+            .sum()
+    }
+
     fn memory_limit(&self) -> Option<u64> {
         self.spec
             .pointer("/resources/limits/memory")
@@ -377,6 +386,21 @@ impl ContainerTask {
         env.push(("KUBERNETES_SERVICE_HOST".into(), "127.0.0.1".into()));
         env.push(("KUBERNETES_SERVICE_PORT".into(), port.to_string()));
         env.extend(vars);
+        let termination_file = termination::file_of(&self.workdir, &self.name());
+        let file = termination_file.clone();
+        if let Err(error) = self
+            .state
+            .kubelet
+            .on_host(move || termination::prepare(&file))
+            .await
+            .and_then(|r| r)
+        {
+            tracing::warn!(message = "cannot create a termination message file", path = %termination_file.display(), %error);
+        }
+        env.push((
+            termination::PATH_ENV.to_string(),
+            termination_file.display().to_string(),
+        ));
         let launched = process::launch(&self.state.kubelet, Launch { argv, env, workdir }).await;
         let Started {
             mut child,
@@ -394,7 +418,14 @@ impl ContainerTask {
                     exit_code: 128,
                     signal: None,
                     reason: "StartError".into(),
-                    message: Some(message),
+                    // The process never ran: its file is empty and it has no log.
+                    message: termination::message(
+                        Some(message),
+                        termination::Written::Text(Vec::new()),
+                        false,
+                        Vec::new,
+                        self.containers_in_pod(),
+                    ),
                 };
             }
         };
@@ -466,11 +497,31 @@ impl ContainerTask {
         } else {
             "Error"
         };
+        let exit_code = if oom { 137 } else { exit_code };
+        let file = termination_file.clone();
+        let written = self
+            .state
+            .kubelet
+            .on_host(move || termination::read(&file))
+            .await
+            .unwrap_or_else(|error| termination::Written::Unreadable(error.to_string()));
+        let fallback = exit_code != 0
+            && self
+                .spec
+                .get("terminationMessagePolicy")
+                .and_then(Value::as_str)
+                == Some("FallbackToLogsOnError");
         RunEnd {
-            exit_code: if oom { 137 } else { exit_code },
+            exit_code,
             signal,
             reason: reason.into(),
-            message: None,
+            message: termination::message(
+                None,
+                written,
+                fallback,
+                || run.message_tail(),
+                self.containers_in_pod(),
+            ),
         }
     }
 

@@ -12,6 +12,7 @@ pub mod logs;
 pub mod memory;
 pub mod pod;
 pub mod process;
+pub mod termination;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
