@@ -2,17 +2,21 @@
 //! is not the bottleneck: `cargo run --release -p kubeferry-sim --example capacity`.
 //!
 //! Measures GETs/s and creates/s through kube-rs over HTTPS (16 concurrent clients), watch
-//! events/s delivered to 100 watchers, and resident memory with 10,000 stored pods.
+//! events/s delivered to 100 watchers, resident memory with 10,000 stored pods, and (in a fresh
+//! process, so that its memory is its own) the time and memory to run 10,000 Jobs to completion,
+//! each a real process.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kubeferry_sim::{SimCluster, SimConfig};
+use kube::runtime::watcher;
+use kubeferry_sim::{NodeConfig, SimCluster, SimConfig};
 use serde_json::json;
 
 const CLIENTS: usize = 16;
@@ -20,6 +24,9 @@ const PHASE: Duration = Duration::from_secs(3);
 const WATCHERS: usize = 100;
 const WATCH_EVENTS: usize = 1_000;
 const PODS: usize = 10_000;
+const JOBS: usize = 10_000;
+/// The argument that makes the process measure the Jobs phase only.
+const JOBS_PHASE: &str = "--jobs-phase";
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -77,8 +84,115 @@ where
     done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
 }
 
+fn is_complete(job: &Job) -> bool {
+    job.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Complete" && c.status == "True")
+        })
+}
+
+/// Runs `total` Jobs (one pod each, running `true`) to completion on 20 nodes of 500 pods,
+/// created by `CLIENTS` clients, and prints the table row: time and resident memory.
+async fn jobs_phase(total: usize) -> Result<(), Error> {
+    let cluster = SimCluster::start(SimConfig {
+        nodes: (1..=20)
+            .map(|i| NodeConfig {
+                pods: 500,
+                cpu: "1000".into(),
+                memory: "4Ti".into(),
+                ..NodeConfig::named(format!("sim-node-{i}"))
+            })
+            .collect(),
+        ..SimConfig::default()
+    })
+    .await?;
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        clients.push(client(&cluster).await?);
+    }
+    let before = rss_bytes();
+    let jobs: Api<Job> = Api::namespaced(clients[0].clone(), "default");
+    let watch = tokio::spawn(async move {
+        let mut complete = std::collections::HashSet::new();
+        let mut events = Box::pin(watcher(jobs, watcher::Config::default()));
+        while complete.len() < total {
+            match events.next().await {
+                Some(Ok(watcher::Event::Apply(job) | watcher::Event::InitApply(job)))
+                    if is_complete(&job) =>
+                {
+                    complete.insert(job.metadata.name.unwrap_or_default());
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        complete.len()
+    });
+    let start = Instant::now();
+    let mut makers = Vec::new();
+    for (w, c) in clients.iter().enumerate() {
+        let jobs: Api<Job> = Api::namespaced(c.clone(), "default");
+        makers.push(tokio::spawn(async move {
+            let mut i = w;
+            while i < total {
+                let job: Job = serde_json::from_value(json!({
+                    "apiVersion": "batch/v1", "kind": "Job",
+                    "metadata": {"name": format!("j-{i}"), "labels": {"app.kubernetes.io/managed-by": "kubeferry"}},
+                    "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "true"]}]}}}
+                }))
+                .unwrap_or_default();
+                let _ = jobs.create(&PostParams::default(), &job).await;
+                i += CLIENTS;
+            }
+        }));
+    }
+    for m in makers {
+        m.await?;
+    }
+    let created_secs = start.elapsed().as_secs_f64();
+    let complete = tokio::time::timeout(Duration::from_secs(1200), watch).await??;
+    let secs = start.elapsed().as_secs_f64();
+    let after = rss_bytes();
+    let peak = peak_rss_bytes();
+    println!(
+        "| {complete} Jobs run to completion (real processes) | {secs:.1} s ({:.0} Jobs/s; all created after {created_secs:.1} s); resident memory {:.0} MiB after (+{:.0} MiB over the empty cluster, peak {:.0} MiB) |",
+        complete as f64 / secs,
+        after as f64 / 1048576.0,
+        after.saturating_sub(before) as f64 / 1048576.0,
+        peak as f64 / 1048576.0,
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
+
+fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("VmHWM:")
+                    .map(|v| v.trim().trim_end_matches("kB").trim().to_string())
+            })
+        })
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    if std::env::args().any(|a| a == JOBS_PHASE) {
+        // `--jobs-phase N` runs N Jobs instead.
+        let total = std::env::args()
+            .skip_while(|a| a != JOBS_PHASE)
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(JOBS);
+        return jobs_phase(total).await;
+    }
     let cluster = SimCluster::start(SimConfig {
         watch_history: 20_000,
         ..SimConfig::default()
@@ -224,5 +338,17 @@ async fn main() -> Result<(), Error> {
         20_000
     );
     cluster.shutdown().await;
+    let jobs = tokio::process::Command::new(std::env::current_exe()?)
+        .arg(JOBS_PHASE)
+        .output()
+        .await?;
+    print!("{}", String::from_utf8_lossy(&jobs.stdout));
+    if !jobs.status.success() {
+        return Err(format!(
+            "the Jobs phase failed: {}",
+            String::from_utf8_lossy(&jobs.stderr)
+        )
+        .into());
+    }
     Ok(())
 }

@@ -358,6 +358,62 @@ async fn the_scheduler_respects_capacity_selectors_and_taints() {
 }
 
 #[tokio::test]
+async fn pods_wait_for_a_free_slot_first_come_first_served() {
+    let mut node = NodeConfig::named("small");
+    node.pods = 1;
+    let sim = start_with(SimConfig {
+        nodes: vec![node],
+        ..SimConfig::for_tests()
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let names = ["first", "second", "third", "fourth"];
+    for (i, name) in names.iter().enumerate() {
+        let command = if i == 0 { "sleep 0.3" } else { "true" };
+        let pod: Pod = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", command]}]}}))
+        .expect("pod");
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .expect("created");
+    }
+    let (status, reason, message) = scheduled_condition(&pods, "fourth").await;
+    assert_eq!(
+        (status.as_str(), reason.as_deref(), message.as_deref()),
+        (
+            "False",
+            Some("Unschedulable"),
+            Some(
+                "0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+            )
+        )
+    );
+    // One at a time on the one slot, in the order they came: the kubelet hands out pod IPs in
+    // the order the pods start.
+    let mut ips = Vec::new();
+    for name in names {
+        let pod = eventually(&format!("{name} to succeed"), WAIT, || {
+            let pods = pods.clone();
+            async move {
+                let p = pods.get(name).await.ok()?;
+                (p.status.as_ref()?.phase.as_deref() == Some("Succeeded")).then_some(p)
+            }
+        })
+        .await;
+        let ip = pod.status.and_then(|s| s.pod_ip).expect("a pod IP");
+        let last: u32 = ip
+            .rsplit('.')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("an IPv4 address");
+        ips.push(last);
+    }
+    let mut sorted = ips.clone();
+    sorted.sort();
+    assert_eq!(ips, sorted);
+}
+
+#[tokio::test]
 async fn cpu_requests_beyond_the_node_are_unschedulable() {
     let sim = start().await;
     let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");

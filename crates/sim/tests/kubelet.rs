@@ -237,29 +237,196 @@ async fn memory_over_the_limit_is_oom_killed() {
 #[tokio::test]
 async fn missing_executables_fail_to_start() {
     let sim = start().await;
+    for (name, command, detail) in [
+        (
+            "nocmd",
+            "no-such-command",
+            "exec: \"no-such-command\": executable file not found in $PATH",
+        ),
+        (
+            "nopath",
+            "/no/such/binary",
+            "exec: \"/no/such/binary\": stat /no/such/binary: no such file or directory",
+        ),
+    ] {
+        let pods = create_pod(
+            &sim,
+            pod(
+                name,
+                json!([{"name": "main", "image": "busybox", "command": [command]}]),
+            ),
+        )
+        .await;
+        let failed = phase(&pods, name, "Failed").await;
+        let terminated = container_status(&failed, 0)
+            .state
+            .and_then(|s| s.terminated)
+            .expect("terminated");
+        assert_eq!(
+            (terminated.exit_code, terminated.reason.as_deref()),
+            (128, Some("StartError"))
+        );
+        assert_eq!(
+            terminated.message.unwrap_or_default(),
+            format!(
+                "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: {detail}: unknown"
+            )
+        );
+    }
+}
+
+#[tokio::test]
+async fn commands_are_found_in_the_containers_path() {
+    let sim = start().await;
+    let bin = std::env::temp_dir().join(format!("kubeferry-sim-path-{}", std::process::id()));
+    std::fs::create_dir_all(&bin).expect("a directory");
+    let tool = bin.join("greet");
+    std::fs::write(&tool, "#!/bin/sh\necho \"hello from $0\"\n").expect("a script");
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("executable");
     let pods = create_pod(
         &sim,
         pod(
-            "nocmd",
-            json!([{"name": "main", "image": "busybox", "command": ["/no/such/binary"]}]),
+            "own-path",
+            json!([{"name": "main", "image": "busybox", "command": ["greet"],
+                    "env": [{"name": "PATH", "value": format!("/usr/bin:/bin:{}", bin.display())}]}]),
         ),
     )
     .await;
-    let failed = phase(&pods, "nocmd", "Failed").await;
-    let terminated = container_status(&failed, 0)
+    phase(&pods, "own-path", "Succeeded").await;
+    let log = pods.logs("own-path", &LogParams::default()).await;
+    let _ = std::fs::remove_dir_all(&bin);
+    assert_eq!(
+        log.expect("log"),
+        format!("hello from {}\n", tool.display())
+    );
+}
+
+#[tokio::test]
+async fn the_log_keeps_the_order_of_stdout_and_stderr_writes() {
+    let sim = start().await;
+    let script = "i=0; while [ $i -lt 200 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done";
+    let pods = create_pod(
+        &sim,
+        pod(
+            "interleaved",
+            json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", script]}]),
+        ),
+    )
+    .await;
+    phase(&pods, "interleaved", "Succeeded").await;
+    let log = pods
+        .logs("interleaved", &LogParams::default())
+        .await
+        .expect("log");
+    let expected: String = (0..200).map(|i| format!("out{i}\nerr{i}\n")).collect();
+    assert_eq!(log, expected);
+}
+
+fn terminated(pod: &Pod, index: usize) -> k8s_openapi::api::core::v1::ContainerStateTerminated {
+    container_status(pod, index)
         .state
         .and_then(|s| s.terminated)
-        .expect("terminated");
-    assert_eq!(
-        (terminated.exit_code, terminated.reason.as_deref()),
-        (128, Some("StartError"))
+        .expect("terminated")
+}
+
+#[tokio::test]
+async fn termination_messages_come_from_the_file_or_the_log() {
+    let sim = start().await;
+    let write = "printf 'all good' > \"$TERMINATION_MESSAGE_PATH\"";
+    let hundred_lines = "i=0; while [ $i -lt 100 ]; do echo line$i; i=$((i+1)); done";
+    // (pod, policy, script, phase, message)
+    let big = "head -c 5000 /dev/zero | tr '\\0' a > \"$TERMINATION_MESSAGE_PATH\"; printf END >> \"$TERMINATION_MESSAGE_PATH\"";
+    let last_80: String = (20..100).map(|i| format!("line{i}\n")).collect();
+    let table = [
+        (
+            "file",
+            "File",
+            write.to_string(),
+            "Succeeded",
+            Some("all good".to_string()),
+        ),
+        (
+            "file-on-failure",
+            "File",
+            format!("{write}; exit 3"),
+            "Failed",
+            Some("all good".to_string()),
+        ),
+        (
+            "file-wins",
+            "FallbackToLogsOnError",
+            format!("echo noise; {write}; exit 1"),
+            "Failed",
+            Some("all good".to_string()),
+        ),
+        (
+            "fallback",
+            "FallbackToLogsOnError",
+            format!("{hundred_lines}; exit 1"),
+            "Failed",
+            Some(last_80),
+        ),
+        (
+            "no-fallback-on-success",
+            "FallbackToLogsOnError",
+            hundred_lines.to_string(),
+            "Succeeded",
+            None,
+        ),
+        (
+            "no-fallback-with-file",
+            "File",
+            format!("{hundred_lines}; exit 1"),
+            "Failed",
+            None,
+        ),
+        (
+            "tail-of-big-file",
+            "File",
+            big.to_string(),
+            "Succeeded",
+            Some(format!("{}END", "a".repeat(4093))),
+        ),
+    ];
+    for (name, policy, script, _, _) in &table {
+        create_pod(
+            &sim,
+            pod(
+                name,
+                json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", script],
+                        "terminationMessagePolicy": policy}]),
+            ),
+        )
+        .await;
+    }
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    for (name, _, _, want_phase, want_message) in table {
+        let done = phase(&pods, name, want_phase).await;
+        assert_eq!(terminated(&done, 0).message, want_message, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn each_run_starts_with_an_empty_termination_message_file() {
+    let sim = start().await;
+    let script = "if [ -f marker ]; then exit 0; else touch marker; echo first run > \"$TERMINATION_MESSAGE_PATH\"; exit 1; fi";
+    let mut p = pod(
+        "restarted",
+        json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", script]},
+               {"name": "other", "image": "busybox", "command": ["sh", "-c", "echo other > \"$TERMINATION_MESSAGE_PATH\""]}]),
     );
-    assert!(
-        terminated
-            .message
-            .unwrap_or_default()
-            .contains("executable file not found")
-    );
+    p["spec"]["restartPolicy"] = json!("OnFailure");
+    let pods = create_pod(&sim, p).await;
+    let done = phase(&pods, "restarted", "Succeeded").await;
+    let main = container_status(&done, 0);
+    let last = main
+        .last_state
+        .and_then(|s| s.terminated)
+        .expect("the first run");
+    assert_eq!(last.message.as_deref(), Some("first run\n"));
+    assert_eq!(terminated(&done, 0).message, None);
+    assert_eq!(terminated(&done, 1).message.as_deref(), Some("other\n"));
 }
 
 #[tokio::test]

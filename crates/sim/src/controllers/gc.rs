@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 use crate::ops::{self, DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
 use crate::resources::GroupResource;
@@ -211,15 +211,14 @@ pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
     let collector = Collector {
         state: state.clone(),
     };
-    let mut rx = state.store.subscribe();
+    let mut rx = state.store.follow();
     collector.resync();
     loop {
         tokio::select! {
             _ = shutdown.changed() => return,
             received = rx.recv() => match received {
-                Ok(event) => collector.handle(&event),
-                Err(broadcast::error::RecvError::Lagged(_)) => collector.resync(),
-                Err(broadcast::error::RecvError::Closed) => return,
+                Some(event) => collector.handle(&event),
+                None => return,
             }
         }
     }

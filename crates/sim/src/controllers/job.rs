@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 use super::WorkQueue;
 use super::events::{self, EventKind, Source};
@@ -688,23 +688,20 @@ pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
         queue: queue.clone(),
         not_before: HashMap::new(),
     };
-    let mut rx = state.store.subscribe();
-    let resync = |c: &Controller| {
-        for job in c.state.store.list(&jobs(), None).0 {
-            c.queue.add(ObjectKey::new(
-                jobs(),
-                meta::namespace(&job),
-                meta::name(&job),
-            ));
-        }
-    };
-    resync(&controller);
+    let mut rx = state.store.follow();
+    for job in state.store.list(&jobs(), None).0 {
+        queue.add(ObjectKey::new(
+            jobs(),
+            meta::namespace(&job),
+            meta::name(&job),
+        ));
+    }
     loop {
         tokio::select! {
             _ = shutdown.changed() => return,
             key = queue.next() => controller.sync(&key),
             received = rx.recv() => match received {
-                Ok(event) if event.key.resource == jobs() => {
+                Some(event) if event.key.resource == jobs() => {
                     if event.event_type == EventType::Deleted {
                         if let Some(uid) = meta::uid(&event.object) {
                             controller.not_before.remove(uid);
@@ -713,10 +710,9 @@ pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
                         queue.add(event.key.clone());
                     }
                 }
-                Ok(event) if event.key.resource == pods() => controller.pod_changed(&event.object),
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => resync(&controller),
-                Err(broadcast::error::RecvError::Closed) => return,
+                Some(event) if event.key.resource == pods() => controller.pod_changed(&event.object),
+                Some(_) => {}
+                None => return,
             }
         }
     }

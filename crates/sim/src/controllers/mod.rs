@@ -1,6 +1,7 @@
 //! The controllers of the cluster: Job controller, scheduler, kubelet, garbage collector (with
-//! the namespace lifecycle), and the Spark operators of the installed CRD bundles. Each reacts to store changes through a subscription, never by
-//! polling, and queues delayed work (backoffs, deadlines, TTLs) on timers.
+//! the namespace lifecycle), and the Spark operators of the installed CRD bundles. Each reacts to
+//! store changes through a subscription that never misses one (`Store::follow`), never by polling,
+//! and queues delayed work (backoffs, deadlines, TTLs) on timers.
 
 pub mod events;
 pub mod gc;

@@ -2,12 +2,17 @@
 //! extended resource), node selectors, required node affinity, taints and tolerations and
 //! unschedulable nodes; a pod that fits nowhere gets PodScheduled=False, reason Unschedulable,
 //! with the real scheduler's message, and is retried when nodes, pods or claims change.
+//!
+//! Like the real scheduler it keeps its own queue of the pods waiting for a node (first come,
+//! first served): a pod that fits nowhere waits aside until something frees room, and each
+//! burst of changes is followed by one pass over the queue, so no change costs a scan of
+//! every pod in the cluster.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{mpsc, watch};
 
 use super::events::{self, EventKind, Source};
 use crate::kinds::pod_requests;
@@ -15,7 +20,7 @@ use crate::ops;
 use crate::quantity;
 use crate::resources::GroupResource;
 use crate::state::State;
-use crate::store::{EventType, ObjectKey, meta};
+use crate::store::{EventType, ObjectKey, StoreEvent, meta};
 
 /// Capacity accounting: what the bound, non-terminal pods use on each node.
 #[derive(Default)]
@@ -51,6 +56,54 @@ impl Cache {
             *used.entry("pods".into()).or_default() -= 1000;
         }
         true
+    }
+}
+
+/// The pods waiting for a node, by arrival: `active` ones are tried on the next pass,
+/// `unschedulable` ones wait until something may have made room for them.
+#[derive(Default)]
+struct Queue {
+    next: u64,
+    /// The arrival number of each queued pod (by uid).
+    order: HashMap<String, u64>,
+    active: BTreeMap<u64, (String, ObjectKey)>,
+    unschedulable: BTreeMap<u64, (String, ObjectKey)>,
+}
+
+impl Queue {
+    /// Queues a pod to be tried (a pod already waiting keeps its place; `retry` moves it back
+    /// to the active queue if it was set aside).
+    fn add(&mut self, uid: &str, key: &ObjectKey, retry: bool) {
+        match self.order.get(uid) {
+            Some(seq) => {
+                if retry && let Some(entry) = self.unschedulable.remove(seq) {
+                    self.active.insert(*seq, entry);
+                }
+            }
+            None => {
+                let seq = self.next;
+                self.next += 1;
+                self.order.insert(uid.to_string(), seq);
+                self.active.insert(seq, (uid.to_string(), key.clone()));
+            }
+        }
+    }
+
+    fn forget(&mut self, uid: &str) {
+        if let Some(seq) = self.order.remove(uid) {
+            self.active.remove(&seq);
+            self.unschedulable.remove(&seq);
+        }
+    }
+
+    /// Moves every pod set aside back to the active queue.
+    fn retry_all(&mut self) {
+        let parked = std::mem::take(&mut self.unschedulable);
+        self.active.extend(parked);
+    }
+
+    fn set_aside(&mut self, seq: u64, entry: (String, ObjectKey)) {
+        self.unschedulable.insert(seq, entry);
     }
 }
 
@@ -145,6 +198,7 @@ fn allocatable(node: &Value) -> BTreeMap<String, i128> {
 fn node_failures(
     pod: &Value,
     node: &Value,
+    capacity: &BTreeMap<String, i128>,
     requests: &BTreeMap<String, i128>,
     used: Option<&BTreeMap<String, i128>>,
 ) -> Vec<(String, bool)> {
@@ -184,7 +238,6 @@ fn node_failures(
             return reasons;
         }
     }
-    let capacity = allocatable(node);
     let empty = BTreeMap::new();
     let used = used.unwrap_or(&empty);
     if used.get("pods").copied().unwrap_or(0) + 1000
@@ -213,9 +266,16 @@ fn histogram(counts: &BTreeMap<String, usize>) -> String {
     parts.join(", ")
 }
 
+/// A node and what it can hold (parsed once per pass).
+struct Node {
+    object: Arc<Value>,
+    allocatable: BTreeMap<String, i128>,
+}
+
 struct Scheduler {
     state: Arc<State>,
     cache: Cache,
+    queue: Queue,
 }
 
 impl Scheduler {
@@ -254,13 +314,108 @@ impl Scheduler {
                 == "default-scheduler"
     }
 
-    fn schedule_pending(&mut self) {
-        let (pods, _) = self.state.store.list(&self.pods(), None);
-        for pod in pods {
-            if Self::needs_scheduling(&pod) {
-                self.schedule(&pod);
+    /// Whether some node has room for one more pod (a pod fits nowhere while none has).
+    fn any_pod_slot(&self, nodes: &[Node]) -> bool {
+        nodes.iter().any(|node| {
+            let used = self
+                .cache
+                .used
+                .get(meta::name(&node.object))
+                .and_then(|u| u.get("pods"))
+                .copied()
+                .unwrap_or(0);
+            node.object
+                .pointer("/spec/unschedulable")
+                .and_then(Value::as_bool)
+                != Some(true)
+                && used + 1000 <= node.allocatable.get("pods").copied().unwrap_or(110_000)
+        })
+    }
+
+    /// Tries the active queue in arrival order; pods that fit nowhere are set aside.
+    fn schedule_queued(&mut self) {
+        if self.queue.active.is_empty() {
+            return;
+        }
+        let nodes = self.nodes();
+        let mut room = self.any_pod_slot(&nodes);
+        while let Some((seq, (uid, key))) = self.queue.active.pop_first() {
+            let pod = match self.state.store.get(&key) {
+                Some(pod)
+                    if meta::uid(&pod) == Some(uid.as_str()) && Self::needs_scheduling(&pod) =>
+                {
+                    pod
+                }
+                _ => {
+                    self.queue.order.remove(&uid);
+                    continue;
+                }
+            };
+            // Every node is full: the pod waits with the reason it was last given.
+            if !room && self.cache.last_message.contains_key(&uid) {
+                self.queue.set_aside(seq, (uid, key));
+                continue;
+            }
+            if self.schedule(&pod, &nodes) {
+                self.queue.order.remove(&uid);
+                room = self.any_pod_slot(&nodes);
+            } else {
+                self.queue.set_aside(seq, (uid, key));
             }
         }
+    }
+
+    fn nodes(&self) -> Vec<Node> {
+        self.state
+            .store
+            .list(&GroupResource::new("", "nodes"), None)
+            .0
+            .into_iter()
+            .map(|object| Node {
+                allocatable: allocatable(&object),
+                object,
+            })
+            .collect()
+    }
+
+    /// Follows one change of the store.
+    fn on_event(&mut self, event: &StoreEvent) {
+        if event.key.resource == self.pods() {
+            let deleted = event.event_type == EventType::Deleted;
+            if self.observe(&event.object, deleted) {
+                // Room was freed: whatever was set aside may fit now.
+                self.queue.retry_all();
+            }
+            let uid = meta::uid(&event.object).unwrap_or("");
+            if deleted || !Self::needs_scheduling(&event.object) {
+                self.queue.forget(uid);
+            } else {
+                let spec_changed = event
+                    .old
+                    .as_ref()
+                    .is_some_and(|old| old.get("spec") != event.object.get("spec"));
+                self.queue.add(uid, &event.key, spec_changed);
+            }
+        } else if event.key.resource == GroupResource::new("", "nodes")
+            || event.key.resource == GroupResource::new("", "persistentvolumeclaims")
+        {
+            self.cache.last_message.clear();
+            self.queue.retry_all();
+        }
+    }
+
+    /// Builds the capacity accounting and the queue from the store.
+    fn load(&mut self) {
+        self.cache = Cache::default();
+        let (pods, _) = self.state.store.list(&self.pods(), None);
+        for pod in &pods {
+            self.observe(pod, false);
+            if Self::needs_scheduling(pod) {
+                let key = ObjectKey::new(self.pods(), meta::namespace(pod), meta::name(pod));
+                self.queue.add(meta::uid(pod).unwrap_or(""), &key, false);
+            }
+        }
+        self.queue.retry_all();
     }
 
     fn missing_claim(&self, pod: &Value) -> Option<String> {
@@ -289,12 +444,8 @@ impl Scheduler {
         None
     }
 
-    fn schedule(&mut self, pod: &Arc<Value>) {
-        let nodes = self
-            .state
-            .store
-            .list(&GroupResource::new("", "nodes"), None)
-            .0;
+    /// Binds a pod to the best node; false (with PodScheduled=False) when it fits nowhere.
+    fn schedule(&mut self, pod: &Arc<Value>, nodes: &[Node]) -> bool {
         let total = nodes.len();
         let requests = pod_requests(pod.get("spec").unwrap_or(&Value::Null)).0;
         let message = if let Some(problem) = self.missing_claim(pod) {
@@ -305,13 +456,13 @@ impl Scheduler {
             let mut best: Option<(String, i128)> = None;
             let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
             let mut preemption: BTreeMap<String, usize> = BTreeMap::new();
-            for node in &nodes {
-                let name = meta::name(node).to_string();
+            for node in nodes {
+                let name = meta::name(&node.object).to_string();
                 let used = self.cache.used.get(&name);
-                let failures = node_failures(pod, node, &requests, used);
+                let failures = node_failures(pod, &node.object, &node.allocatable, &requests, used);
                 if failures.is_empty() {
                     // Spread: the node with the most free CPU wins.
-                    let free = allocatable(node).get("cpu").copied().unwrap_or(0)
+                    let free = node.allocatable.get("cpu").copied().unwrap_or(0)
                         - used.and_then(|u| u.get("cpu")).copied().unwrap_or(0);
                     if best.as_ref().is_none_or(|(_, f)| free > *f) {
                         best = Some((name, free));
@@ -377,10 +528,12 @@ impl Scheduler {
                         None,
                     );
                 }
+                // Bound, or no longer waiting (deleted or bound by someone else meanwhile).
+                true
             }
             Err(text) => {
                 if self.cache.last_message.get(&uid) == Some(&text) {
-                    return;
+                    return false;
                 }
                 self.cache.last_message.insert(uid.clone(), text.clone());
                 let written = ops::mutate(&self.state, &key, |p| {
@@ -407,6 +560,7 @@ impl Scheduler {
                         None,
                     );
                 }
+                false
             }
         }
     }
@@ -438,47 +592,38 @@ pub fn set_condition(pod: &mut Value, condition: Value) {
     }
 }
 
+/// The most changes taken in before a pass over the queue.
+const BATCH: usize = 1024;
+
 /// Runs the scheduler until shutdown.
 pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
-    let mut rx = state.store.subscribe();
+    let mut rx = state.store.follow();
     let mut scheduler = Scheduler {
         state: state.clone(),
         cache: Cache::default(),
+        queue: Queue::default(),
     };
-    let resync = |s: &mut Scheduler| {
-        s.cache = Cache::default();
-        let (pods, _) = s.state.store.list(&s.pods(), None);
-        for pod in &pods {
-            s.observe(pod, false);
-        }
-        s.schedule_pending();
-    };
-    resync(&mut scheduler);
-    let pods = GroupResource::new("", "pods");
-    let nodes = GroupResource::new("", "nodes");
-    let claims = GroupResource::new("", "persistentvolumeclaims");
+    scheduler.load();
+    scheduler.schedule_queued();
     loop {
-        tokio::select! {
+        let received = tokio::select! {
             _ = shutdown.changed() => return,
-            received = rx.recv() => match received {
-                Ok(event) if event.key.resource == pods => {
-                    let deleted = event.event_type == EventType::Deleted;
-                    let freed = scheduler.observe(&event.object, deleted);
-                    if freed {
-                        scheduler.schedule_pending();
-                    } else if !deleted && Scheduler::needs_scheduling(&event.object) {
-                        scheduler.schedule(&event.object);
-                    }
-                }
-                Ok(event) if event.key.resource == nodes || event.key.resource == claims => {
-                    scheduler.cache.last_message.clear();
-                    scheduler.schedule_pending();
-                }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => resync(&mut scheduler),
-                Err(broadcast::error::RecvError::Closed) => return,
+            received = rx.recv() => received,
+        };
+        match received {
+            Some(event) => scheduler.on_event(&event),
+            None => return,
+        }
+        // The changes already announced first (a bounded number, to yield now and then): a
+        // burst of changes costs one pass.
+        for _ in 0..BATCH {
+            match rx.try_recv() {
+                Ok(event) => scheduler.on_event(&event),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
             }
         }
+        scheduler.schedule_queued();
     }
 }
 
@@ -490,11 +635,19 @@ mod tests {
         json!({"metadata": {"name": "n1", "labels": labels}, "spec": {"taints": taints}, "status": {"allocatable": {"cpu": cpu, "memory": "1Gi", "pods": "110"}}})
     }
 
+    fn failures_on(
+        pod: &Value,
+        node: &Value,
+        requests: &BTreeMap<String, i128>,
+    ) -> Vec<(String, bool)> {
+        node_failures(pod, node, &allocatable(node), requests, None)
+    }
+
     #[test]
     fn failures_name_the_reason() {
         let pod = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "2"}}}], "nodeSelector": {"gpu": "yes"}}});
         let requests = pod_requests(&pod["spec"]).0;
-        let reasons = node_failures(&pod, &node("4", json!({}), json!([])), &requests, None);
+        let reasons = failures_on(&pod, &node("4", json!({}), json!([])), &requests);
         assert_eq!(
             reasons,
             vec![(
@@ -502,14 +655,13 @@ mod tests {
                 false
             )]
         );
-        let reasons = node_failures(
+        let reasons = failures_on(
             &pod,
             &node("1", json!({"gpu": "yes"}), json!([])),
             &requests,
-            None,
         );
         assert_eq!(reasons, vec![("Insufficient cpu".to_string(), true)]);
-        let reasons = node_failures(
+        let reasons = failures_on(
             &pod,
             &node(
                 "4",
@@ -517,7 +669,6 @@ mod tests {
                 json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
             ),
             &requests,
-            None,
         );
         assert_eq!(
             reasons,
@@ -528,7 +679,7 @@ mod tests {
         );
         let mut tolerant = pod.clone();
         tolerant["spec"]["tolerations"] = json!([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]);
-        let reasons = node_failures(
+        let reasons = failures_on(
             &tolerant,
             &node(
                 "4",
@@ -536,9 +687,34 @@ mod tests {
                 json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
             ),
             &requests,
-            None,
         );
         assert!(reasons.is_empty());
+    }
+
+    #[test]
+    fn the_queue_serves_pods_in_arrival_order() {
+        let key = |name: &str| ObjectKey::new(GroupResource::new("", "pods"), "default", name);
+        let mut queue = Queue::default();
+        queue.add("a", &key("a"), false);
+        queue.add("b", &key("b"), false);
+        queue.add("c", &key("c"), false);
+        queue.add("a", &key("a"), true);
+        let first = queue.active.pop_first().expect("a");
+        queue.set_aside(first.0, first.1);
+        let second = queue.active.pop_first().expect("b");
+        queue.set_aside(second.0, second.1);
+        // Changes to a pod set aside bring it back; others wait for room.
+        queue.add("b", &key("b"), true);
+        let names = |q: &BTreeMap<u64, (String, ObjectKey)>| -> Vec<String> {
+            q.values().map(|(uid, _)| uid.clone()).collect()
+        };
+        assert_eq!(names(&queue.active), vec!["b", "c"]);
+        assert_eq!(names(&queue.unschedulable), vec!["a"]);
+        queue.retry_all();
+        assert_eq!(names(&queue.active), vec!["a", "b", "c"]);
+        queue.forget("b");
+        assert_eq!(names(&queue.active), vec!["a", "c"]);
+        assert!(!queue.order.contains_key("b"));
     }
 
     #[test]

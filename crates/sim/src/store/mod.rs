@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::resources::GroupResource;
 
@@ -87,6 +87,9 @@ impl StoreEvent {
     }
 }
 
+/// Every change of the store in order, none ever dropped (see [`Store::follow`]).
+pub type Follower = mpsc::UnboundedReceiver<Arc<StoreEvent>>;
+
 /// History events to replay and a subscription for what follows.
 pub type Replay = (Vec<Arc<StoreEvent>>, broadcast::Receiver<Arc<StoreEvent>>);
 
@@ -142,6 +145,7 @@ struct Inner {
     by_uid: HashMap<String, ObjectKey>,
     dependents: HashMap<String, BTreeSet<ObjectKey>>,
     history_cap: usize,
+    followers: Vec<mpsc::UnboundedSender<Arc<StoreEvent>>>,
 }
 
 /// The object store.
@@ -221,6 +225,7 @@ impl Store {
                 by_uid: HashMap::new(),
                 dependents: HashMap::new(),
                 history_cap: history_cap.max(1),
+                followers: Vec::new(),
             }),
             events,
         }
@@ -231,9 +236,20 @@ impl Store {
         self.inner.lock().rv
     }
 
-    /// Every change from now on.
+    /// Every change from now on (a reader more than the channel's capacity behind misses
+    /// changes and is told so).
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoreEvent>> {
         self.events.subscribe()
+    }
+
+    /// Every change from now on, in order, none ever missed: changes queue up while the
+    /// reader is busy, as in an informer's queue. This is what controllers use: a reader that
+    /// misses changes must look at everything again, which under load makes it fall further
+    /// behind.
+    pub fn follow(&self) -> Follower {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.inner.lock().followers.push(tx);
+        rx
     }
 
     /// The changes of a resource type after `rv` still in the history, and a subscription for
@@ -375,6 +391,10 @@ impl Store {
     fn emit(&self, inner: &mut Inner, event: StoreEvent) {
         let event = Arc::new(event);
         inner.record(event.clone());
+        // Sent under the lock, so every follower sees the changes in resourceVersion order.
+        inner
+            .followers
+            .retain(|follower| follower.send(event.clone()).is_ok());
         // No receiver is not an error: controllers may not have started yet.
         let _ = self.events.send(event);
     }

@@ -125,3 +125,31 @@ fn human_durations_read_like_kubectl() {
         assert_eq!(meta::human_duration(seconds), want, "{seconds}");
     }
 }
+
+#[test]
+fn followers_see_every_change_however_far_behind() {
+    let store = Store::new(10);
+    let mut follower = store.follow();
+    let mut lagging = store.subscribe();
+    let changes = BROADCAST_CAPACITY + 10;
+    for i in 0..changes {
+        let name = format!("p{i}");
+        store
+            .create(&ObjectKey::new(pods(), "default", &name), pod(&name))
+            .expect("create");
+    }
+    assert!(matches!(
+        lagging.try_recv(),
+        Err(broadcast::error::TryRecvError::Lagged(_))
+    ));
+    let mut rvs = Vec::new();
+    while let Ok(event) = follower.try_recv() {
+        rvs.push(event.rv);
+    }
+    assert_eq!(rvs, (1..=changes as u64).collect::<Vec<_>>());
+    drop(follower);
+    store
+        .create(&ObjectKey::new(pods(), "default", "last"), pod("last"))
+        .expect("create");
+    assert!(store.inner.lock().followers.is_empty());
+}

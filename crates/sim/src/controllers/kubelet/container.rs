@@ -3,7 +3,7 @@
 //! the log, memory-limit enforcement (OOMKilled), graceful stop, and restarts with backoff.
 
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,8 +15,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::{mpsc, watch};
 
 use super::logs::RunLog;
-use super::process::{group_rss_bytes, signal_group};
-use super::{env, image};
+use super::process::{self, Launch, Started, signal_group};
+use super::{env, image, termination};
 use crate::controllers::events::{self, EventKind, Source};
 use crate::quantity;
 use crate::state::State;
@@ -207,6 +207,15 @@ impl ContainerTask {
         }
     }
 
+    /// The number of containers of the pod, init containers included.
+    fn containers_in_pod(&self) -> usize {
+        ["/spec/containers", "/spec/initContainers"]
+            .iter()
+            .filter_map(|p| self.pod.pointer(p).and_then(Value::as_array))
+            .map(Vec::len)
+            .sum()
+    }
+
     fn memory_limit(&self) -> Option<u64> {
         self.spec
             .pointer("/resources/limits/memory")
@@ -368,63 +377,60 @@ impl ContainerTask {
             .map(PathBuf::from)
             .filter(|p| p.is_dir())
             .unwrap_or_else(|| self.workdir.clone());
-        let mut command = tokio::process::Command::new(&argv[0]);
-        command
-            .args(&argv[1..])
-            .env_clear()
-            .current_dir(&workdir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        for key in ["PATH", "HOME", "LANG", "TMPDIR"] {
-            if let Ok(v) = std::env::var(key) {
-                command.env(key, v);
-            }
-        }
+        let mut env: Vec<(String, String)> = ["PATH", "HOME", "LANG", "TMPDIR"]
+            .into_iter()
+            .filter_map(|key| std::env::var(key).ok().map(|v| (key.to_string(), v)))
+            .collect();
         let port = self.state.port.get().copied().unwrap_or(0);
-        command
-            .env("HOSTNAME", meta::name(&self.pod))
-            .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-            .env("KUBERNETES_SERVICE_PORT", port.to_string());
-        command.envs(vars);
-        let mut child = match command.spawn() {
-            Ok(c) => c,
+        env.push(("HOSTNAME".into(), meta::name(&self.pod).to_string()));
+        env.push(("KUBERNETES_SERVICE_HOST".into(), "127.0.0.1".into()));
+        env.push(("KUBERNETES_SERVICE_PORT".into(), port.to_string()));
+        env.extend(vars);
+        let termination_file = termination::file_of(&self.workdir, &self.name());
+        let file = termination_file.clone();
+        if let Err(error) = self
+            .state
+            .kubelet
+            .on_host(move || termination::prepare(&file))
+            .await
+            .and_then(|r| r)
+        {
+            tracing::warn!(message = "cannot create a termination message file", path = %termination_file.display(), %error);
+        }
+        env.push((
+            termination::PATH_ENV.to_string(),
+            termination_file.display().to_string(),
+        ));
+        let launched = process::launch(&self.state.kubelet, Launch { argv, env, workdir }).await;
+        let Started {
+            mut child,
+            pgid,
+            output,
+        } = match launched {
+            Ok(started) => started,
             Err(error) => {
                 run.finish();
-                let detail = if error.kind() == std::io::ErrorKind::NotFound {
-                    format!("exec: {:?}: executable file not found in $PATH", argv[0])
-                } else {
-                    format!("exec: {:?}: {error}", argv[0])
-                };
                 let message = format!(
-                    "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: {detail}: unknown"
+                    "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: {error}: unknown"
                 );
                 self.event(EventKind::Warning, "Failed", &format!("Error: {message}"));
                 return RunEnd {
                     exit_code: 128,
                     signal: None,
                     reason: "StartError".into(),
-                    message: Some(message),
+                    // The process never ran: its file is empty and it has no log.
+                    message: termination::message(
+                        Some(message),
+                        termination::Written::Text(Vec::new()),
+                        false,
+                        Vec::new,
+                        self.containers_in_pod(),
+                    ),
                 };
             }
         };
-        let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         self.state.processes.register(pgid);
-        let readers: Vec<_> = [
-            child
-                .stdout
-                .take()
-                .map(|o| tokio::spawn(pump(o, run.clone()))),
-            child
-                .stderr
-                .take()
-                .map(|e| tokio::spawn(pump(e, run.clone()))),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
+        let reader = tokio::spawn(pump(output, run.clone()));
         self.event(
             EventKind::Normal,
             "Created",
@@ -436,10 +442,10 @@ impl ContainerTask {
             &format!("Started container {}", self.name()),
         );
         let _ = container_id;
-        let limit = self.memory_limit();
-        let mut poll = tokio::time::interval(self.state.config.timings.oom_poll_interval);
-        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut oom = false;
+        // Only containers with a limit are measured (by the kubelet's one memory poller).
+        let oom_killed = self
+            .memory_limit()
+            .map(|limit| self.state.kubelet.memory.watch(pgid, limit));
         let mut kill_at: Option<tokio::time::Instant> = None;
         if let Some(grace) = *self.stop.borrow() {
             signal_group(pgid, Signal::SIGTERM);
@@ -448,13 +454,6 @@ impl ContainerTask {
         let status = loop {
             tokio::select! {
                 status = child.wait() => break status,
-                _ = poll.tick(), if limit.is_some() => {
-                    if let Some(limit) = limit
-                        && group_rss_bytes(pgid) > limit {
-                            oom = true;
-                            signal_group(pgid, Signal::SIGKILL);
-                        }
-                }
                 changed = self.stop.changed(), if kill_at.is_none() => {
                     let grace = if changed.is_ok() { *self.stop.borrow() } else { Some(Duration::ZERO) };
                     if let Some(grace) = grace {
@@ -476,13 +475,15 @@ impl ContainerTask {
         // The container ends with its first process: nothing else of the group may linger.
         signal_group(pgid, Signal::SIGKILL);
         self.state.processes.unregister(pgid);
-        for reader in readers {
-            if tokio::time::timeout(Duration::from_secs(1), reader)
-                .await
-                .is_err()
-            {
-                tracing::warn!(message = "container output still open after exit", container = %self.name());
-            }
+        if oom_killed.is_some() {
+            self.state.kubelet.memory.unwatch(pgid);
+        }
+        let oom = oom_killed.is_some_and(|k| k.load(std::sync::atomic::Ordering::SeqCst));
+        if tokio::time::timeout(Duration::from_secs(1), reader)
+            .await
+            .is_err()
+        {
+            tracing::warn!(message = "container output still open after exit", container = %self.name());
         }
         run.finish();
         let (exit_code, signal) = match &status {
@@ -496,11 +497,31 @@ impl ContainerTask {
         } else {
             "Error"
         };
+        let exit_code = if oom { 137 } else { exit_code };
+        let file = termination_file.clone();
+        let written = self
+            .state
+            .kubelet
+            .on_host(move || termination::read(&file))
+            .await
+            .unwrap_or_else(|error| termination::Written::Unreadable(error.to_string()));
+        let fallback = exit_code != 0
+            && self
+                .spec
+                .get("terminationMessagePolicy")
+                .and_then(Value::as_str)
+                == Some("FallbackToLogsOnError");
         RunEnd {
-            exit_code: if oom { 137 } else { exit_code },
+            exit_code,
             signal,
             reason: reason.into(),
-            message: None,
+            message: termination::message(
+                None,
+                written,
+                fallback,
+                || run.message_tail(),
+                self.containers_in_pod(),
+            ),
         }
     }
 

@@ -98,6 +98,12 @@ impl RunLog {
         self.changed.subscribe()
     }
 
+    /// The end of the log a termination message falls back to.
+    pub fn message_tail(&self) -> Vec<u8> {
+        let inner = self.inner.lock();
+        super::termination::log_tail(inner.lines.iter().map(|l| l.text.as_ref()))
+    }
+
     /// Whether the run has finished.
     pub fn is_finished(&self) -> bool {
         self.inner.lock().finished

@@ -9,15 +9,17 @@ pub mod container;
 pub mod env;
 pub mod image;
 pub mod logs;
+pub mod memory;
 pub mod pod;
 pub mod process;
+pub mod termination;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 
 use self::pod::{Disruption, PodUpdate, PodWorker};
 use crate::resources::GroupResource;
@@ -30,14 +32,48 @@ struct Worker {
     node: String,
 }
 
+/// How many blocking host operations (directories, files, process starts) run at once.
+const HOST_WORKERS: usize = 8;
+
 /// The kubelet's bookkeeping: one worker per pod, and the nodes that are down.
-#[derive(Default)]
 pub struct Kubelet {
     workers: Mutex<HashMap<String, Worker>>,
+    /// Pods whose worker has ended (by uid): a change of the pod that arrives late (from
+    /// before its end) must not start it again.
+    finished: Mutex<HashSet<String>>,
     down: Mutex<HashSet<String>>,
+    /// The containers with a memory limit.
+    pub memory: memory::MemoryWatch,
+    host: Semaphore,
+}
+
+impl Default for Kubelet {
+    fn default() -> Self {
+        Kubelet {
+            workers: Mutex::default(),
+            finished: Mutex::default(),
+            down: Mutex::default(),
+            memory: memory::MemoryWatch::default(),
+            host: Semaphore::new(HOST_WORKERS),
+        }
+    }
 }
 
 impl Kubelet {
+    /// Runs blocking work on the host (directories, files, process starts) on a blocking
+    /// thread, a few at a time: a burst of pods must neither block the runtime's worker
+    /// threads nor start hundreds of threads.
+    pub async fn on_host<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> std::io::Result<T> {
+        // The semaphore is never closed.
+        let _permit = self.host.acquire().await.map_err(std::io::Error::other)?;
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(std::io::Error::other)
+    }
+
     /// Sends a disruption to the worker of a pod; false when no worker runs it.
     pub fn disrupt(&self, pod_uid: &str, disruption: Disruption) -> bool {
         let sender = self
@@ -49,6 +85,14 @@ impl Kubelet {
             Some(s) => s.try_send(disruption).is_ok(),
             None => false,
         }
+    }
+
+    /// Forgets the worker of a pod that has reached its end (its entry would keep an old
+    /// version of the pod alive for as long as the pod is stored).
+    pub fn finish(&self, pod_uid: &str) {
+        let mut workers = self.workers.lock();
+        workers.remove(pod_uid);
+        self.finished.lock().insert(pod_uid.to_string());
     }
 
     /// The uids of the pods running on a node.
@@ -84,6 +128,7 @@ fn handle_pod(state: &Arc<State>, pod: &Arc<Value>, deleted: bool) {
         .and_then(Value::as_str)
         .unwrap_or("");
     if deleted {
+        state.kubelet.finished.lock().remove(&uid);
         if let Some(worker) = state.kubelet.workers.lock().remove(&uid) {
             worker.updates.send_replace(PodUpdate {
                 pod: pod.clone(),
@@ -100,6 +145,9 @@ fn handle_pod(state: &Arc<State>, pod: &Arc<Value>, deleted: bool) {
         return;
     }
     let mut workers = state.kubelet.workers.lock();
+    if state.kubelet.finished.lock().contains(&uid) {
+        return;
+    }
     if let Some(worker) = workers.get(&uid) {
         worker.updates.send_replace(PodUpdate {
             pod: pod.clone(),
@@ -137,51 +185,24 @@ fn handle_pod(state: &Arc<State>, pod: &Arc<Value>, deleted: bool) {
     tokio::spawn(worker.run());
 }
 
-fn sync_all(state: &Arc<State>) {
-    let (pods, _) = state.store.list(&GroupResource::new("", "pods"), None);
-    let alive: HashSet<String> = pods
-        .iter()
-        .filter_map(|p| meta::uid(p).map(str::to_string))
-        .collect();
-    // Pods removed while the kubelet lagged behind the store's changes.
-    let gone: Vec<String> = state
-        .kubelet
-        .workers
-        .lock()
-        .keys()
-        .filter(|uid| !alive.contains(*uid))
-        .cloned()
-        .collect();
-    for uid in gone {
-        if let Some(worker) = state.kubelet.workers.lock().remove(&uid) {
-            let last = worker.updates.borrow().pod.clone();
-            worker.updates.send_replace(PodUpdate {
-                pod: last,
-                removed: true,
-            });
-        }
-        state.logs.remove_pod(&uid);
-    }
-    for pod in pods {
-        handle_pod(state, &pod, false);
-    }
-}
-
 /// Runs the kubelet until shutdown.
 pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
     let pods = GroupResource::new("", "pods");
-    let mut rx = state.store.subscribe();
-    sync_all(&state);
+    let mut rx = state.store.follow();
+    tokio::spawn(memory::run(state.clone(), shutdown.clone()));
+    let (current, _) = state.store.list(&pods, None);
+    for pod in current {
+        handle_pod(&state, &pod, false);
+    }
     loop {
         tokio::select! {
             _ = shutdown.changed() => return,
             received = rx.recv() => match received {
-                Ok(event) if event.key.resource == pods => {
+                Some(event) if event.key.resource == pods => {
                     handle_pod(&state, &event.object, event.event_type == EventType::Deleted);
                 }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => sync_all(&state),
-                Err(broadcast::error::RecvError::Closed) => return,
+                Some(_) => {}
+                None => return,
             }
         }
     }

@@ -524,7 +524,14 @@ impl PodWorker {
         };
         let uid = meta::uid(&self.pod).unwrap_or("").to_string();
         let workdir = self.state.pods_dir.join(&uid);
-        if let Err(error) = std::fs::create_dir_all(&workdir) {
+        let dir = workdir.clone();
+        let created = self
+            .state
+            .kubelet
+            .on_host(move || std::fs::create_dir_all(dir))
+            .await
+            .and_then(|r| r);
+        if let Err(error) = created {
             tracing::warn!(message = "cannot create a pod working directory", path = %workdir.display(), %error);
         }
         if !self.write(&mut status) {
@@ -573,23 +580,29 @@ impl PodWorker {
         loop {
             tokio::select! {
                 Some(event) = events_rx.recv() => {
-                    status.apply(&event);
-                    if let ContainerEvent::Done { id, succeeded } = event {
-                        active = active.saturating_sub(1);
-                        if id.init && !stopping {
-                            if !succeeded {
-                                init_failed = true;
-                            } else if next_init < init_specs.len() {
-                                self.spawn_container(ContainerId { init: true, index: next_init }, init_specs[next_init].clone(), &workdir, &events_tx, &stop_tx);
-                                next_init += 1;
-                                active += 1;
-                            } else {
-                                for (i, spec) in main_specs.iter().enumerate() {
-                                    self.spawn_container(ContainerId { init: false, index: i }, spec.clone(), &workdir, &events_tx, &stop_tx);
+                    // Every report already waiting goes into one status write, as the
+                    // kubelet's status manager coalesces updates.
+                    let mut next = Some(event);
+                    while let Some(event) = next.take() {
+                        status.apply(&event);
+                        if let ContainerEvent::Done { id, succeeded } = event {
+                            active = active.saturating_sub(1);
+                            if id.init && !stopping {
+                                if !succeeded {
+                                    init_failed = true;
+                                } else if next_init < init_specs.len() {
+                                    self.spawn_container(ContainerId { init: true, index: next_init }, init_specs[next_init].clone(), &workdir, &events_tx, &stop_tx);
+                                    next_init += 1;
                                     active += 1;
+                                } else {
+                                    for (i, spec) in main_specs.iter().enumerate() {
+                                        self.spawn_container(ContainerId { init: false, index: i }, spec.clone(), &workdir, &events_tx, &stop_tx);
+                                        active += 1;
+                                    }
                                 }
                             }
                         }
+                        next = events_rx.try_recv().ok();
                     }
                     if active == 0 {
                         break;
@@ -661,6 +674,7 @@ impl PodWorker {
         });
         if !removed {
             self.write(&mut status);
+            self.state.kubelet.finish(&uid);
             if meta::is_deleting(&self.pod)
                 || self
                     .state
@@ -671,7 +685,14 @@ impl PodWorker {
                 self.finish_deletion(&key).await;
             }
         }
-        if let Err(error) = std::fs::remove_dir_all(&workdir)
+        let dir = workdir.clone();
+        let removed = self
+            .state
+            .kubelet
+            .on_host(move || std::fs::remove_dir_all(dir))
+            .await
+            .and_then(|r| r);
+        if let Err(error) = removed
             && error.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(message = "cannot remove a pod working directory", path = %workdir.display(), %error);

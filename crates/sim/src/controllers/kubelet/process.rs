@@ -1,11 +1,27 @@
-//! Container processes: each runs in its own process group so it can be signalled as a whole;
-//! the table remembers live groups so that shutdown leaves nothing behind.
+//! Container processes: each runs in its own process group so it can be signalled as a whole,
+//! with stdout and stderr on one pipe so its log keeps the order of its writes; the table
+//! remembers live groups so that shutdown leaves nothing behind.
+//!
+//! A process is started off the runtime's worker threads, and always through `posix_spawn`
+//! (the program is looked up in the container's `PATH` here, as the container runtime does):
+//! with a name to search in a changed `PATH`, the standard library would `fork` instead, which
+//! copies the page tables of this whole (large) process and blocks the calling thread until
+//! the child has replaced them.
 
 use std::collections::HashSet;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
+use tokio::net::unix::pipe;
+
+use super::Kubelet;
 
 /// Live process groups.
 #[derive(Default)]
@@ -45,36 +61,154 @@ pub fn signal_group(pgid: i32, signal: Signal) {
     }
 }
 
-/// Resident memory of every process in a group, in bytes (Linux `/proc`).
-pub fn group_rss_bytes(pgid: i32) -> u64 {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    let mut total = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // Fields after the command name (which may hold spaces): state ppid pgrp ...
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        if fields.get(2).and_then(|f| f.parse::<i32>().ok()) != Some(pgid) {
-            continue;
-        }
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-            for line in status.lines() {
-                if let Some(kb) = line.strip_prefix("VmRSS:") {
-                    let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
-                    total += kb * 1024;
-                }
-            }
-        }
+/// What a container process is started with.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// The command and its arguments (not empty).
+    pub argv: Vec<String>,
+    /// The whole environment.
+    pub env: Vec<(String, String)>,
+    /// The working directory.
+    pub workdir: PathBuf,
+}
+
+/// A started container process.
+pub struct Started {
+    /// The process (killed when dropped).
+    pub child: tokio::process::Child,
+    /// Its process group.
+    pub pgid: i32,
+    /// The read end of the pipe that is both its stdout and its stderr.
+    pub output: pipe::Receiver,
+}
+
+/// Why a process could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// The command is not in the container's `PATH`.
+    #[error("exec: {0:?}: executable file not found in $PATH")]
+    NotFound(String),
+    /// The command names a path that does not exist.
+    #[error("exec: {0:?}: stat {0}: no such file or directory")]
+    Missing(String),
+    /// The system refused to start it.
+    #[error("exec: {program:?}: {source}")]
+    Spawn {
+        /// The command.
+        program: String,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Finds the program a command names, as the container runtime does: a name with a slash is
+/// a path (relative ones from the working directory), any other name is searched in `PATH`
+/// (an empty entry meaning the working directory).
+pub fn find_program(name: &str, path: &str, workdir: &Path) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Some(PathBuf::from(name));
     }
-    total
+    if name.is_empty() {
+        return None;
+    }
+    path.split(':')
+        .map(|dir| match dir {
+            "" => workdir.to_path_buf(),
+            dir => workdir.join(dir),
+        })
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Starts the process (blocking: looks the program up, and waits for `posix_spawn`).
+fn spawn_now(launch: Launch) -> Result<(tokio::process::Child, OwnedFd), LaunchError> {
+    let name = launch.argv[0].clone();
+    let path = launch
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("");
+    let program = find_program(&name, path, &launch.workdir)
+        .ok_or_else(|| LaunchError::NotFound(name.clone()))?;
+    if !launch.workdir.join(&program).exists() {
+        return Err(LaunchError::Missing(name));
+    }
+    let spawn_error = |source| LaunchError::Spawn {
+        program: name.clone(),
+        source,
+    };
+    let (reader, writer) = io::pipe().map_err(spawn_error)?;
+    let stderr = writer.try_clone().map_err(spawn_error)?;
+    let mut command = std::process::Command::new(program);
+    command
+        .arg0(&name)
+        .args(&launch.argv[1..])
+        .env_clear()
+        .envs(launch.env)
+        .current_dir(&launch.workdir)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(stderr)
+        .process_group(0);
+    let mut command = tokio::process::Command::from(command);
+    command.kill_on_drop(true);
+    let child = command.spawn().map_err(spawn_error)?;
+    // The write ends go with `command`: the pipe ends when the process and its children close
+    // theirs.
+    drop(command);
+    Ok((child, OwnedFd::from(reader)))
+}
+
+/// Starts a container process on one of the kubelet's blocking threads.
+pub async fn launch(kubelet: &Kubelet, launch: Launch) -> Result<Started, LaunchError> {
+    let name = launch.argv.first().cloned().unwrap_or_default();
+    let (child, reader) =
+        kubelet
+            .on_host(move || spawn_now(launch))
+            .await
+            .map_err(|source| LaunchError::Spawn {
+                program: name.clone(),
+                source,
+            })??;
+    let output = pipe::Receiver::from_owned_fd(reader).map_err(|source| LaunchError::Spawn {
+        program: name.clone(),
+        source,
+    })?;
+    let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+    Ok(Started {
+        child,
+        pgid,
+        output,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_found_like_the_runtime_finds_them() {
+        let root = Path::new("/");
+        assert_eq!(
+            find_program("sh", "/nonexistent:/bin:/usr/bin", root),
+            Some(PathBuf::from("/bin/sh"))
+        );
+        assert_eq!(
+            find_program("./run.sh", "/bin", root),
+            Some(PathBuf::from("./run.sh"))
+        );
+        assert_eq!(find_program("sh", "/nonexistent", root), None);
+        assert_eq!(find_program("", "/bin", root), None);
+        // An empty entry is the working directory.
+        assert_eq!(
+            find_program("sh", ":/usr/bin", Path::new("/bin")),
+            Some(PathBuf::from("/bin/sh"))
+        );
+    }
 }

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 use super::WorkQueue;
 use crate::config::CrdBundle;
@@ -174,17 +174,14 @@ async fn run_operator<O: Operator>(
     let apps = applications(O::GROUP);
     let pods = GroupResource::new("", "pods");
     let queue: Arc<WorkQueue<ObjectKey>> = WorkQueue::new();
-    let mut rx = state.store.subscribe();
-    let resync = || {
-        for app in state.store.list(&apps, None).0 {
-            queue.add(ObjectKey::new(
-                apps.clone(),
-                meta::namespace(&app),
-                meta::name(&app),
-            ));
-        }
-    };
-    resync();
+    let mut rx = state.store.follow();
+    for app in state.store.list(&apps, None).0 {
+        queue.add(ObjectKey::new(
+            apps.clone(),
+            meta::namespace(&app),
+            meta::name(&app),
+        ));
+    }
     loop {
         tokio::select! {
             _ = shutdown.changed() => return,
@@ -196,19 +193,18 @@ async fn run_operator<O: Operator>(
                 }
             }
             received = rx.recv() => match received {
-                Ok(event) if event.key.resource == apps => {
+                Some(event) if event.key.resource == apps => {
                     if event.event_type != EventType::Deleted {
                         queue.add(event.key.clone());
                     }
                 }
-                Ok(event) if event.key.resource == pods => {
+                Some(event) if event.key.resource == pods => {
                     if let Some(app) = meta::label(&event.object, O::APP_NAME_LABEL) {
                         queue.add(ObjectKey::new(apps.clone(), &event.key.namespace, app));
                     }
                 }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => resync(),
-                Err(broadcast::error::RecvError::Closed) => return,
+                Some(_) => {}
+                None => return,
             }
         }
     }

@@ -1,0 +1,168 @@
+//! Memory limits: one task reads the resident memory of every process from `/proc` once per
+//! poll interval (on a blocking thread, and only while some container has a memory limit),
+//! sums it per container process group, and kills the groups over their limit (OOMKilled).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nix::sys::signal::Signal;
+use parking_lot::Mutex;
+use tokio::sync::{Notify, watch};
+
+use super::process::signal_group;
+use crate::state::State;
+
+struct Limit {
+    bytes: u64,
+    killed: Arc<AtomicBool>,
+}
+
+/// The process groups with a memory limit.
+#[derive(Default)]
+pub struct MemoryWatch {
+    limits: Mutex<HashMap<i32, Limit>>,
+    added: Notify,
+}
+
+impl MemoryWatch {
+    /// Watches a process group; the flag turns true when it was killed for using more than
+    /// `bytes`.
+    pub fn watch(&self, pgid: i32, bytes: u64) -> Arc<AtomicBool> {
+        let killed = Arc::new(AtomicBool::new(false));
+        self.limits.lock().insert(
+            pgid,
+            Limit {
+                bytes,
+                killed: killed.clone(),
+            },
+        );
+        self.added.notify_one();
+        killed
+    }
+
+    /// Stops watching a process group.
+    pub fn unwatch(&self, pgid: i32) {
+        self.limits.lock().remove(&pgid);
+    }
+
+    /// Kills the groups over their limit, given their usage.
+    fn enforce(&self, usage: &HashMap<i32, u64>) {
+        let limits = self.limits.lock();
+        for (pgid, used) in usage {
+            if let Some(limit) = limits.get(pgid)
+                && *used > limit.bytes
+            {
+                // Flagged first: the container reads it once it sees the process end.
+                limit.killed.store(true, Ordering::SeqCst);
+                signal_group(*pgid, Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Resident memory of the processes of the given groups, in bytes per group (one pass over
+/// `/proc`).
+pub fn groups_rss_bytes(groups: &[i32]) -> HashMap<i32, u64> {
+    let mut usage: HashMap<i32, u64> = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return usage;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(pgrp) = stat_process_group(&stat) else {
+            continue;
+        };
+        if !groups.contains(&pgrp) {
+            continue;
+        }
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            *usage.entry(pgrp).or_default() += status_rss_bytes(&status);
+        }
+    }
+    usage
+}
+
+/// The process group in a `/proc/PID/stat` line.
+fn stat_process_group(stat: &str) -> Option<i32> {
+    // Fields after the command name (which may hold spaces and parentheses): state ppid pgrp ...
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// `VmRSS` of a `/proc/PID/status` text, in bytes.
+fn status_rss_bytes(status: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Enforces memory limits until shutdown.
+pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
+    let watch = &state.kubelet.memory;
+    let interval = state.config.timings.oom_poll_interval;
+    loop {
+        let added = watch.added.notified();
+        let groups: Vec<i32> = watch.limits.lock().keys().copied().collect();
+        if groups.is_empty() {
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = added => continue,
+            }
+        }
+        match state
+            .kubelet
+            .on_host(move || groups_rss_bytes(&groups))
+            .await
+        {
+            Ok(usage) => watch.enforce(&usage),
+            Err(error) => tracing::warn!(message = "cannot read memory usage", %error),
+        }
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_lines_are_read() {
+        assert_eq!(
+            stat_process_group("4242 (my (odd) cmd) S 1 4240 4240 0 -1 4194560 123"),
+            Some(4240)
+        );
+        assert_eq!(stat_process_group("garbage"), None);
+        assert_eq!(
+            status_rss_bytes("Name:\tsh\nVmPeak:\t 2000 kB\nVmRSS:\t    1536 kB\n"),
+            1536 * 1024
+        );
+        assert_eq!(status_rss_bytes("Name:\tkthreadd\n"), 0);
+    }
+
+    #[test]
+    fn a_process_group_is_measured() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("sleep starts");
+        let pgid = child.id() as i32;
+        let usage = groups_rss_bytes(&[pgid]);
+        signal_group(pgid, Signal::SIGKILL);
+        let _ = child.wait();
+        assert!(usage.get(&pgid).copied().unwrap_or(0) > 0, "{usage:?}");
+    }
+}
