@@ -537,3 +537,73 @@ async fn a_kueue_job_is_submitted_suspended() {
     assert_eq!(job["spec"]["suspend"], true);
     assert!(env.pods_of(&id).is_empty());
 }
+
+/// Admits a suspended Job as Kueue does: it clears `suspend` (and may add node affinity).
+async fn admit_as_kueue(env: &Env, id: &ExecutionId) {
+    let api: Api<k8s_openapi::api::batch::v1::Job> =
+        Api::namespaced(env.admin_client().await, &id.namespace);
+    let patch = serde_json::json!({"spec": {"suspend": false}});
+    api.patch(&id.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("Kueue admits the Job");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kueue_job_runs_once_admitted() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("admitted", "echo ran", "queue: team-a"))
+        .await;
+    env.status_until(&id, "suspended", |i| i.reason == Reason::Suspended)
+        .await;
+    admit_as_kueue(&env, &id).await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded, "{seen:#?}");
+    assert_eq!(outcome.reason, Reason::Completed);
+    assert_eq!(
+        env.executor.tail(&id, &Default::default()).await.unwrap(),
+        "ran\n"
+    );
+    // Kubernetes saw it end: kubeferry wrote nothing on it, the Job's conditions are the record.
+    let job = env.job_object(&id).expect("kept");
+    assert!(outcome_annotation(&job).is_none(), "{job:#}");
+    assert_eq!(
+        &env.fresh_executor().await.status(&id).await.unwrap(),
+        &outcome
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kueue_job_kubeferry_fails_is_deleted_not_suspended() {
+    // Kueue owns `suspend` of the Jobs in its queues and would start a suspended admitted Job
+    // again: kubeferry records the outcome, then deletes the Job.
+    let settings =
+        Settings::fast().with_mapping(|m| m.image_pull_grace = Duration::from_millis(1500));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let yaml = "name: pullq\nimage: registry.invalid/nothing:1.0\ncommand: [sh, -c, 'echo never']\nqueue: team-a\n";
+    let id = env.submit(yaml).await;
+    env.status_until(&id, "suspended", |i| i.reason == Reason::Suspended)
+        .await;
+    admit_as_kueue(&env, &id).await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
+    assert_eq!(outcome.reason, Reason::ImagePullFailed);
+    eventually("the Job and its pods to be deleted", || async {
+        (env.job_object(&id).is_none() && env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    // The replica that watched it keeps the outcome; the deletion never turns it into a cancel
+    // or an external deletion.
+    let tracked = env
+        .status_until(&id, "the Job's removal to be seen", |_| {
+            env.executor
+                .container_jobs()
+                .tracker()
+                .namespace(NS)
+                .jobs
+                .tombstone(&id.name)
+                .is_some()
+        })
+        .await;
+    assert_eq!(tracked, outcome);
+}
