@@ -445,6 +445,21 @@ pub fn update(
     Ok(Arc::new(convert(rt, &written.object, version)))
 }
 
+/// Where the deadline of a deletion already under way moves when it is asked again with a
+/// shorter grace period: back by the difference, so that deletionTimestamp less
+/// deletionGracePeriodSeconds stays the time the deletion was first requested (the API server's
+/// `rest.BeforeDelete`). None when the object is not being deleted with a longer grace.
+fn shortened_deletion(old: &Value, grace: i64) -> Option<Timestamp> {
+    let at = meta::parse_time(old.pointer("/metadata/deletionTimestamp")?.as_str()?)?;
+    let current = old
+        .pointer("/metadata/deletionGracePeriodSeconds")?
+        .as_i64()?;
+    (current > grace).then(|| {
+        at.checked_sub(SignedDuration::from_secs(current - grace))
+            .unwrap_or(at)
+    })
+}
+
 fn default_propagation(rt: &ResourceType) -> Propagation {
     // batch/v1 Jobs keep the legacy default of orphaning their pods.
     if rt.behavior == Behavior::Job {
@@ -529,7 +544,8 @@ pub fn delete(
                     // Already terminating with a grace no longer than asked.
                     meta::set_finalizers(&mut new, &finalizers);
                 } else {
-                    let at = now.checked_add(SignedDuration::from_secs(grace)).unwrap_or(now);
+                    let at = shortened_deletion(old, grace)
+                        .unwrap_or_else(|| now.checked_add(SignedDuration::from_secs(grace)).unwrap_or(now));
                     new["metadata"]["deletionTimestamp"] = json!(meta::format_time(at));
                     new["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
                     meta::set_finalizers(&mut new, &finalizers);
@@ -550,6 +566,8 @@ pub fn delete(
         }
         if !meta::is_deleting(old) {
             new["metadata"]["deletionTimestamp"] = json!(meta::format_time(now));
+        } else if let Some(at) = shortened_deletion(old, 0) {
+            new["metadata"]["deletionTimestamp"] = json!(meta::format_time(at));
         }
         if !meta::is_deleting(old) || grace == 0 {
             new["metadata"]["deletionGracePeriodSeconds"] = json!(0);

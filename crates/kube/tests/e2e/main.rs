@@ -8,9 +8,9 @@ mod support;
 
 mod cancel;
 mod faults;
+mod fidelity;
 mod logs;
 mod outcomes;
 mod rbac;
 mod scale;
-mod sim_gaps;
 mod submit;

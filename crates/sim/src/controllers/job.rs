@@ -595,13 +595,25 @@ impl Controller {
         } else if !suspended {
             let remaining = completions.map_or(parallelism, |c| (c - succeeded).min(parallelism));
             let wanted = remaining.max(0) as usize;
-            if active.len() < wanted {
+            // With `podReplacementPolicy: Failed` (the default under a pod failure policy) a
+            // terminating pod is replaced only once it is terminal.
+            let replace_when_failed = match spec.get("podReplacementPolicy").and_then(Value::as_str)
+            {
+                Some(policy) => policy == "Failed",
+                None => spec.get("podFailurePolicy").is_some_and(|p| !p.is_null()),
+            };
+            let occupied = if replace_when_failed {
+                active.len() + terminating as usize
+            } else {
+                active.len()
+            };
+            if occupied < wanted {
                 let not_before = self.not_before.get(&uid).copied();
                 let current = tokio::time::Instant::now();
                 match not_before {
                     Some(t) if t > current => self.queue.add_after(key.clone(), t - current),
                     _ => {
-                        for _ in active.len()..wanted {
+                        for _ in occupied..wanted {
                             if !self.create_pod(&job) {
                                 self.queue.add_after(
                                     key.clone(),

@@ -1,13 +1,11 @@
-//! Where the simulated cluster differs from Kubernetes in ways these tests had to work around.
-//! Each test states the real behaviour and fails on the simulated cluster today; they are
-//! ignored so that the suite passes, and serve as the report to the simulated cluster's
-//! maintainers (run them with `--ignored`).
+//! Behaviours of Kubernetes that kubeferry's correctness rests on and that the simulated cluster
+//! once lacked: each test states the real behaviour, so that the simulated cluster keeps it.
 //!
-//! A third gap has no test here, as it shows only as a race: the Job controller writes a Job's
-//! whole status without a resourceVersion precondition (a real controller's update would be
-//! refused with 409 and retried), so a status change someone else makes between its read and
-//! its write is lost. The tests that write Job conditions through `/status` write them again
-//! when they are gone.
+//! One known difference has no test here, as it shows only as a race: the Job controller writes a
+//! Job's whole status without a resourceVersion precondition (a real controller's update would be
+//! refused with 409 and retried), so a status change someone else makes between its read and its
+//! write is lost. The tests that write Job conditions through `/status` write them again when they
+//! are gone.
 
 use std::time::Duration;
 
@@ -17,7 +15,6 @@ use kube::api::{Api, DeleteParams};
 use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "simulated cluster gap: the Job controller ignores podReplacementPolicy: Failed"]
 async fn a_replacement_pod_waits_for_the_deleted_one_to_terminate() {
     // kubeferry's Jobs set `podReplacementPolicy: Failed` so that one job never runs two pods
     // at once: Kubernetes creates the replacement only once the deleted pod is terminal.
@@ -46,7 +43,6 @@ async fn a_replacement_pod_waits_for_the_deleted_one_to_terminate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "simulated cluster gap: a grace-0 delete of a terminating pod keeps its deletionTimestamp"]
 async fn a_final_delete_keeps_when_the_deletion_was_requested() {
     // The API server, asked to delete an object already being deleted with a shorter grace
     // period, moves deletionTimestamp back by the difference, so that deletionTimestamp less
