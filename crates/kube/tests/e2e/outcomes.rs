@@ -222,12 +222,9 @@ async fn oom_killed() {
 async fn deadline_exceeded() {
     let env = Env::start().await;
     let gate = Gate::new();
-    // The manifest kubeferry makes, with no termination grace: a graceful pod deletion meets a
-    // gap of the simulated cluster (see `sim_gaps`) that hides when the deletion was requested.
-    let yaml = shell("slow", &gate.wait("never"), "timeout: 1s");
-    let id = env.create_job_directly(&yaml, &generate_job_id("slow"), |job| {
-        job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0.into();
-    });
+    let id = env
+        .submit(&shell("slow", &gate.wait("never"), "timeout: 1s"))
+        .await;
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::DeadlineExceeded, "{outcome:?}");
@@ -277,17 +274,9 @@ async fn evicted_is_a_retryable_infrastructure_failure() {
 async fn drained_node_is_an_eviction() {
     let env = Env::start().await;
     let gate = Gate::new();
-    without_replacement_pods(&env).await;
-    let id = env
-        .submit(&shell(
-            "drained",
-            &gate.wait("never"),
-            "serviceAccount: runner",
-        ))
-        .await;
+    let id = env.submit(&shell("drained", &gate.wait("never"), "")).await;
     env.status_until(&id, "running", is(JobState::Started))
         .await;
-    retire_service_account(&env).await;
     // Cordons the node and evicts its pods through the Eviction API (a graceful deletion).
     env.sim.drain_node("sim-node-1").unwrap();
     let (outcome, _) = env.wait(&id).await;
@@ -301,17 +290,11 @@ async fn drained_node_is_an_eviction() {
 async fn preempted_is_a_retryable_infrastructure_failure() {
     let env = Env::start().await;
     let gate = Gate::new();
-    without_replacement_pods(&env).await;
     let id = env
-        .submit(&shell(
-            "preempted",
-            &gate.wait("never"),
-            "serviceAccount: runner",
-        ))
+        .submit(&shell("preempted", &gate.wait("never"), ""))
         .await;
     env.status_until(&id, "running", is(JobState::Started))
         .await;
-    retire_service_account(&env).await;
     // kube-scheduler marks the pod (DisruptionTarget PreemptionByScheduler) and deletes it.
     let pod = env.pod_of(&id).await;
     env.sim.preempt_pod(NS, &pod).unwrap();
@@ -320,30 +303,6 @@ async fn preempted_is_a_retryable_infrastructure_failure() {
     assert_eq!(outcome.reason, Reason::Preempted, "{outcome:?}");
     assert!(outcome.reason.is_retryable());
     assert_every_replica_reports(&env, &id, &outcome).await;
-}
-
-/// Works around a gap of the simulated cluster: its Job controller ignores
-/// `podReplacementPolicy: Failed` and starts a replacement pod while a deleted one is still
-/// terminating (see `sim_gaps`). Jobs run as service account `runner`, retired (with
-/// [`retire_service_account`]) before their pod is deleted: the replacement then fails
-/// admission, as on a real cluster no replacement would be made.
-async fn without_replacement_pods(env: &Env) {
-    env.sim
-        .create(
-            NS,
-            serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": "runner"}}),
-        )
-        .unwrap();
-}
-
-async fn retire_service_account(env: &Env) {
-    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(env.admin_client().await, NS);
-    accounts
-        .delete("runner", &DeleteParams::default())
-        .await
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -379,24 +338,14 @@ async fn job_deleted_by_someone_else() {
 async fn pod_deleted_by_someone_else() {
     let env = Env::start().await;
     let gate = Gate::new();
-    without_replacement_pods(&env).await;
     let id = env
-        .submit(&shell(
-            "podvictim",
-            &gate.wait("never"),
-            "serviceAccount: runner",
-        ))
+        .submit(&shell("podvictim", &gate.wait("never"), ""))
         .await;
     env.status_until(&id, "running", is(JobState::Started))
         .await;
-    retire_service_account(&env).await;
     let pod = env.pod_of(&id).await;
     let pods: Api<Pod> = Api::namespaced(env.admin_client().await, NS);
-    // Deleted at once (grace 0): a graceful delete meets another gap of the simulated
-    // cluster (see `sim_gaps`).
-    pods.delete(&pod, &DeleteParams::default().grace_period(0))
-        .await
-        .unwrap();
+    pods.delete(&pod, &DeleteParams::default()).await.unwrap();
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::DeletedExternally, "{outcome:?}");
@@ -450,7 +399,7 @@ async fn job_removed_by_its_ttl_after_success() {
 
 /// Writes Job conditions through the status subresource, and again whenever they are gone:
 /// the simulated Job controller writes a Job's whole status without a resourceVersion
-/// precondition, so a change made between its read and its write is lost (see `sim_gaps`).
+/// precondition, so a change made between its read and its write is lost (see `fidelity`).
 async fn write_conditions(env: &Env, id: &ExecutionId, conditions: &serde_json::Value) {
     let stored = env.job_object(id).expect("the Job");
     let has = |kind: &serde_json::Value| {
