@@ -302,3 +302,56 @@ async fn a_follow_that_cannot_read_the_log_ends_with_the_error() {
         "{followed:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_with_several_containers_is_read_through_its_main_one() {
+    // A mutating webhook (a service mesh, a log shipper) may add containers to the pod.
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let main = format!("echo from main; {}", gate.wait("main"));
+    let proxy = format!("echo from proxy; {}", gate.wait("proxy"));
+    let id = env.create_job_directly(
+        &shell("meshed", &main, ""),
+        &kubeferry_kube::generate_job_id("meshed"),
+        |job| {
+            let containers = job["spec"]["template"]["spec"]["containers"]
+                .as_array_mut()
+                .expect("containers");
+            containers.push(serde_json::json!({"name": "proxy", "image": "busybox:1.36",
+                "command": ["sh", "-c", proxy]}));
+        },
+    );
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let mut lines = Box::pin(env.executor.follow(&id, follow_options()).unwrap());
+    assert_eq!(
+        within("a line", lines.next()).await.unwrap().unwrap(),
+        "from main\n"
+    );
+    gate.open("main");
+    eventually("the main container to end", || async {
+        let pod = env.sim.object("", "pods", NS, &env.pod_of(&id).await)?;
+        pod["status"]["containerStatuses"][0]["state"]["terminated"]
+            .is_object()
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        env.executor.tail(&id, &tail(None, None)).await.unwrap(),
+        "from main\n"
+    );
+    // The job runs while any of its containers does, and the follow with it.
+    assert_eq!(
+        env.executor.status(&id).await.unwrap().state,
+        JobState::Started
+    );
+    gate.open("proxy");
+    // Nothing of the proxy's log, and the end with the job's.
+    assert!(within("the end", lines.next()).await.is_none());
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded, "{outcome:?}");
+    assert_eq!(
+        env.executor.tail(&id, &tail(None, None)).await.unwrap(),
+        "from main\n"
+    );
+}
