@@ -9,8 +9,6 @@ use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use kubeferry_sim::SimConfig;
 
-use kubeferry_kube::generate_job_id;
-
 use crate::support::*;
 
 fn outcome_annotation(job: &serde_json::Value) -> Option<ExecutionInfo> {
@@ -555,4 +553,20 @@ async fn a_kueue_job_kubeferry_fails_is_deleted_not_suspended() {
         })
         .await;
     assert_eq!(tracked, outcome);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_cannot_start_fails_with_the_runtimes_message() {
+    let env = Env::start().await;
+    let yaml = "name: nocommand\nimage: busybox:1.36\ncommand: [kubeferry-no-such-command]\n";
+    let id = env.submit(yaml).await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
+    assert_eq!(outcome.reason, Reason::Error, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(128));
+    assert!(outcome.message.contains("StartError"), "{outcome:?}");
+    assert!(
+        outcome.message.contains("kubeferry-no-such-command"),
+        "{outcome:?}"
+    );
 }
