@@ -363,6 +363,20 @@ async fn assert_every_replica_reports(env: &Env, id: &ExecutionId, outcome: &Exe
     assert_eq!(&seen, outcome);
 }
 
+/// The executor's status of a job once it has seen the Job's removal (its tombstone is kept).
+async fn status_once_removal_seen(env: &Env, id: &ExecutionId) -> ExecutionInfo {
+    env.status_until(id, "the Job's removal to be seen", |_| {
+        env.executor
+            .container_jobs()
+            .tracker()
+            .namespace(NS)
+            .jobs
+            .tombstone(&id.name)
+            .is_some()
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_removed_by_its_ttl_after_success() {
     let env = Env::start().await;
@@ -376,17 +390,7 @@ async fn job_removed_by_its_ttl_after_success() {
     })
     .await;
     // The executor that watched it keeps the outcome.
-    let tracked = env
-        .status_until(&id, "the Job's removal to be seen", |_| {
-            env.executor
-                .container_jobs()
-                .tracker()
-                .namespace(NS)
-                .jobs
-                .tombstone(&id.name)
-                .is_some()
-        })
-        .await;
+    let tracked = status_once_removal_seen(&env, &id).await;
     assert_eq!(tracked, outcome);
     // One that never saw it cannot know, and says why it may be gone.
     let fresh = env.fresh_executor().await;
@@ -541,17 +545,7 @@ async fn a_kueue_job_kubeferry_fails_is_deleted_not_suspended() {
     .await;
     // The replica that watched it keeps the outcome; the deletion never turns it into a cancel
     // or an external deletion.
-    let tracked = env
-        .status_until(&id, "the Job's removal to be seen", |_| {
-            env.executor
-                .container_jobs()
-                .tracker()
-                .namespace(NS)
-                .jobs
-                .tombstone(&id.name)
-                .is_some()
-        })
-        .await;
+    let tracked = status_once_removal_seen(&env, &id).await;
     assert_eq!(tracked, outcome);
 }
 
