@@ -1,11 +1,5 @@
 //! Behaviours of Kubernetes that kubeferry's correctness rests on and that the simulated cluster
 //! once lacked: each test states the real behaviour, so that the simulated cluster keeps it.
-//!
-//! One known difference has no test here, as it shows only as a race: the Job controller writes a
-//! Job's whole status without a resourceVersion precondition (a real controller's update would be
-//! refused with 409 and retried), so a status change someone else makes between its read and its
-//! write is lost. The tests that write Job conditions through `/status` write them again when they
-//! are gone.
 
 use std::time::Duration;
 

@@ -298,9 +298,17 @@ impl Controller {
         }
     }
 
-    fn write_status(&self, key: &ObjectKey, uid: &str, status: Value) -> Option<Arc<Value>> {
+    /// Writes the status computed from `read`, keeping the conditions someone else added to the
+    /// Job since (a real controller's write would be refused with 409, and its next pass would
+    /// see them).
+    fn write_status(&self, key: &ObjectKey, read: &Value, mut status: Value) -> Option<Arc<Value>> {
+        let uid = meta::uid(read).unwrap_or("");
         ops::mutate(&self.state, key, |job| {
-            if meta::uid(job) != Some(uid) || job.get("status") == Some(&status) {
+            if meta::uid(job) != Some(uid) {
+                return false;
+            }
+            status = with_conditions_added_since(status, read, job);
+            if job.get("status") == Some(&status) {
                 return false;
             }
             job["status"] = status;
@@ -654,7 +662,7 @@ impl Controller {
         status["ready"] = json!(ready.min(active_now));
         status["terminating"] = json!(terminating);
         status["uncountedTerminatedPods"] = json!({});
-        if let Some(written) = self.write_status(key, &uid, status) {
+        if let Some(written) = self.write_status(key, &job, status) {
             for (kind, reason, message) in new_events {
                 events::record(
                     &self.state,
@@ -727,5 +735,69 @@ pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
                 None => return,
             }
         }
+    }
+}
+
+/// `status` with the conditions `current` has gained since `read` (by type) that it lacks.
+fn with_conditions_added_since(mut status: Value, read: &Value, current: &Value) -> Value {
+    let conditions = |job: &Value| {
+        job.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let before = conditions(read);
+    for added in conditions(current) {
+        let same_type = |c: &Value| c.get("type") == added.get("type");
+        if before.iter().any(same_type) || conditions_of(&status).iter().any(same_type) {
+            continue;
+        }
+        match status["conditions"].as_array_mut() {
+            Some(list) => list.push(added),
+            None => status["conditions"] = json!([added]),
+        }
+    }
+    status
+}
+
+fn conditions_of(status: &Value) -> Vec<Value> {
+    status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job_with(conditions: Value) -> Value {
+        json!({"metadata": {"uid": "u"}, "status": {"conditions": conditions}})
+    }
+
+    #[test]
+    fn a_status_write_keeps_the_conditions_others_added_meanwhile() {
+        let read = job_with(json!([]));
+        let current = job_with(json!([{"type": "FailureTarget", "status": "True"}]));
+        let ours = json!({"active": 1});
+        let written = with_conditions_added_since(ours, &read, &current);
+        assert_eq!(
+            written,
+            json!({"active": 1, "conditions": [{"type": "FailureTarget", "status": "True"}]})
+        );
+    }
+
+    #[test]
+    fn a_status_write_decides_the_conditions_it_read_or_sets() {
+        // One the controller read and dropped stays dropped; one it sets wins over another's.
+        let read = job_with(json!([{"type": "Suspended", "status": "True"}]));
+        let current = job_with(json!([
+            {"type": "Suspended", "status": "True"},
+            {"type": "Complete", "status": "False"},
+        ]));
+        let ours = json!({"conditions": [{"type": "Complete", "status": "True"}]});
+        let written = with_conditions_added_since(ours.clone(), &read, &current);
+        assert_eq!(written, ours);
     }
 }
