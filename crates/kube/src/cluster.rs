@@ -24,7 +24,10 @@ pub struct ClusterSettings {
     pub unreachable_window: Duration,
     /// How long a connection attempt may take.
     pub connect_timeout: Duration,
-    /// How long a single non-streaming request may take.
+    /// How long one attempt of a request may wait for its answer (for a stream, for the
+    /// answer's start). Watches and log streams may then stay quiet for as long as they like:
+    /// a watch's silence is judged by the tracker's stall detection, and a log follow checks
+    /// the container when its stream ends.
     pub read_timeout: Duration,
 }
 
@@ -200,7 +203,9 @@ impl Cluster {
         // own retry layer would retry blindly and for far longer than our deadlines.
         config.default_retry = false;
         config.connect_timeout = Some(settings.connect_timeout);
-        config.read_timeout = Some(settings.read_timeout);
+        // No read timeout on the connection: it would cut quiet watches and log streams (the
+        // client applies it to every read). Each attempt has its own deadline instead.
+        config.read_timeout = None;
         let url = config.cluster_url.to_string();
         let default_namespace = config.default_namespace.clone();
         let client = kube::Client::try_from(config).map_err(|source| Error::Config {
@@ -315,7 +320,11 @@ impl Cluster {
             .inner
             .settings
             .retry
-            .run(&op.to_string(), retry_no_response, attempt)
+            .run(&op.to_string(), retry_no_response, {
+                let limit = self.inner.settings.read_timeout;
+                let mut attempt = attempt;
+                move || answered_within(limit, attempt())
+            })
             .await;
         match result {
             Ok(value) => {
@@ -346,7 +355,11 @@ impl Cluster {
         self.inner
             .settings
             .retry
-            .run(&op.to_string(), retry_no_response, attempt)
+            .run(&op.to_string(), retry_no_response, {
+                let limit = self.inner.settings.read_timeout;
+                let mut attempt = attempt;
+                move || answered_within(limit, attempt())
+            })
             .await
             .map_err(|exhausted| self.error(op, exhausted))
     }
@@ -463,6 +476,22 @@ pub fn cluster_name_from(cluster_entry: &str, context: &str) -> String {
         cluster_entry
     };
     base.replace('/', ".")
+}
+
+/// An attempt's answer, or a failure as unanswered when none came within `limit` (the request
+/// may still have taken effect: the retry policy knows when a repeat is safe).
+async fn answered_within<T>(
+    limit: Duration,
+    answer: impl Future<Output = std::result::Result<T, kube::Error>>,
+) -> std::result::Result<T, kube::Error> {
+    tokio::time::timeout(limit, answer)
+        .await
+        .unwrap_or_else(|_| {
+            Err(kube::Error::Service(Box::new(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer within {limit:?}"),
+            ))))
+        })
 }
 
 #[cfg(test)]

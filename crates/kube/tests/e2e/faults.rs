@@ -324,3 +324,28 @@ async fn a_stalled_watch_is_detected_and_restarted() {
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Succeeded);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_does_not_come_is_retried_after_the_read_timeout() {
+    let mut settings = Settings::fast();
+    settings.cluster.read_timeout = Duration::from_millis(200);
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::Latency { millis: 5_000 })
+            .verbs(&["create"])
+            .resources(&["jobs.batch"])
+            .times(1),
+    );
+    let spec = spec_of(&shell("slowanswer", "echo ok", ""));
+    let id = within(
+        "the submission",
+        env.executor
+            .submit(&spec, &generate_job_id("slowanswer"), NS),
+    )
+    .await
+    .unwrap();
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), 2);
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    assert_eq!(env.sim.count("batch", "jobs"), 1);
+}

@@ -355,3 +355,39 @@ async fn a_pod_with_several_containers_is_read_through_its_main_one() {
         "from main\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_streams_outlive_the_read_timeout() {
+    // The read timeout bounds each request's answer, not the silences of a watch or a log
+    // stream: a quiet job costs no re-opened streams.
+    let mut settings = Settings::fast();
+    settings.cluster.read_timeout = Duration::from_millis(100);
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let gate = Gate::new();
+    let script = format!("echo start; {}; echo end", gate.wait("end"));
+    let id = env.submit(&shell("quiet", &script, "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let mut lines = Box::pin(env.executor.follow(&id, follow_options()).unwrap());
+    assert_eq!(
+        within("a line", lines.next()).await.unwrap().unwrap(),
+        "start\n"
+    );
+    // The namespace's two watches are open (Jobs and pods) before the counting starts.
+    env.watches_open(2).await;
+    env.sim.reset_counters();
+    // Ten read timeouts of silence: the passing of time is what is tested.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let counters = env.sim.counters();
+    assert!(counters.is_empty(), "nothing re-opened: {counters:#?}");
+    gate.open("end");
+    assert_eq!(
+        within("a line", lines.next()).await.unwrap().unwrap(),
+        "end\n"
+    );
+    assert!(within("the end", lines.next()).await.is_none());
+    assert_eq!(
+        env.executor.status(&id).await.unwrap().state,
+        JobState::Succeeded
+    );
+}
