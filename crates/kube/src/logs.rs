@@ -129,9 +129,16 @@ async fn follow_into(
             },
             ..LogParams::default()
         };
-        let stream = cluster
+        let stream = match cluster
             .call_proxied(&op, true, || api.log_stream(&target.pod, &params))
-            .await?;
+            .await
+        {
+            Ok(stream) => stream,
+            // The pod went (an operator releasing a finished driver, a Job's pods collected):
+            // what was read is all there is.
+            Err(Error::Rejected { code: 404, .. }) => return Ok(()),
+            Err(error) => return Err(error),
+        };
         let mut lines = stream.lines();
         while let Some(line) = lines.next().await {
             let line = match line {

@@ -391,3 +391,20 @@ async fn quiet_streams_outlive_the_read_timeout() {
         JobState::Succeeded
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_of_a_pod_that_went_ends_quietly() {
+    // Between seeing a pod and opening its log, the pod may go (an operator releasing a
+    // finished driver): there is nothing more to read, and no error to report.
+    let env = Env::start().await;
+    let target = kubeferry_kube::logs::LogTarget {
+        namespace: NS.to_string(),
+        pod: "already-gone".to_string(),
+        container: "main".to_string(),
+    };
+    let follow =
+        kubeferry_kube::logs::follow(env.executor.cluster().clone(), target, follow_options());
+    let followed: Vec<_> = within("the follow to end", follow.collect()).await;
+    assert!(followed.is_empty(), "{followed:?}");
+    assert_eq!(env.sim.request_count("get", "pods/log"), 1);
+}
