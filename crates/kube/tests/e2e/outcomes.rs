@@ -93,9 +93,13 @@ async fn a_pod_the_job_controller_cannot_create_stays_queued() {
         (count >= 2).then_some(message)
     })
     .await;
-    assert!(
-        message.contains("serviceaccount \"robot\" not found"),
-        "{message}"
+    assert_eq!(
+        message,
+        format!(
+            "Error creating: pods \"{}-\" is forbidden: error looking up service account \
+             default/robot: serviceaccount \"robot\" not found",
+            id.name
+        )
     );
     let info = env.executor.status(&id).await.unwrap();
     assert_eq!(info.state, JobState::Queued, "{info:?}");
