@@ -172,6 +172,32 @@ async fn unschedulable_fails_after_the_pending_timeout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_never_created_fails_after_the_pending_timeout() {
+    // With a pending timeout, a job whose pod admission keeps refusing is not stuck forever.
+    let settings =
+        Settings::fast().with_mapping(|m| m.pending_timeout = Some(Duration::from_millis(1500)));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let id = env
+        .submit(&shell("nosa", "echo never", "serviceAccount: robot"))
+        .await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert!(
+        seen.iter()
+            .any(|i| i.state == JobState::Queued && i.reason == Reason::Pending),
+        "{seen:#?}"
+    );
+    assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
+    assert_eq!(outcome.reason, Reason::UnschedulableTimeout);
+    assert!(
+        outcome
+            .message
+            .contains("no pod was created within the pending timeout"),
+        "{outcome:?}"
+    );
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn image_pull_failure_is_queued_then_failed_after_the_grace() {
     // The grace counts from the pod's start time, which has whole seconds: with less than 1 s
     // it may have run out when the pull first fails.
