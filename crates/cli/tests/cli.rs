@@ -815,14 +815,14 @@ async fn context_and_namespace_choose_where_submit_status_and_list_go() {
             .is_some()
     );
 
-    assert_eq!(listed_ids(kubeconfig, &[]).await, [on_alpha.clone()]);
+    assert_eq!(listed_ids(kubeconfig, &[]).await, [on_alpha.as_str()]);
     assert_eq!(
         listed_ids(kubeconfig, &["--context", "beta"]).await,
-        [on_beta.clone()]
+        [on_beta.as_str()]
     );
     assert_eq!(
         listed_ids(kubeconfig, &["--context", "beta", "--namespace", "team"]).await,
-        [in_team.clone()]
+        [in_team.as_str()]
     );
 
     // Status goes to the context's cluster, in the id's namespace; `-n` may repeat it.

@@ -62,13 +62,10 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let info = wait_handling_interrupts(&executor, &id, args).await?;
     if let Some(logs) = logs {
         let abort = logs.abort_handle();
-        // A job left running writes on: its log would never drain.
-        if info.is_none() {
-            abort.abort();
-        }
-        // The job ended; give the log a moment to drain so its last lines come before the
-        // status line.
-        else if tokio::time::timeout(LOG_DRAIN, logs).await.is_err() {
+        // The job ended: give the log a moment to drain so its last lines come before the
+        // status line. A job left running writes on: its log would never drain.
+        let drained = info.is_some() && tokio::time::timeout(LOG_DRAIN, logs).await.is_ok();
+        if !drained {
             abort.abort();
         }
     }
