@@ -32,7 +32,8 @@ pub struct ClusterArgs {
     /// The kubeconfig context to use (default: the current context).
     #[arg(long, global = true)]
     pub context: Option<String>,
-    /// The namespace (default: the job file's, else the context's).
+    /// The namespace (default: the job file's, else the context's). Commands given execution
+    /// ids take the namespace from them; `-n` with them must name the same one.
     #[arg(short = 'n', long, global = true)]
     pub namespace: Option<String>,
     /// The cluster's name in execution ids (default: the context's cluster name).
@@ -135,7 +136,8 @@ pub struct RunArgs {
 /// What Ctrl-C during `run` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnInterrupt {
-    /// Ask on the terminal (cancel when there is no terminal).
+    /// Ask on the terminal: Enter cancels, `n` leaves it running. Without a terminal on
+    /// standard input (a script, CI), cancel and say so.
     Ask,
     /// Cancel the job.
     Cancel,

@@ -2,12 +2,18 @@
 //! cluster it is pointed at with a kubeconfig, and with kubectl looking at the same cluster.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kubeferry_sim::{SimCluster, SimConfig};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
+
+/// How long any condition may take before a test fails: a bound on failure, never a claim
+/// about speed.
+const DEADLINE: Duration = Duration::from_secs(30);
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -373,4 +379,559 @@ async fn serve_answers_with_the_command_lines_cluster_flags() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("\"name\":\"from-flag\""), "{answer}");
     server.kill().await.unwrap();
+}
+
+/// A `kubeferry` process whose stdout and stderr are collected as they come, so that a test can
+/// wait for what it printed (even a prompt with no line end).
+struct Spawned {
+    child: tokio::process::Child,
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+    readers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+fn collect(
+    mut from: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    into: Arc<Mutex<String>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = from.read(&mut buf).await {
+            if n == 0 {
+                return;
+            }
+            into.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    })
+}
+
+impl Spawned {
+    /// Starts `command` with stdout and stderr piped (stdin as the command says).
+    fn start(command: &mut Command) -> Spawned {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubeferry starts");
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let readers = vec![
+            collect(child.stdout.take().expect("piped"), stdout.clone()),
+            collect(child.stderr.take().expect("piped"), stderr.clone()),
+        ];
+        Spawned {
+            child,
+            stdout,
+            stderr,
+            readers,
+        }
+    }
+
+    fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until `accept(stdout, stderr)` holds.
+    async fn until(&self, what: &str, accept: impl Fn(&str, &str) -> bool) {
+        let end = tokio::time::Instant::now() + DEADLINE;
+        while !accept(&self.stdout(), &self.stderr()) {
+            assert!(
+                tokio::time::Instant::now() < end,
+                "timed out waiting for {what}; stdout:\n{}\nstderr:\n{}",
+                self.stdout(),
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Sends SIGINT, as Ctrl-C in a terminal does.
+    fn interrupt(&self) {
+        let pid = self.child.id().expect("still running");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .expect("SIGINT sent");
+    }
+
+    /// Waits for the process to end; its exit status, stdout and stderr.
+    async fn finish(mut self) -> (ExitStatus, String, String) {
+        let status = tokio::time::timeout(DEADLINE, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("kubeferry did not end; stderr:\n{}", self.stderr()))
+            .expect("kubeferry ran");
+        for reader in self.readers.drain(..) {
+            let _ = tokio::time::timeout(DEADLINE, reader).await;
+        }
+        (status, self.stdout(), self.stderr())
+    }
+}
+
+/// The execution id `run` reports on stderr as submitted.
+fn submitted_id(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("kubeferry: submitted "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no submission in:\n{stderr}"))
+        .to_string()
+}
+
+/// A job file that prints `started`, waits until `gate` exists, prints `finished` and exits 0.
+fn gated_job(dir: &Path, name: &str, gate: &Path) -> PathBuf {
+    let file = dir.join(format!("{name}.yaml"));
+    let script = format!(
+        "echo started; while [ ! -e {} ]; do sleep 0.02; done; echo finished",
+        gate.display()
+    );
+    std::fs::write(
+        &file,
+        format!(
+            "name: {name}\nimage: busybox\ncommand: [sh, -c, {}]\n",
+            serde_json::to_string(&script).unwrap()
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// The status of `id` as `kubeferry status -o json` prints it.
+async fn status_json(kubeconfig: &Path, id: &str) -> Value {
+    let output = run(kubeferry(kubeconfig).args(["status", id, "-o", "json"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Whether the Job named by `id` carries kubeferry's cancel mark.
+fn cancel_marked(sim: &SimCluster, id: &str) -> bool {
+    let mut parts = id.rsplit('/');
+    let (name, namespace) = (parts.next().unwrap(), parts.next().unwrap());
+    let job = sim
+        .object("batch", "jobs", namespace, name)
+        .expect("the Job exists");
+    job.pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .is_some_and(|a| a.contains_key("kubeferry.dev/cancel-requested"))
+}
+
+/// Checks that a job left running runs on to success.
+async fn assert_runs_on_to_success(cluster: &Cluster, id: &str, gate: &Path) {
+    assert_eq!(
+        status_json(&cluster.kubeconfig, id).await["state"],
+        "STARTED"
+    );
+    assert!(!cancel_marked(&cluster.sim, id), "no cancel was asked");
+    std::fs::write(gate, b"").unwrap();
+    let output = run(kubeferry(&cluster.kubeconfig).args(["wait", id, "--timeout", "30s"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("SUCCEEDED"));
+}
+
+#[tokio::test]
+async fn ctrl_c_with_on_interrupt_leave_exits_130_and_the_job_runs_on() {
+    let cluster = cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let job = gated_job(dir.path(), "stay", &gate);
+    let running = Spawned::start(
+        kubeferry(&cluster.kubeconfig)
+            .args(["run", "-f"])
+            .arg(&job)
+            .args(["--on-interrupt", "leave"]),
+    );
+    running
+        .until("the job to start", |out, _| out.contains("started\n"))
+        .await;
+    running.interrupt();
+    let (status, stdout, stderr) = running.finish().await;
+    assert_eq!(status.code(), Some(130), "{stdout}\n{stderr}");
+    let id = submitted_id(&stderr);
+    assert!(
+        stderr.contains(&format!("kubeferry: left {id} running")),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("CANCEL"), "{stdout}");
+    assert_runs_on_to_success(&cluster, &id, &gate).await;
+}
+
+#[tokio::test]
+async fn ctrl_c_asks_on_the_terminal_whether_to_cancel() {
+    let cluster = cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    // Each answer on the terminal (standard input a pseudo-terminal): what it does.
+    for (answer, name) in [("n\n", "kept"), ("\n", "dropped")] {
+        let gate = dir.path().join(format!("{name}.gate"));
+        let job = gated_job(dir.path(), name, &gate);
+        let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+        let running = Spawned::start(
+            kubeferry(&cluster.kubeconfig)
+                .args(["run", "-f"])
+                .arg(&job)
+                .stdin(Stdio::from(pty.slave)),
+        );
+        running
+            .until("the job to start", |out, _| out.contains("started\n"))
+            .await;
+        running.interrupt();
+        running
+            .until("the question", |_, err| err.contains("? [Y/n] "))
+            .await;
+        let mut terminal = std::fs::File::from(pty.master);
+        std::io::Write::write_all(&mut terminal, answer.as_bytes()).unwrap();
+        let (status, stdout, stderr) = running.finish().await;
+        let id = submitted_id(&stderr);
+        assert!(
+            stderr.contains(&format!("kubeferry: cancel {id}? [Y/n] ")),
+            "{stderr}"
+        );
+        if name == "kept" {
+            assert_eq!(status.code(), Some(130), "{stdout}\n{stderr}");
+            assert!(stderr.contains(&format!("left {id} running")), "{stderr}");
+            assert_runs_on_to_success(&cluster, &id, &gate).await;
+        } else {
+            assert_eq!(status.code(), Some(1), "{stdout}\n{stderr}");
+            let last = stdout.lines().last().unwrap_or_default();
+            assert!(last.contains(" CANCELLED (Cancelled"), "{stdout}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn ctrl_c_without_a_terminal_to_ask_on_cancels_and_says_why() {
+    let cluster = cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let job = gated_job(dir.path(), "scripted", &gate);
+    let running = Spawned::start(
+        kubeferry(&cluster.kubeconfig)
+            .args(["run", "-f"])
+            .arg(&job)
+            .stdin(Stdio::null()),
+    );
+    running
+        .until("the job to start", |out, _| out.contains("started\n"))
+        .await;
+    running.interrupt();
+    let (status, stdout, stderr) = running.finish().await;
+    let id = submitted_id(&stderr);
+    assert_eq!(status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "no terminal to ask on (standard input is not one): cancelling {id}; pass \
+             --on-interrupt leave"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("[Y/n]"), "nobody to ask: {stderr}");
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.contains(" CANCELLED (Cancelled"), "{stdout}");
+}
+
+#[tokio::test]
+async fn sweep_lists_jobs_with_unknown_ids_and_deletes_only_when_asked() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    for job_id in ["known-1", "leaked-1"] {
+        let output = run(kubeferry(kubeconfig).args([
+            "submit",
+            "-f",
+            &example("hello.yaml"),
+            "--job-id",
+            job_id,
+        ]))
+        .await;
+        assert!(output.status.success(), "{}", text(&output.stderr));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known.txt");
+    std::fs::write(&known, "# the ids this caller knows\nknown-1\n\n").unwrap();
+    let known = known.display().to_string();
+
+    let output = run(kubeferry(kubeconfig).args(["sweep", "--known", &known, "-o", "json"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let orphans: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let orphans = orphans.as_array().expect("a list");
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    assert_eq!(orphans[0]["jobId"], "leaked-1");
+    assert_eq!(orphans[0]["deleted"], false);
+    assert!(
+        orphans[0]["id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("test/job/default/leaked-1")),
+        "{orphans:?}"
+    );
+    let output = run(kubeferry(kubeconfig).args(["sweep", "--known", &known])).await;
+    assert!(text(&output.stdout).contains("leaked-1"));
+    assert!(
+        text(&output.stderr).contains("Nothing was deleted; pass --delete"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(
+        cluster.sim.count("batch", "jobs"),
+        2,
+        "listing deletes nothing"
+    );
+
+    let output =
+        run(kubeferry(kubeconfig).args(["sweep", "--known", &known, "--delete", "-o", "json"]))
+            .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let deleted: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(deleted[0]["jobId"], "leaked-1");
+    assert_eq!(deleted[0]["deleted"], true);
+    let end = tokio::time::Instant::now() + DEADLINE;
+    while cluster.sim.count("batch", "jobs") != 1 {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "the orphan is never deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let output = run(kubeferry(kubeconfig).args(["list", "-o", "json"])).await;
+    let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(listed[0]["jobId"], "known-1", "{listed}");
+
+    // The ids may come on standard input; nothing is left to sweep.
+    let mut sweep = kubeferry(kubeconfig)
+        .args(["sweep", "--known", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = sweep.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, b"known-1\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(DEADLINE, sweep.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("No orphans in namespace default."));
+    assert_eq!(text(&output.stdout), "");
+}
+
+/// Two simulated clusters under two contexts of one kubeconfig (`alpha`, the current one, and
+/// `beta`), and a namespace `team` on `beta`.
+struct TwoClusters {
+    alpha: SimCluster,
+    beta: SimCluster,
+    kubeconfig: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+async fn two_clusters() -> TwoClusters {
+    let alpha = SimCluster::start(SimConfig::for_tests()).await.unwrap();
+    let beta = SimCluster::start(SimConfig::for_tests()).await.unwrap();
+    let parse = |yaml: String| -> Value { serde_saphyr::from_str(&yaml).unwrap() };
+    let mut config = parse(alpha.kubeconfig_yaml("alpha"));
+    let other = parse(beta.kubeconfig_yaml("beta"));
+    for list in ["clusters", "users", "contexts"] {
+        let items = other[list].as_array().unwrap().clone();
+        config[list].as_array_mut().unwrap().extend(items);
+    }
+    config["current-context"] = json!("alpha");
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    beta.create(
+        "",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+    )
+    .unwrap();
+    TwoClusters {
+        alpha,
+        beta,
+        kubeconfig,
+        _dir: dir,
+    }
+}
+
+/// The execution id a `kubeferry submit` printed.
+async fn submit_hello(kubeconfig: &Path, flags: &[&str]) -> String {
+    let output =
+        run(kubeferry(kubeconfig)
+            .args(flags)
+            .args(["submit", "-f", &example("hello.yaml")]))
+        .await;
+    assert!(
+        output.status.success(),
+        "{flags:?}: {}",
+        text(&output.stderr)
+    );
+    text(&output.stdout).trim().to_string()
+}
+
+/// The execution ids `kubeferry list -o json` printed.
+async fn listed_ids(kubeconfig: &Path, flags: &[&str]) -> Vec<String> {
+    let output = run(kubeferry(kubeconfig)
+        .args(flags)
+        .args(["list", "-o", "json"]))
+    .await;
+    assert!(
+        output.status.success(),
+        "{flags:?}: {}",
+        text(&output.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| job["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn context_and_namespace_choose_where_submit_status_and_list_go() {
+    let clusters = two_clusters().await;
+    let kubeconfig = &clusters.kubeconfig;
+    let on_alpha = submit_hello(kubeconfig, &[]).await;
+    assert!(
+        on_alpha.starts_with("alpha/job/default/hello-"),
+        "{on_alpha}"
+    );
+    let on_beta = submit_hello(kubeconfig, &["--context", "beta"]).await;
+    assert!(on_beta.starts_with("beta/job/default/hello-"), "{on_beta}");
+    let in_team = submit_hello(kubeconfig, &["--context", "beta", "-n", "team"]).await;
+    assert!(in_team.starts_with("beta/job/team/hello-"), "{in_team}");
+    let name = |id: &str| id.rsplit('/').next().unwrap().to_string();
+    assert_eq!(clusters.alpha.count("batch", "jobs"), 1);
+    assert_eq!(clusters.beta.count("batch", "jobs"), 2);
+    assert!(
+        clusters
+            .beta
+            .object("batch", "jobs", "team", &name(&in_team))
+            .is_some()
+    );
+
+    assert_eq!(listed_ids(kubeconfig, &[]).await, [on_alpha.as_str()]);
+    assert_eq!(
+        listed_ids(kubeconfig, &["--context", "beta"]).await,
+        [on_beta.as_str()]
+    );
+    assert_eq!(
+        listed_ids(kubeconfig, &["--context", "beta", "--namespace", "team"]).await,
+        [in_team.as_str()]
+    );
+
+    // Status goes to the context's cluster, in the id's namespace; `-n` may repeat it.
+    for flags in [
+        &["--context", "beta"][..],
+        &["--context", "beta", "-n", "team"],
+    ] {
+        let output = run(kubeferry(kubeconfig)
+            .args(flags)
+            .args(["status", &in_team, "-o", "json"]))
+        .await;
+        assert!(
+            output.status.success(),
+            "{flags:?}: {}",
+            text(&output.stderr)
+        );
+        let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(status["id"], in_team.as_str());
+    }
+    // ... but not contradict it.
+    let output =
+        run(kubeferry(kubeconfig).args(["--context", "beta", "-n", "default", "status", &in_team]))
+            .await;
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains(&format!(
+            "error: execution id {in_team} is in namespace \"team\", but -n says \"default\""
+        )),
+        "{}",
+        text(&output.stderr)
+    );
+    // The id names another cluster than the context's: a configuration error, not "no such job".
+    let output = run(kubeferry(kubeconfig).args(["status", &in_team])).await;
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains(&format!(
+            "execution id {in_team} belongs to cluster \"beta\", but this kubeferry is connected \
+             to cluster \"alpha\""
+        )),
+        "{}",
+        text(&output.stderr)
+    );
+    // A context the kubeconfig does not have is named in the error.
+    let output = run(kubeferry(kubeconfig).args(["--context", "gamma", "list"])).await;
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("gamma"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[tokio::test]
+async fn context_without_any_kubeconfig_is_a_clear_error() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["--context", "beta", "list"],
+        // Not even `run` falls back to the embedded cluster when a context is named.
+        vec!["--context", "beta", "run", "-f", &example("hello.yaml")],
+    ] {
+        let output = run(kubeferry_without_cluster(home.path()).args(&args)).await;
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success(), "{args:?}");
+        assert_eq!(
+            stderr.trim(),
+            "error: --context \"beta\": no kubeconfig found (no --kubeconfig, $KUBECONFIG or ~/.kube/config)",
+            "{args:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn logs_follow_streams_lines_as_they_come_and_ends_with_the_job() {
+    let cluster = cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gate = |n: u32| dir.path().join(format!("gate-{n}"));
+    let script = format!(
+        "echo one; while [ ! -e {0} ]; do sleep 0.02; done; echo two; \
+         while [ ! -e {1} ]; do sleep 0.02; done; echo three",
+        gate(1).display(),
+        gate(2).display()
+    );
+    let job = dir.path().join("steps.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "name: steps\nimage: busybox\ncommand: [sh, -c, {}]\n",
+            serde_json::to_string(&script).unwrap()
+        ),
+    )
+    .unwrap();
+    let output = run(kubeferry(&cluster.kubeconfig)
+        .args(["submit", "-f"])
+        .arg(&job))
+    .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let id = text(&output.stdout).trim().to_string();
+
+    let following = Spawned::start(kubeferry(&cluster.kubeconfig).args(["logs", "-f", &id]));
+    // Each line is printed before the job writes the next: the gates hold it back.
+    following
+        .until("the first line", |out, _| out == "one\n")
+        .await;
+    std::fs::write(gate(1), b"").unwrap();
+    following
+        .until("the second line", |out, _| out == "one\ntwo\n")
+        .await;
+    std::fs::write(gate(2), b"").unwrap();
+    let (status, stdout, stderr) = following.finish().await;
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stdout, "one\ntwo\nthree\n");
 }

@@ -465,6 +465,38 @@ fn node_shutdown() {
 }
 
 #[test]
+fn taint_manager_eviction() {
+    // The taint manager deleted the pod of a node tainted NoExecute, marking it first.
+    let mapped = map("taint_manager_eviction", Seen::Present, at(280));
+    assert_reports(
+        mapped.clone(),
+        expect(JobState::Failed, Reason::Disrupted)
+            .message("Taint manager: deleting due to NoExecute taint")
+            .exit_code(143)
+            .started(5)
+            .finished(271),
+    );
+    assert!(mapped.expect("mapped").info.reason.is_retryable());
+}
+
+#[test]
+fn kubelet_admission_rejected() {
+    // The kubelet refused the pod at admission: it never ran, and no one is to blame but the
+    // node.
+    let mapped = map("kubelet_admission_rejected", Seen::Present, at(10));
+    assert_reports(
+        mapped.clone(),
+        expect(JobState::Failed, Reason::Disrupted)
+            .message(
+                "Pod was rejected: Node didn't have enough resource: cpu, requested: 500, used: \
+                 7800, capacity: 8000",
+            )
+            .finished(3),
+    );
+    assert!(mapped.expect("mapped").info.reason.is_retryable());
+}
+
+#[test]
 fn node_not_reporting() {
     // Not an outcome until the Job controller decides: the last status stays.
     let pod = pod_name("node_not_reporting");

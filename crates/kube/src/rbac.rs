@@ -26,13 +26,13 @@ pub const CONTAINER_JOB_PERMISSIONS: &[Permission] = &[
         group: "batch",
         resource: "jobs",
         verbs: &["create", "get", "list", "watch", "patch", "delete"],
-        why: "submit, track (one watch per namespace), mark and cancel Jobs",
+        why: "submit, track (one watch of Jobs per namespace), mark and cancel Jobs",
     },
     Permission {
         group: "",
         resource: "pods",
         verbs: &["list", "watch"],
-        why: "track the Jobs' pods (waiting reasons, exit codes) and find their logs",
+        why: "track the Jobs' pods (one watch of pods per namespace: waiting reasons, exit codes) and find their logs",
     },
     Permission {
         group: "",

@@ -1,8 +1,14 @@
 //! Retries: truncated exponential backoff with full jitter, honouring Retry-After, within a deadline.
 //!
-//! Only answers that say "try again" (429, 5xx) and lost connections are retried. 400, 403, 404,
-//! 409 and 422 are answers about the request itself and go straight back to the caller, who knows
-//! what they mean for the operation (a 409 on create is an adoption question, not a failure).
+//! Only answers that say "try again" (429, and every 5xx but 501 Not Implemented, which no retry
+//! changes) and lost connections are retried. 400, 403, 404, 409 and 422 are answers about the
+//! request itself and go straight back to the caller, who knows what they mean for the operation
+//! (a 409 on create is an adoption question, not a failure).
+//!
+//! The delay a server asks for is read from the `Status` body's `details.retryAfterSeconds`
+//! only: kube-rs hands over an error answer as its parsed `Status` body, without the response's
+//! headers, so a `Retry-After` header is not seen. When the body names no delay (a plain-text
+//! 429 from the API server's in-flight limit, a proxy's 503), the backoff alone sets it.
 
 use std::future::Future;
 use std::time::Duration;
@@ -35,7 +41,8 @@ impl Default for RetryPolicy {
 /// What a failed attempt means for retrying.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// The server asked to try again (429, 5xx), perhaps after a given delay.
+    /// The server asked to try again (429, 5xx but 501), perhaps after the delay its `Status`
+    /// body names.
     RetryAfter(Option<Duration>),
     /// No answer arrived (refused, reset, timed out): the request may or may not have taken
     /// effect. Retry only operations that are safe to repeat.
@@ -44,11 +51,12 @@ pub enum Verdict {
     Final,
 }
 
-/// Classifies a client error.
+/// Classifies a client error. The server's delay comes from the `Status` body's
+/// `details.retryAfterSeconds` (the `Retry-After` header is not visible through kube-rs).
 pub fn verdict(error: &kube::Error) -> Verdict {
     match error {
         kube::Error::Api(status) => match status.code {
-            429 | 500 | 502 | 503 | 504 => Verdict::RetryAfter(
+            429 | 500 | 502..=599 => Verdict::RetryAfter(
                 status
                     .details
                     .as_ref()

@@ -154,6 +154,7 @@ fn service_account_admission(
     rt: &ResourceType,
     namespace: &str,
     object: &Value,
+    name: &str,
 ) -> Result<(), ApiError> {
     if rt.behavior != Behavior::Pod {
         return Ok(());
@@ -164,7 +165,6 @@ fn service_account_admission(
         .unwrap_or("default");
     let key = ObjectKey::new(GroupResource::new("", "serviceaccounts"), namespace, sa);
     if state.store.get(&key).is_none() {
-        let name = meta::name(object);
         return Err(ApiError::forbidden(
             &rt.group_resource(),
             name,
@@ -204,6 +204,9 @@ pub fn create(
         ));
     }
     let mut name = meta::name(&object).to_string();
+    // Admission runs before a name is generated: its refusals name the generateName prefix, as
+    // in `pods "job-" is forbidden: ...`.
+    let mut admitted_name = name.clone();
     if name.is_empty() {
         let prefix = object
             .pointer("/metadata/generateName")
@@ -222,6 +225,7 @@ pub fn create(
             ));
         }
         name = meta::generate_name(&prefix);
+        admitted_name = prefix;
     }
     let storage_version = rt.preferred_version().to_string();
     object["apiVersion"] = json!(rt.api_version(&storage_version));
@@ -249,8 +253,8 @@ pub fn create(
     if !errors.is_empty() {
         return Err(ApiError::invalid(&rt.kind, &rt.group, &name, &errors));
     }
-    namespace_admission(state, rt, namespace, &name)?;
-    service_account_admission(state, rt, namespace, &object)?;
+    namespace_admission(state, rt, namespace, &admitted_name)?;
+    service_account_admission(state, rt, namespace, &object, &admitted_name)?;
     let key = ObjectKey::new(
         rt.group_resource(),
         if rt.namespaced { namespace } else { "" },

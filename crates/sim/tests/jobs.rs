@@ -164,3 +164,47 @@ async fn succeeding_job_completes() {
         "the tracking finalizer is removed once counted"
     );
 }
+
+#[tokio::test]
+async fn a_pod_admission_refuses_is_a_failed_create_event_retried_not_a_condition() {
+    let sim = start().await;
+    let jobs: Api<Job> = Api::namespaced(sim.client.clone(), "default");
+    let mut manifest = shell_job("norobot", "echo ran");
+    manifest["spec"]["template"]["spec"]["serviceAccountName"] = "robot".into();
+    let job: Job = serde_json::from_value(manifest).expect("a job");
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("created");
+    // As kube-controller-manager does: a Warning event on the Job, counted up on each retry;
+    // nothing on the Job's status.
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(sim.client.clone(), "default");
+    let event = eventually("the refusal retried", Duration::from_secs(10), || async {
+        let list = events.list(&ListParams::default()).await.expect("events");
+        list.items.into_iter().find(|e| {
+            e.involved_object.name.as_deref() == Some("norobot")
+                && e.reason.as_deref() == Some("FailedCreate")
+                && e.count.unwrap_or(1) >= 2
+        })
+    })
+    .await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        event.message.as_deref(),
+        Some(
+            "Error creating: pods \"norobot-\" is forbidden: error looking up service account \
+             default/robot: serviceaccount \"robot\" not found"
+        )
+    );
+    let job = jobs.get("norobot").await.expect("the Job");
+    let status = job.status.unwrap_or_default();
+    assert_eq!(status.conditions, None, "{status:?}");
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    assert!(
+        pods.list(&ListParams::default())
+            .await
+            .expect("pods")
+            .items
+            .is_empty()
+    );
+}

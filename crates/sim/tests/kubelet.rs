@@ -235,6 +235,41 @@ async fn memory_over_the_limit_is_oom_killed() {
 }
 
 #[tokio::test]
+async fn an_oom_kill_of_a_child_reports_oom_killed_with_the_main_process_exit_code() {
+    // The OOM killer takes the biggest process of the container (the child); the shell goes
+    // on and exits 0. The runtime reports OOMKilled with exit code 0 and the kubelet, judging
+    // by the exit code, calls the pod Succeeded (kubernetes#131530).
+    let sim = start().await;
+    let pods = create_pod(
+        &sim,
+        pod(
+            "childhog",
+            json!([{
+                "name": "main", "image": "busybox",
+                "command": ["sh", "-c", "head -c 2000000000 /dev/zero | tail; echo the shell goes on"],
+                "resources": {"limits": {"memory": "20Mi"}}
+            }]),
+        ),
+    )
+    .await;
+    let ended = phase(&pods, "childhog", "Succeeded").await;
+    let terminated = container_status(&ended, 0)
+        .state
+        .and_then(|s| s.terminated)
+        .expect("terminated");
+    assert_eq!(
+        (terminated.exit_code, terminated.reason.as_deref()),
+        (0, Some("OOMKilled"))
+    );
+    let log = pods
+        .logs("childhog", &LogParams::default())
+        .await
+        .expect("the log");
+    // The shell says its child was killed, then goes on.
+    assert_eq!(log, "Killed\nthe shell goes on\n");
+}
+
+#[tokio::test]
 async fn missing_executables_fail_to_start() {
     let sim = start().await;
     for (name, command, detail) in [

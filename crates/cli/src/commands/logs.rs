@@ -12,7 +12,7 @@ use crate::connect::{Fallback, connect};
 
 /// Runs `kubeferry logs`.
 pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
-    let id = parse_id(&args.id)?;
+    let id = parse_id(&args.id, cli.cluster.namespace.as_deref())?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
     let executor = &connection.executor;
     if args.follow {

@@ -28,9 +28,20 @@ pub fn exit_code_of(info: &ExecutionInfo) -> ExitCode {
     }
 }
 
-/// Parses an execution id given on the command line.
-pub fn parse_id(text: &str) -> anyhow::Result<kubeferry::ExecutionId> {
-    Ok(text.parse()?)
+/// Parses an execution id given on the command line. The id names its namespace; `-n`, when
+/// given too, must name the same one (a namespace given two ways is refused, as `submit` refuses
+/// a job file's namespace that `-n` contradicts).
+pub fn parse_id(text: &str, namespace: Option<&str>) -> anyhow::Result<kubeferry::ExecutionId> {
+    let id: kubeferry::ExecutionId = text.parse()?;
+    if let Some(namespace) = namespace
+        && namespace != id.namespace
+    {
+        anyhow::bail!(
+            "execution id {id} is in namespace {:?}, but -n says {namespace:?}; remove one",
+            id.namespace
+        );
+    }
+    Ok(id)
 }
 
 /// A progress line on stderr for a status change.

@@ -61,10 +61,11 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
 
     let info = wait_handling_interrupts(&executor, &id, args).await?;
     if let Some(logs) = logs {
-        // The job ended; give the log a moment to drain so its last lines come before the
-        // status line.
         let abort = logs.abort_handle();
-        if tokio::time::timeout(LOG_DRAIN, logs).await.is_err() {
+        // The job ended: give the log a moment to drain so its last lines come before the
+        // status line. A job left running writes on: its log would never drain.
+        let drained = info.is_some() && tokio::time::timeout(LOG_DRAIN, logs).await.is_ok();
+        if !drained {
             abort.abort();
         }
     }
@@ -119,9 +120,16 @@ async fn wait_handling_interrupts(
     }
 }
 
-/// Asks on the terminal whether to cancel; without a terminal to ask on, cancels.
+/// Asks on the terminal (standard input) whether to cancel; an empty answer or the end of input
+/// cancels, `n` or `no` leaves the job running. Without a terminal to ask on (standard input a
+/// file, a pipe or closed: a script, CI) nobody can answer, so it cancels, as Ctrl-C means stop,
+/// and says so; `--on-interrupt leave` keeps jobs running there.
 async fn ask_cancel(id: &ExecutionId) -> bool {
     if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "\nkubeferry: no terminal to ask on (standard input is not one): cancelling {id}; \
+             pass --on-interrupt leave to leave jobs running"
+        );
         return true;
     }
     eprint!("\nkubeferry: cancel {id}? [Y/n] ");

@@ -13,7 +13,7 @@ pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let ids = args
         .ids
         .iter()
-        .map(|text| parse_id(text))
+        .map(|text| parse_id(text, cli.cluster.namespace.as_deref()))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
     let mut found = Vec::new();

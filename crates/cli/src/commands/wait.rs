@@ -9,7 +9,7 @@ use crate::output::print_final;
 
 /// Runs `kubeferry wait`.
 pub async fn wait(cli: &Cli, args: &WaitArgs) -> anyhow::Result<ExitCode> {
-    let id = parse_id(&args.id)?;
+    let id = parse_id(&args.id, cli.cluster.namespace.as_deref())?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
     let info = connection
         .executor

@@ -256,6 +256,60 @@ fn reports_errors_with_file_line_column_and_field() {
 }
 
 #[test]
+fn reports_kubernetes_limits_on_names_and_metadata_with_positions() {
+    // Annotations: Kubernetes refuses more than 256 KiB of keys and values in all.
+    let value = "x".repeat(256 * 1024 - "note".len() + 1);
+    let text = format!("name: hello\nimage: busybox\nannotations:\n  note: {value}\n");
+    assert_eq!(
+        error("big.yaml", &text),
+        "big.yaml:4:3: annotations: total 262145 bytes, more than Kubernetes' limit of 256 KiB"
+    );
+    // Right at the limit it loads.
+    let value = "x".repeat(256 * 1024 - "note".len());
+    let text = format!("name: hello\nimage: busybox\nannotations:\n  note: {value}\n");
+    assert_eq!(container("big.yaml", &text).annotations["note"], value);
+
+    // A queue name is a label value (Kueue's queue-name label): 63 characters at most.
+    let queue = "q".repeat(64);
+    let text = format!("name: hello\nimage: busybox\nqueue: {queue}\n");
+    assert_eq!(
+        error("queue.yaml", &text),
+        format!("queue.yaml:3:8: queue: \"{queue}\" is longer than a label value (63 characters)")
+    );
+    let text = format!("name: hello\nimage: busybox\nqueue: {}\n", &queue[..63]);
+    assert_eq!(
+        container("queue.yaml", &text).queue.as_deref(),
+        Some(&queue[..63])
+    );
+
+    // A namespace is a DNS-1123 label.
+    for (namespace, column) in [("Team_A", 12), ("-team", 12), ("\"\"", 12)] {
+        let text = format!("name: hello\nimage: busybox\nnamespace: {namespace}\n");
+        let got = error("ns.yaml", &text);
+        assert!(
+            got.starts_with(&format!("ns.yaml:3:{column}: namespace: ")),
+            "{namespace}: {got}"
+        );
+        assert!(
+            got.contains("is not a DNS-1123 label"),
+            "{namespace}: {got}"
+        );
+    }
+    let long = "n".repeat(64);
+    let got = error(
+        "ns.yaml",
+        &format!("name: hello\nimage: busybox\nnamespace: {long}\n"),
+    );
+    assert_eq!(
+        got,
+        format!(
+            "ns.yaml:3:12: namespace: \"{long}\" is not a DNS-1123 label (lowercase letters, \
+             digits and '-', starting and ending with a letter or digit, at most 63 characters)"
+        )
+    );
+}
+
+#[test]
 fn reports_every_problem_at_once() {
     let text = "name: hello\nimage: busybox\nport: 0\nretries: -1\nenv: {1BAD: x}\nlabels: {kubeferry.dev/x: y}\n";
     let got = error("many.yaml", text);

@@ -12,8 +12,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kubeferry_core::container::{
-    JobObservation, JobView, MAIN_CONTAINER, MappingConfig, PodView, container_status,
-    oldest_attempt_first,
+    JobConditionType, JobObservation, JobView, MAIN_CONTAINER, MappingConfig, PodView,
+    container_status, oldest_attempt_first,
 };
 use kubeferry_core::marks::{MANAGED_SELECTOR, OUTCOME_ANNOTATION, object_name};
 use kubeferry_core::spec::ContainerJobSpec;
@@ -362,6 +362,9 @@ impl ContainerJobs {
     /// failure (the pods of a lost node, a drain or a preemption are deleted, often only just
     /// after the verdict is seen), and any outcome that mapped without the pods being deleted
     /// would differ. Disruptions and deletions are rare, so the outcomes recorded are few.
+    /// So is the one outcome that contradicts Kubernetes' own verdict, which the pods' removal
+    /// (by anyone, or the pod GC, at any later time) would turn around: a Job Kubernetes
+    /// completed whose main container was OOMKilled with exit code 0.
     fn worth_recording(
         &self,
         observation: &JobObservation<'_>,
@@ -373,6 +376,13 @@ impl ContainerJobs {
             return false;
         }
         if info.reason.failure_class() == Some(FailureClass::Infrastructure) {
+            return true;
+        }
+        let completed = job
+            .conditions
+            .iter()
+            .any(|c| c.kind == JobConditionType::Complete && c.status.is_true());
+        if completed && info.state != JobState::Succeeded {
             return true;
         }
         // Pods the watch saw deleted (their final state may not show a deletion: a pod that
@@ -415,7 +425,7 @@ impl ContainerJobs {
         self.cluster
             .call(&op, true, || api.patch(&job.name, &params, &patch))
             .await?;
-        info!(message = "recorded an outcome read from deleted pods", job = %job.name, state = %info.state, reason = %info.reason);
+        info!(message = "recorded an outcome read from the pods", job = %job.name, state = %info.state, reason = %info.reason);
         Ok(())
     }
 

@@ -21,20 +21,44 @@ fn api_error(code: u16, retry_after_seconds: u32) -> kube::Error {
 
 #[test]
 fn verdicts() {
-    for code in [429, 500, 502, 503, 504] {
+    let retry = Verdict::RetryAfter(None);
+    let table: &[(u16, Verdict)] = &[
+        (429, retry.clone()),
+        (500, retry.clone()),
+        // Not implemented: no retry makes it implemented.
+        (501, Verdict::Final),
+        (502, retry.clone()),
+        (503, retry.clone()),
+        (504, retry.clone()),
+        (505, retry.clone()),
+        (507, retry.clone()),
+        (508, retry.clone()),
+        (511, retry.clone()),
+        (599, retry.clone()),
+        (400, Verdict::Final),
+        (401, Verdict::Final),
+        (403, Verdict::Final),
+        (404, Verdict::Final),
+        (405, Verdict::Final),
+        (409, Verdict::Final),
+        (410, Verdict::Final),
+        (413, Verdict::Final),
+        (415, Verdict::Final),
+        (422, Verdict::Final),
+        (428, Verdict::Final),
+    ];
+    for (code, want) in table {
+        assert_eq!(&verdict(&api_error(*code, 0)), want, "{code}");
+    }
+    // The delay named in the Status body, on any retried answer.
+    for code in [429, 500, 503, 507] {
         assert_eq!(
-            verdict(&api_error(code, 0)),
-            Verdict::RetryAfter(None),
+            verdict(&api_error(code, 3)),
+            Verdict::RetryAfter(Some(Duration::from_secs(3))),
             "{code}"
         );
     }
-    assert_eq!(
-        verdict(&api_error(429, 3)),
-        Verdict::RetryAfter(Some(Duration::from_secs(3)))
-    );
-    for code in [400, 401, 403, 404, 409, 410, 415, 422] {
-        assert_eq!(verdict(&api_error(code, 0)), Verdict::Final, "{code}");
-    }
+    assert_eq!(verdict(&api_error(501, 3)), Verdict::Final);
     let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
     assert_eq!(verdict(&kube::Error::ReadEvents(io)), Verdict::NoResponse);
 }

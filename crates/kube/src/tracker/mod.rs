@@ -1,4 +1,5 @@
-//! The tracker: one watch per namespace and resource, answering status queries from memory.
+//! The tracker: one watch per namespace and resource (for container jobs, two per namespace: Jobs
+//! and their pods), answering status queries from memory.
 
 pub mod reflector;
 mod reported;

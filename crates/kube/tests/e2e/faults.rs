@@ -21,7 +21,7 @@ fn error(code: u16, retry_after_seconds: Option<u32>) -> FaultAction {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_are_retried() {
     let env = Env::start().await;
-    for code in [500, 502, 503, 504] {
+    for code in [500, 502, 503, 504, 507] {
         env.sim.reset_counters();
         env.sim.add_fault(
             FaultRule::new(error(code, None))
@@ -36,13 +36,33 @@ async fn server_errors_are_retried() {
             .unwrap_or_else(|e| panic!("{code}: {e}"));
         assert_eq!(env.sim.request_count("create", "jobs.batch"), 3, "{code}");
     }
+    // 501 Not Implemented is the one 5xx that no retry changes.
+    env.sim.reset_counters();
+    env.sim.add_fault(
+        FaultRule::new(error(501, None))
+            .verbs(&["create"])
+            .resources(&["jobs.batch"])
+            .times(1),
+    );
+    let spec = spec_of(&shell("unimplemented", "echo ok", ""));
+    let refused = env
+        .executor
+        .submit(&spec, &generate_job_id("unimplemented"), NS)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        env.sim.request_count("create", "jobs.batch"),
+        1,
+        "{refused:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throttling_is_retried_after_the_servers_delay() {
     // The server asks for 1 s. Within a 500 ms deadline that delay cannot be waited out, so
-    // the first answer is final: proof that the delay was taken from Retry-After (a backoff of
-    // its own would have been a few milliseconds and retried).
+    // the first answer is final: proof that the delay was taken from the answer's
+    // `details.retryAfterSeconds` (a backoff of its own would have been a few milliseconds and
+    // retried).
     let short = Settings::fast().with_retry(|retry| retry.deadline = Duration::from_millis(500));
     let env = Env::start_with(SimConfig::for_tests(), short).await;
     env.sim.add_fault(

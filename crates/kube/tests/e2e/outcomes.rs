@@ -63,6 +63,71 @@ async fn unschedulable_stays_queued_with_the_schedulers_message() {
     assert!(env.job_object(&id).is_some());
 }
 
+/// The Job controller's `FailedCreate` events of a Job: how many refusals, and the last message.
+async fn failed_creates(env: &Env, id: &ExecutionId) -> (i32, String) {
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(env.admin_client().await, &id.namespace);
+    let list = events.list(&Default::default()).await.expect("events");
+    let mut refused = (0, String::new());
+    for event in list.items {
+        if event.involved_object.name.as_deref() == Some(id.name.as_str())
+            && event.reason.as_deref() == Some("FailedCreate")
+        {
+            refused.0 += event.count.unwrap_or(1);
+            refused.1 = event.message.unwrap_or_default();
+        }
+    }
+    refused
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_the_job_controller_cannot_create_stays_queued() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("nosa", "echo ran", "serviceAccount: robot"))
+        .await;
+    // Admission refuses the pod (no such service account): the Job controller records the
+    // refusal as an event, not on the Job, and tries again.
+    let message = eventually("the Job controller to be refused twice", || async {
+        let (count, message) = failed_creates(&env, &id).await;
+        (count >= 2).then_some(message)
+    })
+    .await;
+    assert_eq!(
+        message,
+        format!(
+            "Error creating: pods \"{}-\" is forbidden: error looking up service account \
+             default/robot: serviceaccount \"robot\" not found",
+            id.name
+        )
+    );
+    let info = env.executor.status(&id).await.unwrap();
+    assert_eq!(info.state, JobState::Queued, "{info:?}");
+    assert_eq!(info.reason, Reason::Pending, "{info:?}");
+    assert_eq!(
+        info.message, "waiting for the Job controller to create a pod",
+        "{info:?}"
+    );
+    assert!(env.pods_of(&id).is_empty());
+    // It was waiting, not lost: once the service account exists, the job runs.
+    env.sim
+        .create(
+            NS,
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": "robot", "namespace": NS},
+            }),
+        )
+        .expect("the service account is created");
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded, "{seen:#?}");
+    assert!(
+        seen.iter()
+            .any(|i| i.state == JobState::Queued && i.reason == Reason::Pending),
+        "{seen:#?}"
+    );
+}
+
 /// An outcome kubeferry decided itself is recorded on the Job, the work is stopped, and any
 /// replica reports it.
 async fn assert_recorded_and_stopped(env: &Env, id: &ExecutionId, outcome: &ExecutionInfo) {
@@ -103,6 +168,32 @@ async fn unschedulable_fails_after_the_pending_timeout() {
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::UnschedulableTimeout);
     assert!(outcome.message.contains("Insufficient cpu"), "{outcome:?}");
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_never_created_fails_after_the_pending_timeout() {
+    // With a pending timeout, a job whose pod admission keeps refusing is not stuck forever.
+    let settings =
+        Settings::fast().with_mapping(|m| m.pending_timeout = Some(Duration::from_millis(1500)));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let id = env
+        .submit(&shell("nosa", "echo never", "serviceAccount: robot"))
+        .await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert!(
+        seen.iter()
+            .any(|i| i.state == JobState::Queued && i.reason == Reason::Pending),
+        "{seen:#?}"
+    );
+    assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
+    assert_eq!(outcome.reason, Reason::UnschedulableTimeout);
+    assert!(
+        outcome
+            .message
+            .contains("no pod was created within the pending timeout"),
+        "{outcome:?}"
+    );
     assert_recorded_and_stopped(&env, &id, &outcome).await;
 }
 
@@ -214,6 +305,50 @@ async fn oom_killed() {
     assert_eq!(outcome.reason, Reason::OomKilled, "{outcome:?}");
     assert_eq!(outcome.exit_code, Some(137));
     assert!(!outcome.reason.is_retryable());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oom_killed_also_when_the_main_process_exits_zero() {
+    // The OOM killer takes the biggest process of the container, here a child; the main
+    // process goes on and exits 0. The runtime still says OOMKilled; Kubernetes, judging by the
+    // exit code, completes the Job (kubernetes#131530). The work did not succeed.
+    let env = Env::start().await;
+    let script = "python3 -c 'import time; x = b\"x\" * (256 * 1024 * 1024); time.sleep(30)'; \
+                  echo the main process goes on";
+    let id = env
+        .submit(&shell(
+            "oomchild",
+            script,
+            "resources: {memory: 64Mi, limits: {memory: 64Mi}}",
+        ))
+        .await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
+    assert_eq!(outcome.reason, Reason::OomKilled, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(0));
+    assert!(
+        outcome.message.contains("exited with code 0"),
+        "{outcome:?}"
+    );
+    assert!(!outcome.reason.is_retryable());
+    let job = env.job_object(&id).expect("kept");
+    let complete = job["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Complete" && c["status"] == "True");
+    assert!(complete, "Kubernetes calls it a success: {job:#}");
+    assert_eq!(
+        env.executor.tail(&id, &Default::default()).await.unwrap(),
+        "Killed\nthe main process goes on\n",
+        "the shell saw its child killed and went on"
+    );
+    // Once the pod is gone (someone cleans up, the pod GC), a replica that never saw it
+    // reports the same: the Job's completion alone would say success.
+    let pod = env.pod_of(&id).await;
+    let pods: Api<Pod> = Api::namespaced(env.admin_client().await, NS);
+    pods.delete(&pod, &DeleteParams::default()).await.unwrap();
+    assert_every_replica_reports(&env, &id, &outcome).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! One container of a pod: image checks (InvalidImageName, ErrImagePull/ImagePullBackOff),
 //! environment (CreateContainerConfigError), the process itself with its output captured as
-//! the log, memory-limit enforcement (OOMKilled), graceful stop, and restarts with backoff.
+//! the log, memory-limit enforcement (OOMKilled, also with exit code 0 when the OOM killer took
+//! a child process), graceful stop, and restarts with backoff.
 
 use std::path::PathBuf;
 use std::process::ExitStatus;
@@ -490,6 +491,9 @@ impl ContainerTask {
             Ok(s) => exit_code_of(s),
             Err(_) => (137, Some(9)),
         };
+        // An OOM kill anywhere in the container makes the runtime report OOMKilled, with the
+        // main process's own exit code: 137 when it was the one killed, or whatever it exited
+        // with when the kill took a child and it went on (0 included).
         let reason = if oom {
             "OOMKilled"
         } else if exit_code == 0 {
@@ -497,7 +501,6 @@ impl ContainerTask {
         } else {
             "Error"
         };
-        let exit_code = if oom { 137 } else { exit_code };
         let file = termination_file.clone();
         let written = self
             .state
@@ -576,7 +579,9 @@ impl ContainerTask {
             })
             .await;
             let end = self.run_once(argv, vars, &container_id).await;
-            succeeded = end.exit_code == 0 && end.reason != "OOMKilled";
+            // The kubelet judges by the exit code alone: an OOMKilled container that exited 0
+            // counts as succeeded, for the pod's phase and for restarts (kubernetes#131530).
+            succeeded = end.exit_code == 0;
             self.report(ContainerEvent::Terminated {
                 id: self.id,
                 exit_code: end.exit_code,

@@ -1,16 +1,19 @@
 //! Memory limits: one task reads the resident memory of every process from `/proc` once per
 //! poll interval (on a blocking thread, and only while some container has a memory limit),
-//! sums it per container process group, and kills the groups over their limit (OOMKilled).
+//! sums it per container process group, and in a group over its limit kills the biggest
+//! process, as the kernel's OOM killer does in a container's cgroup. That may be a child while
+//! the container's main process goes on (and may exit 0): the runtime still reports the
+//! container OOMKilled.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use nix::sys::signal::Signal;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
-use super::process::signal_group;
 use crate::state::State;
 
 struct Limit {
@@ -26,8 +29,8 @@ pub struct MemoryWatch {
 }
 
 impl MemoryWatch {
-    /// Watches a process group; the flag turns true when it was killed for using more than
-    /// `bytes`.
+    /// Watches a process group; the flag turns true when one of its processes was killed for
+    /// the group using more than `bytes`.
     pub fn watch(&self, pgid: i32, bytes: u64) -> Arc<AtomicBool> {
         let killed = Arc::new(AtomicBool::new(false));
         self.limits.lock().insert(
@@ -46,25 +49,38 @@ impl MemoryWatch {
         self.limits.lock().remove(&pgid);
     }
 
-    /// Kills the groups over their limit, given their usage.
-    fn enforce(&self, usage: &HashMap<i32, u64>) {
+    /// In each group over its limit, kills the biggest process, given their usage.
+    fn enforce(&self, usage: &HashMap<i32, GroupUsage>) {
         let limits = self.limits.lock();
         for (pgid, used) in usage {
             if let Some(limit) = limits.get(pgid)
-                && *used > limit.bytes
+                && used.total > limit.bytes
+                && let Some((pid, _)) = used.biggest
             {
-                // Flagged first: the container reads it once it sees the process end.
+                // Flagged first: the container reads it once it sees its main process end.
                 limit.killed.store(true, Ordering::SeqCst);
-                signal_group(*pgid, Signal::SIGKILL);
+                if let Err(error) = kill(Pid::from_raw(pid), Signal::SIGKILL)
+                    && error != nix::errno::Errno::ESRCH
+                {
+                    tracing::warn!(message = "cannot kill a process over its memory limit", pid, %error);
+                }
             }
         }
     }
 }
 
-/// Resident memory of the processes of the given groups, in bytes per group (one pass over
-/// `/proc`).
-pub fn groups_rss_bytes(groups: &[i32]) -> HashMap<i32, u64> {
-    let mut usage: HashMap<i32, u64> = HashMap::new();
+/// The resident memory of one process group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupUsage {
+    /// All its processes', in bytes.
+    pub total: u64,
+    /// Its biggest process and that one's, in bytes.
+    pub biggest: Option<(i32, u64)>,
+}
+
+/// Resident memory of the processes of the given groups, per group (one pass over `/proc`).
+pub fn groups_usage(groups: &[i32]) -> HashMap<i32, GroupUsage> {
+    let mut usage: HashMap<i32, GroupUsage> = HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return usage;
     };
@@ -83,7 +99,12 @@ pub fn groups_rss_bytes(groups: &[i32]) -> HashMap<i32, u64> {
             continue;
         }
         if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-            *usage.entry(pgrp).or_default() += status_rss_bytes(&status);
+            let bytes = status_rss_bytes(&status);
+            let group = usage.entry(pgrp).or_default();
+            group.total += bytes;
+            if group.biggest.is_none_or(|(_, most)| bytes > most) {
+                group.biggest = Some((pid, bytes));
+            }
         }
     }
     usage
@@ -118,11 +139,7 @@ pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
                 _ = added => continue,
             }
         }
-        match state
-            .kubelet
-            .on_host(move || groups_rss_bytes(&groups))
-            .await
-        {
+        match state.kubelet.on_host(move || groups_usage(&groups)).await {
             Ok(usage) => watch.enforce(&usage),
             Err(error) => tracing::warn!(message = "cannot read memory usage", %error),
         }
@@ -160,9 +177,51 @@ mod tests {
             .spawn()
             .expect("sleep starts");
         let pgid = child.id() as i32;
-        let usage = groups_rss_bytes(&[pgid]);
-        signal_group(pgid, Signal::SIGKILL);
+        let usage = groups_usage(&[pgid]);
+        super::super::process::signal_group(pgid, Signal::SIGKILL);
         let _ = child.wait();
-        assert!(usage.get(&pgid).copied().unwrap_or(0) > 0, "{usage:?}");
+        let group = usage.get(&pgid).copied().unwrap_or_default();
+        assert!(group.total > 0, "{usage:?}");
+        assert_eq!(group.biggest, Some((pgid, group.total)), "{usage:?}");
+    }
+
+    #[test]
+    fn the_biggest_process_of_a_group_over_its_limit_is_killed() {
+        use std::io::{BufRead, BufReader};
+        use std::os::unix::process::CommandExt;
+        use std::process::{Command, Stdio};
+        // A shell whose child is the big one: the OOM killer takes the child, the shell goes on.
+        let mut shell = Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait $!; echo $?"])
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("sh starts");
+        let pgid = shell.id() as i32;
+        let mut stdout = BufReader::new(shell.stdout.take().expect("piped"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("the child's pid");
+        let child: i32 = line.trim().parse().expect("a pid");
+        let watch = MemoryWatch::default();
+        let killed = watch.watch(pgid, 1000);
+        // Under the limit: nothing happens.
+        let under = GroupUsage {
+            total: 1000,
+            biggest: Some((child, 900)),
+        };
+        watch.enforce(&HashMap::from([(pgid, under)]));
+        assert!(!killed.load(Ordering::SeqCst));
+        let over = GroupUsage {
+            total: 1001,
+            biggest: Some((child, 900)),
+        };
+        watch.enforce(&HashMap::from([(pgid, over)]));
+        assert!(killed.load(Ordering::SeqCst));
+        line.clear();
+        stdout.read_line(&mut line).expect("the child's end");
+        let status = shell.wait().expect("sh ends");
+        // The shell saw its child killed by SIGKILL, and ended by itself.
+        assert_eq!(line.trim(), "137");
+        assert!(status.success(), "{status:?}");
     }
 }
