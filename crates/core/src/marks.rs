@@ -27,6 +27,30 @@ pub const CANCEL_ANNOTATION: &str = "kubeferry.dev/cancel-requested";
 /// writes it before it stops the work, so that every replica reports the same outcome.
 pub const OUTCOME_ANNOTATION: &str = "kubeferry.dev/outcome";
 
+/// The bytes of a job's annotations kept for kubeferry's own marks (job id, spec hash, cancel
+/// mark, recorded outcome): a spec's annotations may take Kubernetes' 256 KiB less these, so
+/// that no mark kubeferry must write later is refused for want of room.
+pub const RESERVED_ANNOTATION_BYTES: usize = 32 * 1024;
+
+/// The longest message an outcome record carries, in bytes (longer ones are cut on a character
+/// boundary, with an ellipsis): the record must fit in [`RESERVED_ANNOTATION_BYTES`].
+pub const MAX_RECORDED_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// The value of [`OUTCOME_ANNOTATION`] for an outcome: its JSON, the message cut to
+/// [`MAX_RECORDED_MESSAGE_BYTES`].
+pub fn outcome_record(outcome: &crate::ExecutionInfo) -> String {
+    let mut outcome = outcome.clone();
+    if outcome.message.len() > MAX_RECORDED_MESSAGE_BYTES {
+        let mut cut = MAX_RECORDED_MESSAGE_BYTES - '…'.len_utf8();
+        while !outcome.message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        outcome.message.truncate(cut);
+        outcome.message.push('…');
+    }
+    serde_json::to_string(&outcome).unwrap_or_default()
+}
+
 /// The label that puts a Job in a Kueue LocalQueue; such Jobs are created suspended and Kueue
 /// starts them on admission.
 pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
@@ -145,5 +169,23 @@ mod tests {
         assert!(job_id_label_value("a/b").starts_with("h-"));
         assert!(!is_label_value("-a"));
         assert!(is_label_value(""));
+    }
+
+    #[test]
+    fn an_outcome_record_cuts_a_long_message_on_a_character_boundary() {
+        let mut outcome = crate::ExecutionInfo::new(crate::JobState::Failed, crate::Reason::Error);
+        outcome.message = "é".repeat(MAX_RECORDED_MESSAGE_BYTES);
+        let record = outcome_record(&outcome);
+        let read: crate::ExecutionInfo = serde_json::from_str(&record).expect("JSON");
+        assert!(read.message.len() <= MAX_RECORDED_MESSAGE_BYTES);
+        assert!(read.message.ends_with('…'));
+        assert!(read.message.trim_end_matches('…').chars().all(|c| c == 'é'));
+        assert!(record.len() < RESERVED_ANNOTATION_BYTES - 1024);
+        // A short one is kept whole.
+        outcome.message = "exit code 3".to_string();
+        assert_eq!(
+            outcome_record(&outcome),
+            serde_json::to_string(&outcome).unwrap()
+        );
     }
 }

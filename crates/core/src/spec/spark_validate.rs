@@ -301,7 +301,11 @@ fn metadata(c: &mut Checks, job: &SparkJob) {
     if annotation_bytes > MAX_ANNOTATIONS_BYTES {
         c.invalid(
             root.field("annotations"),
-            format!("total {annotation_bytes} bytes, more than Kubernetes' limit of 256 KiB"),
+            format!(
+                "total {annotation_bytes} bytes, more than the {} KiB a job may use (Kubernetes allows 256 KiB; kubeferry keeps {} KiB for its own marks)",
+                MAX_ANNOTATIONS_BYTES / 1024,
+                crate::marks::RESERVED_ANNOTATION_BYTES / 1024
+            ),
         );
     }
 }

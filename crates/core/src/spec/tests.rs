@@ -257,15 +257,16 @@ fn reports_errors_with_file_line_column_and_field() {
 
 #[test]
 fn reports_kubernetes_limits_on_names_and_metadata_with_positions() {
-    // Annotations: Kubernetes refuses more than 256 KiB of keys and values in all.
-    let value = "x".repeat(256 * 1024 - "note".len() + 1);
+    // Annotations: Kubernetes refuses more than 256 KiB of keys and values in all, and kubeferry
+    // keeps 32 KiB of that for its own marks.
+    let value = "x".repeat(224 * 1024 - "note".len() + 1);
     let text = format!("name: hello\nimage: busybox\nannotations:\n  note: {value}\n");
     assert_eq!(
         error("big.yaml", &text),
-        "big.yaml:4:3: annotations: total 262145 bytes, more than Kubernetes' limit of 256 KiB"
+        "big.yaml:4:3: annotations: total 229377 bytes, more than the 224 KiB a job may use (Kubernetes allows 256 KiB; kubeferry keeps 32 KiB for its own marks)"
     );
     // Right at the limit it loads.
-    let value = "x".repeat(256 * 1024 - "note".len());
+    let value = "x".repeat(224 * 1024 - "note".len());
     let text = format!("name: hello\nimage: busybox\nannotations:\n  note: {value}\n");
     assert_eq!(container("big.yaml", &text).annotations["note"], value);
 

@@ -13,8 +13,10 @@ use super::names::{
 use super::quantity::Quantity;
 use crate::marks::{MANAGED_BY_LABEL, is_label_value};
 
-/// Kubernetes' limit on the total size of an object's annotations.
-pub(super) const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+/// The total size a spec's annotations may have: Kubernetes' limit (256 KiB) less the room kept
+/// for kubeferry's own marks.
+pub(super) const MAX_ANNOTATIONS_BYTES: usize =
+    256 * 1024 - crate::marks::RESERVED_ANNOTATION_BYTES;
 use crate::marks::KUEUE_QUEUE_LABEL;
 
 #[derive(Default)]
@@ -170,7 +172,11 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
     if annotation_bytes > MAX_ANNOTATIONS_BYTES {
         c.invalid(
             root.field("annotations"),
-            format!("total {annotation_bytes} bytes, more than Kubernetes' limit of 256 KiB"),
+            format!(
+                "total {annotation_bytes} bytes, more than the {} KiB a job may use (Kubernetes allows 256 KiB; kubeferry keeps {} KiB for its own marks)",
+                MAX_ANNOTATIONS_BYTES / 1024,
+                crate::marks::RESERVED_ANNOTATION_BYTES / 1024
+            ),
         );
     }
     volumes(&mut c, job);

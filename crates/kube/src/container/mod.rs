@@ -416,7 +416,7 @@ impl ContainerJobs {
     /// states, so replicas that record it write the same value: no precondition is needed.
     async fn record(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
         let api = self.jobs(&job.namespace);
-        let outcome = serde_json::to_string(info).unwrap_or_default();
+        let outcome = kubeferry_core::marks::outcome_record(info);
         let patch = serde_json::json!({
             "metadata": { "annotations": { OUTCOME_ANNOTATION: outcome } },
         });
@@ -440,7 +440,7 @@ impl ContainerJobs {
     /// recorded outcome stands regardless.
     async fn record_and_stop(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
         let api = self.jobs(&job.namespace);
-        let outcome = serde_json::to_string(info).unwrap_or_default();
+        let outcome = kubeferry_core::marks::outcome_record(info);
         // The record and the stop go on in one patch, so that no replica sees one without the
         // other. Suspending keeps the Job as the record (the Job controller removes its pods);
         // a Job in a Kueue queue is deleted instead once its record is on, because Kueue owns

@@ -532,7 +532,7 @@ impl SparkJobs {
         let objects = self.objects(operator, &id.namespace);
         let mut last = view.clone();
         if !matches!(view.recorded_outcome, Some(Ok(_))) {
-            let record = serde_json::to_string(outcome).unwrap_or_default();
+            let record = kubeferry_core::marks::outcome_record(outcome);
             match objects
                 .annotate(
                     &self.cluster,
