@@ -241,6 +241,7 @@ async fn follow_namespace(
         cluster: &cluster,
         namespace: &namespace,
         members: HashSet::new(),
+        leaving: HashSet::new(),
         last: HashMap::new(),
         sender: &sender,
     };
@@ -249,18 +250,18 @@ async fn follow_namespace(
         let jobs: Vec<(JobKind, String)> = tokio::select! {
             selected = matching.next() => match selected {
                 Some(SelectorEvent::Matches(kind, name)) => {
-                    follower.members.insert((kind, name.clone()));
-                    vec![(kind, name)]
+                    let job = (kind, name);
+                    follower.leaving.remove(&job);
+                    follower.members.insert(job.clone());
+                    vec![job]
                 }
                 Some(SelectorEvent::Left(kind, name)) => {
+                    // Followed until its end is known: the namespace watch may not have seen
+                    // the deletion yet (a cancelled job reads CANCELLED from its tombstone
+                    // once it has).
                     let job = (kind, name);
-                    // One last look (a cancelled job reads CANCELLED from its tombstone).
-                    if !follower.report(&job).await {
-                        return;
-                    }
-                    follower.members.remove(&job);
-                    follower.last.remove(&job);
-                    continue;
+                    follower.leaving.insert(job.clone());
+                    vec![job]
                 }
                 Some(SelectorEvent::Listed) => {
                     let listed = ListedEvent { cluster: cluster.clone(), namespace: namespace.clone() };
@@ -307,6 +308,8 @@ struct Follower<'a> {
     namespace: &'a str,
     /// The jobs matching the selector.
     members: HashSet<Member>,
+    /// Those that no longer match, followed until their end is known.
+    leaving: HashSet<Member>,
     /// What was last sent for each.
     last: HashMap<Member, JobInfo>,
     sender: &'a mpsc::Sender<Event>,
@@ -343,13 +346,34 @@ impl Follower<'_> {
             .collect()
     }
 
-    /// Sends the job's status if it changed; false when the receiver is gone.
+    /// Sends the job's status if it changed; false when the receiver is gone. A job that left
+    /// the selection is forgotten once its end is known.
     async fn report(&mut self, job: &Member) -> bool {
         let (kind, name) = job;
         let id = ExecutionId::new(self.cluster, *kind, self.namespace, name);
-        let event = match self.executor.status(&id).await {
+        let status = self.executor.status(&id).await;
+        let ended = match &status {
+            Ok(info) => info.is_terminal(),
+            Err(error) => matches!(error, KubeError::NoSuchJob { .. }),
+        };
+        let sent = self.send(job, &id, status).await;
+        if ended && self.leaving.remove(job) {
+            self.members.remove(job);
+            self.last.remove(job);
+        }
+        sent
+    }
+
+    /// Sends what `status` says of a job, unless it was sent already.
+    async fn send(
+        &mut self,
+        job: &Member,
+        id: &ExecutionId,
+        status: Result<kubeferry_core::ExecutionInfo, KubeError>,
+    ) -> bool {
+        let event = match status {
             Ok(info) => {
-                let info = JobInfo::new(&id, info);
+                let info = JobInfo::new(id, info);
                 if self.last.get(job) == Some(&info) {
                     return true;
                 }

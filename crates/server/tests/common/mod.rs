@@ -472,6 +472,11 @@ impl Gate {
         )
     }
 
+    /// The file whose creation opens the gate.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Opens the gate.
     pub fn open(&self) {
         std::fs::write(&self.path, "").unwrap();
@@ -505,8 +510,10 @@ impl Events {
         }
     }
 
-    /// The next event (keep-alive comments skipped); `None` when the stream ended.
+    /// The next event (keep-alive comments skipped); `None` when the stream ended. Fails the
+    /// test when none comes within [`DEADLINE`], keep-alives or not.
     pub async fn next(&mut self) -> Option<SseEvent> {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
         loop {
             while let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
@@ -525,7 +532,7 @@ impl Events {
                 let data = serde_json::from_str(&data).unwrap_or(Value::String(data));
                 return Some(SseEvent { event, data });
             }
-            let frame = tokio::time::timeout(DEADLINE, self.body.frame())
+            let frame = tokio::time::timeout_at(deadline, self.body.frame())
                 .await
                 .expect("an event in time")?;
             let frame = frame.expect("the stream");
