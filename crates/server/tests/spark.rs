@@ -176,3 +176,86 @@ async fn the_configured_no_status_timeout_fails_a_job_whose_operator_writes_no_s
     .await;
     service.stop().await;
 }
+
+/// The requests the service made between two snapshots of the cluster's counters, as
+/// `verb resource` with their counts (watches left out: they are long-lived, not per call).
+fn requests_between(
+    before: &std::collections::BTreeMap<kubeferry_sim::CounterKey, u64>,
+    after: &std::collections::BTreeMap<kubeferry_sim::CounterKey, u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    let mut made = std::collections::BTreeMap::new();
+    for (key, count) in after {
+        let count = count - before.get(key).copied().unwrap_or(0);
+        if count > 0 && key.verb != "watch" {
+            *made
+                .entry(format!("{} {}", key.verb, key.resource))
+                .or_default() += count;
+        }
+    }
+    made
+}
+
+#[tokio::test]
+async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
+    let list = |made: &[(&str, u64)]| -> std::collections::BTreeMap<String, u64> {
+        made.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    };
+    // Without a Spark operator: the Jobs and their pods.
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let before = sim.sim.counters();
+    let reply = service.api.get("/v1/jobs?namespace=default").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(
+        requests_between(&before, &sim.sim.counters()),
+        list(&[("list jobs.batch", 1), ("list pods", 1)])
+    );
+    let before = sim.sim.counters();
+    let reply = service
+        .api
+        .post(
+            "/v1/sweep",
+            &json!({"knownJobIds": [], "namespace": "default"}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(
+        requests_between(&before, &sim.sim.counters()),
+        list(&[("list jobs.batch", 1)])
+    );
+    service.stop().await;
+
+    // With both: also the driver pods and each operator's SparkApplications.
+    let (sim, _) = spark_sim().await;
+    let service = Service::start(spark_config(&sim, SparkOperator::Apache)).await;
+    let before = sim.sim.counters();
+    let reply = service.api.get("/v1/jobs?namespace=default").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(
+        requests_between(&before, &sim.sim.counters()),
+        list(&[
+            ("list jobs.batch", 1),
+            ("list pods", 2),
+            ("list sparkapplications.spark.apache.org", 1),
+            ("list sparkapplications.sparkoperator.k8s.io", 1),
+        ])
+    );
+    let before = sim.sim.counters();
+    let reply = service
+        .api
+        .post(
+            "/v1/sweep",
+            &json!({"knownJobIds": [], "namespace": "default"}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(
+        requests_between(&before, &sim.sim.counters()),
+        list(&[
+            ("list jobs.batch", 1),
+            ("list sparkapplications.spark.apache.org", 1),
+            ("list sparkapplications.sparkoperator.k8s.io", 1),
+        ])
+    );
+    service.stop().await;
+}

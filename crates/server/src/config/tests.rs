@@ -112,7 +112,18 @@ fn the_deployed_config_map_is_valid() {
     .unwrap();
     let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
     let file = documents[0]["data"]["kubeferry.yaml"].as_str().unwrap();
-    resolve(file, Overrides::default()).unwrap();
+    let config = resolve(file, Overrides::default()).unwrap();
+    assert_eq!(config.clusters[0].name.as_deref(), Some("prod"));
+    assert_eq!(config.clusters[0].source, ClusterSource::InCluster);
+    assert_eq!(config.namespaces, ["kubeferry"]);
+    assert_eq!(config.name_prefix, "kf");
+    assert_eq!(config.timeouts.no_status, Duration::from_secs(600));
+    assert_eq!(
+        config.auth,
+        AuthConfig::Tokens {
+            file: "/etc/kubeferry/tokens/tokens.yaml".into()
+        }
+    );
 }
 
 #[test]
