@@ -156,14 +156,18 @@ impl Executor {
         Ok(jobs)
     }
 
-    /// Follows which managed jobs of a namespace match a label selector (see
-    /// [`ContainerJobs::matching`]).
+    /// Follows which managed jobs of a namespace, of every kind, match a label selector (see
+    /// [`ContainerJobs::matching`] and [`SparkJobs::matching`]); `Listed` comes once both
+    /// kinds have listed.
     pub fn matching(
         &self,
         namespace: &str,
         selector: &str,
     ) -> impl Stream<Item = SelectorEvent> + Send + 'static {
-        self.container.matching(namespace, selector)
+        crate::selector::merge(vec![
+            self.container.matching(namespace, selector).boxed(),
+            self.spark.matching(namespace, selector).boxed(),
+        ])
     }
 
     /// Managed jobs of a namespace whose job ids are not in `known`; deleted when `delete`. A

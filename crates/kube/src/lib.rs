@@ -9,6 +9,7 @@ pub mod manifest;
 mod protocol;
 pub mod rbac;
 pub mod retry;
+pub mod selector;
 pub mod spark;
 pub mod tracker;
 

@@ -174,6 +174,7 @@ fn main() -> anyhow::Result<()> {
                     path: Some(kubeconfig),
                     context: Some("sim".into()),
                 },
+                spark_operator: None,
             }],
             namespaces: vec!["default".into()],
             name_prefix: String::new(),

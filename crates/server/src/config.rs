@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use kubeferry_core::id::is_dns_label;
 use kubeferry_core::marks::MAX_NAME_LEN;
+use kubeferry_core::spark::SparkOperator;
 use serde::Deserialize;
 
 /// The longest name prefix accepted: object names are at most 63 characters and the rest is
@@ -119,6 +120,9 @@ pub struct ClusterFile {
     /// Use the pod's service account (running inside the cluster).
     #[serde(default)]
     pub in_cluster: bool,
+    /// The Spark operator of Spark jobs whose file names none (`apache` or `kubeflow`);
+    /// default: the one whose CRD the cluster has (apache when it has both).
+    pub spark_operator: Option<SparkOperator>,
 }
 
 /// `timeouts:` in the file; every value is a duration such as `500ms`, `10s`, `5m`.
@@ -155,6 +159,9 @@ pub struct TimeoutsFile {
     pub pod_status_wait: Option<String>,
     /// How long deleted jobs are remembered by the watch cache.
     pub tombstone: Option<String>,
+    /// How long a SparkApplication may go without any status from its operator before the
+    /// job fails (and the application is deleted).
+    pub no_status: Option<String>,
     /// How often an idle event stream sends a keep-alive comment.
     pub keep_alive: Option<String>,
     /// How long a log follow waits before re-opening a stream that ended early.
@@ -207,6 +214,8 @@ pub struct ClusterConfig {
     pub name: Option<String>,
     /// How to connect.
     pub source: ClusterSource,
+    /// The Spark operator of Spark jobs whose file names none; `None`: the one installed.
+    pub spark_operator: Option<SparkOperator>,
 }
 
 /// TLS files.
@@ -263,6 +272,8 @@ pub struct Timeouts {
     pub pod_status_wait: Duration,
     /// How long deleted jobs are remembered by the watch cache.
     pub tombstone: Duration,
+    /// How long a SparkApplication may go without any status before the job fails.
+    pub no_status: Duration,
     /// How often an idle event stream sends a keep-alive comment.
     pub keep_alive: Duration,
     /// How long a log follow waits before re-opening a stream that ended early.
@@ -292,6 +303,7 @@ impl Default for Timeouts {
             pending: None,
             pod_status_wait: Duration::from_secs(10),
             tombstone: Duration::from_secs(15 * 60),
+            no_status: Duration::from_secs(10 * 60),
             keep_alive: Duration::from_secs(15),
             follow_reopen: Duration::from_millis(500),
             tokens_reload: Duration::from_secs(10),
@@ -384,6 +396,69 @@ pub struct Overrides {
     pub request_timeout: Option<String>,
     /// `timeouts.shutdown`.
     pub shutdown_timeout: Option<String>,
+    /// Variables that set any timeout or limit by its path: `KUBEFERRY_TIMEOUTS_<NAME>` and
+    /// `KUBEFERRY_LIMITS_<NAME>`, the key in upper snake case (`KUBEFERRY_TIMEOUTS_RETRY_DEADLINE`
+    /// sets `timeouts.retryDeadline`). The flags above win over them.
+    pub environment: Vec<(String, String)>,
+}
+
+/// The prefix of the variables that set a timeout by its path.
+pub const TIMEOUTS_VARIABLE_PREFIX: &str = "KUBEFERRY_TIMEOUTS_";
+/// The prefix of the variables that set a limit by its path.
+pub const LIMITS_VARIABLE_PREFIX: &str = "KUBEFERRY_LIMITS_";
+
+/// The variables of `vars` that [`Overrides::environment`] takes (by their prefixes).
+pub fn path_variables(vars: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = vars
+        .into_iter()
+        .filter(|(name, _)| {
+            name.starts_with(TIMEOUTS_VARIABLE_PREFIX) || name.starts_with(LIMITS_VARIABLE_PREFIX)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// `retryDeadline` → `RETRY_DEADLINE`.
+fn upper_snake(key: &str) -> String {
+    let mut out = String::new();
+    for c in key.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+impl TimeoutsFile {
+    /// Every key with its slot.
+    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 19] {
+        [
+            ("request", &mut self.request),
+            ("shutdown", &mut self.shutdown),
+            ("drain", &mut self.drain),
+            ("sync", &mut self.sync),
+            ("watch", &mut self.watch),
+            ("connect", &mut self.connect),
+            ("read", &mut self.read),
+            ("retryDeadline", &mut self.retry_deadline),
+            ("unreachableWindow", &mut self.unreachable_window),
+            ("recheck", &mut self.recheck),
+            ("imagePullGrace", &mut self.image_pull_grace),
+            (
+                "createContainerErrorGrace",
+                &mut self.create_container_error_grace,
+            ),
+            ("pending", &mut self.pending),
+            ("podStatusWait", &mut self.pod_status_wait),
+            ("tombstone", &mut self.tombstone),
+            ("noStatus", &mut self.no_status),
+            ("keepAlive", &mut self.keep_alive),
+            ("followReopen", &mut self.follow_reopen),
+            ("tokensReload", &mut self.tokens_reload),
+        ]
+    }
 }
 
 impl FileConfig {
@@ -411,6 +486,7 @@ impl FileConfig {
 impl Config {
     /// The configuration of `file` with `overrides` applied, checked.
     pub fn resolve(mut file: FileConfig, overrides: Overrides) -> Result<Config, ConfigError> {
+        apply_environment(&mut file, &overrides.environment)?;
         apply(&mut file, overrides);
         let listen_text = file.listen.as_deref().unwrap_or("127.0.0.1:8080");
         let listen: SocketAddr = listen_text.parse().map_err(|_| {
@@ -458,6 +534,7 @@ impl Config {
                     path: None,
                     context: None,
                 },
+                spark_operator: None,
             }]
         } else {
             file.clusters
@@ -514,6 +591,80 @@ impl Config {
     }
 }
 
+/// Sets the timeouts and limits the path variables give; a variable that names no key is an
+/// error (a misspelt one would otherwise be ignored).
+fn apply_environment(file: &mut FileConfig, vars: &[(String, String)]) -> Result<(), ConfigError> {
+    for (name, value) in vars {
+        if let Some(key) = name.strip_prefix(TIMEOUTS_VARIABLE_PREFIX) {
+            let slot = file
+                .timeouts
+                .slots()
+                .into_iter()
+                .find(|(k, _)| upper_snake(k) == key)
+                .map(|(_, slot)| slot);
+            match slot {
+                Some(slot) => *slot = Some(value.clone()),
+                None => {
+                    let mut keys = TimeoutsFile::default();
+                    let keys: Vec<&str> = keys.slots().iter().map(|(k, _)| *k).collect();
+                    return Err(unknown_variable(name, &keys));
+                }
+            }
+        } else if let Some(key) = name.strip_prefix(LIMITS_VARIABLE_PREFIX) {
+            let number = |value: &str| {
+                value.trim().parse::<u64>().map_err(|_| {
+                    invalid(
+                        name.clone(),
+                        format!("{value:?} is not a whole number of at least 0"),
+                    )
+                })
+            };
+            let l = &mut file.limits;
+            match key {
+                "MAX_BODY_BYTES" => l.max_body_bytes = Some(to_usize(name, number(value)?)?),
+                "MAX_LOG_BYTES" => l.max_log_bytes = Some(number(value)?),
+                "DEFAULT_PAGE_SIZE" => {
+                    l.default_page_size = Some(to_usize(name, number(value)?)?);
+                }
+                "MAX_PAGE_SIZE" => l.max_page_size = Some(to_usize(name, number(value)?)?),
+                _ => return Err(unknown_variable(name, &LIMIT_KEYS)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The keys of `limits:`.
+const LIMIT_KEYS: [&str; 4] = [
+    "maxBodyBytes",
+    "maxLogBytes",
+    "defaultPageSize",
+    "maxPageSize",
+];
+
+fn to_usize(name: &str, n: u64) -> Result<usize, ConfigError> {
+    usize::try_from(n).map_err(|_| invalid(name, format!("{n} is too large")))
+}
+
+fn unknown_variable(name: &str, keys: &[&str]) -> ConfigError {
+    let prefix = if name.starts_with(TIMEOUTS_VARIABLE_PREFIX) {
+        TIMEOUTS_VARIABLE_PREFIX
+    } else {
+        LIMITS_VARIABLE_PREFIX
+    };
+    let known: Vec<String> = keys
+        .iter()
+        .map(|k| format!("{prefix}{}", upper_snake(k)))
+        .collect();
+    invalid(
+        name,
+        format!(
+            "names no setting; the variables of this kind are {}",
+            known.join(", ")
+        ),
+    )
+}
+
 fn apply(file: &mut FileConfig, o: Overrides) {
     let set = |slot: &mut Option<String>, value: Option<String>| {
         if value.is_some() {
@@ -566,9 +717,9 @@ fn apply(file: &mut FileConfig, o: Overrides) {
     }
     // A connection given here replaces the file's way of connecting, not only one of its fields.
     if o.api_url.is_some() || o.in_cluster || o.kubeconfig.is_some() || o.context.is_some() {
-        let name = first.name.take();
         *first = ClusterFile {
-            name,
+            name: first.name.take(),
+            spark_operator: first.spark_operator,
             ..ClusterFile::default()
         };
     }
@@ -652,6 +803,7 @@ fn cluster(i: usize, c: &ClusterFile) -> Result<ClusterConfig, ConfigError> {
     Ok(ClusterConfig {
         name: c.name.clone(),
         source,
+        spark_operator: c.spark_operator,
     })
 }
 
@@ -690,7 +842,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
     let mut t = Timeouts::default();
-    let fields: [(&str, &Option<String>, &mut Duration); 17] = [
+    let fields: [(&str, &Option<String>, &mut Duration); 18] = [
         ("request", &file.request, &mut t.request),
         ("shutdown", &file.shutdown, &mut t.shutdown),
         ("drain", &file.drain, &mut t.drain),
@@ -721,6 +873,7 @@ fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
             &mut t.pod_status_wait,
         ),
         ("tombstone", &file.tombstone, &mut t.tombstone),
+        ("noStatus", &file.no_status, &mut t.no_status),
         ("keepAlive", &file.keep_alive, &mut t.keep_alive),
         ("followReopen", &file.follow_reopen, &mut t.follow_reopen),
         ("tokensReload", &file.tokens_reload, &mut t.tokens_reload),
@@ -739,6 +892,7 @@ fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
         ("watch", t.watch),
         ("connect", t.connect),
         ("read", t.read),
+        ("noStatus", t.no_status),
         ("recheck", t.recheck),
         ("keepAlive", t.keep_alive),
         ("tokensReload", t.tokens_reload),

@@ -153,6 +153,10 @@ impl ServeArgs {
             in_cluster: self.in_cluster,
             request_timeout: self.request_timeout.clone(),
             shutdown_timeout: self.shutdown_timeout.clone(),
+            environment: config::path_variables(
+                std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+            ),
         };
         Config::resolve(file, overrides)
     }

@@ -132,21 +132,42 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// Recounts the jobs by state from the watch caches (no API requests while they are synced).
+    /// Recounts the jobs (container and Spark) by state from the watch caches (no API requests
+    /// while they are synced).
     pub async fn refresh_jobs(&self, clusters: &[(String, Executor)]) {
         let mut counts: BTreeMap<(String, String, &'static str), i64> = BTreeMap::new();
         for (cluster, executor) in clusters {
+            let mut ids = Vec::new();
             for (namespace, watch) in executor.container_jobs().tracker().watched() {
                 for state in JobState::ALL {
                     counts.insert((cluster.clone(), namespace.clone(), state.as_str()), 0);
                 }
                 for entry in watch.jobs.all() {
-                    let id = ExecutionId::new(cluster, JobKind::Job, &namespace, &entry.name);
-                    if let Ok(info) = executor.status(&id).await {
-                        *counts
-                            .entry((cluster.clone(), namespace.clone(), info.state.as_str()))
-                            .or_default() += 1;
+                    ids.push(ExecutionId::new(
+                        cluster,
+                        JobKind::Job,
+                        &namespace,
+                        &entry.name,
+                    ));
+                }
+            }
+            for (namespace, watch) in executor.spark_jobs().tracker().watched() {
+                for (_, apps) in watch.watched() {
+                    for entry in apps.all() {
+                        ids.push(ExecutionId::new(
+                            cluster,
+                            JobKind::SparkApp,
+                            &namespace,
+                            &entry.name,
+                        ));
                     }
+                }
+            }
+            for id in ids {
+                if let Ok(info) = executor.status(&id).await {
+                    *counts
+                        .entry((cluster.clone(), id.namespace.clone(), info.state.as_str()))
+                        .or_default() += 1;
                 }
             }
         }
@@ -202,18 +223,32 @@ impl Collector for KubeCollector {
                 }
                 requests.push((labels, count));
             }
-            for (namespace, watch) in cluster.executor.container_jobs().tracker().watched() {
-                let (jobs, pods) = watch.health();
-                for (resource, health) in [("jobs.batch", jobs), ("pods", pods)] {
-                    let labels = WatchLabels {
-                        cluster: cluster.name.clone(),
-                        namespace: namespace.clone(),
-                        resource: resource.to_string(),
-                    };
-                    restarts.push((labels.clone(), health.restarts));
-                    let current = health.synced && health.failing.is_none();
-                    synced.push((labels, i64::from(current)));
-                }
+            let container = cluster.executor.container_jobs().tracker().watched();
+            let spark = cluster.executor.spark_jobs().tracker().watched();
+            let watches = container
+                .iter()
+                .flat_map(|(namespace, watch)| {
+                    let (jobs, pods) = watch.health();
+                    [
+                        (namespace.clone(), "jobs.batch".to_string(), jobs),
+                        (namespace.clone(), "pods".to_string(), pods),
+                    ]
+                })
+                .chain(spark.iter().flat_map(|(namespace, watch)| {
+                    watch
+                        .health()
+                        .into_iter()
+                        .map(|(resource, health)| (namespace.clone(), resource, health))
+                }));
+            for (namespace, resource, health) in watches {
+                let labels = WatchLabels {
+                    cluster: cluster.name.clone(),
+                    namespace,
+                    resource,
+                };
+                restarts.push((labels.clone(), health.restarts));
+                let current = health.synced && health.failing.is_none();
+                synced.push((labels, i64::from(current)));
             }
         }
         encode_counters(

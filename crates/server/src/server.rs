@@ -7,8 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubeferry_core::container::MappingConfig;
+use kubeferry_core::spark::SparkMappingConfig;
 use kubeferry_kube::tracker::ReflectorSettings;
-use kubeferry_kube::{ClusterSettings, ContainerSettings, Executor, ExecutorSettings, RetryPolicy};
+use kubeferry_kube::{
+    ClusterSettings, ContainerSettings, Executor, ExecutorSettings, RetryPolicy, SparkSettings,
+};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -18,7 +21,7 @@ use crate::api;
 use crate::app::{App, ClusterHandle};
 use crate::auth::Authenticator;
 use crate::clusters;
-use crate::config::{AuthConfig, Config};
+use crate::config::{AuthConfig, ClusterConfig, Config};
 use crate::metrics::{ClusterSource, Metrics};
 use crate::templates::Templates;
 use crate::tls;
@@ -56,8 +59,13 @@ pub enum StartError {
     },
 }
 
-/// The executor settings a configuration asks for.
-pub fn executor_settings(config: &Config) -> (ClusterSettings, ExecutorSettings) {
+/// The executor settings a configuration asks for, for the cluster `cluster_config` (its Spark
+/// operator). Container and Spark jobs get the same name prefix and watch, tombstone, sync and
+/// recheck timings.
+pub fn executor_settings(
+    config: &Config,
+    cluster_config: &ClusterConfig,
+) -> (ClusterSettings, ExecutorSettings) {
     let t = &config.timeouts;
     let cluster = ClusterSettings {
         retry: RetryPolicy {
@@ -68,6 +76,11 @@ pub fn executor_settings(config: &Config) -> (ClusterSettings, ExecutorSettings)
         connect_timeout: t.connect,
         read_timeout: t.read,
     };
+    let reflector = ReflectorSettings {
+        watch_timeout: t.watch,
+        tombstone_ttl: t.tombstone,
+        ..ReflectorSettings::default()
+    };
     let executor = ExecutorSettings {
         container: ContainerSettings {
             mapping: MappingConfig {
@@ -76,17 +89,23 @@ pub fn executor_settings(config: &Config) -> (ClusterSettings, ExecutorSettings)
                 pending_timeout: t.pending,
                 pod_status_wait: t.pod_status_wait,
             },
-            reflector: ReflectorSettings {
-                watch_timeout: t.watch,
-                tombstone_ttl: t.tombstone,
-                ..ReflectorSettings::default()
-            },
+            reflector: reflector.clone(),
             sync_timeout: t.sync,
             recheck_interval: t.recheck,
             name_prefix: config.name_prefix.clone(),
             ..ContainerSettings::default()
         },
-        ..ExecutorSettings::default()
+        spark: SparkSettings {
+            mapping: SparkMappingConfig {
+                no_status_timeout: t.no_status,
+            },
+            reflector,
+            sync_timeout: t.sync,
+            recheck_interval: t.recheck,
+            name_prefix: config.name_prefix.clone(),
+            default_operator: cluster_config.spark_operator,
+            ..SparkSettings::default()
+        },
     };
     (cluster, executor)
 }
@@ -98,6 +117,7 @@ pub struct Running {
     stop: watch::Sender<bool>,
     serving: JoinHandle<std::io::Result<()>>,
     reloading: Option<JoinHandle<()>>,
+    spark_watches: Vec<JoinHandle<()>>,
     shutdown_timeout: Duration,
     drain: Duration,
 }
@@ -125,6 +145,9 @@ impl Running {
         if let Some(reloading) = &self.reloading {
             reloading.abort();
         }
+        for starting in &self.spark_watches {
+            starting.abort();
+        }
         let mut serving = self.serving;
         match tokio::time::timeout(self.shutdown_timeout, &mut serving).await {
             Ok(Ok(result)) => result,
@@ -149,20 +172,27 @@ impl Running {
 /// Starts the service with `config`: connects the clusters, starts watching every namespace
 /// and listens. Returns once it is listening (readiness follows when the watches have listed).
 pub async fn start(config: Config) -> Result<Running, StartError> {
-    let (cluster_settings, executor_settings) = executor_settings(&config);
     let mut handles: Vec<ClusterHandle> = Vec::new();
+    let mut spark_watches = Vec::new();
     for (index, cluster_config) in config.clusters.iter().enumerate() {
-        let connected = clusters::connect(index, cluster_config, cluster_settings.clone()).await?;
+        let (cluster_settings, executor_settings) = executor_settings(&config, cluster_config);
+        let connected = clusters::connect(index, cluster_config, cluster_settings).await?;
         let name = connected.cluster.name().to_string();
         if handles.iter().any(|h| h.name == name) {
             return Err(StartError::DuplicateCluster { index, name });
         }
-        let executor = Executor::new(connected.cluster, executor_settings.clone());
+        let executor = Executor::new(connected.cluster, executor_settings);
         // Watch every namespace from the start: readiness means the caches are synced, and the
-        // first status query should not pay for a list.
+        // first status query should not pay for a list. The Spark watches follow once the
+        // installed operators are known.
         for namespace in &config.namespaces {
             executor.container_jobs().tracker().namespace(namespace);
         }
+        spark_watches.push(tokio::spawn(watch_spark(
+            executor.clone(),
+            config.namespaces.clone(),
+            config.timeouts.retry_deadline,
+        )));
         info!(message = "cluster connected", cluster = %name, url = %executor.cluster().url(), namespaces = ?config.namespaces);
         handles.push(ClusterHandle {
             name,
@@ -249,9 +279,28 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         stop,
         serving,
         reloading,
+        spark_watches,
         shutdown_timeout: config.timeouts.shutdown,
         drain: config.timeouts.drain,
     })
+}
+
+/// Starts the Spark watches of every namespace: discovers the installed operators (retrying
+/// every `pause` until the API server answers), then watches their SparkApplications and the
+/// driver pods. Until then `/readyz` says the Spark watches have not started.
+async fn watch_spark(executor: Executor, namespaces: Vec<String>, pause: Duration) {
+    let spark = executor.spark_jobs();
+    for namespace in &namespaces {
+        loop {
+            match spark.watch(namespace).await {
+                Ok(_) => break,
+                Err(error) => {
+                    warn!(message = "cannot start the Spark watches; retrying", namespace = %namespace, %error);
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        }
+    }
 }
 
 /// Re-reads the tokens file every `interval`, and at once on SIGHUP.

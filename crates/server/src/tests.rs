@@ -95,3 +95,35 @@ fn tempfile_dir() -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[test]
+fn spark_jobs_get_the_configured_settings_and_each_cluster_its_operator() {
+    use kubeferry_core::spark::SparkOperator;
+    let text = "auth: {anonymous: true}\nnamePrefix: kf\nclusters:\n  - {name: a, inCluster: true, sparkOperator: kubeflow}\n  - {name: b, inCluster: true}\ntimeouts: {watch: 42s, tombstone: 7m, sync: 3s, recheck: 70ms, noStatus: 4m}\n";
+    let file = FileConfig::parse(std::path::Path::new("kubeferry.yaml"), text).unwrap();
+    let config = Config::resolve(file, Overrides::default()).unwrap();
+    let seconds = std::time::Duration::from_secs;
+    for (cluster, operator) in config
+        .clusters
+        .iter()
+        .zip([Some(SparkOperator::Kubeflow), None])
+    {
+        let (_, settings) = server::executor_settings(&config, cluster);
+        let (container, spark) = (&settings.container, &settings.spark);
+        assert_eq!(spark.default_operator, operator);
+        assert_eq!(spark.name_prefix, "kf");
+        assert_eq!(container.name_prefix, "kf");
+        assert_eq!(spark.mapping.no_status_timeout, seconds(240));
+        for reflector in [&spark.reflector, &container.reflector] {
+            assert_eq!(reflector.watch_timeout, seconds(42));
+            assert_eq!(reflector.tombstone_ttl, seconds(420));
+        }
+        assert_eq!(spark.sync_timeout, seconds(3));
+        assert_eq!(container.sync_timeout, seconds(3));
+        assert_eq!(spark.recheck_interval, std::time::Duration::from_millis(70));
+        assert_eq!(
+            container.recheck_interval,
+            std::time::Duration::from_millis(70)
+        );
+    }
+}

@@ -616,6 +616,139 @@ async fn logs_tail_by_lines_and_bytes_and_follow_until_the_end() {
 }
 
 #[tokio::test]
+async fn previous_reads_the_log_of_the_attempt_before_the_newest() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let mark = sim.dir.path().join("first-attempt-ran");
+    let script = format!(
+        "if [ -e '{mark}' ]; then echo second attempt; else touch '{mark}'; echo first attempt; exit 1; fi",
+        mark = mark.display()
+    );
+    let id = api
+        .submit(json!({
+            "jobId": "retried",
+            "spec": {"name": "x", "image": "busybox", "command": ["sh", "-c", script], "retries": 1},
+        }))
+        .await;
+    api.wait_for(&id, "SUCCEEDED").await;
+    let logs = |query: &'static str| {
+        let id = id.clone();
+        async move { api.get(&format!("/v1/jobs/{id}/logs{query}")).await }
+    };
+    assert_eq!(logs("").await.json()["log"], "second attempt\n");
+    assert_eq!(
+        logs("?previous=true").await.json()["log"],
+        "first attempt\n"
+    );
+    assert_eq!(
+        logs("?previous=true&lines=1&bytes=6").await.json()["log"],
+        "tempt\n"
+    );
+    // A job with one attempt has no previous one: an empty log, not an error.
+    let once = api.submit(shell_job("once", "echo only")).await;
+    api.wait_for(&once, "SUCCEEDED").await;
+    let reply = api
+        .get(&format!("/v1/jobs/{once}/logs?previous=true"))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(reply.json()["log"], "");
+    logs("?previous=maybe")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+    logs("?follow=true&previous=true")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn kubernetes_errors_each_have_their_code_and_are_counted() {
+    use kubeferry_sim::{FaultAction, FaultRule};
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let error = |code: u16, message: &str| FaultAction::Error {
+        code,
+        message: Some(message.into()),
+        retry_after_seconds: None,
+    };
+
+    // An error retrying cannot fix (501 is not retried): 502 kubernetes_error.
+    let fault = sim.sim.add_fault(
+        FaultRule::new(error(501, "not implemented here"))
+            .verbs(&["create"])
+            .resources(&["jobs.batch"]),
+    );
+    let body = api
+        .post("/v1/jobs", &shell_job("unimplemented", "true"))
+        .await
+        .error(StatusCode::BAD_GATEWAY, "kubernetes_error");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("not implemented here"),
+        "{body}"
+    );
+    sim.sim.remove_fault(fault);
+    assert!(sim.jobs("default").await.is_empty());
+
+    // The Job keeps changing under the cancel mark (every patch conflicts): 409
+    // kubernetes_rejected, and the job runs on untouched.
+    let id = api.submit(shell_job("contested", "sleep 120")).await;
+    api.wait_for(&id, "STARTED").await;
+    let fault = sim.sim.add_fault(
+        FaultRule::new(error(409, "the object has been modified"))
+            .verbs(&["patch"])
+            .resources(&["jobs.batch"]),
+    );
+    let cancel = format!("/v1/jobs/{id}/cancel");
+    let body = api
+        .post(&cancel, &json!({}))
+        .await
+        .error(StatusCode::CONFLICT, "kubernetes_rejected");
+    assert!(
+        body["message"].as_str().unwrap().contains("kept changing"),
+        "{body}"
+    );
+    assert_eq!(api.job(&id).await.json()["state"], "STARTED");
+    sim.sim.remove_fault(fault);
+    // Asking again once the conflicts stop cancels it.
+    let reply = api.post(&cancel, &json!({})).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text());
+    api.wait_for(&id, "CANCELLED").await;
+
+    // A template the service cannot read (a directory where its file should be): 500 internal,
+    // naming the template.
+    std::fs::create_dir_all(sim.dir.path().join("templates/broken.yaml")).unwrap();
+    let body = api
+        .post("/v1/jobs", &json!({"jobId": "t", "template": "broken"}))
+        .await
+        .error(StatusCode::INTERNAL_SERVER_ERROR, "internal");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot read template \"broken\""),
+        "{body}"
+    );
+
+    // Every failed Kubernetes request is counted, by verb, resource and answer.
+    let metrics = api.get("/metrics").await.text();
+    for expected in [
+        "kubeferry_kubernetes_request_errors_total{cluster=\"sim\",verb=\"create\",resource=\"jobs.batch\",code=\"501\"} 1",
+        "kubeferry_kubernetes_request_errors_total{cluster=\"sim\",verb=\"patch\",resource=\"jobs.batch\",code=\"409\"} 5",
+    ] {
+        assert!(
+            metrics.contains(expected),
+            "{expected} missing from\n{metrics}"
+        );
+    }
+    service.stop().await;
+}
+
+#[tokio::test]
 async fn an_unreadable_log_is_an_empty_tail_with_a_warning() {
     let sim = Sim::start().await;
     let service = sim.serve().await;

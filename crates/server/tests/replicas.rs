@@ -1,103 +1,19 @@
-//! Three replicas on one simulated cluster: jobs submitted on the first, read on the second,
-//! cancelled on the third; the third, a real `kubeferry-server` process, is killed with SIGKILL
-//! in the middle of a cancel and started again. Every job ends with the right status on every
-//! replica, and the cluster holds each job exactly once: none duplicated, none lost.
-//!
-//! Two replicas run in this process (cheap, and enough to show that no state is shared but
-//! Kubernetes); the third is a separate process so that it can die the way a pod dies, with
-//! its watches, connections and in-flight requests cut off mid-way.
+//! Three replicas on one simulated cluster, each a separate `kubeferry-server` process (the
+//! entry point of `kubeferry serve`; see [`common::Process`] for why not the `kubeferry`
+//! binary itself): jobs submitted on the first, read on the second, cancelled on the third;
+//! the third is killed with SIGKILL in the middle of a cancel and started again. Every job
+//! ends with the right status on every replica, and the cluster holds each job exactly once:
+//! none duplicated, none lost. Being processes, the replicas share nothing but Kubernetes, and
+//! the killed one dies the way a pod dies, with its watches, connections and in-flight
+//! requests cut off mid-way.
 
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 
 use common::*;
 use hyper::http::StatusCode;
 use serde_json::{Value, json};
-
-/// A `kubeferry-server` process.
-struct Process {
-    child: tokio::process::Child,
-    api: Api,
-}
-
-impl Process {
-    async fn start(sim: &Sim, name: &str) -> Process {
-        let port = closed_port();
-        let dir = sim.dir.path();
-        let config = dir.join(format!("{name}.yaml"));
-        std::fs::write(
-            &config,
-            format!(
-                r#"
-listen: 127.0.0.1:{port}
-auth:
-  tokensFile: {tokens}
-clusters:
-  - name: {CLUSTER}
-    kubeconfig: {kubeconfig}
-    context: {CLUSTER}
-namespaces: [default, team-a, team-b]
-timeouts:
-  sync: 5s
-  recheck: 50ms
-  retryDeadline: 2s
-  unreachableWindow: 1s
-  keepAlive: 1s
-  followReopen: 50ms
-  podStatusWait: 500ms
-  shutdown: 5s
-"#,
-                tokens = sim.tokens_file().display(),
-                kubeconfig = sim.kubeconfig.display(),
-            ),
-        )
-        .unwrap();
-        let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubeferry-server"))
-            .arg("--config")
-            .arg(&config)
-            .env("RUST_LOG", "info")
-            .env_remove("KUBEFERRY_CLUSTER_NAME")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .expect("kubeferry-server starts");
-        let api = Api::new(
-            format!("127.0.0.1:{port}").parse().unwrap(),
-            Some(ADMIN_TOKEN),
-        );
-        let process = Process { child, api };
-        eventually(&format!("{name} to be ready"), || async {
-            let ready = process.api.try_get("/readyz").await;
-            (ready == Some(StatusCode::OK)).then_some(())
-        })
-        .await;
-        process
-    }
-
-    /// SIGTERM, as Kubernetes stops a pod; returns the exit status.
-    async fn terminate(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().expect("running").to_string();
-        let sent = tokio::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .await
-            .unwrap();
-        assert!(sent.success());
-        tokio::time::timeout(DEADLINE, self.child.wait())
-            .await
-            .expect("it stops in time")
-            .unwrap()
-    }
-
-    /// SIGKILL: no graceful anything.
-    async fn kill(mut self) {
-        self.child.kill().await.unwrap();
-    }
-}
 
 /// What each job should end as.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -117,8 +33,8 @@ fn job(job_id: &str, script: &str) -> Value {
 #[tokio::test]
 async fn three_replicas_one_killed_and_restarted_agree_on_every_job() {
     let sim = Sim::start().await;
-    let first = sim.serve().await;
-    let second = sim.serve().await;
+    let first = Process::start(&sim, "first").await;
+    let second = Process::start(&sim, "second").await;
     let third = Process::start(&sim, "third").await;
     let gate = Gate::new(sim.dir.path(), "replicas");
 
@@ -274,8 +190,10 @@ async fn three_replicas_one_killed_and_restarted_agree_on_every_job() {
         assert_eq!(listed, expected);
     }
     third.kill().await;
-    first.stop().await;
-    second.stop().await;
+    for replica in [first, second] {
+        let status = replica.terminate().await;
+        assert!(status.success(), "{status}");
+    }
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -629,17 +629,7 @@ impl ContainerJobs {
     }
 }
 
-/// A change in which managed Jobs of a namespace match a label selector.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SelectorEvent {
-    /// The Job (by name) matches: it was listed, appeared, or changed.
-    Matches(String),
-    /// The Job no longer matches: deleted, relabelled, or missing from a relist.
-    Left(String),
-    /// Every Job matching at this moment has been reported (after the first list and after
-    /// each relist).
-    Listed,
-}
+pub use crate::selector::SelectorEvent;
 
 impl ContainerJobs {
     /// Follows which managed Jobs of `namespace` match `selector` (a Kubernetes label
@@ -653,73 +643,13 @@ impl ContainerJobs {
         namespace: &str,
         selector: &str,
     ) -> impl Stream<Item = SelectorEvent> + Send + 'static {
-        use kube::runtime::{WatchStreamExt, watcher};
-        let selector = match selector.trim() {
-            "" => MANAGED_SELECTOR.to_string(),
-            extra => format!("{MANAGED_SELECTOR},{extra}"),
-        };
-        let timeout = u32::try_from(self.settings.reflector.watch_timeout.as_secs())
-            .unwrap_or(290)
-            .max(1);
-        let config = watcher::Config::default()
-            .labels(&selector)
-            .timeout(timeout);
-        let namespace = namespace.to_string();
-        let mut known: HashSet<String> = HashSet::new();
-        let mut relisted: Option<HashSet<String>> = None;
-        let mut failing = false;
-        watcher(self.jobs(&namespace), config)
-            .default_backoff()
-            .flat_map(move |event| {
-                let name_of = |job: &Job| job.metadata.name.clone().unwrap_or_default();
-                let events = match event {
-                    Ok(event) => {
-                        failing = false;
-                        match event {
-                            watcher::Event::Init => {
-                                relisted = Some(HashSet::new());
-                                Vec::new()
-                            }
-                            watcher::Event::InitApply(job) => {
-                                let name = name_of(&job);
-                                if let Some(seen) = relisted.as_mut() {
-                                    seen.insert(name.clone());
-                                }
-                                known.insert(name.clone());
-                                vec![SelectorEvent::Matches(name)]
-                            }
-                            watcher::Event::InitDone => {
-                                let seen = relisted.take().unwrap_or_default();
-                                let mut events: Vec<SelectorEvent> = known
-                                    .difference(&seen)
-                                    .map(|name| SelectorEvent::Left(name.clone()))
-                                    .collect();
-                                known = seen;
-                                events.push(SelectorEvent::Listed);
-                                events
-                            }
-                            watcher::Event::Apply(job) => {
-                                let name = name_of(&job);
-                                known.insert(name.clone());
-                                vec![SelectorEvent::Matches(name)]
-                            }
-                            watcher::Event::Delete(job) => {
-                                let name = name_of(&job);
-                                known.remove(&name);
-                                vec![SelectorEvent::Left(name)]
-                            }
-                        }
-                    }
-                    Err(error) => {
-                        if !failing {
-                            warn!(message = "selector watch failed; retrying", namespace = %namespace, selector = %selector, %error);
-                        }
-                        failing = true;
-                        Vec::new()
-                    }
-                };
-                futures::stream::iter(events)
-            })
+        crate::selector::label_watch(
+            self.jobs(namespace),
+            JobKind::Job,
+            namespace,
+            &crate::selector::managed(selector),
+            self.settings.reflector.watch_timeout,
+        )
     }
 }
 

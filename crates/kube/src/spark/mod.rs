@@ -17,7 +17,7 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
@@ -38,6 +38,7 @@ use crate::error::{Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::protocol::{self, Attempt, Current, Deletion, Objects};
+use crate::selector::SelectorEvent;
 use crate::tracker::{Departure, ReflectorSettings};
 use tracker::{SparkNamespaceWatch, SparkTracker, app_of_pod, driver_pods_selector};
 
@@ -236,7 +237,9 @@ impl SparkJobs {
         }
     }
 
-    async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
+    /// The watches of `namespace` (the driver pods, and the SparkApplications of every
+    /// operator installed), started if they are not yet.
+    pub async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
         if let Some(watch) = self.tracker.existing(namespace) {
             return Ok(watch);
         }
@@ -716,6 +719,44 @@ impl SparkJobs {
             .iter()
             .filter_map(|pod| Some((app_of_pod(pod)?, DriverView::from(pod))))
             .collect())
+    }
+
+    /// Follows which managed SparkApplications of `namespace` (of every installed operator)
+    /// match `selector`, as [`crate::container::ContainerJobs::matching`] does for Jobs: one
+    /// watch per installed operator for as long as the stream is read. When the operators
+    /// cannot be discovered, the stream says so in the log and follows none.
+    pub fn matching(
+        self: &Arc<Self>,
+        namespace: &str,
+        selector: &str,
+    ) -> impl Stream<Item = SelectorEvent> + Send + 'static {
+        let jobs = self.clone();
+        let namespace = namespace.to_string();
+        let selector = crate::selector::managed(selector);
+        futures::stream::once(async move {
+            let installed = match jobs.installed().await {
+                Ok(installed) => installed,
+                Err(error) => {
+                    warn!(message = "cannot discover the Spark operators; Spark jobs are not followed", namespace = %namespace, %error);
+                    Vec::new()
+                }
+            };
+            let watches = installed
+                .into_iter()
+                .map(|operator| {
+                    crate::selector::label_watch(
+                        jobs.objects(operator, &namespace).api,
+                        JobKind::SparkApp,
+                        &namespace,
+                        &selector,
+                        jobs.settings.reflector.watch_timeout,
+                    )
+                    .boxed()
+                })
+                .collect();
+            crate::selector::merge(watches)
+        })
+        .flatten()
     }
 
     /// Finds managed SparkApplications whose job ids are not in `known`, and deletes them when

@@ -19,6 +19,10 @@ use crate::cluster::Cluster;
 use crate::manifest::spark::api_resource;
 use crate::tracker::{Entry, LastReported, Reflector, ReflectorSettings, WatchHealth};
 
+/// How health reports name the watch of driver pods (a second, narrower watch of pods beside
+/// the container jobs' one).
+pub const DRIVER_PODS_WATCH: &str = "pods (spark drivers)";
+
 /// The label selector of the driver pods kubeferry's Spark jobs have.
 pub fn driver_pods_selector() -> String {
     format!("{MANAGED_SELECTOR},{SPARK_ROLE_LABEL}={DRIVER_ROLE}")
@@ -115,14 +119,16 @@ impl SparkNamespaceWatch {
         receivers
     }
 
-    /// The health of every watch.
+    /// The health of every watch, by the resource it watches: the driver pods
+    /// ([`DRIVER_PODS_WATCH`]), then each operator's SparkApplications (e.g.
+    /// `sparkapplications.spark.apache.org`).
     pub fn health(&self) -> Vec<(String, WatchHealth)> {
-        let mut all: Vec<(String, WatchHealth)> = self
-            .watched()
-            .iter()
-            .map(|(op, apps)| (format!("sparkapplications ({op})"), apps.health()))
-            .collect();
-        all.push(("driver pods".to_string(), self.drivers.health()));
+        let mut all = vec![(DRIVER_PODS_WATCH.to_string(), self.drivers.health())];
+        all.extend(
+            self.watched()
+                .iter()
+                .map(|(op, apps)| (super::resource(*op).to_string(), apps.health())),
+        );
         all
     }
 }

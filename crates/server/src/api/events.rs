@@ -14,6 +14,7 @@ use futures::{Stream, StreamExt};
 use kubeferry_core::{ExecutionId, JobKind};
 use kubeferry_kube::{Error as KubeError, Executor, SelectorEvent};
 use serde::Serialize;
+use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -206,7 +207,8 @@ pub async fn events(
     Ok(sse(&app, events))
 }
 
-/// Sends the status changes of one namespace's matching jobs until the receiver goes away.
+/// Sends the status changes of one namespace's matching jobs (container and Spark) until the
+/// receiver goes away.
 async fn follow_namespace(
     executor: Executor,
     cluster: String,
@@ -215,33 +217,51 @@ async fn follow_namespace(
     sender: mpsc::Sender<Event>,
     recheck: Duration,
 ) {
-    let watch = executor.container_jobs().tracker().namespace(&namespace);
-    let (mut job_changes, mut pod_changes) = watch.subscribe();
+    let (job_changes, pod_changes) = executor
+        .container_jobs()
+        .tracker()
+        .namespace(&namespace)
+        .subscribe();
+    let mut receivers = vec![(JobKind::Job, job_changes), (JobKind::Job, pod_changes)];
+    match executor.spark_jobs().watch(&namespace).await {
+        Ok(watch) => receivers.extend(
+            watch
+                .subscribe()
+                .into_iter()
+                .map(|receiver| (JobKind::SparkApp, receiver)),
+        ),
+        Err(error) => {
+            warn!(message = "cannot follow the Spark jobs of a namespace for an event stream", namespace = %namespace, %error);
+        }
+    }
+    let mut changes = notifications(receivers);
     let mut matching = Box::pin(executor.matching(&namespace, &selector));
     let mut follower = Follower {
         executor: &executor,
         cluster: &cluster,
         namespace: &namespace,
         members: HashSet::new(),
+        leaving: HashSet::new(),
         last: HashMap::new(),
         sender: &sender,
     };
     let mut tick = tokio::time::interval(recheck);
     loop {
-        let names: Vec<String> = tokio::select! {
+        let jobs: Vec<(JobKind, String)> = tokio::select! {
             selected = matching.next() => match selected {
-                Some(SelectorEvent::Matches(name)) => {
-                    follower.members.insert(name.clone());
-                    vec![name]
+                Some(SelectorEvent::Matches(kind, name)) => {
+                    let job = (kind, name);
+                    follower.leaving.remove(&job);
+                    follower.members.insert(job.clone());
+                    vec![job]
                 }
-                Some(SelectorEvent::Left(name)) => {
-                    // One last look (a cancelled job reads CANCELLED from its tombstone).
-                    if !follower.report(&name).await {
-                        return;
-                    }
-                    follower.members.remove(&name);
-                    follower.last.remove(&name);
-                    continue;
+                Some(SelectorEvent::Left(kind, name)) => {
+                    // Followed until its end is known: the namespace watch may not have seen
+                    // the deletion yet (a cancelled job reads CANCELLED from its tombstone
+                    // once it has).
+                    let job = (kind, name);
+                    follower.leaving.insert(job.clone());
+                    vec![job]
                 }
                 Some(SelectorEvent::Listed) => {
                     let listed = ListedEvent { cluster: cluster.clone(), namespace: namespace.clone() };
@@ -252,35 +272,61 @@ async fn follow_namespace(
                 }
                 None => return,
             },
-            changed = job_changes.recv() => follower.changed(changed),
-            changed = pod_changes.recv() => follower.changed(changed),
+            Some((kind, changed)) = changes.next() => follower.changed(kind, changed),
             _ = tick.tick() => follower.unfinished(),
         };
-        for name in names {
-            if !follower.report(&name).await {
+        for job in jobs {
+            if !follower.report(&job).await {
                 return;
             }
         }
     }
 }
 
+/// The change notifications of several watches as one stream, each with the kind of job it
+/// names; a closed channel drops out.
+fn notifications(
+    receivers: Vec<(JobKind, broadcast::Receiver<String>)>,
+) -> impl Stream<Item = (JobKind, Result<String, RecvError>)> + Unpin {
+    futures::stream::select_all(receivers.into_iter().map(|(kind, receiver)| {
+        futures::stream::unfold(receiver, move |mut receiver| async move {
+            match receiver.recv().await {
+                Err(RecvError::Closed) => None,
+                other => Some(((kind, other), receiver)),
+            }
+        })
+        .boxed()
+    }))
+}
+
+/// A job of a namespace: its kind and object name.
+type Member = (JobKind, String);
+
 struct Follower<'a> {
     executor: &'a Executor,
     cluster: &'a str,
     namespace: &'a str,
     /// The jobs matching the selector.
-    members: HashSet<String>,
+    members: HashSet<Member>,
+    /// Those that no longer match, followed until their end is known.
+    leaving: HashSet<Member>,
     /// What was last sent for each.
-    last: HashMap<String, JobInfo>,
+    last: HashMap<Member, JobInfo>,
     sender: &'a mpsc::Sender<Event>,
 }
 
 impl Follower<'_> {
-    /// The matching jobs a change notification concerns.
-    fn changed(&self, changed: Result<String, RecvError>) -> Vec<String> {
+    /// The matching jobs a change notification (from a watch of `kind`) concerns.
+    fn changed(&self, kind: JobKind, changed: Result<String, RecvError>) -> Vec<Member> {
         match changed {
-            Ok(name) if self.members.contains(&name) => vec![name],
-            Ok(_) => Vec::new(),
+            Ok(name) => {
+                let job = (kind, name);
+                if self.members.contains(&job) {
+                    vec![job]
+                } else {
+                    Vec::new()
+                }
+            }
             // Notifications were lost: look at every job.
             Err(RecvError::Lagged(_)) => self.members.iter().cloned().collect(),
             Err(RecvError::Closed) => Vec::new(),
@@ -288,32 +334,54 @@ impl Follower<'_> {
     }
 
     /// The matching jobs not known to have ended (time-based rules may move them).
-    fn unfinished(&self) -> Vec<String> {
+    fn unfinished(&self) -> Vec<Member> {
         self.members
             .iter()
-            .filter(|name| {
+            .filter(|job| {
                 self.last
-                    .get(*name)
+                    .get(*job)
                     .is_none_or(|info| !info.state.is_terminal())
             })
             .cloned()
             .collect()
     }
 
-    /// Sends the job's status if it changed; false when the receiver is gone.
-    async fn report(&mut self, name: &str) -> bool {
-        let id = ExecutionId::new(self.cluster, JobKind::Job, self.namespace, name);
-        let event = match self.executor.status(&id).await {
+    /// Sends the job's status if it changed; false when the receiver is gone. A job that left
+    /// the selection is forgotten once its end is known.
+    async fn report(&mut self, job: &Member) -> bool {
+        let (kind, name) = job;
+        let id = ExecutionId::new(self.cluster, *kind, self.namespace, name);
+        let status = self.executor.status(&id).await;
+        let ended = match &status {
+            Ok(info) => info.is_terminal(),
+            Err(error) => matches!(error, KubeError::NoSuchJob { .. }),
+        };
+        let sent = self.send(job, &id, status).await;
+        if ended && self.leaving.remove(job) {
+            self.members.remove(job);
+            self.last.remove(job);
+        }
+        sent
+    }
+
+    /// Sends what `status` says of a job, unless it was sent already.
+    async fn send(
+        &mut self,
+        job: &Member,
+        id: &ExecutionId,
+        status: Result<kubeferry_core::ExecutionInfo, KubeError>,
+    ) -> bool {
+        let event = match status {
             Ok(info) => {
-                let info = JobInfo::new(&id, info);
-                if self.last.get(name) == Some(&info) {
+                let info = JobInfo::new(id, info);
+                if self.last.get(job) == Some(&info) {
                     return true;
                 }
-                self.last.insert(name.to_string(), info.clone());
+                self.last.insert(job.clone(), info.clone());
                 event("status", &info)
             }
             Err(KubeError::NoSuchJob { hint, .. }) => {
-                if self.last.remove(name).is_none() {
+                if self.last.remove(job).is_none() {
                     return true;
                 }
                 event(

@@ -8,7 +8,10 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::model::{ClusterReadiness, Health, NamespaceReadiness, Readiness};
+use kubeferry_kube::Executor;
+use kubeferry_kube::tracker::WatchHealth;
+
+use super::model::{ClusterReadiness, Health, NamespaceReadiness, Readiness, WatchReadiness};
 use crate::app::App;
 
 /// Whether the process is up.
@@ -43,18 +46,28 @@ pub fn readiness(app: &App) -> Readiness {
                 cluster.name
             ));
         }
-        let tracker = cluster.executor.container_jobs().tracker();
         let mut namespaces = Vec::new();
         for namespace in &app.namespaces {
-            let (jobs, pods) = tracker.namespace(namespace).health();
-            let synced =
-                jobs.synced && pods.synced && jobs.failing.is_none() && pods.failing.is_none();
-            let failing = jobs.failing.clone().or_else(|| pods.failing.clone());
+            let (watches, spark_started) = namespace_watches(&cluster.executor, namespace);
+            let synced = spark_started
+                && watches
+                    .iter()
+                    .all(|(_, health)| health.synced && health.failing.is_none());
+            let failing = watches.iter().find_map(|(resource, health)| {
+                health
+                    .failing
+                    .as_ref()
+                    .map(|error| format!("{resource}: {error}"))
+            });
             if !synced {
                 ready = false;
                 reasons.push(match &failing {
                     Some(error) => format!(
                         "cluster {:?}, namespace {namespace:?}: the watch is failing: {error}",
+                        cluster.name
+                    ),
+                    None if !spark_started => format!(
+                        "cluster {:?}, namespace {namespace:?}: the Spark watches have not started yet (the Spark operators are being discovered)",
                         cluster.name
                     ),
                     None => format!(
@@ -66,8 +79,16 @@ pub fn readiness(app: &App) -> Readiness {
             namespaces.push(NamespaceReadiness {
                 name: namespace.clone(),
                 synced,
-                watch_restarts: jobs.restarts + pods.restarts,
+                watch_restarts: watches.iter().map(|(_, health)| health.restarts).sum(),
                 failing,
+                watches: watches
+                    .into_iter()
+                    .map(|(resource, health)| WatchReadiness {
+                        resource,
+                        synced: health.synced && health.failing.is_none(),
+                        restarts: health.restarts,
+                    })
+                    .collect(),
             });
         }
         clusters.push(ClusterReadiness {
@@ -83,8 +104,28 @@ pub fn readiness(app: &App) -> Readiness {
     }
 }
 
+/// Every watch of a namespace with its health, by resource: the container jobs' Jobs and pods,
+/// then the Spark jobs' driver pods and each installed operator's SparkApplications; and
+/// whether the Spark watches have started (they start once the operators are discovered).
+pub fn namespace_watches(
+    executor: &Executor,
+    namespace: &str,
+) -> (Vec<(String, WatchHealth)>, bool) {
+    let (jobs, pods) = executor
+        .container_jobs()
+        .tracker()
+        .namespace(namespace)
+        .health();
+    let mut watches = vec![("jobs.batch".to_string(), jobs), ("pods".to_string(), pods)];
+    let spark = executor.spark_jobs().tracker().existing(namespace);
+    if let Some(spark) = &spark {
+        watches.extend(spark.health());
+    }
+    (watches, spark.is_some())
+}
+
 /// Whether this replica can serve: the Kubernetes connection works and every namespace's
-/// watches have listed and are current.
+/// watches (of container and Spark jobs) have listed and are current.
 #[utoipa::path(
     get,
     path = "/readyz",

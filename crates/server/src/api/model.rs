@@ -327,13 +327,29 @@ pub struct ClusterReadiness {
 pub struct NamespaceReadiness {
     /// The namespace.
     pub name: String,
-    /// Both watches (Jobs and pods) have listed and are current.
+    /// Every watch (of container and Spark jobs) has started, listed and is current.
     pub synced: bool,
     /// How often the watches failed and were re-established.
     pub watch_restarts: u64,
-    /// The last watch failure, while the watch is failing.
+    /// The last watch failure (naming the resource), while a watch is failing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing: Option<String>,
+    /// Each watch: `jobs.batch` and `pods` (container jobs), `pods (spark drivers)` and one
+    /// per installed Spark operator, e.g. `sparkapplications.spark.apache.org`.
+    #[serde(default)]
+    pub watches: Vec<WatchReadiness>,
+}
+
+/// One watch.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchReadiness {
+    /// The resource watched.
+    pub resource: String,
+    /// It has listed and is current.
+    pub synced: bool,
+    /// How often it failed and was re-established.
+    pub restarts: u64,
 }
 
 /// A status change, as sent on event streams (`event: status`).

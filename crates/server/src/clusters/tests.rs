@@ -123,6 +123,7 @@ async fn requests_are_counted_even_when_no_answer_comes() {
             ca_file: None,
             token_file: None,
         },
+        spark_operator: None,
     };
     let settings = ClusterSettings {
         retry: kubeferry_kube::RetryPolicy {

@@ -30,6 +30,7 @@ clusters:
   - name: dev
     kubeconfig: /etc/kubeferry/kubeconfig
     context: dev
+    sparkOperator: kubeflow
   - name: here
     inCluster: true
 namespaces: [etl, default]
@@ -40,6 +41,7 @@ timeouts:
   sync: 500ms
   pending: 30m
   imagePullGrace: 1m
+  noStatus: 5m
 limits:
   maxBodyBytes: 65536
   defaultPageSize: 50
@@ -72,6 +74,7 @@ fn the_documented_file_reads_as_written() {
                     ca_file: Some("/etc/kubeferry/ca.crt".into()),
                     token_file: Some("/var/run/secrets/token".into()),
                 },
+                spark_operator: None,
             },
             ClusterConfig {
                 name: Some("dev".into()),
@@ -79,10 +82,12 @@ fn the_documented_file_reads_as_written() {
                     path: Some("/etc/kubeferry/kubeconfig".into()),
                     context: Some("dev".into()),
                 },
+                spark_operator: Some(kubeferry_core::spark::SparkOperator::Kubeflow),
             },
             ClusterConfig {
                 name: Some("here".into()),
                 source: ClusterSource::InCluster,
+                spark_operator: None,
             },
         ]
     );
@@ -93,6 +98,7 @@ fn the_documented_file_reads_as_written() {
     assert_eq!(config.timeouts.pending, Some(Duration::from_secs(1800)));
     assert_eq!(config.timeouts.image_pull_grace, Duration::from_secs(60));
     assert_eq!(config.timeouts.watch, Timeouts::default().watch);
+    assert_eq!(config.timeouts.no_status, Duration::from_secs(300));
     assert_eq!(config.limits.max_body_bytes, 65536);
     assert_eq!(config.limits.default_page_size, 50);
 }
@@ -106,7 +112,18 @@ fn the_deployed_config_map_is_valid() {
     .unwrap();
     let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
     let file = documents[0]["data"]["kubeferry.yaml"].as_str().unwrap();
-    resolve(file, Overrides::default()).unwrap();
+    let config = resolve(file, Overrides::default()).unwrap();
+    assert_eq!(config.clusters[0].name.as_deref(), Some("prod"));
+    assert_eq!(config.clusters[0].source, ClusterSource::InCluster);
+    assert_eq!(config.namespaces, ["kubeferry"]);
+    assert_eq!(config.name_prefix, "kf");
+    assert_eq!(config.timeouts.no_status, Duration::from_secs(600));
+    assert_eq!(
+        config.auth,
+        AuthConfig::Tokens {
+            file: "/etc/kubeferry/tokens/tokens.yaml".into()
+        }
+    );
 }
 
 #[test]
@@ -122,7 +139,8 @@ fn defaults_serve_the_current_context_and_default_namespace() {
             source: ClusterSource::Kubeconfig {
                 path: None,
                 context: None
-            }
+            },
+            spark_operator: None,
         }]
     );
     assert_eq!(config.timeouts, Timeouts::default());
@@ -157,6 +175,7 @@ fn flags_and_environment_override_the_file() {
                 ca_file: None,
                 token_file: Some("/token".into()),
             },
+            spark_operator: None,
         }
     );
     assert_eq!(config.clusters.len(), 3);
@@ -178,7 +197,8 @@ fn a_cluster_can_come_from_overrides_alone() {
             source: ClusterSource::Kubeconfig {
                 path: Some("/tmp/kubeconfig".into()),
                 context: None
-            }
+            },
+            spark_operator: None,
         }]
     );
 }
@@ -278,6 +298,11 @@ fn mistakes_name_their_field() {
             anonymous(),
             "clusters[1].name: \"a\" is used twice",
         ),
+        (
+            "timeouts: {noStatus: 0s}",
+            anonymous(),
+            "timeouts.noStatus: must be more than 0",
+        ),
     ];
     for (text, overrides, expected) in cases {
         let message = error(text, overrides);
@@ -303,4 +328,94 @@ fn durations_read_like_kubectl_flags() {
     assert!(parse_duration("10").is_err(), "a bare number has no unit");
     assert!(parse_duration("-5s").unwrap_err().contains("negative"));
     assert!(parse_duration("later").is_err());
+}
+
+#[test]
+fn a_clusters_spark_operator_is_one_of_the_two_and_survives_a_connection_override() {
+    let text = "auth: {anonymous: true}\nclusters: [{name: a, inCluster: true, sparkOperator: kubeflow}]\n";
+    let overrides = Overrides {
+        kubeconfig: Some("/kc".into()),
+        ..Overrides::default()
+    };
+    let config = resolve(text, overrides).unwrap();
+    assert_eq!(
+        config.clusters[0].spark_operator,
+        Some(kubeferry_core::spark::SparkOperator::Kubeflow)
+    );
+    let error = FileConfig::parse(
+        Path::new("kubeferry.yaml"),
+        "clusters: [{name: a, sparkOperator: spark}]\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("spark"), "{error}");
+}
+
+#[test]
+fn every_timeout_and_limit_has_a_variable_named_by_its_path() {
+    let vars = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        path_variables(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .chain([("HOME".to_string(), "/root".to_string())]),
+        )
+    };
+    let overrides = Overrides {
+        anonymous: true,
+        request_timeout: Some("7s".into()),
+        environment: vars(&[
+            ("KUBEFERRY_TIMEOUTS_RETRY_DEADLINE", "3s"),
+            ("KUBEFERRY_TIMEOUTS_NO_STATUS", "2m"),
+            ("KUBEFERRY_TIMEOUTS_PENDING", "30m"),
+            ("KUBEFERRY_TIMEOUTS_REQUEST", "9s"),
+            ("KUBEFERRY_LIMITS_MAX_BODY_BYTES", "2048"),
+            ("KUBEFERRY_LIMITS_MAX_PAGE_SIZE", "500"),
+        ]),
+        ..Overrides::default()
+    };
+    assert_eq!(overrides.environment.len(), 6, "others are left alone");
+    let config = resolve("timeouts: {retryDeadline: 1s, watch: 30s}", overrides).unwrap();
+    assert_eq!(config.timeouts.retry_deadline, Duration::from_secs(3));
+    assert_eq!(config.timeouts.no_status, Duration::from_secs(120));
+    assert_eq!(config.timeouts.pending, Some(Duration::from_secs(1800)));
+    assert_eq!(config.timeouts.watch, Duration::from_secs(30), "the file's");
+    assert_eq!(
+        config.timeouts.request,
+        Duration::from_secs(7),
+        "the flag wins over the path variable"
+    );
+    assert_eq!(config.limits.max_body_bytes, 2048);
+    assert_eq!(config.limits.max_page_size, 500);
+
+    for (name, value, expected) in [
+        (
+            "KUBEFERRY_TIMEOUTS_RETRY",
+            "1s",
+            "KUBEFERRY_TIMEOUTS_RETRY: names no setting; the variables of this kind are KUBEFERRY_TIMEOUTS_REQUEST,",
+        ),
+        (
+            "KUBEFERRY_LIMITS_MAX_BODY",
+            "1",
+            "KUBEFERRY_LIMITS_MAX_BODY: names no setting",
+        ),
+        (
+            "KUBEFERRY_LIMITS_MAX_LOG_BYTES",
+            "lots",
+            "KUBEFERRY_LIMITS_MAX_LOG_BYTES: \"lots\" is not a whole number",
+        ),
+        (
+            "KUBEFERRY_TIMEOUTS_WATCH",
+            "soon",
+            "timeouts.watch: \"soon\" is not a duration",
+        ),
+    ] {
+        let overrides = Overrides {
+            anonymous: true,
+            environment: vars(&[(name, value)]),
+            ..Overrides::default()
+        };
+        let message = error("", overrides);
+        assert!(message.contains(expected), "{name}: {message}");
+    }
 }

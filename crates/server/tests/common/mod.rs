@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -121,6 +122,7 @@ impl Sim {
                     path: Some(self.kubeconfig.clone()),
                     context: Some(CLUSTER.into()),
                 },
+                spark_operator: None,
             }],
             namespaces: vec!["default".into(), "team-a".into(), "team-b".into()],
             name_prefix: String::new(),
@@ -200,6 +202,7 @@ pub fn fast_timeouts() -> Timeouts {
         pending: None,
         pod_status_wait: Duration::from_millis(500),
         tombstone: Duration::from_secs(900),
+        no_status: Duration::from_secs(600),
         keep_alive: Duration::from_secs(1),
         follow_reopen: Duration::from_millis(50),
         tokens_reload: Duration::from_millis(50),
@@ -290,6 +293,7 @@ impl Reply {
 /// A client of the service's API.
 #[derive(Clone)]
 pub struct Api {
+    addr: SocketAddr,
     base: String,
     token: Option<String>,
     client: Client<HttpConnector, Full<Bytes>>,
@@ -299,10 +303,16 @@ impl Api {
     /// A client for the service at `addr`.
     pub fn new(addr: SocketAddr, token: Option<&str>) -> Api {
         Api {
+            addr,
             base: format!("http://{addr}"),
             token: token.map(str::to_string),
             client: Client::builder(TokioExecutor::new()).build_http(),
         }
+    }
+
+    /// The address of the service it calls.
+    pub fn base_addr(&self) -> SocketAddr {
+        self.addr
     }
 
     fn request(&self, method: Method, path: &str, body: Option<Bytes>) -> Request<Full<Bytes>> {
@@ -470,6 +480,11 @@ impl Gate {
         )
     }
 
+    /// The file whose creation opens the gate.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Opens the gate.
     pub fn open(&self) {
         std::fs::write(&self.path, "").unwrap();
@@ -503,8 +518,10 @@ impl Events {
         }
     }
 
-    /// The next event (keep-alive comments skipped); `None` when the stream ended.
+    /// The next event (keep-alive comments skipped); `None` when the stream ended. Fails the
+    /// test when none comes within [`DEADLINE`], keep-alives or not.
     pub async fn next(&mut self) -> Option<SseEvent> {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
         loop {
             while let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
@@ -523,7 +540,7 @@ impl Events {
                 let data = serde_json::from_str(&data).unwrap_or(Value::String(data));
                 return Some(SseEvent { event, data });
             }
-            let frame = tokio::time::timeout(DEADLINE, self.body.frame())
+            let frame = tokio::time::timeout_at(deadline, self.body.frame())
                 .await
                 .expect("an event in time")?;
             let frame = frame.expect("the stream");
@@ -563,4 +580,117 @@ pub fn closed_port() -> u16 {
 /// The repository's root.
 pub fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// A `kubeferry-server` process: the entry point `kubeferry serve` runs, as its own binary.
+///
+/// The `kubeferry` command line (crate `kubeferry-cli`) depends on this crate, so its binary
+/// cannot be built for these tests (Cargo gives integration tests only their own package's
+/// binaries, and a dependency back on the command line would be a cycle); `kubeferry-server`
+/// is the same `kubeferry_server::serve` with the same flags.
+pub struct Process {
+    pub child: tokio::process::Child,
+    pub api: Api,
+    /// Where its stdout and stderr go.
+    pub log: PathBuf,
+}
+
+impl Process {
+    /// Starts a replica named `name` on `sim` (a configuration file with test timings, as the
+    /// cluster's admin) and waits until it is ready.
+    pub async fn start(sim: &Sim, name: &str) -> Process {
+        Process::start_with(sim, name, &sim.kubeconfig, &[]).await
+    }
+
+    /// [`Process::start`] with another kubeconfig and more environment variables.
+    pub async fn start_with(
+        sim: &Sim,
+        name: &str,
+        kubeconfig: &Path,
+        env: &[(&str, &str)],
+    ) -> Process {
+        let port = closed_port();
+        let dir = sim.dir.path();
+        let config = dir.join(format!("{name}.yaml"));
+        std::fs::write(
+            &config,
+            format!(
+                r#"
+listen: 127.0.0.1:{port}
+auth:
+  tokensFile: {tokens}
+clusters:
+  - name: {CLUSTER}
+    kubeconfig: {kubeconfig}
+    context: {CLUSTER}
+namespaces: [default, team-a, team-b]
+templatesDir: {templates}
+timeouts:
+  sync: 5s
+  recheck: 50ms
+  retryDeadline: 2s
+  unreachableWindow: 1s
+  keepAlive: 1s
+  followReopen: 50ms
+  podStatusWait: 500ms
+  shutdown: 5s
+  tokensReload: 50ms
+"#,
+                tokens = sim.tokens_file().display(),
+                kubeconfig = kubeconfig.display(),
+                templates = dir.join("templates").display(),
+            ),
+        )
+        .unwrap();
+        let log = dir.join(format!("{name}.log"));
+        let stderr = std::fs::File::create(&log).unwrap();
+        let stdout = stderr.try_clone().unwrap();
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubeferry-server"))
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "info")
+            .env_remove("KUBEFERRY_CLUSTER_NAME")
+            .envs(env.iter().copied())
+            .stdout(Stdio::from(stdout))
+            .stderr(Stdio::from(stderr))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("kubeferry-server starts");
+        let api = Api::new(
+            format!("127.0.0.1:{port}").parse().unwrap(),
+            Some(ADMIN_TOKEN),
+        );
+        let process = Process { child, api, log };
+        eventually(&format!("{name} to be ready"), || async {
+            let ready = process.api.try_get("/readyz").await;
+            (ready == Some(StatusCode::OK)).then_some(())
+        })
+        .await;
+        process
+    }
+
+    /// What it wrote so far.
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap()
+    }
+
+    /// SIGTERM, as Kubernetes stops a pod; returns the exit status.
+    pub async fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("running").to_string();
+        let sent = tokio::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .await
+            .unwrap();
+        assert!(sent.success());
+        tokio::time::timeout(DEADLINE, self.child.wait())
+            .await
+            .expect("it stops in time")
+            .unwrap()
+    }
+
+    /// SIGKILL: no graceful anything.
+    pub async fn kill(mut self) {
+        self.child.kill().await.unwrap();
+    }
 }
