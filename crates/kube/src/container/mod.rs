@@ -309,6 +309,16 @@ impl ContainerJobs {
         pods: &[PodView],
     ) -> Result<ExecutionInfo> {
         let previous = self.tracker.last_reported(&id.namespace, &id.name);
+        let version = match observed {
+            Observed::Present(job) => job.resource_version.as_deref(),
+            Observed::Vanished(..) => None,
+        };
+        // A watch cache lagging a fresh read: its older copy tells nothing new.
+        if let Some(previous) = &previous
+            && self.tracker.is_older(&id.namespace, &id.name, version)
+        {
+            return Ok(previous.clone());
+        }
         let observation = observed.as_observation();
         let Some(mapped) = container_status(
             &observation,
@@ -348,7 +358,7 @@ impl ContainerJobs {
         let warning = mapped.warning.as_deref();
         if self
             .tracker
-            .remember(&id.namespace, &id.name, &info, warning)
+            .remember(&id.namespace, &id.name, &info, warning, version)
             && let Some(warning) = warning
         {
             warn!(message = "unreadable status", id = %id, %warning);

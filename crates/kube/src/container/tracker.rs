@@ -192,7 +192,8 @@ impl ContainerTracker {
         lock(&self.reported).get(&key(namespace, name))
     }
 
-    /// Remembers what was reported for a job, and the warning that came with it. Returns true
+    /// Remembers what was reported for a job, from its Job at `version`, and the warning that
+    /// came with it. Returns true
     /// when the warning is new for the job, to be logged once rather than on every query.
     pub fn remember(
         &self,
@@ -200,8 +201,14 @@ impl ContainerTracker {
         name: &str,
         info: &ExecutionInfo,
         warning: Option<&str>,
+        version: Option<&str>,
     ) -> bool {
-        lock(&self.reported).put(key(namespace, name), info.clone(), warning)
+        lock(&self.reported).put(key(namespace, name), info.clone(), warning, version)
+    }
+
+    /// Whether a copy of a job's Job at `version` is older than one already reported from.
+    pub fn is_older(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
+        lock(&self.reported).is_older(&key(namespace, name), version)
     }
 }
 

@@ -423,6 +423,14 @@ impl SparkJobs {
             drivers,
             drivers_listed,
         } = found;
+        // A watch cache lagging a fresh read: its older copy tells nothing new.
+        if let (Some(previous), Observed::Present(view)) = (&previous, &observed)
+            && self
+                .tracker
+                .is_older(&id.namespace, &id.name, view.resource_version.as_deref())
+        {
+            return Ok(previous.clone());
+        }
         let (mut drivers, lookup_error) = match drivers {
             Ok(drivers) => (drivers, None),
             Err(error) => {
@@ -472,7 +480,12 @@ impl SparkJobs {
                     }
                     Acted::Failed(error) => {
                         warn!(message = "could not act on the job's status; will retry", id = %id, %error);
-                        self.tracker.remember(&id.namespace, &id.name, &info);
+                        self.tracker.remember(
+                            &id.namespace,
+                            &id.name,
+                            &info,
+                            present_version(&observed),
+                        );
                         if matches!(error, Error::Forbidden { .. }) {
                             // A missing permission does not go away by itself: say so.
                             return Err(error);
@@ -487,7 +500,8 @@ impl SparkJobs {
             {
                 info.message = format!("{} (driver pod not looked up: {error})", info.message);
             }
-            self.tracker.remember(&id.namespace, &id.name, &info);
+            self.tracker
+                .remember(&id.namespace, &id.name, &info, present_version(&observed));
             return Ok(info);
         }
         Err(Error::Rejected {
@@ -934,6 +948,15 @@ impl WarnedOnce {
             }
         }
         true
+    }
+}
+
+/// The resourceVersion of an application still present (a vanished one's last copy says
+/// nothing about how fresh an answer is).
+fn present_version(observed: &Observed) -> Option<&str> {
+    match observed {
+        Observed::Present(view) => view.resource_version.as_deref(),
+        Observed::Vanished(..) => None,
     }
 }
 

@@ -209,9 +209,21 @@ impl SparkTracker {
         lock(&self.reported).get(&format!("{namespace}/{name}"))
     }
 
-    /// Remembers what was reported for a job.
-    pub fn remember(&self, namespace: &str, name: &str, info: &ExecutionInfo) {
-        lock(&self.reported).put(format!("{namespace}/{name}"), info.clone(), None);
+    /// Remembers what was reported for a job, from its application at `version`.
+    pub fn remember(
+        &self,
+        namespace: &str,
+        name: &str,
+        info: &ExecutionInfo,
+        version: Option<&str>,
+    ) {
+        lock(&self.reported).put(format!("{namespace}/{name}"), info.clone(), None, version);
+    }
+
+    /// Whether a copy of a job's application at `version` is older than one already reported
+    /// from.
+    pub fn is_older(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
+        lock(&self.reported).is_older(&format!("{namespace}/{name}"), version)
     }
 }
 

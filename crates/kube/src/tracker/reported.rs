@@ -1,5 +1,6 @@
 //! The last status reported per job, so that every later answer builds on it (a terminal
-//! status never changes; a start time is kept), and each warning is logged once per job.
+//! status never changes; a start time is kept, an older copy of the object never takes a
+//! status back), and each warning is logged once per job.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -17,6 +18,8 @@ struct Reported {
     info: ExecutionInfo,
     /// The last warning logged for the job.
     warning: Option<String>,
+    /// The newest resourceVersion of the job's object a reported status was computed from.
+    version: Option<u64>,
 }
 
 impl LastReported {
@@ -34,12 +37,33 @@ impl LastReported {
         self.entries.get(key).map(|reported| reported.info.clone())
     }
 
-    /// Stores `info` under `key`; true when `warning` differs from the last one logged for the
-    /// job (so that it is logged once, not on every query).
-    pub fn put(&mut self, key: String, info: ExecutionInfo, warning: Option<&str>) -> bool {
+    /// Whether a copy of the job's object at `version` is older than one a reported status was
+    /// computed from: a watch cache may lag a fresh read, and its copy must not take the status
+    /// back. resourceVersions are opaque to clients, but every API server kubeferry meets gives
+    /// increasing integers; one that is not an integer is never judged older.
+    pub fn is_older(&self, key: &str, version: Option<&str>) -> bool {
+        let version = version.and_then(|v| v.parse::<u64>().ok());
+        match (self.entries.get(key).and_then(|r| r.version), version) {
+            (Some(reported), Some(version)) => version < reported,
+            _ => false,
+        }
+    }
+
+    /// Stores `info` under `key`, computed from the job's object at `version`; true when
+    /// `warning` differs from the last one logged for the job (so that it is logged once, not on
+    /// every query).
+    pub fn put(
+        &mut self,
+        key: String,
+        info: ExecutionInfo,
+        warning: Option<&str>,
+        version: Option<&str>,
+    ) -> bool {
+        let version = version.and_then(|v| v.parse::<u64>().ok());
         let new_warning = match self.entries.get_mut(&key) {
             Some(reported) => {
                 reported.info = info;
+                reported.version = reported.version.max(version);
                 let new = warning.is_some() && reported.warning.as_deref() != warning;
                 if new {
                     reported.warning = warning.map(str::to_string);
@@ -50,6 +74,7 @@ impl LastReported {
                 let reported = Reported {
                     info,
                     warning: warning.map(str::to_string),
+                    version,
                 };
                 self.entries.insert(key.clone(), reported);
                 self.order.push_back(key);
@@ -78,11 +103,11 @@ mod tests {
         let mut reported = LastReported::new(2);
         let info = ExecutionInfo::new(JobState::Queued, Reason::Pending);
         for name in ["a", "b", "c"] {
-            reported.put(name.into(), info.clone(), None);
+            reported.put(name.into(), info.clone(), None, None);
         }
         assert!(reported.get("a").is_none());
         assert!(reported.get("b").is_some() && reported.get("c").is_some());
-        reported.put("c".into(), info, None);
+        reported.put("c".into(), info, None, None);
         assert_eq!(reported.order.len(), 2);
     }
 
@@ -90,11 +115,27 @@ mod tests {
     fn each_warning_is_new_once_per_job() {
         let mut reported = LastReported::new(10);
         let info = ExecutionInfo::new(JobState::Started, Reason::Running);
-        assert!(!reported.put("a".into(), info.clone(), None));
-        assert!(reported.put("a".into(), info.clone(), Some("odd condition")));
-        assert!(!reported.put("a".into(), info.clone(), Some("odd condition")));
-        assert!(!reported.put("a".into(), info.clone(), None));
-        assert!(reported.put("a".into(), info.clone(), Some("another")));
-        assert!(reported.put("b".into(), info, Some("odd condition")));
+        assert!(!reported.put("a".into(), info.clone(), None, None));
+        assert!(reported.put("a".into(), info.clone(), Some("odd condition"), None));
+        assert!(!reported.put("a".into(), info.clone(), Some("odd condition"), None));
+        assert!(!reported.put("a".into(), info.clone(), None, None));
+        assert!(reported.put("a".into(), info.clone(), Some("another"), None));
+        assert!(reported.put("b".into(), info, Some("odd condition"), None));
+    }
+
+    #[test]
+    fn an_older_copy_of_the_object_is_recognised() {
+        let mut reported = LastReported::new(4);
+        let info = ExecutionInfo::new(JobState::Started, Reason::Running);
+        assert!(!reported.is_older("a", Some("5")), "nothing reported yet");
+        reported.put("a".into(), info.clone(), None, Some("10"));
+        assert!(reported.is_older("a", Some("9")));
+        assert!(!reported.is_older("a", Some("10")));
+        assert!(!reported.is_older("a", Some("11")));
+        assert!(!reported.is_older("a", None));
+        assert!(!reported.is_older("a", Some("opaque")));
+        // An answer from an older copy (kept as it was) never lowers the mark.
+        reported.put("a".into(), info, None, Some("7"));
+        assert!(reported.is_older("a", Some("9")));
     }
 }
