@@ -167,12 +167,58 @@ async fn suspend_deletes_active_pods_and_resume_recreates_them() {
 }
 
 #[tokio::test]
-async fn ttl_after_finished_deletes_the_job() {
+async fn ttl_after_finished_deletes_the_job_in_the_foreground() {
     let sim = start().await;
     let mut job = shell_job("short-lived", "true");
     job["spec"]["ttlSecondsAfterFinished"] = json!(0);
+    // A finalizer of the pod template holds the pod, so the Job's foreground deletion waits.
+    job["spec"]["template"]["metadata"] = json!({"finalizers": ["example.com/hold"]});
     let jobs = create_job(&sim, job).await;
-    eventually("the job to be deleted", WAIT, || {
+    let deleting = eventually("the TTL to delete the job", WAIT, || {
+        let jobs = jobs.clone();
+        async move {
+            let job = jobs.get("short-lived").await.ok()?;
+            job.metadata.deletion_timestamp.is_some().then_some(job)
+        }
+    })
+    .await;
+    assert!(condition(&deleting, "Complete").is_some(), "{deleting:?}");
+    assert_eq!(
+        deleting.metadata.finalizers.as_deref(),
+        Some(&["foregroundDeletion".to_string()][..]),
+        "the TTL controller deletes in the foreground"
+    );
+    // The template's finalizer is kept; the Job controller's tracking one is removed.
+    let hold = ["example.com/hold".to_string()];
+    let pods = eventually(
+        "the pod to be deleted, held by its finalizer",
+        WAIT,
+        || async {
+            let pods = job_pods(&sim, "short-lived").await;
+            pods.iter()
+                .all(|p| {
+                    p.metadata.deletion_timestamp.is_some()
+                        && p.metadata.finalizers.as_deref() == Some(&hold[..])
+                })
+                .then_some(pods)
+        },
+    )
+    .await;
+    assert_eq!(pods.len(), 1);
+    let pod = &pods[0];
+    // The Job stays while its pod does.
+    assert!(jobs.get_opt("short-lived").await.expect("a get").is_some());
+    let pod_api: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let release = json!({"metadata": {"finalizers": null}});
+    pod_api
+        .patch(
+            pod.metadata.name.as_deref().unwrap_or(""),
+            &PatchParams::default(),
+            &Patch::Merge(&release),
+        )
+        .await
+        .expect("the finalizer is removed");
+    eventually("the job to be removed once its pod is gone", WAIT, || {
         let jobs = jobs.clone();
         async move {
             jobs.get_opt("short-lived")
@@ -181,10 +227,6 @@ async fn ttl_after_finished_deletes_the_job() {
                 .is_none()
                 .then_some(())
         }
-    })
-    .await;
-    eventually("its pods to go too", WAIT, || async {
-        job_pods(&sim, "short-lived").await.is_empty().then_some(())
     })
     .await;
 }
