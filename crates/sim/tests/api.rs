@@ -633,3 +633,142 @@ async fn discovery_finds_core_groups_and_custom_resources() {
         vec!["default", "kube-node-lease", "kube-public", "kube-system"]
     );
 }
+
+#[tokio::test]
+async fn list_resource_versions_exact_too_large_and_expired_continue() {
+    let mut config = kubeferry_sim::SimConfig::for_tests();
+    config.watch_history = 4;
+    let sim = common::start_with(config).await;
+    // Raw answers: kube-rs would retry a 504 by itself.
+    let c = &common::client_without_retries(&sim.cluster.kubeconfig_yaml("sim")).await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+    let a = cms
+        .create(&PostParams::default(), &cm("a", json!({"app": "rv"})))
+        .await
+        .expect("a");
+    let at_a = a.metadata.resource_version.clone().expect("a version");
+    cms.create(&PostParams::default(), &cm("b", json!({"app": "rv"})))
+        .await
+        .expect("b");
+
+    // Exact: the list as it was at that version.
+    let path = format!(
+        "/api/v1/namespaces/default/configmaps?labelSelector=app%3Drv&resourceVersion={at_a}&resourceVersionMatch=Exact"
+    );
+    let r = raw(c, "GET", &path, None, "").await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    let body = r.json();
+    assert_eq!(body["metadata"]["resourceVersion"], json!(at_a));
+    let names: Vec<&str> = body["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["a"]);
+
+    // A version the server has not reached: 504 Timeout, as the API server answers.
+    let current = sim.cluster.resource_version();
+    let ahead = current + 1000;
+    for query in [
+        format!("resourceVersion={ahead}"),
+        format!("resourceVersion={ahead}&resourceVersionMatch=NotOlderThan"),
+        format!("resourceVersion={ahead}&resourceVersionMatch=Exact"),
+    ] {
+        let r = raw(
+            c,
+            "GET",
+            &format!("/api/v1/namespaces/default/configmaps?{query}"),
+            None,
+            "",
+        )
+        .await;
+        assert_eq!(r.code, 504, "{query}: {}", r.text());
+        assert_eq!(
+            r.headers.get("retry-after").and_then(|v| v.to_str().ok()),
+            Some("1")
+        );
+        let status = r.json();
+        assert_eq!(status["reason"], json!("Timeout"), "{status}");
+        let message = status["message"].as_str().unwrap_or("");
+        let said_current = message
+            .strip_prefix(&format!(
+                "Timeout: Too large resource version: {ahead}, current: "
+            ))
+            .and_then(|rest| rest.parse::<u64>().ok());
+        assert!(
+            said_current.is_some_and(|said| said >= current && said < ahead),
+            "{message}"
+        );
+        assert_eq!(
+            status["details"]["causes"],
+            json!([{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}])
+        );
+        assert_eq!(status["details"]["retryAfterSeconds"], json!(1));
+    }
+
+    // A continue token whose version left the history: 410 Expired, with a token that goes on
+    // at the current version.
+    let page1 = cms
+        .list(&ListParams::default().labels("app=rv").limit(1))
+        .await
+        .expect("page 1");
+    let token = page1.metadata.continue_.clone().expect("a continue token");
+    for name in ["c", "d", "e", "f", "g", "h"] {
+        cms.create(&PostParams::default(), &cm(name, json!({"app": "rv"})))
+            .await
+            .expect("created");
+    }
+    let r = raw(
+        c,
+        "GET",
+        &format!(
+            "/api/v1/namespaces/default/configmaps?labelSelector=app%3Drv&limit=1&continue={token}"
+        ),
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(r.code, 410, "{}", r.text());
+    let status = r.json();
+    assert_eq!(status["reason"], json!("Expired"));
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("The provided continue parameter is too old")),
+        "{status}"
+    );
+    let fresh = status["metadata"]["continue"]
+        .as_str()
+        .expect("a token to go on with")
+        .to_string();
+    let rest = cms
+        .list(
+            &ListParams::default()
+                .labels("app=rv")
+                .continue_token(&fresh),
+        )
+        .await
+        .expect("the rest at the current version");
+    assert_eq!(
+        names_of(&rest.items),
+        vec!["b", "c", "d", "e", "f", "g", "h"]
+    );
+    // An exact list at a version no longer kept is 410 too.
+    let path = format!(
+        "/api/v1/namespaces/default/configmaps?resourceVersion={at_a}&resourceVersionMatch=Exact"
+    );
+    let r = raw(c, "GET", &path, None, "").await;
+    assert_eq!(r.code, 410, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        json!("The resourceVersion for the provided list is too old.")
+    );
+}
+
+fn names_of(items: &[ConfigMap]) -> Vec<String> {
+    items
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect()
+}
