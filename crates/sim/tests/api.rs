@@ -772,3 +772,172 @@ fn names_of(items: &[ConfigMap]) -> Vec<String> {
         .filter_map(|c| c.metadata.name.clone())
         .collect()
 }
+
+#[tokio::test]
+async fn field_selectors_match_real_pods() {
+    let sim = common::start_with(kubeferry_sim::SimConfig {
+        nodes: vec![
+            kubeferry_sim::NodeConfig::named("sim-node-1"),
+            kubeferry_sim::NodeConfig::named("sim-node-2"),
+        ],
+        ..kubeferry_sim::SimConfig::for_tests()
+    })
+    .await;
+    let c = &sim.client;
+    sim.cluster
+        .create(
+            "",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}),
+        )
+        .expect("namespace");
+    let place = |name: &str, node: &str, script: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+               "spec": {"restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": node},
+                        "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", script]}]}})
+    };
+    for (ns, name, node, script, phase) in [
+        ("default", "runs", "sim-node-1", "sleep 30", "Running"),
+        ("default", "done", "sim-node-2", "true", "Succeeded"),
+        ("other", "elsewhere", "sim-node-2", "sleep 30", "Running"),
+    ] {
+        sim.cluster
+            .create(ns, place(name, node, script))
+            .expect("pod");
+        common::eventually(
+            &format!("{name} to be {phase}"),
+            std::time::Duration::from_secs(10),
+            || async {
+                let p = sim.cluster.object("", "pods", ns, name)?;
+                (p["status"]["phase"] == phase).then_some(())
+            },
+        )
+        .await;
+    }
+    let all: Api<Pod> = Api::all(c.clone());
+    let default: Api<Pod> = Api::namespaced(c.clone(), "default");
+    let select = |api: &Api<Pod>, fields: &str| {
+        let api = api.clone();
+        let fields = fields.to_string();
+        async move {
+            let mut names: Vec<String> = api
+                .list(&ListParams::default().fields(&fields))
+                .await
+                .expect("list")
+                .items
+                .into_iter()
+                .filter_map(|p| p.metadata.name)
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(
+        select(&all, "status.phase=Running").await,
+        vec!["elsewhere", "runs"]
+    );
+    assert_eq!(select(&default, "status.phase=Running").await, vec!["runs"]);
+    assert_eq!(select(&all, "status.phase=Succeeded").await, vec!["done"]);
+    assert_eq!(select(&all, "status.phase!=Running").await, vec!["done"]);
+    assert_eq!(
+        select(&all, "spec.nodeName=sim-node-2").await,
+        vec!["done", "elsewhere"]
+    );
+    assert_eq!(
+        select(&all, "spec.nodeName=sim-node-2,status.phase=Running").await,
+        vec!["elsewhere"]
+    );
+    assert_eq!(
+        select(&all, "metadata.namespace=other").await,
+        vec!["elsewhere"]
+    );
+    assert_eq!(
+        select(&all, "metadata.namespace!=other,spec.nodeName=sim-node-1").await,
+        vec!["runs"]
+    );
+    assert_eq!(select(&default, "metadata.name=done").await, vec!["done"]);
+}
+
+#[tokio::test]
+async fn strategic_merge_patches_merge_volumes_by_name() {
+    let sim = start().await;
+    let c = &sim.client;
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                     "containers": [{"name": "main", "image": "busybox:1.36",
+                                     "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}],
+                     "volumes": [
+                         {"name": "scratch", "emptyDir": {}},
+                         {"name": "settings", "configMap": {"name": "settings-v1"}},
+                         {"name": "old", "emptyDir": {}}
+                     ]}}}
+    });
+    let r = raw(
+        c,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        Some("application/json"),
+        &deployment.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.text());
+    let patch = json!({"spec": {"template": {"spec": {
+        "volumes": [
+            {"name": "settings", "configMap": {"name": "settings-v2"}},
+            {"name": "cache", "emptyDir": {"medium": "Memory"}},
+            {"name": "old", "$patch": "delete"}
+        ],
+        "containers": [{"name": "main", "volumeMounts": [{"name": "cache", "mountPath": "/cache"}]}]
+    }}}});
+    let r = raw(
+        c,
+        "PATCH",
+        "/apis/apps/v1/namespaces/default/deployments/web",
+        Some("application/strategic-merge-patch+json"),
+        &patch.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    let spec = &r.json()["spec"]["template"]["spec"];
+    let mut volumes: Vec<Value> = spec["volumes"].as_array().expect("volumes").clone();
+    volumes.sort_by_key(|v| v["name"].as_str().unwrap_or("").to_string());
+    assert_eq!(
+        volumes,
+        vec![
+            json!({"name": "cache", "emptyDir": {"medium": "Memory"}}),
+            json!({"name": "scratch", "emptyDir": {}}),
+            json!({"name": "settings", "configMap": {"name": "settings-v2"}}),
+        ],
+        "merged by name: one changed, one added, one deleted, one kept"
+    );
+    let mut mounts: Vec<Value> = spec["containers"][0]["volumeMounts"]
+        .as_array()
+        .expect("mounts")
+        .clone();
+    mounts.sort_by_key(|m| m["mountPath"].as_str().unwrap_or("").to_string());
+    assert_eq!(
+        mounts,
+        vec![
+            json!({"name": "cache", "mountPath": "/cache"}),
+            json!({"name": "scratch", "mountPath": "/scratch"}),
+        ],
+        "mounts merge by mountPath"
+    );
+    assert_eq!(spec["containers"][0]["image"], json!("busybox:1.36"));
+    // A merge patch replaces the list whole.
+    let r = raw(
+        c,
+        "PATCH",
+        "/apis/apps/v1/namespaces/default/deployments/web",
+        Some("application/merge-patch+json"),
+        &json!({"spec": {"template": {"spec": {"volumes": [{"name": "only", "emptyDir": {}}]}}}})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    assert_eq!(
+        r.json()["spec"]["template"]["spec"]["volumes"],
+        json!([{"name": "only", "emptyDir": {}}])
+    );
+}
