@@ -79,9 +79,9 @@ async fn a_driver_that_never_becomes_ready_fails_the_job_after_the_ready_timeout
 async fn executors_that_never_start_fail_the_job_after_the_executor_start_timeout() {
     let env = Env::start().await;
     // No node has room for an executor of 64 GiB: it stays Pending, Unschedulable.
-    let spec = spec(&format!(
-        "kind: SparkJob\nname: starved\noperator: apache\nsparkVersion: \"3.5.3\"\nimage: apache/spark:3.5.3\nmainApplicationFile: local:///opt/spark/examples/jars/spark-examples_2.12-3.5.3.jar\nmainClass: org.apache.spark.examples.SparkPi\nargs: ['sleep=30']\ndriver: {{cores: 1, memory: 512m}}\nexecutor: {{cores: 1, memory: 64g, instances: 1}}\nserviceAccount: spark\nexecutorStartTimeout: 1s\n"
-    ));
+    let spec = spec(
+        "kind: SparkJob\nname: starved\noperator: apache\nsparkVersion: \"3.5.3\"\nimage: apache/spark:3.5.3\nmainApplicationFile: local:///opt/spark/examples/jars/spark-examples_2.12-3.5.3.jar\nmainClass: org.apache.spark.examples.SparkPi\nargs: ['sleep=30']\ndriver: {cores: 1, memory: 512m}\nexecutor: {cores: 1, memory: 64g, instances: 1}\nserviceAccount: spark\nexecutorStartTimeout: 1s\n",
+    );
     let id = env
         .executor
         .submit(&spec, &job_id("starved"), NS)
