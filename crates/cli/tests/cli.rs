@@ -935,3 +935,70 @@ async fn logs_follow_streams_lines_as_they_come_and_ends_with_the_job() {
     assert!(status.success(), "{stderr}");
     assert_eq!(stdout, "one\ntwo\nthree\n");
 }
+
+/// The long flags a text names (`--name`).
+fn long_flags(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|word| {
+            word.strip_prefix("--")
+                .is_some_and(|name| name.starts_with(|c: char| c.is_ascii_lowercase()))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn sim_serve_help_lists_the_flags_the_readme_documents() {
+    let output =
+        run(Command::new(env!("CARGO_BIN_EXE_kubeferry")).args(["sim", "serve", "--help"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let help = text(&output.stdout);
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme
+        .find("`kubeferry sim serve` runs until interrupted")
+        .expect("the README documents kubeferry sim serve");
+    let section = &readme[start..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let documented = long_flags(section);
+    let offered = long_flags(&help);
+    for flag in [
+        "--port",
+        "--kubeconfig",
+        "--kubeconfig-context",
+        "--nodes",
+        "--node-cpu",
+        "--node-memory",
+        "--node-pods",
+        "--gpus",
+        "--amd-gpus",
+        "--node-label",
+        "--node-taint",
+        "--rbac",
+        "--token",
+        "--no-auth",
+        "--no-tls",
+        "--unpullable-registry",
+        "--image-entrypoint",
+        "--crds",
+        "--watch-history",
+        "--bookmark-interval-ms",
+        "--oom-poll-ms",
+        "--image-pull-backoff-ms",
+    ] {
+        assert!(offered.contains(flag), "--help lists {flag}:\n{help}");
+        assert!(documented.contains(flag), "the README documents {flag}");
+    }
+    let claimed: Vec<&String> = documented
+        .iter()
+        // kubectl's flag, named to say it is not needed.
+        .filter(|flag| *flag != "--validate" && !offered.contains(*flag))
+        .collect();
+    assert!(
+        claimed.is_empty(),
+        "the README claims flags `sim serve` does not have: {claimed:?}"
+    );
+    assert!(
+        help.contains("for tests and local debugging only"),
+        "--no-auth and --no-tls say what they are for:\n{help}"
+    );
+}

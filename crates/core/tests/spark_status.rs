@@ -742,3 +742,186 @@ fn the_no_status_timeout_is_configurable() {
     .expect("mapped");
     assert_eq!(mapped.action, None);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Every state of both operators, one row each.
+
+const APACHE_DRIVER_TIMED_OUT: &str = "The driver has not responded to the initial health check request within the allotted start-up time. This can be configured by setting .spec.applicationTolerations.applicationTimeoutConfig.";
+
+/// The apache operator's states between the driver's start and an outcome: QUEUED until the
+/// driver is ready, STARTED from then on whatever the executors do; the start is the driver
+/// container's.
+#[test]
+fn apache_every_state_from_driver_start_to_running() {
+    let table = [
+        (
+            "driver_started",
+            JobState::Queued,
+            Reason::Pending,
+            "DriverStarted: Driver has started running.",
+        ),
+        (
+            "driver_ready",
+            JobState::Started,
+            Reason::Running,
+            "DriverReady: Driver has reached ready state.",
+        ),
+        (
+            "initialized_below_threshold_executors",
+            JobState::Started,
+            Reason::Running,
+            "InitializedBelowThresholdExecutors: The application is running with less than minimal number of requested initial executors.",
+        ),
+        (
+            "running_with_partial_capacity",
+            JobState::Started,
+            Reason::Running,
+            "RunningWithPartialCapacity: The Spark application is running with partial capacity.",
+        ),
+        (
+            "running_with_below_threshold_executors",
+            JobState::Started,
+            Reason::Running,
+            "RunningWithBelowThresholdExecutors: The Spark application is running with less than minimal number of requested executors.",
+        ),
+    ];
+    for (case, state, reason, message) in table {
+        for previous in [None, Some(started(5))] {
+            let (app, drivers) = views(APACHE, case);
+            assert_reports(
+                map_views(&app, &drivers, Seen::Present, at(600), previous.as_ref()),
+                expect(state, reason).message(message).started(5),
+            );
+        }
+    }
+}
+
+/// `DriverReadyTimedOut` (the driver started but never became ready) fails the job with the
+/// start-timeout reason, once the operator released the application.
+#[test]
+fn apache_driver_ready_timed_out() {
+    assert_reports(
+        map(APACHE, "driver_ready_timed_out", Seen::Present, at(600)),
+        expect(JobState::Failed, Reason::DriverStartTimedOut)
+            .message(format!("DriverReadyTimedOut: {APACHE_DRIVER_TIMED_OUT}"))
+            .finished_at(at_micros(305, 702_288)),
+    );
+    // A caller that saw the driver start keeps that start.
+    let (app, _) = views(APACHE, "driver_ready_timed_out");
+    assert_reports(
+        map_views(&app, &[], Seen::Present, at(600), Some(&started(5))),
+        expect(JobState::Failed, Reason::DriverStartTimedOut)
+            .message(format!("DriverReadyTimedOut: {APACHE_DRIVER_TIMED_OUT}"))
+            .started(5)
+            .finished_at(at_micros(305, 702_288)),
+    );
+}
+
+/// The Kubeflow operator's states on the way to an outcome: none is terminal. States that
+/// follow a run (SUCCEEDING, INVALIDATING, PENDING_RERUN, RESUMING) are STARTED when a start is
+/// known (the driver's, or the caller's previous status), else QUEUED; SUSPENDING and
+/// SUSPENDED are QUEUED Suspended, keeping a known start.
+#[test]
+fn kubeflow_every_state_on_the_way_to_an_outcome() {
+    let suspended = |what: &str| format!("the application is {what}");
+    // (case, status without a known start, status after a known start, message)
+    type Row = (&'static str, (JobState, Reason), (JobState, Reason), String);
+    let table: [Row; 6] = [
+        (
+            "succeeding",
+            // The completed driver shows the start.
+            (JobState::Started, Reason::Running),
+            (JobState::Started, Reason::Running),
+            "the driver completed; waiting for the operator to record the outcome".to_string(),
+        ),
+        (
+            "invalidating",
+            (JobState::Started, Reason::Running),
+            (JobState::Started, Reason::Running),
+            "the spec changed; the operator is restarting the application".to_string(),
+        ),
+        (
+            "pending_rerun",
+            // The old driver is gone: queued, unless the caller saw it start.
+            (JobState::Queued, Reason::Pending),
+            (JobState::Started, Reason::Running),
+            "waiting for the operator to submit the application again".to_string(),
+        ),
+        (
+            "resuming",
+            (JobState::Queued, Reason::Pending),
+            (JobState::Started, Reason::Running),
+            "the operator is resuming the application".to_string(),
+        ),
+        (
+            "suspending",
+            (JobState::Queued, Reason::Suspended),
+            (JobState::Queued, Reason::Suspended),
+            suspended("suspending"),
+        ),
+        (
+            "suspended",
+            (JobState::Queued, Reason::Suspended),
+            (JobState::Queued, Reason::Suspended),
+            suspended("suspended"),
+        ),
+    ];
+    for (case, fresh, after_start, message) in table {
+        let (app, drivers) = views(KUBEFLOW, case);
+        let (state, reason) = fresh;
+        let driver_started = !drivers.is_empty();
+        let mut expected = expect(state, reason).message(message.clone());
+        if driver_started {
+            expected = expected.started(5);
+        }
+        assert_reports(
+            map_views(&app, &drivers, Seen::Present, at(600), None),
+            expected,
+        );
+        let (state, reason) = after_start;
+        assert_reports(
+            map_views(&app, &drivers, Seen::Present, at(600), Some(&started(5))),
+            expect(state, reason).message(message).started(5),
+        );
+    }
+}
+
+/// UNKNOWN (the operator lost track of the driver) keeps the last status; with none, the
+/// driver's own state decides. A state name this version does not know is never terminal and
+/// warns.
+#[test]
+fn kubeflow_unknown_and_unknown_state_names() {
+    let keeping =
+        "the kubeflow operator cannot tell the driver's state (UNKNOWN); keeping the last status";
+    assert_reports(
+        map(KUBEFLOW, "unknown", Seen::Present, at(600)),
+        expect(JobState::Started, Reason::Running)
+            .message(keeping)
+            .started(5),
+    );
+    let (app, _) = views(KUBEFLOW, "unknown");
+    assert_reports(
+        map_views(&app, &[], Seen::Present, at(600), None),
+        expect(JobState::Queued, Reason::Pending).message(keeping),
+    );
+    let unknown = "the kubeflow operator reports state \"THROTTLED\", which this version does not know; keeping the job unfinished";
+    for now in [at(60), at(86_400)] {
+        let mapped = map(KUBEFLOW, "unknown_state_name", Seen::Present, now).expect("mapped");
+        assert_eq!(
+            mapped.info,
+            expect(JobState::Started, Reason::UnrecognizedStatus)
+                .message(unknown)
+                .started(5)
+                .info()
+        );
+        assert_eq!(mapped.warning.as_deref(), Some(unknown));
+        assert_eq!(mapped.action, None, "never deleted for it");
+    }
+    let (app, _) = views(KUBEFLOW, "unknown_state_name");
+    let mapped = map_views(&app, &[], Seen::Present, at(60), None).expect("mapped");
+    assert_eq!(
+        (mapped.info.state, mapped.info.reason),
+        (JobState::Queued, Reason::UnrecognizedStatus),
+        "no start known"
+    );
+}

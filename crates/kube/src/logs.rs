@@ -114,6 +114,7 @@ async fn follow_into(
     let api: Api<Pod> = Api::namespaced(cluster.client().clone(), &target.namespace);
     let op = Op::named("get", "pods/log", &target.namespace, &target.pod);
     let mut resume = Resume::default();
+    let mut opened = false;
     loop {
         let params = LogParams {
             container: Some(target.container.clone()),
@@ -134,11 +135,12 @@ async fn follow_into(
             .await
         {
             Ok(stream) => stream,
-            // The pod went (an operator releasing a finished driver, a Job's pods collected):
-            // what was read is all there is.
-            Err(Error::Rejected { code: 404, .. }) => return Ok(()),
+            // Re-opening after the pod went (an operator releasing a finished driver right
+            // after its container ended): what was read is all there is.
+            Err(Error::Rejected { code: 404, .. }) if opened => return Ok(()),
             Err(error) => return Err(error),
         };
+        opened = true;
         let mut lines = stream.lines();
         while let Some(line) = lines.next().await {
             let line = match line {

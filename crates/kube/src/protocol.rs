@@ -497,6 +497,11 @@ async fn follow_into<J: Jobs>(
                 options.clone(),
             ));
             while let Some(line) = lines.next().await {
+                // The attempt's pod went before its log was opened (an operator releasing a
+                // finished driver): it has no log left, as `tail` would find.
+                if matches!(line, Err(Error::Rejected { code: 404, .. })) {
+                    break;
+                }
                 // A log that cannot be read ends the follow with the error: going on to wait
                 // for the next attempt would hold a reader of this one forever.
                 let failed = line.is_err();

@@ -251,12 +251,12 @@ pub struct SimArgs {
     /// Enforce RBAC for service-account tokens (the admin token is always allowed).
     #[arg(long)]
     pub rbac: bool,
-    /// Accept requests without a bearer token. The kubelet runs container commands on this
-    /// machine: use only on a machine you trust.
+    /// Accept requests without a bearer token: for tests and local debugging only (the
+    /// kubelet runs container commands on this machine).
     #[arg(long)]
     pub no_auth: bool,
-    /// Serve plain HTTP only and write an http:// kubeconfig (kubectl then sends no token, so
-    /// use it with --no-auth).
+    /// Serve plain HTTP only and write an http:// kubeconfig: for tests and local debugging
+    /// only (kubectl then sends no token, so use it with --no-auth).
     #[arg(long)]
     pub no_tls: bool,
     /// Use this admin token instead of a random one.

@@ -570,6 +570,12 @@ pub fn delete(
         }
         if !meta::is_deleting(old) {
             new["metadata"]["deletionTimestamp"] = json!(meta::format_time(now));
+            // The API server bumps the generation of an object it marks as being deleted.
+            if let Some(generation) = old.pointer("/metadata/generation").and_then(Value::as_i64)
+                && generation > 0
+            {
+                new["metadata"]["generation"] = json!(generation + 1);
+            }
         } else if let Some(at) = shortened_deletion(old, 0) {
             new["metadata"]["deletionTimestamp"] = json!(meta::format_time(at));
         }

@@ -633,3 +633,311 @@ async fn discovery_finds_core_groups_and_custom_resources() {
         vec!["default", "kube-node-lease", "kube-public", "kube-system"]
     );
 }
+
+#[tokio::test]
+async fn list_resource_versions_exact_too_large_and_expired_continue() {
+    let mut config = kubeferry_sim::SimConfig::for_tests();
+    config.watch_history = 4;
+    let sim = common::start_with(config).await;
+    // Raw answers: kube-rs would retry a 504 by itself.
+    let c = &common::client_without_retries(&sim.cluster.kubeconfig_yaml("sim")).await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+    let a = cms
+        .create(&PostParams::default(), &cm("a", json!({"app": "rv"})))
+        .await
+        .expect("a");
+    let at_a = a.metadata.resource_version.clone().expect("a version");
+    cms.create(&PostParams::default(), &cm("b", json!({"app": "rv"})))
+        .await
+        .expect("b");
+
+    // Exact: the list as it was at that version.
+    let path = format!(
+        "/api/v1/namespaces/default/configmaps?labelSelector=app%3Drv&resourceVersion={at_a}&resourceVersionMatch=Exact"
+    );
+    let r = raw(c, "GET", &path, None, "").await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    let body = r.json();
+    assert_eq!(body["metadata"]["resourceVersion"], json!(at_a));
+    let names: Vec<&str> = body["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["a"]);
+
+    // A version the server has not reached: 504 Timeout, as the API server answers.
+    let current = sim.cluster.resource_version();
+    let ahead = current + 1000;
+    for query in [
+        format!("resourceVersion={ahead}"),
+        format!("resourceVersion={ahead}&resourceVersionMatch=NotOlderThan"),
+        format!("resourceVersion={ahead}&resourceVersionMatch=Exact"),
+    ] {
+        let r = raw(
+            c,
+            "GET",
+            &format!("/api/v1/namespaces/default/configmaps?{query}"),
+            None,
+            "",
+        )
+        .await;
+        assert_eq!(r.code, 504, "{query}: {}", r.text());
+        assert_eq!(
+            r.headers.get("retry-after").and_then(|v| v.to_str().ok()),
+            Some("1")
+        );
+        let status = r.json();
+        assert_eq!(status["reason"], json!("Timeout"), "{status}");
+        let message = status["message"].as_str().unwrap_or("");
+        let said_current = message
+            .strip_prefix(&format!(
+                "Timeout: Too large resource version: {ahead}, current: "
+            ))
+            .and_then(|rest| rest.parse::<u64>().ok());
+        assert!(
+            said_current.is_some_and(|said| said >= current && said < ahead),
+            "{message}"
+        );
+        assert_eq!(
+            status["details"]["causes"],
+            json!([{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}])
+        );
+        assert_eq!(status["details"]["retryAfterSeconds"], json!(1));
+    }
+
+    // A continue token whose version left the history: 410 Expired, with a token that goes on
+    // at the current version.
+    let page1 = cms
+        .list(&ListParams::default().labels("app=rv").limit(1))
+        .await
+        .expect("page 1");
+    let token = page1.metadata.continue_.clone().expect("a continue token");
+    for name in ["c", "d", "e", "f", "g", "h"] {
+        cms.create(&PostParams::default(), &cm(name, json!({"app": "rv"})))
+            .await
+            .expect("created");
+    }
+    let r = raw(
+        c,
+        "GET",
+        &format!(
+            "/api/v1/namespaces/default/configmaps?labelSelector=app%3Drv&limit=1&continue={token}"
+        ),
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(r.code, 410, "{}", r.text());
+    let status = r.json();
+    assert_eq!(status["reason"], json!("Expired"));
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("The provided continue parameter is too old")),
+        "{status}"
+    );
+    let fresh = status["metadata"]["continue"]
+        .as_str()
+        .expect("a token to go on with")
+        .to_string();
+    let rest = cms
+        .list(
+            &ListParams::default()
+                .labels("app=rv")
+                .continue_token(&fresh),
+        )
+        .await
+        .expect("the rest at the current version");
+    assert_eq!(
+        names_of(&rest.items),
+        vec!["b", "c", "d", "e", "f", "g", "h"]
+    );
+    // An exact list at a version no longer kept is 410 too.
+    let path = format!(
+        "/api/v1/namespaces/default/configmaps?resourceVersion={at_a}&resourceVersionMatch=Exact"
+    );
+    let r = raw(c, "GET", &path, None, "").await;
+    assert_eq!(r.code, 410, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        json!("The resourceVersion for the provided list is too old.")
+    );
+}
+
+fn names_of(items: &[ConfigMap]) -> Vec<String> {
+    items
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn field_selectors_match_real_pods() {
+    let sim = common::start_with(kubeferry_sim::SimConfig {
+        nodes: vec![
+            kubeferry_sim::NodeConfig::named("sim-node-1"),
+            kubeferry_sim::NodeConfig::named("sim-node-2"),
+        ],
+        ..kubeferry_sim::SimConfig::for_tests()
+    })
+    .await;
+    let c = &sim.client;
+    sim.cluster
+        .create(
+            "",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}),
+        )
+        .expect("namespace");
+    let place = |name: &str, node: &str, script: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+               "spec": {"restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": node},
+                        "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", script]}]}})
+    };
+    for (ns, name, node, script, phase) in [
+        ("default", "runs", "sim-node-1", "sleep 30", "Running"),
+        ("default", "done", "sim-node-2", "true", "Succeeded"),
+        ("other", "elsewhere", "sim-node-2", "sleep 30", "Running"),
+    ] {
+        sim.cluster
+            .create(ns, place(name, node, script))
+            .expect("pod");
+        common::eventually(
+            &format!("{name} to be {phase}"),
+            std::time::Duration::from_secs(10),
+            || async {
+                let p = sim.cluster.object("", "pods", ns, name)?;
+                (p["status"]["phase"] == phase).then_some(())
+            },
+        )
+        .await;
+    }
+    let all: Api<Pod> = Api::all(c.clone());
+    let default: Api<Pod> = Api::namespaced(c.clone(), "default");
+    let select = |api: &Api<Pod>, fields: &str| {
+        let api = api.clone();
+        let fields = fields.to_string();
+        async move {
+            let mut names: Vec<String> = api
+                .list(&ListParams::default().fields(&fields))
+                .await
+                .expect("list")
+                .items
+                .into_iter()
+                .filter_map(|p| p.metadata.name)
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(
+        select(&all, "status.phase=Running").await,
+        vec!["elsewhere", "runs"]
+    );
+    assert_eq!(select(&default, "status.phase=Running").await, vec!["runs"]);
+    assert_eq!(select(&all, "status.phase=Succeeded").await, vec!["done"]);
+    assert_eq!(select(&all, "status.phase!=Running").await, vec!["done"]);
+    assert_eq!(
+        select(&all, "spec.nodeName=sim-node-2").await,
+        vec!["done", "elsewhere"]
+    );
+    assert_eq!(
+        select(&all, "spec.nodeName=sim-node-2,status.phase=Running").await,
+        vec!["elsewhere"]
+    );
+    assert_eq!(
+        select(&all, "metadata.namespace=other").await,
+        vec!["elsewhere"]
+    );
+    assert_eq!(
+        select(&all, "metadata.namespace!=other,spec.nodeName=sim-node-1").await,
+        vec!["runs"]
+    );
+    assert_eq!(select(&default, "metadata.name=done").await, vec!["done"]);
+}
+
+#[tokio::test]
+async fn strategic_merge_patches_merge_volumes_by_name() {
+    let sim = start().await;
+    let c = &sim.client;
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                     "containers": [{"name": "main", "image": "busybox:1.36",
+                                     "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}],
+                     "volumes": [
+                         {"name": "scratch", "emptyDir": {}},
+                         {"name": "settings", "configMap": {"name": "settings-v1"}},
+                         {"name": "old", "emptyDir": {}}
+                     ]}}}
+    });
+    let r = raw(
+        c,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        Some("application/json"),
+        &deployment.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.text());
+    let patch = json!({"spec": {"template": {"spec": {
+        "volumes": [
+            {"name": "settings", "configMap": {"name": "settings-v2"}},
+            {"name": "cache", "emptyDir": {"medium": "Memory"}},
+            {"name": "old", "$patch": "delete"}
+        ],
+        "containers": [{"name": "main", "volumeMounts": [{"name": "cache", "mountPath": "/cache"}]}]
+    }}}});
+    let r = raw(
+        c,
+        "PATCH",
+        "/apis/apps/v1/namespaces/default/deployments/web",
+        Some("application/strategic-merge-patch+json"),
+        &patch.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    let spec = &r.json()["spec"]["template"]["spec"];
+    let mut volumes: Vec<Value> = spec["volumes"].as_array().expect("volumes").clone();
+    volumes.sort_by_key(|v| v["name"].as_str().unwrap_or("").to_string());
+    assert_eq!(
+        volumes,
+        vec![
+            json!({"name": "cache", "emptyDir": {"medium": "Memory"}}),
+            json!({"name": "scratch", "emptyDir": {}}),
+            json!({"name": "settings", "configMap": {"name": "settings-v2"}}),
+        ],
+        "merged by name: one changed, one added, one deleted, one kept"
+    );
+    let mut mounts: Vec<Value> = spec["containers"][0]["volumeMounts"]
+        .as_array()
+        .expect("mounts")
+        .clone();
+    mounts.sort_by_key(|m| m["mountPath"].as_str().unwrap_or("").to_string());
+    assert_eq!(
+        mounts,
+        vec![
+            json!({"name": "cache", "mountPath": "/cache"}),
+            json!({"name": "scratch", "mountPath": "/scratch"}),
+        ],
+        "mounts merge by mountPath"
+    );
+    assert_eq!(spec["containers"][0]["image"], json!("busybox:1.36"));
+    // A merge patch replaces the list whole.
+    let r = raw(
+        c,
+        "PATCH",
+        "/apis/apps/v1/namespaces/default/deployments/web",
+        Some("application/merge-patch+json"),
+        &json!({"spec": {"template": {"spec": {"volumes": [{"name": "only", "emptyDir": {}}]}}}})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    assert_eq!(
+        r.json()["spec"]["template"]["spec"]["volumes"],
+        json!([{"name": "only", "emptyDir": {}}])
+    );
+}

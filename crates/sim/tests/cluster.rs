@@ -168,3 +168,130 @@ async fn stopping_removes_the_pods_working_directories() {
     let _ = std::fs::remove_dir_all(&base);
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A pod that sleeps, held after its deletion by a finalizer so what was done to it stays
+/// visible.
+fn held_pod(name: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "finalizers": ["example.com/hold"]},
+        "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                 "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "30"]}]}
+    })
+}
+
+fn pod(sim: &common::Sim, name: &str) -> Option<serde_json::Value> {
+    sim.cluster.object("", "pods", "default", name)
+}
+
+fn disruption_reason(pod: &serde_json::Value) -> Option<String> {
+    pod["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "DisruptionTarget" && c["status"] == "True")
+        .and_then(|c| c["reason"].as_str())
+        .map(str::to_string)
+}
+
+async fn running(sim: &common::Sim, name: &str) {
+    sim.cluster
+        .create("default", held_pod(name))
+        .expect("the pod is created");
+    eventually(
+        &format!("{name} to run"),
+        Duration::from_secs(10),
+        || async { (pod(sim, name)?["status"]["phase"] == "Running").then_some(()) },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn pod_disruptions_through_the_admin_endpoints_and_the_eviction_api() {
+    let sim = start().await;
+    let admin = &sim.client;
+    let wait = Duration::from_secs(10);
+
+    running(&sim, "evicted").await;
+    let r = raw(admin, "POST", "/sim/pods/default/evicted/evict", None, "").await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    let evicted = eventually("the kubelet's eviction", wait, || async {
+        let p = pod(&sim, "evicted")?;
+        (p["status"]["phase"] == "Failed").then_some(p)
+    })
+    .await;
+    assert_eq!(evicted["status"]["reason"], json!("Evicted"));
+    assert_eq!(
+        disruption_reason(&evicted).as_deref(),
+        Some("TerminationByKubelet")
+    );
+
+    running(&sim, "preempted").await;
+    let r = raw(
+        admin,
+        "POST",
+        "/sim/pods/default/preempted/preempt",
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    let preempted = pod(&sim, "preempted").expect("held by its finalizer");
+    assert_eq!(
+        disruption_reason(&preempted).as_deref(),
+        Some("PreemptionByScheduler")
+    );
+    assert!(
+        preempted["metadata"]["deletionTimestamp"].is_string(),
+        "a graceful delete follows: {preempted}"
+    );
+
+    // The Eviction API, as kubectl drain calls it.
+    running(&sim, "api-evicted").await;
+    let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                          "metadata": {"name": "api-evicted", "namespace": "default"}});
+    let r = raw(
+        admin,
+        "POST",
+        "/api/v1/namespaces/default/pods/api-evicted/eviction",
+        Some("application/json"),
+        &eviction.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.text());
+    assert_eq!(r.json()["status"], json!("Success"));
+    let api_evicted = pod(&sim, "api-evicted").expect("held by its finalizer");
+    assert_eq!(
+        disruption_reason(&api_evicted).as_deref(),
+        Some("EvictionByEvictionAPI")
+    );
+    assert!(api_evicted["metadata"]["deletionTimestamp"].is_string());
+    let r = raw(
+        admin,
+        "POST",
+        "/api/v1/namespaces/default/pods/nothing/eviction",
+        Some("application/json"),
+        &json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "nothing"}})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 404);
+
+    running(&sim, "lost").await;
+    let node = pod(&sim, "lost").expect("the pod")["spec"]["nodeName"]
+        .as_str()
+        .expect("scheduled")
+        .to_string();
+    let r = raw(admin, "POST", &format!("/sim/nodes/{node}/lose"), None, "").await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    let lost = eventually("the pod of the lost node to fail", wait, || async {
+        let p = pod(&sim, "lost")?;
+        (p["status"]["phase"] == "Failed").then_some(p)
+    })
+    .await;
+    assert_eq!(lost["status"]["reason"], json!("NodeLost"));
+    assert_eq!(
+        disruption_reason(&lost).as_deref(),
+        Some("DeletionByTaintManager")
+    );
+    assert!(lost["metadata"]["deletionTimestamp"].is_string(), "{lost}");
+}

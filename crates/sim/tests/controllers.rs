@@ -167,12 +167,63 @@ async fn suspend_deletes_active_pods_and_resume_recreates_them() {
 }
 
 #[tokio::test]
-async fn ttl_after_finished_deletes_the_job() {
+async fn ttl_after_finished_deletes_the_job_in_the_foreground() {
     let sim = start().await;
     let mut job = shell_job("short-lived", "true");
     job["spec"]["ttlSecondsAfterFinished"] = json!(0);
+    // A finalizer of the pod template holds the pod, so the Job's foreground deletion waits.
+    job["spec"]["template"]["metadata"] = json!({"finalizers": ["example.com/hold"]});
     let jobs = create_job(&sim, job).await;
-    eventually("the job to be deleted", WAIT, || {
+    let deleting = eventually("the TTL to delete the job", WAIT, || {
+        let jobs = jobs.clone();
+        async move {
+            let job = jobs.get("short-lived").await.ok()?;
+            job.metadata.deletion_timestamp.is_some().then_some(job)
+        }
+    })
+    .await;
+    assert!(condition(&deleting, "Complete").is_some(), "{deleting:?}");
+    assert_eq!(
+        deleting.metadata.finalizers.as_deref(),
+        Some(&["foregroundDeletion".to_string()][..]),
+        "the TTL controller deletes in the foreground"
+    );
+    assert_eq!(
+        deleting.metadata.generation,
+        Some(2),
+        "marking it deleted bumps the generation"
+    );
+    // The template's finalizer is kept; the Job controller's tracking one is removed.
+    let hold = ["example.com/hold".to_string()];
+    let pods = eventually(
+        "the pod to be deleted, held by its finalizer",
+        WAIT,
+        || async {
+            let pods = job_pods(&sim, "short-lived").await;
+            pods.iter()
+                .all(|p| {
+                    p.metadata.deletion_timestamp.is_some()
+                        && p.metadata.finalizers.as_deref() == Some(&hold[..])
+                })
+                .then_some(pods)
+        },
+    )
+    .await;
+    assert_eq!(pods.len(), 1);
+    let pod = &pods[0];
+    // The Job stays while its pod does.
+    assert!(jobs.get_opt("short-lived").await.expect("a get").is_some());
+    let pod_api: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let release = json!({"metadata": {"finalizers": null}});
+    pod_api
+        .patch(
+            pod.metadata.name.as_deref().unwrap_or(""),
+            &PatchParams::default(),
+            &Patch::Merge(&release),
+        )
+        .await
+        .expect("the finalizer is removed");
+    eventually("the job to be removed once its pod is gone", WAIT, || {
         let jobs = jobs.clone();
         async move {
             jobs.get_opt("short-lived")
@@ -183,10 +234,150 @@ async fn ttl_after_finished_deletes_the_job() {
         }
     })
     .await;
-    eventually("its pods to go too", WAIT, || async {
-        job_pods(&sim, "short-lived").await.is_empty().then_some(())
+}
+
+/// A scratch directory shared by a test and its pods' scripts (the kubelet runs them on this
+/// host).
+fn shared_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("kubeferry-sim-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+/// A script whose first pod runs `first` and whose others run `others`; the pods that keep
+/// running ignore SIGTERM until the file `gate` exists, so they stay terminating.
+fn split_script(dir: &std::path::Path, first: &str, others: &str) -> String {
+    let d = dir.display();
+    format!("if mkdir {d}/first 2>/dev/null; then {first}; else {others}; fi")
+}
+
+/// Ignores SIGTERM until `DIR/gate` exists; `DIR/holding` says the trap is set.
+const HOLD_ON_TERM: &str = "trap 'while [ ! -f DIR/gate ]; do sleep 0.01; done; exit 143' TERM; touch DIR/holding; while true; do sleep 0.01; done";
+
+fn hold_on_term(dir: &std::path::Path) -> String {
+    HOLD_ON_TERM.replace("DIR", &dir.display().to_string())
+}
+
+/// A cluster whose kubelet waits 30 s before killing a pod that ignores SIGTERM.
+fn patient_cluster() -> SimConfig {
+    let mut config = SimConfig::for_tests();
+    config.timings.max_grace_period = Duration::from_secs(30);
+    config
+}
+
+fn job_of(job: &Job) -> (bool, bool, bool, bool) {
+    (
+        condition(job, "SuccessCriteriaMet").is_some(),
+        condition(job, "Complete").is_some(),
+        condition(job, "FailureTarget").is_some(),
+        condition(job, "Failed").is_some(),
+    )
+}
+
+async fn terminating_pod(sim: &Sim, job: &str) -> Pod {
+    eventually("a pod to be terminating", WAIT, || async {
+        job_pods(sim, job).await.into_iter().find(|p| {
+            p.metadata.deletion_timestamp.is_some()
+                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+    })
+    .await
+}
+
+#[tokio::test]
+async fn failed_only_after_every_pod_terminated() {
+    let sim = start_with(patient_cluster()).await;
+    let dir = shared_dir("failed-after-terminated");
+    let hold = hold_on_term(&dir);
+    // The first pod fails once the second holds on to SIGTERM.
+    let first = format!(
+        "while [ ! -f {}/holding ]; do sleep 0.01; done; exit 1",
+        dir.display()
+    );
+    let mut job = shell_job("held-failure", &split_script(&dir, &first, &hold));
+    job["spec"]["parallelism"] = json!(2);
+    job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = json!(30);
+    let jobs = create_job(&sim, job).await;
+    eventually("the failure target", WAIT, || {
+        let jobs = jobs.clone();
+        async move {
+            let job = jobs.get("held-failure").await.ok()?;
+            job_of(&job).2.then_some(())
+        }
     })
     .await;
+    let held = terminating_pod(&sim, "held-failure").await;
+    let job = jobs.get("held-failure").await.expect("the job");
+    assert_eq!(
+        job_of(&job),
+        (false, false, true, false),
+        "FailureTarget, not Failed, while {:?} terminates",
+        held.metadata.name
+    );
+    std::fs::write(dir.join("gate"), b"").expect("the gate opens");
+    let (job, outcome) = finished(&jobs, "held-failure").await;
+    assert_eq!(outcome, "Failed");
+    assert_eq!(
+        condition(&job, "Failed").map(|c| c.0).as_deref(),
+        Some("BackoffLimitExceeded")
+    );
+    assert!(
+        job_pods(&sim, "held-failure")
+            .await
+            .iter()
+            .all(|p| matches!(
+                p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Succeeded" | "Failed")
+            )),
+        "every pod is terminal once the Job failed"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn complete_only_after_every_pod_terminated() {
+    let sim = start_with(patient_cluster()).await;
+    let dir = shared_dir("complete-after-terminated");
+    let hold = hold_on_term(&dir);
+    // The first pod runs until it is deleted and holds on after its SIGTERM; its replacement
+    // succeeds at once.
+    let mut job = shell_job("held-success", &split_script(&dir, &hold, "exit 0"));
+    job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = json!(30);
+    let jobs = create_job(&sim, job).await;
+    let first = running_pod_of(&sim, "held-success").await;
+    eventually("the first pod to hold on to SIGTERM", WAIT, || async {
+        dir.join("holding").exists().then_some(())
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    pods.delete(
+        first.metadata.name.as_deref().unwrap_or(""),
+        &kube::api::DeleteParams::default(),
+    )
+    .await
+    .expect("the first pod is deleted");
+    eventually("the success criteria", WAIT, || {
+        let jobs = jobs.clone();
+        async move {
+            let job = jobs.get("held-success").await.ok()?;
+            job_of(&job).0.then_some(())
+        }
+    })
+    .await;
+    let held = terminating_pod(&sim, "held-success").await;
+    assert_eq!(held.metadata.uid, first.metadata.uid);
+    let job = jobs.get("held-success").await.expect("the job");
+    assert_eq!(
+        job_of(&job),
+        (true, false, false, false),
+        "SuccessCriteriaMet, not Complete, while the deleted pod terminates"
+    );
+    std::fs::write(dir.join("gate"), b"").expect("the gate opens");
+    let (job, outcome) = finished(&jobs, "held-success").await;
+    assert_eq!(outcome, "Complete");
+    assert!(job.status.and_then(|s| s.completion_time).is_some());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -429,6 +620,87 @@ async fn cpu_requests_beyond_the_node_are_unschedulable() {
         message.as_deref(),
         Some(
             "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        )
+    );
+}
+
+#[tokio::test]
+async fn amd_gpus_and_memory_requests_decide_placement() {
+    let mut amd = NodeConfig::named("amd-node");
+    amd.memory = "4Gi".into();
+    amd.amd_gpus = 1;
+    let mut plain = NodeConfig::named("plain-node");
+    plain.memory = "64Gi".into();
+    let sim = start_with(SimConfig {
+        nodes: vec![amd, plain],
+        ..SimConfig::for_tests()
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let make = |name: &str, resources: Value| -> Pod {
+        serde_json::from_value(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox",
+                "command": ["sleep", "30"], "resources": resources}]}}),
+        )
+        .expect("pod")
+    };
+    // Too much memory for the GPU node, no GPU on the other: each node says why.
+    let big =
+        json!({"requests": {"memory": "8Gi"}, "limits": {"amd.com/gpu": "1", "memory": "8Gi"}});
+    pods.create(&PostParams::default(), &make("big", big))
+        .await
+        .expect("created");
+    let (status, reason, message) = scheduled_condition(&pods, "big").await;
+    assert_eq!(
+        (status.as_str(), reason.as_deref(), message.as_deref()),
+        (
+            "False",
+            Some("Unschedulable"),
+            Some(
+                "0/2 nodes are available: 1 Insufficient amd.com/gpu, 1 Insufficient memory. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+            )
+        )
+    );
+    // Memory alone fits only the large node.
+    pods.create(
+        &PostParams::default(),
+        &make("memory-only", json!({"requests": {"memory": "16Gi"}})),
+    )
+    .await
+    .expect("created");
+    // An AMD GPU with little memory goes to the GPU node.
+    pods.create(
+        &PostParams::default(),
+        &make(
+            "small-gpu",
+            json!({"requests": {"memory": "1Gi"}, "limits": {"amd.com/gpu": "1"}}),
+        ),
+    )
+    .await
+    .expect("created");
+    for (name, node) in [("memory-only", "plain-node"), ("small-gpu", "amd-node")] {
+        let (status, _, _) = scheduled_condition(&pods, name).await;
+        assert_eq!(status, "True", "{name}");
+        let bound = pods.get(name).await.expect("the pod");
+        assert_eq!(
+            bound.spec.and_then(|s| s.node_name).as_deref(),
+            Some(node),
+            "{name}"
+        );
+    }
+    // The one AMD GPU is taken now.
+    pods.create(
+        &PostParams::default(),
+        &make("second-gpu", json!({"limits": {"amd.com/gpu": "1"}})),
+    )
+    .await
+    .expect("created");
+    let (_, _, message) = scheduled_condition(&pods, "second-gpu").await;
+    assert_eq!(
+        message.as_deref(),
+        Some(
+            "0/2 nodes are available: 2 Insufficient amd.com/gpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
         )
     );
 }

@@ -282,3 +282,188 @@ async fn the_admin_endpoints_drive_faults_and_counters() {
     assert_eq!(r.code, 200);
     assert_eq!(sim.cluster.request_count("", ""), 0);
 }
+
+/// A watch on config maps that has delivered one event, so it is known to be open.
+async fn open_watch(
+    cms: &Api<ConfigMap>,
+    name: &str,
+) -> std::pin::Pin<Box<impl futures::Stream<Item = kube::Result<WatchEvent<ConfigMap>>> + use<>>> {
+    let rv = cms
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("a list version");
+    let mut stream = Box::pin(
+        cms.watch(&WatchParams::default().disable_bookmarks(), &rv)
+            .await
+            .expect("watch opens"),
+    );
+    cms.create(&PostParams::default(), &cm(name))
+        .await
+        .expect("created");
+    match tokio::time::timeout(Duration::from_secs(5), stream.next()).await {
+        Ok(Some(Ok(WatchEvent::Added(c)))) => {
+            assert_eq!(c.metadata.name.as_deref(), Some(name))
+        }
+        other => panic!("expected ADDED {name}, got {other:?}"),
+    }
+    stream
+}
+
+#[tokio::test]
+async fn the_admin_endpoints_list_add_and_remove_fault_rules() {
+    let sim = start().await;
+    let admin = &common::client_without_retries(&sim.cluster.kubeconfig_yaml("sim")).await;
+    let mut ids = Vec::new();
+    for code in [503, 500] {
+        let rule = json!({"match": {"verbs": ["list"], "resources": ["configmaps"]}, "action": {"type": "error", "code": code}});
+        let r = raw(
+            admin,
+            "POST",
+            "/sim/faults",
+            Some("application/json"),
+            &rule.to_string(),
+        )
+        .await;
+        assert_eq!(r.code, 200, "{}", r.text());
+        ids.push(r.json()["id"].as_u64().expect("an id"));
+    }
+    let r = raw(admin, "GET", "/sim/faults", None, "").await;
+    assert_eq!(r.code, 200);
+    let listed = r.json();
+    let listed_ids: Vec<u64> = listed
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|f| f["id"].as_u64())
+        .collect();
+    assert_eq!(listed_ids, ids, "{listed}");
+    assert_eq!(listed[0]["rule"]["action"]["code"], json!(503), "{listed}");
+    let list_path = "/api/v1/namespaces/default/configmaps";
+    assert_eq!(raw(admin, "GET", list_path, None, "").await.code, 503);
+
+    let r = raw(
+        admin,
+        "DELETE",
+        &format!("/sim/faults/{}", ids[0]),
+        None,
+        "",
+    )
+    .await;
+    assert_eq!((r.code, r.json()), (200, json!({"removed": true})));
+    let r = raw(
+        admin,
+        "DELETE",
+        &format!("/sim/faults/{}", ids[0]),
+        None,
+        "",
+    )
+    .await;
+    assert_eq!(r.json(), json!({"removed": false}), "removed only once");
+    assert_eq!(
+        raw(admin, "GET", list_path, None, "").await.code,
+        500,
+        "the other rule still applies"
+    );
+
+    let r = raw(admin, "DELETE", "/sim/faults", None, "").await;
+    assert_eq!(r.code, 200);
+    assert_eq!(
+        raw(admin, "GET", "/sim/faults", None, "").await.json(),
+        json!([])
+    );
+    assert_eq!(raw(admin, "GET", list_path, None, "").await.code, 200);
+}
+
+#[tokio::test]
+async fn the_admin_endpoints_stall_cut_and_abort_watches() {
+    let sim = start().await;
+    let admin = &sim.client;
+    let cms: Api<ConfigMap> = Api::namespaced(sim.client.clone(), "default");
+
+    let mut stalled = open_watch(&cms, "before-stall").await;
+    let r = raw(admin, "POST", "/sim/watches/stall?millis=300", None, "").await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    assert!(r.json()["watches"].as_u64() >= Some(1), "{}", r.text());
+    cms.create(&PostParams::default(), &cm("during-stall"))
+        .await
+        .expect("created");
+    match tokio::time::timeout(Duration::from_secs(5), stalled.next()).await {
+        Ok(Some(Ok(WatchEvent::Added(c)))) => assert_eq!(
+            c.metadata.name.as_deref(),
+            Some("during-stall"),
+            "a stall delays events, it loses none"
+        ),
+        other => panic!("expected ADDED after the stall, got {other:?}"),
+    }
+    drop(stalled);
+
+    let mut cut = open_watch(&cms, "before-cut").await;
+    let r = raw(admin, "POST", "/sim/watches/cut", None, "").await;
+    assert_eq!(r.code, 200);
+    assert!(r.json()["watches"].as_u64() >= Some(1), "{}", r.text());
+    let ended = tokio::time::timeout(Duration::from_secs(5), cut.next())
+        .await
+        .expect("the cut watch ends");
+    assert!(ended.is_none(), "a cut watch ends cleanly: {ended:?}");
+
+    let mut aborted = open_watch(&cms, "before-abort").await;
+    let r = raw(admin, "POST", "/sim/watches/abort", None, "").await;
+    assert_eq!(r.code, 200);
+    assert!(r.json()["watches"].as_u64() >= Some(1), "{}", r.text());
+    let ended = tokio::time::timeout(Duration::from_secs(5), aborted.next())
+        .await
+        .expect("the aborted watch ends");
+    assert!(
+        !matches!(ended, Some(Ok(_))),
+        "an aborted watch errors or ends: {ended:?}"
+    );
+
+    let r = raw(admin, "POST", "/sim/watches/sideways", None, "").await;
+    assert_eq!(r.code, 400);
+}
+
+#[tokio::test]
+async fn the_admin_endpoints_make_the_server_unreachable_and_restart_it() {
+    let sim = start().await;
+    let admin = &sim.client;
+    let cms: Api<ConfigMap> = Api::namespaced(sim.client.clone(), "default");
+    cms.create(&PostParams::default(), &cm("kept"))
+        .await
+        .expect("created");
+
+    let mut watch = open_watch(&cms, "watched").await;
+    let r = raw(admin, "POST", "/sim/restart", None, "").await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    let ended = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .expect("the restart ends open watches");
+    assert!(!matches!(ended, Some(Ok(_))), "{ended:?}");
+    let kept = common::eventually("the server to serve again", Duration::from_secs(5), || {
+        let cms = cms.clone();
+        async move { cms.get_opt("kept").await.ok() }
+    })
+    .await;
+    assert!(kept.is_some(), "objects survive a restart");
+
+    let r = raw(admin, "POST", "/sim/unreachable?millis=500", None, "").await;
+    assert_eq!(r.code, 200, "{}", r.text());
+    let refused = common::eventually("connections to be refused", Duration::from_secs(5), || {
+        let cms = cms.clone();
+        async move {
+            match cms.list(&ListParams::default()).await {
+                Err(e) if !matches!(e, kube::Error::Api(_)) => Some(e),
+                _ => None,
+            }
+        }
+    })
+    .await;
+    assert!(!refused.to_string().is_empty());
+    common::eventually("the server to answer again", Duration::from_secs(5), || {
+        let cms = cms.clone();
+        async move { cms.get_opt("kept").await.ok().flatten() }
+    })
+    .await;
+}

@@ -175,6 +175,82 @@ async fn missing_secret_is_a_config_error_until_it_appears() {
 }
 
 #[tokio::test]
+async fn missing_config_maps_and_keys_are_config_errors() {
+    let sim = start().await;
+    let pods = create_pod(
+        &sim,
+        pod(
+            "needs-settings",
+            json!([{
+                "name": "main", "image": "busybox", "command": ["sh", "-c", "echo $MODE"],
+                "envFrom": [{"configMapRef": {"name": "settings"}}]
+            }]),
+        ),
+    )
+    .await;
+    let (_, message) = waiting_reasons(&pods, "needs-settings", "CreateContainerConfigError").await;
+    assert_eq!(message, "configmap \"settings\" not found");
+
+    create_pod(
+        &sim,
+        pod(
+            "needs-level",
+            json!([{
+                "name": "main", "image": "busybox", "command": ["sh", "-c", "echo $LEVEL"],
+                "env": [{"name": "LEVEL", "valueFrom": {"configMapKeyRef": {"name": "levels", "key": "level"}}}]
+            }]),
+        ),
+    )
+    .await;
+    let (_, message) = waiting_reasons(&pods, "needs-level", "CreateContainerConfigError").await;
+    assert_eq!(message, "configmap \"levels\" not found");
+    // The config map without the key: still an error, naming the key.
+    sim.cluster
+        .create("default", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "levels"}, "data": {"other": "x"}}))
+        .expect("config map");
+    eventually("the missing key to be named", WAIT, || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("needs-level").await.ok()?;
+            let waiting = p
+                .status?
+                .container_statuses?
+                .into_iter()
+                .next()?
+                .state?
+                .waiting?;
+            (waiting.reason.as_deref() == Some("CreateContainerConfigError")
+                && waiting.message.as_deref()
+                    == Some("couldn't find key level in ConfigMap default/levels"))
+            .then_some(())
+        }
+    })
+    .await;
+
+    // Once what they need exists, both run.
+    sim.cluster
+        .create("default", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"MODE": "fast"}}))
+        .expect("config map");
+    let levels: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(sim.client.clone(), "default");
+    levels
+        .patch(
+            "levels",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"data": {"level": "debug"}})),
+        )
+        .await
+        .expect("the key is added");
+    for (name, printed) in [("needs-settings", "fast\n"), ("needs-level", "debug\n")] {
+        phase(&pods, name, "Succeeded").await;
+        assert_eq!(
+            pods.logs(name, &LogParams::default()).await.expect("log"),
+            printed
+        );
+    }
+}
+
+#[tokio::test]
 async fn image_problems_are_reported_as_waiting_reasons() {
     let sim = start().await;
     let pods = create_pod(&sim, pod("unpullable", json!([{"name": "main", "image": "registry.invalid/team/app:1.0", "command": ["true"]}]))).await;
@@ -633,6 +709,51 @@ async fn restarts_keep_previous_logs_and_log_options_apply() {
     )
     .await;
     assert_eq!((future.code, future.text()), (200, String::new()));
+}
+
+#[tokio::test]
+async fn since_seconds_drops_lines_older_than_asked() {
+    let sim = start().await;
+    let gate = std::env::temp_dir().join(format!("kubeferry-sim-since-{}", std::process::id()));
+    let _ = std::fs::remove_file(&gate);
+    let script = format!(
+        "echo old; while [ ! -f {gate} ]; do sleep 0.01; done; echo new",
+        gate = gate.display()
+    );
+    let pods = create_pod(
+        &sim,
+        pod(
+            "aging",
+            json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", script]}]),
+        ),
+    )
+    .await;
+    let log = |since: Option<i64>| {
+        let pods = pods.clone();
+        async move {
+            let params = LogParams {
+                since_seconds: since,
+                ..LogParams::default()
+            };
+            pods.logs("aging", &params).await.ok()
+        }
+    };
+    // The first line ages past one second: asked for the last second, the log is empty while
+    // the whole log still holds it.
+    eventually("the first line to be older than a second", WAIT, || async {
+        let whole = log(None).await?;
+        let recent = log(Some(1)).await?;
+        (whole == "old\n" && recent.is_empty()).then_some(())
+    })
+    .await;
+    std::fs::write(&gate, b"").expect("the gate opens");
+    let recent = eventually("the second line", WAIT, || async {
+        log(Some(1)).await.filter(|l| !l.is_empty())
+    })
+    .await;
+    let _ = std::fs::remove_file(&gate);
+    assert_eq!(recent, "new\n", "only the line of the last second");
+    assert_eq!(log(Some(3600)).await.as_deref(), Some("old\nnew\n"));
 }
 
 #[tokio::test]

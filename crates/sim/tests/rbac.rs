@@ -208,3 +208,103 @@ async fn roles_and_bindings_grant_exactly_what_they_say() {
         403
     );
 }
+
+#[tokio::test]
+async fn a_role_binding_to_a_cluster_role_grants_it_in_its_namespace_only() {
+    let sim = start_with(rbac_config()).await;
+    let admin = &sim.cluster;
+    for ns in ["team", "elsewhere"] {
+        admin
+            .create(
+                "",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            )
+            .expect("ns");
+    }
+    admin
+        .create("", json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "pod-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]}]}))
+        .expect("cluster role");
+    let client = runner(admin).await;
+    let list = |ns: &str| format!("/api/v1/namespaces/{ns}/pods");
+    assert_eq!(
+        raw(&client, "GET", &list("team"), None, "").await.code,
+        403,
+        "nothing granted yet"
+    );
+    admin
+        .create("team", json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "reads-pods"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pod-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": "team"}]}))
+        .expect("binding");
+    assert_eq!(raw(&client, "GET", &list("team"), None, "").await.code, 200);
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/api/v1/namespaces/team/pods/p/log",
+            None,
+            ""
+        )
+        .await
+        .code,
+        404,
+        "allowed, but no such pod"
+    );
+    let r = raw(&client, "GET", &list("elsewhere"), None, "").await;
+    assert_eq!(r.code, 403, "only in the binding's namespace");
+    assert_eq!(
+        r.json()["message"],
+        json!(
+            "pods is forbidden: User \"system:serviceaccount:team:runner\" cannot list resource \"pods\" in API group \"\" in the namespace \"elsewhere\""
+        )
+    );
+    assert_eq!(
+        raw(&client, "GET", "/api/v1/pods", None, "").await.code,
+        403,
+        "not at the cluster scope"
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "DELETE",
+            "/api/v1/namespaces/team/pods/p",
+            None,
+            ""
+        )
+        .await
+        .code,
+        403,
+        "only the cluster role's verbs"
+    );
+    // A binding to a built-in ClusterRole works the same way.
+    admin
+        .create("elsewhere", json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "edits"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": "team"}]}))
+        .expect("binding");
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/apis/batch/v1/namespaces/elsewhere/jobs",
+            None,
+            ""
+        )
+        .await
+        .code,
+        200
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/apis/batch/v1/namespaces/team/jobs",
+            None,
+            ""
+        )
+        .await
+        .code,
+        403
+    );
+}

@@ -446,6 +446,111 @@ async fn apache_driver_that_never_starts_times_out() {
 }
 
 #[tokio::test]
+async fn apache_driver_templates_add_sidecars_and_an_unready_driver_times_out() {
+    let sim = spark_sim().await;
+    let api = apache_api(&sim);
+    let mut app = apache_app(
+        "sidecar",
+        &["sleep=30"],
+        json!({
+            "restartConfig": {"restartPolicy": "Never"},
+            "resourceRetainPolicy": "Always",
+            "applicationTimeoutConfig": {"driverReadyTimeoutMillis": 300},
+        }),
+    );
+    // The first container is the one Spark builds the driver on; the others run beside it.
+    // This sidecar's image cannot be pulled, so the pod never becomes Ready.
+    app["spec"]["driverSpec"]["podTemplateSpec"]["spec"] = json!({"containers": [
+        {"name": "spark-kubernetes-driver"},
+        {"name": "proxy", "image": "registry.invalid/proxy:1", "command": ["sleep", "30"]}
+    ]});
+    sim.cluster.create("default", app).expect("created");
+    let app = until(&api, "sidecar", "the ready timeout", |app| {
+        apache_state(app) == "TerminatedWithoutReleaseResources"
+    })
+    .await;
+    assert_eq!(
+        apache_history(&app),
+        [
+            "Submitted",
+            "DriverRequested",
+            "DriverStarted",
+            "DriverReadyTimedOut",
+            "TerminatedWithoutReleaseResources"
+        ]
+    );
+    assert_eq!(
+        app["status"]["stateTransitionHistory"]["3"]["message"],
+        json!(
+            "The driver has not responded to the initial health check request within the allotted start-up time. This can be configured by setting .spec.applicationTolerations.applicationTimeoutConfig."
+        )
+    );
+    let driver = pod(&sim, "sidecar-0-driver").await.expect("kept");
+    let names: Vec<&str> = driver
+        .spec
+        .as_ref()
+        .map(|s| s.containers.iter().map(|c| c.name.as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(names, ["spark-kubernetes-driver", "proxy"]);
+    assert!(
+        log_of(&sim, "sidecar-0-driver", "spark-kubernetes-driver")
+            .await
+            .contains("Running Spark application SparkPi")
+    );
+
+    // The template's first container names the driver's container.
+    let mut named = apache_app(
+        "named",
+        &["10"],
+        json!({"restartConfig": {"restartPolicy": "Never"}, "resourceRetainPolicy": "Always"}),
+    );
+    named["spec"]["driverSpec"]["podTemplateSpec"]["spec"] =
+        json!({"containers": [{"name": "main"}]});
+    sim.cluster.create("default", named).expect("created");
+    until(&api, "named", "the run to end", |app| {
+        apache_state(app) == "TerminatedWithoutReleaseResources"
+    })
+    .await;
+    let driver = pod(&sim, "named-0-driver").await.expect("kept");
+    assert_eq!(
+        driver.spec.map(|s| s.containers[0].name.clone()).as_deref(),
+        Some("main")
+    );
+}
+
+#[tokio::test]
+async fn kubeflow_driver_sidecars_run_beside_the_driver() {
+    let sim = spark_sim().await;
+    let api = kubeflow_api(&sim);
+    let app = kubeflow_app(
+        "with-sidecar",
+        &["10"],
+        json!({"driver": {"cores": 1, "memory": "512m", "serviceAccount": "spark-operator-spark",
+                          "sidecars": [{"name": "logger", "image": "busybox:1.36", "command": ["sh", "-c", "echo from the sidecar; sleep 30"]}]}}),
+    );
+    sim.cluster.create("default", app).expect("created");
+    until(&api, "with-sidecar", "completion", |app| {
+        kubeflow_state(app) == "COMPLETED"
+    })
+    .await;
+    let driver = pod(&sim, "with-sidecar-driver").await.expect("kept");
+    let names: Vec<String> = driver
+        .spec
+        .map(|s| s.containers.into_iter().map(|c| c.name).collect())
+        .unwrap_or_default();
+    assert_eq!(names, ["spark-kubernetes-driver", "logger"]);
+    common::eventually("the sidecar's own log", Duration::from_secs(10), || async {
+        (log_of(&sim, "with-sidecar-driver", "logger").await == "from the sidecar\n").then_some(())
+    })
+    .await;
+    assert!(
+        log_of(&sim, "with-sidecar-driver", "spark-kubernetes-driver")
+            .await
+            .contains("Pi is roughly")
+    );
+}
+
+#[tokio::test]
 async fn apache_restarts_on_failure_until_the_attempts_run_out() {
     let sim = spark_sim().await;
     let api = apache_api(&sim);

@@ -34,6 +34,7 @@ const SPARK_FIELDS: &[&str] = &[
     "retryInterval",
     "driverStartTimeout",
     "driverReadyTimeout",
+    "executorStartTimeout",
     "retainResources",
     "retainResourcesFor",
     "ttlAfterStop",
@@ -132,6 +133,7 @@ impl Decoder {
             retry_interval: self.optional(&f, "retryInterval", duration),
             driver_start_timeout: self.optional(&f, "driverStartTimeout", duration),
             driver_ready_timeout: self.optional(&f, "driverReadyTimeout", duration),
+            executor_start_timeout: self.optional(&f, "executorStartTimeout", duration),
             retain_resources: self.optional(&f, "retainResources", |d, n, p| {
                 d.choice(n, p, &RetainPolicy::NAMES)
             }),

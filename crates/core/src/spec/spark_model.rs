@@ -83,6 +83,10 @@ pub struct SparkJob {
     /// How long the driver may take to become ready (apache operator).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
     pub driver_ready_timeout: Option<Duration>,
+    /// How long the application may take to get its executors once the driver is ready
+    /// (apache operator).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
+    pub executor_start_timeout: Option<Duration>,
     /// Whether the driver and its resources are kept after the application ends (apache
     /// operator); Never when `None`.
     #[serde(skip_serializing_if = "Option::is_none")]

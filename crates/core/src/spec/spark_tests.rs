@@ -90,6 +90,7 @@ retries: 2
 retryInterval: 1m
 driverStartTimeout: 10m
 driverReadyTimeout: 5m
+executorStartTimeout: 2m
 retainResources: OnFailure
 retainResourcesFor: 1h
 ttlAfterStop: 1d
@@ -123,6 +124,7 @@ annotations: {note: "nightly: all partitions"}
     assert_eq!(spec.retries, 2);
     assert_eq!(spec.retry_interval, Some(Duration::from_secs(60)));
     assert_eq!(spec.driver_start_timeout, Some(Duration::from_secs(600)));
+    assert_eq!(spec.executor_start_timeout, Some(Duration::from_secs(120)));
     assert_eq!(spec.retain_resources, Some(RetainPolicy::OnFailure));
     assert_eq!(spec.retain_resources_for, Some(Duration::from_secs(3600)));
     assert_eq!(spec.ttl_after_stop, Some(Duration::from_secs(86400)));

@@ -69,6 +69,7 @@ const PREFIXES_FROM_FIELDS: &[(&str, &str)] = &[
 const APACHE_ONLY: &[&str] = &[
     "driverStartTimeout",
     "driverReadyTimeout",
+    "executorStartTimeout",
     "retainResources",
     "retainResourcesFor",
 ];
@@ -135,6 +136,7 @@ pub(crate) fn spark_job(job: &SparkJob) -> Vec<Found> {
     for (field, duration) in [
         ("driverStartTimeout", job.driver_start_timeout),
         ("driverReadyTimeout", job.driver_ready_timeout),
+        ("executorStartTimeout", job.executor_start_timeout),
     ] {
         if duration == Some(Duration::ZERO) {
             c.invalid(root.field(field), "must be at least 1s");
@@ -164,6 +166,7 @@ pub(crate) fn operator_support(job: &SparkJob, operator: SparkOperator) -> Vec<F
         let given = [
             job.driver_start_timeout.is_some(),
             job.driver_ready_timeout.is_some(),
+            job.executor_start_timeout.is_some(),
             job.retain_resources.is_some(),
             job.retain_resources_for.is_some(),
         ];

@@ -232,6 +232,9 @@ fn apache_tolerations(spec: &SparkJobSpec) -> Value {
     if let Some(timeout) = spec.driver_ready_timeout {
         timeouts.insert("driverReadyTimeoutMillis".into(), json!(millis(timeout)));
     }
+    if let Some(timeout) = spec.executor_start_timeout {
+        timeouts.insert("executorStartTimeoutMillis".into(), json!(millis(timeout)));
+    }
     if !timeouts.is_empty() {
         tolerations.insert("applicationTimeoutConfig".into(), Value::Object(timeouts));
     }

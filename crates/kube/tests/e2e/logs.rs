@@ -393,18 +393,23 @@ async fn quiet_streams_outlive_the_read_timeout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_follow_of_a_pod_that_went_ends_quietly() {
-    // Between seeing a pod and opening its log, the pod may go (an operator releasing a
-    // finished driver): there is nothing more to read, and no error to report.
+async fn a_follow_of_a_pod_that_is_not_there_says_so() {
+    // A follow that cannot open its first stream for want of the pod says so; the job-level
+    // follow takes it as an attempt without a log left (a finished Spark driver released).
     let env = Env::start().await;
     let target = kubeferry_kube::logs::LogTarget {
         namespace: NS.to_string(),
-        pod: "already-gone".to_string(),
+        pod: "not-there".to_string(),
         container: "main".to_string(),
     };
     let follow =
         kubeferry_kube::logs::follow(env.executor.cluster().clone(), target, follow_options());
     let followed: Vec<_> = within("the follow to end", follow.collect()).await;
-    assert!(followed.is_empty(), "{followed:?}");
-    assert_eq!(env.sim.request_count("get", "pods/log"), 1);
+    assert!(
+        matches!(
+            followed.as_slice(),
+            [Err(Error::Rejected { code: 404, .. })]
+        ),
+        "{followed:?}"
+    );
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests of Spark jobs: the executor against a simulated cluster running both Spark
 //! operators, through each operator's states to every outcome, the review points of the
-//! Gravitino executor's review (one named test each), RBAC, cancel and logs.
+//! Gravitino executor's review (one named test each), the operator's timeouts and evictions, RBAC,
+//! cancel and logs.
 
 mod lifecycle;
 mod logs;
@@ -8,3 +9,4 @@ mod operations;
 mod rbac;
 mod review;
 mod support;
+mod timeouts;

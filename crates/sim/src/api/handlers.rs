@@ -199,17 +199,23 @@ fn get(ctx: &Ctx) -> Result<Response, ApiError> {
 
 const CONTINUE_TOO_OLD: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
-fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+/// A continue token as the API server's etcd store encodes it; `rv` -1 means "go on at the
+/// current version" (handed out when the token's version has been compacted away).
+fn encode_continue(rv: i64, ns: &str, name: &str) -> String {
     let token = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{ns}/{name}\u{0}")});
     base64::engine::general_purpose::STANDARD.encode(token.to_string())
 }
 
-fn decode_continue(token: &str) -> Option<(u64, String, String)> {
+/// The version (None for "the current one") and the last key of a continue token.
+fn decode_continue(token: &str) -> Option<(Option<u64>, String, String)> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(token)
         .ok()?;
     let value: Value = serde_json::from_slice(&bytes).ok()?;
-    let rv = value.get("rv")?.as_u64()?;
+    let rv = match value.get("rv")?.as_i64()? {
+        -1 => None,
+        rv => Some(u64::try_from(rv).ok()?),
+    };
     let start = value.get("start")?.as_str()?.trim_end_matches('\u{0}');
     let (ns, name) = start.split_once('/')?;
     Some((rv, ns.to_string(), name.to_string()))
@@ -229,25 +235,42 @@ fn list(ctx: &Ctx) -> Result<Response, ApiError> {
         let (rv, start_ns, start_name) = decode_continue(token).ok_or_else(|| {
             ApiError::bad_request("continue key is not valid: illegal base64 data")
         })?;
-        let items = ctx.state.store.list_at(&gr, ns, rv).map_err(|e| match e {
-            StoreError::TooOld { .. } => ApiError::gone(CONTINUE_TOO_OLD),
-            other => other.into(),
-        })?;
+        let (items, rv) = match rv {
+            Some(rv) => {
+                let items = ctx.state.store.list_at(&gr, ns, rv).map_err(|e| match e {
+                    StoreError::TooOld { .. } => {
+                        // As the API server does: 410, with a token that goes on at the
+                        // current version for a caller that accepts an inconsistent list.
+                        let mut gone = ApiError::gone(CONTINUE_TOO_OLD);
+                        gone.continue_token = Some(encode_continue(-1, &start_ns, &start_name));
+                        gone
+                    }
+                    other => other.into(),
+                })?;
+                (items, rv)
+            }
+            None => ctx.state.store.list(&gr, ns),
+        };
         (items, rv, Some((start_ns, start_name)))
     } else {
         let requested = ctx
             .query("resourceVersion")
             .and_then(|r| r.parse::<u64>().ok())
             .filter(|r| *r > 0);
+        // The store is always fresh, so a version beyond it is answered at once with what the
+        // API server answers after waiting for its watch cache to catch up.
+        let current = ctx.state.store.current_rv();
+        if let Some(rv) = requested.filter(|rv| *rv > current) {
+            return Err(ApiError::resource_version_too_large(rv, current));
+        }
         match (ctx.query("resourceVersionMatch"), requested) {
             (Some("Exact"), Some(rv)) => {
-                let current = ctx.state.store.current_rv();
-                if rv > current {
-                    return Err(ApiError::timeout(format!(
-                        "Too large resource version: {rv}, current: {current}"
-                    )));
-                }
-                let items = ctx.state.store.list_at(&gr, ns, rv)?;
+                let items = ctx.state.store.list_at(&gr, ns, rv).map_err(|e| match e {
+                    StoreError::TooOld { .. } => {
+                        ApiError::gone("The resourceVersion for the provided list is too old.")
+                    }
+                    other => other.into(),
+                })?;
                 (items, rv, None)
             }
             _ => {
@@ -272,8 +295,11 @@ fn list(ctx: &Ctx) -> Result<Response, ApiError> {
         let remaining = selected.len() - limit;
         selected.truncate(limit);
         if let Some(last) = selected.last() {
-            list_meta["continue"] =
-                json!(encode_continue(rv, meta::namespace(last), meta::name(last)));
+            list_meta["continue"] = json!(encode_continue(
+                i64::try_from(rv).unwrap_or(i64::MAX),
+                meta::namespace(last),
+                meta::name(last),
+            ));
             list_meta["remainingItemCount"] = json!(remaining);
         }
     }

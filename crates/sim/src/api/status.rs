@@ -86,6 +86,9 @@ pub struct ApiError {
     pub details: Option<Value>,
     /// Seconds for a `Retry-After` header.
     pub retry_after: Option<u32>,
+    /// `metadata.continue` of the Status: a token to go on with (an expired continue token's
+    /// answer carries one that lists the rest at the current version).
+    pub continue_token: Option<String>,
 }
 
 impl std::fmt::Display for ApiError {
@@ -116,6 +119,7 @@ impl ApiError {
             message: message.into(),
             details: None,
             retry_after: None,
+            continue_token: None,
         }
     }
 
@@ -282,9 +286,21 @@ impl ApiError {
         ApiError::new(503, "ServiceUnavailable", message)
     }
 
-    /// 504 Timeout.
-    pub fn timeout(message: impl Into<String>) -> Self {
-        ApiError::new(504, "Timeout", message)
+    /// 504 Timeout for a read at a resourceVersion the server has not reached, as the API
+    /// server's watch cache answers once it gave up waiting for it: retry after 1 second, cause
+    /// `ResourceVersionTooLarge`.
+    pub fn resource_version_too_large(requested: u64, current: u64) -> Self {
+        let mut e = ApiError::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        )
+        .with_details(json!({
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        }));
+        e.retry_after = Some(1);
+        e
     }
 
     /// Any code with the reason the real server uses for it.
@@ -359,6 +375,9 @@ impl ApiError {
         }
         if let Some(d) = &self.details {
             status["details"] = d.clone();
+        }
+        if let Some(token) = &self.continue_token {
+            status["metadata"] = json!({"continue": token});
         }
         status
     }

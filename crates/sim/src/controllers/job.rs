@@ -262,7 +262,14 @@ impl Controller {
                     "blockOwnerDeletion": true
                 }]),
             );
-            m.insert("finalizers".into(), json!([TRACKING_FINALIZER]));
+            // The template's own finalizers stay, as the real controller copies them.
+            let mut finalizers: Vec<Value> = m
+                .get("finalizers")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            finalizers.push(json!(TRACKING_FINALIZER));
+            m.insert("finalizers".into(), json!(finalizers));
         }
         let pod = json!({
             "apiVersion": "v1",
@@ -338,8 +345,10 @@ impl Controller {
         let now = Timestamp::now();
         if now >= expires {
             if let Some(rt) = self.state.registry.get(&jobs()) {
+                // As the TTL-after-finished controller does: foreground, so the Job stays
+                // visible (being deleted) until its pods are gone, and only this very Job.
                 let opts = DeleteOptions {
-                    propagation: Some(Propagation::Background),
+                    propagation: Some(Propagation::Foreground),
                     uid: meta::uid(job).map(str::to_string),
                     ..DeleteOptions::default()
                 };

@@ -77,7 +77,7 @@ annotations: {note: nightly}
 
 fn apache_only(text: &str) -> String {
     format!(
-        "{text}driverStartTimeout: 10m\ndriverReadyTimeout: 5m\nretainResources: OnFailure\nretainResourcesFor: 1h\n"
+        "{text}driverStartTimeout: 10m\ndriverReadyTimeout: 5m\nexecutorStartTimeout: 2m\nretainResources: OnFailure\nretainResourcesFor: 1h\n"
     )
 }
 
@@ -226,7 +226,8 @@ fn apache_properties_and_tolerations() {
             "restartConfig": {"restartPolicy": "OnFailure", "maxRestartAttempts": 2,
                               "restartBackoffMillis": 60000},
             "applicationTimeoutConfig": {"driverStartTimeoutMillis": 600000,
-                                         "driverReadyTimeoutMillis": 300000},
+                                         "driverReadyTimeoutMillis": 300000,
+                                         "executorStartTimeoutMillis": 120000},
             "resourceRetainPolicy": "OnFailure",
             "resourceRetainDurationMillis": 3600000,
             "ttlAfterStopMillis": 86400000,
@@ -324,9 +325,10 @@ fn kubeflow_refuses_what_it_cannot_honour() {
     assert!(spark_application(&spec, SparkOperator::Apache, JOB_ID, "n", "ns").is_ok());
 }
 
-const APACHE_FIELDS: [&str; 4] = [
+const APACHE_FIELDS: [&str; 5] = [
     "driverStartTimeout",
     "driverReadyTimeout",
+    "executorStartTimeout",
     "retainResources",
     "retainResourcesFor",
 ];

@@ -41,7 +41,6 @@ const SUCCEEDED: &str = "Spark application completed successfully.";
 const FAILED: &str =
     "Driver has one or more failed critical container(s), refer last observed status for details.";
 const DRIVER_START_TIMED_OUT: &str = "The driver has not responded to the initial health check request within the allotted start-up time. This can be configured by setting .spec.applicationTolerations.applicationTimeoutConfig.";
-const DRIVER_READY_TIMED_OUT: &str = "The driver has not reached ready state within the allotted time. This can be configured by setting .spec.applicationTolerations.applicationTimeoutConfig.";
 const EXECUTORS_START_TIMED_OUT: &str =
     "The Spark application failed to get enough executors in the given time threshold.";
 const DRIVER_EVICTED: &str = "Driver removed. This could caused by 'exit' called in driver process with non-zero code, involuntary disruptions or unintentional destroy behavior, check Kubernetes events for more details.";
@@ -509,12 +508,22 @@ impl Step<'_> {
     }
 
     fn driver_plan(&self, spec: &Spec, attempt: u64) -> PodPlan {
+        let template: Vec<Value> = self
+            .app
+            .pointer("/spec/driverSpec/podTemplateSpec/spec/containers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let (container, sidecars) = pods::template_containers(
+            &template,
+            spec.conf("spark.kubernetes.driver.podTemplateContainerName"),
+        );
         PodPlan {
             name: self.driver_name(attempt),
             labels: self.labels(spec, "driverSpec", "driver"),
             annotations: self.annotations("driverSpec"),
             owner: pods::owner_reference(self.app),
-            container: pods::DRIVER_CONTAINER,
+            container,
             image: self.image(spec),
             pull_policy: spec
                 .conf("spark.kubernetes.container.image.pullPolicy")
@@ -532,6 +541,7 @@ impl Step<'_> {
             cores: spec.count("spark.driver.cores", 1),
             memory_mib: spec.memory("spark.driver.memory"),
             ports: pods::driver_ports(),
+            sidecars,
         }
     }
 
@@ -557,7 +567,7 @@ impl Step<'_> {
                     labels,
                     annotations: self.annotations("executorSpec"),
                     owner: pods::owner_reference(driver),
-                    container: pods::EXECUTOR_CONTAINER,
+                    container: pods::EXECUTOR_CONTAINER.to_string(),
                     image: self.image(spec),
                     pull_policy: spec
                         .conf("spark.kubernetes.container.image.pullPolicy")
@@ -571,6 +581,7 @@ impl Step<'_> {
                     cores: spec.count("spark.executor.cores", 1),
                     memory_mib: spec.memory("spark.executor.memory"),
                     ports: json!([]),
+                    sidecars: Vec::new(),
                 }
             })
             .collect()
@@ -635,7 +646,8 @@ impl Step<'_> {
                     None => {
                         self.transition(
                             "DriverReadyTimedOut",
-                            Some(DRIVER_READY_TIMED_OUT),
+                            // The operator words both driver timeouts alike.
+                            Some(DRIVER_START_TIMED_OUT),
                             Some(&driver),
                         );
                         None

@@ -492,7 +492,7 @@ impl Step<'_> {
             labels: self.labels("driver", "driver", submission),
             annotations: self.annotations("driver"),
             owner: pods::owner_reference(self.app),
-            container: pods::DRIVER_CONTAINER,
+            container: pods::DRIVER_CONTAINER.to_string(),
             image: self.image("driver"),
             pull_policy: self.spec_text("/imagePullPolicy"),
             pull_secrets: self.pull_secrets(),
@@ -506,6 +506,12 @@ impl Step<'_> {
             cores: self.cores("driver"),
             memory_mib: self.memory("driver"),
             ports: pods::driver_ports(),
+            // The operator adds `driver.sidecars` to the driver pod.
+            sidecars: self
+                .spec("/driver/sidecars")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
         }
     }
 
@@ -535,7 +541,7 @@ impl Step<'_> {
                     labels,
                     annotations: self.annotations("executor"),
                     owner: pods::owner_reference(driver),
-                    container: pods::EXECUTOR_CONTAINER,
+                    container: pods::EXECUTOR_CONTAINER.to_string(),
                     image: self.image("executor"),
                     pull_policy: self.spec_text("/imagePullPolicy"),
                     pull_secrets: self.pull_secrets(),
@@ -545,6 +551,7 @@ impl Step<'_> {
                     cores: self.cores("executor"),
                     memory_mib: self.memory("executor"),
                     ports: json!([]),
+                    sidecars: Vec::new(),
                 }
             })
             .collect()

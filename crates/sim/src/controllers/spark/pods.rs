@@ -34,7 +34,7 @@ pub(crate) struct PodPlan {
     /// The controller owner reference.
     pub(crate) owner: Value,
     /// The container's name.
-    pub(crate) container: &'static str,
+    pub(crate) container: String,
     /// The image.
     pub(crate) image: String,
     /// The image pull policy, if the application sets one.
@@ -53,6 +53,8 @@ pub(crate) struct PodPlan {
     pub(crate) memory_mib: u64,
     /// Container ports.
     pub(crate) ports: Value,
+    /// Containers that run beside the Spark container (sidecars), as the application gives them.
+    pub(crate) sidecars: Vec<Value>,
 }
 
 impl PodPlan {
@@ -74,8 +76,10 @@ impl PodPlan {
         if let Some(policy) = &self.pull_policy {
             container["imagePullPolicy"] = json!(policy);
         }
+        let mut containers = vec![container];
+        containers.extend(self.sidecars.iter().cloned());
         let mut spec = json!({
-            "containers": [container],
+            "containers": containers,
             "restartPolicy": "Never",
             "hostname": self.name,
         });
@@ -101,6 +105,35 @@ impl PodPlan {
             "spec": spec,
         })
     }
+}
+
+/// The driver container's name and the sidecars of a driver pod template's containers, as
+/// Spark reads a pod template: the container named by `basis` (Spark's
+/// `spark.kubernetes.driver.podTemplateContainerName`), else the first, is the one the driver
+/// is built on, and keeps its name; every other container runs beside it.
+pub(crate) fn template_containers(
+    containers: &[Value],
+    basis: Option<&str>,
+) -> (String, Vec<Value>) {
+    let chosen = basis
+        .and_then(|name| {
+            containers
+                .iter()
+                .position(|c| c.get("name").and_then(Value::as_str) == Some(name))
+        })
+        .or(if containers.is_empty() { None } else { Some(0) });
+    let name = chosen
+        .and_then(|i| containers[i].get("name").and_then(Value::as_str))
+        .filter(|n| !n.is_empty())
+        .unwrap_or(DRIVER_CONTAINER)
+        .to_string();
+    let sidecars = containers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != chosen)
+        .map(|(_, c)| c.clone())
+        .collect();
+    (name, sidecars)
 }
 
 /// A controller owner reference to `object`.
@@ -380,6 +413,33 @@ pub(crate) fn has_started(pod: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pod_templates_name_the_driver_container_and_keep_sidecars() {
+        let sidecar = json!({"name": "proxy", "image": "envoy"});
+        let names = |containers: &[Value], basis: Option<&str>| {
+            let (name, sidecars) = template_containers(containers, basis);
+            let sidecars: Vec<String> = sidecars
+                .iter()
+                .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_string))
+                .collect();
+            (name, sidecars)
+        };
+        assert_eq!(names(&[], None), (DRIVER_CONTAINER.to_string(), vec![]));
+        assert_eq!(
+            names(&[json!({"name": DRIVER_CONTAINER}), sidecar.clone()], None),
+            (DRIVER_CONTAINER.to_string(), vec!["proxy".to_string()])
+        );
+        assert_eq!(
+            names(&[sidecar.clone(), json!({"name": "spark"})], Some("spark")),
+            ("spark".to_string(), vec!["proxy".to_string()])
+        );
+        assert_eq!(
+            names(&[json!({"image": "x"}), sidecar], Some("missing")),
+            (DRIVER_CONTAINER.to_string(), vec!["proxy".to_string()]),
+            "the first is the basis; without a name it takes Spark's"
+        );
+    }
 
     #[test]
     fn spark_memory() {
