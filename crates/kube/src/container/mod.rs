@@ -363,7 +363,11 @@ impl ContainerJobs {
         {
             warn!(message = "unreadable status", id = %id, %warning);
         }
-        Ok(info)
+        // What stands: an answer computed at the same time from a newer copy wins.
+        Ok(self
+            .tracker
+            .last_reported(&id.namespace, &id.name)
+            .unwrap_or(info))
     }
 
     /// Whether an outcome rests on pods that are, or will soon be, deleted and removed: a

@@ -502,7 +502,11 @@ impl SparkJobs {
             }
             self.tracker
                 .remember(&id.namespace, &id.name, &info, present_version(&observed));
-            return Ok(info);
+            // What stands: an answer computed at the same time from a newer copy wins.
+            return Ok(self
+                .tracker
+                .last_reported(&id.namespace, &id.name)
+                .unwrap_or(info));
         }
         Err(Error::Rejected {
             operation: format!("status {id}"),

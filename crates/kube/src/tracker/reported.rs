@@ -62,8 +62,14 @@ impl LastReported {
         let version = version.and_then(|v| v.parse::<u64>().ok());
         let new_warning = match self.entries.get_mut(&key) {
             Some(reported) => {
-                reported.info = info;
-                reported.version = reported.version.max(version);
+                // Two answers computed at once: the one from the older copy does not replace
+                // the other (checked here, under the lock, not only before mapping).
+                let older =
+                    matches!((reported.version, version), (Some(kept), Some(v)) if v < kept);
+                if !older {
+                    reported.info = info;
+                    reported.version = reported.version.max(version);
+                }
                 let new = warning.is_some() && reported.warning.as_deref() != warning;
                 if new {
                     reported.warning = warning.map(str::to_string);
@@ -134,8 +140,11 @@ mod tests {
         assert!(!reported.is_older("a", Some("11")));
         assert!(!reported.is_older("a", None));
         assert!(!reported.is_older("a", Some("opaque")));
-        // An answer from an older copy (kept as it was) never lowers the mark.
-        reported.put("a".into(), info, None, Some("7"));
+        // An answer from an older copy, computed while a newer one was, neither replaces the
+        // newer answer nor lowers the mark.
+        let stale = ExecutionInfo::new(JobState::Queued, Reason::Pending);
+        reported.put("a".into(), stale, None, Some("7"));
         assert!(reported.is_older("a", Some("9")));
+        assert_eq!(reported.get("a"), Some(info));
     }
 }
