@@ -24,10 +24,9 @@ pub struct ClusterSettings {
     pub unreachable_window: Duration,
     /// How long a connection attempt may take.
     pub connect_timeout: Duration,
-    /// How long one attempt of a request may wait for its answer (for a stream, for the
-    /// answer's start). Watches and log streams may then stay quiet for as long as they like:
-    /// a watch's silence is judged by the tracker's stall detection, and a log follow checks
-    /// the container when its stream ends.
+    /// How long one attempt of a request may take to answer in full. Streams are not bound by
+    /// it: a watch's silence is judged by the tracker's stall detection, and a log follow's by
+    /// its idle recheck (`FollowOptions::idle_recheck`).
     pub read_timeout: Duration,
 }
 
@@ -360,6 +359,23 @@ impl Cluster {
                 let mut attempt = attempt;
                 move || answered_within(limit, attempt())
             })
+            .await
+            .map_err(|exhausted| self.error(op, exhausted))
+    }
+
+    /// Opens a stream the API server proxies to a kubelet (a followed container log) with the
+    /// cluster's retry policy, as [`Cluster::call_proxied`] but with no deadline per attempt: a
+    /// kubelet may answer a stream only once it has something to send. The caller bounds the
+    /// wait.
+    pub async fn open_proxied_stream<T, F, Fut>(&self, op: &Op, attempt: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = std::result::Result<T, kube::Error>>,
+    {
+        self.inner
+            .settings
+            .retry
+            .run(&op.to_string(), true, attempt)
             .await
             .map_err(|exhausted| self.error(op, exhausted))
     }

@@ -75,6 +75,9 @@ pub struct FollowOptions {
     pub tail_lines: Option<u64>,
     /// How long to wait before re-opening a stream that ended while the container still runs.
     pub reopen_delay: Duration,
+    /// How long a stream may stay silent before the container is looked at again (and the
+    /// stream re-opened if it still runs).
+    pub idle_recheck: Duration,
 }
 
 impl Default for FollowOptions {
@@ -82,6 +85,7 @@ impl Default for FollowOptions {
         Self {
             tail_lines: None,
             reopen_delay: Duration::from_millis(500),
+            idle_recheck: Duration::from_secs(60),
         }
     }
 }
@@ -130,31 +134,43 @@ async fn follow_into(
             },
             ..LogParams::default()
         };
-        let stream = match cluster
-            .call_proxied(&op, true, || api.log_stream(&target.pod, &params))
-            .await
-        {
-            Ok(stream) => stream,
+        // A stream may stay silent: the container has nothing to say, or the connection died
+        // without closing (only a read timeout would tell, and it would cut healthy silent
+        // streams too). After `idle_recheck` of silence the container is looked at: a
+        // terminated one ends the follow, a running one gets its stream re-opened.
+        let opening = cluster.open_proxied_stream(&op, || api.log_stream(&target.pod, &params));
+        match tokio::time::timeout(options.idle_recheck, opening).await {
+            Err(_) => {
+                debug!(message = "log stream not answered yet; looking at the container", pod = %target.pod);
+            }
+            Ok(Ok(stream)) => {
+                opened = true;
+                let mut lines = stream.lines();
+                loop {
+                    let line = match tokio::time::timeout(options.idle_recheck, lines.next()).await
+                    {
+                        Err(_) => {
+                            debug!(message = "log stream silent; looking at the container", pod = %target.pod);
+                            break;
+                        }
+                        Ok(None) => break,
+                        Ok(Some(Ok(line))) => line,
+                        Ok(Some(Err(error))) => {
+                            debug!(message = "log stream broke; re-opening", pod = %target.pod, %error);
+                            break;
+                        }
+                    };
+                    if let Some(text) = resume.accept(&line)
+                        && sender.send(Ok(format!("{text}\n"))).await.is_err()
+                    {
+                        return Ok(()); // The reader went away.
+                    }
+                }
+            }
             // Re-opening after the pod went (an operator releasing a finished driver right
             // after its container ended): what was read is all there is.
-            Err(Error::Rejected { code: 404, .. }) if opened => return Ok(()),
-            Err(error) => return Err(error),
-        };
-        opened = true;
-        let mut lines = stream.lines();
-        while let Some(line) = lines.next().await {
-            let line = match line {
-                Ok(line) => line,
-                Err(error) => {
-                    debug!(message = "log stream broke; re-opening", pod = %target.pod, %error);
-                    break;
-                }
-            };
-            if let Some(text) = resume.accept(&line)
-                && sender.send(Ok(format!("{text}\n"))).await.is_err()
-            {
-                return Ok(()); // The reader went away.
-            }
+            Ok(Err(Error::Rejected { code: 404, .. })) if opened => return Ok(()),
+            Ok(Err(error)) => return Err(error),
         }
         match container_terminated(cluster, &api, target).await? {
             Termination::Running => tokio::time::sleep(options.reopen_delay).await,

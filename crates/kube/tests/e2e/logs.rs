@@ -23,6 +23,7 @@ fn follow_options() -> FollowOptions {
     FollowOptions {
         tail_lines: None,
         reopen_delay: Duration::from_millis(20),
+        ..FollowOptions::default()
     }
 }
 
@@ -412,4 +413,38 @@ async fn a_follow_of_a_pod_that_is_not_there_says_so() {
         ),
         "{followed:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_stream_is_rechecked_and_reopened_without_repeating_lines() {
+    // Silence may also be a connection that died without closing: after `idle_recheck` the
+    // container is looked at and, still running, its stream re-opened from the last line.
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let script = format!("echo one; echo two; {}; echo three", gate.wait("end"));
+    let id = env.submit(&shell("silent", &script, "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let options = FollowOptions {
+        idle_recheck: Duration::from_millis(100),
+        ..follow_options()
+    };
+    let mut lines = Box::pin(env.executor.follow(&id, options).unwrap());
+    for expected in ["one\n", "two\n"] {
+        assert_eq!(
+            within("a line", lines.next()).await.unwrap().unwrap(),
+            expected
+        );
+    }
+    env.sim.reset_counters();
+    eventually("the silent stream to be re-opened", || async {
+        (env.sim.request_count("get", "pods/log") >= 2).then_some(())
+    })
+    .await;
+    gate.open("end");
+    assert_eq!(
+        within("a line", lines.next()).await.unwrap().unwrap(),
+        "three\n"
+    );
+    assert!(within("the end", lines.next()).await.is_none());
 }

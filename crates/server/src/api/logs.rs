@@ -87,6 +87,7 @@ pub async fn logs(
         let options = FollowOptions {
             tail_lines: lines,
             reopen_delay: app.timeouts.follow_reopen,
+            ..FollowOptions::default()
         };
         let stream = executor.follow(&id, options)?;
         let log_id = id.clone();
