@@ -32,23 +32,41 @@ pub const OUTCOME_ANNOTATION: &str = "kubeferry.dev/outcome";
 /// that no mark kubeferry must write later is refused for want of room.
 pub const RESERVED_ANNOTATION_BYTES: usize = 32 * 1024;
 
-/// The longest message an outcome record carries, in bytes (longer ones are cut on a character
-/// boundary, with an ellipsis): the record must fit in [`RESERVED_ANNOTATION_BYTES`].
+/// The most an outcome record's message may take in its JSON, in bytes (a longer one is cut
+/// on a character boundary, with an ellipsis): the record must fit in
+/// [`RESERVED_ANNOTATION_BYTES`].
 pub const MAX_RECORDED_MESSAGE_BYTES: usize = 16 * 1024;
 
-/// The value of [`OUTCOME_ANNOTATION`] for an outcome: its JSON, the message cut to
-/// [`MAX_RECORDED_MESSAGE_BYTES`].
+/// The value of [`OUTCOME_ANNOTATION`] for an outcome: its JSON, the message cut so that it
+/// takes at most [`MAX_RECORDED_MESSAGE_BYTES`] there, escapes included.
 pub fn outcome_record(outcome: &crate::ExecutionInfo) -> String {
     let mut outcome = outcome.clone();
-    if outcome.message.len() > MAX_RECORDED_MESSAGE_BYTES {
-        let mut cut = MAX_RECORDED_MESSAGE_BYTES - '…'.len_utf8();
-        while !outcome.message.is_char_boundary(cut) {
-            cut -= 1;
-        }
+    let room = MAX_RECORDED_MESSAGE_BYTES - '…'.len_utf8();
+    let mut used = 0;
+    let cut = outcome.message.char_indices().find_map(|(at, c)| {
+        used += escaped_len(c);
+        (used > room).then_some(at)
+    });
+    if let Some(cut) = cut
+        && json_len(&outcome.message) > MAX_RECORDED_MESSAGE_BYTES
+    {
         outcome.message.truncate(cut);
         outcome.message.push('…');
     }
     serde_json::to_string(&outcome).unwrap_or_default()
+}
+
+/// The bytes a character takes in a JSON string (serde_json's escapes).
+fn escaped_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if (c as u32) < 0x20 => 6,
+        c => c.len_utf8(),
+    }
+}
+
+fn json_len(text: &str) -> usize {
+    text.chars().map(escaped_len).sum()
 }
 
 /// The label that puts a Job in a Kueue LocalQueue; such Jobs are created suspended and Kueue
@@ -181,6 +199,19 @@ mod tests {
         assert!(read.message.ends_with('…'));
         assert!(read.message.trim_end_matches('…').chars().all(|c| c == 'é'));
         assert!(record.len() < RESERVED_ANNOTATION_BYTES - 1024);
+        // Escapes count: quotes and control characters take more room in JSON than in text.
+        for text in ["\"", "\u{1}", "\\", "a"] {
+            outcome.message = text.repeat(MAX_RECORDED_MESSAGE_BYTES + 1);
+            let record = outcome_record(&outcome);
+            let read: crate::ExecutionInfo = serde_json::from_str(&record).expect("JSON");
+            let message_json = serde_json::to_string(&read.message).unwrap();
+            assert!(
+                message_json.len() <= MAX_RECORDED_MESSAGE_BYTES + 2,
+                "{text:?}: {}",
+                message_json.len()
+            );
+            assert!(read.message.ends_with('…'), "{text:?}");
+        }
         // A short one is kept whole.
         outcome.message = "exit code 3".to_string();
         assert_eq!(
