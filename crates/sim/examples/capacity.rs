@@ -144,14 +144,15 @@ async fn jobs_phase(total: usize) -> Result<(), Error> {
                     "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
                         "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "true"]}]}}}
                 }))
-                .unwrap_or_default();
-                let _ = jobs.create(&PostParams::default(), &job).await;
+?;
+                jobs.create(&PostParams::default(), &job).await?;
                 i += CLIENTS;
             }
+            Ok::<(), Error>(())
         }));
     }
     for m in makers {
-        m.await?;
+        m.await??;
     }
     let created_secs = start.elapsed().as_secs_f64();
     let complete = tokio::time::timeout(Duration::from_secs(1200), watch).await??;
@@ -221,14 +222,15 @@ async fn main() -> Result<(), Error> {
                     "spec": {"schedulerName": "parked", "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "echo hello"],
                         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}
                 }))
-                .unwrap_or_default();
-                let _ = pods.create(&PostParams::default(), &pod).await;
+?;
+                pods.create(&PostParams::default(), &pod).await?;
                 i += CLIENTS;
             }
+            Ok::<(), Error>(())
         }));
     }
     for m in makers {
-        m.await?;
+        m.await??;
     }
     let pod_create_secs = start.elapsed().as_secs_f64();
     let with_pods = rss_bytes();

@@ -58,11 +58,14 @@ impl MemoryWatch {
                 && let Some((pid, _)) = used.biggest
             {
                 // Flagged first: the container reads it once it sees its main process end.
-                limit.killed.store(true, Ordering::SeqCst);
-                if let Err(error) = kill(Pid::from_raw(pid), Signal::SIGKILL)
-                    && error != nix::errno::Errno::ESRCH
-                {
-                    tracing::warn!(message = "cannot kill a process over its memory limit", pid, %error);
+                // Unflagged again when nothing was killed (the process ended since the scan),
+                // unless an earlier kill stands.
+                let earlier = limit.killed.swap(true, Ordering::SeqCst);
+                if let Err(error) = kill(Pid::from_raw(pid), Signal::SIGKILL) {
+                    limit.killed.store(earlier, Ordering::SeqCst);
+                    if error != nix::errno::Errno::ESRCH {
+                        tracing::warn!(message = "cannot kill a process over its memory limit", pid, %error);
+                    }
                 }
             }
         }
