@@ -132,8 +132,10 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// Recounts the jobs (container and Spark) by state from the watch caches (no API requests
-    /// while they are synced).
+    /// Recounts the jobs (container and Spark) by state, asking each job's status as a status
+    /// query would: from the watch caches, with API requests only where such a query makes them
+    /// (a job seen ending for the first time is read fresh, and an outcome kubeferry decides is
+    /// recorded).
     pub async fn refresh_jobs(&self, clusters: &[(String, Executor)]) {
         let mut counts: BTreeMap<(String, String, &'static str), i64> = BTreeMap::new();
         for (cluster, executor) in clusters {
