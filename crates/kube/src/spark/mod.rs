@@ -741,8 +741,9 @@ impl SparkJobs {
 
     /// Follows which managed SparkApplications of `namespace` (of every installed operator)
     /// match `selector`, as [`crate::container::ContainerJobs::matching`] does for Jobs: one
-    /// watch per installed operator for as long as the stream is read. When the operators
-    /// cannot be discovered, the stream says so in the log and follows none.
+    /// watch per installed operator for as long as the stream is read. While the operators
+    /// cannot be discovered (the API server unreachable), discovery is tried again with backoff
+    /// and the stream does not report its listing done.
     pub fn matching(
         self: &Arc<Self>,
         namespace: &str,
@@ -752,11 +753,17 @@ impl SparkJobs {
         let namespace = namespace.to_string();
         let selector = crate::selector::managed(selector);
         futures::stream::once(async move {
-            let installed = match jobs.installed().await {
-                Ok(installed) => installed,
-                Err(error) => {
-                    warn!(message = "cannot discover the Spark operators; Spark jobs are not followed", namespace = %namespace, %error);
-                    Vec::new()
+            let mut attempt = 0;
+            let installed = loop {
+                match jobs.installed().await {
+                    Ok(installed) => break installed,
+                    Err(error) => {
+                        let retry = &jobs.cluster.settings().retry;
+                        let delay = retry.backoff(attempt).max(retry.base);
+                        warn!(message = "cannot discover the Spark operators; trying again", namespace = %namespace, %error, retry_in = ?delay);
+                        tokio::time::sleep(delay).await;
+                        attempt = attempt.saturating_add(1);
+                    }
                 }
             };
             let watches = installed
