@@ -3,8 +3,11 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
 use hyper::http::{Method, StatusCode, header};
+use k8s_openapi::api::batch::v1::Job;
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -936,6 +939,67 @@ async fn selector_events_cover_new_matching_jobs_only() {
     api.get("/v1/events?namespace=kube-system")
         .await
         .error(StatusCode::FORBIDDEN, "forbidden");
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn a_running_job_relabelled_out_of_a_selector_is_followed_only_for_a_while() {
+    // A job that leaves a selection is followed until its end is known (a cancelled job's
+    // deletion may not have reached the watch yet), but a running one relabelled out of it
+    // only for the `sync` timeout.
+    let sim = Sim::start().await;
+    let mut config = sim.config();
+    config.timeouts.sync = Duration::from_millis(300);
+    let service = Service::start(config).await;
+    let api = &service.api;
+    let mut events = Events::new(
+        api.open("/v1/events?namespace=default&selector=flow%3Detl")
+            .await,
+    );
+    assert_eq!(events.next_named("listed").await.unwrap().event, "listed");
+    let gate = Gate::new(sim.dir.path(), "relabelled");
+    let moved = api
+        .submit(
+            json!({"jobId": "moved", "spec": {"name": "x", "image": "busybox",
+            "command": ["sh", "-c", gate.wait()], "labels": {"flow": "etl"}}}),
+        )
+        .await;
+    loop {
+        let event = events.next_named("status").await.unwrap();
+        if event.data["id"] == moved.as_str() && event.data["state"] == "STARTED" {
+            break;
+        }
+    }
+    let jobs: kube::Api<Job> = kube::Api::namespaced(sim.client().await, "default");
+    let name = moved.rsplit('/').next().unwrap();
+    jobs.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"labels": {"flow": "ml"}}})),
+    )
+    .await
+    .unwrap();
+    // Past the follow's deadline (the passing of time is what is tested), it ends.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    gate.open();
+    api.wait_for(&moved, "SUCCEEDED").await;
+    let later = api
+        .submit(
+            json!({"jobId": "later", "spec": {"name": "x", "image": "busybox",
+            "command": ["true"], "labels": {"flow": "etl"}}}),
+        )
+        .await;
+    loop {
+        let event = events.next_named("status").await.unwrap();
+        assert_ne!(
+            (event.data["id"].as_str(), event.data["state"].as_str()),
+            (Some(moved.as_str()), Some("SUCCEEDED")),
+            "a job relabelled out of the selection long ago"
+        );
+        if event.data["id"] == later.as_str() && event.data["state"] == "SUCCEEDED" {
+            break;
+        }
+    }
     service.stop().await;
 }
 

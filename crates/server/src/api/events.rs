@@ -197,6 +197,7 @@ pub async fn events(
                 selector.clone(),
                 sender.clone(),
                 app.timeouts.recheck,
+                app.timeouts.sync,
             ));
         }
     }
@@ -216,6 +217,7 @@ async fn follow_namespace(
     selector: String,
     sender: mpsc::Sender<Event>,
     recheck: Duration,
+    leave_grace: Duration,
 ) {
     let (job_changes, pod_changes) = executor
         .container_jobs()
@@ -241,7 +243,8 @@ async fn follow_namespace(
         cluster: &cluster,
         namespace: &namespace,
         members: HashSet::new(),
-        leaving: HashSet::new(),
+        leaving: HashMap::new(),
+        leave_grace,
         last: HashMap::new(),
         sender: &sender,
     };
@@ -260,7 +263,8 @@ async fn follow_namespace(
                     // the deletion yet (a cancelled job reads CANCELLED from its tombstone
                     // once it has).
                     let job = (kind, name);
-                    follower.leaving.insert(job.clone());
+                    let until = tokio::time::Instant::now() + follower.leave_grace;
+                    follower.leaving.entry(job.clone()).or_insert(until);
                     vec![job]
                 }
                 Some(SelectorEvent::Listed) => {
@@ -309,7 +313,11 @@ struct Follower<'a> {
     /// The jobs matching the selector.
     members: HashSet<Member>,
     /// Those that no longer match, followed until their end is known.
-    leaving: HashSet<Member>,
+    /// Jobs that left the selection, each followed until its end is known or, still running
+    /// (relabelled rather than deleted), until its deadline.
+    leaving: HashMap<Member, tokio::time::Instant>,
+    /// How long a job that left the selection is followed for its end.
+    leave_grace: Duration,
     /// What was last sent for each.
     last: HashMap<Member, JobInfo>,
     sender: &'a mpsc::Sender<Event>,
@@ -357,7 +365,11 @@ impl Follower<'_> {
             Err(error) => matches!(error, KubeError::NoSuchJob { .. }),
         };
         let sent = self.send(job, &id, status).await;
-        if ended && self.leaving.remove(job) {
+        let expired = self
+            .leaving
+            .get(job)
+            .is_some_and(|until| tokio::time::Instant::now() >= *until);
+        if (ended || expired) && self.leaving.remove(job).is_some() {
             self.members.remove(job);
             self.last.remove(job);
         }
