@@ -259,3 +259,57 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
     );
     service.stop().await;
 }
+
+#[tokio::test]
+async fn a_role_for_container_jobs_only_keeps_the_replica_ready_and_names_what_spark_lacks() {
+    // A cluster with a Spark operator installed, and a service whose Role covers container
+    // jobs only: its Spark watches are refused, which must not keep it unready.
+    let mut sim_config = with_spark_operators(SimConfig::for_tests());
+    sim_config.rbac = true;
+    let sim = Sim::start_with(sim_config).await;
+    let namespace = "default";
+    let granted = kubeferry_kube::rbac::permissions(&[kubeferry_core::JobKind::Job]);
+    let role = kubeferry_kube::rbac::role("kubeferry", Some(namespace), &granted);
+    let (account, binding) =
+        kubeferry_kube::rbac::binding("kubeferry", "kubeferry", Some(namespace));
+    for object in [
+        serde_json::to_value(&account).unwrap(),
+        serde_json::to_value(&role).unwrap(),
+        serde_json::to_value(&binding).unwrap(),
+    ] {
+        sim.sim.create(namespace, object).unwrap();
+    }
+    let token = sim.sim.token_for(namespace, "kubeferry");
+    let kubeconfig = sim.dir.path().join("kubeconfig-containers-only");
+    sim.sim
+        .write_kubeconfig_as(&kubeconfig, CLUSTER, &token)
+        .unwrap();
+    let mut config = spark_config(&sim, SparkOperator::Apache);
+    config.clusters[0].source = kubeferry_server::config::ClusterSource::Kubeconfig {
+        path: Some(kubeconfig),
+        context: Some(CLUSTER.into()),
+    };
+    config.namespaces = vec![namespace.into()];
+    // Ready (the start waits for it), though the Spark watches are refused.
+    let service = Service::start(config).await;
+    let api = &service.api;
+    let readiness = api.get("/readyz").await;
+    assert_eq!(readiness.status, StatusCode::OK, "{}", readiness.text());
+    let refused = readiness.json()["clusters"][0]["namespaces"][0]["watches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|watch| watch["synced"] == false)
+        .count();
+    assert!(refused > 0, "{}", readiness.text());
+
+    let id = api.submit(shell_job("plain", "echo ok")).await;
+    api.wait_for(&id, "SUCCEEDED").await;
+    let body = api
+        .post("/v1/jobs", &spark_job("pi", &["exit=0".into()]))
+        .await
+        .error(StatusCode::BAD_GATEWAY, "kubernetes_forbidden");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("sparkapplications"), "{message}");
+    service.stop().await;
+}

@@ -49,10 +49,18 @@ pub fn readiness(app: &App) -> Readiness {
         let mut namespaces = Vec::new();
         for namespace in &app.namespaces {
             let (watches, spark_started) = namespace_watches(&cluster.executor, namespace);
+            // A Spark watch refused for lack of permission (a Role for container jobs only, on
+            // a cluster with a Spark operator) does not hold the replica back: container jobs
+            // are served, and a Spark request is answered with the missing permission.
+            let holding = |(index, (_, health)): &(usize, &(String, WatchHealth))| {
+                *index < CONTAINER_WATCHES || health.forbidden.is_none()
+            };
             let synced = spark_started
                 && watches
                     .iter()
-                    .all(|(_, health)| health.synced && health.failing.is_none());
+                    .enumerate()
+                    .filter(holding)
+                    .all(|(_, (_, health))| health.synced && health.failing.is_none());
             let failing = watches.iter().find_map(|(resource, health)| {
                 health
                     .failing
@@ -104,6 +112,9 @@ pub fn readiness(app: &App) -> Readiness {
     }
 }
 
+/// How many of a namespace's watches, first in [`namespace_watches`], are the container jobs'.
+const CONTAINER_WATCHES: usize = 2;
+
 /// Every watch of a namespace with its health, by resource: the container jobs' Jobs and pods,
 /// then the Spark jobs' driver pods and each installed operator's SparkApplications; and
 /// whether the Spark watches have started (they start once the operators are discovered).
@@ -117,6 +128,7 @@ pub fn namespace_watches(
         .namespace(namespace)
         .health();
     let mut watches = vec![("jobs.batch".to_string(), jobs), ("pods".to_string(), pods)];
+    debug_assert_eq!(watches.len(), CONTAINER_WATCHES);
     let spark = executor.spark_jobs().tracker().existing(namespace);
     if let Some(spark) = &spark {
         watches.extend(spark.health());
