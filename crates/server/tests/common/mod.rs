@@ -582,12 +582,10 @@ pub fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
-/// A `kubeferry-server` process: the entry point `kubeferry serve` runs, as its own binary.
-///
-/// The `kubeferry` command line (crate `kubeferry-cli`) depends on this crate, so its binary
-/// cannot be built for these tests (Cargo gives integration tests only their own package's
-/// binaries, and a dependency back on the command line would be a cycle); `kubeferry-server`
-/// is the same `kubeferry_server::serve` with the same flags.
+/// A replica of the service as a process: `kubeferry serve` in the command line's tests (which
+/// include this module), `kubeferry-server` in the service's own (Cargo gives a package's tests
+/// only its own binaries, and the command line depends on this crate), the same
+/// `kubeferry_server::serve` with the same flags.
 pub struct Process {
     pub child: tokio::process::Child,
     pub api: Api,
@@ -645,7 +643,7 @@ timeouts:
         let log = dir.join(format!("{name}.log"));
         let stderr = std::fs::File::create(&log).unwrap();
         let stdout = stderr.try_clone().unwrap();
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubeferry-server"))
+        let child = replica_command()
             .arg("--config")
             .arg(&config)
             .env("RUST_LOG", "info")
@@ -655,7 +653,7 @@ timeouts:
             .stderr(Stdio::from(stderr))
             .kill_on_drop(true)
             .spawn()
-            .expect("kubeferry-server starts");
+            .expect("the replica starts");
         let api = Api::new(
             format!("127.0.0.1:{port}").parse().unwrap(),
             Some(ADMIN_TOKEN),
@@ -692,5 +690,22 @@ timeouts:
     /// SIGKILL: no graceful anything.
     pub async fn kill(mut self) {
         self.child.kill().await.unwrap();
+    }
+}
+
+/// The program a replica runs: `kubeferry serve` where the command line's binary is at hand,
+/// else `kubeferry-server`.
+fn replica_command() -> tokio::process::Command {
+    match (
+        option_env!("CARGO_BIN_EXE_kubeferry"),
+        option_env!("CARGO_BIN_EXE_kubeferry-server"),
+    ) {
+        (Some(cli), _) => {
+            let mut command = tokio::process::Command::new(cli);
+            command.arg("serve");
+            command
+        }
+        (None, Some(server)) => tokio::process::Command::new(server),
+        (None, None) => panic!("no binary that serves the API is built for these tests"),
     }
 }

@@ -1,12 +1,13 @@
-//! Three replicas on one simulated cluster, each a separate `kubeferry-server` process (the
-//! entry point of `kubeferry serve`; see [`common::Process`] for why not the `kubeferry`
-//! binary itself): jobs submitted on the first, read on the second, cancelled on the third;
+//! Three replicas on one simulated cluster, each a separate `kubeferry serve` process: jobs
+//! submitted on the first, read on the second, cancelled on the third;
 //! the third is killed with SIGKILL in the middle of a cancel and started again. Every job
 //! ends with the right status on every replica, and the cluster holds each job exactly once:
 //! none duplicated, none lost. Being processes, the replicas share nothing but Kubernetes, and
 //! the killed one dies the way a pod dies, with its watches, connections and in-flight
 //! requests cut off mid-way.
 
+// The service's test helpers, shared: here their replicas run `kubeferry serve`.
+#[path = "../../server/tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeMap;
