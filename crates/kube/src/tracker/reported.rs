@@ -66,7 +66,8 @@ impl LastReported {
                 // the other (checked here, under the lock, not only before mapping).
                 let older =
                     matches!((reported.version, version), (Some(kept), Some(v)) if v < kept);
-                if !older {
+                // A terminal status never changes, whatever copy another answer came from.
+                if !older && !reported.info.is_terminal() {
                     reported.info = info;
                     reported.version = reported.version.max(version);
                 }
@@ -145,6 +146,12 @@ mod tests {
         let stale = ExecutionInfo::new(JobState::Queued, Reason::Pending);
         reported.put("a".into(), stale, None, Some("7"));
         assert!(reported.is_older("a", Some("9")));
-        assert_eq!(reported.get("a"), Some(info));
+        assert_eq!(reported.get("a"), Some(info.clone()));
+        // A terminal answer (from a deleted object's last copy, with no version) stands against
+        // one computed at the same time from a newer copy.
+        let cancelled = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled);
+        reported.put("a".into(), cancelled.clone(), None, None);
+        reported.put("a".into(), info, None, Some("12"));
+        assert_eq!(reported.get("a"), Some(cancelled));
     }
 }
