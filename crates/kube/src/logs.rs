@@ -120,6 +120,9 @@ async fn follow_into(
     let mut resume = Resume::default();
     let mut opened = false;
     loop {
+        if sender.is_closed() {
+            return Ok(()); // The reader went away while the stream was silent.
+        }
         let params = LogParams {
             container: Some(target.container.clone()),
             follow: true,
