@@ -38,7 +38,8 @@ pub(crate) fn managed(selector: &str) -> String {
 
 /// One watch of the objects of `api` matching `selector` (already including the managed
 /// label), relisting on 410 and reconnecting with backoff. A failing watch is retried and
-/// logged, not yielded.
+/// logged, not yielded; one refused for lack of permission before it ever listed counts as
+/// listed (with nothing).
 pub(crate) fn label_watch<K>(
     api: Api<K>,
     kind: JobKind,
@@ -56,6 +57,7 @@ where
     let mut known: HashSet<String> = HashSet::new();
     let mut relisted: Option<HashSet<String>> = None;
     let mut failing = false;
+    let mut ever_listed = false;
     watcher(api, config).default_backoff().flat_map(move |event| {
         let name_of = |object: &K| object.meta().name.clone().unwrap_or_default();
         let events = match event {
@@ -81,6 +83,7 @@ where
                             .map(|name| SelectorEvent::Left(kind, name.clone()))
                             .collect();
                         known = seen;
+                        ever_listed = true;
                         events.push(SelectorEvent::Listed);
                         events
                     }
@@ -101,7 +104,15 @@ where
                     warn!(message = "selector watch failed; retrying", namespace = %namespace, selector = %selector, %error);
                 }
                 failing = true;
-                Vec::new()
+                // A kind the service may not list (a Role for container jobs only, on a
+                // cluster with a Spark operator) has nothing to report: it counts as listed,
+                // so that the other kinds' listing is announced.
+                if !ever_listed && crate::tracker::reflector::refusal_of(&error).is_some() {
+                    ever_listed = true;
+                    vec![SelectorEvent::Listed]
+                } else {
+                    Vec::new()
+                }
             }
         };
         futures::stream::iter(events)

@@ -303,6 +303,9 @@ async fn a_role_for_container_jobs_only_keeps_the_replica_ready_and_names_what_s
         .count();
     assert!(refused > 0, "{}", readiness.text());
 
+    // Selector streams announce their listing: the refused kind has nothing to list.
+    let mut events = Events::new(api.open("/v1/events?namespace=default").await);
+    assert_eq!(events.next_named("listed").await.unwrap().event, "listed");
     let id = api.submit(shell_job("plain", "echo ok")).await;
     api.wait_for(&id, "SUCCEEDED").await;
     let body = api

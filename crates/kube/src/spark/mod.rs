@@ -742,8 +742,8 @@ impl SparkJobs {
     /// Follows which managed SparkApplications of `namespace` (of every installed operator)
     /// match `selector`, as [`crate::container::ContainerJobs::matching`] does for Jobs: one
     /// watch per installed operator for as long as the stream is read. While the operators
-    /// cannot be discovered (the API server unreachable), discovery is tried again with backoff
-    /// and the stream does not report its listing done.
+    /// cannot be discovered (the API server unreachable, discovery refused), discovery is tried
+    /// again with backoff and the stream does not report its listing done.
     pub fn matching(
         self: &Arc<Self>,
         namespace: &str,

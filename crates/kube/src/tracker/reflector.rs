@@ -114,7 +114,7 @@ impl WatchHealth {
 }
 
 /// A list or watch failure that is a 403: the verb refused and the server's message.
-fn refusal_of(error: &watcher::Error) -> Option<(&'static str, String)> {
+pub(crate) fn refusal_of(error: &watcher::Error) -> Option<(&'static str, String)> {
     match error {
         watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 403 => {
             Some(("list", status.message.clone()))
