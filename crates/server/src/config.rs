@@ -135,7 +135,8 @@ pub struct TimeoutsFile {
     pub shutdown: Option<String>,
     /// How long `/readyz` reports "not ready" before the listener closes at shutdown.
     pub drain: Option<String>,
-    /// How long a query waits for a namespace's first list before asking the API server.
+    /// How long a query waits for a namespace's first list before asking the API server, and
+    /// an event stream follows a job that left its selector for its end.
     pub sync: Option<String>,
     /// The server-side timeout of watches (a watch silent for longer is restarted).
     pub watch: Option<String>,
@@ -166,6 +167,8 @@ pub struct TimeoutsFile {
     pub keep_alive: Option<String>,
     /// How long a log follow waits before re-opening a stream that ended early.
     pub follow_reopen: Option<String>,
+    /// How long a followed log may stay silent before the container is looked at again.
+    pub follow_idle: Option<String>,
     /// How often the tokens file is checked for changes.
     pub tokens_reload: Option<String>,
 }
@@ -248,7 +251,8 @@ pub struct Timeouts {
     pub shutdown: Duration,
     /// How long `/readyz` reports "not ready" before the listener closes at shutdown.
     pub drain: Duration,
-    /// How long a query waits for a namespace's first list.
+    /// How long a query waits for a namespace's first list, and an event stream follows a job
+    /// that left its selector for its end.
     pub sync: Duration,
     /// The server-side timeout of watches.
     pub watch: Duration,
@@ -278,6 +282,9 @@ pub struct Timeouts {
     pub keep_alive: Duration,
     /// How long a log follow waits before re-opening a stream that ended early.
     pub follow_reopen: Duration,
+    /// How long a followed log may stay silent before the container is looked at again (and
+    /// the stream re-opened if it still runs).
+    pub follow_idle: Duration,
     /// How often the tokens file is checked for changes.
     pub tokens_reload: Duration,
 }
@@ -306,6 +313,7 @@ impl Default for Timeouts {
             no_status: Duration::from_secs(10 * 60),
             keep_alive: Duration::from_secs(15),
             follow_reopen: Duration::from_millis(500),
+            follow_idle: Duration::from_secs(60),
             tokens_reload: Duration::from_secs(10),
         }
     }
@@ -433,7 +441,7 @@ fn upper_snake(key: &str) -> String {
 
 impl TimeoutsFile {
     /// Every key with its slot.
-    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 19] {
+    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 20] {
         [
             ("request", &mut self.request),
             ("shutdown", &mut self.shutdown),
@@ -456,6 +464,7 @@ impl TimeoutsFile {
             ("noStatus", &mut self.no_status),
             ("keepAlive", &mut self.keep_alive),
             ("followReopen", &mut self.follow_reopen),
+            ("followIdle", &mut self.follow_idle),
             ("tokensReload", &mut self.tokens_reload),
         ]
     }
@@ -842,7 +851,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
     let mut t = Timeouts::default();
-    let fields: [(&str, &Option<String>, &mut Duration); 18] = [
+    let fields: [(&str, &Option<String>, &mut Duration); 19] = [
         ("request", &file.request, &mut t.request),
         ("shutdown", &file.shutdown, &mut t.shutdown),
         ("drain", &file.drain, &mut t.drain),
@@ -876,6 +885,7 @@ fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
         ("noStatus", &file.no_status, &mut t.no_status),
         ("keepAlive", &file.keep_alive, &mut t.keep_alive),
         ("followReopen", &file.follow_reopen, &mut t.follow_reopen),
+        ("followIdle", &file.follow_idle, &mut t.follow_idle),
         ("tokensReload", &file.tokens_reload, &mut t.tokens_reload),
     ];
     for (name, text, slot) in fields {

@@ -312,9 +312,8 @@ struct Follower<'a> {
     namespace: &'a str,
     /// The jobs matching the selector.
     members: HashSet<Member>,
-    /// Those that no longer match, followed until their end is known.
-    /// Jobs that left the selection, each followed until its end is known or, still running
-    /// (relabelled rather than deleted), until its deadline.
+    /// Jobs that left the selection (deleted or relabelled), each followed until its end is
+    /// known, for at most `leave_grace`.
     leaving: HashMap<Member, tokio::time::Instant>,
     /// How long a job that left the selection is followed for its end.
     leave_grace: Duration,
@@ -355,8 +354,17 @@ impl Follower<'_> {
     }
 
     /// Sends the job's status if it changed; false when the receiver is gone. A job that left
-    /// the selection is forgotten once its end is known.
+    /// the selection is forgotten once its end is known or its time is up (then nothing is
+    /// sent).
     async fn report(&mut self, job: &Member) -> bool {
+        let expired = self
+            .leaving
+            .get(job)
+            .is_some_and(|until| tokio::time::Instant::now() >= *until);
+        if expired {
+            self.forget(job);
+            return true;
+        }
         let (kind, name) = job;
         let id = ExecutionId::new(self.cluster, *kind, self.namespace, name);
         let status = self.executor.status(&id).await;
@@ -365,15 +373,17 @@ impl Follower<'_> {
             Err(error) => matches!(error, KubeError::NoSuchJob { .. }),
         };
         let sent = self.send(job, &id, status).await;
-        let expired = self
-            .leaving
-            .get(job)
-            .is_some_and(|until| tokio::time::Instant::now() >= *until);
-        if (ended || expired) && self.leaving.remove(job).is_some() {
-            self.members.remove(job);
-            self.last.remove(job);
+        if ended && self.leaving.contains_key(job) {
+            self.forget(job);
         }
         sent
+    }
+
+    /// Stops following a job that left the selection.
+    fn forget(&mut self, job: &Member) {
+        self.leaving.remove(job);
+        self.members.remove(job);
+        self.last.remove(job);
     }
 
     /// Sends what `status` says of a job, unless it was sent already.

@@ -61,12 +61,19 @@ pub fn readiness(app: &App) -> Readiness {
                     .enumerate()
                     .filter(holding)
                     .all(|(_, (_, health))| health.synced && health.failing.is_none());
-            let failing = watches.iter().find_map(|(resource, health)| {
+            // The failure named is one that holds the replica back, if any, else any other.
+            let failure_of = |(resource, health): &(String, WatchHealth)| {
                 health
                     .failing
                     .as_ref()
                     .map(|error| format!("{resource}: {error}"))
-            });
+            };
+            let failing = watches
+                .iter()
+                .enumerate()
+                .filter(holding)
+                .find_map(|(_, watch)| failure_of(watch))
+                .or_else(|| watches.iter().find_map(failure_of));
             if !synced {
                 ready = false;
                 reasons.push(match &failing {

@@ -87,7 +87,7 @@ pub async fn logs(
         let options = FollowOptions {
             tail_lines: lines,
             reopen_delay: app.timeouts.follow_reopen,
-            ..FollowOptions::default()
+            idle_recheck: app.timeouts.follow_idle,
         };
         let stream = executor.follow(&id, options)?;
         let log_id = id.clone();

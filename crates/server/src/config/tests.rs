@@ -42,6 +42,7 @@ timeouts:
   pending: 30m
   imagePullGrace: 1m
   noStatus: 5m
+  followIdle: 2m
 limits:
   maxBodyBytes: 65536
   defaultPageSize: 50
@@ -99,6 +100,7 @@ fn the_documented_file_reads_as_written() {
     assert_eq!(config.timeouts.image_pull_grace, Duration::from_secs(60));
     assert_eq!(config.timeouts.watch, Timeouts::default().watch);
     assert_eq!(config.timeouts.no_status, Duration::from_secs(300));
+    assert_eq!(config.timeouts.follow_idle, Duration::from_secs(120));
     assert_eq!(config.limits.max_body_bytes, 65536);
     assert_eq!(config.limits.default_page_size, 50);
 }

@@ -205,6 +205,7 @@ pub fn fast_timeouts() -> Timeouts {
         no_status: Duration::from_secs(600),
         keep_alive: Duration::from_secs(1),
         follow_reopen: Duration::from_millis(50),
+        follow_idle: Duration::from_secs(60),
         tokens_reload: Duration::from_millis(50),
     }
 }
