@@ -315,17 +315,7 @@ impl Cluster {
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, kube::Error>>,
     {
-        let result = self
-            .inner
-            .settings
-            .retry
-            .run(&op.to_string(), retry_no_response, {
-                let limit = self.inner.settings.read_timeout;
-                let mut attempt = attempt;
-                move || answered_within(limit, attempt())
-            })
-            .await;
-        match result {
+        match self.run_bounded(op, retry_no_response, attempt).await {
             Ok(value) => {
                 self.observe(Ok(()));
                 Ok(value)
@@ -351,16 +341,31 @@ impl Cluster {
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, kube::Error>>,
     {
+        self.run_bounded(op, retry_no_response, attempt)
+            .await
+            .map_err(|exhausted| self.error(op, exhausted))
+    }
+
+    /// Runs an operation with the cluster's retry policy, each attempt bounded by the read
+    /// timeout.
+    async fn run_bounded<T, F, Fut>(
+        &self,
+        op: &Op,
+        retry_no_response: bool,
+        mut attempt: F,
+    ) -> std::result::Result<T, Exhausted>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = std::result::Result<T, kube::Error>>,
+    {
+        let limit = self.inner.settings.read_timeout;
         self.inner
             .settings
             .retry
-            .run(&op.to_string(), retry_no_response, {
-                let limit = self.inner.settings.read_timeout;
-                let mut attempt = attempt;
-                move || answered_within(limit, attempt())
+            .run(&op.to_string(), retry_no_response, move || {
+                answered_within(limit, attempt())
             })
             .await
-            .map_err(|exhausted| self.error(op, exhausted))
     }
 
     /// Opens a stream the API server proxies to a kubelet (a followed container log) with the
