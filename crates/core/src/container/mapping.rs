@@ -1098,17 +1098,20 @@ fn killed_by_deletion(pod: &PodView, t: &TerminatedView, at: Option<Timestamp>) 
     at.is_some_and(|at| deleted >= at) && t.finished_at.is_none_or(|end| end >= deleted)
 }
 
-fn deadline(since: Timestamp, period: Duration) -> Option<Timestamp> {
+/// `since + period`, or `None` beyond the representable range.
+pub(crate) fn deadline(since: Timestamp, period: Duration) -> Option<Timestamp> {
     since.checked_add(period).ok()
 }
 
 /// Whether `now` is before `since + period` (a deadline beyond the representable range is
 /// never reached).
-fn before_deadline(now: Timestamp, since: Timestamp, period: Duration) -> bool {
+pub(crate) fn before_deadline(now: Timestamp, since: Timestamp, period: Duration) -> bool {
     deadline(since, period).is_none_or(|deadline| now < deadline)
 }
 
-fn exit_summary(t: &TerminatedView) -> String {
+/// How a container ended, in a few words: its reason when it says more than Error or
+/// Completed, its exit code, and its termination message.
+pub(crate) fn exit_summary(t: &TerminatedView) -> String {
     let mut summary = match t.reason.as_deref() {
         Some(reason) if reason != "Error" && reason != "Completed" => {
             format!("{reason}, exit code {}", t.exit_code)

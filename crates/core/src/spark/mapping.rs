@@ -12,6 +12,7 @@ use jiff::Timestamp;
 
 use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::container::view::{ContainerStateView, PodPhase, TerminatedView};
+use crate::container::{before_deadline, deadline, exit_summary};
 use crate::status::{ExecutionInfo, JobState, Reason};
 
 /// Every timeout the Spark mapping applies.
@@ -752,35 +753,6 @@ fn ended_by(t: &TerminatedView, at: Option<Timestamp>) -> bool {
         (Some(finished), Some(at)) => finished.as_second() <= at.as_second(),
         _ => true,
     }
-}
-
-fn exit_summary(t: &TerminatedView) -> String {
-    let mut summary = match t.reason.as_deref() {
-        Some(reason) if reason != "Error" && reason != "Completed" => {
-            format!("{reason}, exit code {}", t.exit_code)
-        }
-        _ => format!("exit code {}", t.exit_code),
-    };
-    if let Some(message) = t
-        .message
-        .as_deref()
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-    {
-        summary.push_str(": ");
-        summary.push_str(message);
-    }
-    summary
-}
-
-fn deadline(since: Timestamp, period: Duration) -> Option<Timestamp> {
-    since.checked_add(period).ok()
-}
-
-/// Whether `now` is before `since + period` (a deadline beyond the representable range is
-/// never reached).
-fn before_deadline(now: Timestamp, since: Timestamp, period: Duration) -> bool {
-    deadline(since, period).is_none_or(|deadline| now < deadline)
 }
 
 /// Sets the start time, keeping it unset when unknown.
