@@ -7,6 +7,8 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde_json::Value;
 
+use crate::store::meta;
+
 /// A resource type independent of its version: the key objects are stored under.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GroupResource {
@@ -613,16 +615,6 @@ pub fn type_from_crd(crd: &Value) -> Option<ResourceType> {
         .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| format!("{kind}List"));
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let versions_json = spec.get("versions")?.as_array()?;
     let mut served: Vec<&Value> = versions_json
         .iter()
@@ -674,8 +666,8 @@ pub fn type_from_crd(crd: &Value) -> Option<ResourceType> {
         kind,
         list_kind,
         namespaced: spec.get("scope").and_then(Value::as_str) != Some("Cluster"),
-        short_names: strings(names.get("shortNames")),
-        categories: strings(names.get("categories")),
+        short_names: meta::strings(names.get("shortNames")),
+        categories: meta::strings(names.get("categories")),
         verbs: ALL_VERBS.to_vec(),
         subresources: if has_status {
             vec!["status"]

@@ -12,6 +12,7 @@ use super::status::ApiError;
 use crate::auth::Identity;
 use crate::auth::rbac::{self, Attributes};
 use crate::resources::Behavior;
+use crate::store::meta;
 
 fn attributes(spec: &Value) -> Attributes {
     if let Some(r) = spec.get("resourceAttributes") {
@@ -85,16 +86,7 @@ pub fn create(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string(),
-                groups: spec
-                    .get("groups")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                groups: meta::strings(spec.get("groups")),
             };
             access(ctx, &identity, review)
         }

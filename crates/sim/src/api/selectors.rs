@@ -127,16 +127,7 @@ impl LabelSelector {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
-                let values: Vec<String> = e
-                    .get("values")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let values = meta::strings(e.get("values"));
                 let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
                 requirements.push(match op {
                     "In" => Requirement::In(key, values),

@@ -75,9 +75,12 @@ pub fn is_deleting(object: &Value) -> bool {
 
 /// `metadata.finalizers`.
 pub fn finalizers(object: &Value) -> Vec<String> {
-    object
-        .pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
+    strings(object.pointer("/metadata/finalizers"))
+}
+
+/// The strings of a JSON list (none when it is missing or not a list; other items skipped).
+pub fn strings(list: Option<&Value>) -> Vec<String> {
+    list.and_then(Value::as_array)
         .map(|a| {
             a.iter()
                 .filter_map(Value::as_str)

@@ -463,15 +463,7 @@ impl Step<'_> {
     }
 
     fn pull_secrets(&self) -> Vec<String> {
-        self.spec("/imagePullSecrets")
-            .and_then(Value::as_array)
-            .map(|list| {
-                list.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
+        meta::strings(self.spec("/imagePullSecrets"))
     }
 
     fn driver_plan(&self, submission: &str) -> PodPlan {
