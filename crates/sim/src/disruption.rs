@@ -75,26 +75,12 @@ pub fn evict_pod(state: &State, namespace: &str, name: &str) -> Result<(), ApiEr
 /// The Eviction API (`pods/eviction`): a DisruptionTarget condition (EvictionByEvictionAPI)
 /// and a graceful delete.
 pub fn evict_via_api(state: &State, pod: &Value, grace: Option<i64>) -> Result<(), ApiError> {
-    let key = ObjectKey::new(pods(), meta::namespace(pod), meta::name(pod));
-    ops::mutate(state, &key, |p| {
-        set_condition(
-            p,
-            disruption_condition("EvictionByEvictionAPI", "Eviction API: evicting"),
-        );
-        true
-    })?;
-    let rt = state
-        .registry
-        .get(&pods())
-        .ok_or_else(|| ApiError::internal("pods are not served"))?;
-    let opts = DeleteOptions {
-        grace_period: grace,
-        propagation: Some(Propagation::Background),
-        uid: meta::uid(pod).map(str::to_string),
-        ..DeleteOptions::default()
-    };
-    ops::delete(state, &rt, &key, &opts)?;
-    Ok(())
+    mark_and_delete(
+        state,
+        pod,
+        disruption_condition("EvictionByEvictionAPI", "Eviction API: evicting"),
+        grace,
+    )
 }
 
 /// The message kube-scheduler puts on a pod it preempts.
@@ -109,11 +95,25 @@ pub fn preempt_pod(state: &State, namespace: &str, name: &str) -> Result<(), Api
         .store
         .get(&key)
         .ok_or_else(|| ApiError::not_found(&key.resource, name))?;
+    mark_and_delete(
+        state,
+        &pod,
+        disruption_condition("PreemptionByScheduler", PREEMPTION_MESSAGE),
+        None,
+    )
+}
+
+/// Puts a DisruptionTarget `condition` on a pod, then deletes it gracefully (the pod's own
+/// grace period unless `grace` is given), only if it is still the same pod.
+fn mark_and_delete(
+    state: &State,
+    pod: &Value,
+    condition: Value,
+    grace: Option<i64>,
+) -> Result<(), ApiError> {
+    let key = ObjectKey::new(pods(), meta::namespace(pod), meta::name(pod));
     ops::mutate(state, &key, |p| {
-        set_condition(
-            p,
-            disruption_condition("PreemptionByScheduler", PREEMPTION_MESSAGE),
-        );
+        set_condition(p, condition);
         true
     })?;
     let rt = state
@@ -121,8 +121,9 @@ pub fn preempt_pod(state: &State, namespace: &str, name: &str) -> Result<(), Api
         .get(&pods())
         .ok_or_else(|| ApiError::internal("pods are not served"))?;
     let opts = DeleteOptions {
+        grace_period: grace,
         propagation: Some(Propagation::Background),
-        uid: meta::uid(&pod).map(str::to_string),
+        uid: meta::uid(pod).map(str::to_string),
         ..DeleteOptions::default()
     };
     ops::delete(state, &rt, &key, &opts)?;
