@@ -41,15 +41,18 @@ pub const MAX_RECORDED_MESSAGE_BYTES: usize = 16 * 1024;
 /// takes at most [`MAX_RECORDED_MESSAGE_BYTES`] there, escapes included.
 pub fn outcome_record(outcome: &crate::ExecutionInfo) -> String {
     let mut outcome = outcome.clone();
-    let room = MAX_RECORDED_MESSAGE_BYTES - '…'.len_utf8();
-    let mut used = 0;
-    let cut = outcome.message.char_indices().find_map(|(at, c)| {
-        used += escaped_len(c);
-        (used > room).then_some(at)
-    });
-    if let Some(cut) = cut
-        && json_len(&outcome.message) > MAX_RECORDED_MESSAGE_BYTES
-    {
+    let message = &outcome.message;
+    if message.chars().map(escaped_len).sum::<usize>() > MAX_RECORDED_MESSAGE_BYTES {
+        // Keep what fits with the ellipsis: the first character that would not fit is cut.
+        let room = MAX_RECORDED_MESSAGE_BYTES - '…'.len_utf8();
+        let mut used = 0;
+        let cut = message
+            .char_indices()
+            .find(|(_, c)| {
+                used += escaped_len(*c);
+                used > room
+            })
+            .map_or(message.len(), |(at, _)| at);
         outcome.message.truncate(cut);
         outcome.message.push('…');
     }
@@ -63,10 +66,6 @@ fn escaped_len(c: char) -> usize {
         c if (c as u32) < 0x20 => 6,
         c => c.len_utf8(),
     }
-}
-
-fn json_len(text: &str) -> usize {
-    text.chars().map(escaped_len).sum()
 }
 
 /// The label that puts a Job in a Kueue LocalQueue; such Jobs are created suspended and Kueue
