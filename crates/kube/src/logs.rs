@@ -23,6 +23,10 @@ pub struct LogTarget {
     pub pod: String,
     /// The container's name.
     pub container: String,
+    /// The pod's uid, when the pod read is one attempt of several: a pod of the same name made
+    /// later (an operator's next driver) is another attempt, and a follow of this one ends when
+    /// it finds that one in its place.
+    pub uid: Option<String>,
 }
 
 /// How much of a log to read.
@@ -119,6 +123,14 @@ async fn follow_into(
     let op = Op::named("get", "pods/log", &target.namespace, &target.pod);
     let mut resume = Resume::default();
     let mut opened = false;
+    if target.uid.is_some()
+        && matches!(
+            container_terminated(cluster, &api, target).await?,
+            Termination::PodGone
+        )
+    {
+        return Ok(()); // Another attempt holds the name already: this one has no log left.
+    }
     loop {
         if sender.is_closed() {
             return Ok(()); // The reader went away while the stream was silent.
@@ -228,6 +240,9 @@ async fn container_terminated(
     let Some(pod) = found.items.into_iter().next() else {
         return Ok(Termination::PodGone);
     };
+    if target.uid.is_some() && pod.metadata.uid != target.uid {
+        return Ok(Termination::PodGone);
+    }
     let status = pod.status.unwrap_or_default();
     let phase_done = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
     let terminated = status

@@ -438,6 +438,7 @@ pub(crate) async fn tail<J: Jobs>(
         namespace: id.namespace.clone(),
         pod: attempt.pod.clone(),
         container: attempt.container.clone(),
+        uid: None,
     };
     let options = TailOptions {
         previous: false,
@@ -490,6 +491,7 @@ async fn follow_into<J: Jobs>(
                 namespace: id.namespace.clone(),
                 pod: attempt.pod.clone(),
                 container: attempt.container.clone(),
+                uid: Some(attempt.uid.clone()),
             };
             let mut lines = Box::pin(logs::follow(
                 jobs.cluster().clone(),

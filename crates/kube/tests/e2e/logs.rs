@@ -402,6 +402,7 @@ async fn a_follow_of_a_pod_that_is_not_there_says_so() {
         namespace: NS.to_string(),
         pod: "not-there".to_string(),
         container: "main".to_string(),
+        uid: None,
     };
     let follow =
         kubeferry_kube::logs::follow(env.executor.cluster().clone(), target, follow_options());
