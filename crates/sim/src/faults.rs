@@ -1,13 +1,14 @@
 //! Fault injection and request counting. Rules match requests by verb, resource, namespace
-//! and identity and fail them, delay them, drop the connection, or commit a write and lose the
-//! response. Open watches can be stalled, cut or expired. Counters record every request by
+//! and identity and fail them, delay or hold them, drop the connection, or commit a write and
+//! lose the response. Open watches can be stalled, cut or expired. Counters record every request by
 //! verb, resource and identity.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
 
 /// What a matching request suffers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +37,11 @@ pub enum FaultAction {
     LoseResponse,
     /// For watches: open the stream and send nothing (no events, no bookmarks).
     StallWatch,
+    /// Keep the request waiting, unanswered and not yet done, until the rule is removed (or
+    /// every rule cleared); then handle it. A rule used up by `times` still holds what it
+    /// caught until it is removed. Lets a test change the cluster at an exact point between a
+    /// request's sending and its handling.
+    Hold,
 }
 
 /// Which requests a rule applies to; empty lists match anything.
@@ -158,8 +164,10 @@ pub type FaultId = u64;
 pub struct Verdict {
     /// Total added latency.
     pub latency: Duration,
-    /// The first non-latency action, if any.
+    /// The first action that is neither latency nor a hold, if any.
     pub action: Option<FaultAction>,
+    /// The hold rules that keep the request waiting until they are removed.
+    pub holds: Vec<FaultId>,
 }
 
 /// The installed fault rules.
@@ -167,6 +175,10 @@ pub struct Verdict {
 pub struct Faults {
     rules: Mutex<Vec<(FaultId, FaultRule)>>,
     next_id: Mutex<FaultId>,
+    /// Hold rules not removed yet (used-up ones included).
+    holding: Mutex<HashSet<FaultId>>,
+    /// Woken when a hold ends.
+    released: Notify,
 }
 
 impl Faults {
@@ -175,21 +187,47 @@ impl Faults {
         let mut next = self.next_id.lock();
         *next += 1;
         let id = *next;
+        if rule.action == FaultAction::Hold {
+            self.holding.lock().insert(id);
+        }
         self.rules.lock().push((id, rule));
         id
     }
 
-    /// Removes a rule.
+    /// Removes a rule (and lets go of the requests it holds).
     pub fn remove(&self, id: FaultId) -> bool {
-        let mut rules = self.rules.lock();
-        let before = rules.len();
-        rules.retain(|(i, _)| *i != id);
-        rules.len() != before
+        let removed = {
+            let mut rules = self.rules.lock();
+            let before = rules.len();
+            rules.retain(|(i, _)| *i != id);
+            rules.len() != before
+        };
+        let released = self.holding.lock().remove(&id);
+        if released {
+            self.released.notify_waiters();
+        }
+        removed || released
     }
 
-    /// Removes every rule.
+    /// Removes every rule (and lets go of every held request).
     pub fn clear(&self) {
         self.rules.lock().clear();
+        self.holding.lock().clear();
+        self.released.notify_waiters();
+    }
+
+    /// Waits until none of these hold rules is installed.
+    pub async fn wait_released(&self, holds: &[FaultId]) {
+        loop {
+            let notified = self.released.notified();
+            tokio::pin!(notified);
+            // Registered before looking, so that a removal in between is not missed.
+            notified.as_mut().enable();
+            if !holds.iter().any(|id| self.holding.lock().contains(id)) {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// The installed rules.
@@ -204,7 +242,7 @@ impl Faults {
             return Verdict::default();
         }
         let mut verdict = Verdict::default();
-        for (_, rule) in rules.iter_mut() {
+        for (id, rule) in rules.iter_mut() {
             if rule.times == Some(0) || !rule.matcher.matches(facts) {
                 continue;
             }
@@ -212,6 +250,7 @@ impl Faults {
                 FaultAction::Latency { millis } => {
                     verdict.latency += Duration::from_millis(*millis);
                 }
+                FaultAction::Hold => verdict.holds.push(*id),
                 other => {
                     if verdict.action.is_some() {
                         continue;

@@ -101,6 +101,9 @@ async fn handle(
     if !verdict.latency.is_zero() {
         tokio::time::sleep(verdict.latency).await;
     }
+    if !verdict.holds.is_empty() {
+        state.faults.wait_released(&verdict.holds).await;
+    }
     let mut lose_response = false;
     match verdict.action {
         Some(FaultAction::Error {
@@ -115,7 +118,7 @@ async fn handle(
         Some(FaultAction::StallWatch) => {
             req.extensions_mut().insert(StallWatch(true));
         }
-        Some(FaultAction::Latency { .. }) | None => {}
+        Some(FaultAction::Latency { .. } | FaultAction::Hold) | None => {}
     }
     if !admin_path {
         let attrs = if info.is_resource {

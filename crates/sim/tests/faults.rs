@@ -1,5 +1,5 @@
-//! Fault injection and counters: Status errors with Retry-After, latency, dropped connections,
-//! lost responses, stalled watches, unreachability, per-identity rules, the admin endpoints.
+//! Fault injection and counters: Status errors with Retry-After, latency, held requests,
+//! dropped connections, lost responses, stalled watches, unreachability, per-identity rules, the admin endpoints.
 
 mod common;
 
@@ -11,7 +11,7 @@ use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kubeferry_sim::{FaultAction, FaultRule};
 use serde_json::json;
 
-use common::{client_for, raw, start};
+use common::{client_for, eventually, raw, start};
 
 fn cm(name: &str) -> ConfigMap {
     serde_json::from_value(
@@ -189,6 +189,56 @@ async fn latency_delays_and_connections_drop_or_lose_answers() {
         matches!(again, Err(kube::Error::Api(ref s)) if s.code == 409),
         "a retry meets AlreadyExists"
     );
+}
+
+#[tokio::test]
+async fn held_requests_wait_undone_until_the_rule_is_removed() {
+    let sim = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(sim.client.clone(), "default");
+    let hold = sim.cluster.add_fault(
+        FaultRule::new(FaultAction::Hold)
+            .verbs(&["create"])
+            .times(1),
+    );
+    let held = tokio::spawn({
+        let cms = cms.clone();
+        async move { cms.create(&PostParams::default(), &cm("held")).await }
+    });
+    // The request has arrived (it is counted) ...
+    eventually("the create to arrive", Duration::from_secs(10), || async {
+        (sim.cluster.request_count("create", "configmaps") > 0).then_some(())
+    })
+    .await;
+    // ... and stays undone: a write in the meantime takes the name first.
+    cms.create(&PostParams::default(), &cm("held"))
+        .await
+        .expect("the rule was used up by the held request: this one passes");
+    assert!(!held.is_finished(), "held until the rule is removed");
+    assert!(
+        sim.cluster.remove_fault(hold),
+        "a used-up hold is still there to remove"
+    );
+    let answer = held.await.expect("joined");
+    assert!(
+        matches!(answer, Err(kube::Error::Api(ref s)) if s.code == 409),
+        "handled after the release, against the cluster as it is then: {answer:?}"
+    );
+    assert!(!sim.cluster.remove_fault(hold), "removed once");
+
+    // Clearing every rule lets go too.
+    sim.cluster
+        .add_fault(FaultRule::new(FaultAction::Hold).verbs(&["get"]));
+    let get = tokio::spawn({
+        let cms = cms.clone();
+        async move { cms.get_opt("held").await }
+    });
+    eventually("the get to arrive", Duration::from_secs(10), || async {
+        (sim.cluster.request_count("get", "configmaps") > 0).then_some(())
+    })
+    .await;
+    sim.cluster.clear_faults();
+    let found = get.await.expect("joined").expect("answered");
+    assert!(found.is_some());
 }
 
 #[tokio::test]
