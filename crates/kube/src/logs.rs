@@ -126,10 +126,10 @@ async fn follow_into(
     if target.uid.is_some()
         && matches!(
             container_terminated(cluster, &api, target).await?,
-            Termination::PodGone
+            Termination::PodGone | Termination::Replaced
         )
     {
-        return Ok(()); // Another attempt holds the name already: this one has no log left.
+        return Ok(()); // The attempt's pod is gone: it has no log left.
     }
     loop {
         if sender.is_closed() {
@@ -159,6 +159,11 @@ async fn follow_into(
                 debug!(message = "log stream not answered yet; looking at the container", pod = %target.pod);
             }
             Ok(Ok(stream)) => {
+                // The name may have passed to another attempt between the look that found this
+                // one and the opening: then the stream may be that attempt's, read on its own.
+                if replaced(cluster, &api, target).await? {
+                    return Ok(());
+                }
                 opened = true;
                 let mut lines = stream.lines();
                 loop {
@@ -189,7 +194,7 @@ async fn follow_into(
         }
         match container_terminated(cluster, &api, target).await? {
             Termination::Running => tokio::time::sleep(options.reopen_delay).await,
-            Termination::PodGone => return Ok(()),
+            Termination::PodGone | Termination::Replaced => return Ok(()),
             Termination::Terminated => {
                 // Drain what the broken stream may have missed, then stop.
                 let params = LogParams {
@@ -208,6 +213,12 @@ async fn follow_into(
                     Err(Error::Rejected { code: 404, .. }) => return Ok(()),
                     Err(error) => return Err(error),
                 };
+                if replaced(cluster, &api, target).await? {
+                    // Read from whichever attempt held the name then: not delivered, since it
+                    // may be the next attempt's log (followed on its own). A pod merely gone
+                    // was this attempt's: what was read is delivered.
+                    return Ok(());
+                }
                 for line in rest.lines() {
                     if let Some(text) = resume.accept(line)
                         && sender.send(Ok(format!("{text}\n"))).await.is_err()
@@ -221,10 +232,22 @@ async fn follow_into(
     }
 }
 
+/// Whether a follow of one attempt (a target with a uid) finds another attempt's pod holding
+/// the name.
+async fn replaced(cluster: &Cluster, api: &Api<Pod>, target: &LogTarget) -> Result<bool> {
+    Ok(target.uid.is_some()
+        && matches!(
+            container_terminated(cluster, api, target).await?,
+            Termination::Replaced
+        ))
+}
+
 enum Termination {
     Running,
     Terminated,
     PodGone,
+    /// Another pod (another attempt) holds the name.
+    Replaced,
 }
 
 async fn container_terminated(
@@ -241,7 +264,7 @@ async fn container_terminated(
         return Ok(Termination::PodGone);
     };
     if target.uid.is_some() && pod.metadata.uid != target.uid {
-        return Ok(Termination::PodGone);
+        return Ok(Termination::Replaced);
     }
     let status = pod.status.unwrap_or_default();
     let phase_done = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));

@@ -449,3 +449,129 @@ async fn a_silent_stream_is_rechecked_and_reopened_without_repeating_lines() {
     );
     assert!(within("the end", lines.next()).await.is_none());
 }
+
+/// Starts a bare pod named `name` running `script`; returns its uid once it runs.
+async fn start_pod(env: &Env, name: &str, script: &str) -> String {
+    let pod = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox:1.36",
+                "command": ["sh", "-c", script]}]},
+    });
+    env.sim.create(NS, pod).expect("the pod is created");
+    eventually("the pod to start", || async {
+        env.sim
+            .object("", "pods", NS, name)
+            .filter(|p| matches!(p["status"]["phase"].as_str(), Some("Running" | "Succeeded")))
+            .map(|p| p["metadata"]["uid"].as_str().expect("a uid").to_string())
+    })
+    .await
+}
+
+/// Deletes the pod named `name` at once and starts another of the same name (the next
+/// attempt), which prints `second attempt` and ends.
+async fn replace_pod(env: &Env, name: &str) {
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(env.admin_client().await, NS);
+    pods.delete(name, &kube::api::DeleteParams::default().grace_period(0))
+        .await
+        .expect("deleted");
+    eventually("the pod to go", || async {
+        env.sim.object("", "pods", NS, name).is_none().then_some(())
+    })
+    .await;
+    start_pod(env, name, "echo second attempt").await;
+    eventually("the next attempt to end", || async {
+        env.sim
+            .object("", "pods", NS, name)
+            .filter(|p| p["status"]["phase"] == "Succeeded")
+    })
+    .await;
+}
+
+fn attempt_of(name: &str, uid: String) -> kubeferry_kube::logs::LogTarget {
+    kubeferry_kube::logs::LogTarget {
+        namespace: NS.to_string(),
+        pod: name.to_string(),
+        container: "main".to_string(),
+        uid: Some(uid),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_of_one_attempt_opened_as_the_next_takes_the_name_reads_none_of_it() {
+    // An operator may replace a driver (same name, new uid) between the follow's look at the
+    // pod and the opening of its stream: the stream is then the next attempt's.
+    let env = Env::start().await;
+    let uid = start_pod(&env, "reused", "echo first attempt; sleep 30").await;
+    let arrived = env.sim.request_count("get", "pods/log");
+    let hold = env.sim.add_fault(
+        FaultRule::new(FaultAction::Hold)
+            .resources(&["pods/log"])
+            .times(1),
+    );
+    let follow = tokio::spawn(
+        kubeferry_kube::logs::follow(
+            env.executor.cluster().clone(),
+            attempt_of("reused", uid),
+            follow_options(),
+        )
+        .collect::<Vec<_>>(),
+    );
+    eventually("the stream's request to be held", || async {
+        (env.sim.request_count("get", "pods/log") > arrived).then_some(())
+    })
+    .await;
+    replace_pod(&env, "reused").await;
+    assert!(env.sim.remove_fault(hold));
+    let followed = within("the follow to end", follow).await.expect("joined");
+    let lines: Vec<String> = followed.into_iter().map(|l| l.expect("a line")).collect();
+    assert!(
+        !lines.iter().any(|l| l.contains("second attempt")),
+        "{lines:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_of_one_attempt_draining_as_the_next_takes_the_name_reads_none_of_it() {
+    // The attempt ends; before the follow reads what its stream may have missed, the next
+    // attempt takes the name. What that read returns may be the next attempt's log.
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let script = format!("echo first attempt; {}", gate.wait("end"));
+    let uid = start_pod(&env, "drained", &script).await;
+    let mut lines = Box::pin(kubeferry_kube::logs::follow(
+        env.executor.cluster().clone(),
+        attempt_of("drained", uid),
+        follow_options(),
+    ));
+    assert_eq!(
+        within("the first line", lines.next())
+            .await
+            .unwrap()
+            .unwrap(),
+        "first attempt\n"
+    );
+    // The follow's next read of the log (the drain, or a re-opened stream) is held.
+    let arrived = env.sim.request_count("get", "pods/log");
+    let hold = env.sim.add_fault(
+        FaultRule::new(FaultAction::Hold)
+            .resources(&["pods/log"])
+            .times(1),
+    );
+    gate.open("end");
+    let rest = tokio::spawn(lines.collect::<Vec<_>>());
+    eventually("the follow's next read to be held", || async {
+        (env.sim.request_count("get", "pods/log") > arrived).then_some(())
+    })
+    .await;
+    replace_pod(&env, "drained").await;
+    assert!(env.sim.remove_fault(hold));
+    let rest = within("the follow to end", rest).await.expect("joined");
+    let rest: Vec<String> = rest.into_iter().map(|l| l.expect("a line")).collect();
+    assert!(
+        rest.is_empty(),
+        "nothing after the first attempt's line: {rest:?}"
+    );
+}
