@@ -727,12 +727,39 @@ fn disruption(pod: &Pod) -> Option<String> {
 
 #[tokio::test]
 async fn eviction_fails_the_pod_with_a_disruption_condition() {
-    let sim = start().await;
-    let jobs = create_job(&sim, shell_job("evicted", "sleep 30")).await;
+    let sim = start_with(patient_cluster()).await;
+    let dir = shared_dir("evicted");
+    // Told to stop, the container takes its time (until the gate opens).
+    let script = format!(
+        "trap 'touch {d}/stopping; while [ ! -f {d}/gate ]; do sleep 0.01; done; exit 143' TERM; \
+         touch {d}/holding; while true; do sleep 0.01; done",
+        d = dir.display()
+    );
+    let mut job = shell_job("evicted", &script);
+    job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = json!(30);
+    let jobs = create_job(&sim, job).await;
     let pod = running_pod_of(&sim, "evicted").await;
     let name = pod.metadata.name.clone().unwrap_or_default();
+    eventually("the trap to be set", WAIT, || async {
+        dir.join("holding").exists().then_some(())
+    })
+    .await;
     sim.cluster.evict_pod("default", &name).expect("evicted");
     let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    eventually("the container to be told to stop", WAIT, || async {
+        dir.join("stopping").exists().then_some(())
+    })
+    .await;
+    // While a container may still run, the kubelet holds back the terminal phase, the
+    // eviction's reason and its DisruptionTarget condition (status manager, mergePodStatus).
+    let stopping = pods.get(&name).await.expect("the pod");
+    let status = stopping.status.clone().unwrap_or_default();
+    assert_eq!(
+        (status.phase.as_deref(), status.reason.as_deref()),
+        (Some("Running"), None)
+    );
+    assert_eq!(disruption(&stopping), None);
+    std::fs::write(dir.join("gate"), b"").expect("the gate opens");
     let failed = eventually("the pod to fail", WAIT, || {
         let pods = pods.clone();
         let name = name.clone();
@@ -747,6 +774,24 @@ async fn eviction_fails_the_pod_with_a_disruption_condition() {
         Some("Evicted")
     );
     assert_eq!(disruption(&failed).as_deref(), Some("TerminationByKubelet"));
+    let exit_code = failed
+        .status
+        .as_ref()
+        .and_then(|s| {
+            s.container_statuses
+                .as_ref()?
+                .first()?
+                .state
+                .as_ref()?
+                .terminated
+                .as_ref()
+        })
+        .map(|t| t.exit_code);
+    assert_eq!(
+        exit_code,
+        Some(143),
+        "the container's own end is in the same status"
+    );
     let (_, outcome) = finished(&jobs, "evicted").await;
     assert_eq!(outcome, "Failed");
 }

@@ -349,7 +349,9 @@ impl Status {
                     .collect::<Vec<_>>()
             );
         }
-        if let Some(d) = &self.disruption {
+        // The kubelet holds a disruption's reason and message back, with the terminal phase,
+        // until no container can run any more (kubelet status manager, `mergePodStatus`).
+        if terminal && let Some(d) = &self.disruption {
             status["reason"] = json!(d.reason);
             status["message"] = json!(d.message);
         }
@@ -411,7 +413,9 @@ impl PodWorker {
 
     fn write(&self, status: &mut Status) -> bool {
         let ours = status.render();
-        let disruption_condition = status.disruption.as_ref().and_then(|d| {
+        // Like the reason, the DisruptionTarget condition waits for the terminal phase.
+        let terminal = status.final_phase.is_some();
+        let disruption_condition = status.disruption.as_ref().filter(|_| terminal).and_then(|d| {
             d.condition.as_ref().map(|(reason, message)| {
                 json!({"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message, "lastProbeTime": null, "lastTransitionTime": meta::now()})
             })
