@@ -350,7 +350,8 @@ impl SimCluster {
         self.state.faults.clear();
     }
 
-    /// Open watches send nothing for `d` (events queue up and arrive afterwards).
+    /// Open watches send nothing for `d` (events queue up and arrive afterwards); a cut, an
+    /// abort or an expiry still ends them at once, and a new stall replaces the old one.
     pub fn stall_watches(&self, d: Duration) -> usize {
         self.state
             .watch_control

@@ -296,6 +296,32 @@ async fn watches_can_stall_and_the_server_can_vanish() {
 }
 
 #[tokio::test]
+async fn a_stalled_watch_still_ends_when_cut() {
+    let sim = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(sim.client.clone(), "default");
+    let mut watch = Box::pin(
+        cms.watch(&WatchParams::default().disable_bookmarks(), "0")
+            .await
+            .expect("watch opens"),
+    );
+    common::eventually("the watch to be open", Duration::from_secs(5), || async {
+        (sim.cluster.open_watches() > 0).then_some(())
+    })
+    .await;
+    assert!(sim.cluster.stall_watches(Duration::from_secs(600)) > 0);
+    cms.create(&PostParams::default(), &cm("queued"))
+        .await
+        .expect("created");
+    let nothing = tokio::time::timeout(Duration::from_millis(200), watch.next()).await;
+    assert!(nothing.is_err(), "a stalled watch sends nothing");
+    assert!(sim.cluster.cut_watches() > 0);
+    let ended = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .expect("the cut ends the stall and the stream");
+    assert!(ended.is_none(), "ended cleanly: {ended:?}");
+}
+
+#[tokio::test]
 async fn the_admin_endpoints_drive_faults_and_counters() {
     let sim = start().await;
     let admin = &sim.client;

@@ -245,9 +245,15 @@ impl Watcher {
         let mut bookmark = tokio::time::interval(self.state.config.timings.bookmark_interval);
         bookmark.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         bookmark.tick().await;
+        // While stalled nothing is sent (events queue up), but commands still arrive: a cut,
+        // an abort or an expiry ends the stall with the stream, a new stall replaces it.
+        let mut stalled_until: Option<tokio::time::Instant> = None;
         loop {
             tokio::select! {
-                received = rx.recv() => match received {
+                _ = sleep_until_opt(stalled_until), if stalled_until.is_some() => {
+                    stalled_until = None;
+                }
+                received = rx.recv(), if stalled_until.is_none() => match received {
                     Ok(event) => {
                         if event.rv <= seen_rv {
                             continue;
@@ -278,17 +284,14 @@ impl Watcher {
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
-                _ = bookmark.tick(), if self.params.bookmarks => {
+                _ = bookmark.tick(), if self.params.bookmarks && stalled_until.is_none() => {
                     if let Flow::Stop = self.send_bookmark(seen_rv, false).await {
                         return;
                     }
                 }
                 command = control.recv() => match command {
                     Ok(WatchControl::Stall(d)) => {
-                        tokio::select! {
-                            _ = tokio::time::sleep(d) => {}
-                            _ = self.tx.closed() => return,
-                        }
+                        stalled_until = Some(tokio::time::Instant::now() + d);
                     }
                     Ok(WatchControl::Cut) => return,
                     Ok(WatchControl::Abort) => {
@@ -301,7 +304,7 @@ impl Watcher {
                     }
                     Err(_) => {}
                 },
-                _ = sleep_until_opt(deadline) => return,
+                _ = sleep_until_opt(deadline), if stalled_until.is_none() => return,
                 _ = self.tx.closed() => return,
             }
         }
