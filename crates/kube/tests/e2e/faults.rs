@@ -369,3 +369,63 @@ async fn an_answer_that_does_not_come_is_retried_after_the_read_timeout() {
     assert_eq!(outcome.state, JobState::Succeeded);
     assert_eq!(env.sim.count("batch", "jobs"), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_cache_lagging_a_fresh_read_never_takes_a_status_back() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell("lagging", &gate.wait("end"), "queue: team-a"))
+        .await;
+    env.status_until(&id, "held by the queue", is(JobState::Queued))
+        .await;
+    env.watches_open(2).await;
+    // From here the watches deliver nothing: the cache keeps the suspended copy.
+    env.sim.stall_watches(Duration::from_secs(600));
+    // The queue admits the job, and it runs.
+    let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> =
+        kube::Api::namespaced(env.admin_client().await, NS);
+    jobs.patch(
+        &id.name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"spec": {"suspend": false}})),
+    )
+    .await
+    .expect("admitted");
+    eventually("the pod to run", || async {
+        let job = env.job_object(&id)?;
+        (job["status"]["ready"] == 1).then_some(())
+    })
+    .await;
+    // A fresh read (the list reads the server) reports the job started ...
+    let listed = env.executor.list(NS, None).await.expect("listed");
+    let fresh = listed
+        .iter()
+        .find(|summary| summary.id == id)
+        .expect("listed");
+    assert_eq!(fresh.status.state, JobState::Started, "{:?}", fresh.status);
+    // ... while the cache still holds the copy from before the admission.
+    let cached = env
+        .executor
+        .container_jobs()
+        .tracker()
+        .namespace(NS)
+        .jobs
+        .get(&id.name)
+        .expect("cached");
+    assert!(cached.view.suspend, "the cache lags: {:?}", cached.view);
+    // A status answered from that cache does not go back to QUEUED.
+    let gets = env.sim.request_count("get", "jobs.batch");
+    let status = env.executor.status(&id).await.expect("a status");
+    assert_eq!(
+        env.sim.request_count("get", "jobs.batch"),
+        gets,
+        "answered from the cache"
+    );
+    assert_eq!(status.state, JobState::Started, "{status:?}");
+    // The watches catch up; the job ends as it should.
+    env.sim.cut_watches();
+    gate.open("end");
+    let (end, _) = env.wait(&id).await;
+    assert_eq!(end.state, JobState::Succeeded, "{end:?}");
+}
