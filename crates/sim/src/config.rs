@@ -33,6 +33,10 @@ pub struct SimConfig {
     /// A container whose image is not listed runs its `args` as the command, and with no
     /// `args` either it exits 0 at once with no output.
     pub image_entrypoints: BTreeMap<String, Vec<String>>,
+    /// Image repositories with neither an entrypoint nor a default command (images built
+    /// `FROM scratch` for a binary given as `command`): a container of one with no `command`
+    /// and no `args` cannot be created (`CreateContainerError`, "no command specified").
+    pub images_without_command: Vec<String>,
     /// Bundles of custom resource definitions installed at start.
     pub crd_bundles: Vec<CrdBundle>,
     /// More CustomResourceDefinition objects (JSON) installed at start.
@@ -62,6 +66,7 @@ impl Default for SimConfig {
             nodes: vec![NodeConfig::named("sim-node-1")],
             unpullable_registries: vec!["*.invalid".to_string()],
             image_entrypoints: BTreeMap::new(),
+            images_without_command: Vec::new(),
             crd_bundles: Vec::new(),
             extra_crds: Vec::new(),
             watch_history: 10_000,
@@ -270,6 +275,10 @@ pub struct SimArgs {
     /// `--image-entrypoint 'python=python3'`.
     #[arg(long = "image-entrypoint", value_name = "IMAGE=COMMAND")]
     pub image_entrypoints: Vec<String>,
+    /// IMAGE has neither an entrypoint nor a default command (repeatable): its containers
+    /// without `command` and `args` fail with CreateContainerError.
+    #[arg(long = "image-without-command", value_name = "IMAGE")]
+    pub images_without_command: Vec<String>,
     /// Install custom resource definitions at start (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub crds: Vec<CrdBundle>,
@@ -373,6 +382,7 @@ impl SimArgs {
                 self.unpullable_registries.clone()
             },
             image_entrypoints,
+            images_without_command: self.images_without_command.clone(),
             crd_bundles: self.crds.clone(),
             extra_crds: Vec::new(),
             watch_history: self.watch_history.max(1),
@@ -437,6 +447,8 @@ mod tests {
             "*.example",
             "--image-entrypoint",
             "python=python3 -u",
+            "--image-without-command",
+            "ghcr.io/acme/static-tool",
             "--crds",
             "spark-apache,kueue",
         ])
@@ -458,6 +470,10 @@ mod tests {
         assert_eq!(
             config.image_entrypoints.get("python"),
             Some(&vec!["python3".to_string(), "-u".to_string()])
+        );
+        assert_eq!(
+            config.images_without_command,
+            vec!["ghcr.io/acme/static-tool".to_string()]
         );
         assert_eq!(
             config.crd_bundles,

@@ -1,5 +1,5 @@
 //! Kubelet conformance: environment (values, expansion, downward API, envFrom, secret keys),
-//! CreateContainerConfigError, image pull failures, InvalidImageName, OOMKilled, StartError,
+//! CreateContainerConfigError, CreateContainerError, image pull failures, InvalidImageName, OOMKilled, StartError,
 //! missing claims, init containers, restarts with previous logs, and pods/log options.
 
 mod common;
@@ -282,6 +282,49 @@ async fn image_problems_are_reported_as_waiting_reasons() {
         err.message,
         "container \"main\" in pod \"bad-name\" is waiting to start: InvalidImageName"
     );
+}
+
+#[tokio::test]
+async fn an_image_without_a_command_and_a_container_without_one_cannot_be_created() {
+    let mut config = SimConfig::for_tests();
+    config.images_without_command = vec!["ghcr.io/acme/static-tool".to_string()];
+    let sim = start_with(config).await;
+    let image = "ghcr.io/acme/static-tool:1.0";
+    let pods = create_pod(
+        &sim,
+        pod("nothing", json!([{"name": "main", "image": image}])),
+    )
+    .await;
+    let (_, message) = waiting_reasons(&pods, "nothing", "CreateContainerError").await;
+    assert!(
+        message.ends_with("spec: failed to generate spec: no command specified"),
+        "{message}"
+    );
+    let p = pods.get("nothing").await.expect("pod");
+    assert_eq!(p.status.and_then(|s| s.phase).as_deref(), Some("Pending"));
+    let err = status_of(pods.logs("nothing", &LogParams::default()).await);
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (
+            400,
+            "container \"main\" in pod \"nothing\" is waiting to start: CreateContainerError"
+        )
+    );
+    // Its args alone are a command to run.
+    let pods = create_pod(
+        &sim,
+        pod(
+            "args-only",
+            json!([{"name": "main", "image": image, "args": ["echo", "from args"]}]),
+        ),
+    )
+    .await;
+    phase(&pods, "args-only", "Succeeded").await;
+    let log = pods
+        .logs("args-only", &LogParams::default())
+        .await
+        .expect("a log");
+    assert_eq!(log, "from args\n");
 }
 
 #[tokio::test]

@@ -243,14 +243,34 @@ impl ContainerTask {
         if !command.is_empty() {
             return command.into_iter().chain(args).collect();
         }
-        let image = self.spec.get("image").and_then(Value::as_str).unwrap_or("");
-        let repository = image::parse(image)
-            .map(|r| r.repository)
-            .unwrap_or_default();
-        match self.state.config.image_entrypoints.get(&repository) {
+        match self.state.config.image_entrypoints.get(&self.repository()) {
             Some(entrypoint) => entrypoint.iter().cloned().chain(args).collect(),
             None => args,
         }
+    }
+
+    /// The image's repository (the reference without tag or digest).
+    fn repository(&self) -> String {
+        let image = self.spec.get("image").and_then(Value::as_str).unwrap_or("");
+        image::parse(image)
+            .map(|r| r.repository)
+            .unwrap_or_default()
+    }
+
+    /// Whether the runtime has nothing to run: no `command`, no `args`, and an image with
+    /// neither an entrypoint nor a default command.
+    fn nothing_to_run(&self, argv: &[String]) -> bool {
+        argv.is_empty()
+            && !self
+                .state
+                .config
+                .image_entrypoints
+                .contains_key(&self.repository())
+            && self
+                .state
+                .config
+                .images_without_command
+                .contains(&self.repository())
     }
 
     /// Pulls the image: Ok when it can run, Err(()) when asked to stop while it cannot.
@@ -569,6 +589,18 @@ impl ContainerTask {
                 break 'restart;
             }
             let argv = self.argv(&vars);
+            if self.nothing_to_run(&argv) {
+                // The kubelet retries the creation, which cannot succeed: the container waits
+                // until the pod stops.
+                let message = format!(
+                    "failed to generate container {:?} spec: failed to generate spec: no command specified",
+                    random_hex(64)
+                );
+                self.event(EventKind::Warning, "Failed", &format!("Error: {message}"));
+                self.waiting("CreateContainerError", Some(message)).await;
+                self.wait_for_stop().await;
+                break 'restart;
+            }
             let container_id = format!("containerd://{}", random_hex(64));
             let started_at = Timestamp::now();
             self.report(ContainerEvent::Running {

@@ -3,7 +3,9 @@
 //!
 //! A container without a `command` runs the entrypoint configured for its image repository in
 //! `SimConfig::image_entrypoints` followed by its `args`; an image without one runs the `args`
-//! as the command; with no `args` either, the container exits 0 at once with no output.
+//! as the command; with no `args` either, the container exits 0 at once with no output, unless
+//! the image is listed in `SimConfig::images_without_command`: then it cannot be created and
+//! waits with `CreateContainerError`.
 
 pub mod container;
 pub mod env;
