@@ -274,6 +274,32 @@ async fn missing_secret_is_a_create_container_config_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_the_runtime_cannot_create_fails_after_the_grace() {
+    // An image built for a binary given as its command, run without one.
+    let mut config = SimConfig::for_tests();
+    config.images_without_command = vec!["ghcr.io/acme/static-tool".to_string()];
+    let settings = Settings::fast()
+        .with_mapping(|m| m.create_container_error_grace = Duration::from_millis(1500));
+    let env = Env::start_with(config, settings).await;
+    let id = env
+        .submit("name: nocommand\nimage: ghcr.io/acme/static-tool:1.0\n")
+        .await;
+    let (outcome, seen) = env.wait(&id).await;
+    assert!(
+        seen.iter()
+            .any(|i| i.state == JobState::Queued && i.reason == Reason::ContainerCreating),
+        "waits out the grace first: {seen:#?}"
+    );
+    assert_eq!(outcome.state, JobState::Failed, "{outcome:?}");
+    assert_eq!(outcome.reason, Reason::CreateContainerError);
+    assert!(
+        outcome.message.contains("no command specified"),
+        "{outcome:?}"
+    );
+    assert_recorded_and_stopped(&env, &id, &outcome).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn running_is_started_with_its_start_time() {
     let env = Env::start().await;
     let gate = Gate::new();
