@@ -117,6 +117,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 start_time,
                 completion_time,
                 ttl_seconds_after_finished: None,
+                creation_refused: None,
             },
         )
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kubeferry_core::container::{MappingConfig, PodView};
 use kubeferry_core::{ExecutionInfo, JobState, Reason};
-use support::{Seen, assert_recorded, assert_reports, at, expect, map, map_with, views};
+use support::{Seen, assert_recorded, assert_reports, at, expect, map, map_views, map_with, views};
 
 const PULL_IMAGE: &str = "registry.example.com/analytics/report:2.4.9";
 
@@ -45,6 +45,28 @@ fn no_pod_yet() {
         map("no_pod_yet", Seen::Present, at(1)),
         expect(JobState::Queued, Reason::Pending)
             .message("waiting for the Job controller to create a pod"),
+    );
+}
+
+#[test]
+fn no_pod_yet_with_a_refused_creation() {
+    let (mut job, pods) = views("no_pod_yet");
+    job.creation_refused = Some(
+        "Error creating: pods \"no-pod-yet-\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10".into(),
+    );
+    let mapped = map_views(
+        &job,
+        &pods,
+        Seen::Present,
+        at(30),
+        &MappingConfig::default(),
+        None,
+    );
+    assert_reports(
+        mapped,
+        expect(JobState::Queued, Reason::Pending).message(
+            "waiting for the Job controller to create a pod: Error creating: pods \"no-pod-yet-\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10",
+        ),
     );
 }
 

@@ -40,6 +40,12 @@ pub const CONTAINER_JOB_PERMISSIONS: &[Permission] = &[
         verbs: &["get"],
         why: "read and follow logs",
     },
+    Permission {
+        group: "",
+        resource: "events",
+        verbs: &["list", "watch"],
+        why: "say why a Job has no pod yet (the Job controller's FailedCreate events: admission, quota; one watch per namespace)",
+    },
 ];
 
 /// The verbs on SparkApplications, of either operator.
@@ -188,6 +194,7 @@ mod tests {
                 "batch:jobs:create,get,list,watch,patch,delete",
                 ":pods:list,watch",
                 ":pods/log:get",
+                ":events:list,watch",
             ]
         );
         assert_eq!(role.metadata.namespace.as_deref(), Some("ns"));
@@ -236,6 +243,7 @@ mod tests {
                 "batch:jobs:create,get,list,watch,patch,delete",
                 ":pods:list,watch,delete",
                 ":pods/log:get",
+                ":events:list,watch",
                 "spark.apache.org:sparkapplications:create,get,list,watch,patch,delete",
                 "sparkoperator.k8s.io:sparkapplications:create,get,list,watch,patch,delete",
             ]

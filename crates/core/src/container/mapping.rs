@@ -754,10 +754,16 @@ impl<'a> Mapper<'a> {
             info.finished_at = deadline(since, timeout);
             return Mapped::recorded_by_kubeferry(info);
         }
-        let message = if retrying {
+        let waiting = if retrying {
             "waiting for the next attempt's pod"
         } else {
             "waiting for the Job controller to create a pod"
+        };
+        // Still waiting (a quota may free up, a service account appear), with the reason the
+        // Job controller was last refused.
+        let message = match &self.job.creation_refused {
+            Some(refusal) => format!("{waiting}: {refusal}"),
+            None => waiting.to_string(),
         };
         Mapped::of(
             ExecutionInfo::new(JobState::Queued, Reason::Pending)

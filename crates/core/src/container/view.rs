@@ -165,6 +165,10 @@ pub struct JobView {
     pub completion_time: Option<Timestamp>,
     /// `spec.ttlSecondsAfterFinished`.
     pub ttl_seconds_after_finished: Option<i64>,
+    /// The Job controller's latest refusal to create a pod for the Job (the message of its
+    /// `FailedCreate` event: admission, quota), which the Job's status does not show. Filled
+    /// from events by the tracker, never from the Job itself.
+    pub creation_refused: Option<String>,
 }
 
 impl From<&Job> for JobView {
@@ -203,6 +207,7 @@ impl From<&Job> for JobView {
                 .as_ref()
                 .and_then(|spec| spec.ttl_seconds_after_finished)
                 .map(i64::from),
+            creation_refused: None,
         }
     }
 }

@@ -220,6 +220,30 @@ impl ContainerJobs {
         ))
     }
 
+    /// The Job with the Job controller's latest refusal to create a pod for it, while it has
+    /// none; `None` when there is nothing to add.
+    fn with_refusal(
+        &self,
+        id: &ExecutionId,
+        observed: &Observed,
+        pods: &[PodView],
+    ) -> Option<Observed> {
+        let Observed::Present(job) = observed else {
+            return None;
+        };
+        if !pods.is_empty() {
+            return None;
+        }
+        let refusal = self
+            .tracker
+            .namespace(&id.namespace)
+            .creation_refused(&id.name, &job.uid)?;
+        Some(Observed::Present(JobView {
+            creation_refused: Some(refusal),
+            ..job.clone()
+        }))
+    }
+
     /// Whether a Job still present in the cache would be reported ended for the first time.
     fn would_end(&self, id: &ExecutionId, (observed, pods): &(Observed, Vec<PodView>)) -> bool {
         let Observed::Present(_) = observed else {
@@ -319,6 +343,8 @@ impl ContainerJobs {
         {
             return Ok(previous.clone());
         }
+        let enriched = self.with_refusal(id, observed, pods);
+        let observed = enriched.as_ref().unwrap_or(observed);
         let observation = observed.as_observation();
         let Some(mapped) = container_status(
             &observation,
@@ -724,8 +750,7 @@ impl protocol::Jobs for ContainerJobs {
         &self,
         id: &ExecutionId,
     ) -> Result<Vec<tokio::sync::broadcast::Receiver<String>>> {
-        let (jobs, pods) = self.tracker.namespace(&id.namespace).subscribe();
-        Ok(vec![jobs, pods])
+        Ok(self.tracker.namespace(&id.namespace).subscribe())
     }
 
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<protocol::Attempt>> {

@@ -1,11 +1,13 @@
-//! One watch of managed Jobs and one of their pods per namespace, shared by every query.
+//! One watch of managed Jobs, one of their pods and one of the Job controller's refusals to
+//! create pods per namespace, shared by every query.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
 use kubeferry_core::ExecutionInfo;
@@ -20,16 +22,53 @@ use crate::tracker::{Departure, Entry, LastReported, Reflector, ReflectorSetting
 /// The label the Job controller puts on a Job's pods (Kubernetes 1.27+), and its older twin.
 const JOB_NAME_LABELS: [&str; 2] = ["batch.kubernetes.io/job-name", "job-name"];
 
+/// The events that say the Job controller was refused a pod (by admission, a quota): the
+/// Job's status does not show them.
+const REFUSAL_EVENTS: &str = "involvedObject.kind=Job,reason=FailedCreate";
+
 /// The watches of one namespace.
 pub struct NamespaceWatch {
     /// Managed Jobs, by name.
     pub jobs: Reflector<JobView>,
     /// Their pods, by name, indexed by their Job's name.
     pub pods: Reflector<PodView>,
+    /// The Job controller's `FailedCreate` events, by name, indexed by their Job's name. Only
+    /// enriches messages: a refused watch of events (a Role without them) changes nothing else.
+    pub refusals: Reflector<RefusalView>,
+}
+
+/// A `FailedCreate` event of a Job: the Job controller was refused a pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefusalView {
+    /// The uid of the Job the event is about.
+    pub job_uid: Option<String>,
+    /// When the refusal last happened.
+    pub at: Option<Timestamp>,
+    /// The Job controller's message (`Error creating: pods "x-" is forbidden: ...`).
+    pub message: String,
+}
+
+impl From<&Event> for RefusalView {
+    fn from(event: &Event) -> Self {
+        let at = event
+            .series
+            .as_ref()
+            .and_then(|series| series.last_observed_time.as_ref().map(|t| t.0))
+            .or(event.last_timestamp.as_ref().map(|t| t.0))
+            .or(event.event_time.as_ref().map(|t| t.0))
+            .or(event.first_timestamp.as_ref().map(|t| t.0))
+            .or(event.metadata.creation_timestamp.as_ref().map(|t| t.0));
+        RefusalView {
+            job_uid: event.involved_object.uid.clone(),
+            at,
+            message: event.message.clone().unwrap_or_default(),
+        }
+    }
 }
 
 impl NamespaceWatch {
-    /// Waits until both watches have listed, at most `timeout`.
+    /// Waits until the watches of Jobs and pods have listed, at most `timeout` (the refusals
+    /// only add to messages: a status does not wait for them).
     pub async fn wait_synced(&self, timeout: Duration) -> bool {
         let (jobs, pods) = tokio::join!(
             self.jobs.wait_synced(timeout),
@@ -77,17 +116,33 @@ impl NamespaceWatch {
         pods
     }
 
-    /// Notifications naming the Jobs whose Job or pods changed.
-    pub fn subscribe(&self) -> (broadcast::Receiver<String>, broadcast::Receiver<String>) {
-        (self.jobs.subscribe(), self.pods.subscribe())
+    /// The Job controller's latest refusal to create a pod for the Job `name` with `uid`.
+    pub fn creation_refused(&self, name: &str, uid: &str) -> Option<String> {
+        self.refusals
+            .of_job(name)
+            .into_iter()
+            .map(|entry| entry.view)
+            .filter(|refusal| uid.is_empty() || refusal.job_uid.as_deref().is_none_or(|u| u == uid))
+            .max_by_key(|refusal| refusal.at)
+            .map(|refusal| refusal.message)
+            .filter(|message| !message.is_empty())
     }
 
-    /// Whether both watches are current (see [`Reflector::is_current`]).
+    /// Notifications naming the Jobs whose Job, pods or refusals changed.
+    pub fn subscribe(&self) -> Vec<broadcast::Receiver<String>> {
+        vec![
+            self.jobs.subscribe(),
+            self.pods.subscribe(),
+            self.refusals.subscribe(),
+        ]
+    }
+
+    /// Whether the watches of Jobs and pods are current (see [`Reflector::is_current`]).
     pub fn is_current(&self) -> bool {
         self.jobs.is_current() && self.pods.is_current()
     }
 
-    /// The health of both watches.
+    /// The health of the watches of Jobs and pods.
     pub fn health(&self) -> (WatchHealth, WatchHealth) {
         (self.jobs.health(), self.pods.health())
     }
@@ -155,7 +210,7 @@ impl ContainerTracker {
             },
         );
         let pods = Reflector::spawn(
-            Api::<Pod>::namespaced(client, namespace),
+            Api::<Pod>::namespaced(client.clone(), namespace),
             config,
             self.settings.clone(),
             |pod: &Pod| {
@@ -168,7 +223,23 @@ impl ContainerTracker {
                 })
             },
         );
-        let watch = Arc::new(NamespaceWatch { jobs, pods });
+        let refusals = Reflector::spawn(
+            Api::<Event>::namespaced(client, namespace),
+            watcher::Config::default().fields(REFUSAL_EVENTS),
+            self.settings.clone(),
+            |event: &Event| {
+                Some(Entry {
+                    name: event.metadata.name.clone()?,
+                    job: event.involved_object.name.clone()?,
+                    view: RefusalView::from(event),
+                })
+            },
+        );
+        let watch = Arc::new(NamespaceWatch {
+            jobs,
+            pods,
+            refusals,
+        });
         namespaces.insert(namespace.to_string(), watch.clone());
         tokio::spawn(janitor(
             Arc::downgrade(&watch),

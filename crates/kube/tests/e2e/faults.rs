@@ -228,10 +228,10 @@ async fn expired_watches_relist_and_statuses_stay_right() {
         .await;
     env.status_until(&deleted, "running", is(JobState::Started))
         .await;
-    // The history is forgotten and both watches get 410 Gone; while they back off and relist,
+    // The history is forgotten and the namespace's watches get 410 Gone; while they back off and relist,
     // one job ends and the other is deleted by someone.
-    env.watches_open(2).await;
-    assert_eq!(env.sim.expire_watches(), 2);
+    env.watches_open(3).await;
+    assert_eq!(env.sim.expire_watches(), 3);
     gate.open("a");
     env.delete_job_as_admin(&deleted).await;
 
@@ -277,8 +277,8 @@ async fn a_job_that_ends_while_its_pods_are_unwatched_keeps_its_details() {
             .resources(&["pods"])
             .times(4),
     );
-    env.watches_open(2).await;
-    assert_eq!(env.sim.expire_watches(), 2);
+    env.watches_open(3).await;
+    assert_eq!(env.sim.expire_watches(), 3);
     gate.open("a");
     let (outcome, seen) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
@@ -293,14 +293,14 @@ async fn cut_watches_resume_and_statuses_stay_right() {
     let id = env.submit(&shell("cut", &gate.wait("a"), "")).await;
     env.status_until(&id, "running", is(JobState::Started))
         .await;
-    env.watches_open(2).await;
+    env.watches_open(3).await;
     let watches = env.sim.request_count("watch", "");
-    assert_eq!(env.sim.cut_watches(), 2);
+    assert_eq!(env.sim.cut_watches(), 3);
     gate.open("a");
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Succeeded);
     assert!(
-        env.sim.request_count("watch", "") >= watches + 2,
+        env.sim.request_count("watch", "") >= watches + 3,
         "re-watched"
     );
 }
@@ -334,10 +334,10 @@ async fn a_stalled_watch_is_detected_and_restarted() {
     let id = env.submit(&shell("stalled", &gate.wait("a"), "")).await;
     env.status_until(&id, "running", is(JobState::Started))
         .await;
-    // Watches end every second (their timeout) and are re-opened: stall both while open. A
-    // stalled watch sends nothing, not even bookmarks, for a minute.
-    eventually("both watches to stall", || async {
-        (env.sim.stall_watches(Duration::from_secs(60)) >= 2).then_some(())
+    // Watches end every second (their timeout) and are re-opened: stall all three while open.
+    // A stalled watch sends nothing, not even bookmarks, for a minute.
+    eventually("the watches to stall", || async {
+        (env.sim.stall_watches(Duration::from_secs(60)) >= 3).then_some(())
     })
     .await;
     gate.open("a");
@@ -379,7 +379,7 @@ async fn a_watch_cache_lagging_a_fresh_read_never_takes_a_status_back() {
         .await;
     env.status_until(&id, "held by the queue", is(JobState::Queued))
         .await;
-    env.watches_open(2).await;
+    env.watches_open(3).await;
     // From here the watches deliver nothing: the cache keeps the suspended copy.
     env.sim.stall_watches(Duration::from_secs(600));
     // The queue admits the job, and it runs.

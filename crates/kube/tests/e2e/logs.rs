@@ -374,8 +374,9 @@ async fn quiet_streams_outlive_the_read_timeout() {
         within("a line", lines.next()).await.unwrap().unwrap(),
         "start\n"
     );
-    // The namespace's two watches are open (Jobs and pods) before the counting starts.
-    env.watches_open(2).await;
+    // The namespace's three watches are open (Jobs, pods, refusal events) before the
+    // counting starts.
+    env.watches_open(3).await;
     env.sim.reset_counters();
     // Ten read timeouts of silence: the passing of time is what is tested.
     tokio::time::sleep(Duration::from_secs(1)).await;

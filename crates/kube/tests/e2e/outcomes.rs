@@ -101,11 +101,17 @@ async fn a_pod_the_job_controller_cannot_create_stays_queued() {
             id.name
         )
     );
-    let info = env.executor.status(&id).await.unwrap();
+    // The status says why, from the events (the Job itself does not show it).
+    let info = env
+        .status_until(&id, "the refusal in the message", |info| {
+            info.message.contains("serviceaccount")
+        })
+        .await;
     assert_eq!(info.state, JobState::Queued, "{info:?}");
     assert_eq!(info.reason, Reason::Pending, "{info:?}");
     assert_eq!(
-        info.message, "waiting for the Job controller to create a pod",
+        info.message,
+        format!("waiting for the Job controller to create a pod: {message}"),
         "{info:?}"
     );
     assert!(env.pods_of(&id).is_empty());

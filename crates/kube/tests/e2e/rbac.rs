@@ -199,3 +199,59 @@ async fn each_missing_permission_is_named() {
         assert_forbidden(error, verb, named);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_events_jobs_are_tracked_and_only_the_refusal_reason_is_missing() {
+    let env = rbac_env().await;
+    // A Role applied before kubeferry read events.
+    let older_role: Vec<Permission> = rbac::permissions(&JobKind::ALL)
+        .into_iter()
+        .filter(|p| p.resource != "events")
+        .collect();
+    let kubeferry = executor_with(&env, "no-events", &older_role).await;
+    let refused = kubeferry
+        .submit(
+            &spec_of(&shell("refused", "echo never", "serviceAccount: robot")),
+            "refused-1",
+            NS,
+        )
+        .await
+        .unwrap();
+    let fine = kubeferry
+        .submit(&spec_of(&shell("fine", "echo ran", "")), "fine-1", NS)
+        .await
+        .unwrap();
+    let (outcome, _) = wait_on(&kubeferry, &fine).await;
+    assert_eq!(outcome.state, JobState::Succeeded, "{outcome:?}");
+    // The events watch was refused, and the Job controller was refused a pod meanwhile.
+    let watch = kubeferry.container_jobs().tracker().namespace(NS);
+    eventually("the events watch to be refused", || async {
+        watch.refusals.health().refused().map(|_| ())
+    })
+    .await;
+    let events: kube::Api<k8s_openapi::api::core::v1::Event> =
+        kube::Api::namespaced(env.admin_client().await, NS);
+    eventually("a FailedCreate event", || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some("FailedCreate")
+                    && e.involved_object.name.as_deref() == Some(refused.name.as_str())
+            })
+            .then_some(())
+    })
+    .await;
+    let info = kubeferry
+        .status(&refused)
+        .await
+        .expect("no permission error");
+    assert_eq!(
+        (info.state, info.message.as_str()),
+        (
+            JobState::Queued,
+            "waiting for the Job controller to create a pod"
+        ),
+        "{info:?}"
+    );
+}

@@ -219,12 +219,14 @@ async fn follow_namespace(
     recheck: Duration,
     leave_grace: Duration,
 ) {
-    let (job_changes, pod_changes) = executor
+    let mut receivers: Vec<_> = executor
         .container_jobs()
         .tracker()
         .namespace(&namespace)
-        .subscribe();
-    let mut receivers = vec![(JobKind::Job, job_changes), (JobKind::Job, pod_changes)];
+        .subscribe()
+        .into_iter()
+        .map(|receiver| (JobKind::Job, receiver))
+        .collect();
     match executor.spark_jobs().watch(&namespace).await {
         Ok(watch) => receivers.extend(
             watch
