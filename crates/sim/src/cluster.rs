@@ -394,6 +394,12 @@ impl SimCluster {
         self.state.control.go_down(d, false);
     }
 
+    /// Ends a period of unreachability now: the port listens again (nothing happens while
+    /// the server is reachable).
+    pub fn reachable_again(&self) {
+        self.state.control.come_back();
+    }
+
     /// Restarts the API server: every connection drops, the watch history is forgotten (watches
     /// resuming from earlier resourceVersions get 410), objects and running containers stay.
     pub fn restart(&self) {

@@ -25,9 +25,16 @@ use crate::state::State;
 
 /// A command to the accept loop.
 #[derive(Clone, Debug, Default)]
-struct Command {
-    down_for: Duration,
-    forget_watch_history: bool,
+enum Command {
+    /// Close the socket and every connection and stay down for `down_for` (a new command
+    /// while down replaces what is left of it).
+    Down {
+        down_for: Duration,
+        forget_watch_history: bool,
+    },
+    /// Listen again now, if down.
+    #[default]
+    Up,
 }
 
 /// Control of the listening socket: go down for a while, restart.
@@ -47,10 +54,15 @@ impl Control {
     /// the same port. `forget_watch_history` makes it a restart: watches resuming from earlier
     /// resourceVersions get 410, as after a real API server restart.
     pub fn go_down(&self, down_for: Duration, forget_watch_history: bool) {
-        self.tx.send_replace(Command {
+        self.tx.send_replace(Command::Down {
             down_for,
             forget_watch_history,
         });
+    }
+
+    /// Ends a period of being down now (nothing happens while up).
+    pub fn come_back(&self) {
+        self.tx.send_replace(Command::Up);
     }
 
     fn subscribe(&self) -> watch::Receiver<Command> {
@@ -167,8 +179,10 @@ where
         .keep_alive(true)
         .serve_connection(TokioIo::new(io), service);
     tokio::select! {
-        _ = conn => {}
+        // A server going down answers nothing more, even a request already on the socket.
+        biased;
         _ = close.changed() => {}
+        _ = conn => {}
     }
 }
 
@@ -226,7 +240,7 @@ pub async fn serve(state: Arc<State>, listener: TcpListener, mut shutdown: watch
         let Some(current) = listener.take() else {
             return;
         };
-        let command = loop {
+        let (mut down_for, forget_watch_history) = loop {
             tokio::select! {
                 _ = shutdown.changed() => {
                     close_tx.send_replace(true);
@@ -237,7 +251,12 @@ pub async fn serve(state: Arc<State>, listener: TcpListener, mut shutdown: watch
                         close_tx.send_replace(true);
                         return;
                     }
-                    break commands.borrow_and_update().clone();
+                    match commands.borrow_and_update().clone() {
+                        Command::Down { down_for, forget_watch_history } => {
+                            break (down_for, forget_watch_history);
+                        }
+                        Command::Up => continue,
+                    }
                 }
                 accepted = current.accept() => {
                     let Ok((stream, _)) = accepted else { continue };
@@ -249,14 +268,30 @@ pub async fn serve(state: Arc<State>, listener: TcpListener, mut shutdown: watch
                 }
             }
         };
-        drop(current);
+        // Connections close before the port does: once a new connection is refused, no open
+        // one answers either.
         close_tx.send_replace(true);
-        if command.forget_watch_history {
+        drop(current);
+        if forget_watch_history {
             state.store.compact();
         }
-        if !command.down_for.is_zero() {
+        while !down_for.is_zero() {
             tokio::select! {
-                _ = tokio::time::sleep(command.down_for) => {}
+                _ = tokio::time::sleep(down_for) => break,
+                changed = commands.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    match commands.borrow_and_update().clone() {
+                        Command::Down { down_for: more, forget_watch_history } => {
+                            if forget_watch_history {
+                                state.store.compact();
+                            }
+                            down_for = more;
+                        }
+                        Command::Up => break,
+                    }
+                }
                 _ = shutdown.changed() => return,
             }
         }

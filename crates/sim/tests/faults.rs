@@ -281,13 +281,20 @@ async fn watches_can_stall_and_the_server_can_vanish() {
         "an aborted watch errors or ends: {ended:?}"
     );
 
-    sim.cluster.unreachable_for(Duration::from_millis(500));
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    sim.cluster.unreachable_for(Duration::from_secs(600));
+    common::eventually("the port to refuse", Duration::from_secs(5), || async {
+        tokio::net::TcpStream::connect(sim.cluster.addr())
+            .await
+            .err()
+    })
+    .await;
     let refused = cms.list(&ListParams::default()).await;
     assert!(
         matches!(refused, Err(ref e) if !matches!(e, kube::Error::Api(_))),
-        "no answer at all: {refused:?}"
+        "no answer at all, not even on a connection opened before: {refused:?}"
     );
+    // The server can be brought back before its time.
+    sim.cluster.reachable_again();
     common::eventually("the server to answer again", Duration::from_secs(5), || {
         let cms = cms.clone();
         async move { cms.list(&ListParams::default()).await.ok() }
