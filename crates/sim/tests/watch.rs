@@ -206,7 +206,11 @@ async fn watchers_recover_from_expiry_cuts_and_restarts() {
         common::eventually(
             "a watch to be open",
             Duration::from_secs(10),
-            move || async move { (cluster.request_count("watch", "configmaps") >= n).then_some(()) },
+            // The n-th watch request arrived and its stream is open (the earlier one ended).
+            move || async move {
+                (cluster.request_count("watch", "configmaps") >= n && cluster.open_watches() >= 1)
+                    .then_some(())
+            },
         )
     };
     cms.create(&PostParams::default(), &cm("one", "1"))
@@ -214,19 +218,19 @@ async fn watchers_recover_from_expiry_cuts_and_restarts() {
         .expect("one");
     expect_name(&mut names, "one").await;
     watches_opened(1).await;
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    sim.cluster.expire_watches();
+    assert_eq!(sim.cluster.expire_watches(), 1);
+    common::eventually(
+        "the 410 to make the watcher relist",
+        Duration::from_secs(10),
+        || async { (sim.cluster.request_count("list", "configmaps") >= 2).then_some(()) },
+    )
+    .await;
     cms.create(&PostParams::default(), &cm("two", "1"))
         .await
         .expect("two");
     expect_name(&mut names, "two").await;
-    assert!(
-        sim.cluster.request_count("list", "configmaps") >= 2,
-        "the 410 made the watcher relist"
-    );
     watches_opened(2).await;
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    sim.cluster.cut_watches();
+    assert_eq!(sim.cluster.cut_watches(), 1);
     cms.create(&PostParams::default(), &cm("three", "1"))
         .await
         .expect("three");
