@@ -13,7 +13,7 @@ use axum::response::IntoResponse;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tower::ServiceExt;
 
 use crate::api::request::RequestInfo;
@@ -24,7 +24,7 @@ use crate::faults::{FaultAction, RequestFacts};
 use crate::state::State;
 
 /// A command to the accept loop.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 enum Command {
     /// Close the socket and every connection and stay down for `down_for` (a new command
     /// while down replaces what is left of it).
@@ -33,19 +33,23 @@ enum Command {
         forget_watch_history: bool,
     },
     /// Listen again now, if down.
-    #[default]
     Up,
 }
 
-/// Control of the listening socket: go down for a while, restart.
+/// Control of the listening socket: go down for a while, restart. Commands are queued and
+/// carried out in order (going down and coming back at once still drops every connection).
 pub struct Control {
-    tx: watch::Sender<Command>,
+    tx: mpsc::UnboundedSender<Command>,
+    rx: parking_lot::Mutex<Option<mpsc::UnboundedReceiver<Command>>>,
 }
 
 impl Default for Control {
     fn default() -> Self {
-        let (tx, _) = watch::channel(Command::default());
-        Control { tx }
+        let (tx, rx) = mpsc::unbounded_channel();
+        Control {
+            tx,
+            rx: parking_lot::Mutex::new(Some(rx)),
+        }
     }
 }
 
@@ -54,7 +58,8 @@ impl Control {
     /// the same port. `forget_watch_history` makes it a restart: watches resuming from earlier
     /// resourceVersions get 410, as after a real API server restart.
     pub fn go_down(&self, down_for: Duration, forget_watch_history: bool) {
-        self.tx.send_replace(Command::Down {
+        // The accept loop holds the receiver for as long as the server runs.
+        let _ = self.tx.send(Command::Down {
             down_for,
             forget_watch_history,
         });
@@ -62,11 +67,12 @@ impl Control {
 
     /// Ends a period of being down now (nothing happens while up).
     pub fn come_back(&self) {
-        self.tx.send_replace(Command::Up);
+        let _ = self.tx.send(Command::Up);
     }
 
-    fn subscribe(&self) -> watch::Receiver<Command> {
-        self.tx.subscribe()
+    /// The commands, for the one accept loop.
+    fn take_commands(&self) -> Option<mpsc::UnboundedReceiver<Command>> {
+        self.rx.lock().take()
     }
 }
 
@@ -225,7 +231,10 @@ async fn bind(addr: SocketAddr) -> TcpListener {
 /// Serves until `shutdown` turns true.
 pub async fn serve(state: Arc<State>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
     let router = api::router(state.clone());
-    let mut commands = state.control.subscribe();
+    let Some(mut commands) = state.control.take_commands() else {
+        tracing::warn!(message = "not serving: another accept loop holds the server's commands");
+        return;
+    };
     let addr = match listener.local_addr() {
         Ok(a) => a,
         Err(error) => {
@@ -246,18 +255,16 @@ pub async fn serve(state: Arc<State>, listener: TcpListener, mut shutdown: watch
                     close_tx.send_replace(true);
                     return;
                 }
-                changed = commands.changed() => {
-                    if changed.is_err() {
+                command = commands.recv() => match command {
+                    Some(Command::Down { down_for, forget_watch_history }) => {
+                        break (down_for, forget_watch_history);
+                    }
+                    Some(Command::Up) => continue,
+                    None => {
                         close_tx.send_replace(true);
                         return;
                     }
-                    match commands.borrow_and_update().clone() {
-                        Command::Down { down_for, forget_watch_history } => {
-                            break (down_for, forget_watch_history);
-                        }
-                        Command::Up => continue,
-                    }
-                }
+                },
                 accepted = current.accept() => {
                     let Ok((stream, _)) = accepted else { continue };
                     let _ = stream.set_nodelay(true);
@@ -278,20 +285,16 @@ pub async fn serve(state: Arc<State>, listener: TcpListener, mut shutdown: watch
         while !down_for.is_zero() {
             tokio::select! {
                 _ = tokio::time::sleep(down_for) => break,
-                changed = commands.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    match commands.borrow_and_update().clone() {
-                        Command::Down { down_for: more, forget_watch_history } => {
-                            if forget_watch_history {
-                                state.store.compact();
-                            }
-                            down_for = more;
+                command = commands.recv() => match command {
+                    Some(Command::Down { down_for: more, forget_watch_history }) => {
+                        if forget_watch_history {
+                            state.store.compact();
                         }
-                        Command::Up => break,
+                        down_for = more;
                     }
-                }
+                    Some(Command::Up) => break,
+                    None => return,
+                },
                 _ = shutdown.changed() => return,
             }
         }

@@ -260,6 +260,12 @@ async fn watches_can_stall_and_the_server_can_vanish() {
         .expect("created");
     let nothing = tokio::time::timeout(Duration::from_millis(200), stalled.next()).await;
     assert!(nothing.is_err(), "a stalled watch sends nothing");
+    // ... but a cut still ends it.
+    assert!(sim.cluster.cut_watches() > 0);
+    let ended = tokio::time::timeout(Duration::from_secs(5), stalled.next())
+        .await
+        .expect("the cut ends a stalled watch");
+    assert!(ended.is_none(), "ended cleanly: {ended:?}");
 
     let mut open = Box::pin(
         cms.watch(&WatchParams::default().disable_bookmarks(), "0")
@@ -326,6 +332,36 @@ async fn a_stalled_watch_still_ends_when_cut() {
         .await
         .expect("the cut ends the stall and the stream");
     assert!(ended.is_none(), "ended cleanly: {ended:?}");
+
+    // Going down and coming back at once still drops every open connection.
+    let mut open = Box::pin(
+        cms.watch(&WatchParams::default().disable_bookmarks(), "0")
+            .await
+            .expect("watch opens"),
+    );
+    common::eventually("the watch to be open", Duration::from_secs(5), || async {
+        (sim.cluster.open_watches() > 0).then_some(())
+    })
+    .await;
+    sim.cluster.unreachable_for(Duration::from_secs(600));
+    sim.cluster.reachable_again();
+    let dropped = tokio::time::timeout(Duration::from_secs(5), async {
+        // The replayed ADDED of "queued" may come first.
+        loop {
+            match open.next().await {
+                Some(Ok(_)) => continue,
+                other => break other,
+            }
+        }
+    })
+    .await
+    .expect("the connection drops");
+    assert!(!matches!(dropped, Some(Ok(_))), "{dropped:?}");
+    common::eventually("the server to answer again", Duration::from_secs(5), || {
+        let cms = cms.clone();
+        async move { cms.list(&ListParams::default()).await.ok() }
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! Watch streams: chunked newline-delimited JSON events, replayed strictly after the requested
 //! resourceVersion from the bounded history, ERROR 410 when it is too old, BOOKMARK events,
 //! `timeoutSeconds`, `sendInitialEvents`, and selector-aware ADDED/DELETED when an object
-//! starts or stops matching.
+//! starts or stops matching. Open streams obey the cluster's commands (stall, cut, abort,
+//! expire), stalled ones included.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -195,11 +196,27 @@ impl Watcher {
         let gr = self.rt.group_resource();
         let mut control = self.state.watch_control.subscribe();
         if self.params.stall {
-            tokio::select! {
-                _ = self.tx.closed() => {}
-                _ = sleep_opt(self.params.timeout) => {}
+            // Stalled by a fault rule: nothing is ever sent, but commands still end it.
+            let timeout = sleep_opt(self.params.timeout);
+            tokio::pin!(timeout);
+            loop {
+                tokio::select! {
+                    _ = self.tx.closed() => return,
+                    _ = &mut timeout => return,
+                    command = control.recv() => match command {
+                        Ok(WatchControl::Cut) => return,
+                        Ok(WatchControl::Abort) => {
+                            let _ = self.tx.send(Err(std::io::Error::other("watch aborted"))).await;
+                            return;
+                        }
+                        Ok(WatchControl::Expire) => {
+                            self.send_gone("too old resource version".to_string()).await;
+                            return;
+                        }
+                        Ok(WatchControl::Stall(_)) | Err(_) => {}
+                    },
+                }
             }
-            return;
         }
         let (mut rx, mut seen_rv) = match self.params.start {
             Start::Now => {
@@ -291,7 +308,9 @@ impl Watcher {
                 }
                 command = control.recv() => match command {
                     Ok(WatchControl::Stall(d)) => {
-                        stalled_until = Some(tokio::time::Instant::now() + d);
+                        // A stall too long to count ends only with a command.
+                        let now = tokio::time::Instant::now();
+                        stalled_until = Some(now.checked_add(d).unwrap_or(now + Duration::from_secs(86_400 * 365)));
                     }
                     Ok(WatchControl::Cut) => return,
                     Ok(WatchControl::Abort) => {

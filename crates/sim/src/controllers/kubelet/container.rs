@@ -1,5 +1,6 @@
 //! One container of a pod: image checks (InvalidImageName, ErrImagePull/ImagePullBackOff),
-//! environment (CreateContainerConfigError), the process itself with its output captured as
+//! environment (CreateContainerConfigError), nothing to run (CreateContainerError), the
+//! process itself with its output captured as
 //! the log, memory-limit enforcement (OOMKilled, also with exit code 0 when the OOM killer took
 //! a child process), graceful stop, and restarts with backoff.
 
