@@ -92,12 +92,13 @@ fn job_view() -> impl Strategy<Value = JobView> {
             -1i32..4,
             proptest::option::of(timestamp()),
             proptest::option::of(timestamp()),
+            text(&["Error creating: pods \"job-\" is forbidden: exceeded quota: compute"]),
         ),
     )
         .prop_map(
             |(
                 (uid, created_at, deletion_timestamp, cancel, queue_name, suspend),
-                (conditions, active, succeeded, failed, start_time, completion_time),
+                (conditions, active, succeeded, failed, start_time, completion_time, refused),
             )| JobView {
                 name: "job".to_string(),
                 namespace: "ns".to_string(),
@@ -117,7 +118,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 start_time,
                 completion_time,
                 ttl_seconds_after_finished: None,
-                creation_refused: None,
+                creation_refused: refused,
             },
         )
 }

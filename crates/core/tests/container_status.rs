@@ -71,6 +71,24 @@ fn no_pod_yet_with_a_refused_creation() {
 }
 
 #[test]
+fn no_pod_past_pending_timeout_says_why_when_refused() {
+    let (mut job, pods) = views("no_pod_yet");
+    job.creation_refused =
+        Some("Error creating: pods \"no-pod-yet-\" is forbidden: exceeded quota: compute".into());
+    let config = MappingConfig {
+        pending_timeout: Some(Duration::from_secs(600)),
+        ..MappingConfig::default()
+    };
+    assert_recorded(
+        map_views(&job, &pods, Seen::Present, at(600), &config, None),
+        expect(JobState::Failed, Reason::UnschedulableTimeout).message(
+            "no pod was created within the pending timeout of 600s: Error creating: pods \"no-pod-yet-\" is forbidden: exceeded quota: compute",
+        )
+        .finished(600),
+    );
+}
+
+#[test]
 fn no_pod_past_pending_timeout() {
     let config = MappingConfig {
         pending_timeout: Some(Duration::from_secs(600)),

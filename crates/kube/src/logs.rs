@@ -1,5 +1,8 @@
 //! Container logs: tails cut on a UTF-8 boundary, and follows that survive dropped streams and
-//! end when the container does.
+//! end when the container does. A follow of one attempt of several (a pod uid) never delivers
+//! another attempt's lines: logs are read by pod name, so a read that may have reached the next
+//! pod of that name is dropped, at the cost of the end of this attempt's log when the name
+//! passes on in that very moment.
 
 use std::time::Duration;
 

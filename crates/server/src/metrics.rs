@@ -234,6 +234,11 @@ impl Collector for KubeCollector {
                     [
                         (namespace.clone(), "jobs.batch".to_string(), jobs),
                         (namespace.clone(), "pods".to_string(), pods),
+                        (
+                            namespace.clone(),
+                            "events".to_string(),
+                            watch.refusals.health(),
+                        ),
                     ]
                 })
                 .chain(spark.iter().flat_map(|(namespace, watch)| {

@@ -746,11 +746,15 @@ impl<'a> Mapper<'a> {
             && let Some(since) = self.job.start_time.or(self.job.created_at)
             && !before_deadline(self.now, since, timeout)
         {
+            let mut message = format!(
+                "no pod was created within the pending timeout of {}s",
+                timeout.as_secs()
+            );
+            if let Some(refusal) = &self.job.creation_refused {
+                message = format!("{message}: {refusal}");
+            }
             let mut info = ExecutionInfo::new(JobState::Failed, Reason::UnschedulableTimeout)
-                .with_message(format!(
-                    "no pod was created within the pending timeout of {}s",
-                    timeout.as_secs()
-                ));
+                .with_message(message);
             info.finished_at = deadline(since, timeout);
             return Mapped::recorded_by_kubeferry(info);
         }

@@ -220,8 +220,9 @@ impl ContainerJobs {
         ))
     }
 
-    /// The Job with the Job controller's latest refusal to create a pod for it, while it has
-    /// none; `None` when there is nothing to add.
+    /// The Job with the Job controller's refusal to create a pod for it, while it has none
+    /// and the refusal is news; `None` when there is nothing to add (or the namespace is not
+    /// watched: a one-off `list` does not start watches).
     fn with_refusal(
         &self,
         id: &ExecutionId,
@@ -231,13 +232,25 @@ impl ContainerJobs {
         let Observed::Present(job) = observed else {
             return None;
         };
-        if !pods.is_empty() {
+        // The pods the mapping counts as the Job's attempts (an earlier Job of the same name
+        // may have left some behind).
+        let attempts: Vec<&PodView> = pods
+            .iter()
+            .filter(|pod| {
+                job.uid.is_empty() || pod.owner_uid.as_ref().is_none_or(|owner| *owner == job.uid)
+            })
+            .collect();
+        if attempts.iter().any(|pod| pod.deletion_timestamp.is_none()) {
             return None;
         }
-        let refusal = self
-            .tracker
-            .namespace(&id.namespace)
-            .creation_refused(&id.name, &job.uid)?;
+        // A refusal from before the newest attempt's pod was created is over.
+        let not_before = attempts.iter().filter_map(|pod| pod.created_at).max();
+        let refusal = self.tracker.existing(&id.namespace)?.creation_refused(
+            &id.name,
+            &job.uid,
+            not_before,
+            Timestamp::now(),
+        )?;
         Some(Observed::Present(JobView {
             creation_refused: Some(refusal),
             ..job.clone()
@@ -429,8 +442,9 @@ impl ContainerJobs {
         // had ended is removed at once) and pods being deleted will not be there for long.
         let departed = self
             .tracker
-            .namespace(&job.namespace)
-            .departed_pods_of(&job.name);
+            .existing(&job.namespace)
+            .map(|watch| watch.departed_pods_of(&job.name))
+            .unwrap_or_default();
         let lasting: Vec<PodView> = pods
             .iter()
             .filter(|pod| pod.deletion_timestamp.is_none())

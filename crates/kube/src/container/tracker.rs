@@ -24,7 +24,12 @@ const JOB_NAME_LABELS: [&str; 2] = ["batch.kubernetes.io/job-name", "job-name"];
 
 /// The events that say the Job controller was refused a pod (by admission, a quota): the
 /// Job's status does not show them.
-const REFUSAL_EVENTS: &str = "involvedObject.kind=Job,reason=FailedCreate";
+const REFUSAL_EVENTS: &str =
+    "involvedObject.apiVersion=batch/v1,involvedObject.kind=Job,reason=FailedCreate";
+
+/// How long a refusal is news: the Job controller retries a refused pod within a minute or
+/// so, and each refusal refreshes its event, so an older one is over.
+pub const REFUSAL_FRESHNESS: Duration = Duration::from_secs(10 * 60);
 
 /// The watches of one namespace.
 pub struct NamespaceWatch {
@@ -40,6 +45,8 @@ pub struct NamespaceWatch {
 /// A `FailedCreate` event of a Job: the Job controller was refused a pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefusalView {
+    /// The event's name (ties between refusals of the same second go to the later name).
+    pub name: String,
     /// The uid of the Job the event is about.
     pub job_uid: Option<String>,
     /// When the refusal last happened.
@@ -59,11 +66,39 @@ impl From<&Event> for RefusalView {
             .or(event.first_timestamp.as_ref().map(|t| t.0))
             .or(event.metadata.creation_timestamp.as_ref().map(|t| t.0));
         RefusalView {
+            name: event.metadata.name.clone().unwrap_or_default(),
             job_uid: event.involved_object.uid.clone(),
             at,
             message: event.message.clone().unwrap_or_default(),
         }
     }
+}
+
+/// The newest refusal of the Job with `uid` that is still news: not before `not_before` (the
+/// newest attempt's pod was created after older ones, so they are over), not older than
+/// [`REFUSAL_FRESHNESS`], with a message. Events of another Job of the same name (another
+/// uid) do not count.
+pub fn current_refusal(
+    refusals: &[RefusalView],
+    uid: &str,
+    not_before: Option<Timestamp>,
+    now: Timestamp,
+) -> Option<String> {
+    let fresh_after = now
+        .checked_sub(jiff::SignedDuration::try_from(REFUSAL_FRESHNESS).unwrap_or_default())
+        .ok();
+    refusals
+        .iter()
+        .filter(|r| uid.is_empty() || r.job_uid.as_deref().is_none_or(|u| u == uid))
+        .filter(|r| !r.message.is_empty())
+        .filter(|r| match (r.at, not_before, fresh_after) {
+            (Some(at), since, fresh) => {
+                since.is_none_or(|since| at >= since) && fresh.is_none_or(|fresh| at >= fresh)
+            }
+            (None, _, _) => false,
+        })
+        .max_by(|a, b| (a.at, &a.name).cmp(&(b.at, &b.name)))
+        .map(|r| r.message.clone())
 }
 
 impl NamespaceWatch {
@@ -116,16 +151,22 @@ impl NamespaceWatch {
         pods
     }
 
-    /// The Job controller's latest refusal to create a pod for the Job `name` with `uid`.
-    pub fn creation_refused(&self, name: &str, uid: &str) -> Option<String> {
-        self.refusals
+    /// The Job controller's refusal to create a pod for the Job `name` with `uid` that is
+    /// still news (see [`current_refusal`]).
+    pub fn creation_refused(
+        &self,
+        name: &str,
+        uid: &str,
+        not_before: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Option<String> {
+        let refusals: Vec<RefusalView> = self
+            .refusals
             .of_job(name)
             .into_iter()
             .map(|entry| entry.view)
-            .filter(|refusal| uid.is_empty() || refusal.job_uid.as_deref().is_none_or(|u| u == uid))
-            .max_by_key(|refusal| refusal.at)
-            .map(|refusal| refusal.message)
-            .filter(|message| !message.is_empty())
+            .collect();
+        current_refusal(&refusals, uid, not_before, now)
     }
 
     /// Notifications naming the Jobs whose Job, pods or refusals changed.
@@ -188,6 +229,11 @@ impl ContainerTracker {
         }
     }
 
+    /// The watches of `namespace`, if they are started.
+    pub fn existing(&self, namespace: &str) -> Option<Arc<NamespaceWatch>> {
+        lock(&self.namespaces).get(namespace).cloned()
+    }
+
     /// The watches of `namespace`, started if this is the first question about it.
     pub fn namespace(&self, namespace: &str) -> Arc<NamespaceWatch> {
         let mut namespaces = lock(&self.namespaces);
@@ -226,7 +272,12 @@ impl ContainerTracker {
         let refusals = Reflector::spawn(
             Api::<Event>::namespaced(client, namespace),
             watcher::Config::default().fields(REFUSAL_EVENTS),
-            self.settings.clone(),
+            ReflectorSettings {
+                // Nothing reads a refusal that is gone, and the permission is optional.
+                max_tombstones: 0,
+                optional: true,
+                ..self.settings.clone()
+            },
             |event: &Event| {
                 Some(Entry {
                     name: event.metadata.name.clone()?,
@@ -352,25 +403,4 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pods_belong_to_their_job_by_label_or_owner() {
-        let labelled: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p", "labels": {"batch.kubernetes.io/job-name": "j1"}}
-        }))
-        .unwrap();
-        assert_eq!(job_of_pod(&labelled).as_deref(), Some("j1"));
-        let owned: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p", "ownerReferences": [
-                {"apiVersion": "batch/v1", "kind": "Job", "name": "j2", "uid": "u", "controller": true}
-            ]}
-        }))
-        .unwrap();
-        assert_eq!(job_of_pod(&owned).as_deref(), Some("j2"));
-        let orphan: Pod =
-            serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}})).unwrap();
-        assert_eq!(job_of_pod(&orphan), None);
-    }
-}
+mod tests;

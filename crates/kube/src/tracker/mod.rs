@@ -1,5 +1,6 @@
-//! The tracker: one watch per namespace and resource (for container jobs, two per namespace: Jobs
-//! and their pods), answering status queries from memory.
+//! The tracker: one watch per namespace and resource (for container jobs, three per namespace:
+//! Jobs, their pods, and the Job controller's refusals to create pods), answering status
+//! queries from memory.
 
 pub mod reflector;
 mod reported;

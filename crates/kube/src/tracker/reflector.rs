@@ -1,4 +1,5 @@
-//! A label-scoped watch of one resource in one namespace, kept as small views in memory.
+//! A label- or field-scoped watch of one resource in one namespace, kept as small views in
+//! memory.
 //!
 //! kube-runtime's watcher does the hard parts: it lists, watches from the list's
 //! resourceVersion, relists on 410 Gone, reconnects with jittered backoff, and restarts a watch
@@ -63,6 +64,9 @@ pub struct ReflectorSettings {
     pub tombstone_ttl: Duration,
     /// At most this many tombstones are kept (the oldest go first).
     pub max_tombstones: usize,
+    /// Whether the watch only adds to answers: its failures are logged at debug level, not
+    /// as warnings (a Role without its permission is fine).
+    pub optional: bool,
 }
 
 impl Default for ReflectorSettings {
@@ -71,6 +75,7 @@ impl Default for ReflectorSettings {
             watch_timeout: Duration::from_secs(60),
             tombstone_ttl: Duration::from_secs(15 * 60),
             max_tombstones: 10_000,
+            optional: false,
         }
     }
 }
@@ -206,7 +211,11 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
                             let mut state = write(&state);
                             state.health.restarts += 1;
                             if state.health.failing.is_none() {
-                                warn!(message = "watch failed; retrying", %error);
+                                if settings.optional {
+                                    debug!(message = "optional watch failed; retrying", %error);
+                                } else {
+                                    warn!(message = "watch failed; retrying", %error);
+                                }
                             }
                             state.health.failing = Some(error.to_string());
                             state.health.forbidden =
@@ -455,6 +464,9 @@ fn remove<V: Clone>(
     prune_tombstones(state, now, settings);
     let job = entry.job.clone();
     drop_tombstone(state, name);
+    if settings.max_tombstones == 0 {
+        return Some(job);
+    }
     state
         .tombstones_by_job
         .entry(job.clone())

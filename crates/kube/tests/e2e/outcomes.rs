@@ -132,6 +132,18 @@ async fn a_pod_the_job_controller_cannot_create_stays_queued() {
             .any(|i| i.state == JobState::Queued && i.reason == Reason::Pending),
         "{seen:#?}"
     );
+    // Once a pod exists the refusal is over, and no status repeats it.
+    assert!(
+        seen.iter()
+            .filter(|i| i.reason != Reason::Pending)
+            .all(|i| !i.message.contains("serviceaccount")),
+        "{seen:#?}"
+    );
+    // A one-off list (a fresh process) reads the server and starts no watches.
+    let fresh = env.fresh_executor().await;
+    let listed = fresh.list(NS, None).await.expect("listed");
+    assert!(listed.iter().any(|summary| summary.id == id));
+    assert!(fresh.container_jobs().tracker().existing(NS).is_none());
 }
 
 /// An outcome kubeferry decided itself is recorded on the Job, the work is stopped, and any

@@ -51,7 +51,8 @@ pub fn readiness(app: &App) -> Readiness {
             let (watches, spark_started) = namespace_watches(&cluster.executor, namespace);
             // A Spark watch refused for lack of permission (a Role for container jobs only, on
             // a cluster with a Spark operator) does not hold the replica back: container jobs
-            // are served, and a Spark request is answered with the missing permission.
+            // are served, and a Spark request is answered with the missing permission. Nor does
+            // a refused watch of events (a Role from before kubeferry read them).
             let holding = |(index, (_, health)): &(usize, &(String, WatchHealth))| {
                 *index < CONTAINER_WATCHES || health.forbidden.is_none()
             };
@@ -119,23 +120,24 @@ pub fn readiness(app: &App) -> Readiness {
     }
 }
 
-/// How many of a namespace's watches, first in [`namespace_watches`], are the container jobs'.
+/// How many of a namespace's watches, first in [`namespace_watches`], are the container jobs'
+/// that every answer needs (the Jobs and their pods).
 const CONTAINER_WATCHES: usize = 2;
 
 /// Every watch of a namespace with its health, by resource: the container jobs' Jobs and pods,
-/// then the Spark jobs' driver pods and each installed operator's SparkApplications; and
-/// whether the Spark watches have started (they start once the operators are discovered).
+/// the Job controller's refusal events, then the Spark jobs' driver pods and each installed
+/// operator's SparkApplications; and whether the Spark watches have started (they start once
+/// the operators are discovered).
 pub fn namespace_watches(
     executor: &Executor,
     namespace: &str,
 ) -> (Vec<(String, WatchHealth)>, bool) {
-    let (jobs, pods) = executor
-        .container_jobs()
-        .tracker()
-        .namespace(namespace)
-        .health();
+    let watch = executor.container_jobs().tracker().namespace(namespace);
+    let (jobs, pods) = watch.health();
     let mut watches = vec![("jobs.batch".to_string(), jobs), ("pods".to_string(), pods)];
     debug_assert_eq!(watches.len(), CONTAINER_WATCHES);
+    // Optional, like the Spark watches: refused, it leaves messages without a reason.
+    watches.push(("events".to_string(), watch.refusals.health()));
     let spark = executor.spark_jobs().tracker().existing(namespace);
     if let Some(spark) = &spark {
         watches.extend(spark.health());
