@@ -50,6 +50,9 @@ pub struct ContainerSettings {
     /// their outcome and whose `ttlSecondsAfterFinished` has run out (see
     /// `JobView::record_expired`), to delete them.
     pub janitor_interval: Duration,
+    /// How long the Job controller's refusal to create a pod stays news: it retries a refused
+    /// pod within a minute or so, and each refusal refreshes its event, so an older one is over.
+    pub refusal_freshness: Duration,
 }
 
 impl Default for ContainerSettings {
@@ -61,6 +64,7 @@ impl Default for ContainerSettings {
             recheck_interval: Duration::from_secs(1),
             name_prefix: String::new(),
             janitor_interval: Duration::from_secs(60),
+            refusal_freshness: Duration::from_secs(10 * 60),
         }
     }
 }
@@ -250,6 +254,7 @@ impl ContainerJobs {
             &job.uid,
             not_before,
             Timestamp::now(),
+            self.settings.refusal_freshness,
         )?;
         Some(Observed::Present(JobView {
             creation_refused: Some(refusal),

@@ -27,10 +27,6 @@ const JOB_NAME_LABELS: [&str; 2] = ["batch.kubernetes.io/job-name", "job-name"];
 const REFUSAL_EVENTS: &str =
     "involvedObject.apiVersion=batch/v1,involvedObject.kind=Job,reason=FailedCreate";
 
-/// How long a refusal is news: the Job controller retries a refused pod within a minute or
-/// so, and each refusal refreshes its event, so an older one is over.
-pub const REFUSAL_FRESHNESS: Duration = Duration::from_secs(10 * 60);
-
 /// The watches of one namespace.
 pub struct NamespaceWatch {
     /// Managed Jobs, by name.
@@ -76,17 +72,18 @@ impl From<&Event> for RefusalView {
 
 /// The newest refusal of the Job with `uid` that is still news: not before `not_before` (the
 /// newest attempt's pod was created after older ones, so they are over), not older than
-/// [`REFUSAL_FRESHNESS`], with a message. Events of another Job of the same name (another
-/// uid) do not count.
+/// `freshness`, with a message. Events of another Job of the same name (another uid) do not
+/// count.
 pub fn current_refusal(
     refusals: &[RefusalView],
     uid: &str,
     not_before: Option<Timestamp>,
     now: Timestamp,
+    freshness: Duration,
 ) -> Option<String> {
-    let fresh_after = now
-        .checked_sub(jiff::SignedDuration::try_from(REFUSAL_FRESHNESS).unwrap_or_default())
-        .ok();
+    let fresh_after = jiff::SignedDuration::try_from(freshness)
+        .ok()
+        .and_then(|window| now.checked_sub(window).ok());
     refusals
         .iter()
         .filter(|r| uid.is_empty() || r.job_uid.as_deref().is_none_or(|u| u == uid))
@@ -159,6 +156,7 @@ impl NamespaceWatch {
         uid: &str,
         not_before: Option<Timestamp>,
         now: Timestamp,
+        freshness: Duration,
     ) -> Option<String> {
         let refusals: Vec<RefusalView> = self
             .refusals
@@ -166,7 +164,7 @@ impl NamespaceWatch {
             .into_iter()
             .map(|entry| entry.view)
             .collect();
-        current_refusal(&refusals, uid, not_before, now)
+        current_refusal(&refusals, uid, not_before, now, freshness)
     }
 
     /// Notifications naming the Jobs whose Job, pods or refusals changed.

@@ -70,6 +70,7 @@ impl Settings {
                     recheck_interval: Duration::from_millis(50),
                     name_prefix: String::new(),
                     janitor_interval: Duration::from_millis(100),
+                    refusal_freshness: Duration::from_secs(600),
                 },
                 ..ExecutorSettings::default()
             },

@@ -2,6 +2,8 @@
 
 use jiff::{SignedDuration, Timestamp};
 
+const FRESHNESS: Duration = Duration::from_secs(600);
+
 use super::*;
 
 fn at(second: i64) -> Timestamp {
@@ -30,7 +32,7 @@ fn the_newest_refusal_of_the_job_is_news() {
         refusal("a.3", Some("uid"), Some(15), "exceeded quota: memory"),
     ];
     assert_eq!(
-        current_refusal(&refusals, "uid", None, at(30)).as_deref(),
+        current_refusal(&refusals, "uid", None, at(30), FRESHNESS).as_deref(),
         Some("serviceaccount \"robot\" not found")
     );
 }
@@ -52,14 +54,17 @@ fn another_job_of_the_same_name_does_not_count() {
         ),
     ];
     assert_eq!(
-        current_refusal(&refusals, "uid", None, at(30)).as_deref(),
+        current_refusal(&refusals, "uid", None, at(30), FRESHNESS).as_deref(),
         Some("serviceaccount \"robot\" not found")
     );
-    assert_eq!(current_refusal(&refusals[..1], "uid", None, at(30)), None);
+    assert_eq!(
+        current_refusal(&refusals[..1], "uid", None, at(30), FRESHNESS),
+        None
+    );
     // An event without the uid (a hand-made one) is taken as the Job's.
     let unnamed = [refusal("x.1", None, Some(10), "forbidden")];
     assert_eq!(
-        current_refusal(&unnamed, "uid", None, at(30)).as_deref(),
+        current_refusal(&unnamed, "uid", None, at(30), FRESHNESS).as_deref(),
         Some("forbidden")
     );
 }
@@ -74,19 +79,22 @@ fn a_refusal_before_the_newest_attempt_or_long_ago_is_over() {
     )];
     // A pod was created after it: the quota let it through.
     assert_eq!(
-        current_refusal(&refusals, "uid", Some(at(11)), at(30)),
+        current_refusal(&refusals, "uid", Some(at(11)), at(30), FRESHNESS),
         None
     );
-    assert!(current_refusal(&refusals, "uid", Some(at(10)), at(30)).is_some());
+    assert!(current_refusal(&refusals, "uid", Some(at(10)), at(30), FRESHNESS).is_some());
     // The Job controller retries within a minute and refreshes the event; one not refreshed
     // for the freshness window is over.
-    let window = SignedDuration::try_from(REFUSAL_FRESHNESS).expect("a duration");
+    let window = SignedDuration::try_from(FRESHNESS).expect("a duration");
     let later = at(10).checked_add(window).expect("a time");
-    assert!(current_refusal(&refusals, "uid", None, later).is_some());
+    assert!(current_refusal(&refusals, "uid", None, later, FRESHNESS).is_some());
     let too_late = later
         .checked_add(SignedDuration::from_secs(1))
         .expect("a time");
-    assert_eq!(current_refusal(&refusals, "uid", None, too_late), None);
+    assert_eq!(
+        current_refusal(&refusals, "uid", None, too_late, FRESHNESS),
+        None
+    );
 }
 
 #[test]
@@ -95,7 +103,10 @@ fn refusals_without_a_time_or_a_message_say_nothing() {
         refusal("a.1", Some("uid"), None, "exceeded quota: compute"),
         refusal("a.2", Some("uid"), Some(20), ""),
     ];
-    assert_eq!(current_refusal(&refusals, "uid", None, at(30)), None);
+    assert_eq!(
+        current_refusal(&refusals, "uid", None, at(30), FRESHNESS),
+        None
+    );
 }
 
 #[test]
@@ -105,7 +116,7 @@ fn refusals_of_the_same_second_go_to_the_later_name() {
         refusal("a.1", Some("uid"), Some(20), "first"),
     ];
     assert_eq!(
-        current_refusal(&refusals, "uid", None, at(30)).as_deref(),
+        current_refusal(&refusals, "uid", None, at(30), FRESHNESS).as_deref(),
         Some("second")
     );
 }
