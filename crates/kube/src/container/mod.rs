@@ -185,11 +185,15 @@ impl ContainerJobs {
 
     /// The job's status, from the watch cache (one GET on a miss).
     pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
+        // One instant for the whole answer: whether the cache would report an outcome and the
+        // answer itself must agree, or a grace running out in between would let the cache's
+        // stale pods decide it.
+        let now = Timestamp::now();
         let watch = self.tracker.namespace(&id.namespace);
         let synced = watch.wait_synced(self.settings.sync_timeout).await;
         watch.check_permitted(&id.namespace)?;
         let found = match self.cached(&watch, id) {
-            Some(cached) if watch.is_current() || !self.would_end(id, &cached) => Some(cached),
+            Some(cached) if watch.is_current() || !self.would_end(id, &cached, now) => Some(cached),
             // A watch that failed is catching up (a relist after 410 Gone, a reconnect): the
             // cache may hold a Job's verdict and not yet its pods, and an outcome, once
             // reported, is final. It is read from the server itself, once per job that ends
@@ -208,7 +212,7 @@ impl ContainerJobs {
         let Some((observed, pods)) = found else {
             return Err(self.no_such_job(id, &watch));
         };
-        self.evaluate(id, &observed, &pods).await
+        self.evaluate(id, &observed, &pods, now).await
     }
 
     /// What the namespace's watches know of a Job, if they saw it.
@@ -263,7 +267,12 @@ impl ContainerJobs {
     }
 
     /// Whether a Job still present in the cache would be reported ended for the first time.
-    fn would_end(&self, id: &ExecutionId, (observed, pods): &(Observed, Vec<PodView>)) -> bool {
+    fn would_end(
+        &self,
+        id: &ExecutionId,
+        (observed, pods): &(Observed, Vec<PodView>),
+        now: Timestamp,
+    ) -> bool {
         let Observed::Present(_) = observed else {
             // A Job's final state, as a DELETED event brought it, is as fresh as it gets.
             return false;
@@ -275,7 +284,7 @@ impl ContainerJobs {
         container_status(
             &observed.as_observation(),
             pods,
-            Timestamp::now(),
+            now,
             &self.settings.mapping,
             previous.as_ref(),
         )
@@ -349,6 +358,7 @@ impl ContainerJobs {
         id: &ExecutionId,
         observed: &Observed,
         pods: &[PodView],
+        now: Timestamp,
     ) -> Result<ExecutionInfo> {
         let previous = self.tracker.last_reported(&id.namespace, &id.name);
         let version = match observed {
@@ -367,7 +377,7 @@ impl ContainerJobs {
         let Some(mapped) = container_status(
             &observation,
             pods,
-            Timestamp::now(),
+            now,
             &self.settings.mapping,
             previous.as_ref(),
         ) else {
@@ -381,7 +391,7 @@ impl ContainerJobs {
             && info.is_terminal()
             && !previous.as_ref().is_some_and(ExecutionInfo::is_terminal)
             && let Observed::Present(job) = observed
-            && self.worth_recording(&observation, pods, &info)
+            && self.worth_recording(&observation, pods, &info, now)
             && let Err(error) = self.record(job, &info).await
         {
             // The outcome stands here; a replica that never saw the pods reports the verdict alone.
@@ -428,6 +438,7 @@ impl ContainerJobs {
         observation: &JobObservation<'_>,
         pods: &[PodView],
         info: &ExecutionInfo,
+        now: Timestamp,
     ) -> bool {
         let job = observation.job();
         if job.recorded_outcome.is_some() || job.deletion_timestamp.is_some() {
@@ -460,13 +471,7 @@ impl ContainerJobs {
             return false;
         }
         let outcome = |info: &ExecutionInfo| (info.state, info.reason, info.exit_code);
-        let without = container_status(
-            observation,
-            &lasting,
-            Timestamp::now(),
-            &self.settings.mapping,
-            None,
-        );
+        let without = container_status(observation, &lasting, now, &self.settings.mapping, None);
         without.map(|mapped| outcome(&mapped.info)) != Some(outcome(info))
     }
 
@@ -637,7 +642,12 @@ impl ContainerJobs {
             let id = self.id(namespace, &view.name);
             let pods = pods_by_job.remove(&view.name).unwrap_or_default();
             let status = self
-                .evaluate(&id, &Observed::Present(view.clone()), &pods)
+                .evaluate(
+                    &id,
+                    &Observed::Present(view.clone()),
+                    &pods,
+                    Timestamp::now(),
+                )
                 .await?;
             summaries.push(JobSummary {
                 id,
@@ -733,7 +743,9 @@ impl ContainerJobs {
             Ok(pods) => pods,
             Err(_) => watch.pods_of(&id.name),
         };
-        let status = self.evaluate(id, &Observed::Present(view), &pods).await?;
+        let status = self
+            .evaluate(id, &Observed::Present(view), &pods, Timestamp::now())
+            .await?;
         Ok(protocol::Current {
             objects: self.objects(&id.namespace),
             meta: job.metadata,

@@ -284,7 +284,7 @@ async fn a_job_that_ends_while_its_pods_are_unwatched_keeps_its_details() {
     gate.open("a");
     let (outcome, seen) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
-    assert_eq!(outcome.reason, kubeferry_core::Reason::Error);
+    assert_eq!(outcome.reason, kubeferry_core::Reason::Error, "{seen:#?}");
     assert_eq!(outcome.exit_code, Some(5), "{outcome:?}");
 }
 
