@@ -241,6 +241,21 @@ async fn held_requests_wait_undone_until_the_rule_is_removed() {
     assert!(found.is_some());
 }
 
+/// A stalled watch sends nothing, and a cut still ends it, cleanly.
+async fn silent_until_cut<S>(sim: &common::Sim, watch: &mut S)
+where
+    S: futures::Stream + Unpin,
+    S::Item: std::fmt::Debug,
+{
+    let nothing = tokio::time::timeout(Duration::from_millis(200), watch.next()).await;
+    assert!(nothing.is_err(), "a stalled watch sends nothing");
+    assert!(sim.cluster.cut_watches() > 0);
+    let ended = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .expect("the cut ends the stall and the stream");
+    assert!(ended.is_none(), "ended cleanly: {ended:?}");
+}
+
 #[tokio::test]
 async fn watches_can_stall_and_the_server_can_vanish() {
     let sim = start().await;
@@ -258,14 +273,7 @@ async fn watches_can_stall_and_the_server_can_vanish() {
     cms.create(&PostParams::default(), &cm("unseen"))
         .await
         .expect("created");
-    let nothing = tokio::time::timeout(Duration::from_millis(200), stalled.next()).await;
-    assert!(nothing.is_err(), "a stalled watch sends nothing");
-    // ... but a cut still ends it.
-    assert!(sim.cluster.cut_watches() > 0);
-    let ended = tokio::time::timeout(Duration::from_secs(5), stalled.next())
-        .await
-        .expect("the cut ends a stalled watch");
-    assert!(ended.is_none(), "ended cleanly: {ended:?}");
+    silent_until_cut(&sim, &mut stalled).await;
 
     let mut open = Box::pin(
         cms.watch(&WatchParams::default().disable_bookmarks(), "0")
@@ -325,13 +333,7 @@ async fn a_stalled_watch_still_ends_when_cut() {
     cms.create(&PostParams::default(), &cm("queued"))
         .await
         .expect("created");
-    let nothing = tokio::time::timeout(Duration::from_millis(200), watch.next()).await;
-    assert!(nothing.is_err(), "a stalled watch sends nothing");
-    assert!(sim.cluster.cut_watches() > 0);
-    let ended = tokio::time::timeout(Duration::from_secs(5), watch.next())
-        .await
-        .expect("the cut ends the stall and the stream");
-    assert!(ended.is_none(), "ended cleanly: {ended:?}");
+    silent_until_cut(&sim, &mut watch).await;
 
     // Going down and coming back at once still drops every open connection.
     let mut open = Box::pin(
