@@ -241,6 +241,15 @@ async fn held_requests_wait_undone_until_the_rule_is_removed() {
     assert!(found.is_some());
 }
 
+/// Waits until the server answers a list again.
+async fn answering_again(cms: &Api<ConfigMap>) {
+    common::eventually("the server to answer again", Duration::from_secs(5), || {
+        let cms = cms.clone();
+        async move { cms.list(&ListParams::default()).await.ok() }
+    })
+    .await;
+}
+
 /// A stalled watch sends nothing, and a cut still ends it, cleanly.
 async fn silent_until_cut<S>(sim: &common::Sim, watch: &mut S)
 where
@@ -309,26 +318,14 @@ async fn watches_can_stall_and_the_server_can_vanish() {
     );
     // The server can be brought back before its time.
     sim.cluster.reachable_again();
-    common::eventually("the server to answer again", Duration::from_secs(5), || {
-        let cms = cms.clone();
-        async move { cms.list(&ListParams::default()).await.ok() }
-    })
-    .await;
+    answering_again(&cms).await;
 }
 
 #[tokio::test]
 async fn a_stalled_watch_still_ends_when_cut() {
     let sim = start().await;
     let cms: Api<ConfigMap> = Api::namespaced(sim.client.clone(), "default");
-    let mut watch = Box::pin(
-        cms.watch(&WatchParams::default().disable_bookmarks(), "0")
-            .await
-            .expect("watch opens"),
-    );
-    common::eventually("the watch to be open", Duration::from_secs(5), || async {
-        (sim.cluster.open_watches() > 0).then_some(())
-    })
-    .await;
+    let mut watch = open_watch(&cms, "before-stall").await;
     assert!(sim.cluster.stall_watches(Duration::from_secs(600)) > 0);
     cms.create(&PostParams::default(), &cm("queued"))
         .await
@@ -336,34 +333,14 @@ async fn a_stalled_watch_still_ends_when_cut() {
     silent_until_cut(&sim, &mut watch).await;
 
     // Going down and coming back at once still drops every open connection.
-    let mut open = Box::pin(
-        cms.watch(&WatchParams::default().disable_bookmarks(), "0")
-            .await
-            .expect("watch opens"),
-    );
-    common::eventually("the watch to be open", Duration::from_secs(5), || async {
-        (sim.cluster.open_watches() > 0).then_some(())
-    })
-    .await;
+    let mut open = open_watch(&cms, "before-blip").await;
     sim.cluster.unreachable_for(Duration::from_secs(600));
     sim.cluster.reachable_again();
-    let dropped = tokio::time::timeout(Duration::from_secs(5), async {
-        // The replayed ADDED of "queued" may come first.
-        loop {
-            match open.next().await {
-                Some(Ok(_)) => continue,
-                other => break other,
-            }
-        }
-    })
-    .await
-    .expect("the connection drops");
+    let dropped = tokio::time::timeout(Duration::from_secs(5), open.next())
+        .await
+        .expect("the connection drops");
     assert!(!matches!(dropped, Some(Ok(_))), "{dropped:?}");
-    common::eventually("the server to answer again", Duration::from_secs(5), || {
-        let cms = cms.clone();
-        async move { cms.list(&ListParams::default()).await.ok() }
-    })
-    .await;
+    answering_again(&cms).await;
 }
 
 #[tokio::test]
