@@ -196,6 +196,29 @@ fn requests_between(
     made
 }
 
+/// The Kubernetes requests (watches aside) that one listing and one sweep of `default` make.
+async fn list_and_sweep_requests(
+    sim: &Sim,
+    api: &Api,
+) -> (
+    std::collections::BTreeMap<String, u64>,
+    std::collections::BTreeMap<String, u64>,
+) {
+    let before = sim.sim.counters();
+    let reply = api.get("/v1/jobs?namespace=default").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let listing = requests_between(&before, &sim.sim.counters());
+    let before = sim.sim.counters();
+    let reply = api
+        .post(
+            "/v1/sweep",
+            &json!({"knownJobIds": [], "namespace": "default"}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    (listing, requests_between(&before, &sim.sim.counters()))
+}
+
 #[tokio::test]
 async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
     let list = |made: &[(&str, u64)]| -> std::collections::BTreeMap<String, u64> {
@@ -204,36 +227,17 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
     // Without a Spark operator: the Jobs and their pods.
     let sim = Sim::start().await;
     let service = sim.serve().await;
-    let before = sim.sim.counters();
-    let reply = service.api.get("/v1/jobs?namespace=default").await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
-    assert_eq!(
-        requests_between(&before, &sim.sim.counters()),
-        list(&[("list jobs.batch", 1), ("list pods", 1)])
-    );
-    let before = sim.sim.counters();
-    let reply = service
-        .api
-        .post(
-            "/v1/sweep",
-            &json!({"knownJobIds": [], "namespace": "default"}),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
-    assert_eq!(
-        requests_between(&before, &sim.sim.counters()),
-        list(&[("list jobs.batch", 1)])
-    );
+    let (listing, sweep) = list_and_sweep_requests(&sim, &service.api).await;
+    assert_eq!(listing, list(&[("list jobs.batch", 1), ("list pods", 1)]));
+    assert_eq!(sweep, list(&[("list jobs.batch", 1)]));
     service.stop().await;
 
     // With both: also the driver pods and each operator's SparkApplications.
     let (sim, _) = spark_sim().await;
     let service = Service::start(spark_config(&sim, SparkOperator::Apache)).await;
-    let before = sim.sim.counters();
-    let reply = service.api.get("/v1/jobs?namespace=default").await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let (listing, sweep) = list_and_sweep_requests(&sim, &service.api).await;
     assert_eq!(
-        requests_between(&before, &sim.sim.counters()),
+        listing,
         list(&[
             ("list jobs.batch", 1),
             ("list pods", 2),
@@ -241,17 +245,8 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
             ("list sparkapplications.sparkoperator.k8s.io", 1),
         ])
     );
-    let before = sim.sim.counters();
-    let reply = service
-        .api
-        .post(
-            "/v1/sweep",
-            &json!({"knownJobIds": [], "namespace": "default"}),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     assert_eq!(
-        requests_between(&before, &sim.sim.counters()),
+        sweep,
         list(&[
             ("list jobs.batch", 1),
             ("list sparkapplications.spark.apache.org", 1),
