@@ -17,6 +17,11 @@ fn rbac_config() -> SimConfig {
     }
 }
 
+/// The status code of a request without a body.
+async fn code_of(client: &kube::Client, method: &str, path: &str) -> u16 {
+    raw(client, method, path, None, "").await.code
+}
+
 async fn runner(cluster: &SimCluster) -> kube::Client {
     let token = cluster.token_for("team", "runner");
     client_for(&cluster.kubeconfig_yaml_with_token("runner", &token)).await
@@ -39,7 +44,7 @@ async fn tokens_are_required_and_checked() {
     let r = raw(&plain, "GET", "/version", None, "").await;
     assert_eq!(r.code, 200, "/version is public");
     let wrong = client_for(&sim.cluster.kubeconfig_yaml_with_token("x", "not-a-token")).await;
-    assert_eq!(raw(&wrong, "GET", "/api", None, "").await.code, 401);
+    assert_eq!(code_of(&wrong, "GET", "/api").await, 401);
 }
 
 #[tokio::test]
@@ -82,7 +87,7 @@ async fn forbidden_messages_have_the_real_shape() {
         )
     );
     assert_eq!(
-        raw(&client, "GET", "/apis", None, "").await.code,
+        code_of(&client, "GET", "/apis").await,
         200,
         "discovery is open to the authenticated"
     );
@@ -113,47 +118,25 @@ async fn roles_and_bindings_grant_exactly_what_they_say() {
         .expect("binding");
     let client = runner(admin).await;
     assert_eq!(
-        raw(&client, "GET", "/api/v1/namespaces/team/pods", None, "")
-            .await
-            .code,
+        code_of(&client, "GET", "/api/v1/namespaces/team/pods").await,
         200
     );
     assert_eq!(
-        raw(
-            &client,
-            "GET",
-            "/apis/batch/v1/namespaces/team/jobs",
-            None,
-            ""
-        )
-        .await
-        .code,
+        code_of(&client, "GET", "/apis/batch/v1/namespaces/team/jobs").await,
         200
     );
     assert_eq!(
-        raw(&client, "GET", "/api/v1/namespaces/team/pods/p", None, "")
-            .await
-            .code,
+        code_of(&client, "GET", "/api/v1/namespaces/team/pods/p").await,
         403,
         "get was not granted"
     );
     assert_eq!(
-        raw(&client, "GET", "/api/v1/namespaces/default/pods", None, "")
-            .await
-            .code,
+        code_of(&client, "GET", "/api/v1/namespaces/default/pods").await,
         403,
         "another namespace"
     );
     assert_eq!(
-        raw(
-            &client,
-            "GET",
-            "/api/v1/namespaces/team/pods/p/log",
-            None,
-            ""
-        )
-        .await
-        .code,
+        code_of(&client, "GET", "/api/v1/namespaces/team/pods/p/log").await,
         404,
         "allowed, but no such pod"
     );
@@ -189,22 +172,12 @@ async fn roles_and_bindings_grant_exactly_what_they_say() {
             "subjects": [{"kind": "Group", "name": "system:serviceaccounts:team"}]}))
         .expect("cluster binding");
     assert_eq!(
-        raw(&client, "GET", "/api/v1/namespaces/default/pods", None, "")
-            .await
-            .code,
+        code_of(&client, "GET", "/api/v1/namespaces/default/pods").await,
         200,
         "view everywhere now"
     );
     assert_eq!(
-        raw(
-            &client,
-            "DELETE",
-            "/api/v1/namespaces/default/pods/p",
-            None,
-            ""
-        )
-        .await
-        .code,
+        code_of(&client, "DELETE", "/api/v1/namespaces/default/pods/p").await,
         403
     );
 }
@@ -228,7 +201,7 @@ async fn a_role_binding_to_a_cluster_role_grants_it_in_its_namespace_only() {
     let client = runner(admin).await;
     let list = |ns: &str| format!("/api/v1/namespaces/{ns}/pods");
     assert_eq!(
-        raw(&client, "GET", &list("team"), None, "").await.code,
+        code_of(&client, "GET", &list("team")).await,
         403,
         "nothing granted yet"
     );
@@ -237,17 +210,9 @@ async fn a_role_binding_to_a_cluster_role_grants_it_in_its_namespace_only() {
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pod-reader"},
             "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": "team"}]}))
         .expect("binding");
-    assert_eq!(raw(&client, "GET", &list("team"), None, "").await.code, 200);
+    assert_eq!(code_of(&client, "GET", &list("team")).await, 200);
     assert_eq!(
-        raw(
-            &client,
-            "GET",
-            "/api/v1/namespaces/team/pods/p/log",
-            None,
-            ""
-        )
-        .await
-        .code,
+        code_of(&client, "GET", "/api/v1/namespaces/team/pods/p/log").await,
         404,
         "allowed, but no such pod"
     );
@@ -260,20 +225,12 @@ async fn a_role_binding_to_a_cluster_role_grants_it_in_its_namespace_only() {
         )
     );
     assert_eq!(
-        raw(&client, "GET", "/api/v1/pods", None, "").await.code,
+        code_of(&client, "GET", "/api/v1/pods").await,
         403,
         "not at the cluster scope"
     );
     assert_eq!(
-        raw(
-            &client,
-            "DELETE",
-            "/api/v1/namespaces/team/pods/p",
-            None,
-            ""
-        )
-        .await
-        .code,
+        code_of(&client, "DELETE", "/api/v1/namespaces/team/pods/p").await,
         403,
         "only the cluster role's verbs"
     );
@@ -284,27 +241,11 @@ async fn a_role_binding_to_a_cluster_role_grants_it_in_its_namespace_only() {
             "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": "team"}]}))
         .expect("binding");
     assert_eq!(
-        raw(
-            &client,
-            "GET",
-            "/apis/batch/v1/namespaces/elsewhere/jobs",
-            None,
-            ""
-        )
-        .await
-        .code,
+        code_of(&client, "GET", "/apis/batch/v1/namespaces/elsewhere/jobs").await,
         200
     );
     assert_eq!(
-        raw(
-            &client,
-            "GET",
-            "/apis/batch/v1/namespaces/team/jobs",
-            None,
-            ""
-        )
-        .await
-        .code,
+        code_of(&client, "GET", "/apis/batch/v1/namespaces/team/jobs").await,
         403
     );
 }
