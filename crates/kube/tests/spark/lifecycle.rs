@@ -37,12 +37,7 @@ async fn apache_job_runs_through_the_operators_states_to_succeeded() {
     assert_eq!(end.started_at, running.started_at, "the start time is kept");
     assert!(end.finished_at >= end.started_at);
     assert!(!states(&seen).contains(&JobState::Failed), "{seen:?}");
-    let app = eventually("the driver to be released", || async {
-        env.app(SparkOperator::Apache, &id.name).filter(|app| {
-            apache_history(app).last().map(String::as_str) == Some("ResourceReleased")
-        })
-    })
-    .await;
+    let app = released(&env, &id.name).await;
     assert_eq!(
         apache_history(&app),
         [

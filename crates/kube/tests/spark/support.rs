@@ -315,6 +315,16 @@ pub async fn pass(at: jiff::Timestamp) {
     tokio::time::sleep(Duration::from_millis(5)).await;
 }
 
+/// The apache application once the operator released its pods.
+pub async fn released(env: &Env, name: &str) -> serde_json::Value {
+    eventually("the operator to release the application", || async {
+        env.app(SparkOperator::Apache, name).filter(|app| {
+            apache_history(app).last().map(String::as_str) == Some("ResourceReleased")
+        })
+    })
+    .await
+}
+
 /// The `currentStateSummary` of every step of an apache SparkApplication's history.
 pub fn apache_history(app: &Value) -> Vec<String> {
     let mut entries: Vec<(u64, String)> = app

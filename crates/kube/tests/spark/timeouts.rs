@@ -13,16 +13,6 @@ use crate::support::*;
 /// The operator's words for both driver timeouts.
 const DRIVER_TIMED_OUT: &str = "The driver has not responded to the initial health check request within the allotted start-up time. This can be configured by setting .spec.applicationTolerations.applicationTimeoutConfig.";
 
-/// The application once the operator released its pods.
-async fn released(env: &Env, name: &str) -> serde_json::Value {
-    eventually("the operator to release the application", || async {
-        env.app(SparkOperator::Apache, name).filter(|app| {
-            apache_history(app).last().map(String::as_str) == Some("ResourceReleased")
-        })
-    })
-    .await
-}
-
 #[tokio::test]
 async fn a_driver_that_never_becomes_ready_fails_the_job_after_the_ready_timeout() {
     let env = Env::start().await;
