@@ -192,6 +192,30 @@ impl Watcher {
             .await;
     }
 
+    /// Carries out a command that ends the stream (a cut, an abort, an expiry); false for a
+    /// stall. `seen_rv` is the last resourceVersion the stream is at, for an expiry's message.
+    async fn ended_by(&self, command: &WatchControl, seen_rv: u64) -> bool {
+        match command {
+            WatchControl::Stall(_) => false,
+            WatchControl::Cut => true,
+            WatchControl::Abort => {
+                let _ = self
+                    .tx
+                    .send(Err(std::io::Error::other("watch aborted")))
+                    .await;
+                true
+            }
+            WatchControl::Expire => {
+                self.send_gone(format!(
+                    "too old resource version: {seen_rv} ({})",
+                    seen_rv + 1
+                ))
+                .await;
+                true
+            }
+        }
+    }
+
     async fn run(self) {
         let gr = self.rt.group_resource();
         let mut control = self.state.watch_control.subscribe();
@@ -203,18 +227,17 @@ impl Watcher {
                 tokio::select! {
                     _ = self.tx.closed() => return,
                     _ = &mut timeout => return,
-                    command = control.recv() => match command {
-                        Ok(WatchControl::Cut) => return,
-                        Ok(WatchControl::Abort) => {
-                            let _ = self.tx.send(Err(std::io::Error::other("watch aborted"))).await;
+                    command = control.recv() => {
+                        let seen_rv = match self.params.start {
+                            Start::After(rv) => rv,
+                            Start::Now => self.state.store.current_rv(),
+                        };
+                        if let Ok(command) = command
+                            && self.ended_by(&command, seen_rv).await
+                        {
                             return;
                         }
-                        Ok(WatchControl::Expire) => {
-                            self.send_gone("too old resource version".to_string()).await;
-                            return;
-                        }
-                        Ok(WatchControl::Stall(_)) | Err(_) => {}
-                    },
+                    }
                 }
             }
         }
@@ -312,14 +335,10 @@ impl Watcher {
                         let now = tokio::time::Instant::now();
                         stalled_until = Some(now.checked_add(d).unwrap_or(now + Duration::from_secs(86_400 * 365)));
                     }
-                    Ok(WatchControl::Cut) => return,
-                    Ok(WatchControl::Abort) => {
-                        let _ = self.tx.send(Err(std::io::Error::other("watch aborted"))).await;
-                        return;
-                    }
-                    Ok(WatchControl::Expire) => {
-                        self.send_gone(format!("too old resource version: {seen_rv} ({})", seen_rv + 1)).await;
-                        return;
+                    Ok(command) => {
+                        if self.ended_by(&command, seen_rv).await {
+                            return;
+                        }
                     }
                     Err(_) => {}
                 },
