@@ -120,13 +120,7 @@ pub fn container_status(
         return Some(Mapped::of(previous.clone()));
     }
     let job = observed.job();
-    let mut attempts: Vec<&PodView> = pods
-        .iter()
-        .filter(|pod| match &pod.owner_uid {
-            Some(owner) if !job.uid.is_empty() => *owner == job.uid,
-            _ => true,
-        })
-        .collect();
+    let mut attempts: Vec<&PodView> = pods.iter().filter(|pod| job.owns(pod)).collect();
     attempts.sort_by(|a, b| oldest_attempt_first(a, b));
     let mapper = Mapper {
         job,

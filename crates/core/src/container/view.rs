@@ -213,6 +213,15 @@ impl From<&Job> for JobView {
 }
 
 impl JobView {
+    /// Whether `pod` is one of this Job's attempts: its controller is this Job (a pod of an
+    /// earlier Job of the same name is not), or either uid is unknown.
+    pub fn owns(&self, pod: &PodView) -> bool {
+        match &pod.owner_uid {
+            Some(owner) if !self.uid.is_empty() => *owner == self.uid,
+            _ => true,
+        }
+    }
+
     /// Whether kubeferry stopped this Job by suspending it after recording an outcome, and the
     /// Job has since outlived its `ttlSecondsAfterFinished`. Kubernetes' TTL controller never
     /// removes a suspended Job, so kubeferry removes it, as the TTL would have removed the Job

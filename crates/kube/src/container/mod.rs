@@ -242,12 +242,7 @@ impl ContainerJobs {
         };
         // The pods the mapping counts as the Job's attempts (an earlier Job of the same name
         // may have left some behind).
-        let attempts: Vec<&PodView> = pods
-            .iter()
-            .filter(|pod| {
-                job.uid.is_empty() || pod.owner_uid.as_ref().is_none_or(|owner| *owner == job.uid)
-            })
-            .collect();
+        let attempts: Vec<&PodView> = pods.iter().filter(|pod| job.owns(pod)).collect();
         if attempts.iter().any(|pod| pod.deletion_timestamp.is_none()) {
             return None;
         }
