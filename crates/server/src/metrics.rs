@@ -229,24 +229,17 @@ impl Collector for KubeCollector {
             let spark = cluster.executor.spark_jobs().tracker().watched();
             let watches = container
                 .iter()
-                .flat_map(|(namespace, watch)| {
-                    let (jobs, pods) = watch.health();
-                    [
-                        (namespace.clone(), "jobs.batch".to_string(), jobs),
-                        (namespace.clone(), "pods".to_string(), pods),
-                        (
-                            namespace.clone(),
-                            "events".to_string(),
-                            watch.refusals.health(),
-                        ),
-                    ]
-                })
-                .chain(spark.iter().flat_map(|(namespace, watch)| {
-                    watch
-                        .health()
+                .map(|(namespace, watch)| (namespace, watch.health()))
+                .chain(
+                    spark
+                        .iter()
+                        .map(|(namespace, watch)| (namespace, watch.health())),
+                )
+                .flat_map(|(namespace, watches)| {
+                    watches
                         .into_iter()
                         .map(|(resource, health)| (namespace.clone(), resource, health))
-                }));
+                });
             for (namespace, resource, health) in watches {
                 let labels = WatchLabels {
                     cluster: cluster.name.clone(),

@@ -181,9 +181,14 @@ impl NamespaceWatch {
         self.jobs.is_current() && self.pods.is_current()
     }
 
-    /// The health of the watches of Jobs and pods.
-    pub fn health(&self) -> (WatchHealth, WatchHealth) {
-        (self.jobs.health(), self.pods.health())
+    /// The health of every watch, by resource: the Jobs and their pods (every answer needs
+    /// them, and they come first), then the refusal events (they only add to messages).
+    pub fn health(&self) -> Vec<(String, WatchHealth)> {
+        vec![
+            ("jobs.batch".to_string(), self.jobs.health()),
+            ("pods".to_string(), self.pods.health()),
+            ("events".to_string(), self.refusals.health()),
+        ]
     }
 
     /// Fails when the server refuses one of the watches for lack of permission: the cache

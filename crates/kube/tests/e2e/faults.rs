@@ -248,7 +248,7 @@ async fn expired_watches_relist_and_statuses_stay_right() {
     assert!(gone.is_no_such_job(), "{gone}");
     let watch = env.executor.container_jobs().tracker().namespace(NS);
     let (jobs, pods) = eventually("both watches to be back", || async {
-        let (jobs, pods) = watch.health();
+        let (jobs, pods) = (watch.jobs.health(), watch.pods.health());
         (jobs.failing.is_none() && pods.failing.is_none()).then_some((jobs, pods))
     })
     .await;

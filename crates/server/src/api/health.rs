@@ -132,12 +132,13 @@ pub fn namespace_watches(
     executor: &Executor,
     namespace: &str,
 ) -> (Vec<(String, WatchHealth)>, bool) {
-    let watch = executor.container_jobs().tracker().namespace(namespace);
-    let (jobs, pods) = watch.health();
-    let mut watches = vec![("jobs.batch".to_string(), jobs), ("pods".to_string(), pods)];
-    debug_assert_eq!(watches.len(), CONTAINER_WATCHES);
-    // Optional, like the Spark watches: refused, it leaves messages without a reason.
-    watches.push(("events".to_string(), watch.refusals.health()));
+    // The refusal events, after the Jobs and pods, are optional like the Spark watches:
+    // refused, they leave messages without a reason.
+    let mut watches = executor
+        .container_jobs()
+        .tracker()
+        .namespace(namespace)
+        .health();
     let spark = executor.spark_jobs().tracker().existing(namespace);
     if let Some(spark) = &spark {
         watches.extend(spark.health());
