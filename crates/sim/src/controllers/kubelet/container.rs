@@ -261,17 +261,13 @@ impl ContainerTask {
     /// Whether the runtime has nothing to run: no `command`, no `args`, and an image with
     /// neither an entrypoint nor a default command.
     fn nothing_to_run(&self, argv: &[String]) -> bool {
-        argv.is_empty()
-            && !self
-                .state
-                .config
-                .image_entrypoints
-                .contains_key(&self.repository())
-            && self
-                .state
-                .config
-                .images_without_command
-                .contains(&self.repository())
+        if !argv.is_empty() {
+            return false;
+        }
+        let config = &self.state.config;
+        let repository = self.repository();
+        !config.image_entrypoints.contains_key(&repository)
+            && config.images_without_command.contains(&repository)
     }
 
     /// Pulls the image: Ok when it can run, Err(()) when asked to stop while it cannot.
