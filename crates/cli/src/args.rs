@@ -263,43 +263,9 @@ fn parse_param(text: &str) -> Result<(String, String), String> {
     Ok((name.to_string(), value.to_string()))
 }
 
-/// Parses durations such as `90s`, `10m`, `1h30m`, `500ms`.
+/// Parses a duration in kubeferry's one grammar (see [`kubeferry::core::duration`]).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime_like(text).ok_or_else(|| {
-        format!("{text:?} is not a duration: use a number with a unit, e.g. 500ms, 90s, 10m, 1h30m")
-    })
-}
-
-fn humantime_like(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-        if digits == 0 {
-            return None;
-        }
-        let value: u64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_len];
-        rest = &rest[unit_len..];
-        let part = match unit {
-            "ms" => Duration::from_millis(value),
-            "s" => Duration::from_secs(value),
-            "m" => Duration::from_secs(value.checked_mul(60)?),
-            "h" => Duration::from_secs(value.checked_mul(3600)?),
-            "d" => Duration::from_secs(value.checked_mul(86400)?),
-            _ => return None,
-        };
-        total = total.checked_add(part)?;
-    }
-    Some(total)
+    kubeferry::core::duration::parse(text).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]

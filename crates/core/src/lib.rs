@@ -4,6 +4,7 @@
 //! objects and feeds the objects it observes back through the mappings here.
 
 pub mod container;
+pub mod duration;
 pub mod id;
 pub mod marks;
 pub mod spark;

@@ -841,12 +841,9 @@ pub fn check_name_prefix(prefix: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Parses a duration such as `500ms`, `10s`, `5m` or `1h30m`.
+/// Parses a duration in kubeferry's one grammar (see [`kubeferry_core::duration`]).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let signed: jiff::SignedDuration = text.trim().parse().map_err(|_| {
-        format!("{text:?} is not a duration: write a number and a unit, e.g. 500ms, 10s, 5m, 1h")
-    })?;
-    Duration::try_from(signed).map_err(|_| format!("{text:?} is negative"))
+    kubeferry_core::duration::parse(text).map_err(|error| error.to_string())
 }
 
 fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {

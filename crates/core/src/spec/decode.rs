@@ -700,48 +700,17 @@ pub(crate) fn suggest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str>
         .map(|(_, c)| c)
 }
 
-/// Parses a duration: whole numbers with units `d`, `h`, `m`, `s`, largest first, e.g. `90s`,
-/// `10m`, `1h30m`, `2d`. (jiff's friendly format has no days and accepts fractions and
-/// negative spans, which Kubernetes' whole-second fields cannot take.)
+/// Parses a job file's duration in kubeferry's grammar (see [`crate::duration`]), in whole
+/// seconds: Kubernetes counts these fields in seconds (and the Spark operators' in milliseconds
+/// that kubeferry fills from seconds), so `1500ms` would be cut.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let malformed = || {
-        format!(
-            "{text:?} is not a duration (whole numbers with units d, h, m, s, largest first, e.g. 90s, 10m, 1h30m, 2d)"
-        )
-    };
-    if text.is_empty() {
-        return Err(malformed());
+    let duration = crate::duration::parse(text).map_err(|error| error.to_string())?;
+    if duration.subsec_nanos() != 0 {
+        return Err(format!(
+            "{text:?} is not a whole number of seconds; job files count durations in seconds"
+        ));
     }
-    if text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("{text:?} has no unit; write {text}s for seconds"));
-    }
-    let mut seconds: u64 = 0;
-    let mut rest = text;
-    let mut last_unit = u64::MAX;
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return Err(malformed());
-        }
-        let number: u64 = rest[..digits].parse().map_err(|_| malformed())?;
-        let unit = match rest.as_bytes().get(digits) {
-            Some(b'd') => 86_400,
-            Some(b'h') => 3_600,
-            Some(b'm') => 60,
-            Some(b's') => 1,
-            _ => return Err(malformed()),
-        };
-        if unit >= last_unit {
-            return Err(malformed());
-        }
-        last_unit = unit;
-        seconds = number
-            .checked_mul(unit)
-            .and_then(|s| seconds.checked_add(s))
-            .ok_or_else(|| format!("{text:?} is too long"))?;
-        rest = &rest[digits + 1..];
-    }
-    Ok(Duration::from_secs(seconds))
+    Ok(duration)
 }
 
 #[cfg(test)]
@@ -781,6 +750,12 @@ mod tests {
             assert!(parse_duration(bad).is_err(), "{bad:?}");
         }
         assert!(parse_duration("600").unwrap_err().contains("600s"));
+        assert!(
+            parse_duration("1500ms")
+                .unwrap_err()
+                .contains("whole number of seconds")
+        );
+        assert_eq!(parse_duration("2000ms"), Ok(Duration::from_secs(2)));
     }
 
     #[test]
