@@ -1,15 +1,26 @@
 """Event streams that outlive their replica: `kubeferry serve` is killed (SIGKILL, as a pod
 dies) in the middle of a `wait` and a `watch`, and another starts on the same port; the
-client reconnects, re-subscribes and reads the job's end from the new replica."""
+client reconnects, re-subscribes and reads the job's end from the new replica, and a job
+deleted while no replica ran comes as gone."""
 
 from __future__ import annotations
 
+import queue
+import subprocess
 import threading
+import time
 
 import pytest
 from conftest import DEADLINE, Gate, Replica, SimCluster
 
-from kubeferry_client import JobInfo, JobState, KubeferryError, TransportError
+from kubeferry_client import (
+    GoneEvent,
+    JobInfo,
+    JobState,
+    KubeferryError,
+    ListedEvent,
+    TransportError,
+)
 
 TIMEOUT = 30.0
 
@@ -26,9 +37,12 @@ def test_wait_and_watch_survive_a_replica_restart(
     second: Replica | None = None
     try:
         client = first.client(reconnect_timeout=DEADLINE)
-        submitted = client.submit(job_id, gated("restarted", gate, {"suite": job_id}))
+        labels = {"suite": job_id}
+        submitted = client.submit(job_id, gated("restarted", gate, labels))
+        deleted = client.submit(job_id + "-deleted", gated("deleted", gate, labels))
 
-        # A wait in another thread, blocked mid-stream on a started job.
+        # A wait in one thread and a watch of the jobs' selector in another, both mid-stream
+        # once the jobs have started.
         seen: list[JobInfo] = []
         started = threading.Event()
         outcome: list[JobInfo | KubeferryError] = []
@@ -44,20 +58,43 @@ def test_wait_and_watch_survive_a_replica_restart(
                 outcome.append(error)
                 started.set()
 
+        watched: queue.Queue[object] = queue.Queue()
+
+        def watch() -> None:
+            try:
+                for event in client.watch(f"suite={job_id}", namespace="default"):
+                    watched.put(event)
+            except KubeferryError as error:
+                watched.put(error)
+
         waiter = threading.Thread(target=wait)
         waiter.start()
-        # A watch of the job's selector, read up to the job's start.
-        watch = client.watch(f"suite={job_id}", namespace="default")
-        watched: list[object] = []
-        for event in watch:
-            watched.append(event)
+        threading.Thread(target=watch, daemon=True).start()
+        running: dict[str, JobInfo] = {}
+        listed = False
+        while len(running) < 2 or not listed:
+            event = watched.get(timeout=TIMEOUT)
+            assert isinstance(event, (JobInfo, ListedEvent)), event
+            listed = listed or isinstance(event, ListedEvent)
             if isinstance(event, JobInfo) and event.state is JobState.STARTED:
-                break
+                running[event.id] = event
         assert started.wait(TIMEOUT), outcome
 
         first.kill()
+        # While no replica runs, someone deletes one of the jobs.
+        name = deleted.id.rsplit("/", 1)[1]
+        subprocess.run(
+            ["kubectl", "--kubeconfig", str(sim.kubeconfig), "delete", "job", name, "-n", "default"],
+            check=True,
+            capture_output=True,
+        )
         second = Replica(sim, "restart-second", port=first.port)
-        # Only now can the job end: its end comes through the new replica.
+        # Once both streams are subscribed again (and have been sent the current, unchanged
+        # status first), the job may end: its end comes through the new replica.
+        deadline = time.monotonic() + TIMEOUT
+        while client.reconnects < 2:
+            assert time.monotonic() < deadline, "the streams did not reconnect"
+            time.sleep(0.01)
         gate.open()
 
         waiter.join(TIMEOUT)
@@ -69,14 +106,17 @@ def test_wait_and_watch_survive_a_replica_restart(
         # The status the new replica sent first was not repeated when unchanged.
         assert all(a != b for a, b in zip(seen, seen[1:])), seen
 
+        # The watch goes on: the job's end, and the deleted job as gone; the statuses it had
+        # already sent are not sent again.
         after: list[object] = []
-        for event in watch:
+        while not (final in after and any(isinstance(e, GoneEvent) for e in after)):
+            event = watched.get(timeout=TIMEOUT)
+            assert not isinstance(event, Exception), (event, after)
             after.append(event)
-            if isinstance(event, JobInfo) and event.is_final:
-                break
-        watch.close()
-        assert after[-1] == final, after
-        assert watched[-1] not in after, (watched, after)
+        assert GoneEvent(deleted.id, "no such job after the event stream reconnected") in after
+        assert not set(running.values()) & {e for e in after if isinstance(e, JobInfo)}, after
+        # The namespace was listed once; listing it again after the reconnect says nothing new.
+        assert not any(isinstance(e, ListedEvent) for e in after), after
         assert client.reconnects >= 2
         assert client.logs(submitted).log == "after the restart\n"
     finally:
