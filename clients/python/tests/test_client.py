@@ -3,6 +3,7 @@ follow, cancel, list, watch, sweep, templates, and the errors of each kind."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
@@ -16,7 +17,6 @@ from kubeferry_client import (
     Forbidden,
     InvalidArgument,
     InvalidSpec,
-    JobGone,
     JobInfo,
     JobState,
     KubeferryError,
@@ -173,7 +173,9 @@ def test_an_invalid_spec_is_a_422_naming_the_field(client: Client, job_id: str) 
     assert "did you mean `image`" in misspelt.value.message
 
 
-def test_errors_carry_the_service_code_and_field(client: Client, replica: Replica, job_id: str) -> None:
+def test_errors_carry_the_service_code_and_field(
+    client: Client, replica: Replica, job_id: str
+) -> None:
     unknown = "sim/job/default/no-such-job-12345678"
     for call in (client.status, client.cancel, client.logs, client.wait, client.follow):
         with pytest.raises(NoSuchJob) as raised:
@@ -280,7 +282,7 @@ def test_watch_yields_status_events_for_a_selector(client: Client, job_id: str, 
     assert seen[-1] is JobState.SUCCEEDED, seen
     assert JobState.STARTED in seen
     # Each event is a change: the same status never comes twice in a row.
-    assert all(a != b for a, b in zip(infos, infos[1:])), infos
+    assert all(a != b for a, b in itertools.pairwise(infos)), infos
 
 
 def test_sweep_reports_and_deletes_orphans(client: Client, job_id: str) -> None:

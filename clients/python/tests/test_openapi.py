@@ -81,14 +81,21 @@ def disagreements(document: dict[str, Any]) -> list[str]:
         for name in sorted(parameters - client.query):
             problems.append(f"{operation_id}: query parameter {name} is missing from the client")
         for name in sorted(client.query - parameters):
-            problems.append(f"{operation_id}: the client sends query parameter {name}, which the document lacks")
+            problems.append(
+                f"{operation_id}: the client sends query parameter {name}, which the document lacks"
+            )
         if client.authenticated != bool(operation.get("security")):
-            problems.append(f"{operation_id}: the client's authentication differs from the document's")
+            problems.append(
+                f"{operation_id}: the client's authentication differs from the document's"
+            )
 
         body = operation.get("requestBody", {}).get("content", {}).get("application/json")
         body_schema = _ref(body["schema"]) if body else None
         if body_schema != client.body:
-            problems.append(f"{operation_id}: request body {client.body} in the client, {body_schema} in the document")
+            problems.append(
+                f"{operation_id}: request body {client.body} in the client, "
+                f"{body_schema} in the document"
+            )
         elif body_schema is not None:
             properties = set(schemas[body_schema]["properties"])
             for name in sorted(properties - client.body_properties):
@@ -108,10 +115,14 @@ def disagreements(document: dict[str, Any]) -> list[str]:
                 f"{operation_id}: the client takes {sorted(client.success)} for success, "
                 f"the document {sorted(successes)}"
             )
-        media_type = {"json": "application/json", "sse": "text/event-stream", "text": "text/plain"}[client.kind]
+        media_type = {"json": "application/json", "sse": "text/event-stream", "text": "text/plain"}[
+            client.kind
+        ]
         for status, content in successes.items():
             if media_type not in content:
-                problems.append(f"{operation_id}: the document's {status} answer is not {media_type}")
+                problems.append(
+                    f"{operation_id}: the document's {status} answer is not {media_type}"
+                )
                 continue
             answer = _ref(content[media_type].get("schema"))
             if answer != client.answer:
@@ -129,7 +140,9 @@ def disagreements(document: dict[str, Any]) -> list[str]:
             for name in sorted(names - client_events):
                 problems.append(f"{operation_id}: event {name} is missing from the client")
             for name in sorted(client_events - names):
-                problems.append(f"{operation_id}: the client reads event {name}, which the document lacks")
+                problems.append(
+                    f"{operation_id}: the client reads event {name}, which the document lacks"
+                )
 
     # The schemas the answers use, at any depth, and the client's dataclasses and enums.
     pending = set(reachable)
@@ -156,11 +169,18 @@ def disagreements(document: dict[str, Any]) -> list[str]:
         for prop in sorted(set(fields) - properties):
             problems.append(f"the client reads field {name}.{prop}, which the document lacks")
         for prop, field in sorted(fields.items()):
-            optional = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+            optional = (
+                field.default is not dataclasses.MISSING
+                or field.default_factory is not dataclasses.MISSING
+            )
             if prop in required and optional:
-                problems.append(f"{name}.{prop} is required in the document, optional in the client")
+                problems.append(
+                    f"{name}.{prop} is required in the document, optional in the client"
+                )
             if prop in properties and prop not in required and not optional:
-                problems.append(f"{name}.{prop} is optional in the document, required in the client")
+                problems.append(
+                    f"{name}.{prop} is optional in the document, required in the client"
+                )
 
     for name, enum_cls in sorted(ENUMS.items()):
         if name not in schemas:
@@ -174,7 +194,9 @@ def disagreements(document: dict[str, Any]) -> list[str]:
 
     codes = set(re.findall(r"`(\w+)`", schemas["ErrorBody"]["properties"]["code"]["description"]))
     if "no_such_job" not in codes or error_class(404, "no_such_job").__name__ != "NoSuchJob":
-        problems.append("ErrorBody.code: the client branches on no_such_job, which the document lacks")
+        problems.append(
+            "ErrorBody.code: the client branches on no_such_job, which the document lacks"
+        )
     return problems
 
 
@@ -215,7 +237,9 @@ def test_each_kind_of_disagreement_is_found() -> None:
         parameters[:] = [p for p in parameters if p["name"] != "selector"]
 
     def add_body_property(doc: dict[str, Any]) -> None:
-        doc["components"]["schemas"]["SubmitRequest"]["properties"]["priority"] = {"type": "integer"}
+        doc["components"]["schemas"]["SubmitRequest"]["properties"]["priority"] = {
+            "type": "integer"
+        }
 
     def add_state(doc: dict[str, Any]) -> None:
         doc["components"]["schemas"]["JobState"]["enum"].append("PAUSED")
@@ -228,9 +252,9 @@ def test_each_kind_of_disagreement_is_found() -> None:
         operation["description"] += " `event: bookmark` now and then."
 
     def change_answer(doc: dict[str, Any]) -> None:
-        doc["paths"]["/v1/jobs"]["post"]["responses"]["201"]["content"]["application/json"]["schema"] = {
-            "$ref": "#/components/schemas/JobInfo"
-        }
+        doc["paths"]["/v1/jobs"]["post"]["responses"]["201"]["content"]["application/json"][
+            "schema"
+        ] = {"$ref": "#/components/schemas/JobInfo"}
 
     case("operation sweepOrphans", drop_operation)
     case("operation listThings (GET /v1/things) is missing from the client", add_operation)
@@ -242,7 +266,10 @@ def test_each_kind_of_disagreement_is_found() -> None:
     case("JobState value PAUSED is missing from the client", add_state)
     case("JobInfo.exitCode is required in the document, optional in the client", make_required)
     case("watchJobs: event bookmark is missing from the client", add_event)
-    case("submitJob: the client reads the 201 answer as Submitted, the document says JobInfo", change_answer)
+    case(
+        "submitJob: the client reads the 201 answer as Submitted, the document says JobInfo",
+        change_answer,
+    )
     for expected, change in cases:
         doctored = copy.deepcopy(document)
         change(doctored)

@@ -81,14 +81,18 @@ def test_the_airflow_style_example(replica: Replica, job_id: str, gate: Gate) ->
 
     # on_kill, from another thread while execute waits, cancels the job: the task fails.
     ti.try_number = 2
-    spec = {"name": "task", "image": "busybox", "command": ["sh", "-c", f"echo started; {gate.wait()}"]}
+    spec = {
+        "name": "task",
+        "image": "busybox",
+        "command": ["sh", "-c", f"echo started; {gate.wait()}"],
+    }
     killed = operator_class(spec)
     outcome: list[BaseException] = []
 
     def execute() -> None:
         try:
             killed.execute({"ti": ti})
-        except BaseException as error:  # noqa: BLE001 - the thread reports what it raised
+        except BaseException as error:  # the thread reports what it raised
             outcome.append(error)
 
     thread = threading.Thread(target=execute)

@@ -5,6 +5,7 @@ deleted while no replica ran comes as gone."""
 
 from __future__ import annotations
 
+import itertools
 import queue
 import subprocess
 import threading
@@ -27,12 +28,15 @@ TIMEOUT = 30.0
 
 def gated(name: str, gate: Gate, labels: dict[str, str]) -> dict[str, object]:
     script = f"{gate.wait()}; echo after the restart"
-    return {"name": name, "image": "busybox:1.36", "command": ["sh", "-c", script], "labels": labels}
+    return {
+        "name": name,
+        "image": "busybox:1.36",
+        "command": ["sh", "-c", script],
+        "labels": labels,
+    }
 
 
-def test_wait_and_watch_survive_a_replica_restart(
-    sim: SimCluster, gate: Gate, job_id: str
-) -> None:
+def test_wait_and_watch_survive_a_replica_restart(sim: SimCluster, gate: Gate, job_id: str) -> None:
     first = Replica(sim, "restart-first")
     second: Replica | None = None
     try:
@@ -84,7 +88,16 @@ def test_wait_and_watch_survive_a_replica_restart(
         # While no replica runs, someone deletes one of the jobs.
         name = deleted.id.rsplit("/", 1)[1]
         subprocess.run(
-            ["kubectl", "--kubeconfig", str(sim.kubeconfig), "delete", "job", name, "-n", "default"],
+            [
+                "kubectl",
+                "--kubeconfig",
+                str(sim.kubeconfig),
+                "delete",
+                "job",
+                name,
+                "-n",
+                "default",
+            ],
             check=True,
             capture_output=True,
         )
@@ -104,7 +117,7 @@ def test_wait_and_watch_survive_a_replica_restart(
         assert final.state is JobState.SUCCEEDED, seen
         assert final.exit_code == 0
         # The status the new replica sent first was not repeated when unchanged.
-        assert all(a != b for a, b in zip(seen, seen[1:])), seen
+        assert all(a != b for a, b in itertools.pairwise(seen)), seen
 
         # The watch goes on: the job's end, and the deleted job as gone; the statuses it had
         # already sent are not sent again.

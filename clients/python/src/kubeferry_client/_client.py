@@ -4,14 +4,16 @@ reconnect after a dropped connection, and errors raised as exceptions."""
 from __future__ import annotations
 
 import builtins
+import functools
 import http.client
 import json
 import socket
 import ssl
+import threading
 import time
 import urllib.parse
 from collections.abc import Generator, Iterable, Iterator, Mapping
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from ._errors import (
     ApiError,
@@ -46,13 +48,13 @@ from ._operations import OPERATIONS, STREAM_EVENTS, Operation
 from ._sse import SseReader
 
 #: A job as the methods take it: its execution id, or an answer that carries one.
-JobRef = Union[str, Submitted, JobInfo]
+JobRef = str | Submitted | JobInfo
 
 #: What `watch` yields.
-WatchEvent = Union[JobInfo, GoneEvent, ListedEvent]
+WatchEvent = JobInfo | GoneEvent | ListedEvent
 
 #: A template parameter's value.
-ParamValue = Union[str, int, float, bool]
+ParamValue = str | int | float | bool
 
 T = TypeVar("T")
 
@@ -99,7 +101,9 @@ class Client:
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise InvalidArgument(f"url: {url!r} is not an http:// or https:// URL")
         if parsed.query or parsed.fragment:
-            raise InvalidArgument(f"url: {url!r} has a query or fragment; give the service's base URL")
+            raise InvalidArgument(
+                f"url: {url!r} has a query or fragment; give the service's base URL"
+            )
         for name, value in (
             ("timeout", timeout),
             ("reconnect_timeout", reconnect_timeout),
@@ -119,8 +123,14 @@ class Client:
         if self._https and ssl_context is None:
             ssl_context = ssl.create_default_context(cafile=ca_file)
         self._ssl_context = ssl_context
-        #: How many times event streams of this client were re-established after a drop.
-        self.reconnects = 0
+        self._reconnects = 0
+        self._lock = threading.Lock()
+
+    @property
+    def reconnects(self) -> int:
+        """How many times event streams of this client were re-established after a drop."""
+        with self._lock:
+            return self._reconnects
 
     def __repr__(self) -> str:
         return f"Client({self.url!r})"
@@ -446,10 +456,12 @@ class Client:
         body: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         retry_until: float | None = None,
+        retry_unavailable: bool = False,
     ) -> http.client.HTTPResponse:
         """Sends a request and returns the response of a success; raises the error answer as
-        an ApiError. Refused or dropped connections (and 503 `shutting_down`) are tried again
-        until `retry_until` (default: `reconnect_timeout` from now)."""
+        an ApiError. Refused or dropped connections and 503 `shutting_down` (any 503 with
+        `retry_unavailable`) are tried again until `retry_until` (default: `reconnect_timeout`
+        from now)."""
         operation = OPERATIONS[operation_id]
         target = self._request_target(operation, path, query)
         payload = None
@@ -487,7 +499,10 @@ class Client:
                 finally:
                     response.close()
                     connection.close()
-                if not (isinstance(error_answer, Unavailable) and error_answer.code == "shutting_down"):
+                retryable = isinstance(error_answer, Unavailable) and (
+                    retry_unavailable or error_answer.code == "shutting_down"
+                )
+                if not retryable:
                     raise error_answer
                 failure = error_answer
             if time.monotonic() + delay > retry_until:
@@ -530,6 +545,8 @@ class Client:
                     query=query,
                     headers=headers,
                     retry_until=retry_until,
+                    # A replica coming back may not reach Kubernetes at once.
+                    retry_unavailable=reconnecting_since is not None,
                 )
             except NoSuchJob as error:
                 if reconnecting_since is None or gone_id is None:
@@ -542,10 +559,11 @@ class Client:
                     raise _Deadline() from None
                 raise
             if reconnecting_since is not None:
-                self.reconnects += 1
+                with self._lock:
+                    self._reconnects += 1
             reconnecting_since = None
             previous_id = None if reader is None else reader.last_event_id
-            reader = SseReader(lambda: self._readline(response, deadline))
+            reader = SseReader(functools.partial(self._readline, response, deadline))
             reader.last_event_id = previous_id
             try:
                 for event in reader:
@@ -596,7 +614,7 @@ def _id_params(job: JobRef) -> dict[str, str]:
         raise InvalidArgument(
             f"job: {job_id!r} is not an execution id <cluster>/<kind>/<namespace>/<name>"
         )
-    return dict(zip(("cluster", "kind", "namespace", "name"), parts))
+    return dict(zip(("cluster", "kind", "namespace", "name"), parts, strict=True))
 
 
 def _parse_json(data: bytes) -> Any:

@@ -147,7 +147,10 @@ def decode_as(cls: type[T], data: Any) -> T:
     values: dict[str, Any] = {}
     for wire, field in wire_fields(cls).items():
         if wire not in data:
-            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            if (
+                field.default is dataclasses.MISSING
+                and field.default_factory is dataclasses.MISSING
+            ):
                 raise ProtocolError(f"{cls.__name__}.{wire}: missing from the answer")
             continue
         decode = field.metadata["decode"]
@@ -182,9 +185,7 @@ class JobInfo:
     """For a failure, whose fault it was."""
     started_at: datetime.datetime | None = _wire("startedAt", _optional(_timestamp), default=None)
     """When the main container started; once set, every later answer keeps it."""
-    finished_at: datetime.datetime | None = _wire(
-        "finishedAt", _optional(_timestamp), default=None
-    )
+    finished_at: datetime.datetime | None = _wire("finishedAt", _optional(_timestamp), default=None)
     """When the job reached its final state."""
 
     @property

@@ -38,9 +38,7 @@ OPERATIONS: dict[str, Operation] = {
         "POST",
         "/v1/jobs",
         body="SubmitRequest",
-        body_properties=frozenset(
-            {"jobId", "spec", "template", "params", "namespace", "cluster"}
-        ),
+        body_properties=frozenset({"jobId", "spec", "template", "params", "namespace", "cluster"}),
         answer="Submitted",
         success=frozenset({201}),
     ),
