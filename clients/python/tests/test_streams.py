@@ -156,3 +156,32 @@ def test_a_stream_whose_replica_stays_down_fails_after_the_reconnect_time(
     finally:
         gate.open()
         replica.kill()
+
+
+def test_a_wait_outlives_a_replica_that_shuts_down_gracefully(
+    sim: SimCluster, gate: Gate, job_id: str
+) -> None:
+    """A replica stopped with SIGTERM ends its event streams cleanly, before the job's end:
+    the client takes that for a drop, not for the end of the job."""
+    first = Replica(sim, "graceful-first")
+    second: Replica | None = None
+    try:
+        client = first.client()
+        submitted = client.submit(job_id, gated("graceful", gate, {"suite": job_id}))
+        events = client.events(submitted, timeout=TIMEOUT)
+        for info in events:
+            if info.state is JobState.STARTED:
+                break
+        first.stop()
+        assert first.process.returncode == 0
+        second = Replica(sim, "graceful-second", port=first.port)
+        gate.open()
+        rest = list(events)
+        assert rest[-1].state is JobState.SUCCEEDED, rest
+        assert info not in rest, (info, rest)
+        assert client.reconnects == 1
+    finally:
+        gate.open()
+        first.kill()
+        if second is not None:
+            second.stop()
