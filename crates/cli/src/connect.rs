@@ -6,7 +6,6 @@ use kubeferry::core::spec::JobSpec;
 use kubeferry::kube::cluster::Kubeconfig;
 use kubeferry::kube::{
     Cluster, ClusterSettings, Executor, ExecutorSettings, KubeconfigLocation, generate_job_id,
-    resolve_namespace,
 };
 use kubeferry_sim::controllers::spark::with_spark_operators;
 use kubeferry_sim::{SimCluster, SimConfig};
@@ -41,11 +40,12 @@ impl Connection {
         spec: &JobSpec,
         job_id: Option<&str>,
     ) -> anyhow::Result<(ExecutionId, String)> {
-        let namespace = resolve_namespace(
-            args.namespace.as_deref(),
-            spec.namespace(),
-            self.executor.cluster().default_namespace(),
-        )?;
+        let namespace = spec
+            .resolve_namespace(
+                args.namespace.as_deref(),
+                self.executor.cluster().default_namespace(),
+            )
+            .map_err(|clash| crate::UsageError(format!("namespace: {clash}")))?;
         let job_id = job_id.map_or_else(|| generate_job_id(spec.name()), str::to_string);
         let id = self.executor.submit(spec, &job_id, &namespace).await?;
         Ok((id, job_id))

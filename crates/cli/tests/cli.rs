@@ -846,7 +846,7 @@ async fn context_and_namespace_choose_where_submit_status_and_list_go() {
     let output =
         run(kubeferry(kubeconfig).args(["--context", "beta", "-n", "default", "status", &in_team]))
             .await;
-    assert!(!output.status.success());
+    assert_eq!(output.status.code(), Some(2), "a usage error");
     assert!(
         text(&output.stderr).contains(&format!(
             "error: execution id {in_team} is in namespace \"team\", but -n says \"default\""
@@ -854,6 +854,23 @@ async fn context_and_namespace_choose_where_submit_status_and_list_go() {
         "{}",
         text(&output.stderr)
     );
+    // A job file that names its namespace, and `-n` another: a usage error, nothing created.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in-team.yaml");
+    std::fs::write(&file, "name: hello\nimage: busybox:1.36\nnamespace: team\n").unwrap();
+    let output = run(kubeferry(kubeconfig)
+        .args(["--context", "beta", "-n", "default", "submit", "-f"])
+        .arg(&file))
+    .await;
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains(
+            "error: namespace: the job says \"team\" but \"default\" was requested; remove one"
+        ),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(clusters.beta.count("batch", "jobs"), 2);
     // The id names another cluster than the context's: a configuration error, not "no such job".
     let output = run(kubeferry(kubeconfig).args(["status", &in_team])).await;
     assert!(!output.status.success());

@@ -405,7 +405,7 @@ impl Cluster {
                 attempts,
                 source: Box::new(error),
             },
-            (kube::Error::Api(status), Verdict::Final) => Error::Rejected {
+            (kube::Error::Api(status), Verdict::Final) => Error::Api {
                 operation: op.to_string(),
                 code: status.code,
                 reason: status.reason.clone(),

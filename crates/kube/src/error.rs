@@ -67,8 +67,10 @@ pub enum Error {
         why: String,
     },
     /// The server answered with an error that retrying cannot fix (400, 404, 409, 422, ...).
+    /// Only an answer of the server's is reported as this: see [`Error::is_not_found`] and
+    /// [`Error::is_conflict`].
     #[error("{operation}: the server answered {code} {reason}: {message}")]
-    Rejected {
+    Api {
         /// What kubeferry tried.
         operation: String,
         /// The HTTP status code.
@@ -77,6 +79,26 @@ pub enum Error {
         reason: String,
         /// The server's message.
         message: String,
+    },
+    /// The object kept changing while kubeferry acted on it (every attempt met a newer
+    /// version): nothing was decided, and asking again is safe. kubeferry's own conclusion, not
+    /// an answer of the server's.
+    #[error("{operation}: {message}")]
+    Contended {
+        /// What kubeferry tried.
+        operation: String,
+        /// What kept changing.
+        message: String,
+    },
+    /// kubeferry built an object that does not read back as one: a fault of kubeferry's, not
+    /// of the job or the server. Nothing was created.
+    #[error("{operation}: kubeferry built an object it cannot send ({source}); please report this")]
+    Manifest {
+        /// What kubeferry tried.
+        operation: String,
+        /// Why the object does not read back.
+        #[source]
+        source: serde_json::Error,
     },
     /// Retryable failures went on until the operation's deadline.
     #[error("{operation}: gave up after {attempts} attempts: {source}")]
@@ -138,6 +160,17 @@ impl Error {
     /// Whether this error means the job does not exist.
     pub fn is_no_such_job(&self) -> bool {
         matches!(self, Error::NoSuchJob { .. })
+    }
+
+    /// Whether the server answered 404 Not Found.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Api { code: 404, .. })
+    }
+
+    /// Whether the server answered 409 Conflict (a stale resourceVersion, a uid precondition
+    /// that failed, or an object that already exists).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Api { code: 409, .. })
     }
 }
 

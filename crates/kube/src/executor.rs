@@ -215,25 +215,6 @@ pub fn generate_job_id(name: &str) -> String {
     format!("{name}-{suffix}")
 }
 
-/// The namespace a job goes to: the one given on the command line or by the caller, the job
-/// file's, else the context's. Given both ways and different, it is an error (as kubectl does).
-pub fn resolve_namespace(
-    requested: Option<&str>,
-    spec: Option<&str>,
-    default: &str,
-) -> Result<String> {
-    match (requested, spec) {
-        (Some(requested), Some(spec)) if requested != spec => Err(Error::Config {
-            message: format!(
-                "namespace: the job file says {spec:?} but {requested:?} was requested; remove one"
-            ),
-            source: None,
-        }),
-        (Some(namespace), _) | (None, Some(namespace)) => Ok(namespace.to_string()),
-        (None, None) => Ok(default.to_string()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,15 +225,5 @@ mod tests {
         let b = generate_job_id("hello");
         assert!(a.starts_with("hello-") && a.len() == "hello-".len() + 8);
         assert_ne!(a, b);
-    }
-
-    #[test]
-    fn namespaces_resolve_like_kubectl() {
-        assert_eq!(resolve_namespace(None, None, "ctx").unwrap(), "ctx");
-        assert_eq!(resolve_namespace(Some("a"), None, "ctx").unwrap(), "a");
-        assert_eq!(resolve_namespace(None, Some("b"), "ctx").unwrap(), "b");
-        assert_eq!(resolve_namespace(Some("b"), Some("b"), "ctx").unwrap(), "b");
-        let error = resolve_namespace(Some("a"), Some("b"), "ctx").unwrap_err();
-        assert!(error.to_string().contains("namespace:"), "{error}");
     }
 }

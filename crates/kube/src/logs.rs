@@ -192,7 +192,7 @@ async fn follow_into(
             }
             // Re-opening after the pod went (an operator releasing a finished driver right
             // after its container ended): what was read is all there is.
-            Ok(Err(Error::Rejected { code: 404, .. })) if opened => return Ok(()),
+            Ok(Err(Error::Api { code: 404, .. })) if opened => return Ok(()),
             Ok(Err(error)) => return Err(error),
         }
         match container_terminated(cluster, &api, target).await? {
@@ -213,7 +213,7 @@ async fn follow_into(
                     Ok(rest) => rest,
                     // The pod went in the meantime (an operator releasing a finished driver):
                     // what was read is all there is.
-                    Err(Error::Rejected { code: 404, .. }) => return Ok(()),
+                    Err(error) if error.is_not_found() => return Ok(()),
                     Err(error) => return Err(error),
                 };
                 if replaced(cluster, &api, target).await? {

@@ -97,7 +97,7 @@ impl<K: Object> Objects<K> {
                 info!(message = "job submitted", job_id, namespace = %self.namespace, %name, kind = self.kind);
                 Ok(())
             }
-            Err(Error::Rejected { code: 409, .. }) => {
+            Err(error) if error.is_conflict() => {
                 let existing = self.get(cluster, &name).await?;
                 check_adoptable(
                     self.kind,
@@ -165,8 +165,8 @@ impl<K: Object> Objects<K> {
             .await
         {
             Ok(_) => Ok(Deletion::Deleted),
-            Err(Error::Rejected { code: 404, .. }) => Ok(Deletion::Gone),
-            Err(Error::Rejected { code: 409, .. }) => Ok(Deletion::Conflict),
+            Err(error) if error.is_not_found() => Ok(Deletion::Gone),
+            Err(error) if error.is_conflict() => Ok(Deletion::Conflict),
             Err(error) => Err(error),
         }
     }
@@ -341,7 +341,7 @@ pub(crate) async fn cancel_from<J: Jobs>(
                 .await
             {
                 Ok(_) => {}
-                Err(Error::Rejected { code: 409, .. }) | Err(Error::Unreachable { .. }) => {
+                Err(Error::Api { code: 409, .. }) | Err(Error::Unreachable { .. }) => {
                     continue;
                 }
                 Err(error) => return Err(error),
@@ -363,10 +363,8 @@ pub(crate) async fn cancel_from<J: Jobs>(
         };
         return Ok(CancelOutcome::Requested(info));
     }
-    Err(Error::Rejected {
+    Err(Error::Contended {
         operation: format!("cancel {id}"),
-        code: 409,
-        reason: "Conflict".into(),
         message: format!("the {kind} kept changing while kubeferry tried to mark it; try again"),
     })
 }
@@ -447,7 +445,7 @@ pub(crate) async fn tail<J: Jobs>(
     match logs::tail(jobs.cluster(), &target, &options).await {
         // The pod went between the lookup and the read (deleted, released by an operator):
         // there is no log any more, as there would be none a moment later.
-        Err(Error::Rejected { code: 404, .. }) => Ok(String::new()),
+        Err(error) if error.is_not_found() => Ok(String::new()),
         other => other,
     }
 }
@@ -501,7 +499,7 @@ async fn follow_into<J: Jobs>(
             while let Some(line) = lines.next().await {
                 // The attempt's pod went before its log was opened (an operator releasing a
                 // finished driver): it has no log left, as `tail` would find.
-                if matches!(line, Err(Error::Rejected { code: 404, .. })) {
+                if matches!(line, Err(Error::Api { code: 404, .. })) {
                     break;
                 }
                 // A log that cannot be read ends the follow with the error: going on to wait

@@ -208,19 +208,20 @@ impl From<KubeError> for ApiError {
                 Self::unavailable("kubernetes_unreachable", message, 5)
             }
             KubeError::NameTaken { .. } => Self::new(StatusCode::CONFLICT, "name_taken", message),
-            KubeError::Rejected { code: 409, .. } => {
+            // The stable code callers branch on: nothing was decided, ask again.
+            KubeError::Api { code: 409, .. } | KubeError::Contended { .. } => {
                 Self::new(StatusCode::CONFLICT, "kubernetes_rejected", message)
             }
-            KubeError::Rejected { code, .. } if (400..500).contains(&code) => Self::new(
+            KubeError::Api { code, .. } if (400..500).contains(&code) => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "kubernetes_rejected",
                 message,
             ),
             KubeError::RetriesExhausted { .. } => Self::unavailable("kubernetes_error", message, 5),
-            KubeError::Rejected { .. } | KubeError::Client { .. } => {
+            KubeError::Api { .. } | KubeError::Client { .. } => {
                 Self::new(StatusCode::BAD_GATEWAY, "kubernetes_error", message)
             }
-            KubeError::Config { .. } => Self::internal(message),
+            KubeError::Config { .. } | KubeError::Manifest { .. } => Self::internal(message),
             KubeError::WaitTimeout { .. } => {
                 Self::new(StatusCode::GATEWAY_TIMEOUT, "timeout", message)
             }

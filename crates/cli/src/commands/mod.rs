@@ -36,10 +36,11 @@ pub fn parse_id(text: &str, namespace: Option<&str>) -> anyhow::Result<kubeferry
     if let Some(namespace) = namespace
         && namespace != id.namespace
     {
-        anyhow::bail!(
+        return Err(crate::UsageError(format!(
             "execution id {id} is in namespace {:?}, but -n says {namespace:?}; remove one",
             id.namespace
-        );
+        ))
+        .into());
     }
     Ok(id)
 }

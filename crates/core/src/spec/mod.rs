@@ -44,6 +44,16 @@ use crate::spark::SparkOperator;
 use crate::template::{self, Rendered};
 use error::{Found, Path};
 
+/// A namespace requested for a job that names another one itself.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the job says {in_spec:?} but {requested:?} was requested; remove one")]
+pub struct NamespaceClash {
+    /// The namespace requested.
+    pub requested: String,
+    /// The job's own.
+    pub in_spec: String,
+}
+
 /// A validated job spec, of one of the kinds kubeferry runs.
 // A handful live at a time (one per submission): boxing would only add an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -69,6 +79,25 @@ impl JobSpec {
         match self {
             JobSpec::Container(spec) => spec.namespace.as_deref(),
             JobSpec::Spark(spec) => spec.namespace.as_deref(),
+        }
+    }
+
+    /// The namespace the job goes to: the one `requested` (the command line's `-n`, a service
+    /// request's `namespace`), else the job's own, else `default` (the context's, the
+    /// service's first). Named both ways and differently, it is the caller's mistake to fix, as
+    /// kubectl treats `-n` against a file's namespace.
+    pub fn resolve_namespace(
+        &self,
+        requested: Option<&str>,
+        default: &str,
+    ) -> Result<String, NamespaceClash> {
+        match (requested, self.namespace()) {
+            (Some(requested), Some(in_spec)) if requested != in_spec => Err(NamespaceClash {
+                requested: requested.to_string(),
+                in_spec: in_spec.to_string(),
+            }),
+            (Some(namespace), _) | (None, Some(namespace)) => Ok(namespace.to_string()),
+            (None, None) => Ok(default.to_string()),
         }
     }
 

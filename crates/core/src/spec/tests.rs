@@ -666,3 +666,28 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn namespaces_resolve_like_kubectl() {
+    let without = JobSpec::Container(container("a.yaml", MINIMAL));
+    let with = JobSpec::Container(container(
+        "b.yaml",
+        "name: hello\nimage: busybox:1.36\nnamespace: b\n",
+    ));
+    assert_eq!(without.resolve_namespace(None, "ctx").unwrap(), "ctx");
+    assert_eq!(without.resolve_namespace(Some("a"), "ctx").unwrap(), "a");
+    assert_eq!(with.resolve_namespace(None, "ctx").unwrap(), "b");
+    assert_eq!(with.resolve_namespace(Some("b"), "ctx").unwrap(), "b");
+    let clash = with.resolve_namespace(Some("a"), "ctx").unwrap_err();
+    assert_eq!(
+        clash,
+        NamespaceClash {
+            requested: "a".into(),
+            in_spec: "b".into()
+        }
+    );
+    assert_eq!(
+        clash.to_string(),
+        r#"the job says "b" but "a" was requested; remove one"#
+    );
+}

@@ -207,7 +207,7 @@ impl SparkJobs {
                 Ok(list) if list.resources.iter().any(|r| r.name == "sparkapplications") => {
                     operators.push(operator);
                 }
-                Ok(_) | Err(Error::Rejected { code: 404, .. }) => {}
+                Ok(_) | Err(Error::Api { code: 404, .. }) => {}
                 Err(error) => return Err(error),
             }
         }
@@ -264,9 +264,9 @@ impl SparkJobs {
         let name = object_name(&self.settings.name_prefix, job_id);
         let manifest = spark_application(spec, operator, job_id, &name, namespace)?;
         let object: DynamicObject =
-            serde_json::from_value(manifest).map_err(|source| Error::Client {
+            serde_json::from_value(manifest).map_err(|source| Error::Manifest {
                 operation: format!("build SparkApplication {namespace}/{name}"),
-                source: Box::new(kube::Error::SerdeError(source)),
+                source,
             })?;
         // No watch is started here: a caller that only submits never needs one, and the first
         // status query lists what exists.
@@ -276,7 +276,7 @@ impl SparkJobs {
             .await;
         match created {
             Ok(()) => Ok(self.id(namespace, &name)),
-            Err(Error::Rejected {
+            Err(Error::Api {
                 code: 404, message, ..
             }) => Err(Error::SparkUnavailable {
                 detail: format!(
@@ -360,7 +360,7 @@ impl SparkJobs {
             {
                 Ok(Some(object)) => return Ok(Some((operator, object))),
                 // Not there, or that operator's CRD is not installed.
-                Ok(None) | Err(Error::Rejected { code: 404, .. }) => {}
+                Ok(None) | Err(Error::Api { code: 404, .. }) => {}
                 Err(error) => return Err(error),
             }
         }
@@ -508,10 +508,8 @@ impl SparkJobs {
                 .last_reported(&id.namespace, &id.name)
                 .unwrap_or(info));
         }
-        Err(Error::Rejected {
+        Err(Error::Contended {
             operation: format!("status {id}"),
-            code: 409,
-            reason: "Conflict".into(),
             message: "the SparkApplication kept changing while kubeferry acted on it; ask again"
                 .into(),
         })
@@ -566,8 +564,8 @@ impl SparkJobs {
                 .await
             {
                 Ok(patched) => last = view_of(operator, &patched),
-                Err(Error::Rejected { code: 409, .. }) => return self.reread(id, view).await,
-                Err(Error::Rejected { code: 404, .. }) => {
+                Err(error) if error.is_conflict() => return self.reread(id, view).await,
+                Err(error) if error.is_not_found() => {
                     return Acted::Remap(Box::new(Observed::Vanished(view.clone(), false)));
                 }
                 Err(error) => return Acted::Failed(error),
@@ -620,9 +618,7 @@ impl SparkJobs {
             .await
         {
             // 409: another pod of that name now; the one that outlived the failure is gone.
-            Ok(_)
-            | Err(Error::Rejected { code: 404, .. })
-            | Err(Error::Rejected { code: 409, .. }) => Ok(()),
+            Ok(_) | Err(Error::Api { code: 404, .. }) | Err(Error::Api { code: 409, .. }) => Ok(()),
             Err(error) => Err(error),
         }
     }

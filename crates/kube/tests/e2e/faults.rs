@@ -128,7 +128,7 @@ async fn answers_about_the_request_are_not_retried() {
             }
             // A GET that finds nothing is the answer "no such job".
             (404, Error::NoSuchJob { .. }) => {}
-            (400 | 409 | 422, Error::Rejected { code: got, .. }) => assert_eq!(*got, code),
+            (400 | 409 | 422, Error::Api { code: got, .. }) => assert_eq!(*got, code),
             _ => panic!("{code}: unexpected {answer:?}"),
         }
     }

@@ -409,10 +409,7 @@ async fn a_follow_of_a_pod_that_is_not_there_says_so() {
         kubeferry_kube::logs::follow(env.executor.cluster().clone(), target, follow_options());
     let followed: Vec<_> = within("the follow to end", follow.collect()).await;
     assert!(
-        matches!(
-            followed.as_slice(),
-            [Err(Error::Rejected { code: 404, .. })]
-        ),
+        matches!(followed.as_slice(), [Err(Error::Api { code: 404, .. })]),
         "{followed:?}"
     );
 }

@@ -180,7 +180,7 @@ pub async fn events(
             .list(namespace, Some(&selector))
             .await
             .map_err(|error| match error {
-                KubeError::Rejected {
+                KubeError::Api {
                     code: 400, message, ..
                 } => ApiError::bad_parameter("selector", message),
                 other => other.into(),

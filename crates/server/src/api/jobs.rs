@@ -81,16 +81,9 @@ pub async fn submit(
     let cluster = app.requested_cluster(request.cluster.as_deref(), "cluster")?;
     let params = params(&request.params)?;
     let (spec, source_text) = load_spec(&app, text, &request, &params)?;
-    let namespace = match (request.namespace.as_deref(), spec.namespace()) {
-        (Some(requested), Some(in_spec)) if requested != in_spec => {
-            return Err(ApiError::bad_request(
-                "namespace",
-                format!("the spec says {in_spec:?} but {requested:?} was requested; remove one"),
-            ));
-        }
-        (Some(namespace), _) | (None, Some(namespace)) => namespace.to_string(),
-        (None, None) => app.namespaces[0].clone(),
-    };
+    let namespace = spec
+        .resolve_namespace(request.namespace.as_deref(), &app.namespaces[0])
+        .map_err(|clash| ApiError::bad_request("namespace", clash.to_string()))?;
     app.check_namespace(&principal, &namespace, "namespace")?;
     let id = cluster
         .executor
@@ -433,7 +426,7 @@ pub async fn list(
                 .list(namespace, Some(&selector))
                 .await
                 .map_err(|error| match error {
-                    kubeferry_kube::Error::Rejected {
+                    kubeferry_kube::Error::Api {
                         code: 400, message, ..
                     } => ApiError::bad_parameter("selector", message),
                     other => other.into(),
