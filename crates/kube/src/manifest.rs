@@ -6,7 +6,7 @@
 //!   own outcome (exit code, OOMKilled) stays readable instead of being restarted in place.
 //! - `backoffLimit` is `retries` (default 0): the caller usually retries, with its own ids.
 //! - `podReplacementPolicy: Failed`: a replacement pod starts only after the previous one has
-//!   fully terminated, so one job never runs two pods at once (I2).
+//!   fully terminated, so one job never runs two pods at once (I2, docs/INVARIANTS.md).
 //! - `timeout` becomes the Job's `activeDeadlineSeconds`, not the pod's: the Job then ends
 //!   with the condition `Failed`/`DeadlineExceeded`, a recorded outcome the status mapping
 //!   reads; it bounds a pod stuck Pending (a pod's own deadline only counts once it has

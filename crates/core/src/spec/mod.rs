@@ -5,9 +5,9 @@
 //! validates it, and returns every problem at once, each as `file:line:col: field: message`
 //! at the place in the file as written (positions inside a parameter's value point at its
 //! placeholder). A [`ContainerJobSpec`] or [`SparkJobSpec`] exists only validated, so anything
-//! holding one may turn it into Kubernetes objects without further checks (I6: bad input
-//! creates nothing); a Spark job that names no operator is checked once more against the
-//! operator the caller resolves ([`SparkJobSpec::check_operator`]).
+//! holding one may turn it into Kubernetes objects without further checks (I6 of
+//! docs/INVARIANTS.md: bad input creates nothing); a Spark job that names no operator is checked
+//! once more against the operator the caller resolves ([`SparkJobSpec::check_operator`]).
 
 mod decode;
 mod error;

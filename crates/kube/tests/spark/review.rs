@@ -1,5 +1,6 @@
 //! One named test per point of the review of Apache Gravitino's executor for SparkApplications
-//! (REFERENCE.md sections 1 and 5), against the simulated operators:
+//! (its Kubernetes job executor, apache/gravitino, and the contract its job manager expects:
+//! docs/INVARIANTS.md states what each point protects), against the simulated operators:
 //!
 //! 1. an unreadable status is never "no status"; only an absent status times out, and only
 //!    then is the application deleted, after the outcome is recorded (and not while that
