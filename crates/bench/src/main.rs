@@ -180,7 +180,10 @@ async fn tracking(jobs: usize, window: Duration) -> anyhow::Result<()> {
                 format!("{:.5}", requests as f64 / job_minutes),
             ),
             ("goal", "< 0.01".to_string()),
-            ("Metaflow (2 GETs per check, every 0.25-5 s)", "~120-480".to_string()),
+            (
+                "Metaflow (2 GETs per check, every 0.25-5 s)",
+                "~120-480".to_string(),
+            ),
         ],
     );
     for (key, count) in sim.counters() {

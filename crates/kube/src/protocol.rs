@@ -309,10 +309,12 @@ pub(crate) async fn cancel_from<J: Jobs>(
             None => jobs.read(id).await?,
         };
         let Some(current) = read else {
-            // Gone: cancelled before (here or through another replica), or never there.
+            // Gone: cancelled before (here or through another replica, perhaps at this very
+            // moment), or never there. A job the cache still shows running is going: the
+            // cancel is done.
             return match jobs.status(id).await {
                 Ok(info) if info.is_terminal() => Ok(CancelOutcome::AlreadyEnded(info)),
-                Ok(info) => Ok(CancelOutcome::Requested(info)),
+                Ok(info) => Ok(CancelOutcome::Requested(accepted(info))),
                 Err(error) => Err(error),
             };
         };
@@ -341,7 +343,13 @@ pub(crate) async fn cancel_from<J: Jobs>(
                 .await
             {
                 Ok(_) => {}
-                Err(Error::Api { code: 409, .. }) | Err(Error::Unreachable { .. }) => {
+                // 409: the object changed; 404: it went (another replica's cancel deleting
+                // it at the same moment); a lost connection: it may have either way. Read
+                // again and decide again.
+                Err(Error::Api {
+                    code: 404 | 409, ..
+                })
+                | Err(Error::Unreachable { .. }) => {
                     continue;
                 }
                 Err(error) => return Err(error),
@@ -354,7 +362,7 @@ pub(crate) async fn cancel_from<J: Jobs>(
             .await?;
         info!(message = "cancel requested", id = %id);
         let info = match jobs.status(id).await {
-            Ok(info) => info,
+            Ok(info) => accepted(info),
             Err(Error::NoSuchJob { .. }) => {
                 ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
                     .with_message(format!("cancelled; the {kind} was deleted"))
@@ -367,6 +375,18 @@ pub(crate) async fn cancel_from<J: Jobs>(
         operation: format!("cancel {id}"),
         message: format!("the {kind} kept changing while kubeferry tried to mark it; try again"),
     })
+}
+
+/// What an accepted cancel answers: the job's status once it is final, and CANCELLING
+/// otherwise, whatever a cache that has not yet seen the mark or the deletion still says.
+fn accepted(info: ExecutionInfo) -> ExecutionInfo {
+    if info.is_terminal() || info.state == JobState::Cancelling {
+        return info;
+    }
+    let mut cancelling = ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested)
+        .with_message("cancel requested; waiting for the job to stop");
+    cancelling.started_at = info.started_at;
+    cancelling
 }
 
 /// Waits for the job to end, calling `on_change` with each new status. Costs no API requests

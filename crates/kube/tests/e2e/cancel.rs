@@ -228,3 +228,78 @@ async fn cancelling_a_failed_job_whose_pod_was_removed_keeps_the_outcome() {
     let fresh = env.fresh_executor().await;
     assert_eq!(&fresh.status(&id).await.unwrap(), info);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_cancels_at_once_through_two_replicas_both_succeed() {
+    // Replica A reads the Job and is about to mark it when replica B's cancel marks and
+    // deletes it: A's mark meets a Job that is gone (404). The cancel is done either way.
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("twice", &gate.wait("never"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let other = env.fresh_executor().await;
+    let arrived = env.sim.request_count("patch", "jobs.batch");
+    let hold = env.sim.add_fault(
+        FaultRule::new(FaultAction::Hold)
+            .verbs(&["patch"])
+            .resources(&["jobs.batch"])
+            .times(1),
+    );
+    let first = tokio::spawn({
+        let executor = env.executor.clone();
+        let id = id.clone();
+        async move { executor.cancel(&id).await }
+    });
+    eventually("the first cancel's mark to be held", || async {
+        (env.sim.request_count("patch", "jobs.batch") > arrived).then_some(())
+    })
+    .await;
+    let second = other.cancel(&id).await.expect("the second cancel");
+    assert!(matches!(second, CancelOutcome::Requested(_)), "{second:?}");
+    eventually("the Job to go", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
+    assert!(env.sim.remove_fault(hold));
+    let first = within("the first cancel", first)
+        .await
+        .expect("joined")
+        .expect("the first cancel is done too, not refused");
+    assert!(
+        matches!(
+            first.info().state,
+            JobState::Cancelling | JobState::Cancelled
+        ),
+        "{first:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accepted_cancel_answers_cancelling_whatever_a_lagging_cache_says() {
+    // The replica's watches deliver nothing from the moment the job runs: its cache sees
+    // neither the mark nor the deletion its own cancel makes.
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("lagging", &gate.wait("never"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    env.watches_open(3).await;
+    env.sim.stall_watches(Duration::from_secs(600));
+    let cancel = env.executor.cancel(&id).await.expect("cancelled");
+    let CancelOutcome::Requested(info) = &cancel else {
+        panic!("{cancel:?}");
+    };
+    assert_eq!(info.state, JobState::Cancelling, "{info:?}");
+    assert_eq!(info.reason, Reason::CancelRequested);
+    assert!(info.started_at.is_some(), "the start is kept: {info:?}");
+    // Asked again, with the Job gone and the cache still behind: the cancel stands.
+    let again = env.executor.cancel(&id).await.expect("cancelled again");
+    assert!(
+        matches!(
+            again.info().state,
+            JobState::Cancelling | JobState::Cancelled
+        ),
+        "{again:?}"
+    );
+}
