@@ -15,11 +15,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::Api;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tracing::{debug, warn};
+
+use crate::retry::RetryPolicy;
 
 /// What the reflector keeps of one object: its name, the key of the job it belongs to, and its
 /// view.
@@ -67,6 +69,11 @@ pub struct ReflectorSettings {
     /// Whether the watch only adds to answers: its failures are logged at debug level, not
     /// as warnings (a Role without its permission is fine).
     pub optional: bool,
+    /// How a failed watch is started again: a list and a new watch after a backoff that grows
+    /// from `restart.base` to `restart.cap` with full jitter (the deadline is not used: a
+    /// watch is retried for as long as it is needed). client-go's reflector backs off from
+    /// 800 ms to 30 s.
+    pub restart: RetryPolicy,
 }
 
 impl Default for ReflectorSettings {
@@ -76,6 +83,11 @@ impl Default for ReflectorSettings {
             tombstone_ttl: Duration::from_secs(15 * 60),
             max_tombstones: 10_000,
             optional: false,
+            restart: RetryPolicy {
+                base: Duration::from_millis(800),
+                cap: Duration::from_secs(30),
+                deadline: Duration::MAX,
+            },
         }
     }
 }
@@ -203,40 +215,35 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
             let state = state.clone();
             let changes = changes.clone();
             tokio::spawn(async move {
-                let mut events = watcher(api, config).default_backoff().boxed();
-                while let Some(event) = events.next().await {
-                    let changed = match event {
-                        Ok(event) => apply(&state, event, &view, &settings),
-                        Err(error) => {
-                            let mut state = write(&state);
-                            state.health.restarts += 1;
-                            if state.health.failing.is_none() {
-                                if settings.optional {
-                                    debug!(message = "optional watch failed; retrying", %error);
-                                } else {
-                                    warn!(message = "watch failed; retrying", %error);
+                // A watch that fails is started again from a fresh list, not resumed: the list
+                // (Init ... InitDone) proves the cache whole and current again the moment it
+                // completes, even for a watch whose objects seldom change (refusal events, a
+                // Spark driver), where a resumed watch would stay "failing" until an event.
+                let mut failures = 0u32;
+                loop {
+                    let mut events = watcher(api.clone(), config.clone()).boxed();
+                    while let Some(event) = events.next().await {
+                        let changed = match event {
+                            Ok(event) => {
+                                if matches!(event, watcher::Event::InitDone) {
+                                    failures = 0;
                                 }
+                                apply(&state, event, &view, &settings)
                             }
-                            state.health.failing = Some(error.to_string());
-                            state.health.forbidden =
-                                refusal_of(&error).map(|(verb, message)| Refusal {
-                                    verb,
-                                    message,
-                                    at: Instant::now(),
-                                });
-                            Vec::new()
+                            Err(error) => {
+                                failed(&state, &error, &settings);
+                                settle(&state, &settled_tx);
+                                break;
+                            }
+                        };
+                        settle(&state, &settled_tx);
+                        for job in changed {
+                            let _ = changes.send(job);
                         }
-                    };
-                    let settled = {
-                        let health = &read(&state).health;
-                        health.synced || health.forbidden.is_some()
-                    };
-                    if settled {
-                        let _ = settled_tx.send(true);
                     }
-                    for job in changed {
-                        let _ = changes.send(job);
-                    }
+                    let delay = settings.restart.backoff(failures);
+                    failures = failures.saturating_add(1);
+                    tokio::time::sleep(delay).await;
                 }
             })
         };
@@ -354,6 +361,33 @@ fn read<V>(state: &RwLock<State<V>>) -> std::sync::RwLockReadGuard<'_, State<V>>
 
 fn write<V>(state: &RwLock<State<V>>) -> std::sync::RwLockWriteGuard<'_, State<V>> {
     state.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Records a failed list or watch in the health.
+fn failed<V>(state: &RwLock<State<V>>, error: &watcher::Error, settings: &ReflectorSettings) {
+    let mut state = write(state);
+    state.health.restarts += 1;
+    if state.health.failing.is_none() {
+        if settings.optional {
+            debug!(message = "optional watch failed; restarting", %error);
+        } else {
+            warn!(message = "watch failed; restarting", %error);
+        }
+    }
+    state.health.failing = Some(error.to_string());
+    state.health.forbidden = refusal_of(error).map(|(verb, message)| Refusal {
+        verb,
+        message,
+        at: Instant::now(),
+    });
+}
+
+/// Tells those waiting for the first list once it completed or the server refused the watch.
+fn settle<V>(state: &RwLock<State<V>>, settled: &tokio::sync::watch::Sender<bool>) {
+    let health = &read(state).health;
+    if health.synced || health.forbidden.is_some() {
+        let _ = settled.send(true);
+    }
 }
 
 /// Applies one watcher event; returns the jobs that changed.

@@ -431,3 +431,87 @@ async fn a_watch_cache_lagging_a_fresh_read_never_takes_a_status_back() {
     let (end, _) = env.wait(&id).await;
     assert_eq!(end.state, JobState::Succeeded, "{end:?}");
 }
+
+/// A namespace's watches, quickly restarted.
+fn quickly_restarted() -> Settings {
+    let mut settings = Settings::fast();
+    settings.executor.container.reflector.restart = kubeferry_kube::RetryPolicy {
+        base: Duration::from_millis(10),
+        cap: Duration::from_millis(100),
+        deadline: Duration::MAX,
+    };
+    settings
+}
+
+/// Whether every watch of the namespace is listed, watching and not failing.
+fn all_current(env: &Env) -> bool {
+    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    let events = watch.refusals.health();
+    watch.is_current() && events.synced && events.failing.is_none()
+}
+
+/// Whether every watch of the namespace has failed.
+fn all_failing(env: &Env) -> bool {
+    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    [
+        watch.jobs.health(),
+        watch.pods.health(),
+        watch.refusals.health(),
+    ]
+    .iter()
+    .all(|health| health.failing.is_some())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_watch_is_current_again_once_an_outage_ends_though_nothing_changes() {
+    // One finished job and nothing else: no watch has an event to deliver after the outage,
+    // the events watch never has one. Each is current again from its first list.
+    let env = Env::start_with(SimConfig::for_tests(), quickly_restarted()).await;
+    let id = env.submit(&shell("quiet", "exit 0", "")).await;
+    env.wait(&id).await;
+    eventually("every watch to be current", || async {
+        all_current(&env).then_some(())
+    })
+    .await;
+    env.sim.unreachable_for(Duration::from_secs(600));
+    eventually("every watch to notice the outage", || async {
+        all_failing(&env).then_some(())
+    })
+    .await;
+    env.sim.reachable_again();
+    eventually("every watch to be current again", || async {
+        all_current(&env).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_watch_is_current_again_once_the_server_stops_refusing_to_start_it() {
+    // The watches are cut and their restarts answered 429 a few times: each is current again
+    // from its first list after the refusals stop.
+    let env = Env::start_with(SimConfig::for_tests(), quickly_restarted()).await;
+    let id = env.submit(&shell("quiet", "exit 0", "")).await;
+    env.wait(&id).await;
+    eventually("every watch to be current", || async {
+        all_current(&env).then_some(())
+    })
+    .await;
+    let refusing = env.sim.add_fault(
+        FaultRule::new(FaultAction::Error {
+            code: 429,
+            message: None,
+            retry_after_seconds: Some(1),
+        })
+        .verbs(&["list", "watch"]),
+    );
+    env.sim.cut_watches();
+    eventually("every watch to be refused", || async {
+        all_failing(&env).then_some(())
+    })
+    .await;
+    env.sim.remove_fault(refusing);
+    eventually("every watch to be current again", || async {
+        all_current(&env).then_some(())
+    })
+    .await;
+}

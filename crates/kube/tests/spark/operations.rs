@@ -106,3 +106,44 @@ async fn a_wait_gives_up_at_its_timeout_and_the_job_goes_on() {
     );
     env.executor.cancel(&id).await.expect("cancelled");
 }
+
+#[tokio::test]
+async fn every_spark_watch_is_current_again_once_an_outage_ends_though_nothing_changes() {
+    // No application and no driver: the watches of both operators' SparkApplications and of
+    // the driver pods have nothing to deliver after the outage. Each is current again from
+    // its first list.
+    let mut settings = Settings::fast();
+    settings.executor.spark.reflector.restart = kubeferry_kube::RetryPolicy {
+        base: Duration::from_millis(10),
+        cap: Duration::from_millis(100),
+        deadline: Duration::MAX,
+    };
+    let env = Env::start_with(spark_config(), settings).await;
+    let watch = env.executor.spark_jobs().watch(NS).await.expect("watched");
+    let healths = || watch.health();
+    eventually("every Spark watch to list", || async {
+        let healths = healths();
+        (healths.len() == 3 && healths.iter().all(|(_, h)| h.synced && h.failing.is_none()))
+            .then_some(())
+    })
+    .await;
+    env.sim.unreachable_for(Duration::from_secs(600));
+    eventually("every Spark watch to notice the outage", || async {
+        healths()
+            .iter()
+            .all(|(_, h)| h.failing.is_some())
+            .then_some(())
+    })
+    .await;
+    env.sim.reachable_again();
+    let back = eventually("every Spark watch to be current again", || async {
+        let healths = healths();
+        healths
+            .iter()
+            .all(|(_, h)| h.synced && h.failing.is_none())
+            .then_some(healths)
+    })
+    .await;
+    let resources: Vec<&str> = back.iter().map(|(resource, _)| resource.as_str()).collect();
+    assert_eq!(resources.len(), 3, "{resources:?}");
+}
