@@ -96,6 +96,7 @@ fn init_tracing(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(kubeferry_server::colour_wanted())
         .with_target(false)
         .init();
 }

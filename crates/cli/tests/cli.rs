@@ -358,6 +358,9 @@ async fn serve_answers_with_the_command_lines_cluster_flags() {
         .arg(format!("127.0.0.1:{port}"))
         .arg("--tokens-file")
         .arg(&tokens)
+        .args(["--log-format", "text"])
+        .env_remove("NO_COLOR")
+        .stderr(std::fs::File::create(dir.path().join("serve.log")).unwrap())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
@@ -379,6 +382,10 @@ async fn serve_answers_with_the_command_lines_cluster_flags() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("\"name\":\"from-flag\""), "{answer}");
     server.kill().await.unwrap();
+    // Text logs written to a file, not a terminal, carry no colour escapes.
+    let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap();
+    assert!(log.contains("listening"), "{log}");
+    assert!(!log.contains('\u{1b}'), "{log:?}");
 }
 
 /// A `kubeferry` process whose stdout and stderr are collected as they come, so that a test can
@@ -1017,5 +1024,104 @@ async fn sim_serve_help_lists_the_flags_the_readme_documents() {
     assert!(
         help.contains("for tests and local debugging only"),
         "--no-auth and --no-tls say what they are for:\n{help}"
+    );
+}
+
+/// Whether a process is gone (or a zombie nobody reaped yet: it runs no more).
+fn process_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn sim_serve_stops_its_containers_and_removes_its_files_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let kubeconfig = dir.path().join("sim.kubeconfig");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_kubeferry"))
+        .args(["sim", "serve", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .env("TMPDIR", &tmp)
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(server.stderr.take().unwrap()).lines();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), stderr.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("sim serve printed where its kubeconfig went");
+        if line.contains("kubeconfig written") {
+            break;
+        }
+    }
+    let pid_file = dir.path().join("pid");
+    let job = dir.path().join("sleeper.yaml");
+    // (`$$` would be Kubernetes' escape for `$`.)
+    let script = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
+    std::fs::write(
+        &job,
+        format!(
+            "name: sleeper\nimage: busybox\ncommand: [sh, -c, {}]\n",
+            serde_json::to_string(&script).unwrap()
+        ),
+    )
+    .unwrap();
+    let output = run(kubeferry(&kubeconfig).args(["submit", "-f"]).arg(&job)).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let pid: i32 = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+            {
+                break pid;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the container wrote its process id");
+    assert!(!process_gone(pid), "the container runs");
+    let sim_files = tmp.join("kubeferry-sim");
+    assert!(
+        std::fs::read_dir(&sim_files).unwrap().count() > 0,
+        "the cluster keeps its pods' files under TMPDIR"
+    );
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(server.id().unwrap()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), server.wait())
+        .await
+        .expect("sim serve stopped on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut said = Vec::new();
+    while let Ok(Ok(Some(line))) =
+        tokio::time::timeout(Duration::from_secs(10), stderr.next_line()).await
+    {
+        said.push(line);
+    }
+    assert!(
+        said.iter()
+            .any(|line| line.contains("SIGTERM: stopping the simulated cluster")),
+        "{said:?}"
+    );
+    assert!(process_gone(pid), "the container's process was stopped");
+    assert_eq!(
+        std::fs::read_dir(&sim_files).unwrap().count(),
+        0,
+        "the pods' files were removed"
     );
 }

@@ -177,8 +177,16 @@ pub fn init_logging(format: LogFormat) {
             .with_current_span(true)
             .with_span_list(false)
             .try_init(),
-        LogFormat::Text => builder.try_init(),
+        // Colours only for a person at a terminal: a log file or a collector gets plain text.
+        LogFormat::Text => builder.with_ansi(colour_wanted()).try_init(),
     };
+}
+
+/// Whether to colour text written to stderr: only on a terminal, and not when `NO_COLOR` is set
+/// (<https://no-color.org>).
+pub fn colour_wanted() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// Runs the service until SIGTERM or Ctrl-C, then shuts down gracefully.
@@ -198,8 +206,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGTERM (what Kubernetes sends) or SIGINT (Ctrl-C).
-async fn stop_signal() -> &'static str {
+/// Resolves on SIGTERM (what Kubernetes and `kill` send) or SIGINT (Ctrl-C), naming which: the
+/// service's and the simulated cluster's servers stop alike on either.
+pub async fn stop_signal() -> &'static str {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -6,7 +6,8 @@ use anyhow::Context;
 use kubeferry_sim::controllers::spark::with_demo_entrypoint;
 use kubeferry_sim::{SimArgs, SimCluster};
 
-/// Runs `kubeferry sim serve` until interrupted.
+/// Runs `kubeferry sim serve` until Ctrl-C or SIGTERM, then stops the cluster: its containers'
+/// processes are stopped and its files removed.
 pub async fn serve(args: &SimArgs) -> anyhow::Result<ExitCode> {
     // With a Spark operator's CRDs, the `apache/spark` image runs a Spark-like demo driver.
     let config = with_demo_entrypoint(args.to_config()?);
@@ -24,10 +25,8 @@ pub async fn serve(args: &SimArgs) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!("kubeferry: no --kubeconfig given; the admin token is not shown");
     }
-    tokio::signal::ctrl_c()
-        .await
-        .context("cannot listen for Ctrl-C")?;
-    eprintln!("kubeferry: stopping the simulated cluster");
+    let signal = kubeferry_server::stop_signal().await;
+    eprintln!("kubeferry: {signal}: stopping the simulated cluster");
     sim.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }
