@@ -1,0 +1,267 @@
+//! What the API server's decoding does to the object of a create, update or patch before
+//! anything else sees it: `kind` and `apiVersion` filled in from the endpoint (built-in types)
+//! or checked against it, and a built-in object read against the OpenAPI schema under the
+//! request's `fieldValidation` (Strict, Warn, Ignore), with the answers and `Warning` headers of
+//! kube-apiserver (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go`, `update.go`,
+//! `patch.go`).
+
+use axum::http::{HeaderValue, header::HeaderName};
+use axum::response::Response;
+use serde_json::Value;
+
+use super::builtin_schema;
+use super::status::{ApiError, FieldError};
+use crate::resources::{Behavior, ResourceType};
+use crate::state::State;
+
+/// The `fieldValidation` directive of a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Unknown or duplicate fields fail the request.
+    Strict,
+    /// Unknown fields are dropped and reported in `Warning` headers (the default).
+    Warn,
+    /// Unknown fields are dropped silently.
+    Ignore,
+}
+
+impl FieldValidation {
+    /// The directive of a request; `options_kind` (`CreateOptions`, `UpdateOptions`,
+    /// `PatchOptions`) names the options in the refusal of an unknown value.
+    pub fn parse(query: Option<&str>, options_kind: &str) -> Result<Self, ApiError> {
+        match query.unwrap_or("") {
+            "" | "Warn" => Ok(FieldValidation::Warn),
+            "Strict" => Ok(FieldValidation::Strict),
+            "Ignore" => Ok(FieldValidation::Ignore),
+            other => Err(ApiError::invalid(
+                options_kind,
+                "meta.k8s.io",
+                "",
+                &[FieldError::not_supported(
+                    "fieldValidation",
+                    other,
+                    &["", "Ignore", "Strict", "Warn"],
+                )],
+            )),
+        }
+    }
+}
+
+/// The kind of write, which decides how the API server words a type error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Write {
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+    /// A JSON, merge or strategic merge patch (the patched object is decoded).
+    Patch,
+}
+
+/// Decodes the object of a write to `rt` at `version`: fills in or checks its type meta, then
+/// reads a built-in object against the schema. Returns the object as the server keeps it and
+/// the warnings to answer with.
+pub fn decode_write(
+    state: &State,
+    rt: &ResourceType,
+    version: &str,
+    mut object: Value,
+    validation: FieldValidation,
+    write: Write,
+) -> Result<(Value, Vec<String>), ApiError> {
+    if !object.is_object() {
+        return Err(ApiError::bad_request(
+            "the body of the request is not a JSON object",
+        ));
+    }
+    let expected = rt.api_version(version);
+    if rt.behavior == Behavior::Custom {
+        custom_type_meta(rt, &expected, &object)?;
+        return Ok((object, Vec::new()));
+    }
+    let (kind, api_version) = builtin_type_meta(state, rt, &expected, &mut object)?;
+    let Some(root) = builtin_schema::root(&api_version, &kind) else {
+        return Ok((object, Vec::new()));
+    };
+    let original = (write == Write::Patch).then(|| object.to_string());
+    let findings = builtin_schema::check(root, &mut object);
+    if let Some(error) = findings.type_error {
+        // A type error fails the decoding whatever the field validation.
+        return Err(match original {
+            // patch.go: the patched object does not decode.
+            Some(patched) => ApiError::invalid(
+                "",
+                "",
+                "",
+                &[FieldError::invalid("patch", &Value::String(patched), &error)],
+            ),
+            // create.go, update.go: transformDecodeError.
+            None => ApiError::bad_request(format!(
+                "{kind} in version {:?} cannot be handled as a {}: {error}",
+                version_of(&api_version),
+                rt.kind
+            )),
+        });
+    }
+    match validation {
+        FieldValidation::Strict if !findings.strict.is_empty() => Err(ApiError::bad_request(
+            format!("strict decoding error: {}", findings.strict.join(", ")),
+        )),
+        FieldValidation::Warn => Ok((object, findings.strict)),
+        _ => Ok((object, Vec::new())),
+    }
+}
+
+fn version_of(api_version: &str) -> &str {
+    api_version.rsplit('/').next().unwrap_or(api_version)
+}
+
+/// A built-in type: a missing `kind` or `apiVersion` is the endpoint's (the JSON serializer's
+/// defaulting from the request's group, version and kind); one that names another type fails
+/// as the decoder and the create handler fail it.
+fn builtin_type_meta(
+    state: &State,
+    rt: &ResourceType,
+    expected: &str,
+    object: &mut Value,
+) -> Result<(String, String), ApiError> {
+    let text = |field: &str| {
+        object
+            .get(field)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let kind = text("kind").unwrap_or_else(|| rt.kind.clone());
+    let api_version = text("apiVersion").unwrap_or_else(|| expected.to_string());
+    object["kind"] = Value::String(kind.clone());
+    object["apiVersion"] = Value::String(api_version.clone());
+    if kind == rt.kind && api_version == expected {
+        return Ok((kind, api_version));
+    }
+    let (group, version) = match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version.as_str()),
+    };
+    let registered = state
+        .registry
+        .by_kind(group, &kind)
+        .filter(|t| t.behavior != Behavior::Custom && t.versions.iter().any(|v| v == version));
+    let internal_package = if rt.group.is_empty() {
+        "core"
+    } else {
+        rt.group.split('.').next().unwrap_or(&rt.group)
+    };
+    let message = match registered {
+        Some(_) if kind == rt.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+            )));
+        }
+        Some(_) => format!("converting ({version}.{kind}) to ({internal_package}.{}): unknown conversion", rt.kind),
+        None => format!(
+            "no kind {kind:?} is registered for version {api_version:?} in scheme \"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30\""
+        ),
+    };
+    Err(ApiError::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {}: {message}",
+        rt.kind
+    )))
+}
+
+/// A custom resource: decoded as unstructured, which takes `kind` only from the body (the
+/// server fills in nothing: an unstructured object must say what it is), and whose
+/// `apiVersion` must be the endpoint's; a kind that differs fails the custom resource's
+/// validation (`apiextensions-apiserver/pkg/registry/customresource/validator.go`).
+fn custom_type_meta(rt: &ResourceType, expected: &str, object: &Value) -> Result<(), ApiError> {
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        let body = object.to_string();
+        return Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): Object 'Kind' is missing in '{body}' ({})",
+            rt.kind,
+            summarize(&body)
+        )));
+    }
+    let api_version = object
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if api_version != expected {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+        )));
+    }
+    if kind != rt.kind {
+        return Err(ApiError::invalid(
+            &rt.kind,
+            &rt.group,
+            crate::store::meta::name(object),
+            &[FieldError::invalid(
+                "kind",
+                &Value::String(kind.to_string()),
+                &format!("must be {}", rt.kind),
+            )],
+        ));
+    }
+    Ok(())
+}
+
+/// The first 30 bytes of a body, as the API server quotes it in a decoding error.
+fn summarize(body: &str) -> String {
+    if body.len() <= 30 {
+        return body.to_string();
+    }
+    let mut end = 30;
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} ...", &body[..end])
+}
+
+/// Adds the warnings to a response, one `Warning: 299 - "text"` header each, quoted as the API
+/// server quotes them (`k8s.io/apimachinery/pkg/util/net.NewWarningHeader`).
+pub fn add_warnings(response: &mut Response, warnings: &[String]) {
+    for warning in warnings {
+        let quoted = warning.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(value) = HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {
+            response
+                .headers_mut()
+                .append(HeaderName::from_static("warning"), value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_body_is_summarized_at_thirty_bytes() {
+        assert_eq!(summarize("{\"a\":1}"), "{\"a\":1}");
+        assert_eq!(
+            summarize("{\"metadata\":{\"name\":\"a-rather-long-name\"}}"),
+            "{\"metadata\":{\"name\":\"a-rather- ..."
+        );
+    }
+
+    #[test]
+    fn field_validation_values() {
+        assert_eq!(
+            FieldValidation::parse(None, "CreateOptions").ok(),
+            Some(FieldValidation::Warn)
+        );
+        assert_eq!(
+            FieldValidation::parse(Some("Strict"), "CreateOptions").ok(),
+            Some(FieldValidation::Strict)
+        );
+        let refused = FieldValidation::parse(Some("strict"), "CreateOptions").err();
+        assert_eq!(
+            refused.map(|e| (e.code, e.message)),
+            Some((
+                422,
+                "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"strict\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"".to_string()
+            ))
+        );
+    }
+}
