@@ -106,7 +106,11 @@ async fn built_in_type_meta_that_contradicts_the_url_is_refused() {
     for (path, body, message) in cases {
         let r = raw(c, "POST", path, JSON, &body.to_string()).await;
         assert_eq!(
-            (r.code, r.json()["reason"].clone(), r.json()["message"].clone()),
+            (
+                r.code,
+                r.json()["reason"].clone(),
+                r.json()["message"].clone()
+            ),
             (400, json!("BadRequest"), json!(message)),
             "{body}"
         );
@@ -197,11 +201,17 @@ async fn custom_resources_must_say_their_kind_and_version() {
     let body = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "g"}});
     let r = raw(c, "POST", path, JSON, &body.to_string()).await;
     assert_eq!(
-        (r.code, r.json()["reason"].clone(), r.json()["message"].clone()),
+        (
+            r.code,
+            r.json()["reason"].clone(),
+            r.json()["message"].clone()
+        ),
         (
             422,
             json!("Invalid"),
-            json!("Gadget.example.com \"g\" is invalid: kind: Invalid value: \"Widget\": must be Gadget")
+            json!(
+                "Gadget.example.com \"g\" is invalid: kind: Invalid value: \"Widget\": must be Gadget"
+            )
         )
     );
     // Unknown fields of a custom resource are its schema's business, not the decoder's.
@@ -227,9 +237,14 @@ async fn unknown_fields_warn_by_default_fail_under_strict_and_go_quietly_under_i
             "299 - \"unknown field \\\"spec.template.spec.containers[0].imagee\\\"\""
         ]
     );
-    let stored = raw(c, "GET", &format!("{JOBS}/warned"), None, "").await.json();
+    let stored = raw(c, "GET", &format!("{JOBS}/warned"), None, "")
+        .await
+        .json();
     assert_eq!(stored["spec"].get("foo"), None);
-    assert_eq!(stored["spec"]["template"]["spec"]["containers"][0].get("imagee"), None);
+    assert_eq!(
+        stored["spec"]["template"]["spec"]["containers"][0].get("imagee"),
+        None
+    );
     let r = raw(
         c,
         "POST",
@@ -240,13 +255,27 @@ async fn unknown_fields_warn_by_default_fail_under_strict_and_go_quietly_under_i
     .await;
     assert_eq!(
         (r.code, warnings(&r)),
-        (201, vec!["299 - \"unknown field \\\"spec.foo\\\"\"".to_string()])
+        (
+            201,
+            vec!["299 - \"unknown field \\\"spec.foo\\\"\"".to_string()]
+        )
     );
 
     body["metadata"]["name"] = json!("strict");
-    let r = raw(c, "POST", &format!("{JOBS}?fieldValidation=Strict"), JSON, &body.to_string()).await;
+    let r = raw(
+        c,
+        "POST",
+        &format!("{JOBS}?fieldValidation=Strict"),
+        JSON,
+        &body.to_string(),
+    )
+    .await;
     assert_eq!(
-        (r.code, r.json()["reason"].clone(), r.json()["message"].clone()),
+        (
+            r.code,
+            r.json()["reason"].clone(),
+            r.json()["message"].clone()
+        ),
         (
             400,
             json!("BadRequest"),
@@ -259,7 +288,14 @@ async fn unknown_fields_warn_by_default_fail_under_strict_and_go_quietly_under_i
     assert_eq!(r.code, 404, "nothing is created");
 
     body["metadata"]["name"] = json!("ignored");
-    let r = raw(c, "POST", &format!("{JOBS}?fieldValidation=Ignore"), JSON, &body.to_string()).await;
+    let r = raw(
+        c,
+        "POST",
+        &format!("{JOBS}?fieldValidation=Ignore"),
+        JSON,
+        &body.to_string(),
+    )
+    .await;
     assert_eq!((r.code, warnings(&r)), (201, Vec::<String>::new()));
     assert_eq!(r.json()["spec"].get("foo"), None);
 
@@ -278,12 +314,18 @@ async fn unknown_fields_warn_by_default_fail_under_strict_and_go_quietly_under_i
     .await;
     assert_eq!(
         (r.code, r.json()["message"].clone()),
-        (400, json!("strict decoding error: unknown field \"spec.bar\""))
+        (
+            400,
+            json!("strict decoding error: unknown field \"spec.bar\"")
+        )
     );
     let r = raw(c, "PUT", &format!("{JOBS}/ignored"), JSON, &put.to_string()).await;
     assert_eq!(
         (r.code, warnings(&r)),
-        (200, vec!["299 - \"unknown field \\\"spec.bar\\\"\"".to_string()])
+        (
+            200,
+            vec!["299 - \"unknown field \\\"spec.bar\\\"\"".to_string()]
+        )
     );
     let patch = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"baz": 1}}).to_string();
     let r = raw(
@@ -296,19 +338,35 @@ async fn unknown_fields_warn_by_default_fail_under_strict_and_go_quietly_under_i
     .await;
     assert_eq!(
         (r.code, r.json()["message"].clone()),
-        (400, json!("strict decoding error: unknown field \"spec.baz\""))
+        (
+            400,
+            json!("strict decoding error: unknown field \"spec.baz\"")
+        )
     );
     let r = raw(c, "PATCH", &format!("{JOBS}/ignored"), MERGE, &patch).await;
     assert_eq!(
         (r.code, warnings(&r)),
-        (200, vec!["299 - \"unknown field \\\"spec.baz\\\"\"".to_string()])
+        (
+            200,
+            vec!["299 - \"unknown field \\\"spec.baz\\\"\"".to_string()]
+        )
     );
     assert_eq!(
-        (r.json()["metadata"]["labels"]["a"].clone(), r.json()["spec"].get("baz")),
+        (
+            r.json()["metadata"]["labels"]["a"].clone(),
+            r.json()["spec"].get("baz")
+        ),
         (json!("b"), None)
     );
 
-    let r = raw(c, "POST", &format!("{JOBS}?fieldValidation=strict"), JSON, &body.to_string()).await;
+    let r = raw(
+        c,
+        "POST",
+        &format!("{JOBS}?fieldValidation=strict"),
+        JSON,
+        &body.to_string(),
+    )
+    .await;
     assert_eq!(
         (r.code, r.json()["message"].clone()),
         (
@@ -327,9 +385,20 @@ async fn wrong_types_fail_the_decoding_whatever_the_field_validation() {
     let expected = "Job in version \"v1\" cannot be handled as a Job: json: cannot unmarshal string into Go struct field JobSpec.spec.parallelism of type int32";
     for query in ["", "?fieldValidation=Ignore", "?fieldValidation=Strict"] {
         let body = job("typed", json!({"parallelism": "two"}));
-        let r = raw(c, "POST", &format!("{JOBS}{query}"), JSON, &body.to_string()).await;
+        let r = raw(
+            c,
+            "POST",
+            &format!("{JOBS}{query}"),
+            JSON,
+            &body.to_string(),
+        )
+        .await;
         assert_eq!(
-            (r.code, r.json()["reason"].clone(), r.json()["message"].clone()),
+            (
+                r.code,
+                r.json()["reason"].clone(),
+                r.json()["message"].clone()
+            ),
             (400, json!("BadRequest"), json!(expected)),
             "{query}"
         );

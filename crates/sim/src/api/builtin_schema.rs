@@ -153,7 +153,8 @@ impl Walk {
         for (key, value) in map.iter_mut() {
             if root && (key == "apiVersion" || key == "kind") {
                 if !value.is_string() && !value.is_null() {
-                    self.field_stack.push(if key == "kind" { "kind" } else { "apiVersion" });
+                    self.field_stack
+                        .push(if key == "kind" { "kind" } else { "apiVersion" });
                     self.type_error(json_kind(value), "string");
                     self.field_stack.pop();
                 }
@@ -309,22 +310,30 @@ mod tests {
         let mut object = json!({"spec": {"parallelism": "two"}});
         assert_eq!(
             check(job(), &mut object).type_error.as_deref(),
-            Some("json: cannot unmarshal string into Go struct field JobSpec.spec.parallelism of type int32")
+            Some(
+                "json: cannot unmarshal string into Go struct field JobSpec.spec.parallelism of type int32"
+            )
         );
         let mut object = json!({"spec": {"template": {"spec": {"containers": [{"env": [{"name": "a", "value": 1}]}]}}}});
         assert_eq!(
             check(job(), &mut object).type_error.as_deref(),
-            Some("json: cannot unmarshal number into Go struct field EnvVar.spec.template.spec.containers.env.value of type string")
+            Some(
+                "json: cannot unmarshal number into Go struct field EnvVar.spec.template.spec.containers.env.value of type string"
+            )
         );
         let mut object = json!({"spec": {"backoffLimit": 1.5, "template": "x"}});
         assert_eq!(
             check(job(), &mut object).type_error.as_deref(),
-            Some("json: cannot unmarshal number 1.5 into Go struct field JobSpec.spec.backoffLimit of type int32")
+            Some(
+                "json: cannot unmarshal number 1.5 into Go struct field JobSpec.spec.backoffLimit of type int32"
+            )
         );
         let mut object = json!({"spec": {"template": "x"}});
         assert_eq!(
             check(job(), &mut object).type_error.as_deref(),
-            Some("json: cannot unmarshal string into Go struct field JobSpec.spec.template of type v1.PodTemplateSpec")
+            Some(
+                "json: cannot unmarshal string into Go struct field JobSpec.spec.template of type v1.PodTemplateSpec"
+            )
         );
     }
 
@@ -334,8 +343,12 @@ mod tests {
         let mut object = json!({"metadata": null, "spec": {"containers": [{"resources": {"limits": {"cpu": 2, "memory": "1Gi"}}}]}});
         let findings = check(pod, &mut object);
         assert!(findings.type_error.is_none() && findings.strict.is_empty());
-        let mut object = json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "lots"}}}]}});
-        assert_eq!(check(pod, &mut object).type_error.as_deref(), Some(QUANTITY_FORMAT));
+        let mut object =
+            json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "lots"}}}]}});
+        assert_eq!(
+            check(pod, &mut object).type_error.as_deref(),
+            Some(QUANTITY_FORMAT)
+        );
         let mut object = json!({"spec": {"containers": [{"ports": [{"containerPort": 80}], "livenessProbe": {"httpGet": {"port": true}}}]}});
         assert_eq!(
             check(pod, &mut object).type_error.as_deref(),

@@ -93,7 +93,11 @@ pub fn decode_write(
                 "",
                 "",
                 "",
-                &[FieldError::invalid("patch", &Value::String(patched), &error)],
+                &[FieldError::invalid(
+                    "patch",
+                    &Value::String(patched),
+                    &error,
+                )],
             ),
             // create.go, update.go: transformDecodeError.
             None => ApiError::bad_request(format!(
@@ -158,7 +162,10 @@ fn builtin_type_meta(
                 "the API version in the data ({api_version}) does not match the expected API version ({expected})"
             )));
         }
-        Some(_) => format!("converting ({version}.{kind}) to ({internal_package}.{}): unknown conversion", rt.kind),
+        Some(_) => format!(
+            "converting ({version}.{kind}) to ({internal_package}.{}): unknown conversion",
+            rt.kind
+        ),
         None => format!(
             "no kind {kind:?} is registered for version {api_version:?} in scheme \"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30\""
         ),

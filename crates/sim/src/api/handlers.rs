@@ -472,14 +472,7 @@ async fn patch(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
                 (PatchType::Strategic, Some(p)) => apply_strategic(&mut doc, p)?,
                 _ => return Err(unsupported(strategic_allowed)),
             }
-            let (doc, found) = decode_write(
-                &state,
-                &rt,
-                &version,
-                doc,
-                validation,
-                Write::Patch,
-            )?;
+            let (doc, found) = decode_write(&state, &rt, &version, doc, validation, Write::Patch)?;
             *found_warnings = found;
             Ok(doc)
         },
