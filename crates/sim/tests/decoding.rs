@@ -359,6 +359,38 @@ async fn unknown_fields_warn_by_default_fail_under_strict_and_go_quietly_under_i
         (json!("b"), None)
     );
 
+    // Duplicate fields, which a JSON value cannot hold: written by hand.
+    let duplicated = r#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"dup"},"spec":{"backoffLimit":1,"backoffLimit":0,
+        "template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox:1.36","command":["true"]}]}}}}"#;
+    let r = raw(
+        c,
+        "POST",
+        &format!("{JOBS}?fieldValidation=Strict"),
+        JSON,
+        duplicated,
+    )
+    .await;
+    assert_eq!(
+        (r.code, r.json()["message"].clone()),
+        (
+            400,
+            json!("strict decoding error: duplicate field \"spec.backoffLimit\"")
+        )
+    );
+    let r = raw(c, "POST", JOBS, JSON, duplicated).await;
+    assert_eq!(
+        (
+            r.code,
+            warnings(&r),
+            r.json()["spec"]["backoffLimit"].clone()
+        ),
+        (
+            201,
+            vec!["299 - \"duplicate field \\\"spec.backoffLimit\\\"\"".to_string()],
+            json!(0)
+        )
+    );
+
     let r = raw(
         c,
         "POST",

@@ -53,6 +53,99 @@ pub fn check(root: usize, object: &mut Value) -> Findings {
     walk.findings
 }
 
+/// The duplicate fields of a JSON body (`duplicate field "spec.parallelism"`), which strict
+/// decoding reports beside unknown ones; the last value is the one kept, as in Go.
+pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let seed = Duplicates {
+        path: String::new(),
+        found: &mut found,
+    };
+    // A body that does not parse has been refused before.
+    let _ = serde::de::DeserializeSeed::deserialize(seed, &mut deserializer);
+    found
+}
+
+/// Walks a JSON document noting repeated keys, with the strict path of each.
+struct Duplicates<'a> {
+    path: String,
+    found: &'a mut Vec<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Duplicates<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Duplicates<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut index = 0;
+        loop {
+            let seed = Duplicates {
+                path: format!("{}[{index}]", self.path),
+                found: &mut *self.found,
+            };
+            if seq.next_element_seed(seed)?.is_none() {
+                return Ok(());
+            }
+            index += 1;
+        }
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() {
+                key.clone()
+            } else {
+                format!("{}.{key}", self.path)
+            };
+            if !seen.insert(key) {
+                self.found.push(format!("duplicate field {path:?}"));
+            }
+            map.next_value_seed(Duplicates {
+                path,
+                found: &mut *self.found,
+            })?;
+        }
+        Ok(())
+    }
+}
+
 /// The decoder's position: the strict path (with list indices, `spec.containers[0].foo`) and
 /// the type-error context (the innermost struct and the field names from the root, without
 /// indices, as Go's `UnmarshalTypeError` gives them).
@@ -335,6 +428,20 @@ mod tests {
                 "json: cannot unmarshal string into Go struct field JobSpec.spec.template of type v1.PodTemplateSpec"
             )
         );
+    }
+
+    #[test]
+    fn duplicate_fields_are_found_with_their_path() {
+        let body = br#"{"kind":"Job","spec":{"parallelism":1,"parallelism":2,"template":{"spec":{"containers":[{"name":"a","name":"b"}]}}},"kind":"Job"}"#;
+        assert_eq!(
+            duplicate_fields(body),
+            [
+                "duplicate field \"spec.parallelism\"",
+                "duplicate field \"spec.template.spec.containers[0].name\"",
+                "duplicate field \"kind\""
+            ]
+        );
+        assert!(duplicate_fields(br#"{"a":{"b":1},"c":{"b":1}}"#).is_empty());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! kube-apiserver (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go`, `update.go`,
 //! `patch.go`).
 
-use axum::http::{HeaderValue, header::HeaderName};
+use axum::http::{HeaderMap, HeaderValue, header, header::HeaderName};
 use axum::response::Response;
 use serde_json::Value;
 
@@ -59,13 +59,15 @@ pub enum Write {
 }
 
 /// Decodes the object of a write to `rt` at `version`: fills in or checks its type meta, then
-/// reads a built-in object against the schema. Returns the object as the server keeps it and
-/// the warnings to answer with.
+/// reads a built-in object against the schema. `json_body` is the request's body when it is
+/// JSON, for its duplicate fields. Returns the object as the server keeps it and the warnings
+/// to answer with.
 pub fn decode_write(
     state: &State,
     rt: &ResourceType,
     version: &str,
     mut object: Value,
+    json_body: Option<&[u8]>,
     validation: FieldValidation,
     write: Write,
 ) -> Result<(Value, Vec<String>), ApiError> {
@@ -84,7 +86,12 @@ pub fn decode_write(
         return Ok((object, Vec::new()));
     };
     let original = (write == Write::Patch).then(|| object.to_string());
-    let findings = builtin_schema::check(root, &mut object);
+    let mut findings = builtin_schema::check(root, &mut object);
+    if let Some(body) = json_body {
+        let mut strict = builtin_schema::duplicate_fields(body);
+        strict.append(&mut findings.strict);
+        findings.strict = strict;
+    }
     if let Some(error) = findings.type_error {
         // A type error fails the decoding whatever the field validation.
         return Err(match original {
@@ -224,6 +231,15 @@ fn summarize(body: &str) -> String {
         end -= 1;
     }
     format!("{} ...", &body[..end])
+}
+
+/// The body of a request when it is JSON (not YAML or protobuf).
+pub fn json_body<'a>(headers: &HeaderMap, body: &'a [u8]) -> Option<&'a [u8]> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    content_type.contains("json").then_some(body)
 }
 
 /// Adds the warnings to a response, one `Warning: 299 - "text"` header each, quoted as the API

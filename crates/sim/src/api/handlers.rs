@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::decode::{FieldValidation, Write, add_warnings, decode_write};
+use super::decode::{FieldValidation, Write, add_warnings, decode_write, json_body};
 use super::output::{Output, render_list, render_one};
 use super::patch::{PatchType, apply_json_patch, apply_merge_patch, apply_strategic, unsupported};
 use super::request::{RequestInfo, flag};
@@ -375,6 +375,7 @@ fn create(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
         &ctx.rt,
         &ctx.info.version,
         object,
+        json_body(&ctx.headers, body),
         validation,
         Write::Create,
     )?;
@@ -412,6 +413,7 @@ fn update(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
         &ctx.rt,
         &ctx.info.version,
         object,
+        json_body(&ctx.headers, body),
         validation,
         Write::Update,
     )?;
@@ -472,7 +474,8 @@ async fn patch(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
                 (PatchType::Strategic, Some(p)) => apply_strategic(&mut doc, p)?,
                 _ => return Err(unsupported(strategic_allowed)),
             }
-            let (doc, found) = decode_write(&state, &rt, &version, doc, validation, Write::Patch)?;
+            let (doc, found) =
+                decode_write(&state, &rt, &version, doc, None, validation, Write::Patch)?;
             *found_warnings = found;
             Ok(doc)
         },
