@@ -456,9 +456,6 @@ async fn patch(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
         _ => Some(parse_body(&HeaderMap::new(), body)?),
     };
     let body = body.clone();
-    let state = ctx.state.clone();
-    let rt = ctx.rt.clone();
-    let version = ctx.info.version.clone();
     let updated = ops::update(
         &ctx.state,
         &ctx.rt,
@@ -474,8 +471,15 @@ async fn patch(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
                 (PatchType::Strategic, Some(p)) => apply_strategic(&mut doc, p)?,
                 _ => return Err(unsupported(strategic_allowed)),
             }
-            let (doc, found) =
-                decode_write(&state, &rt, &version, doc, None, validation, Write::Patch)?;
+            let (doc, found) = decode_write(
+                &ctx.state,
+                &ctx.rt,
+                &ctx.info.version,
+                doc,
+                None,
+                validation,
+                Write::Patch,
+            )?;
             *found_warnings = found;
             Ok(doc)
         },
