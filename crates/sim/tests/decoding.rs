@@ -479,3 +479,69 @@ async fn wrong_types_fail_the_decoding_whatever_the_field_validation() {
         r.text()
     );
 }
+
+#[tokio::test]
+async fn server_side_apply_requires_type_meta_and_known_fields() {
+    let sim = start().await;
+    let c = &sim.client;
+    let apply = Some("application/apply-patch+yaml");
+    let path = format!("{JOBS}/applied?fieldManager=test");
+    let mut config = job("applied", json!({}));
+    config["apiVersion"] = json!("batch/v1");
+
+    let mut other_version = config.clone();
+    other_version["apiVersion"] = json!("batch/v1beta1");
+    other_version["kind"] = json!("Job");
+    let r = raw(c, "PATCH", &path, apply, &other_version.to_string()).await;
+    assert_eq!(
+        (r.code, r.json()["message"].clone()),
+        (
+            400,
+            json!(
+                "Incorrect version specified in apply patch. Specified patch version: batch/v1beta1, expected: batch/v1"
+            )
+        )
+    );
+
+    let r = raw(c, "PATCH", &path, apply, &config.to_string()).await;
+    assert_eq!(
+        (
+            r.code,
+            r.json()["message"].clone(),
+            r.json().get("reason").cloned()
+        ),
+        (
+            500,
+            json!(
+                "failed to create typed patch object (/applied; batch/v1, Kind=): no corresponding type for batch/v1, Kind="
+            ),
+            None
+        )
+    );
+
+    config["kind"] = json!("Job");
+    let mut unknown = config.clone();
+    unknown["spec"]["foo"] = json!(1);
+    let r = raw(
+        c,
+        "PATCH",
+        &format!("{path}&fieldValidation=Ignore"),
+        apply,
+        &unknown.to_string(),
+    )
+    .await;
+    assert_eq!(
+        (r.code, r.json()["message"].clone()),
+        (
+            500,
+            json!(
+                "failed to create typed patch object (/applied; batch/v1, Kind=Job): .spec.foo: field not declared in schema"
+            )
+        )
+    );
+    let r = raw(c, "GET", &format!("{JOBS}/applied"), None, "").await;
+    assert_eq!(r.code, 404, "nothing is created");
+
+    let r = raw(c, "PATCH", &path, apply, &config.to_string()).await;
+    assert_eq!(r.code, 201, "{}", r.text());
+}

@@ -221,6 +221,58 @@ fn custom_type_meta(rt: &ResourceType, expected: &str, object: &Value) -> Result
     Ok(())
 }
 
+/// What server-side apply checks of an applied configuration before merging it
+/// (`structuredMergeManager.Apply` of the API server's field manager): its `apiVersion` must
+/// be the endpoint's (400), its kind must be the endpoint's and, for a built-in type, every
+/// field must be in the schema, whatever the `fieldValidation` (the field manager answers
+/// these with a plain error, a 500).
+pub fn check_apply(rt: &ResourceType, version: &str, applied: &Value) -> Result<(), ApiError> {
+    let expected = rt.api_version(version);
+    let api_version = applied
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if api_version != expected {
+        return Err(ApiError::bad_request(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {api_version}, expected: {expected}"
+        )));
+    }
+    let kind = applied.get("kind").and_then(Value::as_str).unwrap_or("");
+    let gvknn = format!(
+        "{}/{}; {}/{version}, Kind={kind}",
+        crate::store::meta::namespace(applied),
+        crate::store::meta::name(applied),
+        rt.group
+    );
+    if kind != rt.kind {
+        return Err(ApiError::unknown(format!(
+            "failed to create typed patch object ({gvknn}): no corresponding type for {}/{version}, Kind={kind}",
+            rt.group
+        )));
+    }
+    if rt.behavior == Behavior::Custom {
+        return Ok(());
+    }
+    let Some(root) = builtin_schema::root(&expected, kind) else {
+        return Ok(());
+    };
+    let findings = builtin_schema::check(root, &mut applied.clone());
+    let errors: Vec<String> = findings
+        .strict
+        .iter()
+        .filter_map(|e| e.strip_prefix("unknown field "))
+        .map(|path| format!(".{}: field not declared in schema", path.trim_matches('"')))
+        .collect();
+    let message = match errors.as_slice() {
+        [] => return Ok(()),
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    Err(ApiError::unknown(format!(
+        "failed to create typed patch object ({gvknn}): {message}"
+    )))
+}
+
 /// The first 30 bytes of a body, as the API server quotes it in a decoding error.
 fn summarize(body: &str) -> String {
     if body.len() <= 30 {
