@@ -247,6 +247,7 @@ pub fn handle(ctx: &Ctx, key: &ObjectKey, body: &Bytes) -> Result<Response, ApiE
     if !applied.is_object() {
         return Err(ApiError::bad_request("an apply patch must be an object"));
     }
+    super::decode::check_apply(&ctx.rt, &ctx.info.version, &applied)?;
     if meta::name(&applied) != key.name {
         return Err(ApiError::bad_request(format!(
             "the name of the object ({}) does not match the name on the URL ({})",

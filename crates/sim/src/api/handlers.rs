@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde_json::{Value, json};
 
+use super::decode::{FieldValidation, Write, add_warnings, decode_write, json_body};
 use super::output::{Output, render_list, render_one};
 use super::patch::{PatchType, apply_json_patch, apply_merge_patch, apply_strategic, unsupported};
 use super::request::{RequestInfo, flag};
@@ -367,7 +368,17 @@ pub fn stalled_watch(ctx: &Ctx) -> Response {
 }
 
 fn create(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let validation = FieldValidation::parse(ctx.query("fieldValidation"), "CreateOptions")?;
     let object = parse_body(&ctx.headers, body)?;
+    let (object, warnings) = decode_write(
+        &ctx.state,
+        &ctx.rt,
+        &ctx.info.version,
+        object,
+        json_body(&ctx.headers, body),
+        validation,
+        Write::Create,
+    )?;
     let ns = if ctx.rt.namespaced {
         ctx.info.namespace.as_str()
     } else {
@@ -381,7 +392,9 @@ fn create(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
         object,
         ctx.dry_run(),
     )?;
-    Ok(object_response(StatusCode::CREATED, &created))
+    let mut response = object_response(StatusCode::CREATED, &created);
+    add_warnings(&mut response, &warnings);
+    Ok(response)
 }
 
 fn subresource(ctx: &Ctx) -> Subresource {
@@ -393,7 +406,17 @@ fn subresource(ctx: &Ctx) -> Subresource {
 }
 
 fn update(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
+    let validation = FieldValidation::parse(ctx.query("fieldValidation"), "UpdateOptions")?;
     let object = parse_body(&ctx.headers, body)?;
+    let (object, warnings) = decode_write(
+        &ctx.state,
+        &ctx.rt,
+        &ctx.info.version,
+        object,
+        json_body(&ctx.headers, body),
+        validation,
+        Write::Update,
+    )?;
     let key = ctx.key();
     let updated = ops::update(
         &ctx.state,
@@ -404,7 +427,9 @@ fn update(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
         ctx.dry_run(),
         |_| Ok(object),
     )?;
-    Ok(object_response(StatusCode::OK, &updated))
+    let mut response = object_response(StatusCode::OK, &updated);
+    add_warnings(&mut response, &warnings);
+    Ok(response)
 }
 
 async fn patch(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
@@ -423,6 +448,9 @@ async fn patch(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
     if patch_type == PatchType::Apply {
         return apply::handle(ctx, &key, body);
     }
+    let validation = FieldValidation::parse(ctx.query("fieldValidation"), "PatchOptions")?;
+    let mut warnings = Vec::new();
+    let found_warnings = &mut warnings;
     let patch_value: Option<Value> = match patch_type {
         PatchType::Json => None,
         _ => Some(parse_body(&HeaderMap::new(), body)?),
@@ -443,10 +471,22 @@ async fn patch(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
                 (PatchType::Strategic, Some(p)) => apply_strategic(&mut doc, p)?,
                 _ => return Err(unsupported(strategic_allowed)),
             }
+            let (doc, found) = decode_write(
+                &ctx.state,
+                &ctx.rt,
+                &ctx.info.version,
+                doc,
+                None,
+                validation,
+                Write::Patch,
+            )?;
+            *found_warnings = found;
             Ok(doc)
         },
     )?;
-    Ok(object_response(StatusCode::OK, &updated))
+    let mut response = object_response(StatusCode::OK, &updated);
+    add_warnings(&mut response, &warnings);
+    Ok(response)
 }
 
 fn delete_options(ctx: &Ctx, body: &Bytes) -> Result<DeleteOptions, ApiError> {

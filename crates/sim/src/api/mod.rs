@@ -2,9 +2,12 @@
 
 pub mod admin;
 pub mod apply;
+pub mod builtin_schema;
+pub mod decode;
 pub mod discovery;
 pub mod handlers;
 pub mod logs;
+pub mod openapi_schema;
 pub mod output;
 pub mod patch;
 pub mod protobuf;

@@ -42,9 +42,16 @@ fn parse_query(uri: &Uri) -> HashMap<String, String> {
         .unwrap_or_default()
 }
 
-/// Whether a query flag is set (`true` or `1`).
+/// Whether a boolean query parameter is set, read as the API server's parameter codec reads it
+/// (apimachinery's `Convert_Slice_string_To_bool`): present and not `0`, `f`, `false`, `n` or
+/// `no` in any case. The Python client sends `watch=True`, `follow=True`.
 pub fn flag(query: &HashMap<String, String>, name: &str) -> bool {
-    matches!(query.get(name).map(String::as_str), Some("true" | "1"))
+    query.get(name).is_some_and(|v| {
+        !(v == "0"
+            || ["f", "false", "n", "no"]
+                .iter()
+                .any(|no| v.eq_ignore_ascii_case(no)))
+    })
 }
 
 impl RequestInfo {
@@ -182,5 +189,25 @@ mod tests {
 
         let i = parse(Method::GET, "/apis/batch/v1");
         assert!(!i.is_resource);
+    }
+
+    #[test]
+    fn boolean_parameters_read_as_the_parameter_codec_reads_them() {
+        for (query, watching) in [
+            ("watch=true", true),
+            ("watch=True", true),
+            ("watch=1", true),
+            ("watch=", true),
+            ("watch=yes", true),
+            ("watch=false", false),
+            ("watch=False", false),
+            ("watch=0", false),
+            ("watch=no", false),
+            ("watch=F", false),
+            ("", false),
+        ] {
+            let i = parse(Method::GET, &format!("/api/v1/pods?{query}"));
+            assert_eq!(i.verb == "watch", watching, "{query}");
+        }
     }
 }

@@ -270,6 +270,12 @@ impl ApiError {
         e
     }
 
+    /// 500 with no reason, as the API server answers an error that is not a Status
+    /// (`ErrorToAPIStatus`): the message as it is.
+    pub fn unknown(message: impl Into<String>) -> Self {
+        ApiError::new(500, "", message)
+    }
+
     /// 500 InternalError.
     pub fn internal(message: impl Into<String>) -> Self {
         let message = message.into();
