@@ -8,6 +8,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
+use crate::crd_schema::CrdSchema;
 use crate::kinds;
 use crate::resources::{Behavior, GroupResource, ResourceType, type_from_crd};
 use crate::state::State;
@@ -249,6 +250,7 @@ pub fn create(
         m.remove("generation");
     }
     kinds::prepare_create(rt, &mut object);
+    CrdSchema::lookup(state, rt, version).admit(rt, &mut object, None)?;
     let errors = kinds::validate(rt, &object, None);
     if !errors.is_empty() {
         return Err(ApiError::invalid(&rt.kind, &rt.group, &name, &errors));
@@ -314,6 +316,7 @@ pub fn update(
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<Arc<Value>, ApiError> {
     let mut dry_result: Option<Value> = None;
+    let crd_schema = CrdSchema::lookup(state, rt, version);
     let written = state.store.update(key, |current| {
         let old: &Value = current;
         let seen = convert(rt, old, version);
@@ -415,6 +418,7 @@ pub fn update(
                 ));
             }
         }
+        crd_schema.admit(rt, &mut new, Some(old))?;
         if subresource == Subresource::Main {
             let errors = kinds::validate(rt, &new, Some(old));
             if !errors.is_empty() {

@@ -728,7 +728,7 @@ async fn kubeflow_failed_driver_reports_its_exit_code_and_reruns_on_failure() {
             kubeflow_app(
                 "fails",
                 &["exit=2"],
-                json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 0, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 0}}),
+                json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 1, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 1}}),
             ),
         )
         .expect("created");
@@ -764,7 +764,7 @@ async fn kubeflow_submission_failure_is_retried_then_fails() {
     let mut app = kubeflow_app(
         "nosa",
         &["10"],
-        json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 0, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 0}}),
+        json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 1, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 1}}),
     );
     app["spec"]["driver"]["serviceAccount"] = json!("missing");
     sim.cluster.create("default", app).expect("created");
