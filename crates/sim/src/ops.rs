@@ -8,6 +8,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
+use crate::controllers::spark::kubeflow;
 use crate::crd_schema::CrdSchema;
 use crate::kinds;
 use crate::resources::{Behavior, GroupResource, ResourceType, type_from_crd};
@@ -257,6 +258,7 @@ pub fn create(
     }
     namespace_admission(state, rt, namespace, &admitted_name)?;
     service_account_admission(state, rt, namespace, &object, &admitted_name)?;
+    kubeflow::validating_webhook(state, rt, &object, None)?;
     let key = ObjectKey::new(
         rt.group_resource(),
         if rt.namespaced { namespace } else { "" },
@@ -424,6 +426,7 @@ pub fn update(
             if !errors.is_empty() {
                 return Err(ApiError::invalid(&rt.kind, &rt.group, &key.name, &errors));
             }
+            kubeflow::validating_webhook(state, rt, &new, Some(old))?;
         }
         if rt.has_generation && kinds::spec_changed(&new, old) {
             let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
