@@ -1146,3 +1146,107 @@ async fn kubeflow_webhook_denies_bad_names_and_reserved_properties() {
         .create("default", kubeflow_app("lives9", &["1"], json!({})))
         .expect("a name that starts with a letter is admitted");
 }
+
+/// Every leaf of `value` (a scalar, an empty list or an empty map) with its JSON pointer.
+fn leaves(value: &Value, at: String, out: &mut Vec<(String, Value)>) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, child) in map {
+                let key = key.replace('~', "~0").replace('/', "~1");
+                leaves(child, format!("{at}/{key}"), out);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (i, child) in items.iter().enumerate() {
+                leaves(child, format!("{at}/{i}"), out);
+            }
+        }
+        leaf => out.push((at, leaf.clone())),
+    }
+}
+
+/// The bundled CRD schemas keep every field of the applications the project's status fixtures
+/// hold (objects in the shape the real operators write) and of what the simulated operators
+/// write: nothing is pruned, nothing is refused.
+#[tokio::test]
+async fn the_bundled_schemas_keep_every_field_of_the_operators_applications() {
+    use kubeferry_sim::CrdBundle;
+    use kubeferry_sim::crd_schema::{apply, version_schema};
+    let schema_of = |bundle: CrdBundle, version: &str| {
+        let crd = kubeferry_sim::crds::bundle(bundle)
+            .into_iter()
+            .find(|c| c["spec"]["names"]["plural"] == "sparkapplications")
+            .expect("bundled");
+        version_schema(&crd, version).expect("a schema").clone()
+    };
+    let apache = schema_of(CrdBundle::SparkApache, "v1");
+    let kubeflow = schema_of(CrdBundle::SparkKubeflow, "v1beta2");
+    let check = |schema: &Value, object: &Value, what: &str| {
+        let mut admitted = object.clone();
+        let errors = apply(schema, &mut admitted, None);
+        assert!(errors.is_empty(), "{what}: {errors:?}");
+        let mut before = Vec::new();
+        leaves(object, String::new(), &mut before);
+        // A `null` (Go's zero time) is pruned as a real API server prunes it: the stored
+        // object reads the same to the operator's typed client.
+        let lost: Vec<&String> = before
+            .iter()
+            .filter(|(_, value)| !value.is_null())
+            .filter(|(path, value)| admitted.pointer(path) != Some(value))
+            .map(|(path, _)| path)
+            .collect();
+        assert!(lost.is_empty(), "{what}: pruned {lost:?}");
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures/spark");
+    let mut checked = 0;
+    for (operator, schema) in [("apache", &apache), ("kubeflow", &kubeflow)] {
+        let mut cases: Vec<String> = std::fs::read_dir(dir.join(operator))
+            .expect("fixtures")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            // These hold statuses no operator writes, on purpose.
+            .filter(|name| !name.starts_with("unknown") && !name.starts_with("unparseable"))
+            .collect();
+        cases.sort();
+        for case in cases {
+            let path = format!("{operator}/{case}/app.yaml");
+            if dir.join(&path).exists() {
+                check(schema, &fixture(&path), &path);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 40, "{checked} fixtures");
+
+    let sim = spark_sim().await;
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "keep-a",
+                &["exit=2"],
+                json!({"restartConfig": {"restartPolicy": "Never"}}),
+            ),
+        )
+        .expect("created");
+    sim.cluster
+        .create("default", kubeflow_app("keep-k", &["10"], json!({})))
+        .expect("created");
+    let ended_apache = until(&apache_api(&sim), "keep-a", "the end", |app| {
+        apache_state(app) == "ResourceReleased"
+    })
+    .await;
+    let ended_kubeflow = until(&kubeflow_api(&sim), "keep-k", "the end", |app| {
+        kubeflow_state(app) == "COMPLETED"
+    })
+    .await;
+    check(
+        &apache,
+        &ended_apache,
+        "the simulated apache operator's application",
+    );
+    check(
+        &kubeflow,
+        &ended_kubeflow,
+        "the simulated Kubeflow operator's application",
+    );
+}
