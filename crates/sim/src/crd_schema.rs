@@ -6,8 +6,10 @@
 //!
 //! Order on every create and update of a custom resource (main resource and `/status`): defaults
 //! (a `null` where the schema does not allow one is dropped first, then defaulted), then pruning,
-//! then validation. On update, a value that did not change is not validated again (ratcheting),
-//! so an object stored before a schema tightened can still be updated elsewhere.
+//! then validation, all with the schema of the version the request used; then the storage
+//! version's defaults, which a real server applies when it reads the object back. On update, a
+//! value that did not change is not validated again (ratcheting), so an object stored before a
+//! schema tightened can still be updated elsewhere.
 
 use std::sync::Arc;
 
@@ -64,6 +66,13 @@ impl CrdSchema {
         };
         let errors = apply(schema, object, old);
         if errors.is_empty() {
+            // A real server applies the storage version's defaults whenever it reads the
+            // object back; applying them once here gives every read the same object.
+            if let Some(storage) = self.crd.as_deref().and_then(storage_schema)
+                && !std::ptr::eq(storage, schema)
+            {
+                default(storage, object);
+            }
             return Ok(());
         }
         let name = object
@@ -80,6 +89,15 @@ pub fn version_schema<'a>(crd: &'a Value, version: &str) -> Option<&'a Value> {
         .as_array()?
         .iter()
         .find(|v| v.get("name").and_then(Value::as_str) == Some(version))?
+        .pointer("/schema/openAPIV3Schema")
+}
+
+/// The `openAPIV3Schema` of a CRD's storage version.
+fn storage_schema(crd: &Value) -> Option<&Value> {
+    crd.pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))?
         .pointer("/schema/openAPIV3Schema")
 }
 
@@ -418,7 +436,7 @@ fn min_display(bound: f64) -> Value {
 }
 
 /// Builds a schema node from the compact notation the bundled CRDs are written in (see
-/// `crds/README` in this directory): a string names a type with options, a one-element list is
+/// `crds.rs`): a string names a type with options, a one-element list is
 /// an array of it, a mapping is an object whose keys are its properties (`name!` marks a
 /// required one, `$map` gives the schema of a map's values, `$preserve` keeps unknown fields,
 /// `$default` the object's default), and `ref:name` uses a definition from `defs`.

@@ -416,3 +416,69 @@ async fn custom_resources_follow_their_structural_schema() {
     assert_eq!(r.code, 200, "{}", r.text());
     assert_eq!(r.json()["status"], json!({"phase": "Ready"}));
 }
+
+/// The bundled apache CRD's defaults: an application written through v1 gets -1 for its
+/// retention, TTL and restart-counter reset; one written through v1beta1 (whose schema has none
+/// of them) reads back with the storage version's (v1) defaults, as a real server applies them
+/// when it reads the object.
+#[tokio::test]
+async fn the_apache_crd_defaults_appear_on_stored_applications() {
+    let sim = start_with(spark_config()).await;
+    let c = &sim.client;
+    for (version, name) in [("v1", "via-v1"), ("v1beta1", "via-v1beta1")] {
+        let app = json!({
+            "apiVersion": format!("spark.apache.org/{version}"), "kind": "SparkApplication",
+            "metadata": {"name": name},
+            "spec": {"runtimeVersions": {"sparkVersion": "3.5.3"}, "jars": "local:///x.jar",
+                     "applicationTolerations": {"restartConfig": {"restartPolicy": "Never"}},
+                     "sparkConfig": {"misspelt": "pruned"}}
+        });
+        let r = raw(
+            c,
+            "POST",
+            &format!("/apis/spark.apache.org/{version}/namespaces/default/sparkapplications"),
+            Some("application/json"),
+            &app.to_string(),
+        )
+        .await;
+        assert_eq!(r.code, 201, "{}", r.text());
+        let r = raw(
+            c,
+            "GET",
+            &format!("/apis/spark.apache.org/v1/namespaces/default/sparkapplications/{name}"),
+            None,
+            "",
+        )
+        .await;
+        assert_eq!(
+            r.json()["spec"],
+            json!({
+                "runtimeVersions": {"sparkVersion": "3.5.3"}, "jars": "local:///x.jar",
+                "applicationTolerations": {
+                    "restartConfig": {"restartPolicy": "Never", "restartCounterResetMillis": -1},
+                    "resourceRetainDurationMillis": -1,
+                    "ttlAfterStopMillis": -1,
+                },
+            }),
+            "{version}"
+        );
+    }
+    let wrong = json!({
+        "apiVersion": "spark.apache.org/v1", "kind": "SparkApplication", "metadata": {"name": "wrong"},
+        "spec": {"runtimeVersions": {"sparkVersion": "3.5.3"},
+                 "applicationTolerations": {"restartConfig": {"restartPolicy": "Sometimes", "maxRestartAttempts": "3"}}}
+    });
+    let r = raw(
+        c,
+        "POST",
+        "/apis/spark.apache.org/v1/namespaces/default/sparkapplications",
+        Some("application/json"),
+        &wrong.to_string(),
+    )
+    .await;
+    assert_eq!(r.code, 422, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        r#"SparkApplication.spark.apache.org "wrong" is invalid: [spec.applicationTolerations.restartConfig.maxRestartAttempts: Invalid value: "string": spec.applicationTolerations.restartConfig.maxRestartAttempts in body must be of type integer: "string", spec.applicationTolerations.restartConfig.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "Never", "OnFailure", "OnInfrastructureFailure"]"#
+    );
+}
