@@ -420,7 +420,7 @@ pub fn update(
                 ));
             }
         }
-        crd_schema.admit(rt, &mut new, Some(old))?;
+        crd_schema.admit_update(rt, &mut new, old, subresource == Subresource::Main)?;
         if subresource == Subresource::Main {
             let errors = kinds::validate(rt, &new, Some(old));
             if !errors.is_empty() {

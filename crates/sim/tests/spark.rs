@@ -1250,3 +1250,33 @@ async fn the_bundled_schemas_keep_every_field_of_the_operators_applications() {
         "the simulated Kubeflow operator's application",
     );
 }
+
+/// A spec update carries the stored status over as it is, even a status the schema would
+/// prune (one a misbehaving operator wrote): a main-resource write is not the status's writer.
+#[tokio::test]
+async fn a_spec_update_leaves_the_status_as_the_operator_wrote_it() {
+    let config = spark_config();
+    let faults = config.spark.faults.clone();
+    let sim = start_with(config).await;
+    let api = kubeflow_api(&sim);
+    faults.set_for("odd", Some(SparkFault::UnreadableStatus));
+    sim.cluster
+        .create("default", kubeflow_app("odd", &["10"], json!({})))
+        .expect("created");
+    until(&api, "odd", "the odd status", |app| {
+        app["status"] == json!({"phase": "Running"})
+    })
+    .await;
+    let patched = api
+        .patch(
+            "odd",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"arguments": ["20"], "unknown": 1}})),
+        )
+        .await
+        .expect("patched");
+    let patched = serde_json::to_value(patched).expect("json");
+    assert_eq!(patched["spec"]["arguments"], json!(["20"]));
+    assert!(patched["spec"].get("unknown").is_none(), "pruned");
+    assert_eq!(patched["status"], json!({"phase": "Running"}));
+}
