@@ -1,6 +1,6 @@
 //! Structural-schema handling of custom resources, as the API server does with a CRD's
 //! `openAPIV3Schema`: defaulting, pruning of unknown fields and validation of types, enums,
-//! required fields and bounds. See "Specifying a structural schema", "Field pruning",
+//! required fields, bounds and patterns. See "Specifying a structural schema", "Field pruning",
 //! "Defaulting" and "Validation ratcheting" in the Kubernetes documentation on
 //! CustomResourceDefinitions.
 //!
@@ -379,6 +379,19 @@ fn validate(
     if let Value::Number(n) = value {
         bounds(schema, n, value, path, errors);
     }
+    if let (Value::String(text), Some(pattern)) =
+        (value, schema.get("pattern").and_then(Value::as_str))
+        // A pattern that does not compile was refused with its CRD on a real server.
+        && let Ok(re) = regex::Regex::new(pattern)
+        // Unanchored, as Go's regexp.MatchString that the server uses.
+        && !re.is_match(text)
+    {
+        errors.push(FieldError::invalid(
+            path,
+            value,
+            &format!("{path} in body should match '{pattern}'"),
+        ));
+    }
     match value {
         Value::Object(map) => {
             let props = schema.get("properties").and_then(Value::as_object);
@@ -577,6 +590,9 @@ fn expand_scalar(text: &str, defs: &Map<String, Value>) -> Result<Value, String>
             }
             "nullable" => {
                 node.insert("nullable".into(), parsed());
+            }
+            "pattern" => {
+                node.insert("pattern".into(), json!(arg));
             }
             other => return Err(format!("unknown option {other:?}")),
         }

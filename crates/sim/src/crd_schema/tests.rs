@@ -20,6 +20,7 @@ fn widget() -> Value {
         "spec": {
             "replicas": "integer",
             "mode!": "string enum=Fast|Slow",
+            "code": "string pattern=^[A-Z]{3}$",
             "port": "int-or-string",
             "ratio": "number",
             "retries": "int32 min=0 max=10 =3",
@@ -66,7 +67,7 @@ fn unknown_fields_are_pruned_where_the_schema_does_not_preserve_them() {
 }
 
 #[test]
-fn wrong_types_enums_required_and_bounds_are_refused_with_the_field_path() {
+fn wrong_types_enums_required_bounds_and_patterns_are_refused_with_the_field_path() {
     let mut object = json!({
         "metadata": {"name": "w"},
         "spec": {
@@ -75,6 +76,7 @@ fn wrong_types_enums_required_and_bounds_are_refused_with_the_field_path() {
             "port": true,
             "ratio": 0.5,
             "retries": 11,
+            "code": "abc",
             "labels": {"a": 1},
             "items": [{"size": 1.5}],
         },
@@ -83,6 +85,7 @@ fn wrong_types_enums_required_and_bounds_are_refused_with_the_field_path() {
     assert_eq!(
         lines(&errors),
         vec![
+            r#"spec.code: Invalid value: "abc": spec.code in body should match '^[A-Z]{3}$'"#,
             r#"spec.items[0].size: Invalid value: "number": spec.items[0].size in body must be of type integer: "number""#,
             r#"spec.items[0].name: Required value"#,
             r#"spec.labels.a: Invalid value: "integer": spec.labels.a in body must be of type string: "integer""#,
@@ -92,8 +95,8 @@ fn wrong_types_enums_required_and_bounds_are_refused_with_the_field_path() {
             r#"spec.retries: Invalid value: 11: spec.retries in body should be less than or equal to 10"#,
         ]
     );
-    assert_eq!(errors[0].reason, "FieldValueTypeInvalid");
-    assert_eq!(errors[3].reason, "FieldValueNotSupported");
+    assert_eq!(errors[1].reason, "FieldValueTypeInvalid");
+    assert_eq!(errors[4].reason, "FieldValueNotSupported");
     let mut missing = json!({"metadata": {"name": "w"}, "spec": {}});
     assert_eq!(
         lines(&apply(&widget(), &mut missing, None)),
