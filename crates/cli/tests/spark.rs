@@ -1,6 +1,7 @@
 //! Spark jobs through the `kubeferry` binary: the examples on the embedded cluster, a failing
 //! driver's exit code, `submit`/`status`/`wait`/`logs`/`cancel`/`list` with `sparkapp` ids, the
-//! default operator, and a run under the Role `kubeferry rbac` prints.
+//! default operator, a run under the Role `kubeferry rbac` prints, and a reserved Spark property
+//! refused before anything is created.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -330,5 +331,33 @@ async fn a_spark_job_runs_under_the_role_kubeferry_rbac_prints() {
                 .is_some_and(|l| l.contains(" SUCCEEDED (")),
             "{stdout}"
         );
+    }
+}
+
+/// A Spark property the Kubeflow operator's webhook would deny is refused when the file is read,
+/// at its line and column with the field named, and nothing reaches the cluster.
+#[tokio::test]
+async fn a_reserved_spark_property_is_refused_before_anything_is_created() {
+    let cluster = cluster(SimConfig::for_tests()).await;
+    let file = cluster.dir.path().join("pi.yaml");
+    std::fs::write(
+        &file,
+        "kind: SparkJob\nname: pi\noperator: kubeflow\nsparkVersion: \"3.5.3\"\nimage: apache/spark:3.5.3\nmainApplicationFile: local:///opt/spark/examples/jars/spark-examples_2.12-3.5.3.jar\nsparkConf:\n  spark.kubernetes.executor.container.image: other/spark:3.5.3\n",
+    )
+    .expect("written");
+    let output =
+        run(kubeferry(&cluster.kubeconfig).args(["submit", "-f", &file.display().to_string()]))
+            .await;
+    let stderr = text(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:8:46: sparkConf.\"spark.kubernetes.executor.container.image\": spark.kubernetes.executor.container.image is set from image; use image instead",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    for group in ["sparkoperator.k8s.io", "spark.apache.org"] {
+        assert_eq!(cluster.sim.count(group, "sparkapplications"), 0, "{group}");
     }
 }

@@ -118,6 +118,20 @@ pub fn object_name(prefix: &str, job_id: &str) -> String {
     name
 }
 
+/// [`object_name`] made a DNS-1035 label (starting with a letter) when it is not one: the name
+/// of a Kubeflow SparkApplication, whose admission webhook denies any other (a job id
+/// `42-nightly` gives `s-42-nightly-<hash>`). Names that already start with a letter are
+/// [`object_name`]'s, so the name stays a function of the prefix and the job id alone.
+pub fn dns1035_object_name(prefix: &str, job_id: &str) -> String {
+    let name = object_name(prefix, job_id);
+    if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return name;
+    }
+    let name = object_name(&format!("s{prefix}"), job_id);
+    debug_assert!(name.starts_with('s'), "{name}");
+    name
+}
+
 /// The first `len` hex digits of the SHA-256 of `text`.
 pub fn short_hash(text: &str, len: usize) -> String {
     let digest = Sha256::digest(text.as_bytes());
@@ -167,6 +181,30 @@ mod tests {
             }
         }
         assert!(object_name("", "hello").starts_with("hello-"));
+    }
+
+    #[test]
+    fn dns1035_names_start_with_a_letter() {
+        for (prefix, id) in [
+            ("", "42-nightly"),
+            ("", "9lives"),
+            ("", "---"),
+            ("7", "job"),
+            ("", &"1".repeat(200)),
+        ] {
+            let name = dns1035_object_name(prefix, id);
+            assert!(is_dns_label(&name), "{prefix:?} {id:?} -> {name}");
+            assert!(name.starts_with(|c: char| c.is_ascii_lowercase()), "{name}");
+            assert_eq!(name, dns1035_object_name(prefix, id));
+        }
+        assert!(dns1035_object_name("", "42-nightly").starts_with("s-42-nightly-"));
+        assert_ne!(
+            dns1035_object_name("", "42-nightly"),
+            dns1035_object_name("", "s-42-nightly")
+        );
+        for (prefix, id) in [("", "nightly"), ("gravitino", "42")] {
+            assert_eq!(dns1035_object_name(prefix, id), object_name(prefix, id));
+        }
     }
 
     #[test]

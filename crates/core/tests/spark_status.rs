@@ -614,7 +614,7 @@ fn kubeflow_outcomes() {
     assert_reports(
         map(KUBEFLOW, "driver_evicted", Seen::Present, at(3600)),
         expect(JobState::Failed, Reason::Evicted)
-            .message("the application failed: driver pod failed with reason Evicted (driver: exit code 143)")
+            .message("the application failed: driver container failed with ExitCode: 143, Reason: Error (driver: exit code 143)")
             .exit_code(143)
             .started(5)
             .finished(33),

@@ -21,6 +21,7 @@ pub mod auth;
 pub mod cluster;
 pub mod config;
 pub mod controllers;
+pub mod crd_schema;
 pub mod crds;
 pub mod disruption;
 pub mod error;

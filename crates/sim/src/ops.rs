@@ -8,6 +8,8 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
+use crate::controllers::spark::kubeflow;
+use crate::crd_schema::CrdSchema;
 use crate::kinds;
 use crate::resources::{Behavior, GroupResource, ResourceType, type_from_crd};
 use crate::state::State;
@@ -249,12 +251,14 @@ pub fn create(
         m.remove("generation");
     }
     kinds::prepare_create(rt, &mut object);
+    CrdSchema::lookup(state, rt, version).admit(rt, &mut object, None)?;
     let errors = kinds::validate(rt, &object, None);
     if !errors.is_empty() {
         return Err(ApiError::invalid(&rt.kind, &rt.group, &name, &errors));
     }
     namespace_admission(state, rt, namespace, &admitted_name)?;
     service_account_admission(state, rt, namespace, &object, &admitted_name)?;
+    kubeflow::validating_webhook(state, rt, &object, None)?;
     let key = ObjectKey::new(
         rt.group_resource(),
         if rt.namespaced { namespace } else { "" },
@@ -314,6 +318,7 @@ pub fn update(
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<Arc<Value>, ApiError> {
     let mut dry_result: Option<Value> = None;
+    let crd_schema = CrdSchema::lookup(state, rt, version);
     let written = state.store.update(key, |current| {
         let old: &Value = current;
         let seen = convert(rt, old, version);
@@ -415,11 +420,13 @@ pub fn update(
                 ));
             }
         }
+        crd_schema.admit_update(rt, &mut new, old, subresource == Subresource::Main)?;
         if subresource == Subresource::Main {
             let errors = kinds::validate(rt, &new, Some(old));
             if !errors.is_empty() {
                 return Err(ApiError::invalid(&rt.kind, &rt.group, &key.name, &errors));
             }
+            kubeflow::validating_webhook(state, rt, &new, Some(old))?;
         }
         if rt.has_generation && kinds::spec_changed(&new, old) {
             let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);

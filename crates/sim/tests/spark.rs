@@ -185,6 +185,46 @@ async fn kubeflow_states(
     panic!("{name} did not reach {last:?}; seen {states:?}");
 }
 
+/// The API error behind a refused write.
+fn api_error(error: kubeferry_sim::SimError) -> kubeferry_sim::api::status::ApiError {
+    match error {
+        kubeferry_sim::SimError::Api(e) => e,
+        other => panic!("not an API error: {other}"),
+    }
+}
+
+/// The status of an application as it first stood in each state it went through, up to one of
+/// `last`.
+async fn kubeflow_statuses(
+    api: &Api<DynamicObject>,
+    from: &str,
+    name: &str,
+    last: &str,
+) -> Vec<(String, Value)> {
+    let params = WatchParams::default().fields(&format!("metadata.name={name}"));
+    let mut events = api.watch(&params, from).await.expect("watch").boxed();
+    let mut seen: Vec<(String, Value)> = Vec::new();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while let Ok(next) = tokio::time::timeout_at(deadline, events.try_next()).await {
+        let Some(event) = next.expect("the watch goes on") else {
+            break;
+        };
+        let object = match event {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => o,
+            _ => continue,
+        };
+        let app = serde_json::to_value(object).expect("json");
+        let state = kubeflow_state(&app).to_string();
+        if seen.last().map(|(s, _)| s) != Some(&state) {
+            seen.push((state.clone(), app["status"].clone()));
+        }
+        if state == last {
+            return seen;
+        }
+    }
+    panic!("{name} did not reach {last}; seen {seen:?}");
+}
+
 /// A file whose creation lets a driver started with `until=<file>` finish.
 fn release_file(name: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!(
@@ -728,7 +768,7 @@ async fn kubeflow_failed_driver_reports_its_exit_code_and_reruns_on_failure() {
             kubeflow_app(
                 "fails",
                 &["exit=2"],
-                json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 0, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 0}}),
+                json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 1, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 1}}),
             ),
         )
         .expect("created");
@@ -764,7 +804,7 @@ async fn kubeflow_submission_failure_is_retried_then_fails() {
     let mut app = kubeflow_app(
         "nosa",
         &["10"],
-        json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 0, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 0}}),
+        json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 1, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 1}}),
     );
     app["spec"]["driver"]["serviceAccount"] = json!("missing");
     sim.cluster.create("default", app).expect("created");
@@ -957,4 +997,286 @@ async fn statuses_have_the_shape_the_operators_write() {
         theirs.sort();
         assert_eq!(ours, theirs);
     }
+}
+
+/// The operator's status details through a failed run and its rerun: `terminationTime` is set
+/// when the driver ends (FAILING), not later; PENDING_RERUN clears it with the error, the
+/// driver's details, the executors' states and the application id.
+#[tokio::test]
+async fn kubeflow_status_details_follow_the_operator_through_a_rerun() {
+    let sim = spark_sim().await;
+    let api = kubeflow_api(&sim);
+    let from = sim.cluster.resource_version().to_string();
+    sim.cluster
+        .create(
+            "default",
+            kubeflow_app(
+                "rerun",
+                &["exit=3"],
+                json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 1}}),
+            ),
+        )
+        .expect("created");
+    let seen = kubeflow_statuses(&api, &from, "rerun", "FAILED").await;
+    let states: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(
+        states,
+        [
+            "<none>",
+            "",
+            "SUBMITTED",
+            "RUNNING",
+            "FAILING",
+            "PENDING_RERUN",
+            "SUBMITTED",
+            "RUNNING",
+            "FAILING",
+            "FAILED"
+        ]
+    );
+    let status = |i: usize| &seen[i].1;
+    for running in [2, 3] {
+        assert!(
+            status(running).get("terminationTime").is_none(),
+            "{}: {}",
+            states[running],
+            status(running)
+        );
+    }
+    let failing = status(4);
+    assert!(failing["terminationTime"].is_string(), "{failing}");
+    assert_eq!(
+        failing["applicationState"]["errorMessage"],
+        "driver container failed with ExitCode: 3, Reason: Error"
+    );
+    assert_eq!(failing["driverInfo"]["podName"], "rerun-driver");
+    assert!(failing["sparkApplicationId"].is_string());
+    let rerun = status(5);
+    assert_eq!(rerun["applicationState"], json!({"state": "PENDING_RERUN"}));
+    assert_eq!(rerun["driverInfo"], json!({}));
+    for cleared in ["terminationTime", "sparkApplicationId", "executorState"] {
+        assert!(rerun.get(cleared).is_none(), "{cleared}: {rerun}");
+    }
+    assert_eq!(rerun["executionAttempts"], 1, "the attempts stay");
+    let app = get(&api, "rerun").await.expect("kept");
+    assert_eq!(
+        app["status"]["terminationTime"],
+        status(8)["terminationTime"],
+        "FAILED keeps the time the driver ended"
+    );
+}
+
+/// The operator's validating webhook refuses names that are not DNS-1035 labels and the Spark
+/// properties it reserves, as the API server answers a webhook's denial; nothing is created.
+#[tokio::test]
+async fn kubeflow_webhook_denies_bad_names_and_reserved_properties() {
+    let sim = spark_sim().await;
+    let api = kubeflow_api(&sim);
+    let webhook = "admission webhook \"validate-sparkoperator-k8s-io-v1beta2-sparkapplication.sparkoperator.k8s.io\" denied the request";
+    let denied = sim
+        .cluster
+        .create("default", kubeflow_app("9lives", &["1"], json!({})))
+        .map_err(api_error)
+        .expect_err("denied");
+    assert_eq!((denied.code, denied.reason), (403, "Forbidden"));
+    assert_eq!(
+        denied.message,
+        format!(
+            "{webhook}: invalid SparkApplication name \"9lives\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+        )
+    );
+    for (key, why) in [
+        (
+            "spark.kubernetes.driver.container.image",
+            "use the image field on the CRD instead",
+        ),
+        (
+            "spark.kubernetes.executor.container.image",
+            "use the image field on the CRD instead",
+        ),
+        (
+            "spark.kubernetes.driver.master",
+            "this value is managed by the operator",
+        ),
+        (
+            "spark.kubernetes.authenticate.oauthToken",
+            "authentication credentials are managed by the operator",
+        ),
+        (
+            "spark.kubernetes.authenticate.driver.serviceAccountName",
+            "configure the service account via the CRD spec instead",
+        ),
+    ] {
+        let denied = sim
+            .cluster
+            .create(
+                "default",
+                kubeflow_app("reserved", &["1"], json!({"sparkConf": {key: "x"}})),
+            )
+            .map_err(api_error)
+            .expect_err("denied");
+        assert_eq!(denied.code, 403);
+        assert_eq!(
+            denied.message,
+            format!("{webhook}: sparkConf key \"{key}\" is not allowed: {why}")
+        );
+    }
+    let denied = sim
+        .cluster
+        .create(
+            "default",
+            kubeflow_app(
+                "elsewhere",
+                &["1"],
+                json!({"sparkConf": {"spark.kubernetes.namespace": "other"}}),
+            ),
+        )
+        .map_err(api_error)
+        .expect_err("denied");
+    assert_eq!(
+        denied.message,
+        format!(
+            "{webhook}: sparkConf key \"spark.kubernetes.namespace\" is not allowed: must equal the application namespace \"default\", got \"other\""
+        )
+    );
+    for name in ["9lives", "reserved", "elsewhere"] {
+        assert!(get(&api, name).await.is_none(), "{name} was not created");
+    }
+    sim.cluster
+        .create("default", kubeflow_app("lives9", &["1"], json!({})))
+        .expect("a name that starts with a letter is admitted");
+}
+
+/// Every leaf of `value` (a scalar, an empty list or an empty map) with its JSON pointer.
+fn leaves(value: &Value, at: String, out: &mut Vec<(String, Value)>) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, child) in map {
+                let key = key.replace('~', "~0").replace('/', "~1");
+                leaves(child, format!("{at}/{key}"), out);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (i, child) in items.iter().enumerate() {
+                leaves(child, format!("{at}/{i}"), out);
+            }
+        }
+        leaf => out.push((at, leaf.clone())),
+    }
+}
+
+/// The bundled CRD schemas keep every field of the applications the project's status fixtures
+/// hold (objects in the shape the real operators write) and of what the simulated operators
+/// write: nothing is pruned, nothing is refused.
+#[tokio::test]
+async fn the_bundled_schemas_keep_every_field_of_the_operators_applications() {
+    use kubeferry_sim::CrdBundle;
+    use kubeferry_sim::crd_schema::{apply, version_schema};
+    let schema_of = |bundle: CrdBundle, version: &str| {
+        let crd = kubeferry_sim::crds::bundle(bundle)
+            .into_iter()
+            .find(|c| c["spec"]["names"]["plural"] == "sparkapplications")
+            .expect("bundled");
+        version_schema(&crd, version).expect("a schema").clone()
+    };
+    let apache = schema_of(CrdBundle::SparkApache, "v1");
+    let kubeflow = schema_of(CrdBundle::SparkKubeflow, "v1beta2");
+    let check = |schema: &Value, object: &Value, what: &str| {
+        let mut admitted = object.clone();
+        let errors = apply(schema, &mut admitted, None);
+        assert!(errors.is_empty(), "{what}: {errors:?}");
+        let mut before = Vec::new();
+        leaves(object, String::new(), &mut before);
+        // A `null` (Go's zero time) is pruned as a real API server prunes it: the stored
+        // object reads the same to the operator's typed client.
+        let lost: Vec<&String> = before
+            .iter()
+            .filter(|(_, value)| !value.is_null())
+            .filter(|(path, value)| admitted.pointer(path) != Some(value))
+            .map(|(path, _)| path)
+            .collect();
+        assert!(lost.is_empty(), "{what}: pruned {lost:?}");
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures/spark");
+    let mut checked = 0;
+    for (operator, schema) in [("apache", &apache), ("kubeflow", &kubeflow)] {
+        let mut cases: Vec<String> = std::fs::read_dir(dir.join(operator))
+            .expect("fixtures")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            // These hold statuses no operator writes, on purpose.
+            .filter(|name| !name.starts_with("unknown") && !name.starts_with("unparseable"))
+            .collect();
+        cases.sort();
+        for case in cases {
+            let path = format!("{operator}/{case}/app.yaml");
+            if dir.join(&path).exists() {
+                check(schema, &fixture(&path), &path);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 40, "{checked} fixtures");
+
+    let sim = spark_sim().await;
+    sim.cluster
+        .create(
+            "default",
+            apache_app(
+                "keep-a",
+                &["exit=2"],
+                json!({"restartConfig": {"restartPolicy": "Never"}}),
+            ),
+        )
+        .expect("created");
+    sim.cluster
+        .create("default", kubeflow_app("keep-k", &["10"], json!({})))
+        .expect("created");
+    let ended_apache = until(&apache_api(&sim), "keep-a", "the end", |app| {
+        apache_state(app) == "ResourceReleased"
+    })
+    .await;
+    let ended_kubeflow = until(&kubeflow_api(&sim), "keep-k", "the end", |app| {
+        kubeflow_state(app) == "COMPLETED"
+    })
+    .await;
+    check(
+        &apache,
+        &ended_apache,
+        "the simulated apache operator's application",
+    );
+    check(
+        &kubeflow,
+        &ended_kubeflow,
+        "the simulated Kubeflow operator's application",
+    );
+}
+
+/// A spec update carries the stored status over as it is, even a status the schema would
+/// prune (one a misbehaving operator wrote): a main-resource write is not the status's writer.
+#[tokio::test]
+async fn a_spec_update_leaves_the_status_as_the_operator_wrote_it() {
+    let config = spark_config();
+    let faults = config.spark.faults.clone();
+    let sim = start_with(config).await;
+    let api = kubeflow_api(&sim);
+    faults.set_for("odd", Some(SparkFault::UnreadableStatus));
+    sim.cluster
+        .create("default", kubeflow_app("odd", &["10"], json!({})))
+        .expect("created");
+    until(&api, "odd", "the odd status", |app| {
+        app["status"] == json!({"phase": "Running"})
+    })
+    .await;
+    let patched = api
+        .patch(
+            "odd",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"arguments": ["20"], "unknown": 1}})),
+        )
+        .await
+        .expect("patched");
+    let patched = serde_json::to_value(patched).expect("json");
+    assert_eq!(patched["spec"]["arguments"], json!(["20"]));
+    assert!(patched["spec"].get("unknown").is_none(), "pruned");
+    assert_eq!(patched["status"], json!({"phase": "Running"}));
 }

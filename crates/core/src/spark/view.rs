@@ -304,7 +304,8 @@ pub struct KubeflowStatus {
     pub execution_attempts: i64,
     /// `lastSubmissionAttemptTime`.
     pub last_submission_attempt_time: Option<Timestamp>,
-    /// `terminationTime`: when the application reached COMPLETED or FAILED.
+    /// `terminationTime`: when the run ended: the operator sets it when the driver ends
+    /// (SUCCEEDING, FAILING), or at FAILED when no driver ran; PENDING_RERUN clears it.
     pub termination_time: Option<Timestamp>,
 }
 

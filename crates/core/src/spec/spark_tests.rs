@@ -206,6 +206,25 @@ fn spark_conf_the_operator_owns_is_refused() {
 }
 
 #[test]
+fn spark_conf_the_kubeflow_webhook_denies_is_refused() {
+    let text = format!(
+        "{MINIMAL}sparkConf:\n  spark.kubernetes.driver.container.image: other:1\n  spark.kubernetes.executor.container.image: other:1\n  spark.kubernetes.driver.master: https://elsewhere\n  spark.kubernetes.authenticate.oauthToken: secret\n  spark.kubernetes.authenticate.driver.oauthTokenFile: /token\n  spark.kubernetes.authenticate.executor.oauthToken: secret\n"
+    );
+    let credentials = "the operator manages the credentials the driver and executors use (a service account's, see serviceAccount)";
+    assert_eq!(
+        error("pi.yaml", &text),
+        format!(
+            "pi.yaml:8:44: sparkConf.\"spark.kubernetes.driver.container.image\": spark.kubernetes.driver.container.image is set from image; use image instead\n\
+             pi.yaml:9:46: sparkConf.\"spark.kubernetes.executor.container.image\": spark.kubernetes.executor.container.image is set from image; use image instead\n\
+             pi.yaml:10:35: sparkConf.\"spark.kubernetes.driver.master\": spark.kubernetes.driver.master cannot be set: the operator sets it: the driver talks to this cluster's API server\n\
+             pi.yaml:11:45: sparkConf.\"spark.kubernetes.authenticate.oauthToken\": spark.kubernetes.authenticate.oauthToken cannot be set: {credentials}\n\
+             pi.yaml:12:56: sparkConf.\"spark.kubernetes.authenticate.driver.oauthTokenFile\": spark.kubernetes.authenticate.driver.oauthTokenFile cannot be set: {credentials}\n\
+             pi.yaml:13:54: sparkConf.\"spark.kubernetes.authenticate.executor.oauthToken\": spark.kubernetes.authenticate.executor.oauthToken cannot be set: {credentials}"
+        )
+    );
+}
+
+#[test]
 fn fields_the_operator_cannot_honour() {
     let apache_only = "driverStartTimeout: 5m\nretainResources: Always\n";
     let kubeflow = format!("{MINIMAL}operator: kubeflow\n{apache_only}");

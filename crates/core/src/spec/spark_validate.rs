@@ -1,6 +1,7 @@
 //! Validation of a decoded Spark job: every value the operators or Spark would refuse, every
-//! path the cluster could not read, Spark properties the operator owns, and every combination
-//! that contradicts itself, named by field, before anything is created.
+//! path the cluster could not read, Spark properties the operator owns (among them every key
+//! the Kubeflow operator's admission webhook denies), and every combination that contradicts
+//! itself, named by field, before anything is created.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -27,11 +28,45 @@ const OWNED_BY_OPERATOR: &[(&str, &str)] = &[
         "spark.kubernetes.namespace",
         "the operator sets it to the SparkApplication's namespace; use namespace",
     ),
+    (
+        "spark.kubernetes.driver.master",
+        "the operator sets it: the driver talks to this cluster's API server",
+    ),
+    (
+        "spark.kubernetes.authenticate.oauthToken",
+        CREDENTIALS_OWNED,
+    ),
+    (
+        "spark.kubernetes.authenticate.oauthTokenFile",
+        CREDENTIALS_OWNED,
+    ),
+    (
+        "spark.kubernetes.authenticate.driver.oauthToken",
+        CREDENTIALS_OWNED,
+    ),
+    (
+        "spark.kubernetes.authenticate.driver.oauthTokenFile",
+        CREDENTIALS_OWNED,
+    ),
+    (
+        "spark.kubernetes.authenticate.executor.oauthToken",
+        CREDENTIALS_OWNED,
+    ),
+    (
+        "spark.kubernetes.authenticate.executor.oauthTokenFile",
+        CREDENTIALS_OWNED,
+    ),
 ];
+
+/// Why the API credentials of the submission, the driver and the executors are not properties
+/// of a job file (the Kubeflow operator's webhook denies them too).
+const CREDENTIALS_OWNED: &str = "the operator manages the credentials the driver and executors use (a service account's, see serviceAccount)";
 
 /// Spark properties kubeferry sets from a field of the job file: one way to say each thing.
 const SET_FROM_FIELDS: &[(&str, &str)] = &[
     ("spark.kubernetes.container.image", "image"),
+    ("spark.kubernetes.driver.container.image", "image"),
+    ("spark.kubernetes.executor.container.image", "image"),
     (
         "spark.kubernetes.container.image.pullPolicy",
         "imagePullPolicy",

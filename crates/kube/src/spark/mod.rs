@@ -22,7 +22,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
 use kubeferry_core::container::ContainerStateView;
-use kubeferry_core::marks::{MANAGED_SELECTOR, OUTCOME_ANNOTATION, object_name};
+use kubeferry_core::marks::{
+    MANAGED_SELECTOR, OUTCOME_ANNOTATION, dns1035_object_name, object_name,
+};
 use kubeferry_core::spark::{
     AppObservation, DRIVER_CONTAINER, DriverView, SparkAction, SparkAppView, SparkMappingConfig,
     SparkOperator, spark_status,
@@ -261,7 +263,11 @@ impl SparkJobs {
             None => self.default_operator().await?,
         };
         spec.check_operator(operator)?;
-        let name = object_name(&self.settings.name_prefix, job_id);
+        // The Kubeflow operator's webhook denies names that do not start with a letter.
+        let name = match operator {
+            SparkOperator::Kubeflow => dns1035_object_name(&self.settings.name_prefix, job_id),
+            SparkOperator::Apache => object_name(&self.settings.name_prefix, job_id),
+        };
         let manifest = spark_application(spec, operator, job_id, &name, namespace)?;
         let object: DynamicObject =
             serde_json::from_value(manifest).map_err(|source| Error::Manifest {

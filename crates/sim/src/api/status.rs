@@ -216,6 +216,16 @@ impl ApiError {
         .with_details(Value::Object(d))
     }
 
+    /// 403 as the API server answers when a validating admission webhook denies a request
+    /// (`admission webhook "<name>" denied the request: <message>`).
+    pub fn webhook_denied(webhook: &str, message: &str) -> Self {
+        ApiError::new(
+            403,
+            "Forbidden",
+            format!("admission webhook {webhook:?} denied the request: {message}"),
+        )
+    }
+
     /// 422 as the server answers a patch that cannot be applied (e.g. a failed JSON patch
     /// `test`).
     pub fn unprocessable(server_message: impl Into<String>) -> Self {

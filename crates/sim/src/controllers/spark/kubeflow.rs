@@ -6,13 +6,18 @@
 //! `lastSubmissionAttemptTime`, `submissionID`, `sparkApplicationId`, `driverInfo.podName`), or
 //! `SUBMISSION_FAILED` with the error when the API server refuses the pod. The driver pod then
 //! decides: running → `RUNNING` (executors created, `executorState`), exit 0 → `SUCCEEDING` →
-//! `COMPLETED`, otherwise → `FAILING` (`errorMessage` `driver container failed with ExitCode:
-//! N, Reason: R`) → `FAILED`. With `restartPolicy` `OnFailure` (or `Always`), a failed run is
-//! rerun (`PENDING_RERUN`: old driver deleted, then submitted again) while
-//! `executionAttempts <= onFailureRetries`, and a failed submission retried while
-//! `submissionAttempts <= onSubmissionFailureRetries`, each after its retry interval.
-//! `COMPLETED` and `FAILED` set `terminationTime`; `timeToLiveSeconds` after it the application
-//! is deleted. The driver pod is kept until then (it goes with its application).
+//! `COMPLETED`, otherwise (or evicted) → `FAILING` (`errorMessage` `driver container failed
+//! with ExitCode: N, Reason: R`, or `driver container status missing`) → `FAILED`. The driver's
+//! end (`SUCCEEDING`/`FAILING`) sets `terminationTime`. With `restartPolicy` `OnFailure` (or
+//! `Always`), a failed run is rerun (`PENDING_RERUN`, which clears `terminationTime`,
+//! `errorMessage`, `driverInfo`, `executorState` and `sparkApplicationId`: old driver deleted,
+//! then submitted again) while `executionAttempts <= onFailureRetries`, and a failed
+//! submission retried while `submissionAttempts <= onSubmissionFailureRetries`, each after its
+//! retry interval; a submission that failed for good ends at `FAILED`, which then sets
+//! `terminationTime`. `timeToLiveSeconds` after it the application is deleted. The driver pod
+//! is kept until then (it goes with its application). Its admission webhook
+//! ([`admission`]) refuses names that are not DNS-1035 labels and the `sparkConf` keys the
+//! operator reserves.
 
 use std::time::Duration;
 
@@ -31,6 +36,32 @@ pub const LAUNCHED_BY_LABEL: &str = "sparkoperator.k8s.io/launched-by-spark-oper
 pub const SUBMISSION_ID_LABEL: &str = "sparkoperator.k8s.io/submission-id";
 
 const DEFAULT_RETRY_INTERVAL_SECONDS: u64 = 5;
+
+/// The error the operator records for a failed (or evicted) driver pod, read from its driver
+/// container's terminated state: `driver container failed with ExitCode: N, Reason: R`, nothing
+/// for exit code 0, `driver container status missing` when the container has no terminated
+/// state (the operator's `updateDriverState`).
+fn driver_error(driver: &Value) -> Option<String> {
+    let statuses = driver
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array);
+    let container = statuses.and_then(|all| {
+        all.iter()
+            .find(|c| c.get("name").and_then(Value::as_str) == Some(pods::DRIVER_CONTAINER))
+    });
+    let Some(terminated) = container.and_then(|c| c.pointer("/state/terminated")) else {
+        return Some("driver container status missing".to_string());
+    };
+    let code = terminated
+        .get("exitCode")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let reason = terminated
+        .get("reason")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    (code != 0).then(|| format!("driver container failed with ExitCode: {code}, Reason: {reason}"))
+}
 
 /// The simulated Kubeflow operator.
 #[derive(Default)]
@@ -161,9 +192,36 @@ impl Step<'_> {
         });
     }
 
+    /// COMPLETED or FAILED: `terminationTime` was set when the driver ended; a run that never
+    /// got a driver (submission failures) ends now.
     fn terminate(&self, state: &str, error: Option<&str>) {
         self.set_state(state, error, |status| {
-            status["terminationTime"] = json!(meta::now());
+            if status.get("terminationTime").is_none_or(Value::is_null) {
+                status["terminationTime"] = json!(meta::now());
+            }
+        });
+    }
+
+    /// SUCCEEDING or FAILING: the driver ended, so does the run (`terminationTime`, kept if
+    /// already set).
+    fn driver_ended(&self, state: &str, error: Option<&str>) {
+        self.set_state(state, error, |status| {
+            if status.get("terminationTime").is_none_or(Value::is_null) {
+                status["terminationTime"] = json!(meta::now());
+            }
+        });
+    }
+
+    /// PENDING_RERUN, with what the operator resets for a new run: the application id, the
+    /// termination time, the error, the driver's details and the executors' states.
+    fn pending_rerun(&self) {
+        self.set_state("PENDING_RERUN", None, |status| {
+            status["driverInfo"] = json!({});
+            if let Some(s) = status.as_object_mut() {
+                for field in ["sparkApplicationId", "terminationTime", "executorState"] {
+                    s.remove(field);
+                }
+            }
         });
     }
 
@@ -175,11 +233,10 @@ impl Step<'_> {
             .map(str::to_string)
         else {
             write_status(self.ctx, self.key, self.uid, |status| {
+                // The operator's zero times are `null`, which the CRD's structural schema prunes.
                 *status = json!({
                     "applicationState": {"state": ""},
                     "driverInfo": {},
-                    "lastSubmissionAttemptTime": null,
-                    "terminationTime": null,
                 });
             });
             return None;
@@ -195,7 +252,7 @@ impl Step<'_> {
             "SUBMITTED" | "RUNNING" => self.watch_driver(&state, fault),
             "SUCCEEDING" => {
                 if restart.retries(count(self.app, "executionAttempts"), None) {
-                    self.set_state("PENDING_RERUN", None, |_| {});
+                    self.pending_rerun();
                 } else {
                     self.terminate("COMPLETED", None);
                 }
@@ -218,7 +275,7 @@ impl Step<'_> {
                 match remaining(ended, restart.on_failure_interval) {
                     Some(wait) => Some(wait),
                     None => {
-                        self.set_state("PENDING_RERUN", None, |_| {});
+                        self.pending_rerun();
                         None
                     }
                 }
@@ -285,8 +342,8 @@ impl Step<'_> {
                     status["submissionID"] = json!(submission);
                     status["sparkApplicationId"] = json!(selector);
                     status["driverInfo"] = json!({"podName": driver});
-                    status["terminationTime"] = Value::Null;
                     if let Some(s) = status.as_object_mut() {
+                        s.remove("terminationTime");
                         s.remove("executorState");
                     }
                 });
@@ -308,7 +365,7 @@ impl Step<'_> {
 
     fn watch_driver(&self, state: &str, fault: Option<SparkFault>) -> Option<Duration> {
         let Some(driver) = self.driver() else {
-            self.set_state("FAILING", Some("driver pod not found"), |_| {});
+            self.driver_ended("FAILING", Some("driver pod not found"));
             return None;
         };
         match pods::driver_state(&driver) {
@@ -340,27 +397,12 @@ impl Step<'_> {
             }
             DriverState::Succeeded => {
                 self.finish_executors(&driver);
-                self.set_state("SUCCEEDING", None, |_| {});
+                self.driver_ended("SUCCEEDING", None);
                 None
             }
-            DriverState::Failed { exit_code, reason } => {
+            DriverState::Failed { .. } | DriverState::Evicted { .. } => {
                 self.finish_executors(&driver);
-                let message = match exit_code {
-                    Some(code) => {
-                        format!("driver container failed with ExitCode: {code}, Reason: {reason}")
-                    }
-                    None => format!("driver pod failed with reason {reason}"),
-                };
-                self.set_state("FAILING", Some(&message), |_| {});
-                None
-            }
-            DriverState::Evicted { .. } => {
-                self.finish_executors(&driver);
-                self.set_state(
-                    "FAILING",
-                    Some("driver pod failed with reason Evicted"),
-                    |_| {},
-                );
+                self.driver_ended("FAILING", driver_error(&driver).as_deref());
                 None
             }
         }
@@ -567,4 +609,152 @@ fn executor_states(executors: &[std::sync::Arc<Value>]) -> Value {
             .map(|e| (meta::name(e).to_string(), json!(executor_state(e))))
             .collect(),
     )
+}
+
+/// The name of the operator's validating webhook for SparkApplications, as its Helm chart
+/// registers it (`webhook.enable` is on by default).
+pub const VALIDATING_WEBHOOK: &str =
+    "validate-sparkoperator-k8s-io-v1beta2-sparkapplication.sparkoperator.k8s.io";
+
+/// The `sparkConf` keys the operator's webhook denies, with its reason for each
+/// (`internal/webhook/sparkconf_validator.go` of kubeflow/spark-operator).
+pub const DENIED_SPARK_CONF: [(&str, &str); 13] = [
+    (
+        "spark.kubernetes.authenticate.driver.serviceAccountName",
+        "configure the service account via the CRD spec instead",
+    ),
+    (
+        "spark.kubernetes.authenticate.executor.serviceAccountName",
+        "configure the service account via the CRD spec instead",
+    ),
+    (
+        "spark.kubernetes.authenticate.oauthTokenFile",
+        "authentication credentials are managed by the operator",
+    ),
+    (
+        "spark.kubernetes.authenticate.oauthToken",
+        "authentication credentials are managed by the operator",
+    ),
+    (
+        "spark.kubernetes.authenticate.driver.oauthTokenFile",
+        "authentication credentials are managed by the operator",
+    ),
+    (
+        "spark.kubernetes.authenticate.driver.oauthToken",
+        "authentication credentials are managed by the operator",
+    ),
+    (
+        "spark.kubernetes.authenticate.executor.oauthTokenFile",
+        "authentication credentials are managed by the operator",
+    ),
+    (
+        "spark.kubernetes.authenticate.executor.oauthToken",
+        "authentication credentials are managed by the operator",
+    ),
+    ("spark.master", "this value is managed by the operator"),
+    (
+        "spark.kubernetes.driver.master",
+        "this value is managed by the operator",
+    ),
+    (
+        "spark.kubernetes.container.image",
+        "use the image field on the CRD instead",
+    ),
+    (
+        "spark.kubernetes.driver.container.image",
+        "use the image field on the CRD instead",
+    ),
+    (
+        "spark.kubernetes.executor.container.image",
+        "use the image field on the CRD instead",
+    ),
+];
+
+/// Runs the operator's validating webhook when the write is a Kubeflow SparkApplication's (not
+/// its status) and the operator is installed.
+pub(crate) fn validating_webhook(
+    state: &crate::state::State,
+    rt: &crate::resources::ResourceType,
+    object: &Value,
+    old: Option<&Value>,
+) -> Result<(), crate::api::status::ApiError> {
+    if rt.group != Kubeflow::GROUP
+        || rt.resource != "sparkapplications"
+        || !state.config.crd_bundles.contains(&CrdBundle::SparkKubeflow)
+    {
+        return Ok(());
+    }
+    admission(object, old)
+}
+
+/// The operator's validating webhook on a SparkApplication create or update (`old`): the name
+/// must be a DNS-1035 label, the spec (when it changed) may not set a node selector both on
+/// the application and on the driver or executor, nor a denied `sparkConf` key, nor a
+/// `spark.kubernetes.namespace` other than the application's. A denial is answered as the API
+/// server answers any webhook's: 403 `admission webhook "<name>" denied the request: <why>`.
+pub(crate) fn admission(
+    object: &Value,
+    old: Option<&Value>,
+) -> Result<(), crate::api::status::ApiError> {
+    let deny = |why: String| {
+        Err(crate::api::status::ApiError::webhook_denied(
+            VALIDATING_WEBHOOK,
+            &why,
+        ))
+    };
+    let name = meta::name(object);
+    if let Some(problem) = dns1035_problem(name) {
+        return deny(format!("invalid SparkApplication name {name:?}: {problem}"));
+    }
+    if old.is_some_and(|old| old.get("spec") == object.get("spec")) {
+        return Ok(());
+    }
+    let spec = object.get("spec");
+    let selector = |path: &str| {
+        spec.and_then(|s| s.pointer(path))
+            .is_some_and(|v| !v.is_null())
+    };
+    if selector("/nodeSelector")
+        && (selector("/driver/nodeSelector") || selector("/executor/nodeSelector"))
+    {
+        return deny(
+            "node selector cannot be defined at both SparkApplication and Driver/Executor".into(),
+        );
+    }
+    let conf = spec
+        .and_then(|s| s.get("sparkConf"))
+        .and_then(Value::as_object);
+    for (key, value) in conf.into_iter().flatten() {
+        if let Some((_, why)) = DENIED_SPARK_CONF.iter().find(|(k, _)| k == key) {
+            return deny(format!("sparkConf key {key:?} is not allowed: {why}"));
+        }
+        let namespace = meta::namespace(object);
+        if key == "spark.kubernetes.namespace" && value.as_str() != Some(namespace) {
+            return deny(format!(
+                "sparkConf key {key:?} is not allowed: must equal the application namespace {namespace:?}, got {:?}",
+                value.as_str().unwrap_or("")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why `name` is not a DNS-1035 label, in Kubernetes' words (`IsDNS1035Label`).
+fn dns1035_problem(name: &str) -> Option<String> {
+    let mut problems = Vec::new();
+    if name.len() > 63 {
+        problems.push("must be no more than 63 characters".to_string());
+    }
+    let bytes = name.as_bytes();
+    let valid = bytes.first().is_some_and(u8::is_ascii_lowercase)
+        && bytes
+            .last()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+    if !valid {
+        problems.push("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string());
+    }
+    (!problems.is_empty()).then(|| problems.join(", "))
 }
