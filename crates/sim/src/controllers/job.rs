@@ -1,8 +1,11 @@
 //! The Job controller (batch/v1, Kubernetes 1.31+ semantics): creates pods from the template
 //! with ownerReferences, labels and the job-tracking finalizer; counts finished pods into
-//! status; backoffLimit with exponential pod backoff; podFailurePolicy (FailJob, Ignore,
-//! Count); activeDeadlineSeconds; suspend; ttlSecondsAfterFinished; conditions
-//! SuccessCriteriaMet/FailureTarget first, Complete/Failed only once every pod is terminal.
+//! status up to `completions` with at most `parallelism` running; backoffLimit with exponential
+//! pod backoff; podFailurePolicy (FailJob, FailIndex, Ignore, Count); Indexed completion mode
+//! (the `indexes` module: one pod per index, per-index backoff, maxFailedIndexes, success policies,
+//! completedIndexes/failedIndexes); activeDeadlineSeconds; suspend; ttlSecondsAfterFinished;
+//! conditions SuccessCriteriaMet/FailureTarget first, Complete/Failed only once every pod is
+//! terminal.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;

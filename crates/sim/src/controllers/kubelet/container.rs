@@ -632,7 +632,10 @@ impl ContainerTask {
             if self.stop.borrow().is_some() {
                 break;
             }
+            // A sidecar is restarted whatever it exited with, until the pod stops it.
+            let sidecar = self.id.init && super::pod::is_sidecar(&self.spec);
             let restart = match (self.id.init, self.restart_policy.as_str()) {
+                _ if sidecar => true,
                 (true, "Never") => false,
                 (true, _) => !succeeded,
                 (false, "Always") => true,
