@@ -360,3 +360,52 @@ async fn a_restart_policy_on_a_regular_container_is_refused() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn sidecars_are_stopped_last_one_first() {
+    let sim = start().await;
+    // The first sidecar, when told to stop, reports whether the second one still runs.
+    create_job(
+        &sim,
+        "ordered",
+        json!([
+            sidecar("first", "busybox:1.36",
+                "trap 'if [ -f second.txt ]; then echo second still running; else echo second gone; fi; exit 0' TERM; \
+                 while true; do sleep 0.02; done"),
+            sidecar("second", "busybox:1.36",
+                "trap 'rm -f second.txt; exit 0' TERM; touch second.txt; while true; do sleep 0.02; done"),
+        ]),
+        "until [ -f second.txt ]; do sleep 0.02; done",
+    )
+    .await;
+    let job = finished_job(&sim, "ordered").await;
+    assert_eq!(
+        condition(&job, "Complete").as_deref(),
+        Some("CompletionsReached")
+    );
+    let pod = pod_when(&sim, "ordered", "the pod", |_| true).await;
+    assert_eq!(phase(&pod), "Succeeded");
+    for index in [0, 1] {
+        let ended = init_status(&pod, index)
+            .and_then(|s| s.state?.terminated)
+            .expect("stopped");
+        assert_eq!(
+            ended.exit_code, 0,
+            "each sidecar handled SIGTERM: {ended:?}"
+        );
+    }
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    let name = pod.metadata.name.clone().expect("a name");
+    let log = pods
+        .logs(
+            &name,
+            &LogParams {
+                container: Some("first".into()),
+                ..LogParams::default()
+            },
+        )
+        .await
+        .expect("a log");
+    // (The shell may first report its `sleep` killed by the same signal.)
+    assert_eq!(log.lines().last(), Some("second gone"), "{log}");
+}

@@ -425,7 +425,57 @@ struct Channels<'a> {
     workdir: &'a Path,
     events: &'a mpsc::Sender<ContainerEvent>,
     stop: &'a watch::Sender<Option<Duration>>,
-    sidecar_stop: &'a watch::Sender<Option<Duration>>,
+    sidecar_stops: &'a SidecarStops,
+}
+
+/// Stops a pod's sidecars after its regular containers: one at a time, the last one first
+/// (each once the one after it has exited), all within one grace period.
+struct SidecarStops {
+    /// One per init container (used for the sidecars only).
+    senders: Vec<watch::Sender<Option<Duration>>>,
+    /// When the grace period of the sidecars ends, once they are being stopped.
+    until: parking_lot::Mutex<Option<tokio::time::Instant>>,
+}
+
+impl SidecarStops {
+    /// Starts stopping the sidecars (of those started, the first `started`), with `grace`.
+    fn begin(&self, grace: Duration, status: &Status, started: usize) {
+        let until = tokio::time::Instant::now() + grace;
+        {
+            let mut current = self.until.lock();
+            if current.is_none_or(|u| until < u) {
+                *current = Some(until);
+            }
+        }
+        self.next(status, started);
+    }
+
+    /// Signals the last sidecar still running, unless it has been signalled already.
+    fn next(&self, status: &Status, started: usize) {
+        let Some(until) = *self.until.lock() else {
+            return;
+        };
+        let last = status
+            .inits
+            .iter()
+            .enumerate()
+            .take(started)
+            .rev()
+            .find(|(_, c)| c.sidecar && !c.done);
+        if let Some((index, _)) = last
+            && self.senders[index].borrow().is_none()
+        {
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            self.senders[index].send_replace(Some(left));
+        }
+    }
+
+    /// Stops every sidecar at once (the pod is gone).
+    fn kill_all(&self) {
+        for sender in &self.senders {
+            sender.send_replace(Some(Duration::ZERO));
+        }
+    }
 }
 
 /// How far a pod's start-up order has come.
@@ -516,7 +566,7 @@ impl PodWorker {
     fn advance(&self, startup: &mut Startup, status: &mut Status, channels: &Channels) -> usize {
         if let Some(spec) = startup.inits.get(startup.next_init) {
             let stop = if is_sidecar(spec) {
-                channels.sidecar_stop
+                &channels.sidecar_stops.senders[startup.next_init]
             } else {
                 channels.stop
             };
@@ -613,14 +663,17 @@ impl PodWorker {
             return;
         }
         let (events_tx, mut events_rx) = mpsc::channel::<ContainerEvent>(64);
-        // Sidecars stop on their own signal: after the regular containers have exited.
+        // Sidecars stop on their own signals: after the regular containers have exited.
         let (stop_tx, _) = watch::channel::<Option<Duration>>(None);
-        let (sidecar_stop_tx, _) = watch::channel::<Option<Duration>>(None);
+        let sidecars = SidecarStops {
+            senders: init_specs.iter().map(|_| watch::channel(None).0).collect(),
+            until: parking_lot::Mutex::new(None),
+        };
         let channels = Channels {
             workdir: &workdir,
             events: &events_tx,
             stop: &stop_tx,
-            sidecar_stop: &sidecar_stop_tx,
+            sidecar_stops: &sidecars,
         };
         let mut startup = Startup {
             inits: &init_specs,
@@ -643,10 +696,12 @@ impl PodWorker {
             .map(|s| tokio::time::Instant::now() + Duration::from_secs(s.max(0) as u64));
         // Stops the regular containers with a grace period, and the sidecars too when no
         // regular container runs (else they stop once the last one has exited).
-        let stop_all = |grace: Duration, mains_active: usize| {
+        let stop_all = |grace: Duration, mains_active: usize, status: &Status, started: usize| {
             stop_tx.send_replace(Some(grace));
-            if mains_active == 0 {
-                sidecar_stop_tx.send_replace(Some(grace));
+            if grace.is_zero() {
+                sidecars.kill_all();
+            } else if mains_active == 0 {
+                sidecars.begin(grace, status, started);
             }
         };
         loop {
@@ -675,15 +730,17 @@ impl PodWorker {
                                 active = active.saturating_sub(1);
                                 let sidecar = id.init
                                     && status.inits.get(id.index).is_some_and(|c| c.sidecar);
-                                if !id.init {
+                                if sidecar {
+                                    sidecars.next(&status, startup.next_init);
+                                } else if !id.init {
                                     mains_active = mains_active.saturating_sub(1);
                                     if mains_active == 0 {
                                         let grace = stop_tx
                                             .borrow()
                                             .unwrap_or_else(|| self.grace_of(&self.pod));
-                                        sidecar_stop_tx.send_replace(Some(grace));
+                                        sidecars.begin(grace, &status, startup.next_init);
                                     }
-                                } else if !sidecar && !stopping {
+                                } else if !stopping {
                                     if succeeded {
                                         active +=
                                             self.advance(&mut startup, &mut status, &channels);
@@ -693,8 +750,11 @@ impl PodWorker {
                                     } else {
                                         // The pod cannot start: its sidecars stop too.
                                         init_failed = true;
-                                        sidecar_stop_tx
-                                            .send_replace(Some(self.grace_of(&self.pod)));
+                                        sidecars.begin(
+                                            self.grace_of(&self.pod),
+                                            &status,
+                                            startup.next_init,
+                                        );
                                     }
                                 }
                             }
@@ -709,7 +769,7 @@ impl PodWorker {
                         // The pod is gone: stop everything at once.
                         removed = true;
                         stopping = true;
-                        stop_all(Duration::ZERO, 0);
+                        stop_all(Duration::ZERO, 0, &status, startup.next_init);
                     }
                 }
                 changed = self.updates.changed() => {
@@ -718,12 +778,12 @@ impl PodWorker {
                         None => {
                             removed = true;
                             stopping = true;
-                            stop_all(Duration::ZERO, 0);
+                            stop_all(Duration::ZERO, 0, &status, startup.next_init);
                         }
                         Some(u) if u.removed => {
                             removed = true;
                             stopping = true;
-                            stop_all(Duration::ZERO, 0);
+                            stop_all(Duration::ZERO, 0, &status, startup.next_init);
                         }
                         Some(u) => {
                             if meta::is_deleting(&u.pod) {
@@ -731,7 +791,7 @@ impl PodWorker {
                                 let shorter = stop_tx.borrow().is_none_or(|g| grace < g);
                                 stopping = true;
                                 if shorter {
-                                    stop_all(grace, mains_active);
+                                    stop_all(grace, mains_active, &status, startup.next_init);
                                 }
                             }
                             self.pod = u.pod;
@@ -742,12 +802,12 @@ impl PodWorker {
                     stopping = true;
                     if d.silent {
                         removed = true;
-                        stop_all(Duration::ZERO, 0);
+                        stop_all(Duration::ZERO, 0, &status, startup.next_init);
                         continue;
                     }
                     let grace = d.grace.min(self.state.config.timings.max_grace_period);
                     status.disruption = Some(d);
-                    stop_all(grace, mains_active);
+                    stop_all(grace, mains_active, &status, startup.next_init);
                     self.write(&mut status);
                 }
                 _ = sleep_until_opt(deadline), if !stopping => {
@@ -759,7 +819,7 @@ impl PodWorker {
                         grace: self.grace_of(&self.pod),
                         silent: false,
                     });
-                    stop_all(self.grace_of(&self.pod), mains_active);
+                    stop_all(self.grace_of(&self.pod), mains_active, &status, startup.next_init);
                     self.write(&mut status);
                 }
             }
