@@ -520,3 +520,88 @@ async fn inconsistent_indexed_fields_are_refused_by_field() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn an_evicted_pod_ignored_by_the_policy_is_replaced_without_counting_against_its_index() {
+    let sim = start().await;
+    let jobs: Api<Job> = Api::namespaced(sim.client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    // The first pod leaves a mark and waits to be evicted; its replacement finds the mark.
+    let mark = std::env::temp_dir().join(format!("kubeferry-evicted-{}", std::process::id()));
+    let _ = std::fs::remove_file(&mark);
+    let script = format!(
+        "if [ -f {m} ]; then exit 0; fi; touch {m}; exec sleep 30",
+        m = mark.display()
+    );
+    let job = job(
+        "evicted",
+        &script,
+        json!({
+            "completionMode": "Indexed", "completions": 1, "parallelism": 1,
+            "backoffLimitPerIndex": 0,
+            "podFailurePolicy": {"rules": [
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+            ]},
+        }),
+    );
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("created");
+    let first = common::eventually("the first pod running", Duration::from_secs(10), || {
+        let pods = pods.clone();
+        let mark = mark.clone();
+        async move {
+            let list = pods_of(&pods, "evicted").await;
+            let pod = list.into_iter().find(|p| phase(p) == "Running")?;
+            mark.exists().then_some(pod)
+        }
+    })
+    .await;
+    let name = first.metadata.name.clone().expect("a name");
+    sim.cluster
+        .evict_pod("default", &name)
+        .expect("the pod is evicted");
+    let finished = common::eventually("the job to finish", Duration::from_secs(10), || {
+        let jobs = jobs.clone();
+        async move {
+            let job = jobs.get("evicted").await.ok()?;
+            (condition(&job, "Complete").is_some() || condition(&job, "Failed").is_some())
+                .then_some(job)
+        }
+    })
+    .await;
+    let _ = std::fs::remove_file(&mark);
+    assert!(
+        condition(&finished, "Complete").is_some(),
+        "the ignored failure did not use up the index's retries: {:?}",
+        finished.status
+    );
+    let spec = finished.spec.clone().expect("spec");
+    let rules = spec.pod_failure_policy.expect("a policy").rules;
+    let patterns = rules[0].on_pod_conditions.clone().expect("patterns");
+    assert_eq!(
+        patterns[0].status, "True",
+        "the pattern's status defaults to True"
+    );
+    let status = finished.status.clone().expect("status");
+    assert_eq!(status.failed, None, "an ignored failure is not counted");
+    assert_eq!(status.failed_indexes.as_deref(), Some(""));
+    assert_eq!(status.completed_indexes.as_deref(), Some("0"));
+    let replacement = pods_of(&pods, "evicted")
+        .await
+        .into_iter()
+        .find(|p| phase(p) == "Succeeded")
+        .expect("the replacement");
+    assert_eq!(
+        annotation(&replacement, "batch.kubernetes.io/job-index-failure-count").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        annotation(
+            &replacement,
+            "batch.kubernetes.io/job-index-ignored-failure-count"
+        )
+        .as_deref(),
+        Some("1")
+    );
+}

@@ -291,7 +291,11 @@ fn failure_policy_action(job: &Value, pod: &Value) -> Option<(Action, String)> {
                 .unwrap_or_default();
             let matched = patterns.iter().find_map(|p| {
                 let kind = p.get("type").and_then(Value::as_str)?;
-                let status = p.get("status").and_then(Value::as_str).unwrap_or("True");
+                let status = p
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or("True");
                 conditions
                     .iter()
                     .any(|c| {

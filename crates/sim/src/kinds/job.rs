@@ -45,6 +45,26 @@ pub(crate) fn default_job(job: &mut Value) {
     };
     map.entry("podReplacementPolicy")
         .or_insert_with(|| json!(replacement));
+    // A pod condition pattern without a status means True (Kubernetes' defaulting).
+    if let Some(Value::Array(rules)) = map
+        .get_mut("podFailurePolicy")
+        .and_then(|p| p.get_mut("rules"))
+    {
+        for pattern in rules
+            .iter_mut()
+            .filter_map(|r| r.get_mut("onPodConditions"))
+            .filter_map(Value::as_array_mut)
+            .flatten()
+        {
+            let empty = pattern
+                .get("status")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty);
+            if empty && pattern.is_object() {
+                pattern["status"] = json!("True");
+            }
+        }
+    }
     let manual = map.get("manualSelector").and_then(Value::as_bool) == Some(true);
     if !manual {
         map.insert(
