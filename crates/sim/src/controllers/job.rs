@@ -1194,6 +1194,70 @@ mod tests {
     }
 
     #[test]
+    fn indexed_pod_names_keep_the_index_within_the_generated_name_limit() {
+        assert_eq!(generate_name_with_index("train", 7), "train-7-");
+        let long = "a".repeat(63);
+        let name = generate_name_with_index(&long, 12345);
+        assert_eq!(name.len(), 58);
+        assert!(name.ends_with("a-12345-"), "{name}");
+    }
+
+    #[test]
+    fn every_container_gets_the_completion_index_unless_it_sets_it() {
+        let mut spec = json!({
+            "initContainers": [{"name": "init"}],
+            "containers": [
+                {"name": "main", "env": [{"name": "A", "value": "1"}]},
+                {"name": "own", "env": [{"name": "JOB_COMPLETION_INDEX", "value": "x"}]},
+            ],
+        });
+        add_completion_index_env(&mut spec);
+        let names = |pointer: &str| -> Vec<String> {
+            spec.pointer(pointer)
+                .and_then(Value::as_array)
+                .map(|env| {
+                    env.iter()
+                        .filter_map(|v| v.get("name").and_then(Value::as_str))
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        assert_eq!(names("/initContainers/0/env"), ["JOB_COMPLETION_INDEX"]);
+        assert_eq!(names("/containers/0/env"), ["A", "JOB_COMPLETION_INDEX"]);
+        assert_eq!(names("/containers/1/env"), ["JOB_COMPLETION_INDEX"]);
+        assert_eq!(spec.pointer("/containers/1/env/0/value"), Some(&json!("x")));
+    }
+
+    #[test]
+    fn a_replacement_counts_the_failures_of_its_index_so_far() {
+        let job = json!({"spec": {"podFailurePolicy": {"rules": [
+            {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [9]}}
+        ]}}});
+        let failed = |index: &str, failures: &str, ignored: Option<&str>, exit: i64| {
+            let mut annotations = json!({
+                indexes::COMPLETION_INDEX: index,
+                indexes::INDEX_FAILURE_COUNT: failures,
+            });
+            if let Some(n) = ignored {
+                annotations[indexes::INDEX_IGNORED_FAILURE_COUNT] = json!(n);
+            }
+            Arc::new(json!({
+                "metadata": {"name": "p", "namespace": "d", "annotations": annotations},
+                "status": {"phase": "Failed", "containerStatuses": [
+                    {"name": "main", "state": {"terminated": {"exitCode": exit}}}
+                ]},
+            }))
+        };
+        assert_eq!(replacement_counts(&job, &[], 0), (0, 0));
+        let pods = vec![failed("0", "0", None, 1), failed("0", "1", None, 1)];
+        assert_eq!(replacement_counts(&job, &pods, 0), (2, 0));
+        assert_eq!(replacement_counts(&job, &pods, 1), (0, 0));
+        let ignored = vec![failed("3", "1", Some("1"), 9)];
+        assert_eq!(replacement_counts(&job, &ignored, 3), (1, 2));
+    }
+
+    #[test]
     fn a_status_write_keeps_the_conditions_others_added_meanwhile() {
         let read = job_with(json!([]));
         let current = job_with(json!([{"type": "FailureTarget", "status": "True"}]));
