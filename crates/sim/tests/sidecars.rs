@@ -7,6 +7,7 @@ mod common;
 
 use std::time::Duration;
 
+use futures::AsyncReadExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
@@ -408,4 +409,43 @@ async fn sidecars_are_stopped_last_one_first() {
         .expect("a log");
     // (The shell may first report its `sleep` killed by the same signal.)
     assert_eq!(log.lines().last(), Some("second gone"), "{log}");
+}
+
+#[tokio::test]
+async fn a_deleted_pod_stops_its_main_container_before_its_sidecar() {
+    let sim = start().await;
+    // The main container, when told to stop, reports whether the sidecar still runs.
+    create_job(
+        &sim,
+        "deleted",
+        json!([sidecar("proxy", "busybox:1.36",
+            "trap 'rm -f proxy.txt; exit 0' TERM; touch proxy.txt; while true; do sleep 0.02; done")]),
+        "trap 'if [ -f proxy.txt ]; then echo proxy still running; else echo proxy gone; fi; exit 0' TERM; \
+         touch main.txt; while true; do sleep 0.02; done",
+    )
+    .await;
+    let running = pod_when(&sim, "deleted", "the main container running", |p| {
+        main_status(p).is_some_and(|s| s.state.and_then(|s| s.running).is_some())
+    })
+    .await;
+    let name = running.metadata.name.clone().expect("a name");
+    let pods: Api<Pod> = Api::namespaced(sim.client.clone(), "default");
+    // Follow the main container's log from before the deletion to the container's end.
+    let params = LogParams {
+        container: Some("main".into()),
+        follow: true,
+        ..LogParams::default()
+    };
+    let stream = pods.log_stream(&name, &params).await.expect("a stream");
+    pods.delete(&name, &DeleteParams::default())
+        .await
+        .expect("deleted");
+    let mut bytes = Vec::new();
+    let mut stream = std::pin::pin!(stream);
+    tokio::time::timeout(WAIT, stream.read_to_end(&mut bytes))
+        .await
+        .expect("the container ends in time")
+        .expect("the log is read");
+    let log = String::from_utf8_lossy(&bytes);
+    assert_eq!(log.lines().last(), Some("proxy still running"), "{log}");
 }
