@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use super::pod::{default_pod_spec, validate_pod_spec};
 use crate::api::status::FieldError;
+use crate::controllers::job::indexes;
 use crate::store::meta;
 
 /// Labels the API server puts on a Job's pod template (and so on its pods).
@@ -26,7 +27,14 @@ pub(crate) fn default_job(job: &mut Value) {
         map.insert("completions".into(), json!(1));
     }
     map.entry("parallelism").or_insert_with(|| json!(1));
-    map.entry("backoffLimit").or_insert_with(|| json!(6));
+    // With a per-index limit the job-wide one is effectively off (Kubernetes' defaulting).
+    let backoff_limit = if map.contains_key("backoffLimitPerIndex") {
+        i64::from(i32::MAX)
+    } else {
+        6
+    };
+    map.entry("backoffLimit")
+        .or_insert_with(|| json!(backoff_limit));
     map.entry("completionMode")
         .or_insert_with(|| json!("NonIndexed"));
     map.entry("suspend").or_insert_with(|| json!(false));
@@ -37,6 +45,26 @@ pub(crate) fn default_job(job: &mut Value) {
     };
     map.entry("podReplacementPolicy")
         .or_insert_with(|| json!(replacement));
+    // A pod condition pattern without a status means True (Kubernetes' defaulting).
+    if let Some(Value::Array(rules)) = map
+        .get_mut("podFailurePolicy")
+        .and_then(|p| p.get_mut("rules"))
+    {
+        for pattern in rules
+            .iter_mut()
+            .filter_map(|r| r.get_mut("onPodConditions"))
+            .filter_map(Value::as_array_mut)
+            .flatten()
+        {
+            let empty = pattern
+                .get("status")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty);
+            if empty && pattern.is_object() {
+                pattern["status"] = json!("True");
+            }
+        }
+    }
     let manual = map.get("manualSelector").and_then(Value::as_bool) == Some(true);
     if !manual {
         map.insert(
@@ -95,8 +123,11 @@ pub(crate) fn validate_job(job: &Value, old: Option<&Value>, errors: &mut Vec<Fi
         }
         None => errors.push(FieldError::required("spec.template.spec.containers", "")),
     }
+    validate_indexed(&spec, errors);
     for field in [
         "backoffLimit",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
         "completions",
         "parallelism",
         "activeDeadlineSeconds",
@@ -126,7 +157,13 @@ pub(crate) fn validate_job(job: &Value, old: Option<&Value>, errors: &mut Vec<Fi
     }
     if let Some(old) = old {
         let old_spec = old.get("spec").cloned().unwrap_or_else(|| json!({}));
-        for field in ["selector", "template", "completionMode", "podFailurePolicy"] {
+        for field in [
+            "selector",
+            "template",
+            "completionMode",
+            "podFailurePolicy",
+            "successPolicy",
+        ] {
             if spec.get(field) != old_spec.get(field) {
                 errors.push(FieldError::invalid(
                     format!("spec.{field}"),
@@ -141,6 +178,158 @@ pub(crate) fn validate_job(job: &Value, old: Option<&Value>, errors: &mut Vec<Fi
                 spec.get("completions").unwrap_or(&Value::Null),
                 "field is immutable",
             ));
+        }
+    }
+}
+
+/// Completion mode, per-index backoff, FailIndex and success policy: what needs what.
+fn validate_indexed(spec: &Value, errors: &mut Vec<FieldError>) {
+    let mode = spec.get("completionMode").and_then(Value::as_str);
+    if let Some(mode) = mode
+        && !["NonIndexed", "Indexed"].contains(&mode)
+    {
+        errors.push(FieldError::not_supported(
+            "spec.completionMode",
+            mode,
+            &["NonIndexed", "Indexed"],
+        ));
+    }
+    let indexed = mode == Some("Indexed");
+    let completions = spec.get("completions").and_then(Value::as_i64);
+    if indexed && completions.is_none() {
+        errors.push(FieldError::required(
+            "spec.completions",
+            "when completion mode is Indexed",
+        ));
+    }
+    let per_index = spec.get("backoffLimitPerIndex");
+    if let Some(v) = per_index
+        && !indexed
+    {
+        errors.push(FieldError::invalid(
+            "spec.backoffLimitPerIndex",
+            v,
+            "requires indexed completion mode",
+        ));
+    }
+    if let Some(v) = spec.get("maxFailedIndexes") {
+        if per_index.is_none() {
+            errors.push(FieldError::invalid(
+                "spec.maxFailedIndexes",
+                v,
+                "requires the backoffLimitPerIndex to be set",
+            ));
+        } else if let (Some(m), Some(c)) = (v.as_i64(), completions)
+            && m > c
+        {
+            errors.push(FieldError::invalid(
+                "spec.maxFailedIndexes",
+                v,
+                "must be less than or equal to completions",
+            ));
+        }
+    }
+    let rules = spec
+        .pointer("/podFailurePolicy/rules")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, rule) in rules.iter().enumerate() {
+        let path = format!("spec.podFailurePolicy.rules[{i}].action");
+        match rule.get("action").and_then(Value::as_str) {
+            Some("FailIndex") if per_index.is_none() => errors.push(FieldError::invalid(
+                path,
+                &json!("FailIndex"),
+                "requires the backoffLimitPerIndex to be set",
+            )),
+            Some("FailJob" | "FailIndex" | "Ignore" | "Count") => {}
+            Some(other) => errors.push(FieldError::not_supported(
+                path,
+                other,
+                &["Count", "FailIndex", "FailJob", "Ignore"],
+            )),
+            None => errors.push(FieldError::required(path, "")),
+        }
+    }
+    let Some(policy) = spec.get("successPolicy").filter(|p| !p.is_null()) else {
+        return;
+    };
+    if !indexed {
+        errors.push(FieldError::invalid(
+            "spec.successPolicy",
+            policy,
+            "requires indexed completion mode",
+        ));
+        return;
+    }
+    let rules = policy
+        .get("rules")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if rules.is_empty() {
+        errors.push(FieldError::required("spec.successPolicy.rules", ""));
+    }
+    for (i, rule) in rules.iter().enumerate() {
+        let path = format!("spec.successPolicy.rules[{i}]");
+        let count = rule.get("succeededCount");
+        let listed = rule.get("succeededIndexes");
+        if count.is_none() && listed.is_none() {
+            errors.push(FieldError::required(
+                path.clone(),
+                "at least one of succeededCount or succeededIndexes must be specified",
+            ));
+        }
+        if let Some(v) = listed {
+            let problem = match v.as_str() {
+                Some(text) => indexes::validate(text, completions).err(),
+                None => Some("must be a string".to_string()),
+            };
+            if let Some(problem) = problem {
+                errors.push(FieldError::invalid(
+                    format!("{path}.succeededIndexes"),
+                    v,
+                    &problem,
+                ));
+            }
+        }
+        if let Some(v) = count {
+            match (v.as_i64(), completions) {
+                (Some(n), _) if n < 0 => errors.push(FieldError::invalid(
+                    format!("{path}.succeededCount"),
+                    v,
+                    "must be greater than or equal to 0",
+                )),
+                (Some(n), Some(c)) if n > c => errors.push(FieldError::invalid(
+                    format!("{path}.succeededCount"),
+                    v,
+                    &format!(
+                        "must be less than or equal to {c} (the number of specified completions)"
+                    ),
+                )),
+                (None, _) => errors.push(FieldError::invalid(
+                    format!("{path}.succeededCount"),
+                    v,
+                    "must be an integer",
+                )),
+                _ => {}
+            }
+            let checked = listed
+                .and_then(Value::as_str)
+                .zip(completions)
+                .filter(|(text, c)| indexes::validate(text, Some(*c)).is_ok());
+            if let (Some(n), Some((text, c))) = (v.as_i64(), checked) {
+                let size = indexes::parse(text, c).len() as i64;
+                if n > size {
+                    errors.push(FieldError::invalid(
+                        format!("{path}.succeededCount"),
+                        v,
+                        &format!(
+                            "must be less than or equal to {size} (the number of indexes in the specified succeededIndexes field)"
+                        ),
+                    ));
+                }
+            }
         }
     }
 }

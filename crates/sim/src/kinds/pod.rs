@@ -148,6 +148,19 @@ pub(crate) fn validate_pod_spec(
                 }),
                 Some(name) => seen.push(name),
             }
+            // A container's own restartPolicy makes an init container a native sidecar.
+            match (field, c.get("restartPolicy").and_then(Value::as_str)) {
+                (_, None) | ("initContainers", Some("Always")) => {}
+                ("initContainers", Some(other)) => errors.push(FieldError::not_supported(
+                    format!("{cpath}.restartPolicy"),
+                    other,
+                    &["Always"],
+                )),
+                (_, Some(_)) => errors.push(FieldError::forbidden(
+                    format!("{cpath}.restartPolicy"),
+                    "may not be set for non-init containers",
+                )),
+            }
             if c.get("image")
                 .and_then(Value::as_str)
                 .unwrap_or("")

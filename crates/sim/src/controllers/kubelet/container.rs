@@ -400,7 +400,14 @@ impl ContainerTask {
             .filter_map(|key| std::env::var(key).ok().map(|v| (key.to_string(), v)))
             .collect();
         let port = self.state.port.get().copied().unwrap_or(0);
-        env.push(("HOSTNAME".into(), meta::name(&self.pod).to_string()));
+        // The pod's hostname: `spec.hostname` when set (Indexed Jobs set it), else its name.
+        let hostname = self
+            .pod
+            .pointer("/spec/hostname")
+            .and_then(Value::as_str)
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| meta::name(&self.pod));
+        env.push(("HOSTNAME".into(), hostname.to_string()));
         env.push(("KUBERNETES_SERVICE_HOST".into(), "127.0.0.1".into()));
         env.push(("KUBERNETES_SERVICE_PORT".into(), port.to_string()));
         env.extend(vars);
@@ -625,7 +632,10 @@ impl ContainerTask {
             if self.stop.borrow().is_some() {
                 break;
             }
+            // A sidecar is restarted whatever it exited with, until the pod stops it.
+            let sidecar = self.id.init && super::pod::is_sidecar(&self.spec);
             let restart = match (self.id.init, self.restart_policy.as_str()) {
+                _ if sidecar => true,
                 (true, "Never") => false,
                 (true, _) => !succeeded,
                 (false, "Always") => true,

@@ -1,6 +1,8 @@
-//! One pod on a node: runs its init containers in order and then its containers together,
-//! keeps its status (phase, conditions, container states) up to date, and stops it on
-//! deletion, on its active deadline, on eviction or when its node is lost.
+//! One pod on a node: runs its init containers in order (a native sidecar, `restartPolicy:
+//! Always`, lets the next one start once it runs, keeps running, is restarted when it exits and
+//! is stopped after the regular containers) and then its containers together, keeps its status
+//! (phase decided by the regular containers, conditions, container states) up to date, and
+//! stops it on deletion, on its active deadline, on eviction or when its node is lost.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -53,11 +55,15 @@ struct ContainerState {
     done: bool,
     succeeded: bool,
     ever_started: bool,
+    /// An init container with `restartPolicy: Always` (a native sidecar).
+    sidecar: bool,
 }
 
 impl ContainerState {
-    fn new(spec: &Value, init: bool) -> Self {
-        let reason = if init {
+    /// A container not started yet: waiting with `PodInitializing` in a pod with init
+    /// containers, else `ContainerCreating` (the kubelet's default waiting states).
+    fn new(spec: &Value, init: bool, pod_has_inits: bool) -> Self {
+        let reason = if pod_has_inits {
             "PodInitializing"
         } else {
             "ContainerCreating"
@@ -83,6 +89,7 @@ impl ContainerState {
             done: false,
             succeeded: false,
             ever_started: false,
+            sidecar: init && is_sidecar(spec),
         }
     }
 
@@ -144,6 +151,9 @@ struct Status {
     start_time: String,
     disruption: Option<Disruption>,
     final_phase: Option<&'static str>,
+    /// The regular containers have been started: every init container completed and every
+    /// sidecar started (the Initialized condition stays true from then on).
+    initialized: bool,
     transitions: HashMap<&'static str, (bool, String)>,
 }
 
@@ -192,7 +202,8 @@ impl Status {
                     }
                     c.ever_started = true;
                     c.state = json!({"running": {"startedAt": meta::format_time(*started_at)}});
-                    c.ready = !init;
+                    // Without a readiness probe a sidecar is ready once it runs.
+                    c.ready = !init || c.sidecar;
                     c.started = true;
                     c.container_id = Some(container_id.clone());
                     c.image_id = image_id.clone();
@@ -253,8 +264,7 @@ impl Status {
         if let Some(p) = self.final_phase {
             return p;
         }
-        let init_done = self.inits.iter().all(|c| c.done && c.succeeded);
-        if init_done && self.mains.iter().any(|c| c.ever_started) {
+        if self.initialized && self.mains.iter().any(|c| c.ever_started) {
             "Running"
         } else {
             "Pending"
@@ -267,16 +277,19 @@ impl Status {
         let init_pending: Vec<String> = self
             .inits
             .iter()
-            .filter(|c| !(c.done && c.succeeded))
+            .filter(|c| !((c.done && c.succeeded) || (c.sidecar && c.started)))
             .map(|c| c.name.clone())
             .collect();
+        let initialized = self.initialized || init_pending.is_empty();
+        // Sidecars count for the pod's readiness, before the regular containers.
         let unready: Vec<String> = self
-            .mains
+            .inits
             .iter()
+            .filter(|c| c.sidecar)
+            .chain(self.mains.iter())
             .filter(|c| !c.ready)
             .map(|c| c.name.clone())
             .collect();
-        let initialized = init_pending.is_empty();
         let ready = unready.is_empty() && !terminal;
         let sandbox = !terminal;
         let t_sandbox = self.transition("PodReadyToStartContainers", sandbox);
@@ -402,6 +415,77 @@ fn merge_status(pod: &mut Value, ours: &Value, disruption_condition: Option<&Val
     pod["status"] = status;
 }
 
+/// Whether an init container is a native sidecar (`restartPolicy: Always`, Kubernetes 1.29+).
+pub(super) fn is_sidecar(spec: &Value) -> bool {
+    spec.get("restartPolicy").and_then(Value::as_str) == Some("Always")
+}
+
+/// Where a pod's containers report and what stops them.
+struct Channels<'a> {
+    workdir: &'a Path,
+    events: &'a mpsc::Sender<ContainerEvent>,
+    stop: &'a watch::Sender<Option<Duration>>,
+    sidecar_stops: &'a SidecarStops,
+}
+
+/// Stops a pod's sidecars after its regular containers: one at a time, the last one first
+/// (each once the one after it has exited), all within one grace period.
+struct SidecarStops {
+    /// One per init container (used for the sidecars only).
+    senders: Vec<watch::Sender<Option<Duration>>>,
+    /// When the grace period of the sidecars ends, once they are being stopped.
+    until: parking_lot::Mutex<Option<tokio::time::Instant>>,
+}
+
+impl SidecarStops {
+    /// Starts stopping the sidecars (of those started, the first `started`), with `grace`.
+    fn begin(&self, grace: Duration, status: &Status, started: usize) {
+        let until = tokio::time::Instant::now() + grace;
+        {
+            let mut current = self.until.lock();
+            if current.is_none_or(|u| until < u) {
+                *current = Some(until);
+            }
+        }
+        self.next(status, started);
+    }
+
+    /// Signals the last sidecar still running, unless it has been signalled already.
+    fn next(&self, status: &Status, started: usize) {
+        let Some(until) = *self.until.lock() else {
+            return;
+        };
+        let last = status
+            .inits
+            .iter()
+            .enumerate()
+            .take(started)
+            .rev()
+            .find(|(_, c)| c.sidecar && !c.done);
+        if let Some((index, _)) = last
+            && self.senders[index].borrow().is_none()
+        {
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            self.senders[index].send_replace(Some(left));
+        }
+    }
+
+    /// Stops every sidecar at once (the pod is gone).
+    fn kill_all(&self) {
+        for sender in &self.senders {
+            sender.send_replace(Some(Duration::ZERO));
+        }
+    }
+}
+
+/// How far a pod's start-up order has come.
+struct Startup<'a> {
+    inits: &'a [Value],
+    mains: &'a [Value],
+    /// The next init container to start.
+    next_init: usize,
+}
+
 impl PodWorker {
     fn key(&self) -> ObjectKey {
         ObjectKey::new(
@@ -475,6 +559,42 @@ impl PodWorker {
         tokio::spawn(task.run());
     }
 
+    /// Starts what comes next in the pod's start-up order: the next init container (the one
+    /// after a sidecar starts once the sidecar runs, the one after a regular init container
+    /// once it has completed), or, when none is left, every regular container. Returns how
+    /// many containers it started.
+    fn advance(&self, startup: &mut Startup, status: &mut Status, channels: &Channels) -> usize {
+        if let Some(spec) = startup.inits.get(startup.next_init) {
+            let stop = if is_sidecar(spec) {
+                &channels.sidecar_stops.senders[startup.next_init]
+            } else {
+                channels.stop
+            };
+            let id = ContainerId {
+                init: true,
+                index: startup.next_init,
+            };
+            self.spawn_container(id, spec.clone(), channels.workdir, channels.events, stop);
+            startup.next_init += 1;
+            return 1;
+        }
+        if status.initialized {
+            return 0;
+        }
+        status.initialized = true;
+        for (index, spec) in startup.mains.iter().enumerate() {
+            let id = ContainerId { init: false, index };
+            self.spawn_container(
+                id,
+                spec.clone(),
+                channels.workdir,
+                channels.events,
+                channels.stop,
+            );
+        }
+        startup.mains.len()
+    }
+
     /// Runs the pod to its end.
     pub async fn run(mut self) {
         let key = self.key();
@@ -513,11 +633,11 @@ impl PodWorker {
         let mut status = Status {
             inits: init_specs
                 .iter()
-                .map(|s| ContainerState::new(s, true))
+                .map(|s| ContainerState::new(s, true, true))
                 .collect(),
             mains: main_specs
                 .iter()
-                .map(|s| ContainerState::new(s, false))
+                .map(|s| ContainerState::new(s, false, !init_specs.is_empty()))
                 .collect(),
             pod_ip: self.state.allocate_pod_ip(),
             host_ip,
@@ -525,6 +645,7 @@ impl PodWorker {
             disruption: None,
             final_phase: None,
             transitions: HashMap::new(),
+            initialized: false,
         };
         let uid = meta::uid(&self.pod).unwrap_or("").to_string();
         let workdir = self.state.pods_dir.join(&uid);
@@ -542,45 +663,47 @@ impl PodWorker {
             return;
         }
         let (events_tx, mut events_rx) = mpsc::channel::<ContainerEvent>(64);
+        // Sidecars stop on their own signals: after the regular containers have exited.
         let (stop_tx, _) = watch::channel::<Option<Duration>>(None);
-        let mut active = 0usize;
-        let mut next_init = 0usize;
+        let sidecars = SidecarStops {
+            senders: init_specs.iter().map(|_| watch::channel(None).0).collect(),
+            until: parking_lot::Mutex::new(None),
+        };
+        let channels = Channels {
+            workdir: &workdir,
+            events: &events_tx,
+            stop: &stop_tx,
+            sidecar_stops: &sidecars,
+        };
+        let mut startup = Startup {
+            inits: &init_specs,
+            mains: &main_specs,
+            next_init: 0,
+        };
+        let mut active = self.advance(&mut startup, &mut status, &channels);
+        let mut mains_active = if status.initialized {
+            main_specs.len()
+        } else {
+            0
+        };
         let mut stopping = false;
         let mut removed = false;
         let mut init_failed = false;
-        if init_specs.is_empty() {
-            for (i, spec) in main_specs.iter().enumerate() {
-                self.spawn_container(
-                    ContainerId {
-                        init: false,
-                        index: i,
-                    },
-                    spec.clone(),
-                    &workdir,
-                    &events_tx,
-                    &stop_tx,
-                );
-                active += 1;
-            }
-        } else {
-            self.spawn_container(
-                ContainerId {
-                    init: true,
-                    index: 0,
-                },
-                init_specs[0].clone(),
-                &workdir,
-                &events_tx,
-                &stop_tx,
-            );
-            next_init = 1;
-            active += 1;
-        }
         let deadline = self
             .pod
             .pointer("/spec/activeDeadlineSeconds")
             .and_then(Value::as_i64)
             .map(|s| tokio::time::Instant::now() + Duration::from_secs(s.max(0) as u64));
+        // Stops the regular containers with a grace period, and the sidecars too when no
+        // regular container runs (else they stop once the last one has exited).
+        let stop_all = |grace: Duration, mains_active: usize, status: &Status, started: usize| {
+            stop_tx.send_replace(Some(grace));
+            if grace.is_zero() {
+                sidecars.kill_all();
+            } else if mains_active == 0 {
+                sidecars.begin(grace, status, started);
+            }
+        };
         loop {
             tokio::select! {
                 Some(event) = events_rx.recv() => {
@@ -589,22 +712,53 @@ impl PodWorker {
                     let mut next = Some(event);
                     while let Some(event) = next.take() {
                         status.apply(&event);
-                        if let ContainerEvent::Done { id, succeeded } = event {
-                            active = active.saturating_sub(1);
-                            if id.init && !stopping {
-                                if !succeeded {
-                                    init_failed = true;
-                                } else if next_init < init_specs.len() {
-                                    self.spawn_container(ContainerId { init: true, index: next_init }, init_specs[next_init].clone(), &workdir, &events_tx, &stop_tx);
-                                    next_init += 1;
-                                    active += 1;
-                                } else {
-                                    for (i, spec) in main_specs.iter().enumerate() {
-                                        self.spawn_container(ContainerId { init: false, index: i }, spec.clone(), &workdir, &events_tx, &stop_tx);
-                                        active += 1;
+                        match event {
+                            ContainerEvent::Running { id, .. }
+                                if id.init
+                                    && status.inits.get(id.index).is_some_and(|c| c.sidecar)
+                                    && id.index + 1 == startup.next_init
+                                    && !status.initialized
+                                    && !stopping =>
+                            {
+                                // A sidecar that runs lets the next container start.
+                                active += self.advance(&mut startup, &mut status, &channels);
+                                if status.initialized {
+                                    mains_active = main_specs.len();
+                                }
+                            }
+                            ContainerEvent::Done { id, succeeded } => {
+                                active = active.saturating_sub(1);
+                                let sidecar = id.init
+                                    && status.inits.get(id.index).is_some_and(|c| c.sidecar);
+                                if sidecar {
+                                    sidecars.next(&status, startup.next_init);
+                                } else if !id.init {
+                                    mains_active = mains_active.saturating_sub(1);
+                                    if mains_active == 0 {
+                                        let grace = stop_tx
+                                            .borrow()
+                                            .unwrap_or_else(|| self.grace_of(&self.pod));
+                                        sidecars.begin(grace, &status, startup.next_init);
+                                    }
+                                } else if !stopping {
+                                    if succeeded {
+                                        active +=
+                                            self.advance(&mut startup, &mut status, &channels);
+                                        if status.initialized {
+                                            mains_active = main_specs.len();
+                                        }
+                                    } else {
+                                        // The pod cannot start: its sidecars stop too.
+                                        init_failed = true;
+                                        sidecars.begin(
+                                            self.grace_of(&self.pod),
+                                            &status,
+                                            startup.next_init,
+                                        );
                                     }
                                 }
                             }
+                            _ => {}
                         }
                         next = events_rx.try_recv().ok();
                     }
@@ -615,7 +769,7 @@ impl PodWorker {
                         // The pod is gone: stop everything at once.
                         removed = true;
                         stopping = true;
-                        stop_tx.send_replace(Some(Duration::ZERO));
+                        stop_all(Duration::ZERO, 0, &status, startup.next_init);
                     }
                 }
                 changed = self.updates.changed() => {
@@ -624,12 +778,12 @@ impl PodWorker {
                         None => {
                             removed = true;
                             stopping = true;
-                            stop_tx.send_replace(Some(Duration::ZERO));
+                            stop_all(Duration::ZERO, 0, &status, startup.next_init);
                         }
                         Some(u) if u.removed => {
                             removed = true;
                             stopping = true;
-                            stop_tx.send_replace(Some(Duration::ZERO));
+                            stop_all(Duration::ZERO, 0, &status, startup.next_init);
                         }
                         Some(u) => {
                             if meta::is_deleting(&u.pod) {
@@ -637,7 +791,7 @@ impl PodWorker {
                                 let shorter = stop_tx.borrow().is_none_or(|g| grace < g);
                                 stopping = true;
                                 if shorter {
-                                    stop_tx.send_replace(Some(grace));
+                                    stop_all(grace, mains_active, &status, startup.next_init);
                                 }
                             }
                             self.pod = u.pod;
@@ -648,12 +802,12 @@ impl PodWorker {
                     stopping = true;
                     if d.silent {
                         removed = true;
-                        stop_tx.send_replace(Some(Duration::ZERO));
+                        stop_all(Duration::ZERO, 0, &status, startup.next_init);
                         continue;
                     }
                     let grace = d.grace.min(self.state.config.timings.max_grace_period);
                     status.disruption = Some(d);
-                    stop_tx.send_replace(Some(grace));
+                    stop_all(grace, mains_active, &status, startup.next_init);
                     self.write(&mut status);
                 }
                 _ = sleep_until_opt(deadline), if !stopping => {
@@ -665,11 +819,12 @@ impl PodWorker {
                         grace: self.grace_of(&self.pod),
                         silent: false,
                     });
-                    stop_tx.send_replace(Some(self.grace_of(&self.pod)));
+                    stop_all(self.grace_of(&self.pod), mains_active, &status, startup.next_init);
                     self.write(&mut status);
                 }
             }
         }
+        // The regular containers alone decide the phase: a sidecar's exit never does.
         let all_zero = status.mains.iter().all(|c| c.terminated_exit() == Some(0));
         status.final_phase = Some(if status.disruption.is_some() || init_failed || !all_zero {
             "Failed"
