@@ -1,6 +1,7 @@
-//! The official Kubernetes Python client (PyPI `kubernetes`, installed by `.ci/run`) drives the
-//! cluster with its typed models, which send no `kind` or `apiVersion`: namespaces, Jobs and
-//! pods created, read, listed, patched, watched and deleted as on a real cluster.
+//! The official Kubernetes Python client (PyPI `kubernetes`) drives the cluster with its typed
+//! models, which send no `kind` or `apiVersion`: namespaces, Jobs and pods created, read,
+//! listed, patched, watched and deleted as on a real cluster. Where `python3` lacks the pinned
+//! client, the test installs it once into a virtual environment under the target directory.
 
 mod common;
 
@@ -9,6 +10,66 @@ use std::time::Duration;
 use serde_json::json;
 
 use common::start;
+
+/// The client's version: the one for the Kubernetes version the cluster serves (1.33).
+const CLIENT_VERSION: &str = "33.1.0";
+
+/// A Python interpreter that imports the pinned client: `python3` itself when it has it, else
+/// a virtual environment made (once) under the target directory with the client installed.
+async fn python_with_client() -> std::path::PathBuf {
+    let has_client = |python: &std::path::Path| {
+        std::process::Command::new(python)
+            .args([
+                "-c",
+                &format!(
+                    "import kubernetes, sys; sys.exit(kubernetes.__version__ != '{CLIENT_VERSION}')"
+                ),
+            ])
+            .output()
+            .is_ok_and(|output| output.status.success())
+    };
+    let system = std::path::PathBuf::from("python3");
+    if has_client(&system) {
+        return system;
+    }
+    let venv = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("python-kubernetes-{CLIENT_VERSION}"));
+    let python = venv.join("bin").join("python");
+    if has_client(&python) {
+        return python;
+    }
+    let run = |program: &std::path::Path, args: &[&str]| {
+        let output = std::process::Command::new(program)
+            .args(args)
+            .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run {}: {error}", program.display()));
+        assert!(
+            output.status.success(),
+            "{} {args:?} failed:\n{}{}",
+            program.display(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let venv_text = venv.to_str().expect("a UTF-8 target directory").to_string();
+    tokio::task::spawn_blocking(move || {
+        run(&system, &["-m", "venv", &venv_text]);
+        run(
+            &python,
+            &[
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                &format!("kubernetes=={CLIENT_VERSION}"),
+            ],
+        );
+        python
+    })
+    .await
+    .expect("the client is installed")
+}
 
 #[tokio::test]
 async fn the_official_python_client_runs_namespaces_jobs_and_pods() {
@@ -23,9 +84,10 @@ async fn the_official_python_client_runs_namespaces_jobs_and_pods() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/python/official_client.py"
     );
+    let python = python_with_client().await;
     let output = tokio::time::timeout(
         Duration::from_secs(180),
-        tokio::process::Command::new("python3")
+        tokio::process::Command::new(&python)
             .arg(script)
             .arg(&kubeconfig)
             .kill_on_drop(true)
@@ -33,7 +95,7 @@ async fn the_official_python_client_runs_namespaces_jobs_and_pods() {
     )
     .await
     .expect("the Python client finished in time")
-    .expect("python3 runs");
+    .expect("the Python interpreter runs");
     let _ = std::fs::remove_dir_all(&dir);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
