@@ -241,13 +241,18 @@ async fn ctrl_c_during_run_cancels_the_job_when_asked_to() {
     assert_eq!(cluster.sim.count("batch", "jobs"), 0, "the Job is deleted");
 }
 
-#[tokio::test]
-async fn kubectl_sees_what_kubeferry_submitted_to_sim_serve() {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("sim.kubeconfig");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_kubeferry"))
+/// Starts `command` as `kubeferry sim serve --kubeconfig <kubeconfig>` and waits until it has
+/// written its kubeconfig; returns the process and the rest of its stderr.
+async fn sim_serve(
+    kubeconfig: &Path,
+    command: &mut Command,
+) -> (
+    tokio::process::Child,
+    tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+) {
+    let mut server = command
         .args(["sim", "serve", "--kubeconfig"])
-        .arg(&kubeconfig)
+        .arg(kubeconfig)
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -263,6 +268,18 @@ async fn kubectl_sees_what_kubeferry_submitted_to_sim_serve() {
             break;
         }
     }
+    (server, stderr)
+}
+
+#[tokio::test]
+async fn kubectl_sees_what_kubeferry_submitted_to_sim_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("sim.kubeconfig");
+    let (mut server, _stderr) = sim_serve(
+        &kubeconfig,
+        &mut Command::new(env!("CARGO_BIN_EXE_kubeferry")),
+    )
+    .await;
     let output = run(kubeferry(&kubeconfig).args(["submit", "-f", &example("hello.yaml")])).await;
     assert!(output.status.success(), "{}", text(&output.stderr));
     let id = text(&output.stdout).trim().to_string();
@@ -1044,25 +1061,11 @@ async fn sim_serve_stops_its_containers_and_removes_its_files_on_sigterm() {
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let kubeconfig = dir.path().join("sim.kubeconfig");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_kubeferry"))
-        .args(["sim", "serve", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .env("TMPDIR", &tmp)
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(server.stderr.take().unwrap()).lines();
-    loop {
-        let line = tokio::time::timeout(Duration::from_secs(30), stderr.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .expect("sim serve printed where its kubeconfig went");
-        if line.contains("kubeconfig written") {
-            break;
-        }
-    }
+    let (mut server, mut stderr) = sim_serve(
+        &kubeconfig,
+        Command::new(env!("CARGO_BIN_EXE_kubeferry")).env("TMPDIR", &tmp),
+    )
+    .await;
     let pid_file = dir.path().join("pid");
     let job = dir.path().join("sleeper.yaml");
     // (`$$` would be Kubernetes' escape for `$`.)

@@ -462,10 +462,8 @@ fn all_failing(env: &Env) -> bool {
     .all(|health| health.failing.is_some())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_watch_is_current_again_once_an_outage_ends_though_nothing_changes() {
-    // One finished job and nothing else: no watch has an event to deliver after the outage,
-    // the events watch never has one. Each is current again from its first list.
+/// A namespace with one finished job, its watches quickly restarted and current.
+async fn quiet_namespace() -> Env {
     let env = Env::start_with(SimConfig::for_tests(), quickly_restarted()).await;
     let id = env.submit(&shell("quiet", "exit 0", "")).await;
     env.wait(&id).await;
@@ -473,6 +471,14 @@ async fn every_watch_is_current_again_once_an_outage_ends_though_nothing_changes
         all_current(&env).then_some(())
     })
     .await;
+    env
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_watch_is_current_again_once_an_outage_ends_though_nothing_changes() {
+    // One finished job and nothing else: no watch has an event to deliver after the outage,
+    // the events watch never has one. Each is current again from its first list.
+    let env = quiet_namespace().await;
     env.sim.unreachable_for(Duration::from_secs(600));
     eventually("every watch to notice the outage", || async {
         all_failing(&env).then_some(())
@@ -489,13 +495,7 @@ async fn every_watch_is_current_again_once_an_outage_ends_though_nothing_changes
 async fn every_watch_is_current_again_once_the_server_stops_refusing_to_start_it() {
     // The watches are cut and their restarts answered 429 a few times: each is current again
     // from its first list after the refusals stop.
-    let env = Env::start_with(SimConfig::for_tests(), quickly_restarted()).await;
-    let id = env.submit(&shell("quiet", "exit 0", "")).await;
-    env.wait(&id).await;
-    eventually("every watch to be current", || async {
-        all_current(&env).then_some(())
-    })
-    .await;
+    let env = quiet_namespace().await;
     let refusing = env.sim.add_fault(
         FaultRule::new(FaultAction::Error {
             code: 429,
