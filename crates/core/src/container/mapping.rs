@@ -8,8 +8,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::view::{
-    ContainerStateView, ContainerView, JobConditionType, JobConditionView, JobView, PodPhase,
-    PodView, TerminatedView,
+    ContainerStateView, ContainerView, JobConditionType, JobConditionView, JobView,
+    PodConditionView, PodPhase, PodView, TerminatedView,
 };
 use crate::status::{ExecutionInfo, JobState, Reason};
 
@@ -561,8 +561,8 @@ impl<'a> Mapper<'a> {
             // the disruption only found a pod whose work had already ended. The message is
             // the container's alone, so that a replica that looked before the disruption and
             // one that looked after report the same outcome.
-            if let Some(t) =
-                terminated.filter(|t| t.exit_code != 0 && ended_before_disruption(pod, t))
+            if let Some(t) = terminated
+                .filter(|t| t.exit_code != 0 && ended_before_disruption(pod.disruption.as_ref(), t))
             {
                 return Some(Cause {
                     reason: Reason::Error,
@@ -1054,9 +1054,8 @@ fn disruption(pod: &PodView, as_of: Option<Timestamp>) -> Option<Cause> {
 /// condition (`TerminationByKubelet`: node pressure, node shutdown) tells nothing of the start:
 /// the kubelet sends it only once the containers are stopped, with that time (kubelet status
 /// manager, `mergePodStatus`); and a deletion of a pod the kubelet disrupted came after it.
-fn disruption_began(pod: &PodView) -> Option<Timestamp> {
-    pod.disruption
-        .as_ref()
+fn disruption_began(disruption: Option<&PodConditionView>) -> Option<Timestamp> {
+    disruption
         .filter(|c| c.status.is_true() && c.reason.as_deref() != Some("TerminationByKubelet"))
         .and_then(|c| c.last_transition_time)
 }
@@ -1070,8 +1069,8 @@ fn looks_stopped(t: &TerminatedView) -> bool {
         || t.reason.as_deref() == Some("ContainerStatusUnknown")
 }
 
-/// Whether the main container ended on its own before its pod's disruption, rather than being
-/// stopped by it.
+/// Whether a container ended on its own before its pod's disruption (the pod's
+/// DisruptionTarget condition, if it has one), rather than being stopped by it.
 ///
 /// Timestamps have whole seconds (the kubelet's `finishedAt` and the control plane's condition
 /// alike), and a drain that follows a container's own exit by half a second shows both in the
@@ -1081,20 +1080,21 @@ fn looks_stopped(t: &TerminatedView) -> bool {
 /// while a container that catches SIGTERM and exits with another code within the same second
 /// is rare. With no time for the start of the disruption (the kubelet's own), only the exit
 /// tells. A container with no end time cannot be placed and is left to the disruption.
-fn ended_before_disruption(pod: &PodView, t: &TerminatedView) -> bool {
+pub(crate) fn ended_before_disruption(
+    disruption: Option<&PodConditionView>,
+    t: &TerminatedView,
+) -> bool {
     let Some(finished) = t.finished_at else {
         return false;
     };
-    match disruption_began(pod) {
+    match disruption_began(disruption) {
         Some(began) if finished < began => true,
         Some(began) if finished > began => false,
         Some(_) => !looks_stopped(t),
         // The kubelet's condition is at or after the stop; one before the container's end
         // (written early by an older kubelet) still shows the container ended after it.
         None => {
-            let kubelet_noted = pod
-                .disruption
-                .as_ref()
+            let kubelet_noted = disruption
                 .filter(|c| c.status.is_true())
                 .and_then(|c| c.last_transition_time);
             kubelet_noted.is_none_or(|noted| finished <= noted) && !looks_stopped(t)
