@@ -931,6 +931,8 @@ fn kubeflow_unknown_and_unknown_state_names() {
 /// reason at `T0 + noted` (the kubelet's own eviction writes reason `Evicted` instead).
 struct DriverEnd {
     exit_code: i64,
+    /// Whether the kernel's OOM killer ended it (reason `OOMKilled`).
+    oom: bool,
     finished: i64,
     disruption: Option<(&'static str, i64)>,
 }
@@ -946,7 +948,11 @@ fn end_driver_status(status: &mut serde_json::Value, end: &DriverEnd) {
     {
         container["state"] = serde_json::json!({"terminated": {
             "exitCode": end.exit_code,
-            "reason": if end.exit_code == 0 { "Completed" } else { "Error" },
+            "reason": match end.exit_code {
+                0 => "Completed",
+                _ if end.oom => "OOMKilled",
+                _ => "Error",
+            },
             "startedAt": time(5),
             "finishedAt": time(end.finished),
         }});
@@ -969,6 +975,28 @@ fn end_driver_status(status: &mut serde_json::Value, end: &DriverEnd) {
                 "type": "DisruptionTarget", "status": "True", "reason": reason,
                 "message": message, "lastProbeTime": null, "lastTransitionTime": time(noted),
             }));
+    }
+}
+
+/// A driver OOM-killed before its pod was evicted is OOM-killed, as a container job's main
+/// container is, whatever the operator calls it.
+#[test]
+fn a_driver_oom_killed_before_its_eviction_is_oom_killed() {
+    let end = DriverEnd {
+        oom: true,
+        exit_code: 137,
+        finished: 32,
+        disruption: Some(("EvictionByEvictionAPI", 33)),
+    };
+    for operator in [APACHE, KUBEFLOW] {
+        let (app, drivers) = evicted_driver_ending(operator, &end);
+        let mapped = map_views(&app, &drivers, Seen::Present, at(3600), None).expect("mapped");
+        assert_eq!(
+            (mapped.info.state, mapped.info.reason, mapped.info.exit_code),
+            (JobState::Failed, Reason::OomKilled, Some(137)),
+            "{operator}: {:?}",
+            mapped.info
+        );
     }
 }
 
@@ -1040,6 +1068,7 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
         // The kubelet's eviction under node pressure (pod reason Evicted): the exit tells.
         (
             DriverEnd {
+                oom: false,
                 exit_code: 4,
                 finished: 33,
                 disruption: None,
@@ -1048,6 +1077,7 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
         ),
         (
             DriverEnd {
+                oom: false,
                 exit_code: 143,
                 finished: 33,
                 disruption: None,
@@ -1056,6 +1086,7 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
         ),
         (
             DriverEnd {
+                oom: false,
                 exit_code: 137,
                 finished: 33,
                 disruption: None,
@@ -1065,6 +1096,7 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
         // A drain, a preemption, the taint manager: when they began tells, a tie the exit.
         (
             DriverEnd {
+                oom: false,
                 exit_code: 4,
                 finished: 32,
                 disruption: drain(33),
@@ -1073,6 +1105,7 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
         ),
         (
             DriverEnd {
+                oom: false,
                 exit_code: 4,
                 finished: 33,
                 disruption: drain(33),
@@ -1081,6 +1114,7 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
         ),
         (
             DriverEnd {
+                oom: false,
                 exit_code: 143,
                 finished: 33,
                 disruption: drain(33),
@@ -1089,6 +1123,7 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
         ),
         (
             DriverEnd {
+                oom: false,
                 exit_code: 4,
                 finished: 33,
                 disruption: drain(32),
@@ -1097,6 +1132,7 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
         ),
         (
             DriverEnd {
+                oom: false,
                 exit_code: 4,
                 finished: 32,
                 disruption: preemption(33),
@@ -1105,6 +1141,7 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
         ),
         (
             DriverEnd {
+                oom: false,
                 exit_code: 143,
                 finished: 33,
                 disruption: preemption(32),
@@ -1113,6 +1150,7 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
         ),
         (
             DriverEnd {
+                oom: false,
                 exit_code: 4,
                 finished: 32,
                 disruption: taint(33),
