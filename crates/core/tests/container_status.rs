@@ -5,7 +5,9 @@ mod support;
 
 use std::time::Duration;
 
-use kubeferry_core::container::{ContainerStateView, MappingConfig, PodView, TerminatedView};
+use kubeferry_core::container::{
+    ContainerStateView, ContainerView, MappingConfig, PodView, TerminatedView,
+};
 use kubeferry_core::{ExecutionInfo, JobState, Reason};
 use support::{Seen, assert_recorded, assert_reports, at, expect, map, map_views, map_with, views};
 
@@ -1151,5 +1153,55 @@ fn an_oom_kill_before_a_disruption_stays_oom_killed() {
             .exit_code(137)
             .started(5)
             .finished(269),
+    );
+}
+
+/// An init container that failed on its own before the pod was drained (the main container
+/// never started) decides the outcome too; one stopped by the drain leaves it Evicted.
+#[test]
+fn an_init_container_that_failed_before_the_disruption_decides_the_outcome() {
+    let map_init_ended = |exit_code: i32, finished: i64| {
+        let (job, mut pods) = views("evicted_by_eviction_api");
+        let pod = pods.last_mut().expect("a pod");
+        if let Some(main) = pod.main.as_mut() {
+            main.state = ContainerStateView::Waiting {
+                reason: Some("PodInitializing".into()),
+                message: None,
+            };
+        }
+        pod.blocking_init = Some(Box::new(ContainerView {
+            name: "fetch-inputs".into(),
+            state: ContainerStateView::Terminated(TerminatedView {
+                exit_code,
+                signal: None,
+                reason: Some("Error".into()),
+                message: None,
+                started_at: Some(at(3)),
+                finished_at: Some(at(finished)),
+            }),
+            last_terminated: None,
+            restart_count: 0,
+        }));
+        map_views(
+            &job,
+            &pods,
+            Seen::Present,
+            at(280),
+            &MappingConfig::default(),
+            None,
+        )
+    };
+    assert_reports(
+        map_init_ended(2, 270),
+        expect(JobState::Failed, Reason::Error)
+            .message("init container fetch-inputs: exit code 2")
+            .exit_code(2)
+            .finished(273),
+    );
+    assert_reports(
+        map_init_ended(143, 270),
+        expect(JobState::Failed, Reason::Evicted)
+            .message("Eviction API: evicting")
+            .finished(273),
     );
 }

@@ -570,6 +570,18 @@ impl<'a> Mapper<'a> {
                     exit_code: Some(t.exit_code),
                 });
             }
+            // So does an init container that failed before it (the main one never started).
+            if let Some(init) = &pod.blocking_init
+                && let ContainerStateView::Terminated(t) = &init.state
+                && t.exit_code != 0
+                && ended_before_disruption(pod.disruption.as_ref(), t)
+            {
+                return Some(Cause {
+                    reason: Reason::Error,
+                    message: format!("init container {}: {}", init.name, exit_summary(t)),
+                    exit_code: Some(t.exit_code),
+                });
+            }
             return Some(cause);
         }
         if pod.reason.as_deref() == Some("DeadlineExceeded") {
