@@ -619,3 +619,94 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A disruption after a container's own failure changes nothing.
+
+/// The control plane's disruptions, which it notes on the pod before deleting it.
+const CONTROL_PLANE_DISRUPTIONS: &[(&str, Reason)] = &[
+    ("EvictionByEvictionAPI", Reason::Evicted),
+    ("PreemptionByScheduler", Reason::Preempted),
+    ("DeletionByTaintManager", Reason::Disrupted),
+    ("DeletionByPodGC", Reason::NodeLost),
+];
+
+/// `failed_with_exit_code` (verdict at T0 + 66 s) with its main container ended with
+/// `exit_code` at `T0 + finished`, and, when given, disrupted by `reason` at `T0 + noted` (the
+/// DisruptionTarget condition, then a deletion with `grace`).
+fn failed_then_disrupted(
+    exit_code: i32,
+    finished: i64,
+    disruption: Option<(&str, i64, i64)>,
+) -> Option<ExecutionInfo> {
+    let (job, mut pods) = views("failed_with_exit_code");
+    for pod in &mut pods {
+        if let Some(main) = pod.main.as_mut() {
+            main.state = ContainerStateView::Terminated(TerminatedView {
+                exit_code,
+                signal: None,
+                reason: Some("Error".to_string()),
+                message: None,
+                started_at: Some(at(5)),
+                finished_at: Some(at(finished)),
+            });
+        }
+        if let Some((reason, noted, grace)) = disruption {
+            pod.disruption = Some(PodConditionView {
+                status: ConditionStatus::True,
+                reason: Some(reason.to_string()),
+                message: Some(format!("{reason}: disrupting")),
+                last_transition_time: Some(at(noted)),
+            });
+            pod.deletion_timestamp = Some(at(noted + grace));
+            pod.deletion_grace_period_seconds = Some(grace);
+        }
+    }
+    map_views(
+        &job,
+        &pods,
+        Seen::Present,
+        at(SETTLED),
+        &MappingConfig::default(),
+        None,
+    )
+    .map(|mapped| mapped.info)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// I1/I7: a container that failed on its own (any exit but a signal's 137/143) and whose pod
+    /// a drain, a preemption, the taint manager or the pod GC disrupts in the same second or
+    /// later reads the same as without the disruption: a replica that looked before it and one
+    /// that looks after agree.
+    #[test]
+    fn a_disruption_after_an_own_failure_changes_nothing(
+        exit_code in (1i32..=255).prop_filter("not a signal's", |c| *c != 137 && *c != 143),
+        finished in 55i64..=66,
+        after in 0i64..5,
+        grace in 0i64..60,
+        kind in select(CONTROL_PLANE_DISRUPTIONS),
+    ) {
+        let undisturbed = failed_then_disrupted(exit_code, finished, None);
+        let disturbed =
+            failed_then_disrupted(exit_code, finished, Some((kind.0, finished + after, grace)));
+        prop_assert!(undisturbed.as_ref().is_some_and(|i| i.reason == Reason::Error));
+        prop_assert_eq!(disturbed, undisturbed);
+    }
+
+    /// A container stopped by a disruption (143, 137) in or after the disruption's second, before
+    /// the verdict, reports the disruption.
+    #[test]
+    fn a_container_stopped_by_a_disruption_reports_the_disruption(
+        exit_code in select(&[137i32, 143][..]),
+        noted in 55i64..=66,
+        after in 0i64..5,
+        grace in 0i64..60,
+        kind in select(CONTROL_PLANE_DISRUPTIONS),
+    ) {
+        let finished = (noted + after).min(66);
+        let info = failed_then_disrupted(exit_code, finished, Some((kind.0, noted, grace)));
+        prop_assert_eq!(info.map(|i| (i.state, i.reason)), Some((JobState::Failed, kind.1)));
+    }
+}

@@ -5,7 +5,9 @@ mod support;
 
 use std::time::Duration;
 
-use kubeferry_core::container::{MappingConfig, PodView};
+use kubeferry_core::container::{
+    ContainerStateView, ContainerView, MappingConfig, PodView, TerminatedView,
+};
 use kubeferry_core::{ExecutionInfo, JobState, Reason};
 use support::{Seen, assert_recorded, assert_reports, at, expect, map, map_views, map_with, views};
 
@@ -883,4 +885,323 @@ fn a_recorded_and_suspended_job_expires_with_its_ttl() {
     let mut unrecorded = view;
     unrecorded.recorded_outcome = None;
     assert!(!unrecorded.record_expired(at(100_000)));
+}
+
+/// A disruption fixture and what it shows: when the disruption began (the control plane's
+/// DisruptionTarget condition) or when the kubelet noted its own, and what it reports.
+struct DisruptionCase {
+    fixture: &'static str,
+    /// Seconds after T0 of the pod's DisruptionTarget condition.
+    noted: i64,
+    /// Whether the kubelet wrote the condition (it does so once the containers are stopped).
+    by_kubelet: bool,
+    reason: Reason,
+    message: &'static str,
+}
+
+const NODE_PRESSURE: &str = "The node was low on resource: memory. Threshold quantity: 100Mi, \
+    available: 87436Ki. Container main was using 1873412Ki, request is 2Gi, has larger \
+    consumption of memory.";
+
+fn disruption_cases() -> [DisruptionCase; 6] {
+    [
+        DisruptionCase {
+            fixture: "evicted_by_eviction_api",
+            noted: 270,
+            by_kubelet: false,
+            reason: Reason::Evicted,
+            message: "Eviction API: evicting",
+        },
+        DisruptionCase {
+            fixture: "preempted",
+            noted: 270,
+            by_kubelet: false,
+            reason: Reason::Preempted,
+            message: "default-scheduler: preempting to accommodate a higher priority pod",
+        },
+        DisruptionCase {
+            fixture: "taint_manager_eviction",
+            noted: 270,
+            by_kubelet: false,
+            reason: Reason::Disrupted,
+            message: "Taint manager: deleting due to NoExecute taint",
+        },
+        DisruptionCase {
+            fixture: "node_lost_pod_gc",
+            noted: 1500,
+            by_kubelet: false,
+            reason: Reason::NodeLost,
+            message: "PodGC: node no longer exists",
+        },
+        DisruptionCase {
+            fixture: "evicted_node_pressure",
+            noted: 270,
+            by_kubelet: true,
+            reason: Reason::Evicted,
+            message: NODE_PRESSURE,
+        },
+        DisruptionCase {
+            fixture: "node_shutdown",
+            noted: 415,
+            by_kubelet: true,
+            reason: Reason::NodeLost,
+            message: "Pod was terminated in response to imminent node shutdown.",
+        },
+    ]
+}
+
+/// The fixture's pod with its main container terminated with `exit_code` at `T0 + finished`.
+fn with_main_ended(
+    case: &str,
+    exit_code: i32,
+    finished: i64,
+) -> (kubeferry_core::container::JobView, Vec<PodView>) {
+    let (job, mut pods) = views(case);
+    let pod = pods.last_mut().expect("a pod");
+    let main = pod.main.as_mut().expect("a main container");
+    main.state = ContainerStateView::Terminated(TerminatedView {
+        exit_code,
+        signal: None,
+        reason: Some(if exit_code == 0 { "Completed" } else { "Error" }.to_string()),
+        message: None,
+        started_at: Some(at(5)),
+        finished_at: Some(at(finished)),
+    });
+    (job, pods)
+}
+
+fn verdict_time(job: &kubeferry_core::container::JobView) -> i64 {
+    let verdict = job
+        .conditions
+        .iter()
+        .filter_map(|c| c.last_transition_time)
+        .min()
+        .expect("a verdict");
+    verdict.duration_since(at(0)).as_secs()
+}
+
+/// I1: a container that failed on its own before its pod's disruption decides the outcome (its
+/// reason and exit code); one that ended with or after the disruption, stopped by it, leaves
+/// the outcome to the disruption. Each disruption kind, each side, and the tie of one second.
+#[test]
+fn a_container_that_failed_before_the_disruption_decides_the_outcome() {
+    for case in disruption_cases() {
+        let (job, _) = views(case.fixture);
+        let now = at(verdict_time(&job) + 5);
+        let map_ended = |exit_code: i32, finished: i64| {
+            let (job, pods) = with_main_ended(case.fixture, exit_code, finished);
+            map_views(
+                &job,
+                &pods,
+                Seen::Present,
+                now,
+                &MappingConfig::default(),
+                None,
+            )
+        };
+        let own = |finished: i64| {
+            expect(JobState::Failed, Reason::Error)
+                .message("exit code 4")
+                .exit_code(4)
+                .started(5)
+                .finished(finished)
+        };
+        let disrupted = |exit_code: i32, finished: i64| {
+            expect(JobState::Failed, case.reason)
+                .message(case.message)
+                .exit_code(exit_code)
+                .started(5)
+                .finished(finished)
+        };
+        let name = case.fixture;
+        // Ended a second before the disruption began (or the kubelet noted it): its own failure.
+        let before = case.noted - 1;
+        let mapped = map_ended(4, before).expect(name);
+        assert_eq!(mapped.info, own(before).info(), "{name}: ended before");
+        // Ended in the disruption's own second: whole seconds cannot order them, the exit can.
+        let mapped = map_ended(4, case.noted).expect(name);
+        assert_eq!(
+            mapped.info,
+            own(case.noted).info(),
+            "{name}: ended in the same second"
+        );
+        for stopped in [143, 137] {
+            let mapped = map_ended(stopped, case.noted).expect(name);
+            assert_eq!(
+                mapped.info,
+                disrupted(stopped, case.noted).info(),
+                "{name}: stopped by SIGTERM/SIGKILL in the same second"
+            );
+        }
+        // Ended after the disruption began: stopped by it, whatever its exit code says.
+        let after = case.noted + 1;
+        let mapped = map_ended(4, after).expect(name);
+        assert_eq!(
+            mapped.info,
+            disrupted(4, after).info(),
+            "{name}: ended after"
+        );
+    }
+}
+
+/// I1: the issue's own case. A container exits 4 on its own, its pod is drained half a second
+/// later (in the same second): a replica that looks before the drain and one that looks after
+/// report the same FAILED Error with exit code 4, for each disruption that removes the pod.
+#[test]
+fn an_own_failure_reads_the_same_before_and_after_a_disruption() {
+    for case in disruption_cases().into_iter().filter(|c| !c.by_kubelet) {
+        let (job, pods) = with_main_ended(case.fixture, 4, case.noted);
+        let now = at(verdict_time(&job) + 5);
+        let mut undisturbed = pods.clone();
+        for pod in &mut undisturbed {
+            pod.disruption = None;
+            pod.deletion_timestamp = None;
+            pod.deletion_grace_period_seconds = None;
+            pod.reason = None;
+            pod.message = None;
+        }
+        let config = MappingConfig::default();
+        let before = map_views(&job, &undisturbed, Seen::Present, now, &config, None);
+        let after = map_views(&job, &pods, Seen::Present, now, &config, None);
+        let expected = || {
+            expect(JobState::Failed, Reason::Error)
+                .message("exit code 4")
+                .exit_code(4)
+                .started(5)
+                .finished(case.noted)
+        };
+        assert_reports(before, expected());
+        assert_reports(after, expected());
+    }
+}
+
+/// The kubelet writes its DisruptionTarget condition (TerminationByKubelet) only once the pod's
+/// containers are stopped, so the condition comes after the containers' ends: the exit tells a
+/// container the kubelet stopped (SIGKILL, 137) from one that had failed on its own (exit 4,
+/// a pod the kubelet evicted for a sidecar still running).
+#[test]
+fn a_kubelet_disruption_noted_after_the_stop_is_told_by_the_exit() {
+    for case in disruption_cases().into_iter().filter(|c| c.by_kubelet) {
+        let name = case.fixture;
+        let (job, _) = views(name);
+        let now = at(verdict_time(&job) + 5);
+        let map_ended = |exit_code: i32, finished: i64| {
+            let (job, mut pods) = with_main_ended(name, exit_code, finished);
+            let noted = pods
+                .last_mut()
+                .and_then(|p| p.disruption.as_mut())
+                .expect("a DisruptionTarget condition");
+            noted.last_transition_time = Some(at(finished + 1));
+            map_views(
+                &job,
+                &pods,
+                Seen::Present,
+                now,
+                &MappingConfig::default(),
+                None,
+            )
+        };
+        let finished = case.noted;
+        let mapped = map_ended(137, finished).expect(name);
+        assert_eq!(
+            mapped.info,
+            expect(JobState::Failed, case.reason)
+                .message(case.message)
+                .exit_code(137)
+                .started(5)
+                .finished(finished)
+                .info(),
+            "{name}: stopped by the kubelet"
+        );
+        let mapped = map_ended(4, finished).expect(name);
+        assert_eq!(
+            mapped.info,
+            expect(JobState::Failed, Reason::Error)
+                .message("exit code 4")
+                .exit_code(4)
+                .started(5)
+                .finished(finished)
+                .info(),
+            "{name}: failed on its own"
+        );
+    }
+}
+
+/// An OOM kill before a disruption stays the job's own failure, as it was before.
+#[test]
+fn an_oom_kill_before_a_disruption_stays_oom_killed() {
+    let (job, mut pods) = with_main_ended("preempted", 137, 269);
+    if let Some(ContainerStateView::Terminated(t)) = pods
+        .last_mut()
+        .and_then(|p| p.main.as_mut())
+        .map(|m| &mut m.state)
+    {
+        t.reason = Some("OOMKilled".into());
+    }
+    let mapped = map_views(
+        &job,
+        &pods,
+        Seen::Present,
+        at(280),
+        &MappingConfig::default(),
+        None,
+    );
+    assert_reports(
+        mapped,
+        expect(JobState::Failed, Reason::OomKilled)
+            .message("the main container was OOMKilled (exceeded its memory limit), exit code 137")
+            .exit_code(137)
+            .started(5)
+            .finished(269),
+    );
+}
+
+/// An init container that failed on its own before the pod was drained (the main container
+/// never started) decides the outcome too; one stopped by the drain leaves it Evicted.
+#[test]
+fn an_init_container_that_failed_before_the_disruption_decides_the_outcome() {
+    let map_init_ended = |exit_code: i32, finished: i64| {
+        let (job, mut pods) = views("evicted_by_eviction_api");
+        let pod = pods.last_mut().expect("a pod");
+        if let Some(main) = pod.main.as_mut() {
+            main.state = ContainerStateView::Waiting {
+                reason: Some("PodInitializing".into()),
+                message: None,
+            };
+        }
+        pod.blocking_init = Some(Box::new(ContainerView {
+            name: "fetch-inputs".into(),
+            state: ContainerStateView::Terminated(TerminatedView {
+                exit_code,
+                signal: None,
+                reason: Some("Error".into()),
+                message: None,
+                started_at: Some(at(3)),
+                finished_at: Some(at(finished)),
+            }),
+            last_terminated: None,
+            restart_count: 0,
+        }));
+        map_views(
+            &job,
+            &pods,
+            Seen::Present,
+            at(280),
+            &MappingConfig::default(),
+            None,
+        )
+    };
+    assert_reports(
+        map_init_ended(2, 270),
+        expect(JobState::Failed, Reason::Error)
+            .message("init container fetch-inputs: exit code 2")
+            .exit_code(2)
+            .finished(273),
+    );
+    assert_reports(
+        map_init_ended(143, 270),
+        expect(JobState::Failed, Reason::Evicted)
+            .message("Eviction API: evicting")
+            .finished(273),
+    );
 }

@@ -210,6 +210,7 @@ fn driver() -> impl Strategy<Value = DriverView> {
                         message: Some("0/3 nodes are available".to_string()),
                         last_transition_time: None,
                     }),
+                    disruption: None,
                     container: state.map(|state| ContainerView {
                         name: "spark-kubernetes-driver".to_string(),
                         state,

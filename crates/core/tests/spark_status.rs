@@ -925,3 +925,267 @@ fn kubeflow_unknown_and_unknown_state_names() {
         "no start known"
     );
 }
+
+/// How a driver pod's status ends in the precedence tests: its driver container terminated
+/// with `exit_code` at `T0 + finished`, and, when given, a DisruptionTarget condition with this
+/// reason at `T0 + noted` (the kubelet's own eviction writes reason `Evicted` instead).
+struct DriverEnd {
+    exit_code: i64,
+    /// Whether the kernel's OOM killer ended it (reason `OOMKilled`).
+    oom: bool,
+    finished: i64,
+    disruption: Option<(&'static str, i64)>,
+}
+
+/// Rewrites a driver pod status (a pod's `status`, or the apache operator's
+/// `lastObservedDriverStatus`) to `end`.
+fn end_driver_status(status: &mut serde_json::Value, end: &DriverEnd) {
+    let time =
+        |seconds: i64| serde_json::json!(at(seconds).strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+    for container in status["containerStatuses"]
+        .as_array_mut()
+        .expect("container statuses")
+    {
+        container["state"] = serde_json::json!({"terminated": {
+            "exitCode": end.exit_code,
+            "reason": match end.exit_code {
+                0 => "Completed",
+                _ if end.oom => "OOMKilled",
+                _ => "Error",
+            },
+            "startedAt": time(5),
+            "finishedAt": time(end.finished),
+        }});
+    }
+    if let Some((reason, noted)) = end.disruption {
+        let object = status.as_object_mut().expect("a status");
+        object.remove("reason");
+        object.remove("message");
+        let message = match reason {
+            "EvictionByEvictionAPI" => "Eviction API: evicting",
+            "PreemptionByScheduler" => {
+                "default-scheduler: preempting to accommodate a higher priority pod"
+            }
+            _ => "Taint manager: deleting due to NoExecute taint",
+        };
+        status["conditions"]
+            .as_array_mut()
+            .expect("conditions")
+            .push(serde_json::json!({
+                "type": "DisruptionTarget", "status": "True", "reason": reason,
+                "message": message, "lastProbeTime": null, "lastTransitionTime": time(noted),
+            }));
+    }
+}
+
+/// A driver OOM-killed before its pod was evicted is OOM-killed, as a container job's main
+/// container is, whatever the operator calls it.
+#[test]
+fn a_driver_oom_killed_before_its_eviction_is_oom_killed() {
+    let end = DriverEnd {
+        oom: true,
+        exit_code: 137,
+        finished: 32,
+        disruption: Some(("EvictionByEvictionAPI", 33)),
+    };
+    for operator in [APACHE, KUBEFLOW] {
+        let (app, drivers) = evicted_driver_ending(operator, &end);
+        let mapped = map_views(&app, &drivers, Seen::Present, at(3600), None).expect("mapped");
+        assert_eq!(
+            (mapped.info.state, mapped.info.reason, mapped.info.exit_code),
+            (JobState::Failed, Reason::OomKilled, Some(137)),
+            "{operator}: {:?}",
+            mapped.info
+        );
+    }
+}
+
+/// Every `lastObservedDriverStatus` the apache operator recorded, rewritten to `end`.
+fn end_recorded_drivers(value: &mut serde_json::Value, end: &DriverEnd) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                if key == "lastObservedDriverStatus" {
+                    end_driver_status(child, end);
+                } else {
+                    end_recorded_drivers(child, end);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| end_recorded_drivers(item, end)),
+        _ => {}
+    }
+}
+
+/// The `driver_evicted` fixture of `operator` with its driver ended as `end`.
+fn evicted_driver_ending(operator: &str, end: &DriverEnd) -> (SparkAppView, Vec<DriverView>) {
+    let (mut app, driver) = objects(operator, "driver_evicted");
+    end_recorded_drivers(&mut app, end);
+    if let Some(message) = app.pointer_mut("/status/applicationState/errorMessage") {
+        *message = serde_json::json!(format!(
+            "driver container failed with ExitCode: {}, Reason: Error",
+            end.exit_code
+        ));
+    }
+    let drivers = driver
+        .map(|pod| {
+            let mut pod = serde_json::to_value(pod).expect("a pod");
+            end_driver_status(&mut pod["status"], end);
+            let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(pod).expect("a pod");
+            DriverView::from(&pod)
+        })
+        .into_iter()
+        .collect();
+    (
+        SparkAppView::from_object(&app).expect("a SparkApplication"),
+        drivers,
+    )
+}
+
+/// I1: a Spark driver that failed on its own before its pod was evicted (apache `DriverEvicted`,
+/// a Kubeflow `FAILED` with the driver pod evicted) is the application's own failure, with the
+/// driver's exit code; a driver stopped by the eviction (SIGTERM/SIGKILL, or ending after a drain
+/// began) is still `Evicted`. The same tie rule as for container jobs (STATUS.md).
+#[test]
+fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
+    let apache_message = |exit: i64| {
+        format!(
+            "DriverEvicted: Driver removed. This could caused by 'exit' called in driver process with non-zero code, involuntary disruptions or unintentional destroy behavior, check Kubernetes events for more details. (driver: exit code {exit})"
+        )
+    };
+    let kubeflow_message = |exit: i64| {
+        format!(
+            "the application failed: driver container failed with ExitCode: {exit}, Reason: Error (driver: exit code {exit})"
+        )
+    };
+    let drain = |noted| Some(("EvictionByEvictionAPI", noted));
+    let preemption = |noted| Some(("PreemptionByScheduler", noted));
+    let taint = |noted| Some(("DeletionByTaintManager", noted));
+    // (driver end, reason expected)
+    let cases = [
+        // The kubelet's eviction under node pressure (pod reason Evicted): the exit tells.
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 4,
+                finished: 33,
+                disruption: None,
+            },
+            Reason::SparkFailed,
+        ),
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 143,
+                finished: 33,
+                disruption: None,
+            },
+            Reason::Evicted,
+        ),
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 137,
+                finished: 33,
+                disruption: None,
+            },
+            Reason::Evicted,
+        ),
+        // A drain, a preemption, the taint manager: when they began tells, a tie the exit.
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 4,
+                finished: 32,
+                disruption: drain(33),
+            },
+            Reason::SparkFailed,
+        ),
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 4,
+                finished: 33,
+                disruption: drain(33),
+            },
+            Reason::SparkFailed,
+        ),
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 143,
+                finished: 33,
+                disruption: drain(33),
+            },
+            Reason::Evicted,
+        ),
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 4,
+                finished: 33,
+                disruption: drain(32),
+            },
+            Reason::Evicted,
+        ),
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 4,
+                finished: 32,
+                disruption: preemption(33),
+            },
+            Reason::SparkFailed,
+        ),
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 143,
+                finished: 33,
+                disruption: preemption(32),
+            },
+            Reason::Evicted,
+        ),
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 4,
+                finished: 32,
+                disruption: taint(33),
+            },
+            Reason::SparkFailed,
+        ),
+    ];
+    for (end, reason) in cases {
+        for operator in [APACHE, KUBEFLOW] {
+            let (app, drivers) = evicted_driver_ending(operator, &end);
+            let mapped = map_views(&app, &drivers, Seen::Present, at(3600), None);
+            let message = if operator == APACHE {
+                apache_message(end.exit_code)
+            } else {
+                kubeflow_message(end.exit_code)
+            };
+            // A Kubeflow application names an eviction only by its driver pod's reason.
+            let reason = match (operator, reason, end.disruption) {
+                (KUBEFLOW, Reason::Evicted, Some(_)) => Reason::SparkFailed,
+                _ => reason,
+            };
+            let expected = expect(JobState::Failed, reason)
+                .message(message)
+                .exit_code(end.exit_code as i32)
+                .started(5)
+                .finished(end.finished);
+            let mapped = mapped.unwrap_or_else(|| panic!("{operator}: mapped"));
+            assert_eq!(
+                mapped.info,
+                expected.info(),
+                "{operator}: exit {} at {} and {:?}",
+                end.exit_code,
+                end.finished,
+                end.disruption
+            );
+        }
+    }
+}

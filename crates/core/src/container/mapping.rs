@@ -8,8 +8,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::view::{
-    ContainerStateView, ContainerView, JobConditionType, JobConditionView, JobView, PodPhase,
-    PodView, TerminatedView,
+    ContainerStateView, ContainerView, JobConditionType, JobConditionView, JobView,
+    PodConditionView, PodPhase, PodView, TerminatedView,
 };
 use crate::status::{ExecutionInfo, JobState, Reason};
 
@@ -557,6 +557,31 @@ impl<'a> Mapper<'a> {
             return Some(oom_cause(t));
         }
         if let Some(cause) = disruption(pod, as_of) {
+            // A container that failed on its own before the disruption decides the outcome:
+            // the disruption only found a pod whose work had already ended. The message is
+            // the container's alone, so that a replica that looked before the disruption and
+            // one that looked after report the same outcome.
+            if let Some(t) = terminated
+                .filter(|t| t.exit_code != 0 && ended_before_disruption(pod.disruption.as_ref(), t))
+            {
+                return Some(Cause {
+                    reason: Reason::Error,
+                    message: exit_summary(t),
+                    exit_code: Some(t.exit_code),
+                });
+            }
+            // So does an init container that failed before it (the main one never started).
+            if let Some(init) = &pod.blocking_init
+                && let ContainerStateView::Terminated(t) = &init.state
+                && t.exit_code != 0
+                && ended_before_disruption(pod.disruption.as_ref(), t)
+            {
+                return Some(Cause {
+                    reason: Reason::Error,
+                    message: format!("init container {}: {}", init.name, exit_summary(t)),
+                    exit_code: Some(t.exit_code),
+                });
+            }
             return Some(cause);
         }
         if pod.reason.as_deref() == Some("DeadlineExceeded") {
@@ -1033,6 +1058,60 @@ fn disruption(pod: &PodView, as_of: Option<Timestamp>) -> Option<Cause> {
         message,
         exit_code: None,
     })
+}
+
+/// When a disruption of the pod began, if a time shows it: the control plane's DisruptionTarget
+/// condition (the Eviction API, the scheduler's preemption, the taint manager and the pod GC
+/// write it before they delete the pod, so before anything is stopped). The kubelet's own
+/// condition (`TerminationByKubelet`: node pressure, node shutdown) tells nothing of the start:
+/// the kubelet sends it only once the containers are stopped, with that time (kubelet status
+/// manager, `mergePodStatus`); and a deletion of a pod the kubelet disrupted came after it.
+fn disruption_began(disruption: Option<&PodConditionView>) -> Option<Timestamp> {
+    disruption
+        .filter(|c| c.status.is_true() && c.reason.as_deref() != Some("TerminationByKubelet"))
+        .and_then(|c| c.last_transition_time)
+}
+
+/// Whether a container's exit looks like the stop of a disruption: the kubelet stops a
+/// container with SIGTERM, then SIGKILL after the grace period (exit code 128 + signal, 143 or
+/// 137), and reports one it could not find any more as `ContainerStatusUnknown` (137).
+fn looks_stopped(t: &TerminatedView) -> bool {
+    t.signal.is_some()
+        || matches!(t.exit_code, 137 | 143)
+        || t.reason.as_deref() == Some("ContainerStatusUnknown")
+}
+
+/// Whether a container ended on its own before its pod's disruption (the pod's
+/// DisruptionTarget condition, if it has one), rather than being stopped by it.
+///
+/// Timestamps have whole seconds (the kubelet's `finishedAt` and the control plane's condition
+/// alike), and a drain that follows a container's own exit by half a second shows both in the
+/// same second half of the time. So a container that ended in the disruption's own second
+/// counts as ended on its own unless its exit looks like the stop (143, 137): reading the tie
+/// the other way would turn the issue's own failure into an infrastructure one every other time,
+/// while a container that catches SIGTERM and exits with another code within the same second
+/// is rare. With no time for the start of the disruption (the kubelet's own), only the exit
+/// tells. A container with no end time cannot be placed and is left to the disruption.
+pub(crate) fn ended_before_disruption(
+    disruption: Option<&PodConditionView>,
+    t: &TerminatedView,
+) -> bool {
+    let Some(finished) = t.finished_at else {
+        return false;
+    };
+    match disruption_began(disruption) {
+        Some(began) if finished < began => true,
+        Some(began) if finished > began => false,
+        Some(_) => !looks_stopped(t),
+        // The kubelet's condition is at or after the stop; one before the container's end
+        // (written early by an older kubelet) still shows the container ended after it.
+        None => {
+            let kubelet_noted = disruption
+                .filter(|c| c.status.is_true())
+                .and_then(|c| c.last_transition_time);
+            kubelet_noted.is_none_or(|noted| finished <= noted) && !looks_stopped(t)
+        }
+    }
 }
 
 fn oom_cause(t: &TerminatedView) -> Cause {

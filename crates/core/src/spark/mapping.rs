@@ -12,7 +12,7 @@ use jiff::Timestamp;
 
 use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::container::view::{ContainerStateView, PodPhase, TerminatedView};
-use crate::container::{before_deadline, deadline, exit_summary};
+use crate::container::{before_deadline, deadline, ended_before_disruption, exit_summary};
 use crate::status::{ExecutionInfo, JobState, Reason};
 
 /// Every timeout the Spark mapping applies.
@@ -424,7 +424,8 @@ impl<'a> Mapper<'a> {
     /// The reported outcome of a verdict, with the details the driver shows; held back while
     /// the driver of a failed application still runs.
     fn outcome(&self, verdict: &Verdict<'a>, reading: &Reading<'a>) -> SparkMapped {
-        let end = self.driver_end(verdict);
+        let ended = self.driver_ended(verdict);
+        let end = ended.map(|(_, t)| t);
         let hint = verdict.exit_hint.as_ref().filter(|_| end.is_none());
         let oom = end
             .map(|t| t.reason.as_deref() == Some("OOMKilled"))
@@ -447,9 +448,16 @@ impl<'a> Mapper<'a> {
             let evicted = self
                 .live_driver()
                 .is_some_and(|d| d.reason.as_deref() == Some("Evicted"));
+            // A driver that failed on its own before its pod was disrupted decides the outcome,
+            // as a container job's main container does (STATUS.md): the eviction only found a
+            // driver whose work had already ended.
+            let failed_on_its_own = ended.is_some_and(|(driver, t)| {
+                t.exit_code != 0 && ended_before_disruption(driver.disruption.as_ref(), t)
+            });
             let reason = match verdict.reason {
-                Reason::SparkFailed if oom => Reason::OomKilled,
-                Reason::SparkFailed if evicted => Reason::Evicted,
+                Reason::SparkFailed | Reason::Evicted if oom => Reason::OomKilled,
+                Reason::Evicted if failed_on_its_own => Reason::SparkFailed,
+                Reason::SparkFailed if evicted && !failed_on_its_own => Reason::Evicted,
                 reason => reason,
             };
             let mut message = verdict.message.clone();
@@ -495,13 +503,15 @@ impl<'a> Mapper<'a> {
 
     /// How the driver ended, as of the verdict: the live pod's driver container if it had
     /// terminated by then (a container killed because of the verdict, or after it, does not
-    /// lend its exit code), else the driver status the operator recorded with the verdict.
-    fn driver_end(&self, verdict: &Verdict<'a>) -> Option<&'a TerminatedView> {
+    /// lend its exit code), else the driver status the operator recorded with the verdict; with
+    /// the view it was read from (its DisruptionTarget condition tells an eviction's time).
+    fn driver_ended(&self, verdict: &Verdict<'a>) -> Option<(&'a DriverView, &'a TerminatedView)> {
+        let with_end = |driver: &'a DriverView| terminated(driver).map(|t| (driver, t));
         let live = self
             .live_driver()
-            .and_then(terminated)
-            .filter(|t| ended_by(t, verdict.at));
-        live.or_else(|| verdict.recorded_driver.and_then(terminated))
+            .and_then(with_end)
+            .filter(|(_, t)| ended_by(t, verdict.at));
+        live.or_else(|| verdict.recorded_driver.and_then(with_end))
     }
 
     fn live_driver(&self) -> Option<&'a DriverView> {

@@ -412,6 +412,9 @@ pub struct DriverView {
     pub message: Option<String>,
     /// The `PodScheduled` condition.
     pub scheduled: Option<PodConditionView>,
+    /// The `DisruptionTarget` condition: the pod is being evicted, preempted, or deleted with
+    /// its node.
+    pub disruption: Option<PodConditionView>,
     /// The driver container's status: the container named [`DRIVER_CONTAINER`], else the
     /// first one (in spec order, when the spec is known).
     pub container: Option<ContainerView>,
@@ -467,6 +470,13 @@ impl DriverView {
                 .unwrap_or(&[])
                 .iter()
                 .find(|c| c.type_ == "PodScheduled")
+                .map(PodConditionView::from),
+            disruption: status
+                .conditions
+                .as_deref()
+                .unwrap_or(&[])
+                .iter()
+                .find(|c| c.type_ == "DisruptionTarget")
                 .map(PodConditionView::from),
             container,
             ..DriverView::default()

@@ -774,3 +774,84 @@ async fn asking_again_about_an_unknown_job_reads_once_and_a_job_submitted_here_i
     })
     .await;
 }
+
+/// How a test disrupts a pod whose container already ended.
+#[derive(Clone, Copy, Debug)]
+enum Disruption {
+    /// `kubectl drain`: cordon, then the Eviction API (DisruptionTarget, graceful delete).
+    Drain,
+    /// kube-scheduler's preemption (DisruptionTarget, graceful delete).
+    Preemption,
+}
+
+/// I1, I7: a container that exits 4 on its own and whose pod is disrupted right after (in the
+/// same second, mostly) failed on its own. A replica asked before the disruption, one that
+/// watched the pods and is asked only after, and one started once the pods are gone all report
+/// the same FAILED Error with exit code 4, recorded on the Job.
+async fn an_own_failure_disrupted_right_after(disruption: Disruption) {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let script = format!("{}; echo failing on its own; exit 4", gate.wait("fail"));
+    let id = env
+        .submit(&shell("fails-then-disrupted", &script, ""))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    // Another replica, which watches the job's pods from now on and is asked only afterwards.
+    let watching = env.fresh_executor().await;
+    status_until(&watching, &id, "running", is(JobState::Started)).await;
+    gate.open("fail");
+    let before = env
+        .status_until(&id, "the failure", ExecutionInfo::is_terminal)
+        .await;
+    assert_eq!(
+        outcome_of(&before),
+        (JobState::Failed, Reason::Error, Some(4)),
+        "{before:?}"
+    );
+    assert!(!before.reason.is_retryable());
+    let pod = env.pod_of(&id).await;
+    match disruption {
+        Disruption::Drain => env.sim.drain_node("sim-node-1").unwrap(),
+        Disruption::Preemption => env.sim.preempt_pod(NS, &pod).unwrap(),
+    }
+    eventually("the disrupted pod's removal to be seen", || async {
+        let departed = watching
+            .container_jobs()
+            .tracker()
+            .namespace(NS)
+            .departed_pods_of(&id.name);
+        (env.sim.count("", "pods") == 0 && departed.iter().any(|p| p.disruption.is_some()))
+            .then_some(())
+    })
+    .await;
+    let after = status_until(&watching, &id, "the outcome", ExecutionInfo::is_terminal).await;
+    assert_eq!(after, before, "{disruption:?}: asked after the disruption");
+    assert_eq!(
+        env.executor.status(&id).await.unwrap(),
+        before,
+        "{disruption:?}: the replica asked before, again"
+    );
+    let job = env.job_object(&id).expect("the Job");
+    assert_eq!(
+        outcome_annotation(&job).as_ref(),
+        Some(&before),
+        "{disruption:?}: the outcome read from the deleted pod is recorded"
+    );
+    let fresh = env.fresh_executor().await;
+    let later = status_until(&fresh, &id, "the outcome", ExecutionInfo::is_terminal).await;
+    assert_eq!(
+        later, before,
+        "{disruption:?}: a replica started afterwards"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_own_failure_drained_right_after_stays_the_containers_failure() {
+    an_own_failure_disrupted_right_after(Disruption::Drain).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_own_failure_preempted_right_after_stays_the_containers_failure() {
+    an_own_failure_disrupted_right_after(Disruption::Preemption).await;
+}
