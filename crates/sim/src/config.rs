@@ -147,6 +147,10 @@ pub enum CrdBundle {
     SparkKubeflow,
     /// Kueue: `kueue.x-k8s.io/v1beta1` Workload, LocalQueue, ClusterQueue, ResourceFlavor.
     Kueue,
+    /// kubernetes-sigs/jobset: `jobset.x-k8s.io/v1alpha2` JobSet, run by the simulated JobSet
+    /// controller.
+    #[value(name = "jobset")]
+    JobSet,
 }
 
 /// Intervals, backoffs and delays. Kubernetes' own values are long; the defaults here are

@@ -251,6 +251,7 @@ pub fn create(
         m.remove("generation");
     }
     kinds::prepare_create(rt, &mut object);
+    crate::controllers::jobset::mutating_webhook(state, rt, &mut object);
     CrdSchema::lookup(state, rt, version).admit(rt, &mut object, None)?;
     let errors = kinds::validate(rt, &object, None);
     if !errors.is_empty() {
@@ -419,6 +420,9 @@ pub fn update(
                     )],
                 ));
             }
+        }
+        if subresource == Subresource::Main {
+            crate::controllers::jobset::mutating_webhook(state, rt, &mut new);
         }
         crd_schema.admit_update(rt, &mut new, old, subresource == Subresource::Main)?;
         if subresource == Subresource::Main {
