@@ -454,7 +454,7 @@ mod tests {
             "--image-without-command",
             "ghcr.io/acme/static-tool",
             "--crds",
-            "spark-apache,kueue",
+            "spark-apache,kueue,jobset",
         ])
         .expect("parses");
         let config = cli.sim.to_config().expect("valid");
@@ -481,7 +481,7 @@ mod tests {
         );
         assert_eq!(
             config.crd_bundles,
-            vec![CrdBundle::SparkApache, CrdBundle::Kueue]
+            vec![CrdBundle::SparkApache, CrdBundle::Kueue, CrdBundle::JobSet]
         );
     }
 

@@ -962,8 +962,18 @@ impl Reconcile<'_> {
 
     /// Writes the status if it changed (only while the JobSet is still this one) and records
     /// the events.
-    fn finish(self, key: &ObjectKey) {
+    fn finish(mut self, key: &ObjectKey) {
         let uid = meta::uid(self.js).map(str::to_string);
+        // `conditions` is `omitempty`: a reconcile that set none leaves no empty list.
+        if self
+            .status
+            .get("conditions")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+            && let Some(status) = self.status.as_object_mut()
+        {
+            status.remove("conditions");
+        }
         if self.js.get("status") != Some(&self.status) {
             let status = self.status.clone();
             let _ = ops::mutate(self.state, key, |js| {
