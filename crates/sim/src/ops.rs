@@ -260,6 +260,7 @@ pub fn create(
     namespace_admission(state, rt, namespace, &admitted_name)?;
     service_account_admission(state, rt, namespace, &object, &admitted_name)?;
     kubeflow::validating_webhook(state, rt, &object, None)?;
+    crate::controllers::jobset::validating_webhook(state, rt, &object)?;
     let key = ObjectKey::new(
         rt.group_resource(),
         if rt.namespaced { namespace } else { "" },
@@ -420,9 +421,6 @@ pub fn update(
                     )],
                 ));
             }
-        }
-        if subresource == Subresource::Main {
-            crate::controllers::jobset::mutating_webhook(state, rt, &mut new);
         }
         crd_schema.admit_update(rt, &mut new, old, subresource == Subresource::Main)?;
         if subresource == Subresource::Main {

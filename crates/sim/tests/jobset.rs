@@ -411,6 +411,20 @@ async fn a_jobset_restarts_once_then_succeeds() {
         ))
     );
     assert_eq!(rjob_status(&js, "workers")["succeeded"], 2);
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(sim.client.clone(), "default");
+    let restart = events
+        .list(&ListParams::default().fields("involvedObject.name=retry"))
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .find(|e| e.reason.as_deref() == Some("RestartJobSetFailurePolicyAction"))
+        .expect("a restart event");
+    assert_eq!(
+        restart.message.as_deref(),
+        Some("applying RestartJobSet failure policy action (first failed job: retry-workers-1)")
+    );
     let jobs = child_jobs(&sim, "retry").await;
     assert_eq!(
         names(&jobs),
@@ -647,13 +661,13 @@ async fn the_stored_jobset_is_defaulted_and_pruned_and_bad_fields_are_refused() 
         spec.get("bogus").is_none(),
         "unknown spec fields are pruned"
     );
-    let rjob = &spec["replicatedJobs"][0];
-    assert!(rjob.get("unknown").is_none());
-    assert_eq!(rjob["replicas"], 1);
-    assert_eq!(rjob["groupName"], "default");
-    assert_eq!(rjob["template"]["spec"]["completionMode"], "Indexed");
+    let stored_rjob = &spec["replicatedJobs"][0];
+    assert!(stored_rjob.get("unknown").is_none());
+    assert_eq!(stored_rjob["replicas"], 1);
+    assert_eq!(stored_rjob["groupName"], "default");
+    assert_eq!(stored_rjob["template"]["spec"]["completionMode"], "Indexed");
     assert_eq!(
-        rjob["template"]["spec"]["template"]["spec"]["restartPolicy"],
+        stored_rjob["template"]["spec"]["template"]["spec"]["restartPolicy"],
         "OnFailure"
     );
     assert_eq!(spec["successPolicy"], json!({"operator": "All"}));
@@ -680,6 +694,48 @@ async fn the_stored_jobset_is_defaulted_and_pruned_and_bad_fields_are_refused() 
     assert_eq!(refused.code, 422);
     assert!(
         refused.message.contains("spec.successPolicy.operator"),
+        "{}",
+        refused.message
+    );
+
+    // The validating webhook, in its words.
+    let long_name = "a-jobset-whose-name-is-long-enough-to-overflow-the-job-names";
+    let refused = common::status_of(
+        jobsets(&sim)
+            .create(
+                &PostParams::default(),
+                &jobset(
+                    long_name,
+                    vec![rjob("workers", 10, "true")],
+                    json!({
+                        "successPolicy": {"operator": "Any", "targetReplicatedJobs": ["leader"]},
+                        "failurePolicy": {"rules": [{"action": "FailJobSet", "onJobFailureReasons": ["OOMKilled"]}]}
+                    }),
+                ),
+            )
+            .await,
+    );
+    assert_eq!((refused.code, refused.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        refused.message,
+        format!(
+            "admission webhook \"vjobset.kb.io\" denied the request: JobSet.jobset.x-k8s.io \"{long_name}\" is invalid: [spec.replicatedJobs[0].name: Invalid value: \"{long_name}-workers-9\": JobSet name is too long, job names generated for this JobSet will exceed 63 characters, <nil>: Internal error: invalid replicatedJob name 'leader' does not appear in .spec.ReplicatedJobs, <nil>: Internal error: invalid job failure reason 'OOMKilled' in failure policy is not a recognized job failure reason]"
+        )
+    );
+    let refused = common::status_of(
+        jobsets(&sim)
+            .create(
+                &PostParams::default(),
+                &jobset(
+                    "gated",
+                    vec![rjob("workers", 1, "true")],
+                    json!({"failurePolicy": {"rules": [{"name": "one", "action": "RestartJob"}]}}),
+                ),
+            )
+            .await,
+    );
+    assert!(
+        refused.message.ends_with("<nil>: Internal error: RestartJob and RestartJobAndIgnoreMaxRestarts failure policy actions are not allowed when RestartJob feature gate is disabled"),
         "{}",
         refused.message
     );

@@ -20,6 +20,7 @@ use tokio::sync::watch;
 
 use super::WorkQueue;
 use super::events::{self, EventKind, Source};
+use crate::api::status::{ApiError, FieldError};
 use crate::config::CrdBundle;
 use crate::ops::{self, DeleteOptions, Propagation};
 use crate::resources::{GroupResource, ResourceType};
@@ -115,7 +116,8 @@ pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-/// The JobSet webhook's defaults (`jobSetWebhook.Default`), applied on create and update:
+/// The JobSet webhook's defaults (`jobSetWebhook.Default`), applied on create (the mutating
+/// webhook is registered for creates only):
 /// `successPolicy` `{operator: All}`, `startupPolicy` `{startupPolicyOrder: AnyOrder}`, each
 /// replicated job's `completionMode: Indexed` and pod `restartPolicy: OnFailure`,
 /// `network.enableDNSHostnames` and `network.publishNotReadyAddresses` true, and the names
@@ -190,6 +192,156 @@ pub(crate) fn mutating_webhook(state: &State, rt: &ResourceType, object: &mut Va
             }
         }
     }
+}
+
+/// The name of the JobSet's validating webhook.
+const VALIDATING_WEBHOOK: &str = "vjobset.kb.io";
+
+/// The failure reasons of a Job a failure policy rule may name.
+const JOB_FAILURE_REASONS: [&str; 5] = [
+    "BackoffLimitExceeded",
+    "DeadlineExceeded",
+    "FailedIndexes",
+    "MaxFailedIndexesExceeded",
+    "PodFailurePolicy",
+];
+
+/// The JobSet validating webhook on create (`jobSetWebhook.ValidateCreate`): the Job names the
+/// JobSet will generate and its group names must be DNS-1035 labels, `successPolicy` and
+/// failure policy rules may only name replicated jobs of the spec, rules need unique valid
+/// names and known Job failure reasons, and the feature-gated `RestartJob` actions and
+/// `InPlaceRestart` strategy are refused (their gates are off by default). The denial is the
+/// webhook's 422 `Invalid`, in its words.
+pub(crate) fn validating_webhook(
+    state: &State,
+    rt: &ResourceType,
+    object: &Value,
+) -> Result<(), ApiError> {
+    if rt.group != GROUP
+        || rt.resource != "jobsets"
+        || !state.config.crd_bundles.contains(&CrdBundle::JobSet)
+    {
+        return Ok(());
+    }
+    let name = meta::name(object);
+    // Plain errors become field.InternalError with no path, as the webhook's
+    // `toFieldErrorList` makes them.
+    let internal = |message: String| FieldError {
+        field: "<nil>".to_string(),
+        reason: "InternalError",
+        message: format!("Internal error: {message}"),
+    };
+    let invalid =
+        |path: &str, value: &str, message: &str| FieldError::invalid(path, &json!(value), message);
+    let mut errors = Vec::new();
+    let spec = object.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let text = |pointer: &str| spec.pointer(pointer).and_then(Value::as_str);
+    if text("/failurePolicy/restartStrategy") == Some("InPlaceRestart") {
+        errors.push(internal(
+            "InPlaceRestart restart strategy cannot be set when InPlaceRestart feature gate is disabled".into(),
+        ));
+    }
+    let rjobs = replicated_jobs(object);
+    let names: Vec<&str> = rjobs.iter().map(|r| r.name).collect();
+    for (i, rjob) in rjobs.iter().enumerate() {
+        let path = format!("spec.replicatedJobs[{i}]");
+        if let Some(problem) = dns1035_problem(rjob.group) {
+            let message = if rjob.group.len() > 63 {
+                ".spec.replicatedJob[].groupName is too long, must be less than 63 characters"
+                    .to_string()
+            } else {
+                problem
+            };
+            errors.push(invalid(&format!("{path}.groupName"), rjob.group, &message));
+        }
+        let longest = format!("{name}-{}-{}", rjob.name, rjob.replicas - 1);
+        if let Some(problem) = dns1035_problem(&longest) {
+            let message = if longest.len() > 63 {
+                "JobSet name is too long, job names generated for this JobSet will exceed 63 characters".to_string()
+            } else {
+                problem
+            };
+            errors.push(invalid(&format!("{path}.name"), &longest, &message));
+        }
+    }
+    let strings = |value: Option<&Value>| -> Vec<String> {
+        value
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    for target in strings(spec.pointer("/successPolicy/targetReplicatedJobs")) {
+        if !names.contains(&target.as_str()) {
+            errors.push(internal(format!(
+                "invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs"
+            )));
+        }
+    }
+    let rules = spec
+        .pointer("/failurePolicy/rules")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if rules.iter().any(|r| {
+        matches!(
+            r.get("action").and_then(Value::as_str),
+            Some("RestartJob" | "RestartJobAndIgnoreMaxRestarts")
+        )
+    }) {
+        errors.push(internal("RestartJob and RestartJobAndIgnoreMaxRestarts failure policy actions are not allowed when RestartJob feature gate is disabled".into()));
+    } else {
+        let rule_name =
+            regex::Regex::new("^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$").expect("a valid pattern");
+        let mut seen: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, rule) in rules.iter().enumerate() {
+            let rule_name_text = rule.get("name").and_then(Value::as_str).unwrap_or("");
+            if rule_name_text.is_empty() || rule_name_text.len() > 128 {
+                errors.push(internal(format!("invalid failure policy rule name of length {}, the rule name must be at least 1 characters long and at most 128 characters long", rule_name_text.len())));
+            }
+            match seen.iter_mut().find(|(n, _)| n == rule_name_text) {
+                Some((_, at)) => at.push(i),
+                None => seen.push((rule_name_text.to_string(), vec![i])),
+            }
+            if !rule_name.is_match(rule_name_text) {
+                errors.push(internal(format!("invalid failure policy rule name '{rule_name_text}', a failure policy rule name must start with an alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'")));
+            }
+            for target in strings(rule.get("targetReplicatedJobs")) {
+                if !names.contains(&target.as_str()) {
+                    errors.push(internal(format!("invalid replicatedJob name '{target}' in failure policy does not appear in .spec.ReplicatedJobs")));
+                }
+            }
+            for reason in strings(rule.get("onJobFailureReasons")) {
+                if !JOB_FAILURE_REASONS.contains(&reason.as_str()) {
+                    errors.push(internal(format!("invalid job failure reason '{reason}' in failure policy is not a recognized job failure reason")));
+                }
+            }
+        }
+        for (rule_name_text, at) in seen.iter().filter(|(_, at)| at.len() > 1) {
+            let at: Vec<String> = at.iter().map(usize::to_string).collect();
+            errors.push(internal(format!(
+                "rule names are not unique, rules with indices [{}] all have the same name '{rule_name_text}'",
+                at.join(" ")
+            )));
+        }
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    // The API server passes the webhook's Status on, its message prefixed.
+    let mut denied = ApiError::invalid("JobSet", GROUP, name, &errors);
+    denied.message = format!(
+        "admission webhook {VALIDATING_WEBHOOK:?} denied the request: {}",
+        denied.message
+    );
+    Err(denied)
+}
+
+/// Why `name` is not a DNS-1035 label, in Kubernetes' words (`IsDNS1035Label`).
+fn dns1035_problem(name: &str) -> Option<String> {
+    super::spark::kubeflow::dns1035_problem(name)
 }
 
 /// A replicated job of the spec.
@@ -495,6 +647,16 @@ impl Reconcile<'_> {
     /// Restarts the whole set: the next reconcile deletes the Jobs of the earlier attempt and
     /// creates new ones labelled with the new attempt.
     fn restart(&mut self, count_towards_max: bool, reason: &str, message: &str) {
+        let event_reason = if count_towards_max {
+            "RestartJobSetFailurePolicyAction"
+        } else {
+            "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
+        };
+        self.events.push((
+            EventKind::Warning,
+            event_reason.to_string(),
+            message.to_string(),
+        ));
         self.status["restarts"] = json!(self.restarts() + 1);
         if count_towards_max {
             self.status["restartsCountTowardsMax"] =
@@ -567,7 +729,7 @@ impl Reconcile<'_> {
                     "applying FailJobSet failure policy action (first failed job: {job_name})"
                 ),
             ),
-            "RestartJobSetAndIgnoreMaxRestarts" | "RestartJobAndIgnoreMaxRestarts" => self
+            "RestartJobSetAndIgnoreMaxRestarts" => self
                 .restart(
                     false,
                     &restart_reason,
@@ -575,8 +737,7 @@ impl Reconcile<'_> {
                         "applying RestartJobSetAndIgnoreMaxRestarts failure policy action (first failed job: {job_name})"
                     ),
                 ),
-            // RestartJobSet, and RestartJob (its per-Job restart is behind a feature gate the
-            // simulation does not have: it restarts the set).
+            // RestartJobSet (the per-Job RestartJob actions are refused by the webhook).
             _ => {
                 if int(&self.status, "/restartsCountTowardsMax") >= max_restarts {
                     self.failed(
