@@ -181,6 +181,29 @@ async fn a_leader_and_two_workers_all_succeed() {
         json!({"name": "workers", "ready": 0, "succeeded": 2, "failed": 0, "active": 0, "suspended": 0})
     );
 
+    // `kubectl get jobsets`: the CRD's printer columns, Completed read through its filter.
+    let mut table =
+        kube::api::Request::new("/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets")
+            .list(&Default::default())
+            .expect("a request");
+    table.headers_mut().insert(
+        "accept",
+        "application/json;as=Table;v=v1;g=meta.k8s.io"
+            .parse()
+            .expect("header"),
+    );
+    let table: Value = sim.client.request(table).await.expect("a table");
+    let cells = &table["rows"][0]["cells"];
+    assert_eq!(
+        (&cells[0], &cells[1], &cells[2], &cells[3]),
+        (
+            &json!("train"),
+            &json!("Completed"),
+            &json!(0),
+            &json!("True")
+        )
+    );
+
     let jobs = child_jobs(&sim, "train").await;
     assert_eq!(
         names(&jobs),
