@@ -794,3 +794,49 @@ async fn the_stored_jobset_is_defaulted_and_pruned_and_bad_fields_are_refused() 
     .json();
     assert_eq!(discovery["resources"][0]["name"], "jobsets");
 }
+
+#[tokio::test]
+async fn a_restart_that_ignores_max_restarts_is_not_counted_towards_them() {
+    let sim = jobset_sim().await;
+    create(
+        &sim,
+        jobset(
+            "blocking",
+            vec![rjob("workers", 2, "[ \"$ATTEMPT\" = 0 ] && [ \"$JOB_INDEX\" = 0 ] && exit 1; echo ok")],
+            json!({"failurePolicy": {
+                "maxRestarts": 0,
+                "restartStrategy": "BlockingRecreate",
+                "rules": [{"name": "retryable", "action": "RestartJobSetAndIgnoreMaxRestarts", "onJobFailureReasons": ["BackoffLimitExceeded"]}]
+            }}),
+        ),
+    )
+    .await;
+    let js = until_condition(&sim, "blocking", "Completed").await;
+    assert_eq!(js["status"]["restarts"], 1);
+    assert!(
+        js["status"].get("restartsCountTowardsMax").is_none(),
+        "{js:#}"
+    );
+    let jobs = child_jobs(&sim, "blocking").await;
+    assert_eq!(names(&jobs), ["blocking-workers-0", "blocking-workers-1"]);
+    for job in &jobs {
+        assert_eq!(label(job, "jobset.sigs.k8s.io/restart-attempt"), "1");
+    }
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(sim.client.clone(), "default");
+    let reasons: Vec<String> = events
+        .list(&ListParams::default().fields("involvedObject.name=blocking"))
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r == "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction")
+            && reasons.iter().any(|r| r == "FailurePolicy_retryable"),
+        "{reasons:?}"
+    );
+}
