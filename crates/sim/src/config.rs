@@ -147,6 +147,10 @@ pub enum CrdBundle {
     SparkKubeflow,
     /// Kueue: `kueue.x-k8s.io/v1beta1` Workload, LocalQueue, ClusterQueue, ResourceFlavor.
     Kueue,
+    /// kubernetes-sigs/jobset: `jobset.x-k8s.io/v1alpha2` JobSet, run by the simulated JobSet
+    /// controller.
+    #[value(name = "jobset")]
+    JobSet,
 }
 
 /// Intervals, backoffs and delays. Kubernetes' own values are long; the defaults here are
@@ -450,7 +454,7 @@ mod tests {
             "--image-without-command",
             "ghcr.io/acme/static-tool",
             "--crds",
-            "spark-apache,kueue",
+            "spark-apache,kueue,jobset",
         ])
         .expect("parses");
         let config = cli.sim.to_config().expect("valid");
@@ -477,7 +481,7 @@ mod tests {
         );
         assert_eq!(
             config.crd_bundles,
-            vec![CrdBundle::SparkApache, CrdBundle::Kueue]
+            vec![CrdBundle::SparkApache, CrdBundle::Kueue, CrdBundle::JobSet]
         );
     }
 

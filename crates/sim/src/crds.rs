@@ -1,5 +1,5 @@
 //! CustomResourceDefinitions the cluster can install at start: both Spark operators'
-//! SparkApplication and Kueue's workload types, with structural schemas written from the
+//! SparkApplication, Kueue's workload types and JobSet, with structural schemas written from the
 //! operators' and Kueue's published APIs (the files under `crds/`), so custom resources are
 //! defaulted, pruned and validated as a real cluster does.
 
@@ -20,6 +20,7 @@ use crate::config::CrdBundle;
 const SPARK_APACHE: &str = include_str!("crds/spark-apache.yaml");
 const SPARK_KUBEFLOW: &str = include_str!("crds/spark-kubeflow.yaml");
 const KUEUE: &str = include_str!("crds/kueue.yaml");
+const JOBSET: &str = include_str!("crds/jobset.yaml");
 
 struct Def<'a> {
     group: &'a str,
@@ -106,10 +107,12 @@ pub fn bundle(bundle: CrdBundle) -> Vec<Value> {
     static APACHE: OnceLock<Vec<Value>> = OnceLock::new();
     static KUBEFLOW: OnceLock<Vec<Value>> = OnceLock::new();
     static KUEUE_CRDS: OnceLock<Vec<Value>> = OnceLock::new();
+    static JOBSET_CRDS: OnceLock<Vec<Value>> = OnceLock::new();
     let cell = match bundle {
         CrdBundle::SparkApache => &APACHE,
         CrdBundle::SparkKubeflow => &KUBEFLOW,
         CrdBundle::Kueue => &KUEUE_CRDS,
+        CrdBundle::JobSet => &JOBSET_CRDS,
     };
     cell.get_or_init(|| build(bundle)).clone()
 }
@@ -232,5 +235,23 @@ fn build(bundle: CrdBundle) -> Vec<Value> {
                 schemas: KUEUE,
             }),
         ],
+        // The printer columns of the real CRD (controller-gen markers on the JobSet type).
+        CrdBundle::JobSet => vec![crd(Def {
+            group: "jobset.x-k8s.io",
+            versions: &["v1alpha2"],
+            kind: "JobSet",
+            plural: "jobsets",
+            singular: "jobset",
+            short_names: &[],
+            namespaced: true,
+            columns: &[json!([
+                {"name": "TerminalState", "type": "string", "description": "Final state of JobSet", "jsonPath": ".status.terminalState"},
+                {"name": "Restarts", "type": "string", "description": "Number of restarts", "jsonPath": ".status.restarts"},
+                {"name": "Completed", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Completed\")].status"},
+                {"name": "Suspended", "type": "string", "description": "JobSet suspended", "jsonPath": ".spec.suspend"},
+                {"name": "Age", "type": "date", "description": "Time this JobSet was created", "jsonPath": ".metadata.creationTimestamp"}
+            ])],
+            schemas: JOBSET,
+        })],
     }
 }

@@ -251,6 +251,7 @@ pub fn create(
         m.remove("generation");
     }
     kinds::prepare_create(rt, &mut object);
+    crate::controllers::jobset::mutating_webhook(state, rt, &mut object);
     CrdSchema::lookup(state, rt, version).admit(rt, &mut object, None)?;
     let errors = kinds::validate(rt, &object, None);
     if !errors.is_empty() {
@@ -259,6 +260,7 @@ pub fn create(
     namespace_admission(state, rt, namespace, &admitted_name)?;
     service_account_admission(state, rt, namespace, &object, &admitted_name)?;
     kubeflow::validating_webhook(state, rt, &object, None)?;
+    crate::controllers::jobset::validating_webhook(state, rt, &object)?;
     let key = ObjectKey::new(
         rt.group_resource(),
         if rt.namespaced { namespace } else { "" },

@@ -543,24 +543,41 @@ fn cells(rt: &ResourceType, object: &Value, now: Timestamp) -> Vec<Value> {
     }
 }
 
-/// Evaluates the simple JSON paths printer columns use (`.status.phase`,
-/// `.spec.containers[0].image`).
+/// Evaluates the JSON paths printer columns use: fields (`.status.phase`), list indexes
+/// (`.spec.containers[0].image`) and equality filters on list items
+/// (`.status.conditions[?(@.type=="Completed")].status`), taking the first match as the API
+/// server's table convertor prints the first result.
 pub fn json_path(object: &Value, path: &str) -> Option<Value> {
     let mut current = object;
-    for part in path
-        .trim_start_matches('.')
-        .split('.')
-        .filter(|p| !p.is_empty())
-    {
-        let (field, index) = match part.split_once('[') {
-            Some((f, rest)) => (f, rest.trim_end_matches(']').parse::<usize>().ok()),
-            None => (part, None),
-        };
-        if !field.is_empty() {
-            current = current.get(field)?;
-        }
-        if let Some(i) = index {
-            current = current.get(i)?;
+    let mut rest = path.trim();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']')?;
+            let inner = &after[..end];
+            rest = &after[end + 1..];
+            current = match inner.strip_prefix("?(").and_then(|f| f.strip_suffix(')')) {
+                Some(filter) => {
+                    let (field, want) = filter.split_once("==")?;
+                    let pointer =
+                        format!("/{}", field.trim().strip_prefix("@.")?.replace('.', "/"));
+                    let want = want.trim().trim_matches(|c| c == '"' || c == '\'');
+                    current.as_array()?.iter().find(|item| {
+                        item.pointer(&pointer).is_some_and(|v| match v {
+                            Value::String(s) => s == want,
+                            other => serde_json::from_str::<Value>(want).is_ok_and(|w| w == *other),
+                        })
+                    })?
+                }
+                None => current.get(inner.trim().parse::<usize>().ok()?)?,
+            };
+        } else {
+            let field_start = rest.strip_prefix('.').unwrap_or(rest);
+            let end = field_start.find(['.', '[']).unwrap_or(field_start.len());
+            let field = &field_start[..end];
+            rest = &field_start[end..];
+            if !field.is_empty() {
+                current = current.get(field)?;
+            }
         }
     }
     Some(current.clone())
@@ -654,5 +671,15 @@ mod tests {
         );
         assert_eq!(json_path(&obj, ".spec.c[0].i"), Some(json!("x")));
         assert_eq!(json_path(&obj, ".spec.missing"), None);
+        let js = json!({"status": {"conditions": [
+            {"type": "StartupPolicyCompleted", "status": "True"},
+            {"type": "Completed", "status": "False"}
+        ]}});
+        let completed = ".status.conditions[?(@.type==\"Completed\")].status";
+        assert_eq!(json_path(&js, completed), Some(json!("False")));
+        assert_eq!(
+            json_path(&js, ".status.conditions[?(@.type=='Failed')].status"),
+            None
+        );
     }
 }

@@ -1,11 +1,13 @@
 //! The controllers of the cluster: Job controller, scheduler, kubelet, garbage collector (with
-//! the namespace lifecycle), and the Spark operators of the installed CRD bundles. Each reacts to
+//! the namespace lifecycle), and the Spark operators and JobSet controller of the installed CRD
+//! bundles. Each reacts to
 //! store changes through a subscription that never misses one (`Store::follow`), never by polling,
 //! and queues delayed work (backoffs, deadlines, TTLs) on timers.
 
 pub mod events;
 pub mod gc;
 pub mod job;
+pub mod jobset;
 pub mod kubelet;
 pub mod scheduler;
 pub mod spark;
@@ -84,6 +86,7 @@ pub fn start(
         tokio::spawn(kubelet::run(state.clone(), shutdown.clone())),
         tokio::spawn(gc::run(state.clone(), shutdown.clone())),
         tokio::spawn(spark::run(state.clone(), shutdown.clone())),
+        tokio::spawn(jobset::run(state.clone(), shutdown.clone())),
     ]
 }
 

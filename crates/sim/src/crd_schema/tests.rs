@@ -155,6 +155,7 @@ fn every_bundled_crd_has_a_structural_schema_for_each_version() {
         CrdBundle::SparkApache,
         CrdBundle::SparkKubeflow,
         CrdBundle::Kueue,
+        CrdBundle::JobSet,
     ] {
         for crd in crate::crds::bundle(bundle) {
             for version in crd["spec"]["versions"].as_array().expect("versions") {

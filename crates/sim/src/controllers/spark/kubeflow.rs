@@ -740,7 +740,7 @@ pub(crate) fn admission(
 }
 
 /// Why `name` is not a DNS-1035 label, in Kubernetes' words (`IsDNS1035Label`).
-fn dns1035_problem(name: &str) -> Option<String> {
+pub(crate) fn dns1035_problem(name: &str) -> Option<String> {
     let mut problems = Vec::new();
     if name.len() > 63 {
         problems.push("must be no more than 63 characters".to_string());
