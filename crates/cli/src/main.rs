@@ -2,19 +2,51 @@
 
 mod args;
 mod commands;
+mod completion;
 mod connect;
+mod jsonpath;
 mod output;
 mod spec_input;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
 
 use args::{Cli, Command, SimCommand, TemplateCommand};
 
+/// The executable name kubectl runs `kubectl ferry` as (kubectl's plugin mechanism).
+const PLUGIN_EXECUTABLE: &str = "kubectl-ferry";
+
+/// How the user invoked kubeferry, as its usage and help say it: `kubectl ferry` when run as
+/// the kubectl plugin, `kubeferry` otherwise.
+fn invoked_as() -> &'static str {
+    let program = std::env::args_os().next().unwrap_or_default();
+    let stem = std::path::Path::new(&program)
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned());
+    if stem.as_deref() == Some(PLUGIN_EXECUTABLE) {
+        "kubectl ferry"
+    } else {
+        "kubeferry"
+    }
+}
+
+/// The command line's definition, named as invoked.
+fn command(invoked_as: &'static str) -> clap::Command {
+    Cli::command().bin_name(invoked_as)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let invoked_as = invoked_as();
+    // A shell asking for completions (`COMPLETE=bash kubeferry -- ...`) is answered here.
+    clap_complete::CompleteEnv::with_factory(move || command(invoked_as))
+        .var(completion::COMPLETE_VAR)
+        .complete();
+    let cli = match Cli::from_arg_matches(&command(invoked_as).get_matches()) {
+        Ok(cli) => cli,
+        Err(error) => error.format(&mut command(invoked_as)).exit(),
+    };
     // The service writes structured logs of its own.
     if !matches!(cli.command, Command::Serve(_)) {
         init_tracing(cli.verbose);
@@ -49,6 +81,10 @@ async fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::List(args) => commands::list::list(cli, args).await,
         Command::Sweep(args) => commands::sweep::sweep(cli, args).await,
         Command::Rbac(args) => commands::rbac::rbac(cli, args),
+        Command::Completion(args) => {
+            output::print_text(&completion::registration(args.shell, "kubeferry")?)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Template(TemplateCommand::Render(args)) => commands::template::render(args),
         Command::Serve(args) => {
             let cluster = &cli.cluster;

@@ -156,6 +156,17 @@ impl Executor {
         Ok(jobs)
     }
 
+    /// The managed jobs of every namespace, of every kind, oldest first (as
+    /// [`Executor::list`], with cluster-wide lists: kubeferry needs to be allowed to list jobs
+    /// and pods in every namespace).
+    pub async fn list_all_namespaces(&self, selector: Option<&str>) -> Result<Vec<JobSummary>> {
+        let container = self.container.list_all_namespaces(selector).await;
+        let spark = self.spark.list_all_namespaces(selector).await;
+        let mut jobs = either_kind(container, spark, "jobs not listed")?;
+        jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(jobs)
+    }
+
     /// Follows which managed jobs of a namespace, of every kind, match a label selector (see
     /// [`ContainerJobs::matching`] and [`SparkJobs::matching`]); `Listed` comes once both
     /// kinds have listed.

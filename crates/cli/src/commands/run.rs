@@ -75,7 +75,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         connection.close().await;
         return Ok(ExitCode::from(130));
     };
-    print_final(cli.output.format, &id, &info)?;
+    print_final(&cli.output.format, &id, &info)?;
     connection.close().await;
     Ok(exit_code_of(&info))
 }

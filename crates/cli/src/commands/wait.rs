@@ -15,6 +15,6 @@ pub async fn wait(cli: &Cli, args: &WaitArgs) -> anyhow::Result<ExitCode> {
         .executor
         .wait(&id, args.timeout, |info| progress(&id, info))
         .await?;
-    print_final(cli.output.format, &id, &info)?;
+    print_final(&cli.output.format, &id, &info)?;
     Ok(exit_code_of(&info))
 }
