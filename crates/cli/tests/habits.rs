@@ -622,3 +622,46 @@ async fn list_watch_refuses_every_namespace() {
         text(&output.stderr)
     );
 }
+
+#[tokio::test]
+async fn a_job_files_problems_come_all_at_once_with_suggestions() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(
+        &file,
+        "name: Bad_Name\nimage: busybox\nresources: {cpu: 1x, memory: 1Gi, qos: Guarantee}\ncomand: [echo]\n",
+    )
+    .unwrap();
+    let shown = file.display().to_string();
+    // Refused before any cluster is looked for.
+    let output = run(Command::new(binary())
+        .args(["submit", "-f", &shown])
+        .env("KUBECONFIG", dir.path().join("none")))
+    .await;
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 4, "{stderr}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "error: {shown}:1:7: name: \"Bad_Name\" is not a DNS-1123 label"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "{shown}:3:18: resources.cpu: \"1x\" is not a Kubernetes quantity"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        lines[2],
+        format!(
+            "{shown}:3:40: resources.qos: \"Guarantee\" is not one of Burstable, Guaranteed; did you mean Guaranteed?"
+        )
+    );
+    assert_eq!(
+        lines[3],
+        format!("{shown}:4:1: unknown field `comand`; did you mean `command`?")
+    );
+}
