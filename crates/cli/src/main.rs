@@ -5,6 +5,7 @@ mod commands;
 mod completion;
 mod connect;
 mod jsonpath;
+mod live;
 mod output;
 mod spec_input;
 

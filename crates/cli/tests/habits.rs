@@ -665,3 +665,229 @@ async fn a_job_files_problems_come_all_at_once_with_suggestions() {
         format!("{shown}:4:1: unknown field `comand`; did you mean `command`?")
     );
 }
+
+/// A `kubeferry` whose stdout and stderr are a pseudo-terminal (120 columns), as in a
+/// terminal window; everything it draws is collected as it comes.
+struct OnTerminal {
+    child: tokio::process::Child,
+    transcript: Arc<Mutex<Vec<u8>>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl OnTerminal {
+    fn start(command: &mut Command) -> OnTerminal {
+        let size = nix::pty::Winsize {
+            ws_row: 40,
+            ws_col: 120,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = nix::pty::openpty(Some(&size), None).expect("a pseudo-terminal");
+        let err = pty.slave.try_clone().unwrap();
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(pty.slave))
+            .stderr(Stdio::from(err))
+            .env("TERM", "xterm")
+            .spawn()
+            .expect("kubeferry starts");
+        let transcript = Arc::new(Mutex::new(Vec::new()));
+        let into = transcript.clone();
+        let mut terminal = std::fs::File::from(pty.master);
+        // Reads until the last writer is gone (EIO on Linux).
+        let reader = tokio::task::spawn_blocking(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut terminal, &mut buf) {
+                if n == 0 {
+                    return;
+                }
+                into.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        OnTerminal {
+            child,
+            transcript,
+            reader,
+        }
+    }
+
+    fn text(&self) -> String {
+        text(&self.transcript.lock().unwrap())
+    }
+
+    async fn until(&self, what: &str, accept: impl Fn(&str) -> bool) {
+        let end = tokio::time::Instant::now() + DEADLINE;
+        while !accept(&self.text()) {
+            assert!(
+                tokio::time::Instant::now() < end,
+                "timed out waiting for {what}; the terminal shows:\n{:?}",
+                self.text()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn finish(mut self) -> (ExitStatus, String) {
+        let status = tokio::time::timeout(DEADLINE, self.child.wait())
+            .await
+            .expect("kubeferry ended")
+            .unwrap();
+        let _ = tokio::time::timeout(DEADLINE, &mut self.reader).await;
+        (status, self.text())
+    }
+}
+
+/// The frames of the live line: what each carriage return redraws.
+fn frames(transcript: &str) -> Vec<String> {
+    transcript
+        .split('\r')
+        .map(|frame| frame.trim_start_matches("\x1b[2K").to_string())
+        .filter(|frame| !frame.trim().is_empty())
+        .collect()
+}
+
+/// Whether the text has colour (SGR) escape sequences.
+fn coloured(text: &str) -> bool {
+    text.contains("\x1b[1m") || text.contains("\x1b[36m") || text.contains("\x1b[2m")
+}
+
+#[tokio::test]
+async fn run_on_a_terminal_draws_one_live_line_with_the_log_above_it() {
+    let cluster = cluster().await;
+    let running = OnTerminal::start(kubeferry(&cluster.kubeconfig).args([
+        "run",
+        "-f",
+        &example("hello.yaml"),
+    ]));
+    let (status, screen) = running.finish().await;
+    assert!(status.success(), "{screen:?}");
+    let frames = frames(&screen);
+    // The live line is redrawn in place (carriage return, erase line), never a plain
+    // progress line.
+    assert!(screen.contains("\r\x1b[2K"), "{screen:?}");
+    assert!(!screen.contains(" STARTED (Running)"), "{screen:?}");
+    let started = frames
+        .iter()
+        .find(|f| {
+            f.contains("STARTED")
+                && f.contains("Running · pod hello-")
+                && f.contains(" on sim-node-")
+        })
+        .unwrap_or_else(|| panic!("no STARTED frame with its pod and node: {frames:#?}"));
+    assert!(coloured(started), "{started:?}");
+    assert!(
+        started.contains("0s") || started.contains("1s") || started.contains("2s"),
+        "the elapsed time: {started:?}"
+    );
+    // The log's lines are whole lines above the live line, in order, and the summary ends it.
+    let lines: Vec<&str> = screen
+        .split("\r\n")
+        .map(|line| line.rsplit("\x1b[2K").next().unwrap())
+        .collect();
+    let log: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| {
+            [
+                "hello from kubeferry",
+                "streaming: this line came a second later",
+                "done",
+            ]
+            .contains(l)
+        })
+        .collect();
+    assert_eq!(
+        log,
+        [
+            "hello from kubeferry",
+            "streaming: this line came a second later",
+            "done"
+        ],
+        "{screen:?}"
+    );
+    let last = lines.iter().rev().find(|l| !l.is_empty()).unwrap();
+    assert!(
+        last.contains(" SUCCEEDED (Completed, exit code 0"),
+        "{screen:?}"
+    );
+}
+
+#[tokio::test]
+async fn wait_on_a_terminal_shows_why_a_job_is_queued_and_respects_no_color_and_no_progress() {
+    let cluster = cluster().await;
+    let file = cluster.dir.path().join("huge.yaml");
+    std::fs::write(
+        &file,
+        "name: huge\nimage: busybox\ncommand: [sleep, '60']\nresources: {cpu: 1000}\n",
+    )
+    .unwrap();
+    let id = submit(&cluster.kubeconfig, &file.display().to_string(), &[]).await;
+    let waiting = OnTerminal::start(
+        kubeferry(&cluster.kubeconfig)
+            .args(["wait", &id])
+            .env("NO_COLOR", "1"),
+    );
+    waiting
+        .until("the unschedulable frame", |screen| {
+            frames(screen)
+                .iter()
+                .any(|f| f.contains("QUEUED") && f.contains("Unschedulable: 0/"))
+        })
+        .await;
+    // The same on a terminal with --no-progress: plain lines.
+    let plain =
+        OnTerminal::start(kubeferry(&cluster.kubeconfig).args(["wait", &id, "--no-progress"]));
+    plain
+        .until("the plain line", |screen| {
+            screen.contains(&format!("kubeferry: {id} QUEUED (Unschedulable): 0/"))
+        })
+        .await;
+    ok(kubeferry(&cluster.kubeconfig).args(["cancel", &id])).await;
+    let (status, screen) = waiting.finish().await;
+    assert_eq!(status.code(), Some(1), "{screen:?}");
+    assert!(!coloured(&screen), "NO_COLOR: {screen:?}");
+    let frame = frames(&screen)
+        .into_iter()
+        .find(|f| f.contains("Unschedulable: 0/"))
+        .unwrap();
+    assert!(frame.contains("QUEUED "), "{frame:?}");
+    assert!(
+        screen.contains(&format!("{id} CANCELLED (Cancelled")),
+        "{screen:?}"
+    );
+    let (status, screen) = plain.finish().await;
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        !screen.contains("\x1b["),
+        "--no-progress draws nothing: {screen:?}"
+    );
+}
+
+#[tokio::test]
+async fn run_off_a_terminal_prints_the_plain_lines() {
+    let cluster = cluster().await;
+    let output =
+        run(kubeferry(&cluster.kubeconfig).args(["run", "-f", &example("hello.yaml")])).await;
+    assert!(output.status.success());
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        !stdout.contains('\x1b') && !stderr.contains('\x1b') && !stderr.contains('\r'),
+        "{stderr:?}"
+    );
+    let id = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("kubeferry: submitted "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    // Every change is a line of its own, as before the live line existed.
+    assert!(
+        stderr.contains(&format!("kubeferry: {id} STARTED (Running)\n")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("kubeferry: {id} SUCCEEDED (Completed)\n")),
+        "{stderr}"
+    );
+    assert_eq!(stdout.lines().next(), Some("hello from kubeferry"));
+}
