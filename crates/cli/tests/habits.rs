@@ -197,7 +197,7 @@ async fn bash_completes_commands_flags_values_and_execution_ids() {
     assert!(ids.contains(&here) && ids.contains(&there), "{ids:?}");
     let prefix = &there[..there.len() - 3];
     let ids = bash_completes(&cluster, &["kubeferry", "logs", prefix]).await;
-    assert_eq!(ids, [there.clone()]);
+    assert_eq!(ids, std::slice::from_ref(&there));
     let ids = bash_completes(&cluster, &["kubeferry", "wait", "nothing/like/this"]).await;
     assert!(ids.is_empty(), "{ids:?}");
 }
@@ -336,7 +336,7 @@ async fn list_all_namespaces_sorts_and_prints_wide_names_and_jsonpath() {
         "name",
     ]))
     .await;
-    let mut sorted = vec![failed.clone(), succeeded.clone()];
+    let mut sorted = [failed.clone(), succeeded.clone()];
     sorted.sort();
     assert_eq!(names, sorted.join("\n") + "\n");
     // Lifecycle order: SUCCEEDED before FAILED.

@@ -83,7 +83,7 @@ fn sort(jobs: &mut [JobSummary], key: Option<SortKey>) {
                 &b.id,
             ))
         }),
-        Some(SortKey::Name) => jobs.sort_by(|a, b| a.id.to_string().cmp(&b.id.to_string())),
+        Some(SortKey::Name) => jobs.sort_by_key(|job| job.id.to_string()),
     }
 }
 
