@@ -891,3 +891,44 @@ async fn run_off_a_terminal_prints_the_plain_lines() {
     );
     assert_eq!(stdout.lines().next(), Some("hello from kubeferry"));
 }
+
+#[tokio::test]
+async fn list_all_namespaces_without_cluster_wide_rights_says_what_to_grant() {
+    let mut config = SimConfig::for_tests();
+    config.rbac = true;
+    let sim = SimCluster::start(config).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let admin = dir.path().join("admin.kubeconfig");
+    sim.write_kubeconfig_as(&admin, "test", sim.admin_token())
+        .unwrap();
+    let role = ok(kubeferry(&admin).args([
+        "rbac",
+        "-n",
+        "default",
+        "--service-account",
+        "local",
+        "-o",
+        "json",
+    ]))
+    .await;
+    let role: Value = serde_json::from_str(&role).unwrap();
+    for item in role["items"].as_array().unwrap() {
+        sim.create("default", item.clone()).unwrap();
+    }
+    let limited = dir.path().join("local.kubeconfig");
+    sim.write_kubeconfig_as(&limited, "test", &sim.token_for("default", "local"))
+        .unwrap();
+    let id = submit(&limited, &example("hello.yaml"), &[]).await;
+    // The namespace's Role is enough for a namespace's list, not for every namespace's.
+    assert_eq!(
+        ok(kubeferry(&limited).args(["list", "-o", "name"])).await,
+        format!("{id}\n")
+    );
+    let output = run(kubeferry(&limited).args(["list", "-A"])).await;
+    assert_eq!(output.status.code(), Some(1), "{}\n{}", text(&output.stdout), text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.starts_with("error: forbidden: kubeferry needs permission to list jobs.batch in all namespaces (a ClusterRole bound with a ClusterRoleBinding)"),
+        "{stderr}"
+    );
+}

@@ -161,8 +161,19 @@ impl Executor {
     /// and pods in every namespace).
     pub async fn list_all_namespaces(&self, selector: Option<&str>) -> Result<Vec<JobSummary>> {
         let container = self.container.list_all_namespaces(selector).await;
-        let spark = self.spark.list_all_namespaces(selector).await;
-        let mut jobs = either_kind(container, spark, "jobs not listed")?;
+        // With no Spark operator installed, an empty Spark list asked nothing of the server:
+        // it must not stand in for container jobs kubeferry may not list.
+        let spark_installed = self
+            .spark
+            .installed()
+            .await
+            .is_ok_and(|operators| !operators.is_empty());
+        let mut jobs = if spark_installed {
+            let spark = self.spark.list_all_namespaces(selector).await;
+            either_kind(container, spark, "jobs not listed")?
+        } else {
+            container?
+        };
         jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(jobs)
     }
