@@ -59,7 +59,8 @@ impl Progress {
             return;
         };
         bar.set_prefix(info.state.to_string());
-        bar.set_message(live_message(info, placement(executor, id)));
+        let placement = placement(executor, id).map(|p| (p.pod, p.node));
+        bar.set_message(live_message(info, placement));
     }
 
     /// Writes a log line on stdout (or stderr), above the live line.
@@ -106,9 +107,19 @@ fn live_message(info: &ExecutionInfo, placement: Option<(String, Option<String>)
     text
 }
 
+/// Where a job runs, from the namespace's watch cache.
+pub struct Placement {
+    /// The newest attempt's pod.
+    pub pod: String,
+    /// Its node, once scheduled.
+    pub node: Option<String>,
+    /// How many attempts' pods exist.
+    pub attempts: usize,
+}
+
 /// The newest attempt's pod and its node, from the namespace's watch cache (container jobs;
 /// a Spark job's driver is not shown).
-fn placement(executor: &Executor, id: &ExecutionId) -> Option<(String, Option<String>)> {
+pub fn placement(executor: &Executor, id: &ExecutionId) -> Option<Placement> {
     if id.kind != JobKind::Job {
         return None;
     }
@@ -118,8 +129,13 @@ fn placement(executor: &Executor, id: &ExecutionId) -> Option<(String, Option<St
         .existing(&id.namespace)?;
     let mut pods = watch.live_pods_of(&id.name);
     pods.sort_by(oldest_attempt_first);
+    let attempts = pods.len();
     let pod = pods.pop()?;
-    Some((pod.name, pod.node_name))
+    Some(Placement {
+        pod: pod.name,
+        node: pod.node_name,
+        attempts,
+    })
 }
 
 #[cfg(test)]

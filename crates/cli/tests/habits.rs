@@ -925,10 +925,43 @@ async fn list_all_namespaces_without_cluster_wide_rights_says_what_to_grant() {
         format!("{id}\n")
     );
     let output = run(kubeferry(&limited).args(["list", "-A"])).await;
-    assert_eq!(output.status.code(), Some(1), "{}\n{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}\n{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
     let stderr = text(&output.stderr);
     assert!(
         stderr.starts_with("error: forbidden: kubeferry needs permission to list jobs.batch in all namespaces (a ClusterRole bound with a ClusterRoleBinding)"),
         "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn list_watch_wide_rows_show_where_the_job_runs() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let watch = Spawned::start(kubeferry(kubeconfig).args(["list", "-w", "-o", "wide"]));
+    let id = submit(kubeconfig, &example("hello.yaml"), &[]).await;
+    let name = id.rsplit('/').next().unwrap().to_string();
+    watch
+        .until("a SUCCEEDED row with its pod and node", |out| {
+            out.lines().any(|line| {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                words.first() == Some(&id.as_str())
+                    && words.contains(&"SUCCEEDED")
+                    && words.iter().any(|w| w.starts_with(&format!("{name}-")))
+                    && words.iter().any(|w| w.starts_with("sim-node-"))
+            })
+        })
+        .await;
+    watch.interrupt();
+    let (status, stdout) = watch.finish().await;
+    assert!(status.success(), "{stdout}");
+    assert!(
+        stdout.starts_with("ID "),
+        "the header comes with the first row: {stdout}"
     );
 }

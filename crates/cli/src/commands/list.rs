@@ -251,6 +251,11 @@ impl Watched {
                         }
                         let Some(entry) = shown.get_mut(&id) else { continue };
                         entry.status = info;
+                        if let Some(placement) = crate::live::placement(&self.executor, &id) {
+                            entry.pod = Some(placement.pod);
+                            entry.node = placement.node;
+                            entry.attempts = placement.attempts;
+                        }
                         if changed && self.state.is_none_or(|state| state == entry.status.state) {
                             printer.next(entry)?;
                         }
