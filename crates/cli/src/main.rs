@@ -19,6 +19,9 @@ use args::{Cli, Command, SimCommand, TemplateCommand};
 /// The executable name kubectl runs `kubectl ferry` as (kubectl's plugin mechanism).
 const PLUGIN_EXECUTABLE: &str = "kubectl-ferry";
 
+/// The executable kubectl (1.26 and later) asks to complete `kubectl ferry ...`.
+const PLUGIN_COMPLETER: &str = "kubectl_complete-ferry";
+
 /// How the user invoked kubeferry, as its usage and help say it: `kubectl ferry` when run as
 /// the kubectl plugin, `kubeferry` otherwise.
 fn invoked_as() -> &'static str {
@@ -26,11 +29,47 @@ fn invoked_as() -> &'static str {
     let stem = std::path::Path::new(&program)
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned());
-    if stem.as_deref() == Some(PLUGIN_EXECUTABLE) {
-        "kubectl ferry"
-    } else {
-        "kubeferry"
+    match stem.as_deref() {
+        Some(PLUGIN_EXECUTABLE | PLUGIN_COMPLETER) => "kubectl ferry",
+        _ => "kubeferry",
     }
+}
+
+/// Answers kubectl's completion request for the plugin when run as `kubectl_complete-ferry
+/// WORD... CURRENT`: the candidates, one per line (`value<TAB>help`), then cobra's directive
+/// `:4` (no file completion). `None` when not run so.
+fn complete_for_kubectl() -> Option<ExitCode> {
+    let mut args = std::env::args_os();
+    let program = args.next()?;
+    let stem = std::path::Path::new(&program).file_stem()?.to_owned();
+    if stem != PLUGIN_COMPLETER {
+        return None;
+    }
+    let mut words: Vec<std::ffi::OsString> = vec!["kubectl ferry".into()];
+    words.extend(args);
+    if words.len() == 1 {
+        words.push("".into());
+    }
+    let index = words.len() - 1;
+    let current_dir = std::env::current_dir().ok();
+    let mut command = command("kubectl ferry");
+    let candidates =
+        clap_complete::engine::complete(&mut command, words, index, current_dir.as_deref())
+            .unwrap_or_default();
+    let mut out = String::new();
+    for candidate in candidates {
+        out.push_str(&candidate.get_value().to_string_lossy());
+        if let Some(help) = candidate.get_help() {
+            out.push('\t');
+            out.push_str(&help.to_string());
+        }
+        out.push('\n');
+    }
+    out.push_str(":4\n");
+    Some(match output::print_text(&out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    })
 }
 
 /// The command line's definition, named as invoked.
@@ -39,6 +78,9 @@ fn command(invoked_as: &'static str) -> clap::Command {
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = complete_for_kubectl() {
+        return code;
+    }
     let invoked_as = invoked_as();
     // A shell asking for completions (`COMPLETE=bash kubeferry -- ...`) is answered here.
     clap_complete::CompleteEnv::with_factory(move || command(invoked_as))

@@ -206,9 +206,11 @@ async fn bash_completes_commands_flags_values_and_execution_ids() {
 fn kubectl_with_plugin(dir: &Path, home: &Path) -> Command {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let plugin = bin.join("kubectl-ferry");
-    if !plugin.exists() {
-        std::os::unix::fs::symlink(binary(), &plugin).unwrap();
+    for name in ["kubectl-ferry", "kubectl_complete-ferry"] {
+        let plugin = bin.join(name);
+        if !plugin.exists() {
+            std::os::unix::fs::symlink(binary(), &plugin).unwrap();
+        }
     }
     let mut command = Command::new("/usr/bin/kubectl");
     command
@@ -307,6 +309,16 @@ async fn kubectl_runs_kubeferry_as_its_ferry_plugin() {
     ]))
     .await;
     assert_eq!(jobs, format!("job.batch/{name}\n"));
+
+    // kubectl's own completion of `kubectl ferry ...` (kubectl_complete-ferry), ids included.
+    let completed =
+        ok(kubectl_with_plugin(dir.path(), home.path()).args(["__complete", "ferry", "sta"])).await;
+    assert_eq!(completed, "status\tPrint the status of jobs\n:4\n");
+    let completed = ok(kubectl_with_plugin(dir.path(), home.path())
+        .env("KUBECONFIG", &cluster.kubeconfig)
+        .args(["__complete", "ferry", "logs", "test/job/team/"]))
+    .await;
+    assert_eq!(completed, format!("{id}\tSUCCEEDED\n:4\n"));
     drop(cluster.sim);
 }
 
