@@ -977,3 +977,44 @@ async fn list_watch_wide_rows_show_where_the_job_runs() {
         "the header comes with the first row: {stdout}"
     );
 }
+
+#[tokio::test]
+async fn list_watch_until_done_ends_when_every_job_has() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let gate = cluster.dir.path().join("gate");
+    let job = gated_job(cluster.dir.path(), "gated", &gate);
+    let gated = submit(kubeconfig, &job, &["-n", "team"]).await;
+    let watch = Spawned::start(kubeferry(kubeconfig).args([
+        "list",
+        "-n",
+        "team",
+        "-w",
+        "--until-done",
+        "-o",
+        "jsonpath={.id} {.status.state}{\"\\n\"}",
+    ]));
+    watch
+        .until("the listed job", |out| out.contains(&gated))
+        .await;
+    std::fs::write(&gate, b"").unwrap();
+    let (status, stdout) = watch.finish().await;
+    assert!(status.success(), "{stdout}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some(format!("{gated} SUCCEEDED").as_str()),
+        "{stdout}"
+    );
+    // A failed job among them: exit 1.
+    let failed = submit(kubeconfig, &example("fail.yaml"), &["-n", "team"]).await;
+    wait(kubeconfig, &failed).await;
+    let output =
+        run(kubeferry(kubeconfig).args(["list", "-n", "team", "-w", "--until-done", "-o", "name"]))
+            .await;
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let mut names: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
+    names.sort();
+    let mut both = [gated, failed];
+    both.sort();
+    assert_eq!(names, both);
+}
