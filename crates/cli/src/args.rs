@@ -50,24 +50,67 @@ pub struct ClusterArgs {
     pub spark_operator: Option<kubeferry::core::spark::SparkOperator>,
 }
 
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+/// Output format (`-o`), as kubectl's.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Format {
     /// A human-readable table.
     #[default]
     Table,
+    /// The table with more columns: the pod, its node, the attempts and the duration.
+    Wide,
+    /// One execution id per line.
+    Name,
     /// JSON.
     Json,
     /// YAML.
     Yaml,
+    /// A kubectl JSONPath template applied to the JSON output.
+    JsonPath(crate::jsonpath::Template),
+}
+
+/// The `-o` values, for help and completion.
+pub const FORMATS: [&str; 6] = ["table", "wide", "name", "json", "yaml", "jsonpath="];
+
+fn parse_format(text: &str) -> Result<Format, String> {
+    if let Some(template) = text
+        .strip_prefix("jsonpath=")
+        .or_else(|| text.strip_prefix("jsonpath-as-json="))
+    {
+        return crate::jsonpath::Template::parse(template).map(Format::JsonPath);
+    }
+    match text {
+        "table" => Ok(Format::Table),
+        "wide" => Ok(Format::Wide),
+        "name" => Ok(Format::Name),
+        "json" => Ok(Format::Json),
+        "yaml" => Ok(Format::Yaml),
+        "jsonpath" => Err("jsonpath needs a template: -o jsonpath='{.status.state}'".to_string()),
+        other => Err(format!(
+            "{other:?} is not an output format: use one of table, wide, name, json, yaml, jsonpath=TEMPLATE"
+        )),
+    }
 }
 
 /// How results are printed.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
-    /// Output format.
-    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Format::Table)]
+    /// Output format: table, wide, name, json, yaml or jsonpath=TEMPLATE (kubectl's
+    /// templates, e.g. `jsonpath='{.items[*].status.state}'`).
+    #[arg(
+        short = 'o',
+        long = "output",
+        global = true,
+        value_name = "FORMAT",
+        value_parser = parse_format,
+        default_value = "table",
+        add = clap_complete::ArgValueCandidates::new(|| {
+            FORMATS.iter().map(|f| clap_complete::CompletionCandidate::new(*f)).collect::<Vec<_>>()
+        })
+    )]
     pub format: Format,
+    /// No live status line on a terminal (`run`, `wait`); NO_COLOR turns its colours off.
+    #[arg(long, global = true)]
+    pub no_progress: bool,
 }
 
 /// Where a job spec comes from, and its template parameters.
@@ -102,6 +145,8 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Print the namespaced Role kubeferry needs.
     Rbac(RbacArgs),
+    /// Print the shell code that completes kubeferry's commands, flags and execution ids.
+    Completion(CompletionArgs),
     /// Work with job templates.
     #[command(subcommand)]
     Template(TemplateCommand),
@@ -160,15 +205,35 @@ pub struct SubmitArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Execution ids (`<cluster>/<kind>/<namespace>/<name>`).
-    #[arg(required = true, value_name = "ID")]
+    #[arg(required = true, value_name = "ID", add = id_completer())]
     pub ids: Vec<String>,
+    /// After the statuses, print a new row each time one changes, until interrupted.
+    #[command(flatten)]
+    pub watch: WatchArgs,
+}
+
+/// `-w` of `status` and `list`.
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// After the rows, print a new row each time a job's status changes (as `kubectl get -w`),
+    /// until interrupted.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// With `-w`: stop once every watched job has ended (exit 0 only if all succeeded).
+    #[arg(long, requires = "watch")]
+    pub until_done: bool,
+}
+
+/// Completes execution ids from `kubeferry list -A` on the current context.
+fn id_completer() -> clap_complete::ArgValueCompleter {
+    clap_complete::ArgValueCompleter::new(crate::completion::complete_ids)
 }
 
 /// `kubeferry wait`.
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     /// The execution id.
-    #[arg(value_name = "ID")]
+    #[arg(value_name = "ID", add = id_completer())]
     pub id: String,
     /// Give up after this long (e.g. 90s, 10m).
     #[arg(long, value_parser = parse_duration)]
@@ -179,7 +244,7 @@ pub struct WaitArgs {
 #[derive(Debug, Args)]
 pub struct CancelArgs {
     /// Execution ids.
-    #[arg(required = true, value_name = "ID")]
+    #[arg(required = true, value_name = "ID", add = id_completer())]
     pub ids: Vec<String>,
     /// Wait until the job is CANCELLED (or ended otherwise) before returning.
     #[arg(long)]
@@ -190,7 +255,7 @@ pub struct CancelArgs {
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// The execution id.
-    #[arg(value_name = "ID")]
+    #[arg(value_name = "ID", add = id_completer())]
     pub id: String,
     /// Stream the log until the job's container ends.
     #[arg(short = 'f', long)]
@@ -215,6 +280,48 @@ pub struct ListArgs {
     /// Only jobs in this state.
     #[arg(long, value_name = "STATE")]
     pub state: Option<kubeferry::JobState>,
+    /// Jobs of every namespace (kubeferry needs to be allowed to list Jobs, pods and
+    /// SparkApplications cluster-wide).
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// The order of the rows (default: oldest first).
+    #[arg(long, value_enum, value_name = "KEY")]
+    pub sort_by: Option<SortKey>,
+    /// After the rows, print a new row each time a job's status changes, until interrupted.
+    #[command(flatten)]
+    pub watch: WatchArgs,
+}
+
+/// What `list --sort-by` orders rows by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortKey {
+    /// Creation time, oldest first.
+    Created,
+    /// State, in lifecycle order (QUEUED, STARTED, then the outcomes), then creation time.
+    State,
+    /// Execution id.
+    Name,
+}
+
+/// `kubeferry completion`.
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The shells completion is offered for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// Bash.
+    Bash,
+    /// Zsh.
+    Zsh,
+    /// Fish.
+    Fish,
+    /// PowerShell.
+    Powershell,
 }
 
 /// `kubeferry sweep`.

@@ -2,19 +2,94 @@
 
 mod args;
 mod commands;
+mod completion;
 mod connect;
+mod jsonpath;
+mod live;
 mod output;
 mod spec_input;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
 
 use args::{Cli, Command, SimCommand, TemplateCommand};
 
+/// The executable name kubectl runs `kubectl ferry` as (kubectl's plugin mechanism).
+const PLUGIN_EXECUTABLE: &str = "kubectl-ferry";
+
+/// The executable kubectl (1.26 and later) asks to complete `kubectl ferry ...`.
+const PLUGIN_COMPLETER: &str = "kubectl_complete-ferry";
+
+/// How the user invoked kubeferry, as its usage and help say it: `kubectl ferry` when run as
+/// the kubectl plugin, `kubeferry` otherwise.
+fn invoked_as() -> &'static str {
+    let program = std::env::args_os().next().unwrap_or_default();
+    let stem = std::path::Path::new(&program)
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned());
+    match stem.as_deref() {
+        Some(PLUGIN_EXECUTABLE | PLUGIN_COMPLETER) => "kubectl ferry",
+        _ => "kubeferry",
+    }
+}
+
+/// Answers kubectl's completion request for the plugin when run as `kubectl_complete-ferry
+/// WORD... CURRENT`: the candidates, one per line (`value<TAB>help`), then cobra's directive
+/// `:4` (no file completion). `None` when not run so.
+fn complete_for_kubectl() -> Option<ExitCode> {
+    let mut args = std::env::args_os();
+    let program = args.next()?;
+    let stem = std::path::Path::new(&program).file_stem()?.to_owned();
+    if stem != PLUGIN_COMPLETER {
+        return None;
+    }
+    let mut words: Vec<std::ffi::OsString> = vec!["kubectl ferry".into()];
+    words.extend(args);
+    if words.len() == 1 {
+        words.push("".into());
+    }
+    let index = words.len() - 1;
+    let current_dir = std::env::current_dir().ok();
+    let mut command = command("kubectl ferry");
+    let candidates =
+        clap_complete::engine::complete(&mut command, words, index, current_dir.as_deref())
+            .unwrap_or_default();
+    let mut out = String::new();
+    for candidate in candidates {
+        out.push_str(&candidate.get_value().to_string_lossy());
+        if let Some(help) = candidate.get_help() {
+            out.push('\t');
+            out.push_str(&help.to_string());
+        }
+        out.push('\n');
+    }
+    out.push_str(":4\n");
+    Some(match output::print_text(&out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    })
+}
+
+/// The command line's definition, named as invoked.
+fn command(invoked_as: &'static str) -> clap::Command {
+    Cli::command().bin_name(invoked_as)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    if let Some(code) = complete_for_kubectl() {
+        return code;
+    }
+    let invoked_as = invoked_as();
+    // A shell asking for completions (`COMPLETE=bash kubeferry -- ...`) is answered here.
+    clap_complete::CompleteEnv::with_factory(move || command(invoked_as))
+        .var(completion::COMPLETE_VAR)
+        .complete();
+    let cli = match Cli::from_arg_matches(&command(invoked_as).get_matches()) {
+        Ok(cli) => cli,
+        Err(error) => error.format(&mut command(invoked_as)).exit(),
+    };
     // The service writes structured logs of its own.
     if !matches!(cli.command, Command::Serve(_)) {
         init_tracing(cli.verbose);
@@ -66,6 +141,10 @@ async fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::List(args) => commands::list::list(cli, args).await,
         Command::Sweep(args) => commands::sweep::sweep(cli, args).await,
         Command::Rbac(args) => commands::rbac::rbac(cli, args),
+        Command::Completion(args) => {
+            output::print_text(&completion::registration(args.shell, "kubeferry")?)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Template(TemplateCommand::Render(args)) => commands::template::render(args),
         Command::Serve(args) => {
             let cluster = &cli.cluster;

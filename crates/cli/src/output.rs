@@ -29,12 +29,12 @@ pub enum Structured {
 }
 
 impl Format {
-    /// The machine-readable format, or `None` for a table.
-    pub fn structured(self) -> Option<Structured> {
+    /// The machine-readable format, or `None` for the others.
+    pub fn structured(&self) -> Option<Structured> {
         match self {
-            Format::Table => None,
             Format::Json => Some(Structured::Json),
             Format::Yaml => Some(Structured::Yaml),
+            Format::Table | Format::Wide | Format::Name | Format::JsonPath(_) => None,
         }
     }
 }
@@ -70,8 +70,8 @@ impl Table {
         self.rows.push(cells);
     }
 
-    /// The table as text, one line per row, each ending in a newline.
-    pub fn render(&self) -> String {
+    /// The width of each column: its widest cell.
+    pub fn widths(&self) -> Vec<usize> {
         let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
         for row in &self.rows {
             for (i, cell) in row.iter().enumerate() {
@@ -80,81 +80,153 @@ impl Table {
                 }
             }
         }
-        let mut out = String::new();
+        widths
+    }
+
+    /// The table as text, one line per row, each ending in a newline.
+    pub fn render(&self) -> String {
+        let widths = self.widths();
         let header: Vec<String> = self.headers.iter().map(|h| h.to_string()).collect();
-        for row in std::iter::once(&header).chain(&self.rows) {
-            let last = row.len().saturating_sub(1);
-            for (i, cell) in row.iter().enumerate() {
-                out.push_str(cell);
-                if i < last {
-                    let pad = widths[i] - cell.chars().count() + 3;
-                    out.push_str(&" ".repeat(pad));
-                }
-            }
-            out.push('\n');
-        }
-        out
+        std::iter::once(&header)
+            .chain(&self.rows)
+            .map(|row| render_row(&widths, row))
+            .collect()
     }
 }
 
-/// Prints statuses: a table, or JSON/YAML (a single object when `single`, else a list).
+/// One row padded to `widths` (a cell wider than its column pushes the rest right), ending in
+/// a newline: the rows `-w` prints under a table already printed.
+pub fn render_row(widths: &[usize], row: &[String]) -> String {
+    let mut out = String::new();
+    let last = row.len().saturating_sub(1);
+    for (i, cell) in row.iter().enumerate() {
+        out.push_str(cell);
+        if i < last {
+            let width = widths.get(i).copied().unwrap_or(0);
+            let pad = width.saturating_sub(cell.chars().count()) + 3;
+            out.push_str(&" ".repeat(pad));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// Prints statuses: a table, ids, a JSONPath template's text, or JSON/YAML (a single object
+/// when `single`, else a list).
 pub fn print_statuses(
-    format: Format,
+    format: &Format,
     statuses: &[(&ExecutionId, ExecutionInfo)],
     single: bool,
 ) -> anyhow::Result<()> {
-    match format.structured() {
-        Some(format) => {
-            let rows: Vec<StatusRow> = statuses
-                .iter()
-                .map(|(id, status)| StatusRow { id, status })
-                .collect();
+    let rows: Vec<StatusRow> = statuses
+        .iter()
+        .map(|(id, status)| StatusRow { id, status })
+        .collect();
+    match format {
+        Format::Json | Format::Yaml => {
+            let structured = format.structured().unwrap_or(Structured::Json);
             match rows.first() {
-                Some(row) if single => print_structured(format, row)?,
-                _ => print_structured(format, &rows)?,
+                Some(row) if single => print_structured(structured, row)?,
+                _ => print_structured(structured, &rows)?,
             }
         }
-        None if !statuses.is_empty() => {
-            let mut table = status_table();
+        Format::JsonPath(template) => {
+            let document = match rows.first() {
+                Some(row) if single => serde_json::to_value(row)?,
+                _ => serde_json::json!({ "items": rows }),
+            };
+            print_text(&template.render(&document))?;
+        }
+        Format::Name => {
+            let names: String = rows.iter().map(|row| format!("{}\n", row.id)).collect();
+            print_text(&names)?;
+        }
+        Format::Table | Format::Wide if !statuses.is_empty() => {
+            let wide = *format == Format::Wide;
+            let mut table = status_table(wide);
             for (id, info) in statuses {
-                table.row(status_cells(id, info));
+                table.row(status_cells(id, info, wide));
             }
-            print!("{}", table.render());
+            print_text(&table.render())?;
         }
-        None => {}
+        Format::Table | Format::Wide => {}
     }
     Ok(())
 }
 
-/// Prints how a job ended: the one-line summary, or the status as JSON/YAML.
-pub fn print_final(format: Format, id: &ExecutionId, info: &ExecutionInfo) -> anyhow::Result<()> {
-    match format.structured() {
-        Some(format) => print_structured(format, &StatusRow { id, status: info }),
-        None => {
+/// Writes text on standard output as it is.
+pub fn print_text(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Prints how a job ended: the one-line summary, its id, a template's text, or the status as
+/// JSON/YAML.
+pub fn print_final(format: &Format, id: &ExecutionId, info: &ExecutionInfo) -> anyhow::Result<()> {
+    let row = StatusRow { id, status: info };
+    match format {
+        Format::Json | Format::Yaml => {
+            print_structured(format.structured().unwrap_or(Structured::Json), &row)
+        }
+        Format::JsonPath(template) => print_text(&template.render(&serde_json::to_value(&row)?)),
+        Format::Name => print_text(&format!("{id}\n")),
+        Format::Table | Format::Wide => {
             println!("{}", final_line(id, info));
             Ok(())
         }
     }
 }
 
-/// The columns of a status table.
-pub fn status_table() -> Table {
-    Table::new(vec![
-        "ID", "STATE", "REASON", "EXIT", "STARTED", "FINISHED", "MESSAGE",
-    ])
+/// The columns of a status table; `wide` adds how long the job ran.
+pub fn status_table(wide: bool) -> Table {
+    let mut headers = vec!["ID", "STATE", "REASON", "EXIT", "STARTED", "FINISHED"];
+    if wide {
+        headers.push("DURATION");
+    }
+    headers.push("MESSAGE");
+    Table::new(headers)
 }
 
 /// A status as a row of [`status_table`].
-pub fn status_cells(id: &ExecutionId, info: &ExecutionInfo) -> Vec<String> {
-    vec![
+pub fn status_cells(id: &ExecutionId, info: &ExecutionInfo, wide: bool) -> Vec<String> {
+    let mut cells = vec![
         id.to_string(),
         info.state.to_string(),
         info.reason.to_string(),
         info.exit_code.map(|c| c.to_string()).unwrap_or_default(),
         info.started_at.map(|t| t.to_string()).unwrap_or_default(),
         info.finished_at.map(|t| t.to_string()).unwrap_or_default(),
-        one_line(&info.message),
-    ]
+    ];
+    if wide {
+        cells.push(duration(info));
+    }
+    cells.push(one_line(&info.message));
+    cells
+}
+
+/// How long the job ran (so far), as kubectl prints ages: `45s`, `3m12s`, `2h5m`; empty before
+/// it started.
+pub fn duration(info: &ExecutionInfo) -> String {
+    let Some(start) = info.started_at else {
+        return String::new();
+    };
+    let end = info.finished_at.unwrap_or_else(jiff::Timestamp::now);
+    let seconds = end.as_second().saturating_sub(start.as_second()).max(0);
+    short_duration(u64::try_from(seconds).unwrap_or(0))
+}
+
+/// Seconds as kubectl prints durations.
+pub fn short_duration(seconds: u64) -> String {
+    let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    match (hours, minutes) {
+        (0, 0) => format!("{seconds}s"),
+        (0, _) if seconds == 0 => format!("{minutes}m"),
+        (0, _) => format!("{minutes}m{seconds}s"),
+        (_, 0) => format!("{hours}h"),
+        _ => format!("{hours}h{minutes}m"),
+    }
 }
 
 /// A message on one line (tables have one line per row).
@@ -200,6 +272,16 @@ mod tests {
             table.render(),
             "ID                   STATE\na/job/ns/long-name   QUEUED\nb                    SUCCEEDED\n"
         );
+    }
+
+    #[test]
+    fn durations_read_like_kubectl() {
+        assert_eq!(short_duration(0), "0s");
+        assert_eq!(short_duration(45), "45s");
+        assert_eq!(short_duration(120), "2m");
+        assert_eq!(short_duration(192), "3m12s");
+        assert_eq!(short_duration(7200), "2h");
+        assert_eq!(short_duration(7500), "2h5m");
     }
 
     #[test]

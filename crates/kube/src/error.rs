@@ -28,7 +28,8 @@ pub enum Error {
     },
     /// The server refused for lack of permission: names the verb and resource to grant.
     #[error(
-        "forbidden: kubeferry needs permission to {verb} {resource} in namespace {namespace:?} (see `kubeferry rbac`); the server said: {message}"
+        "forbidden: kubeferry needs permission to {verb} {resource} {} (see `kubeferry rbac`); the server said: {message}",
+        scope(namespace)
     )]
     Forbidden {
         /// The verb that was refused (get, list, watch, create, patch, delete).
@@ -176,3 +177,12 @@ impl Error {
 
 /// A result of the Kubernetes backend.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where a refused operation was meant to act, as the Forbidden error says it.
+fn scope(namespace: &str) -> String {
+    if namespace == crate::container::ALL_NAMESPACES {
+        "in all namespaces (a ClusterRole bound with a ClusterRoleBinding)".to_string()
+    } else {
+        format!("in namespace {namespace:?}")
+    }
+}

@@ -156,6 +156,28 @@ impl Executor {
         Ok(jobs)
     }
 
+    /// The managed jobs of every namespace, of every kind, oldest first (as
+    /// [`Executor::list`], with cluster-wide lists: kubeferry needs to be allowed to list jobs
+    /// and pods in every namespace).
+    pub async fn list_all_namespaces(&self, selector: Option<&str>) -> Result<Vec<JobSummary>> {
+        let container = self.container.list_all_namespaces(selector).await;
+        // With no Spark operator installed, an empty Spark list asked nothing of the server:
+        // it must not stand in for container jobs kubeferry may not list.
+        let spark_installed = self
+            .spark
+            .installed()
+            .await
+            .is_ok_and(|operators| !operators.is_empty());
+        let mut jobs = if spark_installed {
+            let spark = self.spark.list_all_namespaces(selector).await;
+            either_kind(container, spark, "jobs not listed")?
+        } else {
+            container?
+        };
+        jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(jobs)
+    }
+
     /// Follows which managed jobs of a namespace, of every kind, match a label selector (see
     /// [`ContainerJobs::matching`] and [`SparkJobs::matching`]); `Listed` comes once both
     /// kinds have listed.

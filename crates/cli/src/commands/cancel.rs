@@ -49,7 +49,7 @@ pub async fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    print_statuses(cli.output.format, &results, false)?;
+    print_statuses(&cli.output.format, &results, false)?;
     Ok(if failed {
         ExitCode::FAILURE
     } else {

@@ -10,8 +10,9 @@ use kubeferry::kube::logs::FollowOptions;
 use kubeferry::{ExecutionId, ExecutionInfo};
 
 use crate::args::{Cli, OnInterrupt, RunArgs};
-use crate::commands::{exit_code_of, progress};
+use crate::commands::exit_code_of;
 use crate::connect::{Fallback, connect};
+use crate::live::Progress;
 use crate::output::print_final;
 use crate::spec_input;
 
@@ -28,11 +29,13 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         .submit(&cli.cluster, &spec, args.job_id.as_deref())
         .await?;
     eprintln!("kubeferry: submitted {id} (job id {job_id})");
+    let live = Progress::new(cli.output.no_progress);
 
     // Log lines go to stdout, unless stdout carries the JSON/YAML result.
     let structured = cli.output.format.structured();
     let logs = (!args.no_logs).then(|| {
         let stream = executor.follow(&id, FollowOptions::default());
+        let live = live.clone();
         tokio::spawn(async move {
             let mut lines = match stream {
                 Ok(stream) => Box::pin(stream),
@@ -43,12 +46,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
             };
             while let Some(line) = lines.next().await {
                 match line {
-                    Ok(line) if structured.is_some() => eprint!("{line}"),
-                    Ok(line) => {
-                        let mut stdout = std::io::stdout().lock();
-                        let _ = stdout.write_all(line.as_bytes());
-                        let _ = stdout.flush();
-                    }
+                    Ok(line) => live.log(&line, structured.is_some()),
                     // The log is a convenience: losing it never changes the job's outcome.
                     Err(error) => {
                         eprintln!("kubeferry: log stream ended: {error}");
@@ -59,7 +57,7 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         })
     });
 
-    let info = wait_handling_interrupts(&executor, &id, args).await?;
+    let info = wait_handling_interrupts(&executor, &id, args, &live).await?;
     if let Some(logs) = logs {
         let abort = logs.abort_handle();
         // The job ended: give the log a moment to drain so its last lines come before the
@@ -69,13 +67,14 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
             abort.abort();
         }
     }
+    live.clear();
     drop(executor);
     let Some(info) = info else {
         // Left running on request.
         connection.close().await;
         return Ok(ExitCode::from(130));
     };
-    print_final(cli.output.format, &id, &info)?;
+    print_final(&cli.output.format, &id, &info)?;
     connection.close().await;
     Ok(exit_code_of(&info))
 }
@@ -86,13 +85,16 @@ async fn wait_handling_interrupts(
     executor: &Executor,
     id: &ExecutionId,
     args: &RunArgs,
+    live: &Progress,
 ) -> anyhow::Result<Option<ExecutionInfo>> {
-    let wait = executor.wait(id, args.timeout, |info| progress(id, info));
+    let wait = executor.wait(id, args.timeout, |info| live.status(executor, id, info));
     tokio::pin!(wait);
     tokio::select! {
         result = &mut wait => return Ok(Some(result?)),
         interrupted = tokio::signal::ctrl_c() => interrupted?,
     }
+    // The question and what follows are plain lines.
+    live.clear();
     let cancel = match args.on_interrupt {
         OnInterrupt::Cancel => true,
         OnInterrupt::Leave => false,
@@ -104,7 +106,7 @@ async fn wait_handling_interrupts(
     }
     eprintln!("kubeferry: cancelling {id} (Ctrl-C again to stop waiting)");
     let outcome = executor.cancel(id).await?;
-    progress(id, outcome.info());
+    crate::commands::progress(id, outcome.info());
     tokio::select! {
         result = &mut wait => match result {
             Ok(info) => Ok(Some(info)),

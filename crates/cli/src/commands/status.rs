@@ -1,11 +1,19 @@
-//! `kubeferry status`: the status of one or more jobs.
+//! `kubeferry status`: the status of one or more jobs, and with `-w` their changes as new rows.
 
+use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
 
-use crate::args::{Cli, StatusArgs};
+use kubeferry::{ExecutionId, ExecutionInfo, JobState};
+use tokio::sync::mpsc;
+
+use crate::args::{Cli, Format, StatusArgs};
+use crate::commands::list::{News, waiter};
 use crate::commands::parse_id;
 use crate::connect::{Fallback, connect};
-use crate::output::print_statuses;
+use crate::output::{
+    StatusRow, Structured, print_statuses, print_structured, print_text, render_row, status_cells,
+    status_table,
+};
 
 /// Runs `kubeferry status`.
 pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
@@ -27,10 +35,98 @@ pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    print_statuses(cli.output.format, &found, args.ids.len() == 1)?;
-    Ok(if failed {
+    let format = &cli.output.format;
+    let watching = args.watch.watch;
+    if watching && !matches!(format, Format::Table | Format::Wide) {
+        // Each row on its own, as the changes print.
+        for (id, info) in &found {
+            print_change(format, None, id, info)?;
+        }
+    } else {
+        print_statuses(format, &found, args.ids.len() == 1 && !watching)?;
+    }
+    if !watching {
+        return Ok(if failed {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    let widths = {
+        let mut table = status_table(*format == Format::Wide);
+        for (id, info) in &found {
+            table.row(status_cells(id, info, *format == Format::Wide));
+        }
+        table.widths()
+    };
+    let mut shown: HashMap<ExecutionId, ExecutionInfo> = found
+        .iter()
+        .map(|(id, info)| ((*id).clone(), info.clone()))
+        .collect();
+    let (sender, mut news) = mpsc::unbounded_channel();
+    let mut open: HashSet<ExecutionId> = HashSet::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    for id in shown.keys() {
+        open.insert(id.clone());
+        tasks.spawn(waiter(
+            connection.executor.clone(),
+            id.clone(),
+            sender.clone(),
+        ));
+    }
+    drop(sender);
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    loop {
+        if args.watch.until_done && open.is_empty() {
+            break;
+        }
+        tokio::select! {
+            Some(news) = news.recv() => match news {
+                News::Status(id, info) => {
+                    if shown.get(&id) != Some(&info) {
+                        print_change(format, Some(&widths), &id, &info)?;
+                        shown.insert(id, info);
+                    }
+                }
+                News::Done(id) => {
+                    open.remove(&id);
+                }
+            },
+            interrupted = &mut interrupted => {
+                interrupted?;
+                break;
+            }
+        }
+    }
+    tasks.abort_all();
+    let all_succeeded = shown.values().all(|info| info.state == JobState::Succeeded);
+    Ok(if failed || (args.watch.until_done && !all_succeeded) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One status as a row under the table (or an id, a JSON document, ...).
+fn print_change(
+    format: &Format,
+    widths: Option<&[usize]>,
+    id: &ExecutionId,
+    info: &ExecutionInfo,
+) -> anyhow::Result<()> {
+    let row = StatusRow { id, status: info };
+    match format {
+        Format::Table | Format::Wide => print_text(&render_row(
+            widths.unwrap_or_default(),
+            &status_cells(id, info, *format == Format::Wide),
+        )),
+        Format::Name => print_text(&format!("{id}\n")),
+        Format::Json => print_structured(Structured::Json, &row),
+        Format::Yaml => {
+            print_text("---\n")?;
+            print_structured(Structured::Yaml, &row)
+        }
+        Format::JsonPath(template) => print_text(&template.render(&serde_json::to_value(&row)?)),
+    }
 }

@@ -132,6 +132,9 @@ pub(crate) struct Decoder {
     pub(crate) keys: HashMap<Path, usize>,
     /// Suggestions for unknown fields of the kind of file being read.
     pub(super) hints: &'static [Hint],
+    /// The known fields an unknown one was taken for (`comand` for `command`): what
+    /// validation would say of them is explained already.
+    pub(crate) suggested: Vec<Path>,
 }
 
 impl Default for Decoder {
@@ -141,6 +144,7 @@ impl Default for Decoder {
             values: HashMap::new(),
             keys: HashMap::new(),
             hints: HINTS,
+            suggested: Vec::new(),
         }
     }
 }
@@ -216,6 +220,8 @@ impl Decoder {
                 None => {
                     let (message, suggestion) = unknown_field(self.hints, path, &entry.key, known);
                     suggested.extend(suggestion);
+                    self.suggested
+                        .extend(suggestion.map(|suggestion| path.field(suggestion)));
                     self.problem(entry.key_offset, path, ProblemKind::UnknownField, message);
                 }
             }

@@ -146,6 +146,11 @@ impl Path {
         self.with(Segment::Index(index))
     }
 
+    /// Whether this path is `other` or lies inside it.
+    pub(crate) fn is_within(&self, other: &Path) -> bool {
+        self.0.starts_with(&other.0)
+    }
+
     /// The path one level up, `None` at the root.
     pub(crate) fn parent(&self) -> Option<Self> {
         let mut parent = self.0.clone();

@@ -274,19 +274,43 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
     };
     let mut decoder = decode::Decoder::default();
     let job = decoder.job(&root);
-    if !decoder.found.is_empty() {
-        let found = std::mem::take(&mut decoder.found);
+    let mut found = std::mem::take(&mut decoder.found);
+    let Some(job) = job else {
+        if found.is_empty() {
+            // The decoder reports a problem whenever it returns nothing; this is a safety net.
+            found.push(Found::at(
+                Path::root(),
+                ProblemKind::Type,
+                "the file is not a job spec",
+            ));
+        }
+        return Err(locator.error(found, &decoder));
+    };
+    if !found.is_empty() {
+        // Every problem at once: what validation finds in the fields that did decode (a name
+        // that is no DNS label next to a bad quantity), not what it would say of the fields
+        // already reported, which were left out or empty.
+        let validated = match &job {
+            decode::Decoded::Container(job) => validate::container_job(job),
+            decode::Decoded::Spark(job) => spark_validate::spark_job(job),
+        };
+        let explained: Vec<&Path> = found
+            .iter()
+            .filter(|f| f.kind != ProblemKind::UnknownField)
+            .map(|f| &f.path)
+            .chain(&decoder.suggested)
+            .collect();
+        let more: Vec<Found> = validated
+            .into_iter()
+            .filter(|v| {
+                !explained
+                    .iter()
+                    .any(|path| v.path.is_within(path) || path.is_within(&v.path))
+            })
+            .collect();
+        found.extend(more);
         return Err(locator.error(found, &decoder));
     }
-    let Some(job) = job else {
-        // The decoder reports a problem whenever it returns nothing; this is a safety net.
-        let found = Found::at(
-            Path::root(),
-            ProblemKind::Type,
-            "the file is not a job spec",
-        );
-        return Err(locator.error(vec![found], &decoder));
-    };
     let (found, spec) = match job {
         decode::Decoded::Container(job) => (
             validate::container_job(&job),

@@ -315,7 +315,7 @@ fn reports_every_problem_at_once() {
     let text = "name: hello\nimage: busybox\nport: 0\nretries: -1\nenv: {1BAD: x}\nlabels: {kubeferry.dev/x: y}\n";
     let got = error("many.yaml", text);
     let lines: Vec<&str> = got.lines().collect();
-    assert_eq!(lines.len(), 2, "{got}");
+    assert_eq!(lines.len(), 4, "{got}");
     assert!(
         lines[0].starts_with("many.yaml:3:7: port: 0 is out of range (1 to 65535)"),
         "{got}"
@@ -324,7 +324,18 @@ fn reports_every_problem_at_once() {
         lines[1].starts_with("many.yaml:4:10: retries: -1 is out of range"),
         "{got}"
     );
-    // Once the structure is right, every invalid value is reported together.
+    // What validation finds comes with what decoding found, in the file's order.
+    assert!(
+        lines[2].starts_with("many.yaml:5:7: env.1BAD: \"1BAD\" is not a valid"),
+        "{got}"
+    );
+    assert!(
+        lines[3].starts_with(
+            "many.yaml:6:10: labels.\"kubeferry.dev/x\": \"kubeferry.dev/x\" is reserved"
+        ),
+        "{got}"
+    );
+    // With the structure right, every invalid value is reported together.
     let text = "name: hello\nimage: busybox\nenv: {1BAD: x}\nlabels: {kubeferry.dev/x: y}\nresources: {gpuVendor: amd}\n";
     let got = error("many.yaml", text);
     assert_eq!(
@@ -333,6 +344,49 @@ fn reports_every_problem_at_once() {
          many.yaml:4:10: labels.\"kubeferry.dev/x\": \"kubeferry.dev/x\" is reserved: kubeferry.dev/ keys are kubeferry's own marks\n\
          many.yaml:5:24: resources.gpuVendor: is set, but gpu is not"
     );
+}
+
+#[test]
+fn a_bad_name_is_reported_with_the_files_other_problems() {
+    // A name that is no DNS-1123 label, a bad quantity, an unknown field, a misspelt enum
+    // value: one pass, in the file's order, each with its suggestion.
+    let text = "name: Bad_Name\nimage: busybox\nresources: {cpu: 1x, memory: 1Gi, qos: Guarantee}\ncomand: [echo]\n";
+    let got = error("bad.yaml", text);
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines.len(), 4, "{got}");
+    assert!(lines[0].starts_with("bad.yaml:1:7: name: "), "{got}");
+    assert!(lines[0].contains("is not a DNS-1123 label"), "{got}");
+    assert!(
+        lines[1].starts_with("bad.yaml:3:18: resources.cpu: "),
+        "{got}"
+    );
+    assert_eq!(
+        lines[2],
+        "bad.yaml:3:40: resources.qos: \"Guarantee\" is not one of Burstable, Guaranteed; did you mean Guaranteed?"
+    );
+    assert_eq!(
+        lines[3],
+        "bad.yaml:4:1: unknown field `comand`; did you mean `command`?"
+    );
+}
+
+#[test]
+fn validation_says_nothing_more_of_fields_already_reported() {
+    // `image` is missing and `nmae` is taken for `name`: each is said once, by decoding, not
+    // again by validation as empty.
+    let got = error("thin.yaml", "nmae: hello\n");
+    assert_eq!(
+        got,
+        "thin.yaml:1:1: unknown field `nmae`; did you mean `name`?\n\
+         thin.yaml:1:1: image: is required"
+    );
+    // A field whose value is refused is not validated again (no second message for `port`),
+    // while the other fields are.
+    let got = error("port.yaml", "name: Bad_Name\nimage: busybox\nport: x\n");
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines.len(), 2, "{got}");
+    assert!(lines[0].starts_with("port.yaml:1:7: name: "), "{got}");
+    assert!(lines[1].starts_with("port.yaml:3:7: port: "), "{got}");
 }
 
 #[test]

@@ -31,6 +31,8 @@ use tracker::{ContainerTracker, NamespaceWatch};
 
 const JOBS: &str = "jobs.batch";
 const PODS: &str = "pods";
+/// How operations on every namespace name their scope in errors.
+pub(crate) const ALL_NAMESPACES: &str = "(all namespaces)";
 
 /// Timings of the container job backend; every one is configurable so that tests run fast.
 #[derive(Clone, Debug)]
@@ -107,6 +109,14 @@ pub struct JobSummary {
     pub created_at: Option<Timestamp>,
     /// The job's status.
     pub status: ExecutionInfo,
+    /// The newest attempt's pod (the Spark driver's), if one exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// The node that pod was scheduled to, once it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// How many attempts' pods (driver pods) still exist.
+    pub attempts: usize,
 }
 
 /// A managed Job whose job id the caller does not know.
@@ -622,37 +632,62 @@ impl ContainerJobs {
 
     /// The managed jobs of a namespace, optionally filtered by a label selector.
     pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
+        self.list_in(Some(namespace), selector).await
+    }
+
+    /// The managed jobs of every namespace (one cluster-wide list of Jobs and one of pods),
+    /// optionally filtered by a label selector.
+    pub async fn list_all_namespaces(&self, selector: Option<&str>) -> Result<Vec<JobSummary>> {
+        self.list_in(None, selector).await
+    }
+
+    /// The managed jobs of `namespace`, or of every namespace when it is `None`.
+    async fn list_in(
+        &self,
+        namespace: Option<&str>,
+        selector: Option<&str>,
+    ) -> Result<Vec<JobSummary>> {
         let selector = match selector {
             Some(extra) if !extra.trim().is_empty() => format!("{MANAGED_SELECTOR},{extra}"),
             _ => MANAGED_SELECTOR.to_string(),
         };
         let params = ListParams::default().labels(&selector);
-        let jobs_api = self.jobs(namespace);
-        let pods_api = self.pods(namespace);
+        let client = self.cluster.client().clone();
+        let (jobs_api, pods_api): (Api<Job>, Api<Pod>) = match namespace {
+            Some(namespace) => (self.jobs(namespace), self.pods(namespace)),
+            None => (Api::all(client.clone()), Api::all(client)),
+        };
+        let scope = namespace.unwrap_or(ALL_NAMESPACES);
         let jobs = self
             .cluster
-            .call(&Op::collection("list", JOBS, namespace), true, || {
+            .call(&Op::collection("list", JOBS, scope), true, || {
                 jobs_api.list(&params)
             })
             .await?;
         let managed = ListParams::default().labels(MANAGED_SELECTOR);
         let pods = self
             .cluster
-            .call(&Op::collection("list", PODS, namespace), true, || {
+            .call(&Op::collection("list", PODS, scope), true, || {
                 pods_api.list(&managed)
             })
             .await?;
-        let mut pods_by_job: BTreeMap<String, Vec<PodView>> = BTreeMap::new();
+        let mut pods_by_job: BTreeMap<(String, String), Vec<PodView>> = BTreeMap::new();
         for pod in &pods.items {
             if let Some(job) = tracker::job_of_pod(pod) {
-                pods_by_job.entry(job).or_default().push(PodView::from(pod));
+                let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+                pods_by_job
+                    .entry((namespace, job))
+                    .or_default()
+                    .push(PodView::from(pod));
             }
         }
         let mut summaries = Vec::new();
         for job in &jobs.items {
             let view = JobView::from(job);
-            let id = self.id(namespace, &view.name);
-            let pods = pods_by_job.remove(&view.name).unwrap_or_default();
+            let id = self.id(&view.namespace, &view.name);
+            let mut pods = pods_by_job
+                .remove(&(view.namespace.clone(), view.name.clone()))
+                .unwrap_or_default();
             let status = self
                 .evaluate(
                     &id,
@@ -661,11 +696,16 @@ impl ContainerJobs {
                     Timestamp::now(),
                 )
                 .await?;
+            pods.sort_by(oldest_attempt_first);
+            let newest = pods.last();
             summaries.push(JobSummary {
                 id,
                 job_id: view.job_id.clone(),
                 created_at: view.created_at,
                 status,
+                pod: newest.map(|pod| pod.name.clone()),
+                node: newest.and_then(|pod| pod.node_name.clone()),
+                attempts: pods.len(),
             });
         }
         summaries.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));

@@ -35,7 +35,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use crate::cluster::{Cluster, Op};
-use crate::container::{CancelOutcome, JobSummary, Orphan};
+use crate::container::{ALL_NAMESPACES, CancelOutcome, JobSummary, Orphan};
 use crate::error::{Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::manifest::spark::{api_resource, spark_application};
@@ -46,6 +46,14 @@ use tracker::{SparkNamespaceWatch, SparkTracker, app_of_pod, driver_pods_selecto
 
 const PODS: &str = "pods";
 const KIND: &str = "SparkApplication";
+
+/// A managed driver pod as listed, with where it belongs and runs.
+struct Driver {
+    namespace: String,
+    app: String,
+    node: Option<String>,
+    view: DriverView,
+}
 
 /// Timings and choices of the Spark job backend; every timing is configurable so that tests
 /// run fast.
@@ -671,6 +679,21 @@ impl SparkJobs {
     /// The managed SparkApplications of a namespace (of every installed operator), optionally
     /// filtered by a label selector.
     pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
+        self.list_in(Some(namespace), selector).await
+    }
+
+    /// The managed SparkApplications of every namespace, optionally filtered by a label
+    /// selector.
+    pub async fn list_all_namespaces(&self, selector: Option<&str>) -> Result<Vec<JobSummary>> {
+        self.list_in(None, selector).await
+    }
+
+    /// The managed SparkApplications of `namespace`, or of every namespace when it is `None`.
+    async fn list_in(
+        &self,
+        namespace: Option<&str>,
+        selector: Option<&str>,
+    ) -> Result<Vec<JobSummary>> {
         let selector = match selector {
             Some(extra) if !extra.trim().is_empty() => format!("{MANAGED_SELECTOR},{extra}"),
             _ => MANAGED_SELECTOR.to_string(),
@@ -684,14 +707,25 @@ impl SparkJobs {
         for operator in installed {
             for object in self.list_objects(operator, namespace, &selector).await? {
                 let view = view_of(operator, &object);
-                let id = self.id(namespace, &view.name);
+                let id = self.id(&view.namespace, &view.name);
+                let mine = |driver: &&Driver| {
+                    driver.namespace == view.namespace && driver.app == view.name
+                };
                 let app_drivers = match &drivers {
-                    Ok(all) => Ok(all
-                        .iter()
-                        .filter(|(app, _)| *app == view.name)
-                        .map(|(_, d)| d.clone())
-                        .collect()),
+                    Ok(all) => Ok(all.iter().filter(mine).map(|d| d.view.clone()).collect()),
                     Err(error) => Err(error.to_string()),
+                };
+                let newest = drivers.as_ref().ok().and_then(|all| {
+                    all.iter()
+                        .filter(mine)
+                        .max_by_key(|d| (d.view.created_at, d.view.name.clone()))
+                });
+                let attempts = drivers
+                    .as_ref()
+                    .map_or(0, |all| all.iter().filter(mine).count());
+                let (pod, node) = match newest {
+                    Some(driver) => (Some(driver.view.name.clone()), driver.node.clone()),
+                    None => (None, None),
                 };
                 let found = Found {
                     operator,
@@ -705,6 +739,9 @@ impl SparkJobs {
                     job_id: view.job_id.clone(),
                     created_at: view.created_at,
                     status,
+                    pod,
+                    node,
+                    attempts,
                 });
             }
         }
@@ -715,29 +752,40 @@ impl SparkJobs {
     async fn list_objects(
         &self,
         operator: SparkOperator,
-        namespace: &str,
+        namespace: Option<&str>,
         selector: &str,
     ) -> Result<Vec<DynamicObject>> {
-        let objects = self.objects(operator, namespace);
+        let api = match namespace {
+            Some(namespace) => self.objects(operator, namespace).api,
+            None => Api::all_with(self.cluster.client().clone(), &api_resource(operator)),
+        };
         let params = ListParams::default().labels(selector);
-        let op = Op::collection("list", resource(operator), namespace);
-        let list = self
-            .cluster
-            .call(&op, true, || objects.api.list(&params))
-            .await?;
+        let scope = namespace.unwrap_or(ALL_NAMESPACES);
+        let op = Op::collection("list", resource(operator), scope);
+        let list = self.cluster.call(&op, true, || api.list(&params)).await?;
         Ok(list.items)
     }
 
-    /// Every managed driver pod of a namespace, with its application's name.
-    async fn all_drivers(&self, namespace: &str) -> Result<Vec<(String, DriverView)>> {
-        let api = self.pods(namespace);
+    /// Every managed driver pod of a namespace (of every namespace when `None`).
+    async fn all_drivers(&self, namespace: Option<&str>) -> Result<Vec<Driver>> {
+        let api = match namespace {
+            Some(namespace) => self.pods(namespace),
+            None => Api::all(self.cluster.client().clone()),
+        };
         let params = ListParams::default().labels(&driver_pods_selector());
-        let op = Op::collection("list", PODS, namespace);
+        let op = Op::collection("list", PODS, namespace.unwrap_or(ALL_NAMESPACES));
         let pods = self.cluster.call(&op, true, || api.list(&params)).await?;
         Ok(pods
             .items
             .iter()
-            .filter_map(|pod| Some((app_of_pod(pod)?, DriverView::from(pod))))
+            .filter_map(|pod| {
+                Some(Driver {
+                    namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+                    app: app_of_pod(pod)?,
+                    node: pod.spec.as_ref().and_then(|spec| spec.node_name.clone()),
+                    view: DriverView::from(pod),
+                })
+            })
             .collect())
     }
 
@@ -797,7 +845,7 @@ impl SparkJobs {
         let mut orphans = Vec::new();
         for operator in self.installed().await? {
             for object in self
-                .list_objects(operator, namespace, MANAGED_SELECTOR)
+                .list_objects(operator, Some(namespace), MANAGED_SELECTOR)
                 .await?
             {
                 let view = view_of(operator, &object);
