@@ -116,6 +116,9 @@ pub struct Refusal {
     pub at: Instant,
 }
 
+/// How long a watch must go without failing for its restart backoff to start afresh.
+const BACKOFF_RESET: Duration = Duration::from_secs(120);
+
 /// How long a refusal counts as current. While the server keeps refusing, the watcher retries
 /// at least every 30 s (its longest backoff) and each retry renews the refusal; once the
 /// permission is granted the watch resumes without an event to say so, and the refusal lapses.
@@ -220,16 +223,12 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
                 // completes, even for a watch whose objects seldom change (refusal events, a
                 // Spark driver), where a resumed watch would stay "failing" until an event.
                 let mut failures = 0u32;
+                let mut last_failure: Option<Instant> = None;
                 loop {
                     let mut events = watcher(api.clone(), config.clone()).boxed();
                     while let Some(event) = events.next().await {
                         let changed = match event {
-                            Ok(event) => {
-                                if matches!(event, watcher::Event::InitDone) {
-                                    failures = 0;
-                                }
-                                apply(&state, event, &view, &settings)
-                            }
+                            Ok(event) => apply(&state, event, &view, &settings),
                             Err(error) => {
                                 failed(&state, &error, &settings);
                                 settle(&state, &settled_tx);
@@ -241,6 +240,13 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
                             let _ = changes.send(job);
                         }
                     }
+                    // The backoff grows while failures keep coming (a list that works and a
+                    // watch that is refused must not cost a list every second), and starts
+                    // afresh after a quiet while, as client-go's reflector does.
+                    if last_failure.is_some_and(|at| at.elapsed() >= BACKOFF_RESET) {
+                        failures = 0;
+                    }
+                    last_failure = Some(Instant::now());
                     let delay = settings.restart.backoff(failures);
                     failures = failures.saturating_add(1);
                     tokio::time::sleep(delay).await;
