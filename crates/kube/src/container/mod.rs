@@ -55,6 +55,11 @@ pub struct ContainerSettings {
     /// How long the Job controller's refusal to create a pod stays news: it retries a refused
     /// pod within a minute or so, and each refusal refreshes its event, so an older one is over.
     pub refusal_freshness: Duration,
+    /// How long a Job that a read found absent is answered "no such job" without reading
+    /// again, while the namespace's watch is current (a Job created meanwhile shows in the
+    /// watch at once; one submitted here is never taken for absent). Zero: every question
+    /// about an unknown job reads.
+    pub absence_ttl: Duration,
 }
 
 impl Default for ContainerSettings {
@@ -67,6 +72,7 @@ impl Default for ContainerSettings {
             name_prefix: String::new(),
             janitor_interval: Duration::from_secs(60),
             refusal_freshness: Duration::from_secs(10 * 60),
+            absence_ttl: Duration::from_secs(5),
         }
     }
 }
@@ -145,7 +151,7 @@ impl ContainerJobs {
             settings.reflector.clone(),
             settings.janitor_interval,
         ));
-        let absences = crate::tracker::Absences::new(settings.reflector.absence_ttl);
+        let absences = crate::tracker::Absences::new(settings.absence_ttl);
         Self {
             cluster,
             settings,

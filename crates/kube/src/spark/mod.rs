@@ -105,7 +105,6 @@ pub struct SparkJobs {
     cluster: Cluster,
     settings: SparkSettings,
     tracker: Arc<SparkTracker>,
-    absences: crate::tracker::Absences,
     installed: Mutex<Option<(Instant, Vec<SparkOperator>)>>,
     warned: Mutex<WarnedOnce>,
 }
@@ -163,12 +162,10 @@ impl SparkJobs {
             cluster.clone(),
             settings.reflector.clone(),
         ));
-        let absences = crate::tracker::Absences::new(settings.reflector.absence_ttl);
         Self {
             cluster,
             settings,
             tracker,
-            absences,
             installed: Mutex::new(None),
             warned: Mutex::new(WarnedOnce::new(10_000)),
         }
@@ -292,10 +289,7 @@ impl SparkJobs {
             .create_or_adopt(&self.cluster, &object, job_id, &spec.hash())
             .await;
         match created {
-            Ok(()) => {
-                self.absences.forget(namespace, &name);
-                Ok(self.id(namespace, &name))
-            }
+            Ok(()) => Ok(self.id(namespace, &name)),
             Err(Error::Api {
                 code: 404, message, ..
             }) => Err(Error::SparkUnavailable {
@@ -347,14 +341,9 @@ impl SparkJobs {
                 drivers_listed,
             }));
         }
-        // A read found it absent a moment ago, and the watches, current since, have not shown it.
-        if watch.apps_current() && self.absences.recent(&id.namespace, &id.name) {
-            return Ok(None);
-        }
         debug!(message = "cache miss", id = %id, synced);
         self.cluster.check_reachable()?;
         let Some((operator, view)) = self.get(id).await? else {
-            self.absences.remember(&id.namespace, &id.name);
             return Ok(None);
         };
         watch.apps_of(operator);

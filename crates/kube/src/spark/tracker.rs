@@ -94,14 +94,6 @@ impl SparkNamespaceWatch {
             .all(|synced| synced)
     }
 
-    /// Whether the watch of every installed operator's SparkApplications is current (see
-    /// [`Reflector::is_current`]): a job it does not hold does not exist, but for one created
-    /// a moment ago.
-    pub fn apps_current(&self) -> bool {
-        let watched = self.watched();
-        !watched.is_empty() && watched.iter().all(|(_, apps)| apps.is_current())
-    }
-
     /// Whether the driver pod watch has listed (now, without waiting).
     pub fn drivers_synced(&self) -> bool {
         self.drivers.health().synced && self.drivers.health().failing.is_none()

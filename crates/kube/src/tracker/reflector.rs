@@ -74,11 +74,6 @@ pub struct ReflectorSettings {
     /// watch is retried for as long as it is needed). client-go's reflector backs off from
     /// 800 ms to 30 s.
     pub restart: RetryPolicy,
-    /// How long a job that a read found absent is answered "no such job" without reading
-    /// again, while the watch is current (a job created meanwhile shows in the watch at once;
-    /// one submitted through the same executor is never taken for absent). Zero: every
-    /// question about an unknown job reads.
-    pub absence_ttl: Duration,
 }
 
 impl Default for ReflectorSettings {
@@ -93,7 +88,6 @@ impl Default for ReflectorSettings {
                 cap: Duration::from_secs(30),
                 deadline: Duration::MAX,
             },
-            absence_ttl: Duration::from_secs(5),
         }
     }
 }

@@ -99,7 +99,7 @@ async fn throttling_is_retried_after_the_servers_delay() {
 /// remembered), for the tests of how that read fails.
 fn reading_every_question() -> Settings {
     let mut settings = Settings::fast();
-    settings.executor.container.reflector.absence_ttl = Duration::ZERO;
+    settings.executor.container.absence_ttl = Duration::ZERO;
     settings
 }
 

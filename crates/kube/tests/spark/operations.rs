@@ -147,28 +147,3 @@ async fn every_spark_watch_is_current_again_once_an_outage_ends_though_nothing_c
     let resources: Vec<&str> = back.iter().map(|(resource, _)| resource.as_str()).collect();
     assert_eq!(resources.len(), 3, "{resources:?}");
 }
-
-#[tokio::test]
-async fn asking_again_about_an_unknown_spark_job_reads_once() {
-    let env = Env::start().await;
-    let unknown: kubeferry_core::ExecutionId = format!("{CLUSTER}/sparkapp/{NS}/never-created")
-        .parse()
-        .expect("an id");
-    let error = env.executor.status(&unknown).await.unwrap_err();
-    assert!(error.is_no_such_job(), "{error}");
-    let watch = env.executor.spark_jobs().watch(NS).await.expect("watched");
-    eventually("the application watches to be current", || async {
-        watch.apps_current().then_some(())
-    })
-    .await;
-    let reads = env.sim.request_count("get", "");
-    for _ in 0..20 {
-        let error = env.executor.status(&unknown).await.unwrap_err();
-        assert!(error.is_no_such_job(), "{error}");
-    }
-    assert_eq!(
-        env.sim.request_count("get", ""),
-        reads,
-        "asking again reads nothing"
-    );
-}
