@@ -55,11 +55,6 @@ pub struct ContainerSettings {
     /// How long the Job controller's refusal to create a pod stays news: it retries a refused
     /// pod within a minute or so, and each refusal refreshes its event, so an older one is over.
     pub refusal_freshness: Duration,
-    /// How long a Job that a read found absent is answered "no such job" without reading
-    /// again, while the namespace's watch is current (a Job created meanwhile shows in the
-    /// watch at once; one submitted here is never taken for absent). Zero: every question
-    /// about an unknown job reads.
-    pub absence_ttl: Duration,
 }
 
 impl Default for ContainerSettings {
@@ -72,7 +67,6 @@ impl Default for ContainerSettings {
             name_prefix: String::new(),
             janitor_interval: Duration::from_secs(60),
             refusal_freshness: Duration::from_secs(10 * 60),
-            absence_ttl: Duration::from_secs(5),
         }
     }
 }
@@ -140,7 +134,6 @@ pub struct ContainerJobs {
     cluster: Cluster,
     settings: ContainerSettings,
     tracker: Arc<ContainerTracker>,
-    absences: crate::tracker::Absences,
 }
 
 impl ContainerJobs {
@@ -151,12 +144,10 @@ impl ContainerJobs {
             settings.reflector.clone(),
             settings.janitor_interval,
         ));
-        let absences = crate::tracker::Absences::new(settings.absence_ttl);
         Self {
             cluster,
             settings,
             tracker,
-            absences,
         }
     }
 
@@ -199,7 +190,6 @@ impl ContainerJobs {
         self.objects(namespace)
             .create_or_adopt(&self.cluster, &manifest, job_id, &spec.hash())
             .await?;
-        self.absences.forget(namespace, &name);
         Ok(self.id(namespace, &name))
     }
 
@@ -224,16 +214,9 @@ impl ContainerJobs {
             }
             // A miss: a Job created a moment ago (perhaps by another replica) that the watch
             // has not delivered yet, or a watch that has not synced. One GET settles it.
-            // ... unless a read found it absent a moment ago and the watch, current since,
-            // has not shown it.
-            None if watch.is_current() && self.absences.recent(&id.namespace, &id.name) => None,
             None => {
                 debug!(message = "cache miss", id = %id, synced);
-                let found = self.fetch(&watch, id).await?;
-                if found.is_none() {
-                    self.absences.remember(&id.namespace, &id.name);
-                }
-                found
+                self.fetch(&watch, id).await?
             }
         };
         let Some((observed, pods)) = found else {

@@ -2,11 +2,9 @@
 //! Jobs, their pods, and the Job controller's refusals to create pods), answering status
 //! queries from memory.
 
-mod absences;
 pub mod reflector;
 mod reported;
 
-pub(crate) use absences::Absences;
 pub use reflector::{
     Departure, Entry, REFUSAL_LIFETIME, Reflector, ReflectorSettings, Refusal, Tombstone,
     WatchHealth,

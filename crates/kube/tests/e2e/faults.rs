@@ -95,17 +95,9 @@ async fn throttling_is_retried_after_the_servers_delay() {
     assert_eq!(env.sim.request_count("create", "jobs.batch"), 2);
 }
 
-/// Fast settings where every status of an unknown job reads the API server (no absence is
-/// remembered), for the tests of how that read fails.
-fn reading_every_question() -> Settings {
-    let mut settings = Settings::fast();
-    settings.executor.container.absence_ttl = Duration::ZERO;
-    settings
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_about_the_request_are_not_retried() {
-    let env = Env::start_with(SimConfig::for_tests(), reading_every_question()).await;
+    let env = Env::start().await;
     // Synced watches, so that a status of an unknown job is one GET.
     let unknown = id_of("unknown-0a1b2c3d");
     assert!(
@@ -149,7 +141,7 @@ async fn an_unreachable_server_fails_status_queries_fast() {
             unreachable_window: Duration::from_secs(60),
             ..Settings::fast().cluster
         },
-        ..reading_every_question()
+        ..Settings::fast()
     }
     .with_retry(|retry| retry.deadline = Duration::from_millis(200));
     let env = Env::start_with(SimConfig::for_tests(), settings).await;

@@ -732,49 +732,6 @@ async fn a_command_that_cannot_start_fails_with_the_runtimes_message() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn asking_again_about_an_unknown_job_reads_once_and_a_job_submitted_here_is_found() {
-    let env = Env::start().await;
-    let job_id = "asked-before-it-exists";
-    let id = id_of(&kubeferry_core::marks::object_name("", job_id));
-    let reads = || env.sim.request_count("get", "jobs.batch");
-    let before = reads();
-    let error = env.executor.status(&id).await.unwrap_err();
-    assert!(error.is_no_such_job(), "{error}");
-    assert_eq!(reads(), before + 1, "one read tells the job is absent");
-    env.watches_open(3).await;
-    for _ in 0..20 {
-        let error = env.executor.status(&id).await.unwrap_err();
-        assert!(error.is_no_such_job(), "{error}");
-    }
-    assert_eq!(reads(), before + 1, "asking again reads nothing more");
-    // Submitted here, the job is found at once, absence or not.
-    let submitted = env
-        .executor
-        .submit(&spec_of(&shell("late", "exit 0", "")), job_id, NS)
-        .await
-        .unwrap();
-    assert_eq!(submitted, id);
-    env.executor.status(&id).await.expect("found");
-    // Created through another replica after this one found it absent: shown by the watch.
-    let other_id = id_of(&kubeferry_core::marks::object_name("", "created-elsewhere"));
-    let error = env.executor.status(&other_id).await.unwrap_err();
-    assert!(error.is_no_such_job(), "{error}");
-    env.fresh_executor()
-        .await
-        .submit(
-            &spec_of(&shell("elsewhere", "exit 0", "")),
-            "created-elsewhere",
-            NS,
-        )
-        .await
-        .unwrap();
-    eventually("the job created elsewhere to be found", || async {
-        env.executor.status(&other_id).await.ok()
-    })
-    .await;
-}
-
 /// How a test disrupts a pod whose container already ended.
 #[derive(Clone, Copy, Debug)]
 enum Disruption {

@@ -71,7 +71,6 @@ impl Settings {
                     name_prefix: String::new(),
                     janitor_interval: Duration::from_millis(100),
                     refusal_freshness: Duration::from_secs(600),
-                    absence_ttl: Duration::from_secs(5),
                 },
                 ..ExecutorSettings::default()
             },
