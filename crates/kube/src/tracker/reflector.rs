@@ -407,8 +407,16 @@ where
     F: Fn(&K) -> Option<Entry<V>>,
 {
     let mut state = write(state);
-    state.health.failing = None;
-    state.health.forbidden = None;
+    // A failure is over once the server has answered: a list that completed, or an event of
+    // the watch. `Init` comes before the list is even asked for, and the objects of a list
+    // come before it completes.
+    if matches!(
+        event,
+        watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)
+    ) {
+        state.health.failing = None;
+        state.health.forbidden = None;
+    }
     match event {
         watcher::Event::Init => {
             state.relisting = Some(HashSet::new());

@@ -203,3 +203,21 @@ fn an_event_ends_a_refusal() {
     run(&state, watcher::Event::Apply(object("p1", "j1", "a")));
     assert!(read(&state).health.forbidden.is_none());
 }
+
+#[test]
+fn a_failure_is_over_only_once_the_server_has_answered() {
+    let state = RwLock::new(State::default());
+    let failing = |state: &RwLock<State<String>>| read(state).health.failing.is_some();
+    // A restart after a failure: the relist is asked for, its objects come, then it completes.
+    write(&state).health.failing = Some("connection refused".into());
+    run(&state, watcher::Event::Init);
+    assert!(failing(&state), "nothing answered yet");
+    run(&state, watcher::Event::InitApply(object("p1", "j1", "a")));
+    assert!(failing(&state), "the list has not completed");
+    run(&state, watcher::Event::InitDone);
+    assert!(!failing(&state));
+    // A watch event is an answer too.
+    write(&state).health.failing = Some("reset".into());
+    run(&state, watcher::Event::Apply(object("p1", "j1", "b")));
+    assert!(!failing(&state));
+}
