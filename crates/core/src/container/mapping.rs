@@ -1090,8 +1090,8 @@ fn looks_stopped(t: &TerminatedView) -> bool {
 /// counts as ended on its own unless its exit looks like the stop (143, 137): reading the tie
 /// the other way would turn the issue's own failure into an infrastructure one every other time,
 /// while a container that catches SIGTERM and exits with another code within the same second
-/// is rare. With no time for the start of the disruption (the kubelet's own), only the exit
-/// tells. A container with no end time cannot be placed and is left to the disruption.
+/// is rare. With no time for the start of the disruption (the kubelet's own), the disruption
+/// decides. A container with no end time cannot be placed and is left to the disruption.
 pub(crate) fn ended_before_disruption(
     disruption: Option<&PodConditionView>,
     t: &TerminatedView,
@@ -1103,14 +1103,11 @@ pub(crate) fn ended_before_disruption(
         Some(began) if finished < began => true,
         Some(began) if finished > began => false,
         Some(_) => !looks_stopped(t),
-        // The kubelet's condition is at or after the stop; one before the container's end
-        // (written early by an older kubelet) still shows the container ended after it.
-        None => {
-            let kubelet_noted = disruption
-                .filter(|c| c.status.is_true())
-                .and_then(|c| c.last_transition_time);
-            kubelet_noted.is_none_or(|noted| finished <= noted) && !looks_stopped(t)
-        }
+        // No time for the start of the disruption: the kubelet notes its own (node pressure, a
+        // node shutdown) only once it has stopped the containers, after a grace period in which
+        // a container that catches SIGTERM may exit with any code. Its exit cannot tell, so the
+        // disruption decides, as it always did.
+        None => false,
     }
 }
 
