@@ -1,27 +1,18 @@
 //! The `kubeferry` binary as a user runs it: against the embedded cluster, against a simulated
 //! cluster it is pointed at with a kubeconfig, and with kubectl looking at the same cluster.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Stdio;
 use std::time::Duration;
 
 use kubeferry_sim::{SimCluster, SimConfig};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-/// How long any condition may take before a test fails: a bound on failure, never a claim
-/// about speed.
-const DEADLINE: Duration = Duration::from_secs(30);
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn example(name: &str) -> String {
-    repo().join("examples").join(name).display().to_string()
-}
+use common::*;
 
 /// `kubeferry` with no kubeconfig anywhere: a fresh home, no `$KUBECONFIG`.
 fn kubeferry_without_cluster(home: &Path) -> Command {
@@ -30,13 +21,6 @@ fn kubeferry_without_cluster(home: &Path) -> Command {
         .env_remove("KUBECONFIG")
         .env("HOME", home)
         .kill_on_drop(true);
-    command
-}
-
-/// `kubeferry` pointed at a kubeconfig.
-fn kubeferry(kubeconfig: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kubeferry"));
-    command.env("KUBECONFIG", kubeconfig).kill_on_drop(true);
     command
 }
 
@@ -57,17 +41,6 @@ async fn cluster() -> Cluster {
         kubeconfig,
         _dir: dir,
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-async fn run(command: &mut Command) -> Output {
-    tokio::time::timeout(Duration::from_secs(60), command.output())
-        .await
-        .expect("kubeferry finished within a minute")
-        .expect("kubeferry started")
 }
 
 #[tokio::test]
@@ -403,99 +376,6 @@ async fn serve_answers_with_the_command_lines_cluster_flags() {
     let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap();
     assert!(log.contains("listening"), "{log}");
     assert!(!log.contains('\u{1b}'), "{log:?}");
-}
-
-/// A `kubeferry` process whose stdout and stderr are collected as they come, so that a test can
-/// wait for what it printed (even a prompt with no line end).
-struct Spawned {
-    child: tokio::process::Child,
-    stdout: Arc<Mutex<String>>,
-    stderr: Arc<Mutex<String>>,
-    readers: Vec<tokio::task::JoinHandle<()>>,
-}
-
-fn collect(
-    mut from: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-    into: Arc<Mutex<String>>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = from.read(&mut buf).await {
-            if n == 0 {
-                return;
-            }
-            into.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    })
-}
-
-impl Spawned {
-    /// Starts `command` with stdout and stderr piped (stdin as the command says).
-    fn start(command: &mut Command) -> Spawned {
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubeferry starts");
-        let stdout = Arc::new(Mutex::new(String::new()));
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let readers = vec![
-            collect(child.stdout.take().expect("piped"), stdout.clone()),
-            collect(child.stderr.take().expect("piped"), stderr.clone()),
-        ];
-        Spawned {
-            child,
-            stdout,
-            stderr,
-            readers,
-        }
-    }
-
-    fn stdout(&self) -> String {
-        self.stdout.lock().unwrap().clone()
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// Waits until `accept(stdout, stderr)` holds.
-    async fn until(&self, what: &str, accept: impl Fn(&str, &str) -> bool) {
-        let end = tokio::time::Instant::now() + DEADLINE;
-        while !accept(&self.stdout(), &self.stderr()) {
-            assert!(
-                tokio::time::Instant::now() < end,
-                "timed out waiting for {what}; stdout:\n{}\nstderr:\n{}",
-                self.stdout(),
-                self.stderr()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Sends SIGINT, as Ctrl-C in a terminal does.
-    fn interrupt(&self) {
-        let pid = self.child.id().expect("still running");
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGINT,
-        )
-        .expect("SIGINT sent");
-    }
-
-    /// Waits for the process to end; its exit status, stdout and stderr.
-    async fn finish(mut self) -> (ExitStatus, String, String) {
-        let status = tokio::time::timeout(DEADLINE, self.child.wait())
-            .await
-            .unwrap_or_else(|_| panic!("kubeferry did not end; stderr:\n{}", self.stderr()))
-            .expect("kubeferry ran");
-        for reader in self.readers.drain(..) {
-            let _ = tokio::time::timeout(DEADLINE, reader).await;
-        }
-        (status, self.stdout(), self.stderr())
-    }
 }
 
 /// The execution id `run` reports on stderr as submitted.

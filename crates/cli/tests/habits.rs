@@ -2,37 +2,21 @@
 //! `kubectl ferry` plugin through the real kubectl, `list -A`, `--sort-by`, `-o wide|name|
 //! jsonpath`, and `-w` rows for a job's whole life.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Output, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kubeferry_sim::{SimCluster, SimConfig};
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
-/// How long any condition may take before a test fails: a bound on failure, never a claim
-/// about speed.
-const DEADLINE: Duration = Duration::from_secs(30);
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
+use common::*;
 
 fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_kubeferry"))
-}
-
-/// `kubeferry` pointed at a kubeconfig.
-fn kubeferry(kubeconfig: &Path) -> Command {
-    let mut command = Command::new(binary());
-    command.env("KUBECONFIG", kubeconfig).kill_on_drop(true);
-    command
 }
 
 struct Cluster {
@@ -58,17 +42,6 @@ async fn cluster() -> Cluster {
         kubeconfig,
         dir,
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-async fn run(command: &mut Command) -> Output {
-    tokio::time::timeout(Duration::from_secs(60), command.output())
-        .await
-        .expect("finished within a minute")
-        .expect("started")
 }
 
 /// Runs and checks success; stdout.
@@ -432,83 +405,6 @@ async fn list_all_namespaces_sorts_and_prints_wide_names_and_jsonpath() {
     }
 }
 
-/// A running `kubeferry`, its output collected as it comes.
-struct Spawned {
-    child: tokio::process::Child,
-    stdout: Arc<Mutex<String>>,
-    stderr: Arc<Mutex<String>>,
-}
-
-fn collect(mut from: impl tokio::io::AsyncRead + Unpin + Send + 'static, into: Arc<Mutex<String>>) {
-    tokio::spawn(async move {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = from.read(&mut buf).await {
-            if n == 0 {
-                return;
-            }
-            into.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-}
-
-impl Spawned {
-    fn start(command: &mut Command) -> Spawned {
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubeferry starts");
-        let stdout = Arc::new(Mutex::new(String::new()));
-        let stderr = Arc::new(Mutex::new(String::new()));
-        collect(child.stdout.take().unwrap(), stdout.clone());
-        collect(child.stderr.take().unwrap(), stderr.clone());
-        Spawned {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    fn stdout(&self) -> String {
-        self.stdout.lock().unwrap().clone()
-    }
-
-    /// Waits until `accept(stdout)` holds.
-    async fn until(&self, what: &str, accept: impl Fn(&str) -> bool) {
-        let end = tokio::time::Instant::now() + DEADLINE;
-        while !accept(&self.stdout()) {
-            assert!(
-                tokio::time::Instant::now() < end,
-                "timed out waiting for {what}; stdout:\n{}\nstderr:\n{}",
-                self.stdout(),
-                self.stderr.lock().unwrap()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    fn interrupt(&self) {
-        let pid = self.child.id().expect("still running");
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGINT,
-        )
-        .expect("SIGINT sent");
-    }
-
-    async fn finish(mut self) -> (ExitStatus, String) {
-        let status = tokio::time::timeout(DEADLINE, self.child.wait())
-            .await
-            .expect("kubeferry ended")
-            .unwrap();
-        // The readers drain what is left.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        (status, self.stdout())
-    }
-}
-
 /// The `word`th word (the STATE column) of the table rows printed for `id`.
 fn states_of(table: &str, id: &str, word: usize) -> Vec<String> {
     table
@@ -527,24 +423,24 @@ async fn list_watch_prints_a_row_per_change_of_a_jobs_whole_life_until_interrupt
     wait(kubeconfig, &before).await;
     let watch = Spawned::start(kubeferry(kubeconfig).args(["list", "-w"]));
     watch
-        .until("the listed row", |out| out.contains(&before))
+        .until("the listed row", |out, _| out.contains(&before))
         .await;
     let gate = cluster.dir.path().join("gate");
     let job = gated_job(cluster.dir.path(), "watched", &gate);
     let id = submit(kubeconfig, &job, &[]).await;
     watch
-        .until("the STARTED row", |out| {
+        .until("the STARTED row", |out, _| {
             states_of(out, &id, 2).contains(&"STARTED".to_string())
         })
         .await;
     std::fs::write(&gate, b"").unwrap();
     watch
-        .until("the SUCCEEDED row", |out| {
+        .until("the SUCCEEDED row", |out, _| {
             states_of(out, &id, 2).contains(&"SUCCEEDED".to_string())
         })
         .await;
     watch.interrupt();
-    let (status, stdout) = watch.finish().await;
+    let (status, stdout, _) = watch.finish().await;
     assert!(status.success(), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].starts_with("ID "), "{stdout}");
@@ -591,10 +487,10 @@ async fn status_watch_until_done_ends_with_the_jobs_and_their_outcome() {
         "jsonpath={.state}{\"\\n\"}",
     ]));
     watch
-        .until("a first row", |out| out.lines().count() >= 1)
+        .until("a first row", |out, _| out.lines().count() >= 1)
         .await;
     std::fs::write(&gate, b"").unwrap();
-    let (status, stdout) = watch.finish().await;
+    let (status, stdout, _) = watch.finish().await;
     assert!(status.success(), "{stdout}");
     let states: Vec<&str> = stdout.lines().collect();
     assert_eq!(states.last(), Some(&"SUCCEEDED"), "{stdout}");
@@ -959,7 +855,7 @@ async fn list_watch_wide_rows_show_where_the_job_runs() {
     let id = submit(kubeconfig, &example("hello.yaml"), &[]).await;
     let name = id.rsplit('/').next().unwrap().to_string();
     watch
-        .until("a SUCCEEDED row with its pod and node", |out| {
+        .until("a SUCCEEDED row with its pod and node", |out, _| {
             out.lines().any(|line| {
                 let words: Vec<&str> = line.split_whitespace().collect();
                 words.first() == Some(&id.as_str())
@@ -970,7 +866,7 @@ async fn list_watch_wide_rows_show_where_the_job_runs() {
         })
         .await;
     watch.interrupt();
-    let (status, stdout) = watch.finish().await;
+    let (status, stdout, _) = watch.finish().await;
     assert!(status.success(), "{stdout}");
     assert!(
         stdout.starts_with("ID "),
@@ -995,10 +891,10 @@ async fn list_watch_until_done_ends_when_every_job_has() {
         "jsonpath={.id} {.status.state}{\"\\n\"}",
     ]));
     watch
-        .until("the listed job", |out| out.contains(&gated))
+        .until("the listed job", |out, _| out.contains(&gated))
         .await;
     std::fs::write(&gate, b"").unwrap();
-    let (status, stdout) = watch.finish().await;
+    let (status, stdout, _) = watch.finish().await;
     assert!(status.success(), "{stdout}");
     assert_eq!(
         stdout.lines().last(),
