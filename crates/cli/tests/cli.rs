@@ -388,24 +388,6 @@ fn submitted_id(stderr: &str) -> String {
         .to_string()
 }
 
-/// A job file that prints `started`, waits until `gate` exists, prints `finished` and exits 0.
-fn gated_job(dir: &Path, name: &str, gate: &Path) -> PathBuf {
-    let file = dir.join(format!("{name}.yaml"));
-    let script = format!(
-        "echo started; while [ ! -e {} ]; do sleep 0.02; done; echo finished",
-        gate.display()
-    );
-    std::fs::write(
-        &file,
-        format!(
-            "name: {name}\nimage: busybox\ncommand: [sh, -c, {}]\n",
-            serde_json::to_string(&script).unwrap()
-        ),
-    )
-    .unwrap();
-    file
-}
-
 /// The status of `id` as `kubeferry status -o json` prints it.
 async fn status_json(kubeconfig: &Path, id: &str) -> Value {
     let output = run(kubeferry(kubeconfig).args(["status", id, "-o", "json"])).await;
@@ -947,17 +929,9 @@ async fn sim_serve_stops_its_containers_and_removes_its_files_on_sigterm() {
     )
     .await;
     let pid_file = dir.path().join("pid");
-    let job = dir.path().join("sleeper.yaml");
     // (`$$` would be Kubernetes' escape for `$`.)
     let script = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
-    std::fs::write(
-        &job,
-        format!(
-            "name: sleeper\nimage: busybox\ncommand: [sh, -c, {}]\n",
-            serde_json::to_string(&script).unwrap()
-        ),
-    )
-    .unwrap();
+    let job = shell_job(dir.path(), "sleeper", &script);
     let output = run(kubeferry(&kubeconfig).args(["submit", "-f"]).arg(&job)).await;
     assert!(output.status.success(), "{}", text(&output.stderr));
     let pid: i32 = tokio::time::timeout(Duration::from_secs(30), async {

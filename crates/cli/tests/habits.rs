@@ -71,24 +71,6 @@ async fn wait(kubeconfig: &Path, id: &str) {
     let _ = run(kubeferry(kubeconfig).args(["wait", id, "--timeout", "30s"])).await;
 }
 
-/// A job file that prints `started`, waits until `gate` exists and exits 0.
-fn gated_job(dir: &Path, name: &str, gate: &Path) -> String {
-    let file = dir.join(format!("{name}.yaml"));
-    let script = format!(
-        "echo started; while [ ! -e {} ]; do sleep 0.02; done; echo finished",
-        gate.display()
-    );
-    std::fs::write(
-        &file,
-        format!(
-            "name: {name}\nimage: busybox\ncommand: [sh, -c, {}]\n",
-            serde_json::to_string(&script).unwrap()
-        ),
-    )
-    .unwrap();
-    file.display().to_string()
-}
-
 #[tokio::test]
 async fn completion_prints_shell_code_for_every_shell() {
     for (shell, says) in [
@@ -426,7 +408,9 @@ async fn list_watch_prints_a_row_per_change_of_a_jobs_whole_life_until_interrupt
         .until("the listed row", |out, _| out.contains(&before))
         .await;
     let gate = cluster.dir.path().join("gate");
-    let job = gated_job(cluster.dir.path(), "watched", &gate);
+    let job = gated_job(cluster.dir.path(), "watched", &gate)
+        .display()
+        .to_string();
     let id = submit(kubeconfig, &job, &[]).await;
     watch
         .until("the STARTED row", |out, _| {
@@ -476,7 +460,9 @@ async fn status_watch_until_done_ends_with_the_jobs_and_their_outcome() {
     let cluster = cluster().await;
     let kubeconfig = &cluster.kubeconfig;
     let gate = cluster.dir.path().join("gate");
-    let job = gated_job(cluster.dir.path(), "watched", &gate);
+    let job = gated_job(cluster.dir.path(), "watched", &gate)
+        .display()
+        .to_string();
     let id = submit(kubeconfig, &job, &[]).await;
     let watch = Spawned::start(kubeferry(kubeconfig).args([
         "status",
@@ -879,7 +865,9 @@ async fn list_watch_until_done_ends_when_every_job_has() {
     let cluster = cluster().await;
     let kubeconfig = &cluster.kubeconfig;
     let gate = cluster.dir.path().join("gate");
-    let job = gated_job(cluster.dir.path(), "gated", &gate);
+    let job = gated_job(cluster.dir.path(), "gated", &gate)
+        .display()
+        .to_string();
     let gated = submit(kubeconfig, &job, &["-n", "team"]).await;
     let watch = Spawned::start(kubeferry(kubeconfig).args([
         "list",

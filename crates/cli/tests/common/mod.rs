@@ -32,6 +32,29 @@ pub fn kubeferry(kubeconfig: &Path) -> Command {
     command
 }
 
+/// A job file in `dir` running `script` with `sh -c` in busybox.
+pub fn shell_job(dir: &Path, name: &str, script: &str) -> PathBuf {
+    let file = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &file,
+        format!(
+            "name: {name}\nimage: busybox\ncommand: [sh, -c, {}]\n",
+            serde_json::to_string(script).unwrap()
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// A job file that prints `started`, waits until `gate` exists, prints `finished` and exits 0.
+pub fn gated_job(dir: &Path, name: &str, gate: &Path) -> PathBuf {
+    let script = format!(
+        "echo started; while [ ! -e {} ]; do sleep 0.02; done; echo finished",
+        gate.display()
+    );
+    shell_job(dir, name, &script)
+}
+
 /// Bytes as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
