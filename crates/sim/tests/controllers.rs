@@ -12,7 +12,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kubeferry_sim::{NodeConfig, SimConfig, TaintConfig};
 use serde_json::{Value, json};
 
-use common::{Sim, eventually, shell_job, start, start_with};
+use common::{Sim, condition, eventually, shell_job, start, start_with};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -23,21 +23,6 @@ async fn create_job(sim: &Sim, job: Value) -> Api<Job> {
         .await
         .expect("created");
     jobs
-}
-
-fn condition(job: &Job, kind: &str) -> Option<(String, String)> {
-    job.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == kind && c.status == "True")
-        .map(|c| {
-            (
-                c.reason.clone().unwrap_or_default(),
-                c.message.clone().unwrap_or_default(),
-            )
-        })
 }
 
 async fn finished(jobs: &Api<Job>, name: &str) -> (Job, String) {

@@ -14,7 +14,7 @@ use kube::api::{Api, ListParams, LogParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
-use common::start;
+use common::{condition, start};
 
 const INDEX: &str = "batch.kubernetes.io/job-completion-index";
 
@@ -38,21 +38,6 @@ fn job(name: &str, script: &str, extra: Value) -> Job {
         }
     }
     serde_json::from_value(manifest).expect("a job")
-}
-
-fn condition(job: &Job, kind: &str) -> Option<(String, String)> {
-    job.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == kind && c.status == "True")
-        .map(|c| {
-            (
-                c.reason.clone().unwrap_or_default(),
-                c.message.clone().unwrap_or_default(),
-            )
-        })
 }
 
 /// What watching a Job to its end saw.

@@ -11,22 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 
-use common::{eventually, shell_job, start};
-
-fn condition(job: &Job, kind: &str) -> Option<(String, String)> {
-    job.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == kind && c.status == "True")
-        .map(|c| {
-            (
-                c.reason.clone().unwrap_or_default(),
-                c.message.clone().unwrap_or_default(),
-            )
-        })
-}
+use common::{condition, eventually, shell_job, start};
 
 async fn watch_until_finished(jobs: &Api<Job>, name: &str) -> Job {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));

@@ -138,3 +138,19 @@ pub fn status_of<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> kube::co
         other => panic!("expected an API error, got {other:?}"),
     }
 }
+
+/// A Job's condition of type `kind` that is True: its reason and message.
+pub fn condition(job: &k8s_openapi::api::batch::v1::Job, kind: &str) -> Option<(String, String)> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind && c.status == "True")
+        .map(|c| {
+            (
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
