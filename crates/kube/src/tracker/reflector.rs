@@ -162,6 +162,8 @@ struct State<V> {
     tombstone_order: VecDeque<(Instant, String)>,
     relisting: Option<HashSet<String>>,
     health: WatchHealth,
+    /// Whether the current run of failures was logged as a warning.
+    warned: bool,
 }
 
 impl<V> Default for State<V> {
@@ -174,6 +176,7 @@ impl<V> Default for State<V> {
             tombstone_order: VecDeque::new(),
             relisting: None,
             health: WatchHealth::default(),
+            warned: false,
         }
     }
 }
@@ -373,11 +376,17 @@ fn write<V>(state: &RwLock<State<V>>) -> std::sync::RwLockWriteGuard<'_, State<V
 fn failed<V>(state: &RwLock<State<V>>, error: &watcher::Error, settings: &ReflectorSettings) {
     let mut state = write(state);
     state.health.restarts += 1;
-    if state.health.failing.is_none() {
+    // One failure that the next list mends is routine (a server closing a connection, a watch
+    // cut by a proxy): logged at debug level. One that persists, or a refusal, is news once.
+    let refused = refusal_of(error).is_some();
+    if state.health.failing.is_none() && !refused {
+        debug!(message = "watch failed; restarting", %error);
+    } else if !state.warned {
+        state.warned = true;
         if settings.optional {
-            debug!(message = "optional watch failed; restarting", %error);
+            debug!(message = "optional watch keeps failing; restarting", %error);
         } else {
-            warn!(message = "watch failed; restarting", %error);
+            warn!(message = "watch keeps failing; restarting", %error);
         }
     }
     state.health.failing = Some(error.to_string());
@@ -416,6 +425,7 @@ where
     ) {
         state.health.failing = None;
         state.health.forbidden = None;
+        state.warned = false;
     }
     match event {
         watcher::Event::Init => {

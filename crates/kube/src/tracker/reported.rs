@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use kubeferry_core::ExecutionInfo;
+use kubeferry_core::{ExecutionInfo, JobState};
 
 /// The last status reported per job, bounded: the oldest entries go first.
 pub struct LastReported {
@@ -66,8 +66,17 @@ impl LastReported {
                 // the other (checked here, under the lock, not only before mapping).
                 let older =
                     matches!((reported.version, version), (Some(kept), Some(v)) if v < kept);
+                // From the same copy of the object, a job that started does not go back to
+                // queued: only pods seen at different moments (a fresh list, a lagging watch)
+                // differ, and the one that saw the container run saw more. A new attempt
+                // changes the object (its status counts), and may then queue again.
+                let same =
+                    matches!((reported.version, version), (Some(kept), Some(v)) if v == kept);
+                let backwards = same
+                    && reported.info.state == JobState::Started
+                    && info.state == JobState::Queued;
                 // A terminal status never changes, whatever copy another answer came from.
-                if !older && !reported.info.is_terminal() {
+                if !older && !backwards && !reported.info.is_terminal() {
                     reported.info = info;
                     reported.version = reported.version.max(version);
                 }
@@ -103,7 +112,7 @@ impl LastReported {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kubeferry_core::{JobState, Reason};
+    use kubeferry_core::Reason;
 
     #[test]
     fn last_reported_is_bounded() {
@@ -153,5 +162,19 @@ mod tests {
         reported.put("a".into(), cancelled.clone(), None, None);
         reported.put("a".into(), info, None, Some("12"));
         assert_eq!(reported.get("a"), Some(cancelled));
+    }
+
+    #[test]
+    fn a_started_job_does_not_go_back_to_queued_from_the_same_copy() {
+        let mut reported = LastReported::new(4);
+        let started = ExecutionInfo::new(JobState::Started, Reason::Running);
+        let waiting = ExecutionInfo::new(JobState::Queued, Reason::ContainerCreating);
+        reported.put("a".into(), started.clone(), None, Some("10"));
+        // Lagging pods, same Job: the start stands.
+        reported.put("a".into(), waiting.clone(), None, Some("10"));
+        assert_eq!(reported.get("a"), Some(started.clone()));
+        // A newer Job (another attempt): it may queue again.
+        reported.put("a".into(), waiting.clone(), None, Some("11"));
+        assert_eq!(reported.get("a"), Some(waiting));
     }
 }
