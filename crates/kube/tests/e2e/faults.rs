@@ -496,6 +496,9 @@ async fn every_watch_is_current_again_once_the_server_stops_refusing_to_start_it
     // The watches are cut and their restarts answered 429 a few times: each is current again
     // from its first list after the refusals stop.
     let env = quiet_namespace().await;
+    // A watcher is current once its list completed, before its watch is open: a cut must find
+    // all three watches open, or one that opens after it runs unrefused and never fails.
+    env.watches_open(3).await;
     let refusing = env.sim.add_fault(
         FaultRule::new(FaultAction::Error {
             code: 429,
@@ -504,7 +507,7 @@ async fn every_watch_is_current_again_once_the_server_stops_refusing_to_start_it
         })
         .verbs(&["list", "watch"]),
     );
-    env.sim.cut_watches();
+    assert_eq!(env.sim.cut_watches(), 3);
     eventually("every watch to be refused", || async {
         all_failing(&env).then_some(())
     })
