@@ -3,6 +3,7 @@
 //! Nothing in this crate does I/O. The Kubernetes backend (`kubeferry-kube`) turns specs into
 //! objects and feeds the objects it observes back through the mappings here.
 
+mod clock;
 pub mod container;
 pub mod duration;
 pub mod id;

@@ -377,6 +377,38 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Whoever carries out the mapping's actions looks again only at `recheck_at` when nothing
+    /// changes: so no instant before it may answer otherwise, and without one, none at all.
+    #[test]
+    fn time_alone_changes_the_answer_only_at_the_recheck_instant(
+        job in job_view(),
+        pods in proptest::collection::vec(pod_view(), 0..4),
+        seen in seen(),
+        now in (-30i64..4000).prop_map(at),
+        config in config(),
+        previous in previous(),
+        later in 1i64..100_000,
+    ) {
+        let Some(mapped) = map_views(&job, &pods, seen, now, &config, previous.as_ref()) else {
+            return Ok(());
+        };
+        if mapped.info.is_terminal() || mapped.must_record {
+            prop_assert_eq!(mapped.recheck_at, None);
+            return Ok(());
+        }
+        let mut then = now + jiff::SignedDuration::from_secs(later);
+        if let Some(recheck) = mapped.recheck_at {
+            prop_assert!(recheck > now, "{recheck} is not after {now}");
+            then = then.min(recheck - jiff::SignedDuration::from_nanos(1));
+        }
+        let again = map_views(&job, &pods, seen, then, &config, previous.as_ref());
+        prop_assert_eq!(again.map(|m| m.info), Some(mapped.info), "at {}", then);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Terminal outcomes are stable under later noise.
 

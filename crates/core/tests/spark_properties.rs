@@ -416,6 +416,32 @@ proptest! {
             prop_assert!(mapped.info.started_at.is_some());
         }
     }
+
+    /// Whoever carries out the mapping's actions looks again only at `recheck_at` when nothing
+    /// changes: so no instant before it may answer otherwise, and without one, none at all.
+    #[test]
+    fn time_alone_changes_the_answer_only_at_the_recheck_instant(
+        app in app_view(),
+        drivers in proptest::collection::vec(driver(), 0..3),
+        seen in seen(),
+        now in (-30i64..4000).prop_map(at),
+        later in 1i64..100_000,
+    ) {
+        let Some(mapped) = map_views(&app, &drivers, seen, now, None) else {
+            return Ok(());
+        };
+        if mapped.info.is_terminal() || mapped.action.is_some() {
+            prop_assert_eq!(mapped.recheck_at, None);
+            return Ok(());
+        }
+        let mut then = now + jiff::SignedDuration::from_secs(later);
+        if let Some(recheck) = mapped.recheck_at {
+            prop_assert!(recheck > now, "{recheck} is not after {now}");
+            then = then.min(recheck - jiff::SignedDuration::from_nanos(1));
+        }
+        let again = map_views(&app, &drivers, seen, then, None);
+        prop_assert_eq!(again.map(|m| m.info), Some(mapped.info), "at {}", then);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

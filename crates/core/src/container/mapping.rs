@@ -11,6 +11,7 @@ use super::view::{
     ContainerStateView, ContainerView, JobConditionType, JobConditionView, JobView,
     PodConditionView, PodPhase, PodView, TerminatedView,
 };
+use crate::clock::{Clock, deadline};
 use crate::status::{ExecutionInfo, JobState, Reason};
 
 /// Every grace period and timeout the mapping applies.
@@ -80,6 +81,10 @@ pub struct Mapped {
     /// kubelet keeps retrying, not from a Kubernetes verdict: the Job is still there. The caller
     /// should stop the Job and record the outcome so that every replica reports the same one.
     pub must_record: bool,
+    /// When the answer changes by time alone, if nothing else is observed meanwhile: the
+    /// earliest grace period or timeout still running. `None` for an outcome, one to record,
+    /// or a status only a change can change.
+    pub recheck_at: Option<Timestamp>,
 }
 
 impl Mapped {
@@ -88,6 +93,7 @@ impl Mapped {
             info,
             warning: None,
             must_record: false,
+            recheck_at: None,
         }
     }
 
@@ -96,6 +102,7 @@ impl Mapped {
             info,
             warning: None,
             must_record: true,
+            recheck_at: None,
         }
     }
 }
@@ -129,13 +136,16 @@ pub fn container_status(
             JobObservation::Vanished { final_state, .. } => Some(*final_state),
         },
         attempts,
-        now,
+        clock: Clock::at(now),
         config,
         previous,
     };
     let mut mapped = mapper.map()?;
     if let Some(previous) = previous {
         mapped.info = previous.advance(mapped.info);
+    }
+    if !mapped.info.is_terminal() && !mapped.must_record {
+        mapped.recheck_at = mapper.clock.next_change();
     }
     Some(mapped)
 }
@@ -186,7 +196,7 @@ struct Mapper<'a> {
     vanished: Option<bool>,
     /// The Job's pods, oldest first.
     attempts: Vec<&'a PodView>,
-    now: Timestamp,
+    clock: Clock,
     config: &'a MappingConfig,
     previous: Option<&'a ExecutionInfo>,
 }
@@ -437,7 +447,7 @@ impl<'a> Mapper<'a> {
         let Some(at) = verdict.at else {
             return false;
         };
-        if !before_deadline(self.now, at, self.config.pod_status_wait) {
+        if !self.clock.before_deadline(at, self.config.pod_status_wait) {
             return false;
         }
         if verdict.succeeded {
@@ -763,7 +773,7 @@ impl<'a> Mapper<'a> {
         if !retrying
             && let Some(timeout) = self.config.pending_timeout
             && let Some(since) = self.job.start_time.or(self.job.created_at)
-            && !before_deadline(self.now, since, timeout)
+            && !self.clock.before_deadline(since, timeout)
         {
             let mut message = format!(
                 "no pod was created within the pending timeout of {}s",
@@ -801,7 +811,7 @@ impl<'a> Mapper<'a> {
         let scheduler_message = condition.and_then(|c| c.message.clone());
         if let Some(timeout) = self.config.pending_timeout
             && let Some(created) = pod.created_at
-            && !before_deadline(self.now, created, timeout)
+            && !self.clock.before_deadline(created, timeout)
         {
             let mut info = ExecutionInfo::new(JobState::Failed, Reason::UnschedulableTimeout)
                 .with_message(format!(
@@ -904,7 +914,7 @@ impl<'a> Mapper<'a> {
             }
         };
         match since {
-            Some(since) if !before_deadline(self.now, since, grace) => {
+            Some(since) if !self.clock.before_deadline(since, grace) => {
                 let mut info = ExecutionInfo::new(JobState::Failed, failed).with_message(format!(
                     "{who} did not start within {}s: {cause}",
                     grace.as_secs()
@@ -977,6 +987,7 @@ impl<'a> Mapper<'a> {
                 .started(self.first_start()),
             warning: Some(warning),
             must_record: false,
+            recheck_at: None,
         }
     }
 
@@ -1176,17 +1187,6 @@ fn killed_by_deletion(pod: &PodView, t: &TerminatedView, at: Option<Timestamp>) 
         return false;
     };
     at.is_some_and(|at| deleted >= at) && t.finished_at.is_none_or(|end| end >= deleted)
-}
-
-/// `since + period`, or `None` beyond the representable range.
-pub(crate) fn deadline(since: Timestamp, period: Duration) -> Option<Timestamp> {
-    since.checked_add(period).ok()
-}
-
-/// Whether `now` is before `since + period` (a deadline beyond the representable range is
-/// never reached).
-pub(crate) fn before_deadline(now: Timestamp, since: Timestamp, period: Duration) -> bool {
-    deadline(since, period).is_none_or(|deadline| now < deadline)
 }
 
 /// How a container ended, in a few words: its reason when it says more than Error or

@@ -14,7 +14,7 @@ pub(crate) mod view;
 mod tests;
 
 pub use mapping::{JobObservation, Mapped, MappingConfig, container_status, oldest_attempt_first};
-pub(crate) use mapping::{before_deadline, deadline, ended_before_disruption, exit_summary};
+pub(crate) use mapping::{ended_before_disruption, exit_summary};
 pub use view::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
     JobConditionView, JobView, PodConditionView, PodPhase, PodView, TerminatedView,

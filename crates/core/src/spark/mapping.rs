@@ -11,8 +11,9 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::view::{DriverView, SparkAppView, SparkStatus};
+use crate::clock::{Clock, deadline};
 use crate::container::view::{ContainerStateView, PodPhase, TerminatedView};
-use crate::container::{before_deadline, deadline, ended_before_disruption, exit_summary};
+use crate::container::{ended_before_disruption, exit_summary};
 use crate::status::{ExecutionInfo, JobState, Reason};
 
 /// Every timeout the Spark mapping applies.
@@ -69,6 +70,10 @@ pub struct SparkMapped {
     pub warning: Option<String>,
     /// What the caller must do before it may report the outcome the action carries.
     pub action: Option<SparkAction>,
+    /// When the answer changes by time alone, if nothing else is observed meanwhile (the
+    /// no-status timeout running). `None` for an outcome, an action to carry out, or a status
+    /// only a change can change.
+    pub recheck_at: Option<Timestamp>,
 }
 
 impl SparkMapped {
@@ -77,6 +82,7 @@ impl SparkMapped {
             info,
             warning: None,
             action: None,
+            recheck_at: None,
         }
     }
 }
@@ -159,7 +165,7 @@ pub fn spark_status(
         app,
         vanished,
         driver: pick_driver(app, drivers),
-        now,
+        clock: Clock::at(now),
         config,
         previous,
     };
@@ -173,6 +179,9 @@ pub fn spark_status(
             };
             *outcome = previous.advance(outcome.clone());
         }
+    }
+    if !mapped.info.is_terminal() && mapped.action.is_none() {
+        mapped.recheck_at = mapper.clock.next_change();
     }
     Some(mapped)
 }
@@ -281,7 +290,7 @@ struct Mapper<'a> {
     /// `Some(final_state)` when the application is gone.
     vanished: Option<bool>,
     driver: Option<&'a DriverView>,
-    now: Timestamp,
+    clock: Clock,
     config: &'a SparkMappingConfig,
     previous: Option<&'a ExecutionInfo>,
 }
@@ -496,6 +505,7 @@ impl<'a> Mapper<'a> {
                     uid: driver.uid.clone(),
                     outcome: info,
                 }),
+                recheck_at: None,
             };
         }
         SparkMapped::of(info)
@@ -540,7 +550,7 @@ impl<'a> Mapper<'a> {
         let operator = self.app.operator;
         let timeout = self.config.no_status_timeout;
         if let Some(created) = self.app.created_at
-            && !before_deadline(self.now, created, timeout)
+            && !self.clock.before_deadline(created, timeout)
         {
             let mut outcome = ExecutionInfo::new(JobState::Failed, Reason::NoStatusTimeout)
                 .with_message(format!(
@@ -573,6 +583,7 @@ impl<'a> Mapper<'a> {
             info,
             warning: None,
             action: Some(SparkAction::RecordOutcomeAndDeleteApp { outcome }),
+            recheck_at: None,
         }
     }
 
@@ -661,6 +672,7 @@ impl<'a> Mapper<'a> {
             ),
             warning: Some(warning),
             action: None,
+            recheck_at: None,
         }
     }
 
