@@ -1,5 +1,6 @@
 //! Container jobs (`batch/v1` Jobs): submit, status, wait, cancel, logs, list and sweep.
 
+mod settler;
 pub mod tracker;
 
 use std::collections::{BTreeMap, HashSet};
@@ -10,14 +11,13 @@ use futures::Stream;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use kubeferry_core::container::{
-    JobConditionType, JobObservation, JobView, MAIN_CONTAINER, MappingConfig, PodView,
-    container_status, oldest_attempt_first,
+    JobObservation, JobView, MAIN_CONTAINER, MappingConfig, PodView, container_status,
+    oldest_attempt_first,
 };
-use kubeferry_core::marks::{MANAGED_SELECTOR, OUTCOME_ANNOTATION, object_name};
+use kubeferry_core::marks::{MANAGED_SELECTOR, object_name};
 use kubeferry_core::spec::ContainerJobSpec;
-use kubeferry_core::status::FailureClass;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use tracing::{debug, info, warn};
 
@@ -139,11 +139,7 @@ pub struct ContainerJobs {
 impl ContainerJobs {
     /// A backend for `cluster`.
     pub fn new(cluster: Cluster, settings: ContainerSettings) -> Self {
-        let tracker = Arc::new(ContainerTracker::new(
-            cluster.clone(),
-            settings.reflector.clone(),
-            settings.janitor_interval,
-        ));
+        let tracker = Arc::new(ContainerTracker::new(cluster.clone(), &settings));
         Self {
             cluster,
             settings,
@@ -178,7 +174,8 @@ impl ContainerJobs {
     }
 
     /// Creates the Job for `spec` under `job_id` in `namespace`, or adopts the one a lost
-    /// response already created. Submitting the same job id twice runs the job once.
+    /// response already created. Submitting the same job id twice runs the job once. The
+    /// namespace's watches start, if they had not.
     pub async fn submit(
         &self,
         spec: &ContainerJobSpec,
@@ -190,6 +187,9 @@ impl ContainerJobs {
         self.objects(namespace)
             .create_or_adopt(&self.cluster, &manifest, job_id, &spec.hash())
             .await?;
+        // The namespace is looked after from now on: its settler fails the job at a grace
+        // period's end whether or not anyone asks.
+        self.tracker.namespace(namespace);
         Ok(self.id(namespace, &name))
     }
 
@@ -246,29 +246,18 @@ impl ContainerJobs {
         id: &ExecutionId,
         observed: &Observed,
         pods: &[PodView],
+        now: Timestamp,
     ) -> Option<Observed> {
         let Observed::Present(job) = observed else {
             return None;
         };
-        // The pods the mapping counts as the Job's attempts (an earlier Job of the same name
-        // may have left some behind).
-        let attempts: Vec<&PodView> = pods.iter().filter(|pod| job.owns(pod)).collect();
-        if attempts.iter().any(|pod| pod.deletion_timestamp.is_none()) {
-            return None;
-        }
-        // A refusal from before the newest attempt's pod was created is over.
-        let not_before = attempts.iter().filter_map(|pod| pod.created_at).max();
-        let refusal = self.tracker.existing(&id.namespace)?.creation_refused(
-            &id.name,
-            &job.uid,
-            not_before,
-            Timestamp::now(),
+        let job = self.tracker.existing(&id.namespace)?.with_refusal(
+            job,
+            pods,
+            now,
             self.settings.refusal_freshness,
         )?;
-        Some(Observed::Present(JobView {
-            creation_refused: Some(refusal),
-            ..job.clone()
-        }))
+        Some(Observed::Present(job))
     }
 
     /// Whether a Job still present in the cache would be reported ended for the first time.
@@ -355,9 +344,11 @@ impl ContainerJobs {
         }
     }
 
-    /// Maps an observation, records on the Job the outcomes other replicas could not compute
-    /// alike (those kubeferry decides itself, and those that rest on pods about to go), and
-    /// remembers the answer, logging a warning the first time it appears for the job.
+    /// Maps an observation and remembers the answer, logging a warning the first time it
+    /// appears for the job. Writes nothing: an outcome kubeferry decides (a grace period run
+    /// out) is recorded on the Job and the job stopped by the namespace's settler, normally at
+    /// the deadline itself; a question that finds it due first has the settler do it now and
+    /// answers once it is done, so that no replica reports an outcome not on the Job yet.
     async fn evaluate(
         &self,
         id: &ExecutionId,
@@ -376,11 +367,10 @@ impl ContainerJobs {
         {
             return Ok(previous.clone());
         }
-        let enriched = self.with_refusal(id, observed, pods);
+        let enriched = self.with_refusal(id, observed, pods, now);
         let observed = enriched.as_ref().unwrap_or(observed);
-        let observation = observed.as_observation();
         let Some(mapped) = container_status(
-            &observation,
+            &observed.as_observation(),
             pods,
             now,
             &self.settings.mapping,
@@ -392,24 +382,24 @@ impl ContainerJobs {
             });
         };
         let mut info = mapped.info;
-        if !mapped.must_record
-            && info.is_terminal()
-            && !previous.as_ref().is_some_and(ExecutionInfo::is_terminal)
-            && let Observed::Present(job) = observed
-            && self.worth_recording(&observation, pods, &info, now)
-            && let Err(error) = self.record(job, &info).await
-        {
-            // The outcome stands here; a replica that never saw the pods reports the verdict alone.
-            warn!(message = "could not record an outcome read from deleted pods", id = %id, %error);
-        }
         if mapped.must_record
             && let Observed::Present(job) = observed
-            && let Err(error) = self.record_and_stop(job, &info).await
         {
-            // Until the outcome is recorded, other replicas may still see the job go on:
-            // report what was known before rather than an outcome no one else would report.
-            warn!(message = "could not record an outcome; will retry", id = %id, %error);
-            info = previous.unwrap_or_else(|| {
+            let settler = self.tracker.namespace(&id.namespace);
+            let settled = settler.settler.settle_now(job.clone(), pods.to_vec()).await;
+            if let Some(recorded) = self
+                .tracker
+                .last_reported(&id.namespace, &id.name)
+                .filter(ExecutionInfo::is_terminal)
+            {
+                return Ok(recorded);
+            }
+            if let Some(Err(error)) = settled {
+                // Until the outcome is recorded, other replicas may still see the job go on:
+                // report what was known before rather than an outcome no one else would report.
+                info.message = format!("{}; not recorded yet: {error}", info.message);
+            }
+            info = previous.clone().unwrap_or_else(|| {
                 ExecutionInfo::new(JobState::Queued, Reason::Pending)
                     .with_message(format!("deciding the outcome: {}", info.message))
             });
@@ -427,121 +417,6 @@ impl ContainerJobs {
             .tracker
             .last_reported(&id.namespace, &id.name)
             .unwrap_or(info))
-    }
-
-    /// Whether an outcome rests on pods that are, or will soon be, deleted and removed: a
-    /// replica that looks once they are gone would see only the Job's verdict and report
-    /// another outcome (a lost node as BackoffLimitExceeded). That is every infrastructure
-    /// failure (the pods of a lost node, a drain or a preemption are deleted, often only just
-    /// after the verdict is seen), and any outcome that mapped without the pods being deleted
-    /// would differ. Disruptions and deletions are rare, so the outcomes recorded are few.
-    /// So is the one outcome that contradicts Kubernetes' own verdict, which the pods' removal
-    /// (by anyone, or the pod GC, at any later time) would turn around: a Job Kubernetes
-    /// completed whose main container was OOMKilled with exit code 0.
-    fn worth_recording(
-        &self,
-        observation: &JobObservation<'_>,
-        pods: &[PodView],
-        info: &ExecutionInfo,
-        now: Timestamp,
-    ) -> bool {
-        let job = observation.job();
-        if job.recorded_outcome.is_some() || job.deletion_timestamp.is_some() {
-            return false;
-        }
-        if info.reason.failure_class() == Some(FailureClass::Infrastructure) {
-            return true;
-        }
-        let completed = job
-            .conditions
-            .iter()
-            .any(|c| c.kind == JobConditionType::Complete && c.status.is_true());
-        if completed && info.state != JobState::Succeeded {
-            return true;
-        }
-        // Pods the watch saw deleted (their final state may not show a deletion: a pod that
-        // had ended is removed at once) and pods being deleted will not be there for long.
-        let departed = self
-            .tracker
-            .existing(&job.namespace)
-            .map(|watch| watch.departed_pods_of(&job.name))
-            .unwrap_or_default();
-        let lasting: Vec<PodView> = pods
-            .iter()
-            .filter(|pod| pod.deletion_timestamp.is_none())
-            .filter(|pod| !departed.iter().any(|gone| gone.uid == pod.uid))
-            .cloned()
-            .collect();
-        if lasting.len() == pods.len() {
-            return false;
-        }
-        let outcome = |info: &ExecutionInfo| (info.state, info.reason, info.exit_code);
-        let without = container_status(observation, &lasting, now, &self.settings.mapping, None);
-        without.map(|mapped| outcome(&mapped.info)) != Some(outcome(info))
-    }
-
-    /// Records an outcome on a Job that Kubernetes already judged, so that every replica reports
-    /// it (the mapping's rule 0). The outcome follows from a final verdict and the pods' final
-    /// states, so replicas that record it write the same value: no precondition is needed.
-    async fn record(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
-        let api = self.jobs(&job.namespace);
-        let outcome = kubeferry_core::marks::outcome_record(info);
-        let patch = serde_json::json!({
-            "metadata": { "annotations": { OUTCOME_ANNOTATION: outcome } },
-        });
-        let op = Op::named("patch", JOBS, &job.namespace, &job.name);
-        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
-        self.cluster
-            .call(&op, true, || api.patch(&job.name, &params, &patch))
-            .await?;
-        info!(message = "recorded an outcome read from the pods", job = %job.name, state = %info.state, reason = %info.reason);
-        Ok(())
-    }
-
-    /// Records an outcome kubeferry decided on the Job and stops its work, in one write with a
-    /// resourceVersion precondition (a Job that changed meanwhile is judged again).
-    ///
-    /// The work stops by suspension, not deletion: the Job controller deletes the pods and the
-    /// Job stays as the record every replica reads the outcome from (a deleted Job would leave
-    /// replicas that did not watch it with "no such job"). It stays until it is deleted like
-    /// any finished Job without a TTL (`ttlSecondsAfterFinished` applies only to Jobs that
-    /// Kubernetes itself saw end). A Job held by a Kueue queue may be resumed by Kueue; the
-    /// recorded outcome stands regardless.
-    async fn record_and_stop(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
-        let api = self.jobs(&job.namespace);
-        let outcome = kubeferry_core::marks::outcome_record(info);
-        // The record and the stop go on in one patch, so that no replica sees one without the
-        // other. Suspending keeps the Job as the record (the Job controller removes its pods);
-        // a Job in a Kueue queue is deleted instead once its record is on, because Kueue owns
-        // `suspend` and would start an admitted Job again.
-        let kueue = job.queue_name.is_some();
-        let patch = if kueue {
-            serde_json::json!({
-                "metadata": {
-                    "resourceVersion": job.resource_version,
-                    "annotations": { OUTCOME_ANNOTATION: outcome },
-                },
-            })
-        } else {
-            serde_json::json!({
-                "metadata": {
-                    "resourceVersion": job.resource_version,
-                    "annotations": { OUTCOME_ANNOTATION: outcome },
-                },
-                "spec": { "suspend": true },
-            })
-        };
-        let op = Op::named("patch", JOBS, &job.namespace, &job.name);
-        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
-        // Safe to repeat: a repeat of a patch that took effect fails its precondition.
-        self.cluster
-            .call(&op, true, || api.patch(&job.name, &params, &patch))
-            .await?;
-        if kueue {
-            self.delete(&job.namespace, &job.name, &job.uid).await?;
-        }
-        info!(message = "recorded an outcome kubeferry decided and stopped the job", job = %job.name, state = %info.state, reason = %info.reason);
-        Ok(())
     }
 
     /// Deletes a Job and its pods (background propagation), only if it is still the same Job.

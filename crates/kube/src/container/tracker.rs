@@ -15,6 +15,8 @@ use kubeferry_core::container::{JobView, PodView};
 use kubeferry_core::marks::MANAGED_SELECTOR;
 use tokio::sync::broadcast;
 
+use super::ContainerSettings;
+use super::settler::{self, Settler, SettlerContext};
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::tracker::{Departure, Entry, LastReported, Reflector, ReflectorSettings, WatchHealth};
@@ -36,6 +38,8 @@ pub struct NamespaceWatch {
     /// The Job controller's `FailedCreate` events, by name, indexed by their Job's name. Only
     /// enriches messages: a refused watch of events (a Role without them) changes nothing else.
     pub refusals: Reflector<RefusalView>,
+    /// The one writer of the namespace's jobs.
+    pub(crate) settler: Settler,
 }
 
 /// A `FailedCreate` event of a Job: the Job controller was refused a pod.
@@ -136,18 +140,6 @@ impl NamespaceWatch {
         self.pods.of_job(job).into_iter().map(|e| e.view).collect()
     }
 
-    /// The pods of a Job that is gone: those still watched and the last states of those
-    /// deleted, so that what they showed (when the job started) outlives them.
-    pub fn last_pods_of(&self, job: &str) -> Vec<PodView> {
-        let mut pods = self.pods_of(job);
-        for tombstone in self.pods.tombstones_of_job(job) {
-            if !pods.iter().any(|p| p.name == tombstone.last.name) {
-                pods.push(tombstone.last);
-            }
-        }
-        pods
-    }
-
     /// The Job controller's refusal to create a pod for the Job `name` with `uid` that is
     /// still news (see [`current_refusal`]).
     pub fn creation_refused(
@@ -165,6 +157,30 @@ impl NamespaceWatch {
             .map(|entry| entry.view)
             .collect();
         current_refusal(&refusals, uid, not_before, now, freshness)
+    }
+
+    /// The Job with the Job controller's refusal to create a pod for it, while it has none and
+    /// the refusal is news; `None` when there is nothing to add.
+    pub(crate) fn with_refusal(
+        &self,
+        job: &JobView,
+        pods: &[PodView],
+        now: Timestamp,
+        freshness: Duration,
+    ) -> Option<JobView> {
+        // The pods the mapping counts as the Job's attempts (an earlier Job of the same name
+        // may have left some behind).
+        let attempts: Vec<&PodView> = pods.iter().filter(|pod| job.owns(pod)).collect();
+        if attempts.iter().any(|pod| pod.deletion_timestamp.is_none()) {
+            return None;
+        }
+        // A refusal from before the newest attempt's pod was created is over.
+        let not_before = attempts.iter().filter_map(|pod| pod.created_at).max();
+        let refusal = self.creation_refused(&job.name, &job.uid, not_before, now, freshness)?;
+        Some(JobView {
+            creation_refused: Some(refusal),
+            ..job.clone()
+        })
     }
 
     /// Notifications naming the Jobs whose Job, pods or refusals changed.
@@ -213,22 +229,28 @@ impl NamespaceWatch {
 
 /// The namespace watches of one cluster, started on first use.
 pub struct ContainerTracker {
-    cluster: Cluster,
     settings: ReflectorSettings,
-    janitor_interval: Duration,
+    settler: SettlerContext,
     namespaces: Mutex<HashMap<String, Arc<NamespaceWatch>>>,
-    reported: Mutex<LastReported>,
+    reported: Arc<Mutex<LastReported>>,
 }
 
 impl ContainerTracker {
     /// A tracker with no watches yet.
-    pub fn new(cluster: Cluster, settings: ReflectorSettings, janitor_interval: Duration) -> Self {
+    pub(crate) fn new(cluster: Cluster, settings: &ContainerSettings) -> Self {
+        let reported = Arc::new(Mutex::new(LastReported::new(100_000)));
         Self {
-            cluster,
-            settings,
-            janitor_interval,
+            settings: settings.reflector.clone(),
+            settler: SettlerContext {
+                cluster,
+                mapping: settings.mapping.clone(),
+                refusal_freshness: settings.refusal_freshness,
+                retry_interval: settings.recheck_interval,
+                janitor_interval: settings.janitor_interval,
+                reported: reported.clone(),
+            },
             namespaces: Mutex::default(),
-            reported: Mutex::new(LastReported::new(100_000)),
+            reported,
         }
     }
 
@@ -243,7 +265,7 @@ impl ContainerTracker {
         if let Some(watch) = namespaces.get(namespace) {
             return watch.clone();
         }
-        let client = self.cluster.client().clone();
+        let client = self.settler.cluster.client().clone();
         let config = watcher::Config::default().labels(MANAGED_SELECTOR);
         let jobs = Reflector::spawn(
             Api::<Job>::namespaced(client.clone(), namespace),
@@ -289,18 +311,22 @@ impl ContainerTracker {
                 })
             },
         );
+        let changes = vec![jobs.subscribe(), pods.subscribe(), refusals.subscribe()];
+        let (settler, inbox) = settler::channel();
         let watch = Arc::new(NamespaceWatch {
             jobs,
             pods,
             refusals,
+            settler,
         });
         namespaces.insert(namespace.to_string(), watch.clone());
-        tokio::spawn(janitor(
+        settler::start(
+            inbox,
+            namespace,
+            self.settler.clone(),
             Arc::downgrade(&watch),
-            self.cluster.clone(),
-            namespace.to_string(),
-            self.janitor_interval,
-        ));
+            changes,
+        );
         watch
     }
 
@@ -313,14 +339,14 @@ impl ContainerTracker {
     }
 
     /// What was last reported for a job, for the mapping's `previous`.
-    pub fn last_reported(&self, namespace: &str, name: &str) -> Option<ExecutionInfo> {
-        lock(&self.reported).get(&key(namespace, name))
+    pub(crate) fn last_reported(&self, namespace: &str, name: &str) -> Option<ExecutionInfo> {
+        lock(&self.reported).get(&reported_key(namespace, name))
     }
 
     /// Remembers what was reported for a job, from its Job at `version`, and the warning that
     /// came with it. Returns true
     /// when the warning is new for the job, to be logged once rather than on every query.
-    pub fn remember(
+    pub(crate) fn remember(
         &self,
         namespace: &str,
         name: &str,
@@ -328,59 +354,22 @@ impl ContainerTracker {
         warning: Option<&str>,
         version: Option<&str>,
     ) -> bool {
-        lock(&self.reported).put(key(namespace, name), info.clone(), warning, version)
+        lock(&self.reported).put(
+            reported_key(namespace, name),
+            info.clone(),
+            warning,
+            version,
+        )
     }
 
     /// Whether a copy of a job's Job at `version` is older than one already reported from.
-    pub fn is_older(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
-        lock(&self.reported).is_older(&key(namespace, name), version)
+    pub(crate) fn is_older(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
+        lock(&self.reported).is_older(&reported_key(namespace, name), version)
     }
 }
 
-/// Deletes, from time to time, the Jobs of a namespace that kubeferry stopped after recording
-/// their outcome and that have outlived their TTL (see `JobView::record_expired`). Any replica
-/// may do it: the delete is conditional on the Job's uid, and a Job already gone is fine. Ends
-/// when the namespace's watches are dropped.
-async fn janitor(
-    watch: std::sync::Weak<NamespaceWatch>,
-    cluster: Cluster,
-    namespace: String,
-    interval: Duration,
-) {
-    let jobs = crate::protocol::Objects {
-        api: Api::<Job>::namespaced(cluster.client().clone(), &namespace),
-        resource: "jobs.batch",
-        kind: "Job",
-        namespace: namespace.clone(),
-    };
-    loop {
-        tokio::time::sleep(interval).await;
-        let Some(watch) = watch.upgrade() else {
-            return;
-        };
-        let now = jiff::Timestamp::now();
-        let expired: Vec<JobView> = watch
-            .jobs
-            .all()
-            .into_iter()
-            .map(|entry| entry.view)
-            .filter(|view| view.record_expired(now))
-            .collect();
-        drop(watch);
-        for job in expired {
-            match jobs.delete(&cluster, &job.name, &job.uid, None).await {
-                Ok(_) => {
-                    tracing::info!(message = "deleted a stopped job past its TTL", namespace = %namespace, job = %job.name);
-                }
-                Err(error) => {
-                    tracing::warn!(message = "cannot delete a stopped job past its TTL", namespace = %namespace, job = %job.name, %error);
-                }
-            }
-        }
-    }
-}
-
-fn key(namespace: &str, name: &str) -> String {
+/// The key of a job's last reported status.
+pub(crate) fn reported_key(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }
 

@@ -13,4 +13,5 @@ mod logs;
 mod outcomes;
 mod rbac;
 mod scale;
+mod settler;
 mod submit;

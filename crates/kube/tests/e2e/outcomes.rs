@@ -5,19 +5,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use kubeferry_sim::SimConfig;
 
 use crate::support::*;
-
-fn outcome_annotation(job: &serde_json::Value) -> Option<ExecutionInfo> {
-    let text = job
-        .pointer("/metadata/annotations")?
-        .get(OUTCOME_ANNOTATION)?
-        .as_str()?;
-    serde_json::from_str(text).ok()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn succeeded() {

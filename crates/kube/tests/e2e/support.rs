@@ -406,3 +406,12 @@ pub fn captured_warnings() -> &'static Captured {
         captured
     })
 }
+
+/// The outcome recorded on a Job object, if any.
+pub fn outcome_annotation(job: &serde_json::Value) -> Option<ExecutionInfo> {
+    let text = job
+        .pointer("/metadata/annotations")?
+        .get(kubeferry_core::marks::OUTCOME_ANNOTATION)?
+        .as_str()?;
+    serde_json::from_str(text).ok()
+}

@@ -1,0 +1,459 @@
+//! The one writer of a namespace's container jobs: it carries out what the mapping asks for
+//! (record an outcome, stop a job kubeferry failed) and deletes stopped jobs past their TTL, on
+//! watch events and at the mapping's own deadlines, whether or not anyone asks for a status.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
+use jiff::Timestamp;
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, Patch, PatchParams};
+use kubeferry_core::container::{
+    JobConditionType, JobObservation, JobView, MappingConfig, PodView, container_status,
+};
+use kubeferry_core::marks::OUTCOME_ANNOTATION;
+use kubeferry_core::status::FailureClass;
+use kubeferry_core::{ExecutionInfo, JobState};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tracing::{debug, info, warn};
+
+use super::tracker::{NamespaceWatch, reported_key};
+use crate::cluster::{Cluster, Op};
+use crate::error::Result;
+use crate::protocol::Objects;
+use crate::tracker::LastReported;
+
+const JOBS: &str = "jobs.batch";
+
+/// What the settler of a namespace needs besides its watches.
+#[derive(Clone)]
+pub(crate) struct SettlerContext {
+    pub(crate) cluster: Cluster,
+    pub(crate) mapping: MappingConfig,
+    pub(crate) refusal_freshness: Duration,
+    /// How soon a write that failed is tried again.
+    pub(crate) retry_interval: Duration,
+    pub(crate) janitor_interval: Duration,
+    pub(crate) reported: Arc<Mutex<LastReported>>,
+}
+
+/// The handle of a namespace's settler: the task ends once its watches are dropped.
+pub(crate) struct Settler {
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+/// A status query that found an outcome due: the settler records it now rather than at its
+/// timer (the answer waits for the write, so that no replica reports an outcome that is not
+/// on the Job yet).
+struct Request {
+    job: JobView,
+    pods: Vec<PodView>,
+    done: oneshot::Sender<Result<()>>,
+}
+
+/// The requests a settler has yet to take; given to [`start`] once its watches are built.
+pub(crate) struct Inbox(mpsc::UnboundedReceiver<Request>);
+
+/// A settler's handle and inbox, before its task is started.
+pub(crate) fn channel() -> (Settler, Inbox) {
+    let (requests, received) = mpsc::unbounded_channel();
+    (Settler { requests }, Inbox(received))
+}
+
+/// Starts the settler of `namespace` over its watches and their notifications.
+pub(crate) fn start(
+    inbox: Inbox,
+    namespace: &str,
+    context: SettlerContext,
+    watch: Weak<NamespaceWatch>,
+    changes: Vec<broadcast::Receiver<String>>,
+) {
+    let task = Task {
+        namespace: namespace.to_string(),
+        context,
+        watch,
+    };
+    tokio::spawn(task.run(changes, inbox.0));
+}
+
+impl Settler {
+    /// Has the settler carry out what the mapping of `job` with `pods` asks for now; returns
+    /// once it did, or with why it could not. `None` if the settler is not running (it runs
+    /// as long as its watches).
+    pub(crate) async fn settle_now(&self, job: JobView, pods: Vec<PodView>) -> Option<Result<()>> {
+        let (done, answer) = oneshot::channel();
+        self.requests.send(Request { job, pods, done }).ok()?;
+        answer.await.ok()
+    }
+}
+
+struct Task {
+    namespace: String,
+    context: SettlerContext,
+    watch: Weak<NamespaceWatch>,
+}
+
+/// One notification of the watches: a job changed, or some were missed.
+type Change = std::result::Result<String, broadcast::error::RecvError>;
+
+impl Task {
+    async fn run(
+        self,
+        changes: Vec<broadcast::Receiver<String>>,
+        mut requests: mpsc::UnboundedReceiver<Request>,
+    ) {
+        let mut changes = merged(changes);
+        // When each job's answer changes by time alone (the mapping's `recheck_at`), or a
+        // failed write is due again.
+        let mut timers: BTreeMap<Timestamp, BTreeSet<String>> = BTreeMap::new();
+        let mut janitor = tokio::time::interval_at(
+            tokio::time::Instant::now() + self.context.janitor_interval,
+            self.context.janitor_interval,
+        );
+        janitor.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let mut due: BTreeSet<String> = BTreeSet::new();
+            let next_timer = timers.first_key_value().map(|(at, _)| *at);
+            tokio::select! {
+                request = requests.recv() => {
+                    let Some(request) = request else { return };
+                    let settled = self.settle(&request.job, &request.pods, &mut timers).await;
+                    let _ = request.done.send(settled);
+                    continue;
+                }
+                change = changes.next() => match change {
+                    None => return,
+                    Some(Ok(job)) => {
+                        due.insert(job);
+                    }
+                    Some(Err(broadcast::error::RecvError::Lagged(_))) => {
+                        let Some(watch) = self.watch.upgrade() else { return };
+                        due.extend(watch.jobs.all().into_iter().map(|entry| entry.name));
+                    }
+                    Some(Err(broadcast::error::RecvError::Closed)) => return,
+                },
+                () = sleep_until(next_timer) => {
+                    let now = Timestamp::now();
+                    while let Some(entry) = timers.first_entry() {
+                        if *entry.key() > now {
+                            break;
+                        }
+                        due.extend(entry.remove());
+                    }
+                }
+                _ = janitor.tick() => {
+                    self.delete_expired().await;
+                    continue;
+                }
+            }
+            // A burst of events (a list, many pods at once) is settled once per job.
+            while let Some(Some(change)) = changes.next().now_or_never() {
+                match change {
+                    Ok(job) => {
+                        due.insert(job);
+                    }
+                    Err(_) => {
+                        let Some(watch) = self.watch.upgrade() else {
+                            return;
+                        };
+                        due.extend(watch.jobs.all().into_iter().map(|entry| entry.name));
+                    }
+                }
+            }
+            for name in due {
+                let Some(watch) = self.watch.upgrade() else {
+                    return;
+                };
+                let Some(entry) = watch.jobs.get(&name) else {
+                    continue;
+                };
+                let pods = watch.pods_of(&name);
+                drop(watch);
+                if let Err(error) = self.settle(&entry.view, &pods, &mut timers).await {
+                    debug!(message = "could not settle a job; will retry", namespace = %self.namespace, job = %name, %error);
+                }
+            }
+        }
+    }
+
+    /// Maps one job as observed and carries out what the mapping asks for; arms the job's
+    /// timer for when its answer next changes by time alone, or for a retry.
+    async fn settle(
+        &self,
+        job: &JobView,
+        pods: &[PodView],
+        timers: &mut BTreeMap<Timestamp, BTreeSet<String>>,
+    ) -> Result<()> {
+        let key = reported_key(&job.namespace, &job.name);
+        let version = job.resource_version.as_deref();
+        let previous = {
+            let reported = lock(&self.context.reported);
+            if reported.is_older(&key, version) {
+                // A fresher copy was answered from already; this one tells nothing new.
+                return Ok(());
+            }
+            reported.get(&key)
+        };
+        // An outcome already answered (by a status query, from the same views) may still be
+        // one to record: the mapping returns it unchanged, and the record follows below.
+        let now = Timestamp::now();
+        let watch = self.watch.upgrade();
+        let enriched = watch
+            .as_ref()
+            .and_then(|watch| watch.with_refusal(job, pods, now, self.context.refusal_freshness));
+        let job = enriched.as_ref().unwrap_or(job);
+        let observation = JobObservation::Present(job);
+        let Some(mapped) = container_status(
+            &observation,
+            pods,
+            now,
+            &self.context.mapping,
+            previous.as_ref(),
+        ) else {
+            return Ok(());
+        };
+        let written = if mapped.must_record {
+            self.record_and_stop(job, &mapped.info).await.map(|()| true)
+        } else if mapped.info.is_terminal()
+            && self.worth_recording(watch.as_deref(), job, pods, &mapped.info, now)
+        {
+            // The outcome stands whether or not the record goes on (only a replica that never
+            // saw the pods would report the bare verdict), so it is this replica's answer from
+            // now on; and what is recorded is this replica's answer, should a status query
+            // have answered from other views a moment ago.
+            let answer = {
+                let mut reported = lock(&self.context.reported);
+                reported.put(key.clone(), mapped.info.clone(), None, version);
+                reported.get(&key).filter(ExecutionInfo::is_terminal)
+            };
+            let Some(answer) = answer else {
+                // A newer copy was answered from meanwhile: it is judged when it comes.
+                return Ok(());
+            };
+            self.record(job, &answer).await.map(|()| false)
+        } else {
+            if let Some(at) = mapped.recheck_at {
+                timers.entry(at).or_default().insert(job.name.clone());
+            }
+            return Ok(());
+        };
+        match written {
+            Ok(true) => {
+                lock(&self.context.reported).put(key, mapped.info, None, version);
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            // The Job changed meanwhile: its new copy is on its way and is judged again.
+            Err(error) if error.is_conflict() => Ok(()),
+            Err(error) => {
+                let retry = jiff::SignedDuration::try_from(self.context.retry_interval)
+                    .ok()
+                    .and_then(|d| now.checked_add(d).ok())
+                    .unwrap_or(now);
+                timers.entry(retry).or_default().insert(job.name.clone());
+                warn!(message = "could not record an outcome; will retry", namespace = %self.namespace, job = %job.name, %error);
+                Err(error)
+            }
+        }
+    }
+
+    /// Whether an outcome rests on pods that are, or will soon be, deleted and removed: a
+    /// replica that looks once they are gone would see only the Job's verdict and report
+    /// another outcome (a lost node as BackoffLimitExceeded). That is every infrastructure
+    /// failure (the pods of a lost node, a drain or a preemption are deleted, often only just
+    /// after the verdict is seen), and any outcome that mapped without the pods being deleted
+    /// would differ. Disruptions and deletions are rare, so the outcomes recorded are few.
+    /// So is the one outcome that contradicts Kubernetes' own verdict, which the pods' removal
+    /// (by anyone, or the pod GC, at any later time) would turn around: a Job Kubernetes
+    /// completed whose main container was OOMKilled with exit code 0.
+    fn worth_recording(
+        &self,
+        watch: Option<&NamespaceWatch>,
+        job: &JobView,
+        pods: &[PodView],
+        info: &ExecutionInfo,
+        now: Timestamp,
+    ) -> bool {
+        if job.recorded_outcome.is_some() || job.deletion_timestamp.is_some() {
+            return false;
+        }
+        if info.reason.failure_class() == Some(FailureClass::Infrastructure) {
+            return true;
+        }
+        let completed = job
+            .conditions
+            .iter()
+            .any(|c| c.kind == JobConditionType::Complete && c.status.is_true());
+        if completed && info.state != JobState::Succeeded {
+            return true;
+        }
+        // Pods the watch saw deleted (their final state may not show a deletion: a pod that
+        // had ended is removed at once) and pods being deleted will not be there for long.
+        let departed = watch
+            .map(|watch| watch.departed_pods_of(&job.name))
+            .unwrap_or_default();
+        let lasting: Vec<PodView> = pods
+            .iter()
+            .filter(|pod| pod.deletion_timestamp.is_none())
+            .filter(|pod| !departed.iter().any(|gone| gone.uid == pod.uid))
+            .cloned()
+            .collect();
+        if lasting.len() == pods.len() {
+            return false;
+        }
+        let outcome = |info: &ExecutionInfo| (info.state, info.reason, info.exit_code);
+        let without = container_status(
+            &JobObservation::Present(job),
+            &lasting,
+            now,
+            &self.context.mapping,
+            None,
+        );
+        without.map(|mapped| outcome(&mapped.info)) != Some(outcome(info))
+    }
+
+    fn jobs(&self) -> Api<Job> {
+        Api::namespaced(self.context.cluster.client().clone(), &self.namespace)
+    }
+
+    fn objects(&self) -> Objects<Job> {
+        Objects {
+            api: self.jobs(),
+            resource: JOBS,
+            kind: "Job",
+            namespace: self.namespace.clone(),
+        }
+    }
+
+    /// Records an outcome on a Job that Kubernetes already judged, so that every replica reports
+    /// it (the mapping's rule 0). The outcome follows from a final verdict and the pods' final
+    /// states, so replicas that record it write the same value: no precondition is needed.
+    async fn record(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
+        let api = self.jobs();
+        let outcome = kubeferry_core::marks::outcome_record(info);
+        let patch = serde_json::json!({
+            "metadata": { "annotations": { OUTCOME_ANNOTATION: outcome } },
+        });
+        let op = Op::named("patch", JOBS, &job.namespace, &job.name);
+        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        self.context
+            .cluster
+            .call(&op, true, || api.patch(&job.name, &params, &patch))
+            .await?;
+        info!(message = "recorded an outcome read from the pods", job = %job.name, state = %info.state, reason = %info.reason);
+        Ok(())
+    }
+
+    /// Records an outcome kubeferry decided on the Job and stops its work, in one write with a
+    /// resourceVersion precondition (a Job that changed meanwhile is judged again).
+    ///
+    /// The work stops by suspension, not deletion: the Job controller deletes the pods and the
+    /// Job stays as the record every replica reads the outcome from (a deleted Job would leave
+    /// replicas that did not watch it with "no such job"). It stays until it is deleted like
+    /// any finished Job without a TTL (`ttlSecondsAfterFinished` applies only to Jobs that
+    /// Kubernetes itself saw end). A Job held by a Kueue queue may be resumed by Kueue; the
+    /// recorded outcome stands regardless.
+    async fn record_and_stop(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
+        let api = self.jobs();
+        let outcome = kubeferry_core::marks::outcome_record(info);
+        // The record and the stop go on in one patch, so that no replica sees one without the
+        // other. Suspending keeps the Job as the record (the Job controller removes its pods);
+        // a Job in a Kueue queue is deleted instead once its record is on, because Kueue owns
+        // `suspend` and would start an admitted Job again.
+        let kueue = job.queue_name.is_some();
+        let metadata = serde_json::json!({
+            "resourceVersion": job.resource_version,
+            "annotations": { OUTCOME_ANNOTATION: outcome },
+        });
+        let patch = if kueue {
+            serde_json::json!({ "metadata": metadata })
+        } else {
+            serde_json::json!({ "metadata": metadata, "spec": { "suspend": true } })
+        };
+        let op = Op::named("patch", JOBS, &job.namespace, &job.name);
+        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        // Safe to repeat: a repeat of a patch that took effect fails its precondition.
+        self.context
+            .cluster
+            .call(&op, true, || api.patch(&job.name, &params, &patch))
+            .await?;
+        if kueue {
+            // 404: done; 409: another Job of that name now.
+            self.objects()
+                .delete(&self.context.cluster, &job.name, &job.uid, None)
+                .await?;
+        }
+        info!(message = "recorded an outcome kubeferry decided and stopped the job", job = %job.name, state = %info.state, reason = %info.reason);
+        Ok(())
+    }
+
+    /// Deletes the Jobs of the namespace that kubeferry stopped after recording their outcome
+    /// and that have outlived their TTL (see `JobView::record_expired`). Any replica may do
+    /// it: the delete is conditional on the Job's uid, and a Job already gone is fine.
+    async fn delete_expired(&self) {
+        let Some(watch) = self.watch.upgrade() else {
+            return;
+        };
+        let now = Timestamp::now();
+        let expired: Vec<JobView> = watch
+            .jobs
+            .all()
+            .into_iter()
+            .map(|entry| entry.view)
+            .filter(|view| view.record_expired(now))
+            .collect();
+        drop(watch);
+        for job in expired {
+            match self
+                .objects()
+                .delete(&self.context.cluster, &job.name, &job.uid, None)
+                .await
+            {
+                Ok(_) => {
+                    info!(message = "deleted a stopped job past its TTL", namespace = %self.namespace, job = %job.name);
+                }
+                Err(error) => {
+                    warn!(message = "cannot delete a stopped job past its TTL", namespace = %self.namespace, job = %job.name, %error);
+                }
+            }
+        }
+    }
+}
+
+/// The notifications of several watches as one stream.
+fn merged(changes: Vec<broadcast::Receiver<String>>) -> BoxStream<'static, Change> {
+    let streams = changes.into_iter().map(|receiver| {
+        futures::stream::unfold(Some(receiver), |receiver| async move {
+            let mut receiver = receiver?;
+            match receiver.recv().await {
+                Err(broadcast::error::RecvError::Closed) => None,
+                change => Some((change, Some(receiver))),
+            }
+        })
+        .boxed()
+    });
+    futures::stream::select_all(streams).boxed()
+}
+
+/// Sleeps until `at` on the wall clock (the mapping's deadlines are wall-clock instants);
+/// forever without one.
+async fn sleep_until(at: Option<Timestamp>) {
+    match at {
+        Some(at) => {
+            let wait = Timestamp::now()
+                .duration_until(at)
+                .try_into()
+                .unwrap_or(Duration::ZERO);
+            tokio::time::sleep(wait).await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data updated in single steps: a poisoned lock still holds a usable value.
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}

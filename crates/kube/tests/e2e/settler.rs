@@ -1,0 +1,110 @@
+//! The settler: outcomes kubeferry decides are recorded and their jobs stopped at the deadline
+//! with nobody asking, and a status query, from then on, only reads.
+
+use std::time::Duration;
+
+use kubeferry_core::{ExecutionId, JobState, Reason};
+use kubeferry_sim::SimConfig;
+
+use crate::support::*;
+
+const UNPULLABLE: &str =
+    "name: pull\nimage: registry.invalid/nothing:1.0\ncommand: [sh, -c, 'echo never']\n";
+
+/// Waits, reading the simulated cluster only, for the outcome recorded on a job's Job.
+async fn recorded(env: &Env, id: &ExecutionId) -> serde_json::Value {
+    eventually("the recorded outcome", || async {
+        env.job_object(id)
+            .filter(|job| outcome_annotation(job).is_some())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_that_cannot_be_pulled_fails_at_its_grace_with_nobody_asking() {
+    // Kubernetes timestamps have whole seconds: a grace under 1 s may have run out when the
+    // pull first fails.
+    let settings =
+        Settings::fast().with_mapping(|m| m.image_pull_grace = Duration::from_millis(1500));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let id = env.submit(UNPULLABLE).await;
+    // No status query, no wait: only the cluster is looked at.
+    let job = recorded(&env, &id).await;
+    assert_eq!(job["spec"]["suspend"], true, "stopped by suspension");
+    let outcome = outcome_annotation(&job).expect("an outcome");
+    assert_eq!(outcome.state, JobState::Failed, "{outcome:?}");
+    assert_eq!(outcome.reason, Reason::ImagePullFailed, "{outcome:?}");
+    // It ended at the grace's end, counted from the pod's start, not when someone looked.
+    let started = env
+        .pods_of(&id)
+        .iter()
+        .find_map(|pod| pod.start_time)
+        .expect("the pod's start time, as the watch saw it");
+    assert_eq!(
+        outcome.finished_at,
+        Some(started + jiff::SignedDuration::from_millis(1500))
+    );
+    eventually("the job's pod to go", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    // The answer, when someone finally asks, is the recorded one, here and anywhere.
+    assert_eq!(env.executor.status(&id).await.unwrap(), outcome);
+    assert_eq!(
+        env.fresh_executor().await.status(&id).await.unwrap(),
+        outcome
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_queries_only_read() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let running = env.submit(&shell("running", &gate.wait("end"), "")).await;
+    let finished = env.submit(&shell("finished", "exit 0", "")).await;
+    let failing = env.submit(&shell("failing", "exit 3", "")).await;
+    let unpullable = env.submit(&UNPULLABLE.replace("pull", "unpullable")).await;
+    env.status_until(&running, "running", is(JobState::Started))
+        .await;
+    for id in [&finished, &failing] {
+        env.wait(id).await;
+    }
+    // The settler records the pull failure and stops the job on its own.
+    recorded(&env, &unpullable).await;
+    eventually("the stopped job's pod to go", || async {
+        let watch = env.executor.container_jobs().tracker().namespace(NS);
+        watch
+            .live_pods_of(&unpullable.name)
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    env.watches_open(3).await;
+
+    env.sim.reset_counters();
+    let ids = [&running, &finished, &failing, &unpullable];
+    let mut answers = Vec::new();
+    for round in 0..250 {
+        for id in ids {
+            let info = env.executor.status(id).await.expect("a status");
+            if round == 0 {
+                answers.push((info.state, info.reason));
+            }
+        }
+    }
+    let counters = env.sim.counters();
+    assert!(
+        counters.values().all(|count| *count == 0),
+        "1,000 status queries made requests: {counters:#?}"
+    );
+    assert_eq!(
+        answers,
+        [
+            (JobState::Started, Reason::Running),
+            (JobState::Succeeded, Reason::Completed),
+            (JobState::Failed, Reason::Error),
+            (JobState::Failed, Reason::ImagePullFailed),
+        ]
+    );
+    gate.open("end");
+}
