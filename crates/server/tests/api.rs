@@ -1301,3 +1301,107 @@ async fn an_api_url_with_a_ca_and_a_token_file_that_is_reread_when_it_changes() 
     api.wait_for(&id, "SUCCEEDED").await;
     running.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn twenty_jobs_cost_twenty_creates_and_the_namespaces_watches() {
+    // Everything 20 jobs cost at the API server, from submission through the service to their
+    // end, waited on over one event stream and each status read once.
+    let sim = Sim::start().await;
+    sim.sim.reset_counters();
+    let service = sim.serve().await;
+    let api = &service.api;
+    let mut events = Events::new(
+        api.open("/v1/events?namespace=default&selector=flow%3Dcounted")
+            .await,
+    );
+    assert_eq!(events.next_named("listed").await.unwrap().event, "listed");
+    let mut ids = Vec::new();
+    for n in 0..20 {
+        ids.push(
+            api.submit(json!({"jobId": format!("counted-{n}"), "spec": {"name": "x",
+                "image": "busybox", "command": ["sh", "-c", "exit 0"], "labels": {"flow": "counted"}}}))
+                .await,
+        );
+    }
+    let mut ended = std::collections::BTreeSet::new();
+    while ended.len() < ids.len() {
+        let event = events.next_named("status").await.expect("a status event");
+        if event.data["state"] == "SUCCEEDED" {
+            ended.insert(event.data["id"].as_str().unwrap().to_string());
+        }
+    }
+    for id in &ids {
+        assert_eq!(api.job(id).await.json()["state"], "SUCCEEDED");
+    }
+    let counted: std::collections::BTreeMap<(String, String), u64> = sim
+        .sim
+        .counters()
+        .into_iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|(key, count)| ((key.verb, key.resource), count))
+        .collect();
+    let expected: std::collections::BTreeMap<(String, String), u64> = [
+        // The jobs themselves, and nothing else per job.
+        ("create", "jobs.batch", 20),
+        // The service's watches of its three namespaces, each listed once: Jobs, their pods,
+        // the Job controller's refusals, and the Spark drivers' pods; the event stream's
+        // selector watch of Jobs and its snapshot (a list of Jobs and of pods).
+        ("list", "jobs.batch", 3 + 1 + 1),
+        ("watch", "jobs.batch", 3 + 1),
+        ("list", "pods", 3 + 3 + 1),
+        ("watch", "pods", 3 + 3),
+        ("list", "events", 3),
+        ("watch", "events", 3),
+        // Which Spark operators the cluster serves.
+        ("get", "/apis/spark.apache.org/v1", 1),
+        ("get", "/apis/sparkoperator.k8s.io/v1beta2", 1),
+    ]
+    .into_iter()
+    .map(|(verb, resource, count)| ((verb.to_string(), resource.to_string()), count))
+    .collect();
+    assert_eq!(counted, expected);
+    service.stop().await;
+}
+
+#[tokio::test]
+async fn an_image_that_cannot_be_pulled_fails_at_its_grace_though_nobody_asks() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let id = service
+        .api
+        .submit(json!({"jobId": "unpullable", "spec": {"name": "x",
+            "image": "registry.invalid/nothing:1.0", "command": ["true"]}}))
+        .await;
+    // Nobody asks the service anything: only the cluster is looked at.
+    let name = id.rsplit('/').next().unwrap();
+    let job = eventually("the recorded outcome", || async {
+        sim.sim
+            .object("batch", "jobs", "default", name)
+            .filter(|job| job["metadata"]["annotations"]["kubeferry.dev/outcome"].is_string())
+    })
+    .await;
+    assert_eq!(job["spec"]["suspend"], true, "stopped: {job:#}");
+    let outcome: Value = serde_json::from_str(
+        job["metadata"]["annotations"]["kubeferry.dev/outcome"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(outcome["state"], "FAILED", "{outcome:#}");
+    assert_eq!(outcome["reason"], "ImagePullFailed", "{outcome:#}");
+    eventually("the job's pod to go", || async {
+        (sim.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    // Asked at last, the service answers the recorded outcome.
+    let info = service.api.job(&id).await.json();
+    assert_eq!(
+        (&info["state"], &info["reason"], &info["finishedAt"]),
+        (
+            &outcome["state"],
+            &outcome["reason"],
+            &outcome["finishedAt"]
+        )
+    );
+    service.stop().await;
+}

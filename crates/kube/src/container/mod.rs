@@ -134,6 +134,42 @@ pub struct ContainerJobs {
     cluster: Cluster,
     settings: ContainerSettings,
     tracker: Arc<ContainerTracker>,
+    submitted: Submitted,
+}
+
+/// The Jobs this process creates or created lately (bounded: the oldest go first).
+#[derive(Default)]
+struct Submitted(std::sync::Mutex<(HashSet<String>, std::collections::VecDeque<String>)>);
+
+impl Submitted {
+    /// How many are kept: far more than a watch can lag behind.
+    const CAPACITY: usize = 10_000;
+
+    fn insert(&self, namespace: &str, name: &str) {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let key = format!("{namespace}/{name}");
+        if kept.0.insert(key.clone()) {
+            kept.1.push_back(key);
+        }
+        while kept.1.len() > Self::CAPACITY {
+            if let Some(oldest) = kept.1.pop_front() {
+                kept.0.remove(&oldest);
+            }
+        }
+    }
+
+    fn remove(&self, namespace: &str, name: &str) {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let key = format!("{namespace}/{name}");
+        if kept.0.remove(&key) {
+            kept.1.retain(|k| *k != key);
+        }
+    }
+
+    fn contains(&self, namespace: &str, name: &str) -> bool {
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.0.contains(&format!("{namespace}/{name}"))
+    }
 }
 
 impl ContainerJobs {
@@ -144,6 +180,7 @@ impl ContainerJobs {
             cluster,
             settings,
             tracker,
+            submitted: Submitted::default(),
         }
     }
 
@@ -175,6 +212,7 @@ impl ContainerJobs {
 
     /// Creates the Job for `spec` under `job_id` in `namespace`, or adopts the one a lost
     /// response already created. Submitting the same job id twice runs the job once. The
+    /// namespace's watches start, if they had not. The
     /// namespace's watches start, if they had not.
     pub async fn submit(
         &self,
@@ -184,12 +222,19 @@ impl ContainerJobs {
     ) -> Result<ExecutionId> {
         let name = object_name(&self.settings.name_prefix, job_id);
         let manifest = job_manifest(spec, job_id, &name, namespace);
-        self.objects(namespace)
-            .create_or_adopt(&self.cluster, &manifest, job_id, &spec.hash())
-            .await?;
         // The namespace is looked after from now on: its settler fails the job at a grace
-        // period's end whether or not anyone asks.
+        // period's end whether or not anyone asks. Its watch delivers the Job shortly, and a
+        // question asked meanwhile waits for it rather than reading the server.
         self.tracker.namespace(namespace);
+        self.submitted.insert(namespace, &name);
+        let created = self
+            .objects(namespace)
+            .create_or_adopt(&self.cluster, &manifest, job_id, &spec.hash())
+            .await;
+        if created.is_err() {
+            self.submitted.remove(namespace, &name);
+        }
+        created?;
         Ok(self.id(namespace, &name))
     }
 
@@ -211,6 +256,16 @@ impl ContainerJobs {
             Some(cached) => {
                 debug!(message = "cache catching up; reading the job", id = %id);
                 self.fetch(&watch, id).await?.or(Some(cached))
+            }
+            // A Job this process creates or created a moment ago: the watch delivers it
+            // shortly (an event stream may ask before the create's answer is even back).
+            None if watch.is_current()
+                && self.submitted.contains(&id.namespace, &id.name)
+                && watch
+                    .wait_for_job(&id.name, self.settings.sync_timeout)
+                    .await =>
+            {
+                self.cached(&watch, id)
             }
             // A miss: a Job created a moment ago (perhaps by another replica) that the watch
             // has not delivered yet, or a watch that has not synced. One GET settles it.

@@ -183,6 +183,32 @@ impl NamespaceWatch {
         })
     }
 
+    /// Waits, at most `timeout`, until the watch of Jobs has delivered the Job `name`; true
+    /// once it has.
+    pub(crate) async fn wait_for_job(&self, name: &str, timeout: Duration) -> bool {
+        let mut changes = self.jobs.subscribe();
+        if self.jobs.get(name).is_some() {
+            return true;
+        }
+        let delivered = async {
+            loop {
+                match changes.recv().await {
+                    Ok(job) if job == name => return true,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if self.jobs.get(name).is_some() {
+                            return true;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return false,
+                }
+            }
+        };
+        tokio::time::timeout(timeout, delivered)
+            .await
+            .unwrap_or(false)
+            && self.jobs.get(name).is_some()
+    }
+
     /// Notifications naming the Jobs whose Job, pods or refusals changed.
     pub fn subscribe(&self) -> Vec<broadcast::Receiver<String>> {
         vec![
