@@ -42,7 +42,7 @@ impl Executor {
     /// An executor for `cluster`.
     pub fn new(cluster: Cluster, settings: ExecutorSettings) -> Self {
         let container = Arc::new(ContainerJobs::new(cluster.clone(), settings.container));
-        let spark = Arc::new(SparkJobs::new(cluster.clone(), settings.spark));
+        let spark = SparkJobs::new(cluster.clone(), settings.spark);
         Self {
             cluster,
             container,

@@ -10,6 +10,7 @@ mod protocol;
 pub mod rbac;
 pub mod retry;
 pub mod selector;
+mod settling;
 pub mod spark;
 pub mod tracker;
 

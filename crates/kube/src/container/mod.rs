@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::manifest::job_manifest;
 use crate::protocol;
-use crate::tracker::ReflectorSettings;
+use crate::tracker::{Recent, ReflectorSettings};
 use tracker::{ContainerTracker, NamespaceWatch};
 
 const JOBS: &str = "jobs.batch";
@@ -134,42 +134,8 @@ pub struct ContainerJobs {
     cluster: Cluster,
     settings: ContainerSettings,
     tracker: Arc<ContainerTracker>,
-    submitted: Submitted,
-}
-
-/// The Jobs this process creates or created lately (bounded: the oldest go first).
-#[derive(Default)]
-struct Submitted(std::sync::Mutex<(HashSet<String>, std::collections::VecDeque<String>)>);
-
-impl Submitted {
-    /// How many are kept: far more than a watch can lag behind.
-    const CAPACITY: usize = 10_000;
-
-    fn insert(&self, namespace: &str, name: &str) {
-        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let key = format!("{namespace}/{name}");
-        if kept.0.insert(key.clone()) {
-            kept.1.push_back(key);
-        }
-        while kept.1.len() > Self::CAPACITY {
-            if let Some(oldest) = kept.1.pop_front() {
-                kept.0.remove(&oldest);
-            }
-        }
-    }
-
-    fn remove(&self, namespace: &str, name: &str) {
-        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let key = format!("{namespace}/{name}");
-        if kept.0.remove(&key) {
-            kept.1.retain(|k| *k != key);
-        }
-    }
-
-    fn contains(&self, namespace: &str, name: &str) -> bool {
-        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        kept.0.contains(&format!("{namespace}/{name}"))
-    }
+    /// The Jobs this process creates or created lately (`namespace/name`).
+    submitted: Recent,
 }
 
 impl ContainerJobs {
@@ -180,7 +146,7 @@ impl ContainerJobs {
             cluster,
             settings,
             tracker,
-            submitted: Submitted::default(),
+            submitted: Recent::new(10_000),
         }
     }
 
@@ -226,13 +192,13 @@ impl ContainerJobs {
         // period's end whether or not anyone asks. Its watch delivers the Job shortly, and a
         // question asked meanwhile waits for it rather than reading the server.
         self.tracker.namespace(namespace);
-        self.submitted.insert(namespace, &name);
+        self.submitted.insert(format!("{namespace}/{name}"));
         let created = self
             .objects(namespace)
             .create_or_adopt(&self.cluster, &manifest, job_id, &spec.hash())
             .await;
         if created.is_err() {
-            self.submitted.remove(namespace, &name);
+            self.submitted.remove(&format!("{namespace}/{name}"));
         }
         created?;
         Ok(self.id(namespace, &name))
@@ -260,7 +226,9 @@ impl ContainerJobs {
             // A Job this process creates or created a moment ago: the watch delivers it
             // shortly (an event stream may ask before the create's answer is even back).
             None if watch.is_current()
-                && self.submitted.contains(&id.namespace, &id.name)
+                && self
+                    .submitted
+                    .contains(&format!("{}/{}", id.namespace, id.name))
                 && watch
                     .wait_for_job(&id.name, self.settings.sync_timeout)
                     .await =>

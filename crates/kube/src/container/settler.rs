@@ -2,11 +2,10 @@
 //! (record an outcome, stop a job kubeferry failed) and deletes stopped jobs past their TTL, on
 //! watch events and at the mapping's own deadlines, whether or not anyone asks for a status.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
@@ -24,6 +23,7 @@ use super::tracker::{NamespaceWatch, reported_key};
 use crate::cluster::{Cluster, Op};
 use crate::error::Result;
 use crate::protocol::Objects;
+use crate::settling::{Timers, merged, retry_delay};
 use crate::tracker::LastReported;
 
 const JOBS: &str = "jobs.batch";
@@ -96,9 +96,6 @@ struct Task {
     watch: Weak<NamespaceWatch>,
 }
 
-/// One notification of the watches: a job changed, or some were missed.
-type Change = std::result::Result<String, broadcast::error::RecvError>;
-
 impl Task {
     async fn run(
         self,
@@ -106,9 +103,7 @@ impl Task {
         mut requests: mpsc::UnboundedReceiver<Request>,
     ) {
         let mut changes = merged(changes);
-        // When each job's answer changes by time alone (the mapping's `recheck_at`), or a
-        // failed write is due again.
-        let mut timers: BTreeMap<Timestamp, BTreeSet<String>> = BTreeMap::new();
+        let mut timers = Timers::default();
         let mut janitor = tokio::time::interval_at(
             tokio::time::Instant::now() + self.context.janitor_interval,
             self.context.janitor_interval,
@@ -116,7 +111,6 @@ impl Task {
         janitor.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let mut due: BTreeSet<String> = BTreeSet::new();
-            let next_timer = timers.first_key_value().map(|(at, _)| *at);
             tokio::select! {
                 request = requests.recv() => {
                     let Some(request) = request else { return };
@@ -135,15 +129,7 @@ impl Task {
                     }
                     Some(Err(broadcast::error::RecvError::Closed)) => return,
                 },
-                () = sleep_until(next_timer) => {
-                    let now = Timestamp::now();
-                    while let Some(entry) = timers.first_entry() {
-                        if *entry.key() > now {
-                            break;
-                        }
-                        due.extend(entry.remove());
-                    }
-                }
+                () = timers.next() => due.extend(timers.take_due()),
                 _ = janitor.tick() => {
                     self.delete_expired().await;
                     continue;
@@ -181,12 +167,7 @@ impl Task {
 
     /// Maps one job as observed and carries out what the mapping asks for; arms the job's
     /// timer for when its answer next changes by time alone, or for a retry.
-    async fn settle(
-        &self,
-        job: &JobView,
-        pods: &[PodView],
-        timers: &mut BTreeMap<Timestamp, BTreeSet<String>>,
-    ) -> Result<()> {
+    async fn settle(&self, job: &JobView, pods: &[PodView], timers: &mut Timers) -> Result<()> {
         let key = reported_key(&job.namespace, &job.name);
         let version = job.resource_version.as_deref();
         let previous = {
@@ -236,7 +217,7 @@ impl Task {
             self.record(job, &answer).await.map(|()| false)
         } else {
             if let Some(at) = mapped.recheck_at {
-                timers.entry(at).or_default().insert(job.name.clone());
+                timers.arm(at, &job.name);
             }
             return Ok(());
         };
@@ -249,11 +230,7 @@ impl Task {
             // The Job changed meanwhile: its new copy is on its way and is judged again.
             Err(error) if error.is_conflict() => Ok(()),
             Err(error) => {
-                let retry = jiff::SignedDuration::try_from(self.context.retry_interval)
-                    .ok()
-                    .and_then(|d| now.checked_add(d).ok())
-                    .unwrap_or(now);
-                timers.entry(retry).or_default().insert(job.name.clone());
+                timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
                 warn!(message = "could not record an outcome; will retry", namespace = %self.namespace, job = %job.name, %error);
                 Err(error)
             }
@@ -420,36 +397,6 @@ impl Task {
                 }
             }
         }
-    }
-}
-
-/// The notifications of several watches as one stream.
-fn merged(changes: Vec<broadcast::Receiver<String>>) -> BoxStream<'static, Change> {
-    let streams = changes.into_iter().map(|receiver| {
-        futures::stream::unfold(Some(receiver), |receiver| async move {
-            let mut receiver = receiver?;
-            match receiver.recv().await {
-                Err(broadcast::error::RecvError::Closed) => None,
-                change => Some((change, Some(receiver))),
-            }
-        })
-        .boxed()
-    });
-    futures::stream::select_all(streams).boxed()
-}
-
-/// Sleeps until `at` on the wall clock (the mapping's deadlines are wall-clock instants);
-/// forever without one.
-async fn sleep_until(at: Option<Timestamp>) {
-    match at {
-        Some(at) => {
-            let wait = Timestamp::now()
-                .duration_until(at)
-                .try_into()
-                .unwrap_or(Duration::ZERO);
-            tokio::time::sleep(wait).await;
-        }
-        None => std::future::pending().await,
     }
 }
 

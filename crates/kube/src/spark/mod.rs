@@ -11,10 +11,11 @@
 //! Submission, cancel, waiting and logs follow the same protocols as container jobs
 //! (`crate::protocol`).
 
+mod settler;
 pub mod tracker;
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -41,7 +42,7 @@ use crate::logs::{FollowOptions, TailOptions};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::protocol::{self, Attempt, Current, Deletion, Objects};
 use crate::selector::SelectorEvent;
-use crate::tracker::{Departure, ReflectorSettings};
+use crate::tracker::{Departure, Recent, ReflectorSettings};
 use tracker::{SparkNamespaceWatch, SparkTracker, app_of_pod, driver_pods_selector};
 
 const PODS: &str = "pods";
@@ -102,11 +103,33 @@ pub fn resource(operator: SparkOperator) -> &'static str {
 
 /// The Spark job backend of one cluster.
 pub struct SparkJobs {
+    /// This backend, for the settlers it starts.
+    me: Weak<SparkJobs>,
     cluster: Cluster,
     settings: SparkSettings,
     tracker: Arc<SparkTracker>,
     installed: Mutex<Option<(Instant, Vec<SparkOperator>)>>,
-    warned: Mutex<WarnedOnce>,
+    /// The warnings logged, each once.
+    warned: Recent,
+    /// Copies of applications (name and resourceVersion) an action found gone: mapped as gone
+    /// from then on rather than acted on again while a stalled watch still holds them.
+    found_gone: Recent,
+    /// Each watched namespace's settler, the one writer of its jobs.
+    settlers: Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<settler::Request>>>,
+}
+
+/// Whether a mapping's actions are carried out now (the settler does) or handed to the
+/// namespace's settler (a status query, a wait or a list does: they write nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Acting {
+    Carry,
+    Delegate,
+}
+
+/// A job's status, and when time alone next changes it.
+struct Evaluated {
+    info: ExecutionInfo,
+    recheck_at: Option<Timestamp>,
 }
 
 /// A SparkApplication as observed: present, or gone (`true`: its final state is known).
@@ -157,18 +180,21 @@ enum Acted {
 
 impl SparkJobs {
     /// A backend for `cluster`.
-    pub fn new(cluster: Cluster, settings: SparkSettings) -> Self {
+    pub fn new(cluster: Cluster, settings: SparkSettings) -> Arc<Self> {
         let tracker = Arc::new(SparkTracker::new(
             cluster.clone(),
             settings.reflector.clone(),
         ));
-        Self {
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
             cluster,
             settings,
             tracker,
             installed: Mutex::new(None),
-            warned: Mutex::new(WarnedOnce::new(10_000)),
-        }
+            warned: Recent::new(10_000),
+            found_gone: Recent::new(10_000),
+            settlers: Mutex::default(),
+        })
     }
 
     /// The tracker (for health and metrics).
@@ -250,11 +276,50 @@ impl SparkJobs {
     /// The watches of `namespace` (the driver pods, and the SparkApplications of every
     /// operator installed), started if they are not yet.
     pub async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
-        if let Some(watch) = self.tracker.existing(namespace) {
-            return Ok(watch);
+        let watch = match self.tracker.existing(namespace) {
+            Some(watch) => watch,
+            None => {
+                let installed = self.installed().await?;
+                self.tracker.namespace(namespace, &installed)
+            }
+        };
+        self.settler(namespace, &watch);
+        Ok(watch)
+    }
+
+    /// The settler of a watched namespace, started if it is not yet.
+    fn settler(
+        &self,
+        namespace: &str,
+        watch: &Arc<SparkNamespaceWatch>,
+    ) -> tokio::sync::mpsc::UnboundedSender<settler::Request> {
+        lock(&self.settlers)
+            .entry(namespace.to_string())
+            .or_insert_with(|| settler::start(self.me.clone(), namespace, Arc::downgrade(watch)))
+            .clone()
+    }
+
+    /// Hands a job whose mapping asks for an action to its namespace's settler, and answers
+    /// what the settler decided.
+    async fn settle_now(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
+        let watch = self.watch(&id.namespace).await?;
+        let (done, answer) = tokio::sync::oneshot::channel();
+        let request = settler::Request {
+            id: id.clone(),
+            found,
+            done,
+        };
+        if let Err(returned) = self.settler(&id.namespace, &watch).send(request) {
+            // The settler runs as long as the namespace's watches; one that stopped is started
+            // again rather than leaving the job undecided.
+            warn!(message = "the namespace's settler had stopped; starting it again", id = %id);
+            lock(&self.settlers).remove(&id.namespace);
+            let _ = self.settler(&id.namespace, &watch).send(returned.0);
         }
-        let installed = self.installed().await?;
-        Ok(self.tracker.namespace(namespace, &installed))
+        answer.await.map_err(|_| Error::Contended {
+            operation: format!("status {id}"),
+            message: "the namespace's settler stopped while deciding the job; ask again".into(),
+        })?
     }
 
     /// Creates the SparkApplication for `spec` under `job_id` in `namespace`, or adopts the
@@ -282,14 +347,21 @@ impl SparkJobs {
                 operation: format!("build SparkApplication {namespace}/{name}"),
                 source,
             })?;
-        // No watch is started here: a caller that only submits never needs one, and the first
-        // status query lists what exists.
         let created = self
             .objects(operator, namespace)
             .create_or_adopt(&self.cluster, &object, job_id, &spec.hash())
             .await;
         match created {
-            Ok(()) => Ok(self.id(namespace, &name)),
+            Ok(()) => {
+                // The namespace is looked after from now on: its settler fails an application
+                // the operator never takes up at the no-status timeout, whether or not anyone
+                // asks. The job exists whatever becomes of that: a failure here is the next
+                // query's to report.
+                if let Err(error) = self.watch(namespace).await {
+                    debug!(message = "the namespace's watches did not start", namespace, %error);
+                }
+                Ok(self.id(namespace, &name))
+            }
             Err(Error::Api {
                 code: 404, message, ..
             }) => Err(Error::SparkUnavailable {
@@ -309,7 +381,31 @@ impl SparkJobs {
         let Some(found) = self.observe(&watch, id, synced).await? else {
             return Err(self.no_such_job(id, &watch));
         };
-        self.evaluate(id, found).await
+        Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
+    }
+
+    /// What the watches know of a job, if they saw its application (the driver pods from the
+    /// cache, or listed while their watch is not current).
+    async fn cached(&self, watch: &SparkNamespaceWatch, id: &ExecutionId) -> Option<Found> {
+        let watched = watch.watched();
+        let (operator, observed) = watched
+            .iter()
+            .find_map(|(op, apps)| Some((*op, Observed::Present(apps.get(&id.name)?.view))))
+            .or_else(|| {
+                watched.iter().find_map(|(op, apps)| {
+                    let tombstone = apps.tombstone(&id.name)?;
+                    let final_state = tombstone.departure == Departure::Deleted;
+                    Some((*op, Observed::Vanished(tombstone.last, final_state)))
+                })
+            })?;
+        let (drivers, drivers_listed) =
+            self.drivers(watch, operator, &id.namespace, &id.name).await;
+        Some(Found {
+            operator,
+            observed,
+            drivers,
+            drivers_listed,
+        })
     }
 
     /// What is known of a job: from the cache, else (an application created a moment ago by
@@ -320,26 +416,8 @@ impl SparkJobs {
         id: &ExecutionId,
         synced: bool,
     ) -> Result<Option<Found>> {
-        let watched = watch.watched();
-        let cached = watched
-            .iter()
-            .find_map(|(op, apps)| Some((*op, Observed::Present(apps.get(&id.name)?.view))))
-            .or_else(|| {
-                watched.iter().find_map(|(op, apps)| {
-                    let tombstone = apps.tombstone(&id.name)?;
-                    let final_state = tombstone.departure == Departure::Deleted;
-                    Some((*op, Observed::Vanished(tombstone.last, final_state)))
-                })
-            });
-        if let Some((operator, observed)) = cached {
-            let (drivers, drivers_listed) =
-                self.drivers(watch, operator, &id.namespace, &id.name).await;
-            return Ok(Some(Found {
-                operator,
-                observed,
-                drivers,
-                drivers_listed,
-            }));
+        if let Some(found) = self.cached(watch, id).await {
+            return Ok(Some(found));
         }
         debug!(message = "cache miss", id = %id, synced);
         self.cluster.check_reachable()?;
@@ -427,9 +505,10 @@ impl SparkJobs {
         }
     }
 
-    /// Maps an observation, carries out the actions the mapping asks for, and remembers the
-    /// answer.
-    async fn evaluate(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
+    /// Maps an observation and remembers the answer. The actions the mapping asks for are
+    /// carried out by the namespace's settler: with [`Acting::Delegate`] (a status query, a
+    /// wait, a list) a job with an action due is handed to it and the answer is the settler's.
+    async fn evaluate(&self, id: &ExecutionId, found: Found, acting: Acting) -> Result<Evaluated> {
         let previous = self.tracker.last_reported(&id.namespace, &id.name);
         let Found {
             operator,
@@ -443,7 +522,16 @@ impl SparkJobs {
                 .tracker
                 .is_older(&id.namespace, &id.name, view.resource_version.as_deref())
         {
-            return Ok(previous.clone());
+            return Ok(Evaluated {
+                info: previous.clone(),
+                recheck_at: None,
+            });
+        }
+        // A copy an action already found gone (a stalled watch still holds it) is gone.
+        if let Observed::Present(view) = &observed
+            && self.found_gone.contains(&copy_key(view))
+        {
+            observed = Observed::Vanished(view.clone(), false);
         }
         let (mut drivers, lookup_error) = match drivers {
             Ok(drivers) => (drivers, None),
@@ -481,19 +569,43 @@ impl SparkJobs {
                     continue;
                 }
             }
+            if acting == Acting::Delegate && mapped.action.is_some() {
+                let found = Found {
+                    operator,
+                    observed,
+                    drivers: match lookup_error {
+                        Some(error) => Err(error),
+                        None => Ok(drivers),
+                    },
+                    drivers_listed,
+                };
+                return Ok(Evaluated {
+                    info: self.settle_now(id, found).await?,
+                    recheck_at: None,
+                });
+            }
             if let Some(warning) = &mapped.warning {
                 self.warn_once(id, "unreadable status", warning);
             }
+            let recheck_at = mapped.recheck_at;
             let mut info = mapped.info;
             if let Some(action) = &mapped.action {
                 match self.act(id, operator, observed.view(), action).await {
                     Acted::Done => info = action.outcome().clone(),
                     Acted::Remap(next) => {
+                        if matches!(*next, Observed::Vanished(_, false)) {
+                            self.found_gone.insert(copy_key(observed.view()));
+                        }
                         observed = *next;
                         continue;
                     }
                     Acted::Failed(error) => {
                         warn!(message = "could not act on the job's status; will retry", id = %id, %error);
+                        if !matches!(error, Error::Forbidden { .. }) {
+                            // Remembered with why, for whoever is answered from it before the
+                            // next try.
+                            info.message = format!("{}; not done yet: {error}", info.message);
+                        }
                         self.tracker.remember(
                             &id.namespace,
                             &id.name,
@@ -504,8 +616,13 @@ impl SparkJobs {
                             // A missing permission does not go away by itself: say so.
                             return Err(error);
                         }
-                        info.message = format!("{}; not done yet: {error}", info.message);
-                        return Ok(info);
+                        let retry = jiff::SignedDuration::try_from(self.settings.recheck_interval)
+                            .ok()
+                            .and_then(|after| Timestamp::now().checked_add(after).ok());
+                        return Ok(Evaluated {
+                            info,
+                            recheck_at: retry,
+                        });
                     }
                 }
             }
@@ -517,10 +634,12 @@ impl SparkJobs {
             self.tracker
                 .remember(&id.namespace, &id.name, &info, present_version(&observed));
             // What stands: an answer computed at the same time from a newer copy wins.
-            return Ok(self
+            let info = self
                 .tracker
                 .last_reported(&id.namespace, &id.name)
-                .unwrap_or(info));
+                .unwrap_or(info);
+            let recheck_at = recheck_at.filter(|_| !info.is_terminal());
+            return Ok(Evaluated { info, recheck_at });
         }
         Err(Error::Contended {
             operation: format!("status {id}"),
@@ -638,7 +757,7 @@ impl SparkJobs {
     }
 
     fn warn_once(&self, id: &ExecutionId, what: &str, detail: &str) {
-        if lock(&self.warned).first(format!("{id} {what} {detail}")) {
+        if self.warned.insert(format!("{id} {what} {detail}")) {
             warn!(message = what, id = %id, detail);
         }
     }
@@ -733,7 +852,7 @@ impl SparkJobs {
                     drivers: app_drivers,
                     drivers_listed: true,
                 };
-                let status = self.evaluate(&id, found).await?;
+                let status = self.evaluate(&id, found, Acting::Delegate).await?.info;
                 summaries.push(JobSummary {
                     id,
                     job_id: view.job_id.clone(),
@@ -906,8 +1025,10 @@ impl protocol::Jobs for SparkJobs {
                     drivers,
                     drivers_listed,
                 },
+                Acting::Delegate,
             )
-            .await?;
+            .await?
+            .info;
         Ok(Some(Current {
             objects: self.objects(operator, &id.namespace),
             meta: object.metadata,
@@ -977,39 +1098,14 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Remembers which warnings were logged, so that each is logged once (bounded: the oldest are
-/// forgotten first).
-struct WarnedOnce {
-    capacity: usize,
-    seen: HashSet<String>,
-    order: VecDeque<String>,
-}
-
-impl WarnedOnce {
-    fn new(capacity: usize) -> Self {
-        Self {
-            capacity,
-            seen: HashSet::new(),
-            order: VecDeque::new(),
-        }
-    }
-
-    /// Whether `key` is new (and remembers it).
-    fn first(&mut self, key: String) -> bool {
-        if !self.seen.insert(key.clone()) {
-            return false;
-        }
-        self.order.push_back(key);
-        while self.seen.len() > self.capacity {
-            match self.order.pop_front() {
-                Some(oldest) => {
-                    self.seen.remove(&oldest);
-                }
-                None => break,
-            }
-        }
-        true
-    }
+/// One copy of an application: its namespace, name and resourceVersion.
+fn copy_key(view: &SparkAppView) -> String {
+    format!(
+        "{}/{}@{}",
+        view.namespace,
+        view.name,
+        view.resource_version.as_deref().unwrap_or("")
+    )
 }
 
 /// The resourceVersion of an application still present (a vanished one's last copy says
@@ -1024,16 +1120,6 @@ fn present_version(observed: &Observed) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn warnings_are_logged_once_and_forgotten_in_order() {
-        let mut warned = WarnedOnce::new(2);
-        assert!(warned.first("a".into()));
-        assert!(!warned.first("a".into()));
-        assert!(warned.first("b".into()));
-        assert!(warned.first("c".into()));
-        assert!(warned.first("a".into()), "the oldest was forgotten");
-    }
 
     #[test]
     fn resources_name_each_operators_group() {

@@ -2,9 +2,11 @@
 //! Jobs, their pods, and the Job controller's refusals to create pods), answering status
 //! queries from memory.
 
+mod recent;
 pub mod reflector;
 mod reported;
 
+pub(crate) use recent::Recent;
 pub use reflector::{
     Departure, Entry, REFUSAL_LIFETIME, Reflector, ReflectorSettings, Refusal, Tombstone,
     WatchHealth,

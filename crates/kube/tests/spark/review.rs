@@ -123,6 +123,53 @@ async fn review_1_only_an_absent_status_times_out_and_the_application_is_deleted
 }
 
 #[tokio::test]
+async fn review_1_an_application_without_status_fails_at_the_timeout_with_nobody_asking() {
+    let env = Env::start_with(spark_config(), Settings::fast().no_status_timeout(TIMEOUT)).await;
+    env.faults.set(Some(SparkFault::NoStatus));
+    for operator in SparkOperator::ALL {
+        let job = job_id("unasked");
+        let name = object_name("", &job);
+        let history = env.app_history(operator, &name).await;
+        let id = env
+            .executor
+            .submit(&spark_pi(operator, ""), &job, NS)
+            .await
+            .expect("submitted");
+        // No status query, no wait: the application's story is read from the cluster.
+        let events = history.await.expect("the application's history");
+        let kinds: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"], "{operator}");
+        let (_, recorded) = &events[1];
+        let record: kubeferry_core::ExecutionInfo = serde_json::from_str(
+            annotation(recorded, OUTCOME_ANNOTATION).expect("the outcome is recorded first"),
+        )
+        .expect("the record is a status");
+        assert_eq!(
+            (record.state, record.reason),
+            (JobState::Failed, Reason::NoStatusTimeout),
+            "{operator}: {record:?}"
+        );
+        // It failed at the timeout, counted from the application's creation.
+        assert_eq!(
+            record.finished_at,
+            Some(created_at(&events[0].1) + TIMEOUT),
+            "{operator}"
+        );
+        // Asked at last, the replica that saw it go reports the record.
+        assert_eq!(env.executor.status(&id).await.expect("known"), record);
+        assert_eq!(
+            env.sim
+                .request_count("get", "sparkapplications.spark.apache.org")
+                + env
+                    .sim
+                    .request_count("get", "sparkapplications.sparkoperator.k8s.io"),
+            0,
+            "{operator}: nobody read the application"
+        );
+    }
+}
+
+#[tokio::test]
 async fn review_1_while_the_delete_of_an_application_without_status_fails_the_job_is_not_failed_yet()
  {
     let settings = Settings::fast()
@@ -317,10 +364,11 @@ async fn review_4_a_stale_cache_after_a_cancel_elsewhere_is_no_such_job_not_fail
         .submit(&spark_pi(SparkOperator::Apache, ""), &job_id("stale"), NS)
         .await
         .expect("submitted");
-    // Replica B caches the application while it has no status; its no-status timeout has
-    // already passed, but it has not been asked about the job yet.
+    // Replica B caches the application while it has no status; its no-status timeout runs
+    // out only after its watch has stalled and the application is gone (from its creation,
+    // which has whole seconds: a few seconds leave room for the steps below).
     let b = env
-        .fresh_executor(&Settings::fast().no_status_timeout(Duration::ZERO))
+        .fresh_executor(&Settings::fast().no_status_timeout(Duration::from_secs(5)))
         .await;
     let other: ExecutionId = format!("{CLUSTER}/sparkapp/{NS}/other")
         .parse()
@@ -346,17 +394,20 @@ async fn review_4_a_stale_cache_after_a_cancel_elsewhere_is_no_such_job_not_fail
             .then_some(())
     })
     .await;
-    // B maps its stale copy (no status, past the timeout): it tries to record a failure,
-    // finds the application gone, and says "no such job", which a cancelling caller settles
-    // as CANCELLED.
+    // At the timeout B maps its stale copy (no status): it tries to record a failure, finds
+    // the application gone, and from then on says "no such job", which a cancelling caller
+    // settles as CANCELLED; never FAILED.
     let patches = env
         .sim
         .request_count("patch", "sparkapplications.spark.apache.org");
-    let answer = b.status(&id).await;
-    assert!(
-        matches!(&answer, Err(error) if error.is_no_such_job()),
-        "{answer:?}"
-    );
+    eventually("B to answer no such job", || async {
+        match b.status(&id).await {
+            Err(error) if error.is_no_such_job() => Some(()),
+            Ok(info) if !info.is_terminal() => None,
+            other => panic!("B answered {other:?}"),
+        }
+    })
+    .await;
     assert_eq!(
         env.sim
             .request_count("patch", "sparkapplications.spark.apache.org"),

@@ -1,0 +1,134 @@
+//! What every kind's settler shares: its jobs' timers and the merged notifications of watches.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use jiff::Timestamp;
+use tokio::sync::broadcast;
+
+/// One notification of the watches: a job changed, or some were missed.
+pub(crate) type Change = std::result::Result<String, broadcast::error::RecvError>;
+
+/// The notifications of several watches as one stream; it ends when every watch is gone.
+pub(crate) fn merged(changes: Vec<broadcast::Receiver<String>>) -> BoxStream<'static, Change> {
+    let streams = changes.into_iter().map(|receiver| {
+        futures::stream::unfold(receiver, |mut receiver| async move {
+            match receiver.recv().await {
+                Err(broadcast::error::RecvError::Closed) => None,
+                change => Some((change, receiver)),
+            }
+        })
+        .boxed()
+    });
+    futures::stream::select_all(streams).boxed()
+}
+
+/// How soon a settler tries a failed write again: after `interval`, or ten times that when
+/// the server refused it for lack of permission (a Role is seldom fixed within seconds, and
+/// every try is a request).
+pub(crate) fn retry_delay(error: &crate::Error, interval: Duration) -> Duration {
+    match error {
+        crate::Error::Forbidden { .. } => interval.saturating_mul(10),
+        _ => interval,
+    }
+}
+
+/// When each job is to be looked at again: the instant its mapping's answer changes by time
+/// alone, or a failed write is due again. The mapping's deadlines are wall-clock instants.
+#[derive(Default)]
+pub(crate) struct Timers(BTreeMap<Timestamp, BTreeSet<String>>);
+
+impl Timers {
+    /// Looks at `job` again at `at`.
+    pub(crate) fn arm(&mut self, at: Timestamp, job: &str) {
+        self.0.entry(at).or_default().insert(job.to_string());
+    }
+
+    /// Looks at `job` again `after` from now.
+    pub(crate) fn arm_after(&mut self, after: Duration, job: &str) {
+        let now = Timestamp::now();
+        let at = jiff::SignedDuration::try_from(after)
+            .ok()
+            .and_then(|after| now.checked_add(after).ok())
+            .unwrap_or(now);
+        self.arm(at, job);
+    }
+
+    /// Sleeps until the earliest timer; forever without one.
+    pub(crate) async fn next(&self) {
+        match self.0.first_key_value() {
+            Some((at, _)) => {
+                let wait = Timestamp::now()
+                    .duration_until(*at)
+                    .try_into()
+                    .unwrap_or(Duration::ZERO);
+                tokio::time::sleep(wait).await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Takes the jobs whose timers ran out by now.
+    pub(crate) fn take_due(&mut self) -> BTreeSet<String> {
+        let now = Timestamp::now();
+        let mut due = BTreeSet::new();
+        while let Some(entry) = self.0.first_entry() {
+            if *entry.key() > now {
+                break;
+            }
+            due.extend(entry.remove());
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn timers_give_their_jobs_once_due_and_not_before() {
+        let mut timers = Timers::default();
+        timers.arm_after(Duration::from_secs(3600), "later");
+        timers.arm_after(Duration::ZERO, "now");
+        timers.arm(
+            Timestamp::now() - jiff::SignedDuration::from_secs(1),
+            "past",
+        );
+        // The earliest has run out: waiting returns at once.
+        tokio::time::timeout(Duration::from_secs(5), timers.next())
+            .await
+            .expect("a timer that ran out wakes at once");
+        let due: Vec<String> = timers.take_due().into_iter().collect();
+        assert_eq!(due, ["now", "past"]);
+        assert!(timers.take_due().is_empty());
+        // Only the one an hour away is left.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), timers.next())
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn merged_notifications_end_when_every_watch_is_gone() {
+        let (first, first_rx) = broadcast::channel(4);
+        let (second, second_rx) = broadcast::channel(4);
+        let mut changes = merged(vec![first_rx, second_rx]);
+        first.send("a".to_string()).unwrap();
+        second.send("b".to_string()).unwrap();
+        let mut seen = vec![
+            changes.next().await.unwrap().unwrap(),
+            changes.next().await.unwrap().unwrap(),
+        ];
+        seen.sort();
+        assert_eq!(seen, ["a", "b"]);
+        drop(first);
+        second.send("c".to_string()).unwrap();
+        assert_eq!(changes.next().await.unwrap().unwrap(), "c");
+        drop(second);
+        assert!(changes.next().await.is_none());
+    }
+}

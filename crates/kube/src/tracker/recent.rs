@@ -1,0 +1,74 @@
+//! A bounded set of recent keys: the oldest are forgotten first.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Mutex;
+
+/// Keys remembered for a while (warnings logged, Jobs just created, copies found gone), at
+/// most `capacity` of them; safe to share.
+pub(crate) struct Recent {
+    capacity: usize,
+    kept: Mutex<(HashSet<String>, VecDeque<String>)>,
+}
+
+impl Recent {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            kept: Mutex::default(),
+        }
+    }
+
+    /// Remembers `key`; true when it was not remembered already.
+    pub(crate) fn insert(&self, key: String) -> bool {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let (set, order) = &mut *kept;
+        if !set.insert(key.clone()) {
+            return false;
+        }
+        order.push_back(key);
+        while set.len() > self.capacity {
+            match order.pop_front() {
+                Some(oldest) => {
+                    set.remove(&oldest);
+                }
+                None => break,
+            }
+        }
+        true
+    }
+
+    /// Forgets `key`.
+    pub(crate) fn remove(&self, key: &str) {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let (set, order) = &mut *kept;
+        if set.remove(key) {
+            order.retain(|k| k != key);
+        }
+    }
+
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        kept.0.contains(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_remembered_once_and_forgotten_oldest_first() {
+        let recent = Recent::new(2);
+        assert!(recent.insert("a".into()));
+        assert!(!recent.insert("a".into()));
+        assert!(recent.insert("b".into()));
+        assert!(recent.insert("c".into()));
+        assert!(!recent.contains("a"), "the oldest was forgotten");
+        assert!(recent.insert("a".into()));
+        assert!(!recent.contains("b"), "then the next oldest");
+        recent.remove("c");
+        assert!(!recent.contains("c"));
+        assert!(recent.contains("a"));
+        assert!(recent.insert("c".into()), "a removed key is new again");
+    }
+}
