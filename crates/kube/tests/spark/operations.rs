@@ -147,3 +147,72 @@ async fn every_spark_watch_is_current_again_once_an_outage_ends_though_nothing_c
     let resources: Vec<&str> = back.iter().map(|(resource, _)| resource.as_str()).collect();
     assert_eq!(resources.len(), 3, "{resources:?}");
 }
+
+#[tokio::test]
+async fn status_queries_only_read() {
+    let env = Env::start_with(
+        spark_config(),
+        Settings::fast().no_status_timeout(Duration::from_millis(300)),
+    )
+    .await;
+    let silent = job_id("silent");
+    env.faults.set_for(
+        &kubeferry_core::marks::object_name("", &silent),
+        Some(kubeferry_sim::controllers::spark::SparkFault::NoStatus),
+    );
+    let submit = |operator, extra: &'static str, job: String| {
+        let executor = &env.executor;
+        async move {
+            executor
+                .submit(&spark_pi(operator, extra), &job, NS)
+                .await
+                .expect("submitted")
+        }
+    };
+    let running = submit(
+        SparkOperator::Kubeflow,
+        "args: ['sleep=30']",
+        job_id("running"),
+    )
+    .await;
+    let done = submit(SparkOperator::Apache, "", job_id("done")).await;
+    let silent = submit(SparkOperator::Apache, "", silent).await;
+    until_state(&env.executor, &running, JobState::Started).await;
+    for id in [&done, &silent] {
+        run_to_end(&env.executor, id).await;
+    }
+    eventually(
+        "the settler to delete the application without status",
+        || async {
+            env.app(SparkOperator::Apache, &silent.name)
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+
+    env.sim.reset_counters();
+    let ids = [&running, &done, &silent];
+    let mut answers = Vec::new();
+    for round in 0..334 {
+        for id in ids {
+            let info = env.executor.status(id).await.expect("a status");
+            if round == 0 {
+                answers.push((info.state, info.reason));
+            }
+        }
+    }
+    let counters = env.sim.counters();
+    assert!(
+        counters.values().all(|count| *count == 0),
+        "1,002 status queries made requests: {counters:#?}"
+    );
+    assert_eq!(
+        answers,
+        [
+            (JobState::Started, Reason::Running),
+            (JobState::Succeeded, Reason::Completed),
+            (JobState::Failed, Reason::NoStatusTimeout),
+        ]
+    );
+}
