@@ -134,9 +134,8 @@ impl Metrics {
 
     /// Recounts the jobs (container and Spark) by state, asking each job's status as a status
     /// query would: from the watch caches, with API requests only where such a query makes them
-    /// (a job seen ending for the first time while its watch catches up is read fresh; a Spark
-    /// application's query still carries out its mapping's actions, see docs/INVARIANTS.md I8).
-    /// Its cost grows with the number of jobs tracked.
+    /// (a job seen ending for the first time while its watch catches up is read fresh); it
+    /// writes nothing (docs/INVARIANTS.md I8). Its cost grows with the number of jobs tracked.
     pub async fn refresh_jobs(&self, clusters: &[(String, Executor)]) {
         let mut counts: BTreeMap<(String, String, &'static str), i64> = BTreeMap::new();
         for (cluster, executor) in clusters {

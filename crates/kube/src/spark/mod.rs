@@ -4,9 +4,10 @@
 //! `crates/core/SPARK.md` is the contract this follows: the operator is resolved and checked
 //! before anything is created; the status comes from a label-scoped watch of the
 //! SparkApplications of every installed operator and of their driver pods, mapped by
-//! [`spark_status`]; the [`SparkAction`]s the mapping asks for are carried out before the
-//! outcome they carry is reported (record-then-delete for an application the operator never
-//! took up; deleting the driver of a failed application that still runs); a driver pod that
+//! [`spark_status`]; the [`SparkAction`]s the mapping asks for are carried out by the
+//! namespace's settler (`settler.rs`) before the outcome they carry is reported
+//! (record-then-delete for an application the operator never took up; deleting the driver of
+//! a failed application that still runs), and a status query writes nothing; a driver pod that
 //! cannot be looked up (a 403 on `list pods`) is a named error that never holds a job back.
 //! Submission, cancel, waiting and logs follow the same protocols as container jobs
 //! (`crate::protocol`).
