@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use kubeferry_core::spec::JobSpec;
-use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use rand::Rng;
 use tracing::warn;
 
@@ -144,6 +144,32 @@ impl Executor {
             JobKind::Job => self.container.follow(id.clone(), options).boxed(),
             JobKind::SparkApp => self.spark.follow(id.clone(), options).boxed(),
         })
+    }
+
+    /// How many jobs of each watched namespace are in each state (every kind together, every
+    /// state, zeros included), counted as their statuses change: reading it costs the same
+    /// with ten jobs or a hundred thousand, and no API request.
+    pub fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
+        let mut counts: std::collections::BTreeMap<String, [usize; JobState::ALL.len()]> =
+            std::collections::BTreeMap::new();
+        for (namespace, state, count) in self
+            .container
+            .jobs_by_state()
+            .into_iter()
+            .chain(self.spark.jobs_by_state())
+        {
+            let slot = JobState::ALL.iter().position(|s| *s == state).unwrap_or(0);
+            counts.entry(namespace).or_default()[slot] += count;
+        }
+        counts
+            .into_iter()
+            .flat_map(|(namespace, by_state)| {
+                JobState::ALL
+                    .iter()
+                    .zip(by_state)
+                    .map(move |(state, count)| (namespace.clone(), *state, count))
+            })
+            .collect()
     }
 
     /// The managed jobs of a namespace, of every kind, oldest first. A kind kubeferry may not

@@ -1,11 +1,13 @@
 //! What every kind's settler shares: its jobs' timers and the merged notifications of watches.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use jiff::Timestamp;
+use kubeferry_core::JobState;
 use tokio::sync::broadcast;
 
 /// One notification of the watches: a job changed, or some were missed.
@@ -84,6 +86,49 @@ impl Timers {
     }
 }
 
+/// The state of each job a settler looks after, counted by state as it changes: what a
+/// metrics scrape reads, at a cost independent of how many jobs there are.
+#[derive(Default)]
+pub(crate) struct JobStates(Mutex<StatesInner>);
+
+#[derive(Default)]
+struct StatesInner {
+    by_job: HashMap<String, JobState>,
+    counts: HashMap<JobState, usize>,
+}
+
+impl JobStates {
+    /// Counts `job` in `state`, or no longer (`None`: gone).
+    pub(crate) fn set(&self, job: &str, state: Option<JobState>) {
+        let mut inner = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let StatesInner { by_job, counts } = &mut *inner;
+        let before = match state {
+            Some(state) => by_job.insert(job.to_string(), state),
+            None => by_job.remove(job),
+        };
+        if before == state {
+            return;
+        }
+        if let Some(before) = before
+            && let Some(count) = counts.get_mut(&before)
+        {
+            *count = count.saturating_sub(1);
+        }
+        if let Some(state) = state {
+            *counts.entry(state).or_default() += 1;
+        }
+    }
+
+    /// How many jobs are in each state (every state, zeros included).
+    pub(crate) fn counts(&self) -> Vec<(JobState, usize)> {
+        let inner = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        JobState::ALL
+            .iter()
+            .map(|state| (*state, inner.counts.get(state).copied().unwrap_or(0)))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +155,29 @@ mod tests {
                 .await
                 .is_err()
         );
+    }
+
+    #[test]
+    fn job_states_are_counted_as_they_change() {
+        let states = JobStates::default();
+        let count = |wanted: JobState| {
+            states
+                .counts()
+                .into_iter()
+                .find(|(state, _)| *state == wanted)
+                .map(|(_, n)| n)
+        };
+        states.set("a", Some(JobState::Queued));
+        states.set("b", Some(JobState::Queued));
+        states.set("a", Some(JobState::Started));
+        states.set("a", Some(JobState::Started));
+        assert_eq!(count(JobState::Queued), Some(1));
+        assert_eq!(count(JobState::Started), Some(1));
+        states.set("b", None);
+        states.set("gone", None);
+        assert_eq!(count(JobState::Queued), Some(0));
+        assert_eq!(states.counts().len(), JobState::ALL.len());
+        assert_eq!(states.counts().iter().map(|(_, n)| n).sum::<usize>(), 1);
     }
 
     #[tokio::test]

@@ -10,24 +10,17 @@
 //! keep-alive connections for a fixed time at several concurrencies and prints a table. The
 //! load generator runs on its own runtime threads.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use clap::Parser;
-use http_body_util::{BodyExt, Full};
-use hyper::http::{Method, Request, StatusCode, header};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-use kubeferry_server::config::{
-    AuthConfig, ClusterConfig, ClusterSource, Config, Limits, Timeouts,
-};
-use kubeferry_sim::{SimCluster, SimConfig};
+use common::{Bench, HttpClient, http_client, request, send};
+use hyper::http::{Method, StatusCode};
 use rand::Rng;
-use serde_json::json;
 
 /// Status-query benchmark of the HTTP service.
 #[derive(Parser, Debug)]
@@ -47,35 +40,6 @@ struct Args {
     /// Threads of the load generator's runtime.
     #[arg(long, default_value_t = 1)]
     client_threads: usize,
-}
-
-type HttpClient = Client<HttpConnector, Full<Bytes>>;
-
-const TOKEN: &str = "bench-token-0123456789abcdef";
-
-fn request(method: Method, url: &str, body: Option<String>) -> Request<Full<Bytes>> {
-    let mut builder = Request::builder()
-        .method(method)
-        .uri(url)
-        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"));
-    if body.is_some() {
-        builder = builder.header(header::CONTENT_TYPE, "application/json");
-    }
-    builder
-        .body(Full::new(Bytes::from(body.unwrap_or_default())))
-        .expect("a request")
-}
-
-async fn send(client: &HttpClient, request: Request<Full<Bytes>>) -> (StatusCode, Bytes) {
-    let response = client.request(request).await.expect("the service answers");
-    let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("a body")
-        .to_bytes();
-    (status, body)
 }
 
 /// One load level's results.
@@ -154,127 +118,17 @@ fn main() -> anyhow::Result<()> {
         .build()?;
 
     // The cluster and the service.
-    let dir = tempfile::tempdir()?;
-    let (sim, running) = server_runtime.block_on(async {
-        let sim = SimCluster::start(SimConfig::default()).await?;
-        let kubeconfig = dir.path().join("kubeconfig");
-        sim.write_kubeconfig_as(&kubeconfig, "sim", sim.admin_token())?;
-        let tokens = dir.path().join("tokens.yaml");
-        std::fs::write(
-            &tokens,
-            format!("tokens:\n  - name: bench\n    token: {TOKEN}\n    namespaces: [\"*\"]\n"),
-        )?;
-        let config = Config {
-            listen: "127.0.0.1:0".parse()?,
-            tls: None,
-            auth: AuthConfig::Tokens { file: tokens },
-            clusters: vec![ClusterConfig {
-                name: Some("sim".into()),
-                source: ClusterSource::Kubeconfig {
-                    path: Some(kubeconfig),
-                    context: Some("sim".into()),
-                },
-                spark_operator: None,
-            }],
-            namespaces: vec!["default".into()],
-            name_prefix: String::new(),
-            templates_dir: None,
-            timeouts: Timeouts::default(),
-            limits: Limits::default(),
-        };
-        let running = kubeferry_server::start(config).await?;
-        anyhow::Ok((sim, running))
-    })?;
-    let base = format!("http://{}", running.addr());
-    let client: HttpClient = Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(256)
-        .build_http();
+    let bench = server_runtime.block_on(Bench::start())?;
+    let (sim, base) = (&bench.sim, bench.base.clone());
+    let client: HttpClient = http_client();
 
     // Submit the jobs, suspended (as if queued by Kueue): tracked like any job, no processes.
     let submitted = Instant::now();
-    let ids: Vec<String> = client_runtime.block_on(async {
-        let next = Arc::new(AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for _ in 0..32 {
-            let (client, base, next, total, running) =
-                (client.clone(), base.clone(), next.clone(), args.jobs, args.running);
-            tasks.push(tokio::spawn(async move {
-                let mut ids = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= total {
-                        return ids;
-                    }
-                    let body = if i < running {
-                        json!({
-                            "jobId": format!("bench-{i}"),
-                            "spec": {"name": "bench", "image": "busybox", "command": ["sleep", "3600"]},
-                        })
-                    } else {
-                        json!({
-                            "jobId": format!("bench-{i}"),
-                            "spec": {"name": "bench", "image": "busybox", "command": ["true"], "queue": "bench"},
-                        })
-                    };
-                    let (status, body) = send(
-                        &client,
-                        request(Method::POST, &format!("{base}/v1/jobs"), Some(body.to_string())),
-                    )
-                    .await;
-                    assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
-                    let reply: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
-                    ids.push(reply["id"].as_str().expect("an id").to_string());
-                }
-            }));
-        }
-        let mut ids = Vec::new();
-        for task in tasks {
-            ids.extend(task.await.expect("a submitter"));
-        }
-        ids
-    });
+    let ids = client_runtime.block_on(bench.submit(&client, args.jobs, args.running));
     let submit_time = submitted.elapsed();
 
-    // Wait until the watch cache holds every job.
-    let tracker = running.app().clusters[0]
-        .executor
-        .container_jobs()
-        .tracker()
-        .namespace("default");
-    let cached = Instant::now();
-    while tracker.jobs.len() < args.jobs {
-        std::thread::sleep(Duration::from_millis(50));
-        if cached.elapsed() > Duration::from_secs(300) {
-            anyhow::bail!(
-                "the cache holds {} of {} jobs",
-                tracker.jobs.len(),
-                args.jobs
-            );
-        }
-    }
-    // Wait until the running ones run (their pods are in the cache too).
-    let started = Instant::now();
-    loop {
-        let running = client_runtime.block_on(async {
-            let (_, body) = send(
-                &client,
-                request(Method::GET, &format!("{base}/metrics"), None),
-            )
-            .await;
-            let text = String::from_utf8_lossy(&body).to_string();
-            text.lines()
-                .find(|l| l.starts_with("kubeferry_jobs{") && l.contains("state=\"STARTED\""))
-                .and_then(|l| l.rsplit(' ').next()?.parse::<usize>().ok())
-                .unwrap_or(0)
-        });
-        if running >= args.running {
-            break;
-        }
-        if started.elapsed() > Duration::from_secs(300) {
-            anyhow::bail!("{running} of {} jobs run", args.running);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    // Wait until the watch cache holds every job, and the running ones run.
+    client_runtime.block_on(bench.settle(&client, args.jobs, args.running))?;
     let ids = Arc::new(ids);
     // One query of every job first, as a caller polling all of them would.
     client_runtime.block_on(async {
@@ -365,8 +219,8 @@ fn main() -> anyhow::Result<()> {
         println!("  {kind}: {count}");
     }
     server_runtime.block_on(async {
-        running.shutdown().await?;
-        sim.shutdown().await;
+        bench.service.shutdown().await?;
+        bench.sim.shutdown().await;
         anyhow::Ok(())
     })?;
     Ok(())

@@ -1,12 +1,10 @@
 //! Prometheus metrics: HTTP requests and latencies, jobs by status, Kubernetes API requests and
 //! errors, and the watches' health.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kubeferry_core::{ExecutionId, JobKind, JobState};
 use kubeferry_kube::Executor;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -132,56 +130,21 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// Recounts the jobs (container and Spark) by state, asking each job's status as a status
-    /// query would: from the watch caches, with API requests only where such a query makes them
-    /// (a job seen ending for the first time while its watch catches up is read fresh); it
-    /// writes nothing (docs/INVARIANTS.md I8). Its cost grows with the number of jobs tracked.
-    pub async fn refresh_jobs(&self, clusters: &[(String, Executor)]) {
-        let mut counts: BTreeMap<(String, String, &'static str), i64> = BTreeMap::new();
-        for (cluster, executor) in clusters {
-            let mut ids = Vec::new();
-            for (namespace, watch) in executor.container_jobs().tracker().watched() {
-                for state in JobState::ALL {
-                    counts.insert((cluster.clone(), namespace.clone(), state.as_str()), 0);
-                }
-                for entry in watch.jobs.all() {
-                    ids.push(ExecutionId::new(
-                        cluster,
-                        JobKind::Job,
-                        &namespace,
-                        &entry.name,
-                    ));
-                }
-            }
-            for (namespace, watch) in executor.spark_jobs().tracker().watched() {
-                for (_, apps) in watch.watched() {
-                    for entry in apps.all() {
-                        ids.push(ExecutionId::new(
-                            cluster,
-                            JobKind::SparkApp,
-                            &namespace,
-                            &entry.name,
-                        ));
-                    }
-                }
-            }
-            for id in ids {
-                if let Ok(info) = executor.status(&id).await {
-                    *counts
-                        .entry((cluster.clone(), id.namespace.clone(), info.state.as_str()))
-                        .or_default() += 1;
-                }
-            }
-        }
+    /// Sets the jobs by state (container and Spark together) from each executor's counts,
+    /// kept as statuses change: a scrape reads them, at the same cost with ten jobs or a
+    /// hundred thousand, and asks the API server nothing.
+    pub fn refresh_jobs(&self, clusters: &[(String, Executor)]) {
         self.jobs.clear();
-        for ((cluster, namespace, state), count) in counts {
-            self.jobs
-                .get_or_create(&JobLabels {
-                    cluster,
-                    namespace,
-                    state: state.to_string(),
-                })
-                .set(count);
+        for (cluster, executor) in clusters {
+            for (namespace, state, count) in executor.jobs_by_state() {
+                self.jobs
+                    .get_or_create(&JobLabels {
+                        cluster: cluster.clone(),
+                        namespace,
+                        state: state.as_str().to_string(),
+                    })
+                    .set(i64::try_from(count).unwrap_or(i64::MAX));
+            }
         }
     }
 

@@ -1405,3 +1405,46 @@ async fn an_image_that_cannot_be_pulled_fails_at_its_grace_though_nobody_asks() 
     );
     service.stop().await;
 }
+
+#[tokio::test]
+async fn a_metrics_scrape_reads_counts_kept_as_statuses_change() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let gate = Gate::new(sim.dir.path(), "counted");
+    let running = api.submit(shell_job("running", &gate.wait())).await;
+    let done = api.submit(shell_job("done", "exit 0")).await;
+    let failed = api.submit(shell_job("failed", "exit 3")).await;
+    api.wait_for(&running, "STARTED").await;
+    api.wait_for(&done, "SUCCEEDED").await;
+    api.wait_for(&failed, "FAILED").await;
+    let line = |state: &str, count: usize| {
+        format!("kubeferry_jobs{{cluster=\"sim\",namespace=\"default\",state=\"{state}\"}} {count}")
+    };
+    let scrape = || async { api.get("/metrics").await.text() };
+    // The counts follow the jobs' changes, with nobody asking for a status.
+    eventually("the counts", || async {
+        let text = scrape().await;
+        [line("STARTED", 1), line("SUCCEEDED", 1), line("FAILED", 1)]
+            .iter()
+            .all(|l| text.contains(l.as_str()))
+            .then_some(())
+    })
+    .await;
+    sim.sim.reset_counters();
+    for _ in 0..50 {
+        scrape().await;
+    }
+    let counters = sim.sim.counters();
+    assert!(
+        counters.values().all(|count| *count == 0),
+        "50 scrapes made requests: {counters:#?}"
+    );
+    gate.open();
+    eventually("the running job's end to be counted", || async {
+        let text = scrape().await;
+        (text.contains(&line("STARTED", 0)) && text.contains(&line("SUCCEEDED", 2))).then_some(())
+    })
+    .await;
+    service.stop().await;
+}

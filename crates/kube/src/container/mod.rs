@@ -150,6 +150,22 @@ impl ContainerJobs {
         }
     }
 
+    /// The jobs of each watched namespace by state, as its settler last mapped them.
+    pub(crate) fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
+        self.tracker
+            .watched()
+            .into_iter()
+            .flat_map(|(namespace, watch)| {
+                watch
+                    .settler
+                    .states
+                    .counts()
+                    .into_iter()
+                    .map(move |(state, count)| (namespace.clone(), state, count))
+            })
+            .collect()
+    }
+
     /// The tracker (for health and metrics).
     pub fn tracker(&self) -> &ContainerTracker {
         &self.tracker

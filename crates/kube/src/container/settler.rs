@@ -23,7 +23,7 @@ use super::tracker::{NamespaceWatch, reported_key};
 use crate::cluster::{Cluster, Op};
 use crate::error::Result;
 use crate::protocol::Objects;
-use crate::settling::{Timers, merged, retry_delay};
+use crate::settling::{JobStates, Timers, merged, retry_delay};
 use crate::tracker::LastReported;
 
 const JOBS: &str = "jobs.batch";
@@ -43,6 +43,8 @@ pub(crate) struct SettlerContext {
 /// The handle of a namespace's settler: the task ends once its watches are dropped.
 pub(crate) struct Settler {
     requests: mpsc::UnboundedSender<Request>,
+    /// The namespace's jobs by state, as the settler last mapped them.
+    pub(crate) states: Arc<JobStates>,
 }
 
 /// A status query that found an outcome due: the settler records it now rather than at its
@@ -55,12 +57,19 @@ struct Request {
 }
 
 /// The requests a settler has yet to take; given to [`start`] once its watches are built.
-pub(crate) struct Inbox(mpsc::UnboundedReceiver<Request>);
+pub(crate) struct Inbox(mpsc::UnboundedReceiver<Request>, Arc<JobStates>);
 
 /// A settler's handle and inbox, before its task is started.
 pub(crate) fn channel() -> (Settler, Inbox) {
     let (requests, received) = mpsc::unbounded_channel();
-    (Settler { requests }, Inbox(received))
+    let states = Arc::new(JobStates::default());
+    (
+        Settler {
+            requests,
+            states: states.clone(),
+        },
+        Inbox(received, states),
+    )
 }
 
 /// Starts the settler of `namespace` over its watches and their notifications.
@@ -75,6 +84,7 @@ pub(crate) fn start(
         namespace: namespace.to_string(),
         context,
         watch,
+        states: inbox.1,
     };
     tokio::spawn(task.run(changes, inbox.0));
 }
@@ -94,6 +104,7 @@ struct Task {
     namespace: String,
     context: SettlerContext,
     watch: Weak<NamespaceWatch>,
+    states: Arc<JobStates>,
 }
 
 impl Task {
@@ -154,6 +165,7 @@ impl Task {
                     return;
                 };
                 let Some(entry) = watch.jobs.get(&name) else {
+                    self.states.set(&name, None);
                     continue;
                 };
                 let pods = watch.pods_of(&name);
@@ -194,8 +206,20 @@ impl Task {
             &self.context.mapping,
             previous.as_ref(),
         ) else {
+            self.states.set(&job.name, None);
             return Ok(());
         };
+        // Counted as a status query would answer: an outcome kubeferry decides only once it
+        // is recorded.
+        let held = previous.as_ref().map_or(JobState::Queued, |p| p.state);
+        self.states.set(
+            &job.name,
+            Some(if mapped.must_record {
+                held
+            } else {
+                mapped.info.state
+            }),
+        );
         let written = if mapped.must_record {
             self.record_and_stop(job, &mapped.info).await.map(|()| true)
         } else if mapped.info.is_terminal()
@@ -223,6 +247,7 @@ impl Task {
         };
         match written {
             Ok(true) => {
+                self.states.set(&job.name, Some(mapped.info.state));
                 lock(&self.context.reported).put(key, mapped.info, None, version);
                 Ok(())
             }

@@ -32,7 +32,7 @@ use kubeferry_core::spark::{
     SparkOperator, spark_status,
 };
 use kubeferry_core::spec::SparkJobSpec;
-use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
@@ -116,7 +116,13 @@ pub struct SparkJobs {
     /// from then on rather than acted on again while a stalled watch still holds them.
     found_gone: Recent,
     /// Each watched namespace's settler, the one writer of its jobs.
-    settlers: Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<settler::Request>>>,
+    settlers: Mutex<HashMap<String, NamespaceSettler>>,
+}
+
+/// A watched namespace's settler, and its jobs by state.
+struct NamespaceSettler {
+    requests: tokio::sync::mpsc::UnboundedSender<settler::Request>,
+    states: Arc<crate::settling::JobStates>,
 }
 
 /// Whether a mapping's actions are carried out now (the settler does) or handed to the
@@ -296,8 +302,34 @@ impl SparkJobs {
     ) -> tokio::sync::mpsc::UnboundedSender<settler::Request> {
         lock(&self.settlers)
             .entry(namespace.to_string())
-            .or_insert_with(|| settler::start(self.me.clone(), namespace, Arc::downgrade(watch)))
+            .or_insert_with(|| {
+                let states = Arc::new(crate::settling::JobStates::default());
+                NamespaceSettler {
+                    requests: settler::start(
+                        self.me.clone(),
+                        namespace,
+                        Arc::downgrade(watch),
+                        states.clone(),
+                    ),
+                    states,
+                }
+            })
+            .requests
             .clone()
+    }
+
+    /// The jobs of each watched namespace by state, as its settler last mapped them.
+    pub(crate) fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
+        lock(&self.settlers)
+            .iter()
+            .flat_map(|(namespace, settler)| {
+                settler
+                    .states
+                    .counts()
+                    .into_iter()
+                    .map(|(state, count)| (namespace.clone(), state, count))
+            })
+            .collect()
     }
 
     /// Hands a job whose mapping asks for an action to its namespace's settler, and answers

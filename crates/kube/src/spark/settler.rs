@@ -3,7 +3,7 @@
 //! its application) on watch events and at the no-status deadline, whether or not anyone asks.
 
 use std::collections::BTreeSet;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
@@ -14,7 +14,7 @@ use tracing::debug;
 use super::tracker::SparkNamespaceWatch;
 use super::{Acting, Found, SparkJobs};
 use crate::error::Result;
-use crate::settling::{Change, Timers, merged, retry_delay};
+use crate::settling::{Change, JobStates, Timers, merged, retry_delay};
 
 /// A status query that found an action due: the settler carries it out on the query's
 /// observation and answers with what the query is to report.
@@ -30,9 +30,10 @@ pub(super) fn start(
     jobs: Weak<SparkJobs>,
     namespace: &str,
     watch: Weak<SparkNamespaceWatch>,
+    states: Arc<JobStates>,
 ) -> mpsc::UnboundedSender<Request> {
     let (requests, received) = mpsc::unbounded_channel();
-    tokio::spawn(run(jobs, namespace.to_string(), watch, received));
+    tokio::spawn(run(jobs, namespace.to_string(), watch, received, states));
     requests
 }
 
@@ -41,6 +42,7 @@ async fn run(
     namespace: String,
     watch: Weak<SparkNamespaceWatch>,
     mut requests: mpsc::UnboundedReceiver<Request>,
+    states: Arc<JobStates>,
 ) {
     let mut timers = Timers::default();
     // The operators whose applications are watched can grow (a job of an operator discovered
@@ -70,6 +72,7 @@ async fn run(
                         .await
                         .map(|evaluated| {
                             arm(&mut timers, &request.id.name, &evaluated);
+                            states.set(&request.id.name, Some(evaluated.info.state));
                             evaluated.info
                         });
                     let _ = request.done.send(answer);
@@ -107,13 +110,23 @@ async fn run(
             };
             let id = jobs.id(&namespace, &app);
             let Some(found) = jobs.cached(&watch, &id).await else {
+                states.set(&app, None);
                 continue;
             };
             drop(watch);
             match jobs.evaluate(&id, found, Acting::Carry).await {
-                Ok(evaluated) => arm(&mut timers, &app, &evaluated),
+                Ok(evaluated) => {
+                    arm(&mut timers, &app, &evaluated);
+                    // Counted while its application is there (a deleted one's outcome stands,
+                    // but it is no longer a job the cluster holds).
+                    let present = matches!(
+                        jobs.tracker.existing(&namespace).map(|w| w.holds(&app)),
+                        Some(true)
+                    );
+                    states.set(&app, present.then_some(evaluated.info.state));
+                }
                 // Gone: its deletion is on its way on the watch, and nothing is left to do.
-                Err(error) if error.is_no_such_job() => {}
+                Err(error) if error.is_no_such_job() => states.set(&app, None),
                 Err(error) => {
                     debug!(message = "could not settle a job; will retry", id = %id, %error);
                     timers.arm_after(retry_delay(&error, jobs.settings.recheck_interval), &app);

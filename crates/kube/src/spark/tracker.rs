@@ -108,6 +108,13 @@ impl SparkNamespaceWatch {
             .collect()
     }
 
+    /// Whether an application of that name is in the cache (of any operator).
+    pub(crate) fn holds(&self, app: &str) -> bool {
+        self.watched()
+            .iter()
+            .any(|(_, apps)| apps.get(app).is_some())
+    }
+
     /// Notifications naming the applications whose object or driver pods changed.
     pub fn subscribe(&self) -> Vec<broadcast::Receiver<String>> {
         let mut receivers: Vec<broadcast::Receiver<String>> = self

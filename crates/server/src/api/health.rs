@@ -182,7 +182,7 @@ pub async fn metrics(State(app): State<Arc<App>>) -> Response {
         .iter()
         .map(|c| (c.name.clone(), c.executor.clone()))
         .collect();
-    app.metrics.refresh_jobs(&executors).await;
+    app.metrics.refresh_jobs(&executors);
     let mut response = app.metrics.encode().into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
