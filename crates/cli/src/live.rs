@@ -7,9 +7,8 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use kubeferry::core::container::oldest_attempt_first;
 use kubeferry::kube::Executor;
-use kubeferry::{ExecutionId, ExecutionInfo, JobKind};
+use kubeferry::{ExecutionId, ExecutionInfo};
 
 use crate::output::one_line;
 
@@ -59,7 +58,7 @@ impl Progress {
             return;
         };
         bar.set_prefix(info.state.to_string());
-        let placement = placement(executor, id).map(|p| (p.pod, p.node));
+        let placement = executor.placement(id).map(|p| (p.pod, p.node));
         bar.set_message(live_message(info, placement));
     }
 
@@ -105,37 +104,6 @@ fn live_message(info: &ExecutionInfo, placement: Option<(String, Option<String>)
         }
     }
     text
-}
-
-/// Where a job runs, from the namespace's watch cache.
-pub struct Placement {
-    /// The newest attempt's pod.
-    pub pod: String,
-    /// Its node, once scheduled.
-    pub node: Option<String>,
-    /// How many attempts' pods exist.
-    pub attempts: usize,
-}
-
-/// The newest attempt's pod and its node, from the namespace's watch cache (container jobs;
-/// a Spark job's driver is not shown).
-pub fn placement(executor: &Executor, id: &ExecutionId) -> Option<Placement> {
-    if id.kind != JobKind::Job {
-        return None;
-    }
-    let watch = executor
-        .container_jobs()
-        .tracker()
-        .existing(&id.namespace)?;
-    let mut pods = watch.live_pods_of(&id.name);
-    pods.sort_by(oldest_attempt_first);
-    let attempts = pods.len();
-    let pod = pods.pop()?;
-    Some(Placement {
-        pod: pod.name,
-        node: pod.node_name,
-        attempts,
-    })
 }
 
 #[cfg(test)]

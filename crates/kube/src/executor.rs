@@ -17,6 +17,7 @@ use crate::container::{
 use crate::error::{Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::spark::{SparkJobs, SparkSettings};
+use crate::tracker::WatchHealth;
 
 /// Settings of every backend.
 #[derive(Clone, Debug, Default)]
@@ -25,6 +26,17 @@ pub struct ExecutorSettings {
     pub container: ContainerSettings,
     /// Spark jobs.
     pub spark: SparkSettings,
+}
+
+/// Where a container job's newest attempt runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The newest attempt's pod.
+    pub pod: String,
+    /// The node it was scheduled to, once it was.
+    pub node: Option<String>,
+    /// How many attempts' pods exist.
+    pub attempts: usize,
 }
 
 /// Submits, tracks, cancels and reads the logs of jobs on one cluster.
@@ -63,6 +75,104 @@ impl Executor {
     /// The Spark job backend.
     pub fn spark_jobs(&self) -> &SparkJobs {
         &self.spark
+    }
+
+    /// Starts watching the container jobs of `namespace`, if that is not done yet: its first
+    /// status query then pays for no list, and its settler looks after its jobs from now on.
+    pub fn watch(&self, namespace: &str) {
+        self.container.tracker().namespace(namespace);
+    }
+
+    /// Starts watching the Spark jobs of `namespace` (their driver pods, and the
+    /// SparkApplications of every operator the cluster serves, which this discovers).
+    pub async fn watch_spark(&self, namespace: &str) -> Result<()> {
+        self.spark.watch(namespace).await.map(|_| ())
+    }
+
+    /// Notifications naming the jobs of `namespace` whose objects changed, by kind, starting
+    /// the watches if need be; what tells a job's status is [`Executor::status`]. The Spark
+    /// watches of a cluster that cannot run Spark jobs are left out, and why is returned.
+    pub async fn subscribe(
+        &self,
+        namespace: &str,
+    ) -> (
+        Vec<(JobKind, tokio::sync::broadcast::Receiver<String>)>,
+        Option<Error>,
+    ) {
+        let mut receivers: Vec<_> = self
+            .container
+            .tracker()
+            .namespace(namespace)
+            .subscribe()
+            .into_iter()
+            .map(|receiver| (JobKind::Job, receiver))
+            .collect();
+        match self.spark.watch(namespace).await {
+            Ok(watch) => {
+                receivers.extend(
+                    watch
+                        .subscribe()
+                        .into_iter()
+                        .map(|receiver| (JobKind::SparkApp, receiver)),
+                );
+                (receivers, None)
+            }
+            Err(error) => (receivers, Some(error)),
+        }
+    }
+
+    /// The health of every watch of `namespace`, by resource (the container jobs' Jobs, pods
+    /// and refusal events, then the Spark driver pods and each operator's applications),
+    /// starting the container watches if need be; and whether the Spark watches have started.
+    pub fn namespace_health(&self, namespace: &str) -> (Vec<(String, WatchHealth)>, bool) {
+        let mut watches = self.container.tracker().namespace(namespace).health();
+        let spark = self.spark.tracker().existing(namespace);
+        if let Some(spark) = &spark {
+            watches.extend(spark.health());
+        }
+        (watches, spark.is_some())
+    }
+
+    /// The health of every watch of every watched namespace: namespace, resource, health.
+    pub fn health(&self) -> Vec<(String, String, WatchHealth)> {
+        let container = self
+            .container
+            .tracker()
+            .watched()
+            .into_iter()
+            .map(|(namespace, watch)| (namespace, watch.health()));
+        let spark = self
+            .spark
+            .tracker()
+            .watched()
+            .into_iter()
+            .map(|(namespace, watch)| (namespace, watch.health()));
+        container
+            .chain(spark)
+            .flat_map(|(namespace, watches)| {
+                watches
+                    .into_iter()
+                    .map(move |(resource, health)| (namespace.clone(), resource, health))
+            })
+            .collect()
+    }
+
+    /// Where a container job's newest attempt runs, from the watch cache (no request); `None`
+    /// for a Spark job, or a namespace not watched.
+    pub fn placement(&self, id: &ExecutionId) -> Option<Placement> {
+        if id.kind != JobKind::Job {
+            return None;
+        }
+        let watch = self.container.tracker().existing(&id.namespace)?;
+        let mut pods = watch.live_pods_of(&id.name);
+        pods.sort_by(kubeferry_core::container::oldest_attempt_first);
+        let attempts = pods.len();
+        let pod = pods.pop()?;
+        Some(Placement {
+            pod: pod.name,
+            node: pod.node_name,
+            attempts,
+        })
     }
 
     /// Checks that an id names this cluster: an id of another cluster is a configuration error,

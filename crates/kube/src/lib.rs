@@ -17,7 +17,7 @@ pub mod tracker;
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation, Op};
 pub use container::{CancelOutcome, ContainerSettings, JobSummary, Orphan, SelectorEvent};
 pub use error::{Error, Result};
-pub use executor::{Executor, ExecutorSettings, generate_job_id};
+pub use executor::{Executor, ExecutorSettings, Placement, generate_job_id};
 pub use manifest::{MAIN_CONTAINER, job_manifest};
 pub use retry::RetryPolicy;
 pub use spark::{SparkJobs, SparkSettings};

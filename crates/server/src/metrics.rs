@@ -188,21 +188,7 @@ impl Collector for KubeCollector {
                 }
                 requests.push((labels, count));
             }
-            let container = cluster.executor.container_jobs().tracker().watched();
-            let spark = cluster.executor.spark_jobs().tracker().watched();
-            let watches = container
-                .iter()
-                .map(|(namespace, watch)| (namespace, watch.health()))
-                .chain(
-                    spark
-                        .iter()
-                        .map(|(namespace, watch)| (namespace, watch.health())),
-                )
-                .flat_map(|(namespace, watches)| {
-                    watches
-                        .into_iter()
-                        .map(|(resource, health)| (namespace.clone(), resource, health))
-                });
+            let watches = cluster.executor.health();
             for (namespace, resource, health) in watches {
                 let labels = WatchLabels {
                     cluster: cluster.name.clone(),

@@ -186,7 +186,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         // first status query should not pay for a list. The Spark watches follow once the
         // installed operators are known.
         for namespace in &config.namespaces {
-            executor.container_jobs().tracker().namespace(namespace);
+            executor.watch(namespace);
         }
         spark_watches.push(tokio::spawn(watch_spark(
             executor.clone(),
@@ -289,10 +289,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 /// every `pause` until the API server answers), then watches their SparkApplications and the
 /// driver pods. Until then `/readyz` says the Spark watches have not started.
 async fn watch_spark(executor: Executor, namespaces: Vec<String>, pause: Duration) {
-    let spark = executor.spark_jobs();
     for namespace in &namespaces {
         loop {
-            match spark.watch(namespace).await {
+            match executor.watch_spark(namespace).await {
                 Ok(_) => break,
                 Err(error) => {
                     warn!(message = "cannot start the Spark watches; retrying", namespace = %namespace, %error);

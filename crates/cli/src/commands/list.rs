@@ -251,7 +251,7 @@ impl Watched {
                         }
                         let Some(entry) = shown.get_mut(&id) else { continue };
                         entry.status = info;
-                        if let Some(placement) = crate::live::placement(&self.executor, &id) {
+                        if let Some(placement) = self.executor.placement(&id) {
                             entry.pod = Some(placement.pod);
                             entry.node = placement.node;
                             entry.attempts = placement.attempts;

@@ -158,7 +158,7 @@ impl Bench {
             .unwrap_or(0)
     }
 
-    /// Waits until the service's watch cache holds `total` jobs and `/metrics` counts
+    /// Waits until the service tracks `total` jobs and `/metrics` counts
     /// `running` of them STARTED.
     pub async fn settle(
         &self,
@@ -166,21 +166,24 @@ impl Bench {
         total: usize,
         running: usize,
     ) -> anyhow::Result<()> {
-        let jobs = self.service.app().clusters[0]
-            .executor
-            .container_jobs()
-            .tracker()
-            .namespace("default");
+        let executor = &self.service.app().clusters[0].executor;
+        let tracked = || -> usize {
+            executor
+                .jobs_by_state()
+                .iter()
+                .map(|(_, _, count)| count)
+                .sum()
+        };
         let since = Instant::now();
         loop {
             let started = self.counted(client, "STARTED").await;
-            if jobs.jobs.len() >= total && started >= running {
+            if tracked() >= total && started >= running {
                 return Ok(());
             }
             if since.elapsed() > Duration::from_secs(300) {
                 anyhow::bail!(
-                    "the cache holds {} of {total} jobs, {started} of {running} run",
-                    jobs.jobs.len()
+                    "{} of {total} jobs are tracked, {started} of {running} run",
+                    tracked()
                 );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

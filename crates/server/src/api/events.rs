@@ -219,24 +219,9 @@ async fn follow_namespace(
     recheck: Duration,
     leave_grace: Duration,
 ) {
-    let mut receivers: Vec<_> = executor
-        .container_jobs()
-        .tracker()
-        .namespace(&namespace)
-        .subscribe()
-        .into_iter()
-        .map(|receiver| (JobKind::Job, receiver))
-        .collect();
-    match executor.spark_jobs().watch(&namespace).await {
-        Ok(watch) => receivers.extend(
-            watch
-                .subscribe()
-                .into_iter()
-                .map(|receiver| (JobKind::SparkApp, receiver)),
-        ),
-        Err(error) => {
-            warn!(message = "cannot follow the Spark jobs of a namespace for an event stream", namespace = %namespace, %error);
-        }
+    let (receivers, spark_refused) = executor.subscribe(&namespace).await;
+    if let Some(error) = spark_refused {
+        warn!(message = "cannot follow the Spark jobs of a namespace for an event stream", namespace = %namespace, %error);
     }
     let mut changes = notifications(receivers);
     let mut matching = Box::pin(executor.matching(&namespace, &selector));

@@ -134,16 +134,7 @@ pub fn namespace_watches(
 ) -> (Vec<(String, WatchHealth)>, bool) {
     // The refusal events, after the Jobs and pods, are optional like the Spark watches:
     // refused, they leave messages without a reason.
-    let mut watches = executor
-        .container_jobs()
-        .tracker()
-        .namespace(namespace)
-        .health();
-    let spark = executor.spark_jobs().tracker().existing(namespace);
-    if let Some(spark) = &spark {
-        watches.extend(spark.health());
-    }
-    (watches, spark.is_some())
+    executor.namespace_health(namespace)
 }
 
 /// Whether this replica can serve: the Kubernetes connection works and every namespace's
