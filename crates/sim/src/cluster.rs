@@ -11,9 +11,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::api::status::ApiError;
 use crate::auth::Authenticator;
 use crate::config::SimConfig;
+use crate::error::ApiError;
 use crate::error::SimError;
 use crate::faults::{CounterKey, FaultId, FaultRule, WatchControl};
 use crate::resources::GroupResource;

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::api::status::ApiError;
 use crate::controllers::kubelet::pod::Disruption;
 use crate::controllers::scheduler::set_condition;
+use crate::error::ApiError;
 use crate::ops::{self, DeleteOptions, Propagation};
 use crate::resources::GroupResource;
 use crate::state::State;

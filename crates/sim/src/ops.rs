@@ -7,9 +7,9 @@ use std::sync::Arc;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use crate::api::status::ApiError;
 use crate::controllers::spark::kubeflow;
 use crate::crd_schema::CrdSchema;
+use crate::error::ApiError;
 use crate::kinds;
 use crate::resources::{Behavior, GroupResource, ResourceType, type_from_crd};
 use crate::state::State;
@@ -220,7 +220,7 @@ pub fn create(
                 &rt.kind,
                 &rt.group,
                 "",
-                &[crate::api::status::FieldError::required(
+                &[crate::error::FieldError::required(
                     "metadata.name",
                     "name or generateName is required",
                 )],
@@ -415,7 +415,7 @@ pub fn update(
                     &rt.kind,
                     &rt.group,
                     &key.name,
-                    &[crate::api::status::FieldError::forbidden(
+                    &[crate::error::FieldError::forbidden(
                         "metadata.finalizers",
                         &format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
                     )],

@@ -17,9 +17,9 @@ use tokio::sync::{mpsc, watch};
 use tower::ServiceExt;
 
 use crate::api::request::RequestInfo;
-use crate::api::status::ApiError;
 use crate::api::{self, StallWatch};
 use crate::auth::rbac::{self, Attributes};
+use crate::error::ApiError;
 use crate::faults::{FaultAction, RequestFacts};
 use crate::state::State;
 

@@ -15,10 +15,11 @@ use super::output::{Output, render_list, render_one};
 use super::patch::{PatchType, apply_json_patch, apply_merge_patch, apply_strategic, unsupported};
 use super::request::{RequestInfo, flag};
 use super::selectors::{FieldSelector, LabelSelector};
-use super::status::{ApiError, success_status};
+use super::status::success_status;
 use super::watch::{self, Start, WatchParams};
 use super::{apply, logs, reviews};
 use crate::auth::Identity;
+use crate::error::ApiError;
 use crate::ops::{self, DeleteOptions, Propagation, Subresource};
 use crate::resources::{Behavior, ResourceType};
 use crate::state::State;
@@ -507,7 +508,7 @@ fn delete_options(ctx: &Ctx, body: &Bytes) -> Result<DeleteOptions, ApiError> {
                 "DeleteOptions",
                 "",
                 "",
-                &[super::status::FieldError::not_supported(
+                &[crate::error::FieldError::not_supported(
                     "propagationPolicy",
                     &policy,
                     &["Foreground", "Background", "Orphan"],

@@ -14,8 +14,8 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::handlers::Ctx;
 use super::request::flag;
-use super::status::ApiError;
 use crate::controllers::kubelet::logs::{LogLine, RunLog};
+use crate::error::ApiError;
 use crate::store::meta;
 
 struct Options {

@@ -31,8 +31,8 @@ use serde_json::Value;
 
 use self::handlers::{Ctx, json_response};
 use self::request::RequestInfo;
-use self::status::ApiError;
 use crate::auth::Identity;
+use crate::error::ApiError;
 use crate::state::State;
 
 /// Set on a watch request that a fault rule stalls.

@@ -5,8 +5,8 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 
-use super::status::ApiError;
 use super::table;
+use crate::error::ApiError;
 use crate::ops::convert;
 use crate::resources::ResourceType;
 

@@ -20,8 +20,8 @@ use tokio::sync::watch;
 
 use super::WorkQueue;
 use super::events::{self, EventKind, Source};
-use crate::api::status::{ApiError, FieldError};
 use crate::config::CrdBundle;
+use crate::error::{ApiError, FieldError};
 use crate::ops::{self, DeleteOptions, Propagation};
 use crate::resources::{GroupResource, ResourceType};
 use crate::state::State;

@@ -10,7 +10,7 @@ mod tests;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::api::status::FieldError;
+use crate::error::FieldError;
 use crate::resources::{Behavior, ResourceType};
 use crate::store::meta;
 

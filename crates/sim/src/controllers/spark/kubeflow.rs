@@ -677,7 +677,7 @@ pub(crate) fn validating_webhook(
     rt: &crate::resources::ResourceType,
     object: &Value,
     old: Option<&Value>,
-) -> Result<(), crate::api::status::ApiError> {
+) -> Result<(), crate::error::ApiError> {
     if rt.group != Kubeflow::GROUP
         || rt.resource != "sparkapplications"
         || !state.config.crd_bundles.contains(&CrdBundle::SparkKubeflow)
@@ -692,12 +692,9 @@ pub(crate) fn validating_webhook(
 /// the application and on the driver or executor, nor a denied `sparkConf` key, nor a
 /// `spark.kubernetes.namespace` other than the application's. A denial is answered as the API
 /// server answers any webhook's: 403 `admission webhook "<name>" denied the request: <why>`.
-pub(crate) fn admission(
-    object: &Value,
-    old: Option<&Value>,
-) -> Result<(), crate::api::status::ApiError> {
+pub(crate) fn admission(object: &Value, old: Option<&Value>) -> Result<(), crate::error::ApiError> {
     let deny = |why: String| {
-        Err(crate::api::status::ApiError::webhook_denied(
+        Err(crate::error::ApiError::webhook_denied(
             VALIDATING_WEBHOOK,
             &why,
         ))
