@@ -27,6 +27,7 @@ pub mod disruption;
 pub mod error;
 pub mod faults;
 pub mod kinds;
+mod nodes;
 pub mod ops;
 pub mod quantity;
 pub mod resources;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
-use super::container::{ContainerEvent, ContainerId, ContainerTask};
+use super::container::{ContainerEvent, ContainerId, ContainerTask, is_sidecar};
 use crate::ops::{self, DeleteOptions};
 use crate::resources::GroupResource;
 use crate::state::State;
@@ -413,11 +413,6 @@ fn merge_status(pod: &mut Value, ours: &Value, disruption_condition: Option<&Val
         status["nominatedNodeName"] = n;
     }
     pod["status"] = status;
-}
-
-/// Whether an init container is a native sidecar (`restartPolicy: Always`, Kubernetes 1.29+).
-pub(super) fn is_sidecar(spec: &Value) -> bool {
-    spec.get("restartPolicy").and_then(Value::as_str) == Some("Always")
 }
 
 /// Where a pod's containers report and what stops them.
