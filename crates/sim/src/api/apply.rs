@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
-use super::handlers::{Ctx, json_response, parse_body};
+use super::context::{Ctx, json_response, parse_body};
 use super::patch::apply_strategic;
 use super::request::flag;
 use crate::error::ApiError;

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod apply;
 pub mod builtin_schema;
+pub mod context;
 pub mod decode;
 pub mod discovery;
 pub mod handlers;
@@ -29,7 +30,7 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use serde_json::Value;
 
-use self::handlers::{Ctx, json_response};
+use self::context::{Ctx, json_response};
 use self::request::RequestInfo;
 use crate::auth::Identity;
 use crate::error::ApiError;

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::handlers::{Ctx, json_response, parse_body};
+use super::context::{Ctx, json_response, parse_body};
 use crate::auth::Identity;
 use crate::auth::rbac::{self, Attributes};
 use crate::error::ApiError;
