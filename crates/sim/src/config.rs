@@ -1,10 +1,12 @@
 //! The simulated cluster's options: [`SimConfig`] is the one place for all of them, and
 //! [`SimArgs`] is its command-line form (a clap `Args` a binary can flatten).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 /// Everything the simulated cluster can be told at start.
@@ -52,7 +54,7 @@ pub struct SimConfig {
     /// Every interval, backoff and delay of the controllers.
     pub timings: Timings,
     /// The simulated Spark operators (running when their CRD bundles are installed).
-    pub spark: crate::controllers::spark::SparkSimConfig,
+    pub spark: SparkSimConfig,
 }
 
 impl Default for SimConfig {
@@ -417,6 +419,83 @@ fn parse_taint(text: &str) -> Option<TaintConfig> {
         value: value.to_string(),
         effect: effect.to_string(),
     })
+}
+
+/// How the simulated Spark operators behave.
+#[derive(Clone, Debug)]
+pub struct SparkSimConfig {
+    /// Whether the operators create executor pods once the driver runs (as the driver would
+    /// request them from Kubernetes). Executors run the image's entrypoint with the argument
+    /// `executor`, and are deleted when the driver ends.
+    pub executors: bool,
+    /// How long the apache operator takes, after an attempt ended, to release its driver and
+    /// executors (the real operator does it on a later reconcile, about a second after). Log
+    /// followers read the driver's last lines meanwhile.
+    pub release_delay: Duration,
+    /// Faults the operators suffer; shared by every clone of this configuration, so a test can
+    /// change them while the cluster runs.
+    pub faults: SparkFaults,
+}
+
+impl Default for SparkSimConfig {
+    fn default() -> Self {
+        SparkSimConfig {
+            executors: true,
+            release_delay: Duration::from_secs(1),
+            faults: SparkFaults::default(),
+        }
+    }
+}
+
+/// A way a simulated operator misbehaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SparkFault {
+    /// The operator leaves applications alone: no status, no finalizer, no driver (an operator
+    /// that is down, or does not watch the namespace).
+    NoStatus,
+    /// The operator writes a status that is not its own shape (`{"phase": "Running"}`, as a
+    /// newer or different operator might) and does nothing else.
+    UnreadableStatus,
+    /// Once the driver runs, the operator reports the application failed and keeps the driver
+    /// running (the apache operator retaining the resources of a failed application, the
+    /// Kubeflow operator giving up on a driver it lost track of).
+    FailWithDriverRunning,
+}
+
+/// The faults the simulated operators suffer, changeable while the cluster runs: one for every
+/// application, or one for the applications of a name.
+#[derive(Clone, Debug, Default)]
+pub struct SparkFaults {
+    faults: Arc<Mutex<Faults>>,
+}
+
+#[derive(Debug, Default)]
+struct Faults {
+    all: Option<SparkFault>,
+    by_name: HashMap<String, SparkFault>,
+}
+
+impl SparkFaults {
+    /// Makes both operators suffer `fault` with every application from now on (`None`: behave).
+    pub fn set(&self, fault: Option<SparkFault>) {
+        self.faults.lock().all = fault;
+    }
+
+    /// Makes both operators suffer `fault` with the applications named `name` (`None`: behave
+    /// as for the others).
+    pub fn set_for(&self, name: &str, fault: Option<SparkFault>) {
+        let mut faults = self.faults.lock();
+        match fault {
+            Some(fault) => faults.by_name.insert(name.to_string(), fault),
+            None => faults.by_name.remove(name),
+        };
+    }
+
+    /// The fault in force for the application `name`.
+    pub fn get(&self, name: &str) -> Option<SparkFault> {
+        let faults = self.faults.lock();
+        faults.by_name.get(name).copied().or(faults.all)
+    }
 }
 
 #[cfg(test)]

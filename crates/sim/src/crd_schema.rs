@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::api::status::{ApiError, FieldError};
+use crate::error::{ApiError, FieldError};
 use crate::resources::{Behavior, GroupResource, ResourceType};
 use crate::state::State;
 use crate::store::ObjectKey;

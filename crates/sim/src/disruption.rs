@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::api::status::ApiError;
 use crate::controllers::kubelet::pod::Disruption;
 use crate::controllers::scheduler::set_condition;
+use crate::error::ApiError;
 use crate::ops::{self, DeleteOptions, Propagation};
 use crate::resources::GroupResource;
 use crate::state::State;
@@ -261,7 +261,7 @@ pub fn drain_node(state: &State, name: &str) -> Result<(), ApiError> {
 pub fn restore_node(state: &State, name: &str) -> Result<(), ApiError> {
     let now = meta::now();
     ops::mutate(state, &node_key(name), |node| {
-        *node = crate::cluster::node_object(state, name, node);
+        *node = crate::nodes::node_object(state, name, node);
         if let Some(list) = node
             .pointer_mut("/status/conditions")
             .and_then(Value::as_array_mut)

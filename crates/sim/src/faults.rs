@@ -1,14 +1,14 @@
 //! Fault injection and request counting. Rules match requests by verb, resource, namespace
 //! and identity and fail them, delay or hold them, drop the connection, or commit a write and
 //! lose the response. Open watches can be stalled, cut or expired. Counters record every request by
-//! verb, resource and identity.
+//! verb, resource and identity. The listening socket can be taken down for a while or restarted.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 
 /// What a matching request suffers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -344,6 +344,59 @@ impl Counters {
     /// Sets every counter back to zero.
     pub fn reset(&self) {
         self.counts.lock().clear();
+    }
+}
+
+/// A command to the accept loop.
+#[derive(Clone, Debug)]
+pub(crate) enum SocketCommand {
+    /// Close the socket and every connection and stay down for `down_for` (a new command
+    /// while down replaces what is left of it).
+    Down {
+        down_for: Duration,
+        forget_watch_history: bool,
+    },
+    /// Listen again now, if down.
+    Up,
+}
+
+/// Control of the listening socket (carried out by `server.rs`): go down for a while, restart. Commands are queued and
+/// carried out in order (going down and coming back at once still drops every connection).
+pub struct SocketControl {
+    tx: mpsc::UnboundedSender<SocketCommand>,
+    rx: parking_lot::Mutex<Option<mpsc::UnboundedReceiver<SocketCommand>>>,
+}
+
+impl Default for SocketControl {
+    fn default() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        SocketControl {
+            tx,
+            rx: parking_lot::Mutex::new(Some(rx)),
+        }
+    }
+}
+
+impl SocketControl {
+    /// Closes the socket and every connection, stays down for `down_for`, then listens again on
+    /// the same port. `forget_watch_history` makes it a restart: watches resuming from earlier
+    /// resourceVersions get 410, as after a real API server restart.
+    pub fn go_down(&self, down_for: Duration, forget_watch_history: bool) {
+        // The accept loop holds the receiver for as long as the server runs.
+        let _ = self.tx.send(SocketCommand::Down {
+            down_for,
+            forget_watch_history,
+        });
+    }
+
+    /// Ends a period of being down now (nothing happens while up).
+    pub fn come_back(&self) {
+        let _ = self.tx.send(SocketCommand::Up);
+    }
+
+    /// The commands, for the one accept loop.
+    pub(crate) fn take_commands(&self) -> Option<mpsc::UnboundedReceiver<SocketCommand>> {
+        self.rx.lock().take()
     }
 }
 

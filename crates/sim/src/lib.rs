@@ -11,10 +11,13 @@
 //! Because the kubelet runs commands on this machine, the cluster listens on 127.0.0.1 only and
 //! requires the bearer token it writes into its kubeconfig unless `SimConfig::auth` is off.
 //!
-//! Layout: [`api`] (routing, discovery, errors, patches, selectors, watch, logs, tables),
+//! Layout: [`api`] (routing, discovery, Status answers, patches, selectors, watch, logs,
+//! tables), [`error`] (the Rust API's errors and the Kubernetes API errors of operations),
 //! [`store`] (objects and history), [`ops`] (create/update/delete semantics), [`kinds`]
-//! (per-kind defaults and validation), [`controllers`] (job, scheduler, kubelet, gc),
-//! [`auth`] (tokens, RBAC), [`faults`], [`config`], [`server`], [`cluster`].
+//! (per-kind defaults and validation, admission webhooks included), [`controllers`] (job,
+//! scheduler, kubelet, gc), [`auth`] (tokens, RBAC), [`faults`], [`config`], [`server`],
+//! [`cluster`]. Modules import each other as a tree: the domain ([`ops`], [`kinds`],
+//! [`controllers`]) never imports [`api`], and [`config`] imports none of what it configures.
 
 pub mod api;
 pub mod auth;
@@ -27,6 +30,7 @@ pub mod disruption;
 pub mod error;
 pub mod faults;
 pub mod kinds;
+mod nodes;
 pub mod ops;
 pub mod quantity;
 pub mod resources;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use crate::api::status::ApiError;
-use crate::controllers::spark::kubeflow;
 use crate::crd_schema::CrdSchema;
+use crate::error::ApiError;
 use crate::kinds;
+use crate::kinds::spark_application;
 use crate::resources::{Behavior, GroupResource, ResourceType, type_from_crd};
 use crate::state::State;
 use crate::store::{Change, ObjectKey, StoreError, meta};
@@ -220,7 +220,7 @@ pub fn create(
                 &rt.kind,
                 &rt.group,
                 "",
-                &[crate::api::status::FieldError::required(
+                &[crate::error::FieldError::required(
                     "metadata.name",
                     "name or generateName is required",
                 )],
@@ -251,7 +251,7 @@ pub fn create(
         m.remove("generation");
     }
     kinds::prepare_create(rt, &mut object);
-    crate::controllers::jobset::mutating_webhook(state, rt, &mut object);
+    kinds::jobset::mutating_webhook(&state.config, rt, &mut object);
     CrdSchema::lookup(state, rt, version).admit(rt, &mut object, None)?;
     let errors = kinds::validate(rt, &object, None);
     if !errors.is_empty() {
@@ -259,8 +259,8 @@ pub fn create(
     }
     namespace_admission(state, rt, namespace, &admitted_name)?;
     service_account_admission(state, rt, namespace, &object, &admitted_name)?;
-    kubeflow::validating_webhook(state, rt, &object, None)?;
-    crate::controllers::jobset::validating_webhook(state, rt, &object)?;
+    spark_application::validating_webhook(&state.config, rt, &object, None)?;
+    kinds::jobset::validating_webhook(&state.config, rt, &object)?;
     let key = ObjectKey::new(
         rt.group_resource(),
         if rt.namespaced { namespace } else { "" },
@@ -415,7 +415,7 @@ pub fn update(
                     &rt.kind,
                     &rt.group,
                     &key.name,
-                    &[crate::api::status::FieldError::forbidden(
+                    &[crate::error::FieldError::forbidden(
                         "metadata.finalizers",
                         &format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
                     )],
@@ -428,7 +428,7 @@ pub fn update(
             if !errors.is_empty() {
                 return Err(ApiError::invalid(&rt.kind, &rt.group, &key.name, &errors));
             }
-            kubeflow::validating_webhook(state, rt, &new, Some(old))?;
+            spark_application::validating_webhook(&state.config, rt, &new, Some(old))?;
         }
         if rt.has_generation && kinds::spec_changed(&new, old) {
             let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);

@@ -13,68 +13,15 @@ use axum::response::IntoResponse;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tower::ServiceExt;
 
 use crate::api::request::RequestInfo;
-use crate::api::status::ApiError;
 use crate::api::{self, StallWatch};
 use crate::auth::rbac::{self, Attributes};
-use crate::faults::{FaultAction, RequestFacts};
+use crate::error::ApiError;
+use crate::faults::{FaultAction, RequestFacts, SocketCommand};
 use crate::state::State;
-
-/// A command to the accept loop.
-#[derive(Clone, Debug)]
-enum Command {
-    /// Close the socket and every connection and stay down for `down_for` (a new command
-    /// while down replaces what is left of it).
-    Down {
-        down_for: Duration,
-        forget_watch_history: bool,
-    },
-    /// Listen again now, if down.
-    Up,
-}
-
-/// Control of the listening socket: go down for a while, restart. Commands are queued and
-/// carried out in order (going down and coming back at once still drops every connection).
-pub struct Control {
-    tx: mpsc::UnboundedSender<Command>,
-    rx: parking_lot::Mutex<Option<mpsc::UnboundedReceiver<Command>>>,
-}
-
-impl Default for Control {
-    fn default() -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
-        Control {
-            tx,
-            rx: parking_lot::Mutex::new(Some(rx)),
-        }
-    }
-}
-
-impl Control {
-    /// Closes the socket and every connection, stays down for `down_for`, then listens again on
-    /// the same port. `forget_watch_history` makes it a restart: watches resuming from earlier
-    /// resourceVersions get 410, as after a real API server restart.
-    pub fn go_down(&self, down_for: Duration, forget_watch_history: bool) {
-        // The accept loop holds the receiver for as long as the server runs.
-        let _ = self.tx.send(Command::Down {
-            down_for,
-            forget_watch_history,
-        });
-    }
-
-    /// Ends a period of being down now (nothing happens while up).
-    pub fn come_back(&self) {
-        let _ = self.tx.send(Command::Up);
-    }
-
-    /// The commands, for the one accept loop.
-    fn take_commands(&self) -> Option<mpsc::UnboundedReceiver<Command>> {
-        self.rx.lock().take()
-    }
-}
 
 const PUBLIC_PATHS: &[&str] = &["/version", "/version/", "/healthz", "/livez", "/readyz"];
 
@@ -256,10 +203,10 @@ pub async fn serve(state: Arc<State>, listener: TcpListener, mut shutdown: watch
                     return;
                 }
                 command = commands.recv() => match command {
-                    Some(Command::Down { down_for, forget_watch_history }) => {
+                    Some(SocketCommand::Down { down_for, forget_watch_history }) => {
                         break (down_for, forget_watch_history);
                     }
-                    Some(Command::Up) => continue,
+                    Some(SocketCommand::Up) => continue,
                     None => {
                         close_tx.send_replace(true);
                         return;
@@ -286,13 +233,13 @@ pub async fn serve(state: Arc<State>, listener: TcpListener, mut shutdown: watch
             tokio::select! {
                 _ = tokio::time::sleep(down_for) => break,
                 command = commands.recv() => match command {
-                    Some(Command::Down { down_for: more, forget_watch_history }) => {
+                    Some(SocketCommand::Down { down_for: more, forget_watch_history }) => {
                         if forget_watch_history {
                             state.store.compact();
                         }
                         down_for = more;
                     }
-                    Some(Command::Up) => break,
+                    Some(SocketCommand::Up) => break,
                     None => return,
                 },
                 _ = shutdown.changed() => return,

@@ -8,12 +8,11 @@ use tokio::sync::broadcast;
 
 use crate::auth::Authenticator;
 use crate::config::SimConfig;
-use crate::controllers::kubelet::Kubelet;
 use crate::controllers::kubelet::logs::LogStore;
 use crate::controllers::kubelet::process::ProcessTable;
-use crate::faults::{Counters, Faults, WatchControl};
+use crate::controllers::kubelet::workers::Kubelet;
+use crate::faults::{Counters, Faults, SocketControl, WatchControl};
 use crate::resources::Registry;
-use crate::server::Control;
 use crate::store::Store;
 
 /// Everything the server, the controllers and the Rust API share.
@@ -37,7 +36,7 @@ pub struct State {
     /// The kubelet's pod workers and down nodes.
     pub kubelet: Kubelet,
     /// Control of the listening socket.
-    pub control: Control,
+    pub control: SocketControl,
     /// Commands to open watch streams (stall, cut, expire).
     pub watch_control: broadcast::Sender<WatchControl>,
     /// TLS material when HTTPS is served.
@@ -64,7 +63,7 @@ impl State {
             logs: LogStore::new(config.log_limit_bytes),
             processes: ProcessTable::default(),
             kubelet: Kubelet::default(),
-            control: Control::default(),
+            control: SocketControl::default(),
             watch_control,
             tls,
             event_names: parking_lot::Mutex::new(std::collections::HashMap::new()),

@@ -3,7 +3,7 @@
 
 use jiff::Timestamp;
 
-use super::mapping::{Progress, Reading, ReadingKind, Verdict};
+use super::reading::{Progress, Reading, ReadingKind, Verdict};
 use super::view::{ApacheState, ApacheStatus, ApacheSummary, RestartPolicyView, SparkAppView};
 use crate::container::view::ContainerStateView;
 use crate::status::Reason;

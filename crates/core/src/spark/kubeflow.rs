@@ -1,7 +1,7 @@
 //! Reading the Kubeflow operator's status (`sparkoperator.k8s.io`): only COMPLETED and FAILED
 //! are terminal; every other state is on the way to one of them.
 
-use super::mapping::{ExitHint, Progress, Reading, ReadingKind, Verdict};
+use super::reading::{ExitHint, Progress, Reading, ReadingKind, Verdict};
 use super::view::{KubeflowState, KubeflowStatus, RestartPolicyView, SparkAppView};
 use crate::status::Reason;
 

@@ -13,6 +13,7 @@ mod apache;
 mod kubeflow;
 mod mapping;
 mod operator;
+mod reading;
 mod view;
 
 #[cfg(test)]

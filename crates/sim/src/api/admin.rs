@@ -26,9 +26,9 @@ use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use serde_json::json;
 
-use super::status::ApiError;
 use crate::auth::Identity;
 use crate::disruption;
+use crate::error::ApiError;
 use crate::faults::{FaultRule, WatchControl};
 use crate::state::State;
 

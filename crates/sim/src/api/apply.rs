@@ -10,10 +10,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
-use super::handlers::{Ctx, json_response, parse_body};
+use super::context::{Ctx, json_response, parse_body};
 use super::patch::apply_strategic;
 use super::request::flag;
-use super::status::ApiError;
+use crate::error::ApiError;
 use crate::ops::{self, Subresource};
 use crate::store::{ObjectKey, meta};
 

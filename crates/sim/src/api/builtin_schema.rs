@@ -14,17 +14,6 @@ use serde_json::Value;
 
 use super::openapi_schema::{ROOTS, STRUCTS};
 
-/// A Go struct of the API: its type as Go prints it (`v1.JobSpec`) and its fields, each a JSON
-/// name and a shape: `string`, `bool`, `int32`, `int64`, `float64`, `bytes`, `quantity`,
-/// `intorstring`, `time`, `any`, `@N` (struct N), `[]S`, `map[string]S`.
-#[derive(Debug)]
-pub struct Struct {
-    /// The Go type, package-qualified.
-    pub go: &'static str,
-    /// The fields: (JSON name, shape).
-    pub fields: &'static [(&'static str, &'static str)],
-}
-
 /// The struct index of a built-in kind, if the schema knows it.
 pub fn root(api_version: &str, kind: &str) -> Option<usize> {
     ROOTS

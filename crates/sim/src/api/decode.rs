@@ -10,7 +10,7 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::builtin_schema;
-use super::status::{ApiError, FieldError};
+use crate::error::{ApiError, FieldError};
 use crate::resources::{Behavior, ResourceType};
 use crate::state::State;
 

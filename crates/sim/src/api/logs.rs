@@ -12,10 +12,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::handlers::Ctx;
+use super::context::Ctx;
 use super::request::flag;
-use super::status::ApiError;
 use crate::controllers::kubelet::logs::{LogLine, RunLog};
+use crate::error::ApiError;
 use crate::store::meta;
 
 struct Options {

@@ -3,15 +3,18 @@
 pub mod admin;
 pub mod apply;
 pub mod builtin_schema;
+pub mod context;
 pub mod decode;
 pub mod discovery;
 pub mod handlers;
 pub mod logs;
 pub mod openapi_schema;
+pub mod openapi_types;
 pub mod output;
 pub mod patch;
 pub mod protobuf;
 pub mod protobuf_schema;
+pub mod protobuf_types;
 pub mod request;
 pub mod reviews;
 pub mod selectors;
@@ -29,10 +32,10 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use serde_json::Value;
 
-use self::handlers::{Ctx, json_response};
+use self::context::{Ctx, json_response};
 use self::request::RequestInfo;
-use self::status::ApiError;
 use crate::auth::Identity;
+use crate::error::ApiError;
 use crate::state::State;
 
 /// Set on a watch request that a fault rule stalls.

@@ -3,7 +3,7 @@
 //! k8s-openapi 0.29 `v1_33` sources, which k8s-openapi generates from that schema; do not edit
 //! by hand).
 
-use super::builtin_schema::Struct;
+use super::openapi_types::Struct;
 
 /// Top-level kinds: (apiVersion, kind, struct index).
 pub static ROOTS: &[(&str, &str, usize)] = &[

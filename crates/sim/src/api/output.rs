@@ -5,21 +5,10 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 
-use super::status::ApiError;
-use super::table;
+use super::table::{self, IncludeObject, partial_metadata};
+use crate::error::ApiError;
 use crate::ops::convert;
 use crate::resources::ResourceType;
-
-/// Which object in a Table row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IncludeObject {
-    /// No object.
-    None,
-    /// PartialObjectMetadata (the default).
-    Metadata,
-    /// The full object.
-    Object,
-}
 
 /// The representation a client asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,15 +65,6 @@ impl Output {
             Output::Metadata => "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
         }
     }
-}
-
-/// An object's PartialObjectMetadata.
-pub fn partial_metadata(object: &Value) -> Value {
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    })
 }
 
 /// One object in the asked representation (a get, or a watch event).

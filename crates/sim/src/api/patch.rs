@@ -4,7 +4,7 @@
 use json_patch::{PatchErrorKind, PatchOperation};
 use serde_json::{Map, Value};
 
-use super::status::ApiError;
+use crate::error::ApiError;
 
 /// The patch types, by content type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,10 +7,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::handlers::{Ctx, json_response, parse_body};
-use super::status::ApiError;
+use super::context::{Ctx, json_response, parse_body};
 use crate::auth::Identity;
 use crate::auth::rbac::{self, Attributes};
+use crate::error::ApiError;
 use crate::resources::Behavior;
 use crate::store::meta;
 
@@ -59,7 +59,7 @@ fn access(ctx: &Ctx, identity: &Identity, review: Value) -> Result<Response, Api
             &ctx.rt.kind,
             &ctx.rt.group,
             "",
-            &[super::status::FieldError::required(
+            &[crate::error::FieldError::required(
                 "spec.resourceAttributes",
                 "exactly one of nonResourceAttributes or resourceAttributes must be specified",
             )],

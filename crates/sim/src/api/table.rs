@@ -4,9 +4,28 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::output::{IncludeObject, partial_metadata};
 use crate::resources::{Behavior, ResourceType};
 use crate::store::meta;
+
+/// Which object in a Table row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IncludeObject {
+    /// No object.
+    None,
+    /// PartialObjectMetadata (the default).
+    Metadata,
+    /// The full object.
+    Object,
+}
+
+/// An object's PartialObjectMetadata.
+pub fn partial_metadata(object: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
 
 struct Column {
     name: &'static str,

@@ -17,7 +17,7 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::output::Output;
 use super::selectors::{FieldSelector, LabelSelector};
-use super::status::ApiError;
+use crate::error::ApiError;
 use crate::faults::WatchControl;
 use crate::ops::convert;
 use crate::resources::ResourceType;
@@ -185,7 +185,7 @@ impl Watcher {
     }
 
     async fn send_gone(&self, message: String) {
-        let status = ApiError::gone(message).to_status();
+        let status = super::status::failure_status(&ApiError::gone(message));
         // The stream ends right after; a closed receiver changes nothing.
         let _ = self
             .send_line("ERROR", Bytes::from(status.to_string()))

@@ -11,7 +11,7 @@ fn schema(compact: Value) -> Value {
     root
 }
 
-fn lines(errors: &[crate::api::status::FieldError]) -> Vec<String> {
+fn lines(errors: &[crate::error::FieldError]) -> Vec<String> {
     errors.iter().map(|e| e.line()).collect()
 }
 

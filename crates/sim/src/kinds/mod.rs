@@ -2,7 +2,9 @@
 //! create, validation on create and update, and what an update may change.
 
 mod job;
+pub(crate) mod jobset;
 mod pod;
+pub(crate) mod spark_application;
 
 #[cfg(test)]
 mod tests;
@@ -10,7 +12,7 @@ mod tests;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::api::status::FieldError;
+use crate::error::FieldError;
 use crate::resources::{Behavior, ResourceType};
 use crate::store::meta;
 
@@ -24,6 +26,26 @@ pub fn is_dns_label(s: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
+}
+
+/// Why `name` is not a DNS-1035 label, in Kubernetes' words (`IsDNS1035Label`).
+pub(crate) fn dns1035_problem(name: &str) -> Option<String> {
+    let mut problems = Vec::new();
+    if name.len() > 63 {
+        problems.push("must be no more than 63 characters".to_string());
+    }
+    let bytes = name.as_bytes();
+    let valid = bytes.first().is_some_and(u8::is_ascii_lowercase)
+        && bytes
+            .last()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+    if !valid {
+        problems.push("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string());
+    }
+    (!problems.is_empty()).then(|| problems.join(", "))
 }
 
 /// Whether a name is a DNS-1123 subdomain.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::is_dns_label;
-use crate::api::status::FieldError;
+use crate::error::FieldError;
 use crate::quantity;
 
 fn image_pull_policy(image: &str) -> &'static str {

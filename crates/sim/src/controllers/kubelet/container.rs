@@ -633,7 +633,7 @@ impl ContainerTask {
                 break;
             }
             // A sidecar is restarted whatever it exited with, until the pod stops it.
-            let sidecar = self.id.init && super::pod::is_sidecar(&self.spec);
+            let sidecar = self.id.init && is_sidecar(&self.spec);
             let restart = match (self.id.init, self.restart_policy.as_str()) {
                 _ if sidecar => true,
                 (true, "Never") => false,
@@ -681,4 +681,9 @@ async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
+}
+
+/// Whether an init container is a native sidecar (`restartPolicy: Always`, Kubernetes 1.29+).
+pub(super) fn is_sidecar(spec: &Value) -> bool {
+    spec.get("restartPolicy").and_then(Value::as_str) == Some("Always")
 }

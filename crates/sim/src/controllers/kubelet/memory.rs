@@ -12,9 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
-use tokio::sync::{Notify, watch};
-
-use crate::state::State;
+use tokio::sync::Notify;
 
 struct Limit {
     bytes: u64,
@@ -49,8 +47,18 @@ impl MemoryWatch {
         self.limits.lock().remove(&pgid);
     }
 
+    /// The process groups watched now.
+    pub(super) fn groups(&self) -> Vec<i32> {
+        self.limits.lock().keys().copied().collect()
+    }
+
+    /// Notified when a group is added.
+    pub(super) fn added(&self) -> &Notify {
+        &self.added
+    }
+
     /// In each group over its limit, kills the biggest process, given their usage.
-    fn enforce(&self, usage: &HashMap<i32, GroupUsage>) {
+    pub(super) fn enforce(&self, usage: &HashMap<i32, GroupUsage>) {
         let limits = self.limits.lock();
         for (pgid, used) in usage {
             if let Some(limit) = limits.get(pgid)
@@ -129,30 +137,6 @@ fn status_rss_bytes(status: &str) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// Enforces memory limits until shutdown.
-pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
-    let watch = &state.kubelet.memory;
-    let interval = state.config.timings.oom_poll_interval;
-    loop {
-        let added = watch.added.notified();
-        let groups: Vec<i32> = watch.limits.lock().keys().copied().collect();
-        if groups.is_empty() {
-            tokio::select! {
-                _ = shutdown.changed() => return,
-                _ = added => continue,
-            }
-        }
-        match state.kubelet.on_host(move || groups_usage(&groups)).await {
-            Ok(usage) => watch.enforce(&usage),
-            Err(error) => tracing::warn!(message = "cannot read memory usage", %error),
-        }
-        tokio::select! {
-            _ = shutdown.changed() => return,
-            _ = tokio::time::sleep(interval) => {}
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,7 +165,7 @@ mod tests {
             .expect("sleep starts");
         let pgid = child.id() as i32;
         let usage = groups_usage(&[pgid]);
-        super::super::process::signal_group(pgid, Signal::SIGKILL);
+        let _ = nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL);
         let _ = child.wait();
         let group = usage.get(&pgid).copied().unwrap_or_default();
         assert!(group.total > 0, "{usage:?}");

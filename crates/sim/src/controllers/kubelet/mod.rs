@@ -15,111 +15,19 @@ pub mod memory;
 pub mod pod;
 pub mod process;
 pub mod termination;
+pub mod workers;
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 
-use self::pod::{Disruption, PodUpdate, PodWorker};
+use self::pod::PodWorker;
+pub use self::workers::Kubelet;
+use self::workers::{PodUpdate, Worker};
 use crate::resources::GroupResource;
 use crate::state::State;
 use crate::store::{EventType, meta};
-
-struct Worker {
-    updates: watch::Sender<PodUpdate>,
-    disruptions: mpsc::Sender<Disruption>,
-    node: String,
-}
-
-/// How many blocking host operations (directories, files, process starts) run at once.
-const HOST_WORKERS: usize = 8;
-
-/// The kubelet's bookkeeping: one worker per pod, and the nodes that are down.
-pub struct Kubelet {
-    workers: Mutex<HashMap<String, Worker>>,
-    /// Pods whose worker has ended (by uid): a change of the pod that arrives late (from
-    /// before its end) must not start it again.
-    finished: Mutex<HashSet<String>>,
-    down: Mutex<HashSet<String>>,
-    /// The containers with a memory limit.
-    pub memory: memory::MemoryWatch,
-    host: Semaphore,
-}
-
-impl Default for Kubelet {
-    fn default() -> Self {
-        Kubelet {
-            workers: Mutex::default(),
-            finished: Mutex::default(),
-            down: Mutex::default(),
-            memory: memory::MemoryWatch::default(),
-            host: Semaphore::new(HOST_WORKERS),
-        }
-    }
-}
-
-impl Kubelet {
-    /// Runs blocking work on the host (directories, files, process starts) on a blocking
-    /// thread, a few at a time: a burst of pods must neither block the runtime's worker
-    /// threads nor start hundreds of threads.
-    pub async fn on_host<T: Send + 'static>(
-        &self,
-        work: impl FnOnce() -> T + Send + 'static,
-    ) -> std::io::Result<T> {
-        // The semaphore is never closed.
-        let _permit = self.host.acquire().await.map_err(std::io::Error::other)?;
-        tokio::task::spawn_blocking(work)
-            .await
-            .map_err(std::io::Error::other)
-    }
-
-    /// Sends a disruption to the worker of a pod; false when no worker runs it.
-    pub fn disrupt(&self, pod_uid: &str, disruption: Disruption) -> bool {
-        let sender = self
-            .workers
-            .lock()
-            .get(pod_uid)
-            .map(|w| w.disruptions.clone());
-        match sender {
-            Some(s) => s.try_send(disruption).is_ok(),
-            None => false,
-        }
-    }
-
-    /// Forgets the worker of a pod that has reached its end (its entry would keep an old
-    /// version of the pod alive for as long as the pod is stored).
-    pub fn finish(&self, pod_uid: &str) {
-        let mut workers = self.workers.lock();
-        workers.remove(pod_uid);
-        self.finished.lock().insert(pod_uid.to_string());
-    }
-
-    /// The uids of the pods running on a node.
-    pub fn pods_on(&self, node: &str) -> Vec<String> {
-        self.workers
-            .lock()
-            .iter()
-            .filter(|(_, w)| w.node == node)
-            .map(|(uid, _)| uid.clone())
-            .collect()
-    }
-
-    /// Marks a node down (its kubelet stops acting) or up again.
-    pub fn set_down(&self, node: &str, down: bool) {
-        if down {
-            self.down.lock().insert(node.to_string());
-        } else {
-            self.down.lock().remove(node);
-        }
-    }
-
-    fn is_down(&self, node: &str) -> bool {
-        self.down.lock().contains(node)
-    }
-}
 
 fn handle_pod(state: &Arc<State>, pod: &Arc<Value>, deleted: bool) {
     let Some(uid) = meta::uid(pod).map(str::to_string) else {
@@ -191,7 +99,7 @@ fn handle_pod(state: &Arc<State>, pod: &Arc<Value>, deleted: bool) {
 pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
     let pods = GroupResource::new("", "pods");
     let mut rx = state.store.follow();
-    tokio::spawn(memory::run(state.clone(), shutdown.clone()));
+    tokio::spawn(enforce_memory_limits(state.clone(), shutdown.clone()));
     let (current, _) = state.store.list(&pods, None);
     for pod in current {
         handle_pod(&state, &pod, false);
@@ -206,6 +114,34 @@ pub async fn run(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
                 Some(_) => {}
                 None => return,
             }
+        }
+    }
+}
+
+/// Enforces memory limits until shutdown (see [`memory`]).
+async fn enforce_memory_limits(state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
+    let watch = &state.kubelet.memory;
+    let interval = state.config.timings.oom_poll_interval;
+    loop {
+        let added = watch.added().notified();
+        let groups = watch.groups();
+        if groups.is_empty() {
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = added => continue,
+            }
+        }
+        match state
+            .kubelet
+            .on_host(move || memory::groups_usage(&groups))
+            .await
+        {
+            Ok(usage) => watch.enforce(&usage),
+            Err(error) => tracing::warn!(message = "cannot read memory usage", %error),
+        }
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            _ = tokio::time::sleep(interval) => {}
         }
     }
 }

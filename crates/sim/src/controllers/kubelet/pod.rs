@@ -12,35 +12,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
-use super::container::{ContainerEvent, ContainerId, ContainerTask};
+use super::container::{ContainerEvent, ContainerId, ContainerTask, is_sidecar};
+pub use super::workers::{Disruption, PodUpdate};
 use crate::ops::{self, DeleteOptions};
 use crate::resources::GroupResource;
 use crate::state::State;
 use crate::store::{ObjectKey, meta};
-
-/// The latest view of a pod, sent to its worker.
-#[derive(Clone, Debug)]
-pub struct PodUpdate {
-    /// The pod.
-    pub pod: Arc<Value>,
-    /// The pod is gone from the store (force deletion).
-    pub removed: bool,
-}
-
-/// Why the kubelet ends a pod early.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Disruption {
-    /// `status.reason` (`Evicted`, `NodeLost`, `DeadlineExceeded`).
-    pub reason: String,
-    /// `status.message`.
-    pub message: String,
-    /// A DisruptionTarget condition (reason, message), if the disruption sets one.
-    pub condition: Option<(String, String)>,
-    /// Grace period.
-    pub grace: Duration,
-    /// Stop without reporting anything (the node is gone).
-    pub silent: bool,
-}
 
 struct ContainerState {
     name: String,
@@ -413,11 +390,6 @@ fn merge_status(pod: &mut Value, ours: &Value, disruption_condition: Option<&Val
         status["nominatedNodeName"] = n;
     }
     pod["status"] = status;
-}
-
-/// Whether an init container is a native sidecar (`restartPolicy: Always`, Kubernetes 1.29+).
-pub(super) fn is_sidecar(spec: &Value) -> bool {
-    spec.get("restartPolicy").and_then(Value::as_str) == Some("Always")
 }
 
 /// Where a pod's containers report and what stops them.

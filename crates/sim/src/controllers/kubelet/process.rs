@@ -21,7 +21,7 @@ use nix::unistd::Pid;
 use parking_lot::Mutex;
 use tokio::net::unix::pipe;
 
-use super::Kubelet;
+use super::workers::Kubelet;
 
 /// Live process groups.
 #[derive(Default)]

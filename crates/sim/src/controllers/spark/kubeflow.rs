@@ -26,6 +26,8 @@ use serde_json::{Map, Value, json};
 use super::pods::{self, DriverState, PodPlan};
 use super::{Ctx, Operator, SparkFault, remaining, time_of, write_status};
 use crate::config::CrdBundle;
+use crate::kinds::spark_application::KUBEFLOW_GROUP;
+pub use crate::kinds::spark_application::{DENIED_SPARK_CONF, VALIDATING_WEBHOOK};
 use crate::store::{ObjectKey, meta};
 
 /// The label naming a pod's SparkApplication.
@@ -69,7 +71,7 @@ pub struct Kubeflow;
 
 impl Operator for Kubeflow {
     const BUNDLE: CrdBundle = CrdBundle::SparkKubeflow;
-    const GROUP: &'static str = "sparkoperator.k8s.io";
+    const GROUP: &'static str = KUBEFLOW_GROUP;
     const APP_NAME_LABEL: &'static str = APP_NAME_LABEL;
     const SERVICE_ACCOUNT: &'static str = "spark-operator-spark";
 
@@ -609,152 +611,4 @@ fn executor_states(executors: &[std::sync::Arc<Value>]) -> Value {
             .map(|e| (meta::name(e).to_string(), json!(executor_state(e))))
             .collect(),
     )
-}
-
-/// The name of the operator's validating webhook for SparkApplications, as its Helm chart
-/// registers it (`webhook.enable` is on by default).
-pub const VALIDATING_WEBHOOK: &str =
-    "validate-sparkoperator-k8s-io-v1beta2-sparkapplication.sparkoperator.k8s.io";
-
-/// The `sparkConf` keys the operator's webhook denies, with its reason for each
-/// (`internal/webhook/sparkconf_validator.go` of kubeflow/spark-operator).
-pub const DENIED_SPARK_CONF: [(&str, &str); 13] = [
-    (
-        "spark.kubernetes.authenticate.driver.serviceAccountName",
-        "configure the service account via the CRD spec instead",
-    ),
-    (
-        "spark.kubernetes.authenticate.executor.serviceAccountName",
-        "configure the service account via the CRD spec instead",
-    ),
-    (
-        "spark.kubernetes.authenticate.oauthTokenFile",
-        "authentication credentials are managed by the operator",
-    ),
-    (
-        "spark.kubernetes.authenticate.oauthToken",
-        "authentication credentials are managed by the operator",
-    ),
-    (
-        "spark.kubernetes.authenticate.driver.oauthTokenFile",
-        "authentication credentials are managed by the operator",
-    ),
-    (
-        "spark.kubernetes.authenticate.driver.oauthToken",
-        "authentication credentials are managed by the operator",
-    ),
-    (
-        "spark.kubernetes.authenticate.executor.oauthTokenFile",
-        "authentication credentials are managed by the operator",
-    ),
-    (
-        "spark.kubernetes.authenticate.executor.oauthToken",
-        "authentication credentials are managed by the operator",
-    ),
-    ("spark.master", "this value is managed by the operator"),
-    (
-        "spark.kubernetes.driver.master",
-        "this value is managed by the operator",
-    ),
-    (
-        "spark.kubernetes.container.image",
-        "use the image field on the CRD instead",
-    ),
-    (
-        "spark.kubernetes.driver.container.image",
-        "use the image field on the CRD instead",
-    ),
-    (
-        "spark.kubernetes.executor.container.image",
-        "use the image field on the CRD instead",
-    ),
-];
-
-/// Runs the operator's validating webhook when the write is a Kubeflow SparkApplication's (not
-/// its status) and the operator is installed.
-pub(crate) fn validating_webhook(
-    state: &crate::state::State,
-    rt: &crate::resources::ResourceType,
-    object: &Value,
-    old: Option<&Value>,
-) -> Result<(), crate::api::status::ApiError> {
-    if rt.group != Kubeflow::GROUP
-        || rt.resource != "sparkapplications"
-        || !state.config.crd_bundles.contains(&CrdBundle::SparkKubeflow)
-    {
-        return Ok(());
-    }
-    admission(object, old)
-}
-
-/// The operator's validating webhook on a SparkApplication create or update (`old`): the name
-/// must be a DNS-1035 label, the spec (when it changed) may not set a node selector both on
-/// the application and on the driver or executor, nor a denied `sparkConf` key, nor a
-/// `spark.kubernetes.namespace` other than the application's. A denial is answered as the API
-/// server answers any webhook's: 403 `admission webhook "<name>" denied the request: <why>`.
-pub(crate) fn admission(
-    object: &Value,
-    old: Option<&Value>,
-) -> Result<(), crate::api::status::ApiError> {
-    let deny = |why: String| {
-        Err(crate::api::status::ApiError::webhook_denied(
-            VALIDATING_WEBHOOK,
-            &why,
-        ))
-    };
-    let name = meta::name(object);
-    if let Some(problem) = dns1035_problem(name) {
-        return deny(format!("invalid SparkApplication name {name:?}: {problem}"));
-    }
-    if old.is_some_and(|old| old.get("spec") == object.get("spec")) {
-        return Ok(());
-    }
-    let spec = object.get("spec");
-    let selector = |path: &str| {
-        spec.and_then(|s| s.pointer(path))
-            .is_some_and(|v| !v.is_null())
-    };
-    if selector("/nodeSelector")
-        && (selector("/driver/nodeSelector") || selector("/executor/nodeSelector"))
-    {
-        return deny(
-            "node selector cannot be defined at both SparkApplication and Driver/Executor".into(),
-        );
-    }
-    let conf = spec
-        .and_then(|s| s.get("sparkConf"))
-        .and_then(Value::as_object);
-    for (key, value) in conf.into_iter().flatten() {
-        if let Some((_, why)) = DENIED_SPARK_CONF.iter().find(|(k, _)| k == key) {
-            return deny(format!("sparkConf key {key:?} is not allowed: {why}"));
-        }
-        let namespace = meta::namespace(object);
-        if key == "spark.kubernetes.namespace" && value.as_str() != Some(namespace) {
-            return deny(format!(
-                "sparkConf key {key:?} is not allowed: must equal the application namespace {namespace:?}, got {:?}",
-                value.as_str().unwrap_or("")
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Why `name` is not a DNS-1035 label, in Kubernetes' words (`IsDNS1035Label`).
-pub(crate) fn dns1035_problem(name: &str) -> Option<String> {
-    let mut problems = Vec::new();
-    if name.len() > 63 {
-        problems.push("must be no more than 63 characters".to_string());
-    }
-    let bytes = name.as_bytes();
-    let valid = bytes.first().is_some_and(u8::is_ascii_lowercase)
-        && bytes
-            .last()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
-    if !valid {
-        problems.push("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string());
-    }
-    (!problems.is_empty()).then(|| problems.join(", "))
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::Ctx;
-use crate::api::status::ApiError;
+use crate::error::ApiError;
 use crate::ops::{self, DeleteOptions, Propagation};
 use crate::resources::GroupResource;
 use crate::store::{ObjectKey, meta};
