@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::completion::Shell;
+pub use crate::connect::ClusterArgs;
+
 /// Run batch jobs on Kubernetes and know exactly how they ended.
 #[derive(Debug, Parser)]
 #[command(name = "kubeferry", version, propagate_version = true)]
@@ -21,33 +24,6 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// The cluster and namespace, chosen as kubectl chooses them.
-#[derive(Debug, Clone, Args)]
-pub struct ClusterArgs {
-    /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use (default: the current context).
-    #[arg(long, global = true)]
-    pub context: Option<String>,
-    /// The namespace (default: the job file's, else the context's). Commands given execution
-    /// ids take the namespace from them; `-n` with them must name the same one.
-    #[arg(short = 'n', long, global = true)]
-    pub namespace: Option<String>,
-    /// The cluster's name in execution ids (default: the context's cluster name).
-    #[arg(long, global = true, env = "KUBEFERRY_CLUSTER_NAME")]
-    pub cluster_name: Option<String>,
-    /// The Spark operator of job files that name none: apache or kubeflow (default: the one
-    /// whose SparkApplication CRD the cluster has; apache when it has both).
-    #[arg(
-        long,
-        global = true,
-        env = "KUBEFERRY_SPARK_OPERATOR",
-        value_name = "OPERATOR"
-    )]
-    pub spark_operator: Option<kubeferry::core::spark::SparkOperator>,
 }
 
 /// Output format (`-o`), as kubectl's.
@@ -309,19 +285,6 @@ pub struct CompletionArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: Shell,
-}
-
-/// The shells completion is offered for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Shell {
-    /// Bash.
-    Bash,
-    /// Zsh.
-    Zsh,
-    /// Fish.
-    Fish,
-    /// PowerShell.
-    Powershell,
 }
 
 /// `kubeferry sweep`.

@@ -5,11 +5,24 @@
 use std::ffi::OsStr;
 use std::time::Duration;
 
+use clap::ValueEnum;
 use clap_complete::CompletionCandidate;
 use clap_complete::env::{Bash, EnvCompleter, Fish, Powershell, Zsh};
 
-use crate::args::{ClusterArgs, Shell};
-use crate::connect::{Fallback, connect};
+use crate::connect::{ClusterArgs, Fallback, connect};
+
+/// The shells completion is offered for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// Bash.
+    Bash,
+    /// Zsh.
+    Zsh,
+    /// Fish.
+    Fish,
+    /// PowerShell.
+    Powershell,
+}
 
 /// The environment variable the shell code sets when it asks for completions.
 pub const COMPLETE_VAR: &str = "COMPLETE";

@@ -1,6 +1,9 @@
 //! Finding the cluster: the kubeconfig as kubectl finds it, or the embedded simulated cluster.
 
+use std::path::PathBuf;
+
 use anyhow::Context;
+use clap::Args;
 use kubeferry::ExecutionId;
 use kubeferry::core::spec::JobSpec;
 use kubeferry::kube::cluster::Kubeconfig;
@@ -10,7 +13,32 @@ use kubeferry::kube::{
 use kubeferry_sim::controllers::spark::with_spark_operators;
 use kubeferry_sim::{SimCluster, SimConfig};
 
-use crate::args::ClusterArgs;
+/// The cluster and namespace, chosen as kubectl chooses them.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: the current context).
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// The namespace (default: the job file's, else the context's). Commands given execution
+    /// ids take the namespace from them; `-n` with them must name the same one.
+    #[arg(short = 'n', long, global = true)]
+    pub namespace: Option<String>,
+    /// The cluster's name in execution ids (default: the context's cluster name).
+    #[arg(long, global = true, env = "KUBEFERRY_CLUSTER_NAME")]
+    pub cluster_name: Option<String>,
+    /// The Spark operator of job files that name none: apache or kubeflow (default: the one
+    /// whose SparkApplication CRD the cluster has; apache when it has both).
+    #[arg(
+        long,
+        global = true,
+        env = "KUBEFERRY_SPARK_OPERATOR",
+        value_name = "OPERATOR"
+    )]
+    pub spark_operator: Option<kubeferry::core::spark::SparkOperator>,
+}
 
 /// The cluster name of the embedded simulated cluster in execution ids.
 pub const EMBEDDED_CLUSTER: &str = "sim";

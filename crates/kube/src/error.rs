@@ -3,6 +3,9 @@
 use jiff::Timestamp;
 use kubeferry_core::{ExecutionId, IdError};
 
+/// How operations on every namespace name their scope in errors.
+pub(crate) const ALL_NAMESPACES: &str = "(all namespaces)";
+
 /// Everything that can go wrong between kubeferry and a Kubernetes API server.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -180,7 +183,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Where a refused operation was meant to act, as the Forbidden error says it.
 fn scope(namespace: &str) -> String {
-    if namespace == crate::container::ALL_NAMESPACES {
+    if namespace == ALL_NAMESPACES {
         "in all namespaces (a ClusterRole bound with a ClusterRoleBinding)".to_string()
     } else {
         format!("in namespace {namespace:?}")

@@ -10,10 +10,9 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use rand::Rng;
 use tracing::warn;
 
+use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::cluster::Cluster;
-use crate::container::{
-    CancelOutcome, ContainerJobs, ContainerSettings, JobSummary, Orphan, SelectorEvent,
-};
+use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::spark::{SparkJobs, SparkSettings};

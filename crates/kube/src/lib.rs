@@ -1,5 +1,6 @@
 //! kubeferry's Kubernetes backend: every Kubernetes API call kubeferry makes lives in this crate.
 
+mod answers;
 pub mod cluster;
 pub mod container;
 pub mod error;
@@ -14,8 +15,9 @@ mod settling;
 pub mod spark;
 pub mod tracker;
 
+pub use answers::{CancelOutcome, JobSummary, Orphan};
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation, Op};
-pub use container::{CancelOutcome, ContainerSettings, JobSummary, Orphan, SelectorEvent};
+pub use container::{ContainerSettings, SelectorEvent};
 pub use error::{Error, Result};
 pub use executor::{Executor, ExecutorSettings, Placement, generate_job_id};
 pub use manifest::{MAIN_CONTAINER, job_manifest};

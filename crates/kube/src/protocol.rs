@@ -24,8 +24,8 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tracing::info;
 
+use crate::answers::CancelOutcome;
 use crate::cluster::{Cluster, Op};
-use crate::container::CancelOutcome;
 use crate::error::{Error, Result};
 use crate::logs::{self, FollowOptions, LogTarget, TailOptions};
 

@@ -1,5 +1,6 @@
 //! Container jobs (`batch/v1` Jobs): submit, status, wait, cancel, logs, list and sweep.
 
+mod inbox;
 mod settler;
 pub mod tracker;
 
@@ -21,8 +22,9 @@ use kubeferry_core::spec::ContainerJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use tracing::{debug, info, warn};
 
+use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::cluster::{Cluster, Op};
-use crate::error::{Error, Result};
+use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::manifest::job_manifest;
 use crate::protocol;
@@ -31,8 +33,6 @@ use tracker::{ContainerTracker, NamespaceWatch};
 
 const JOBS: &str = "jobs.batch";
 const PODS: &str = "pods";
-/// How operations on every namespace name their scope in errors.
-pub(crate) const ALL_NAMESPACES: &str = "(all namespaces)";
 
 /// Timings of the container job backend; every one is configurable so that tests run fast.
 #[derive(Clone, Debug)]
@@ -71,64 +71,6 @@ impl Default for ContainerSettings {
     }
 }
 
-/// What a cancel did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CancelOutcome {
-    /// The job had already ended; its outcome stands.
-    AlreadyEnded(ExecutionInfo),
-    /// The cancel was requested (now or earlier) and the work is being stopped.
-    Requested(ExecutionInfo),
-}
-
-impl CancelOutcome {
-    /// The job's status after the cancel.
-    pub fn info(&self) -> &ExecutionInfo {
-        match self {
-            CancelOutcome::AlreadyEnded(info) | CancelOutcome::Requested(info) => info,
-        }
-    }
-}
-
-/// One managed job as listed.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct JobSummary {
-    /// The execution id.
-    pub id: ExecutionId,
-    /// The caller's job id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub job_id: Option<String>,
-    /// When the object was created.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<Timestamp>,
-    /// The job's status.
-    pub status: ExecutionInfo,
-    /// The newest attempt's pod (the Spark driver's), if one exists.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pod: Option<String>,
-    /// The node that pod was scheduled to, once it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    /// How many attempts' pods (driver pods) still exist.
-    pub attempts: usize,
-}
-
-/// A managed Job whose job id the caller does not know.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Orphan {
-    /// The execution id.
-    pub id: ExecutionId,
-    /// The job id it carries (`None` when it carries none).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub job_id: Option<String>,
-    /// When it was created.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<Timestamp>,
-    /// Whether it was deleted.
-    pub deleted: bool,
-}
-
 /// The container job backend of one cluster.
 pub struct ContainerJobs {
     cluster: Cluster,
@@ -141,7 +83,11 @@ pub struct ContainerJobs {
 impl ContainerJobs {
     /// A backend for `cluster`.
     pub fn new(cluster: Cluster, settings: ContainerSettings) -> Self {
-        let tracker = Arc::new(ContainerTracker::new(cluster.clone(), &settings));
+        let tracker = Arc::new(ContainerTracker::new(
+            cluster.clone(),
+            &settings,
+            settler::start,
+        ));
         Self {
             cluster,
             settings,

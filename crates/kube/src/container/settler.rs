@@ -4,73 +4,28 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, Patch, PatchParams};
 use kubeferry_core::container::{
-    JobConditionType, JobObservation, JobView, MappingConfig, PodView, container_status,
+    JobConditionType, JobObservation, JobView, PodView, container_status,
 };
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::status::FailureClass;
 use kubeferry_core::{ExecutionInfo, JobState};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc};
 use tracing::{debug, info, warn};
 
+use super::inbox::{Inbox, Request, SettlerContext};
 use super::tracker::{NamespaceWatch, reported_key};
-use crate::cluster::{Cluster, Op};
+use crate::cluster::Op;
 use crate::error::Result;
 use crate::protocol::Objects;
 use crate::settling::{JobStates, Timers, merged, retry_delay};
-use crate::tracker::LastReported;
 
 const JOBS: &str = "jobs.batch";
-
-/// What the settler of a namespace needs besides its watches.
-#[derive(Clone)]
-pub(crate) struct SettlerContext {
-    pub(crate) cluster: Cluster,
-    pub(crate) mapping: MappingConfig,
-    pub(crate) refusal_freshness: Duration,
-    /// How soon a write that failed is tried again.
-    pub(crate) retry_interval: Duration,
-    pub(crate) janitor_interval: Duration,
-    pub(crate) reported: Arc<Mutex<LastReported>>,
-}
-
-/// The handle of a namespace's settler: the task ends once its watches are dropped.
-pub(crate) struct Settler {
-    requests: mpsc::UnboundedSender<Request>,
-    /// The namespace's jobs by state, as the settler last mapped them.
-    pub(crate) states: Arc<JobStates>,
-}
-
-/// A status query that found an outcome due: the settler records it now rather than at its
-/// timer (the answer waits for the write, so that no replica reports an outcome that is not
-/// on the Job yet).
-struct Request {
-    job: JobView,
-    pods: Vec<PodView>,
-    done: oneshot::Sender<Result<()>>,
-}
-
-/// The requests a settler has yet to take; given to [`start`] once its watches are built.
-pub(crate) struct Inbox(mpsc::UnboundedReceiver<Request>, Arc<JobStates>);
-
-/// A settler's handle and inbox, before its task is started.
-pub(crate) fn channel() -> (Settler, Inbox) {
-    let (requests, received) = mpsc::unbounded_channel();
-    let states = Arc::new(JobStates::default());
-    (
-        Settler {
-            requests,
-            states: states.clone(),
-        },
-        Inbox(received, states),
-    )
-}
 
 /// Starts the settler of `namespace` over its watches and their notifications.
 pub(crate) fn start(
@@ -84,20 +39,9 @@ pub(crate) fn start(
         namespace: namespace.to_string(),
         context,
         watch,
-        states: inbox.1,
+        states: inbox.states,
     };
-    tokio::spawn(task.run(changes, inbox.0));
-}
-
-impl Settler {
-    /// Has the settler carry out what the mapping of `job` with `pods` asks for now; returns
-    /// once it did, or with why it could not. `None` if the settler is not running (it runs
-    /// as long as its watches).
-    pub(crate) async fn settle_now(&self, job: JobView, pods: Vec<PodView>) -> Option<Result<()>> {
-        let (done, answer) = oneshot::channel();
-        self.requests.send(Request { job, pods, done }).ok()?;
-        answer.await.ok()
-    }
+    tokio::spawn(task.run(changes, inbox.requests));
 }
 
 struct Task {

@@ -16,7 +16,7 @@ use kubeferry_core::marks::MANAGED_SELECTOR;
 use tokio::sync::broadcast;
 
 use super::ContainerSettings;
-use super::settler::{self, Settler, SettlerContext};
+use super::inbox::{self, Inbox, Settler, SettlerContext};
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::tracker::{Departure, Entry, LastReported, Reflector, ReflectorSettings, WatchHealth};
@@ -253,17 +253,32 @@ impl NamespaceWatch {
     }
 }
 
+/// Starts a namespace's settler over its watches and their notifications (handed in by the
+/// backend, so that the tracker does not import the settler that reads its watches).
+pub(crate) type StartSettler = fn(
+    Inbox,
+    &str,
+    SettlerContext,
+    std::sync::Weak<NamespaceWatch>,
+    Vec<broadcast::Receiver<String>>,
+);
+
 /// The namespace watches of one cluster, started on first use.
 pub struct ContainerTracker {
     settings: ReflectorSettings,
     settler: SettlerContext,
+    start_settler: StartSettler,
     namespaces: Mutex<HashMap<String, Arc<NamespaceWatch>>>,
     reported: Arc<Mutex<LastReported>>,
 }
 
 impl ContainerTracker {
     /// A tracker with no watches yet.
-    pub(crate) fn new(cluster: Cluster, settings: &ContainerSettings) -> Self {
+    pub(crate) fn new(
+        cluster: Cluster,
+        settings: &ContainerSettings,
+        start_settler: StartSettler,
+    ) -> Self {
         let reported = Arc::new(Mutex::new(LastReported::new(100_000)));
         Self {
             settings: settings.reflector.clone(),
@@ -275,6 +290,7 @@ impl ContainerTracker {
                 janitor_interval: settings.janitor_interval,
                 reported: reported.clone(),
             },
+            start_settler,
             namespaces: Mutex::default(),
             reported,
         }
@@ -338,7 +354,7 @@ impl ContainerTracker {
             },
         );
         let changes = vec![jobs.subscribe(), pods.subscribe(), refusals.subscribe()];
-        let (settler, inbox) = settler::channel();
+        let (settler, inbox) = inbox::channel();
         let watch = Arc::new(NamespaceWatch {
             jobs,
             pods,
@@ -346,7 +362,7 @@ impl ContainerTracker {
             settler,
         });
         namespaces.insert(namespace.to_string(), watch.clone());
-        settler::start(
+        (self.start_settler)(
             inbox,
             namespace,
             self.settler.clone(),

@@ -36,8 +36,9 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::cluster::{Cluster, Op};
-use crate::container::{ALL_NAMESPACES, CancelOutcome, JobSummary, Orphan};
+use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::manifest::spark::{api_resource, spark_application};

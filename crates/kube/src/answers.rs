@@ -1,0 +1,63 @@
+//! What the executor's operations answer, whatever the kind of job: what a cancel did, a job
+//! as listed, and a job the sweep found.
+
+use jiff::Timestamp;
+use kubeferry_core::{ExecutionId, ExecutionInfo};
+
+/// What a cancel did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The job had already ended; its outcome stands.
+    AlreadyEnded(ExecutionInfo),
+    /// The cancel was requested (now or earlier) and the work is being stopped.
+    Requested(ExecutionInfo),
+}
+
+impl CancelOutcome {
+    /// The job's status after the cancel.
+    pub fn info(&self) -> &ExecutionInfo {
+        match self {
+            CancelOutcome::AlreadyEnded(info) | CancelOutcome::Requested(info) => info,
+        }
+    }
+}
+
+/// One managed job as listed.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSummary {
+    /// The execution id.
+    pub id: ExecutionId,
+    /// The caller's job id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// When the object was created.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<Timestamp>,
+    /// The job's status.
+    pub status: ExecutionInfo,
+    /// The newest attempt's pod (the Spark driver's), if one exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// The node that pod was scheduled to, once it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// How many attempts' pods (driver pods) still exist.
+    pub attempts: usize,
+}
+
+/// A managed Job whose job id the caller does not know.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Orphan {
+    /// The execution id.
+    pub id: ExecutionId,
+    /// The job id it carries (`None` when it carries none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// When it was created.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<Timestamp>,
+    /// Whether it was deleted.
+    pub deleted: bool,
+}
