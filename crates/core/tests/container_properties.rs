@@ -1,6 +1,7 @@
 //! Properties of the container status mapping: it never panics on arbitrary, partially filled
 //! views, and an outcome Kubernetes showed never changes when later noise arrives.
 
+mod shared;
 mod support;
 
 use std::sync::OnceLock;
@@ -14,6 +15,7 @@ use kubeferry_core::container::{
 use kubeferry_core::{ExecutionInfo, JobState, Reason};
 use proptest::prelude::*;
 use proptest::sample::select;
+use proptest::test_runner::TestCaseError;
 use support::{Seen, at, map_views, views};
 
 // ---------------------------------------------------------------------------------------------
@@ -399,11 +401,8 @@ proptest! {
             prop_assert_eq!(mapped.recheck_at, None);
             return Ok(());
         }
-        let mut then = now + jiff::SignedDuration::from_secs(later);
-        if let Some(recheck) = mapped.recheck_at {
-            prop_assert!(recheck > now, "{recheck} is not after {now}");
-            then = then.min(recheck - jiff::SignedDuration::from_nanos(1));
-        }
+        let then = shared::before_recheck(now, later, mapped.recheck_at)
+            .map_err(TestCaseError::fail)?;
         let again = map_views(&job, &pods, seen, then, &config, previous.as_ref());
         prop_assert_eq!(again.map(|m| m.info), Some(mapped.info), "at {}", then);
     }

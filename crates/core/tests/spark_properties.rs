@@ -3,6 +3,7 @@
 //! when later noise arrives (deletions, cancel marks, released resources, the driver pod going
 //! away, the application vanishing, time passing).
 
+mod shared;
 mod spark_support;
 
 use std::sync::OnceLock;
@@ -20,6 +21,7 @@ use kubeferry_core::spark::{
 use kubeferry_core::{ExecutionInfo, JobState, Reason};
 use proptest::prelude::*;
 use proptest::sample::select;
+use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};
 use spark_support::{Seen, at, map_views, views};
 
@@ -434,11 +436,8 @@ proptest! {
             prop_assert_eq!(mapped.recheck_at, None);
             return Ok(());
         }
-        let mut then = now + jiff::SignedDuration::from_secs(later);
-        if let Some(recheck) = mapped.recheck_at {
-            prop_assert!(recheck > now, "{recheck} is not after {now}");
-            then = then.min(recheck - jiff::SignedDuration::from_nanos(1));
-        }
+        let then = shared::before_recheck(now, later, mapped.recheck_at)
+            .map_err(TestCaseError::fail)?;
         let again = map_views(&app, &drivers, seen, then, None);
         prop_assert_eq!(again.map(|m| m.info), Some(mapped.info), "at {}", then);
     }

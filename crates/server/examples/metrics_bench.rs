@@ -13,7 +13,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use common::{Bench, HttpClient, http_client, request, send};
+use common::{Bench, HttpClient, http_client, ms, percentile, request, send};
 use hyper::http::{Method, StatusCode};
 
 /// `/metrics` scrape benchmark of the HTTP service.
@@ -47,18 +47,6 @@ async fn scrape(client: &HttpClient, bench: &Bench) -> Duration {
     assert_eq!(status, StatusCode::OK);
     assert!(!body.is_empty());
     elapsed
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3}", d.as_secs_f64() * 1000.0)
 }
 
 fn main() -> anyhow::Result<()> {

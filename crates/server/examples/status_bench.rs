@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use common::{Bench, HttpClient, http_client, request, send};
+use common::{Bench, HttpClient, http_client, ms, percentile, request, send};
 use hyper::http::{Method, StatusCode};
 use rand::Rng;
 
@@ -49,18 +49,6 @@ struct Level {
     errors: usize,
     elapsed: Duration,
     latencies: Vec<Duration>,
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3}", d.as_secs_f64() * 1000.0)
 }
 
 async fn load(

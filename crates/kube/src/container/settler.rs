@@ -274,21 +274,28 @@ impl Task {
         }
     }
 
-    /// Records an outcome on a Job that Kubernetes already judged, so that every replica reports
-    /// it (the mapping's rule 0). The outcome follows from a final verdict and the pods' final
-    /// states, so replicas that record it write the same value: no precondition is needed.
-    async fn record(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
+    /// Merge-patches a Job (retried as any safe request: the record patches are the same
+    /// whoever repeats them, and the stop carries a precondition).
+    async fn patch(&self, job: &JobView, patch: &serde_json::Value) -> Result<()> {
         let api = self.jobs();
-        let outcome = kubeferry_core::marks::outcome_record(info);
-        let patch = serde_json::json!({
-            "metadata": { "annotations": { OUTCOME_ANNOTATION: outcome } },
-        });
         let op = Op::named("patch", JOBS, &job.namespace, &job.name);
-        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
         self.context
             .cluster
             .call(&op, true, || api.patch(&job.name, &params, &patch))
             .await?;
+        Ok(())
+    }
+
+    /// Records an outcome on a Job that Kubernetes already judged, so that every replica reports
+    /// it (the mapping's rule 0). The outcome follows from a final verdict and the pods' final
+    /// states, so replicas that record it write the same value: no precondition is needed.
+    async fn record(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
+        let outcome = kubeferry_core::marks::outcome_record(info);
+        let patch = serde_json::json!({
+            "metadata": { "annotations": { OUTCOME_ANNOTATION: outcome } },
+        });
+        self.patch(job, &patch).await?;
         info!(message = "recorded an outcome read from the pods", job = %job.name, state = %info.state, reason = %info.reason);
         Ok(())
     }
@@ -303,7 +310,6 @@ impl Task {
     /// Kubernetes itself saw end). A Job held by a Kueue queue may be resumed by Kueue; the
     /// recorded outcome stands regardless.
     async fn record_and_stop(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
-        let api = self.jobs();
         let outcome = kubeferry_core::marks::outcome_record(info);
         // The record and the stop go on in one patch, so that no replica sees one without the
         // other. Suspending keeps the Job as the record (the Job controller removes its pods);
@@ -319,13 +325,8 @@ impl Task {
         } else {
             serde_json::json!({ "metadata": metadata, "spec": { "suspend": true } })
         };
-        let op = Op::named("patch", JOBS, &job.namespace, &job.name);
-        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
         // Safe to repeat: a repeat of a patch that took effect fails its precondition.
-        self.context
-            .cluster
-            .call(&op, true, || api.patch(&job.name, &params, &patch))
-            .await?;
+        self.patch(job, &patch).await?;
         if kueue {
             // 404: done; 409: another Job of that name now.
             self.objects()

@@ -6,6 +6,7 @@ use std::time::Duration;
 use kubeferry_core::{ExecutionId, JobState, Reason};
 use kubeferry_sim::SimConfig;
 
+use crate::reads::answers_reading_only;
 use crate::support::*;
 
 const UNPULLABLE: &str =
@@ -81,22 +82,8 @@ async fn status_queries_only_read() {
     .await;
     env.watches_open(3).await;
 
-    env.sim.reset_counters();
     let ids = [&running, &finished, &failing, &unpullable];
-    let mut answers = Vec::new();
-    for round in 0..250 {
-        for id in ids {
-            let info = env.executor.status(id).await.expect("a status");
-            if round == 0 {
-                answers.push((info.state, info.reason));
-            }
-        }
-    }
-    let counters = env.sim.counters();
-    assert!(
-        counters.values().all(|count| *count == 0),
-        "1,000 status queries made requests: {counters:#?}"
-    );
+    let answers = answers_reading_only(&env.executor, &env.sim, &ids, 250).await;
     assert_eq!(
         answers,
         [

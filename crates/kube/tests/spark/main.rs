@@ -7,6 +7,8 @@ mod lifecycle;
 mod logs;
 mod operations;
 mod rbac;
+#[path = "../shared/reads.rs"]
+mod reads;
 mod review;
 mod schema;
 mod support;

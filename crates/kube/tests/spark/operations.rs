@@ -7,6 +7,7 @@ use kubeferry_core::spark::SparkOperator;
 use kubeferry_core::{JobState, Reason};
 use kubeferry_kube::{CancelOutcome, Error};
 
+use crate::reads::answers_reading_only;
 use crate::support::*;
 
 #[tokio::test]
@@ -191,22 +192,8 @@ async fn status_queries_only_read() {
     )
     .await;
 
-    env.sim.reset_counters();
     let ids = [&running, &done, &silent];
-    let mut answers = Vec::new();
-    for round in 0..334 {
-        for id in ids {
-            let info = env.executor.status(id).await.expect("a status");
-            if round == 0 {
-                answers.push((info.state, info.reason));
-            }
-        }
-    }
-    let counters = env.sim.counters();
-    assert!(
-        counters.values().all(|count| *count == 0),
-        "1,002 status queries made requests: {counters:#?}"
-    );
+    let answers = answers_reading_only(&env.executor, &env.sim, &ids, 334).await;
     assert_eq!(
         answers,
         [

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use kubeferry_core::marks::{CANCEL_ANNOTATION, OUTCOME_ANNOTATION, object_name};
 use kubeferry_core::spark::SparkOperator;
-use kubeferry_core::{ExecutionId, JobState, Reason};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use kubeferry_kube::logs::TailOptions;
 use kubeferry_kube::rbac::SPARK_JOB_PERMISSIONS;
 use kubeferry_kube::{CancelOutcome, Error};
@@ -45,6 +45,34 @@ fn driver_name(operator: SparkOperator, app: &str) -> String {
         SparkOperator::Apache => format!("{app}-0-driver"),
         SparkOperator::Kubeflow => format!("{app}-driver"),
     }
+}
+
+/// A job whose operator writes no status, and the history of its application from before it
+/// was created.
+async fn silent_job(
+    env: &Env,
+    operator: SparkOperator,
+    job: &str,
+) -> (ExecutionId, tokio::task::JoinHandle<Vec<(String, Value)>>) {
+    let history = env.app_history(operator, &object_name("", job)).await;
+    let id = env
+        .executor
+        .submit(&spark_pi(operator, ""), job, NS)
+        .await
+        .expect("submitted");
+    (id, history)
+}
+
+/// The outcome recorded on an application that was recorded, then deleted, and never got a
+/// status from its operator.
+fn recorded_then_deleted(events: &[(String, Value)], operator: SparkOperator) -> ExecutionInfo {
+    let kinds: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"], "{operator}");
+    assert!(events.iter().all(|(_, app)| app.get("status").is_none()));
+    serde_json::from_str(
+        annotation(&events[1].1, OUTCOME_ANNOTATION).expect("the outcome is recorded first"),
+    )
+    .expect("the record is a status")
 }
 
 #[tokio::test]
@@ -83,14 +111,7 @@ async fn review_1_only_an_absent_status_times_out_and_the_application_is_deleted
     let env = Env::start_with(spark_config(), Settings::fast().no_status_timeout(TIMEOUT)).await;
     env.faults.set(Some(SparkFault::NoStatus));
     for operator in SparkOperator::ALL {
-        let job = job_id("silent");
-        let name = object_name("", &job);
-        let history = env.app_history(operator, &name).await;
-        let id = env
-            .executor
-            .submit(&spark_pi(operator, ""), &job, NS)
-            .await
-            .expect("submitted");
+        let (id, history) = silent_job(&env, operator, &job_id("silent")).await;
         let (end, seen) = run_to_end(&env.executor, &id).await;
         assert_eq!(
             (end.state, end.reason),
@@ -107,15 +128,7 @@ async fn review_1_only_an_absent_status_times_out_and_the_application_is_deleted
         // The outcome was written on the application before it was deleted, and the operator
         // never wrote a status.
         let events = history.await.expect("the watch ends");
-        let kinds: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"], "{operator}");
-        let (_, recorded) = &events[1];
-        let record: kubeferry_core::ExecutionInfo = serde_json::from_str(
-            annotation(recorded, OUTCOME_ANNOTATION).expect("the outcome is recorded first"),
-        )
-        .expect("the record is a status");
-        assert_eq!(record, end);
-        assert!(events.iter().all(|(_, app)| app.get("status").is_none()));
+        assert_eq!(recorded_then_deleted(&events, operator), end);
         assert!(env.app(operator, &id.name).is_none());
         // Every replica that saw it go reports the same outcome.
         assert_eq!(env.executor.status(&id).await.expect("known"), end);
@@ -127,23 +140,10 @@ async fn review_1_an_application_without_status_fails_at_the_timeout_with_nobody
     let env = Env::start_with(spark_config(), Settings::fast().no_status_timeout(TIMEOUT)).await;
     env.faults.set(Some(SparkFault::NoStatus));
     for operator in SparkOperator::ALL {
-        let job = job_id("unasked");
-        let name = object_name("", &job);
-        let history = env.app_history(operator, &name).await;
-        let id = env
-            .executor
-            .submit(&spark_pi(operator, ""), &job, NS)
-            .await
-            .expect("submitted");
+        let (id, history) = silent_job(&env, operator, &job_id("unasked")).await;
         // No status query, no wait: the application's story is read from the cluster.
         let events = history.await.expect("the application's history");
-        let kinds: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"], "{operator}");
-        let (_, recorded) = &events[1];
-        let record: kubeferry_core::ExecutionInfo = serde_json::from_str(
-            annotation(recorded, OUTCOME_ANNOTATION).expect("the outcome is recorded first"),
-        )
-        .expect("the record is a status");
+        let record = recorded_then_deleted(&events, operator);
         assert_eq!(
             (record.state, record.reason),
             (JobState::Failed, Reason::NoStatusTimeout),
