@@ -15,6 +15,7 @@ use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
 use crate::logs::{FollowOptions, TailOptions};
+use crate::protocol;
 use crate::spark::{SparkJobs, SparkSettings};
 use crate::tracker::WatchHealth;
 
@@ -211,6 +212,7 @@ impl Executor {
     }
 
     /// Waits for the job to end (at most `timeout`), calling `on_change` with each new status.
+    /// Costs no API requests while the namespace's watches are healthy.
     pub async fn wait(
         &self,
         id: &ExecutionId,
@@ -219,30 +221,34 @@ impl Executor {
     ) -> Result<ExecutionInfo> {
         self.check(id)?;
         match id.kind {
-            JobKind::Job => self.container.wait(id, timeout, on_change).await,
-            JobKind::SparkApp => self.spark.wait(id, timeout, on_change).await,
+            JobKind::Job => protocol::wait(&*self.container, id, timeout, on_change).await,
+            JobKind::SparkApp => protocol::wait(&*self.spark, id, timeout, on_change).await,
         }
     }
 
-    /// Cancels the job; returns at once.
+    /// Cancels the job; returns at once. A job that already ended keeps its outcome; the cancel
+    /// mark goes on with a resourceVersion precondition (so an outcome reached meanwhile is
+    /// seen, not overwritten), then the object is deleted with its pods.
     pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
         self.check(id)?;
         match id.kind {
-            JobKind::Job => self.container.cancel(id).await,
-            JobKind::SparkApp => self.spark.cancel(id).await,
+            JobKind::Job => protocol::cancel(&*self.container, id).await,
+            JobKind::SparkApp => protocol::cancel(&*self.spark, id).await,
         }
     }
 
-    /// The end of the job's log.
+    /// The end of the job's log: the newest attempt's main container (a Spark job's driver
+    /// container), or with `previous` the attempt before it. Empty when no attempt has started
+    /// yet; a Spark driver's log is readable as long as its pod is kept.
     pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<String> {
         self.check(id)?;
         match id.kind {
-            JobKind::Job => self.container.tail(id, options).await,
-            JobKind::SparkApp => self.spark.tail(id, options).await,
+            JobKind::Job => protocol::tail(&*self.container, id, options).await,
+            JobKind::SparkApp => protocol::tail(&*self.spark, id, options).await,
         }
     }
 
-    /// Follows the job's log until the job ends.
+    /// Follows the job's log, attempt after attempt, until the job ends.
     pub fn follow(
         &self,
         id: &ExecutionId,
@@ -250,8 +256,8 @@ impl Executor {
     ) -> Result<impl Stream<Item = Result<String>> + Send + 'static> {
         self.check(id)?;
         Ok(match id.kind {
-            JobKind::Job => self.container.follow(id.clone(), options).boxed(),
-            JobKind::SparkApp => self.spark.follow(id.clone(), options).boxed(),
+            JobKind::Job => protocol::follow(self.container.clone(), id.clone(), options).boxed(),
+            JobKind::SparkApp => protocol::follow(self.spark.clone(), id.clone(), options).boxed(),
         })
     }
 
@@ -284,8 +290,8 @@ impl Executor {
     /// The managed jobs of a namespace, of every kind, oldest first. A kind kubeferry may not
     /// list here (its Role grants only the other kind) is left out with a warning.
     pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        let container = self.container.list(namespace, selector).await;
-        let spark = self.spark.list(namespace, selector).await;
+        let container = self.container.list(Some(namespace), selector).await;
+        let spark = self.spark.list(Some(namespace), selector).await;
         let mut jobs = either_kind(container, spark, "jobs not listed")?;
         jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(jobs)
@@ -295,7 +301,7 @@ impl Executor {
     /// [`Executor::list`], with cluster-wide lists: kubeferry needs to be allowed to list jobs
     /// and pods in every namespace).
     pub async fn list_all_namespaces(&self, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        let container = self.container.list_all_namespaces(selector).await;
+        let container = self.container.list(None, selector).await;
         // With no Spark operator installed, an empty Spark list asked nothing of the server:
         // it must not stand in for container jobs kubeferry may not list.
         let spark_installed = self
@@ -304,7 +310,7 @@ impl Executor {
             .await
             .is_ok_and(|operators| !operators.is_empty());
         let mut jobs = if spark_installed {
-            let spark = self.spark.list_all_namespaces(selector).await;
+            let spark = self.spark.list(None, selector).await;
             either_kind(container, spark, "jobs not listed")?
         } else {
             container?

@@ -22,10 +22,9 @@ use kubeferry_core::spec::ContainerJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use tracing::{debug, info, warn};
 
-use crate::answers::{CancelOutcome, JobSummary, Orphan};
+use crate::answers::{JobSummary, Orphan};
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
-use crate::logs::{FollowOptions, TailOptions};
 use crate::manifest::job_manifest;
 use crate::protocol;
 use crate::tracker::{Recent, ReflectorSettings};
@@ -413,29 +412,16 @@ impl ContainerJobs {
             .map(|_| ())
     }
 
-    /// Waits for the job to end, calling `on_change` with each new status. Costs no API
-    /// requests while the watch is healthy: changes come from the namespace's watch.
-    pub async fn wait(
-        &self,
-        id: &ExecutionId,
-        timeout: Option<Duration>,
-        on_change: impl FnMut(&ExecutionInfo),
-    ) -> Result<ExecutionInfo> {
-        protocol::wait(self, id, timeout, on_change).await
-    }
-
-    /// Cancels the job: returns at once. A job that already ended keeps its outcome; the
-    /// cancel mark goes on with a resourceVersion precondition (so an outcome reached meanwhile
-    /// is seen, not overwritten), then the Job is deleted with its pods.
-    pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
-        self.cancel_from(id, None).await
-    }
-
     /// Cancels, deciding the first time from `seen`, a copy of the Job read earlier, when one
     /// is given (and from a fresh read otherwise). A copy that is stale by the time the mark
     /// goes on is what the resourceVersion precondition is for: tests hand one in to play the
     /// race of a job that ends between kubeferry's read and its mark.
-    async fn cancel_from(&self, id: &ExecutionId, seen: Option<Job>) -> Result<CancelOutcome> {
+    #[cfg(test)]
+    async fn cancel_from(
+        &self,
+        id: &ExecutionId,
+        seen: Option<Job>,
+    ) -> Result<crate::CancelOutcome> {
         let seen = match seen {
             Some(job) => Some(self.current(id, job).await?),
             None => None,
@@ -458,43 +444,15 @@ impl ContainerJobs {
         Ok(pods)
     }
 
-    /// The end of the job's log: the newest attempt's main container, or the attempt before it
-    /// with `previous`. Empty when no attempt has started yet.
-    pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<String> {
-        protocol::tail(self, id, options).await
-    }
-
-    /// Follows the job's log, attempt after attempt, until the job ends.
-    pub fn follow(
-        self: &Arc<Self>,
-        id: ExecutionId,
-        options: FollowOptions,
-    ) -> impl Stream<Item = Result<String>> + Send + 'static {
-        protocol::follow(self.clone(), id, options)
-    }
-
-    /// The managed jobs of a namespace, optionally filtered by a label selector.
-    pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        self.list_in(Some(namespace), selector).await
-    }
-
-    /// The managed jobs of every namespace (one cluster-wide list of Jobs and one of pods),
-    /// optionally filtered by a label selector.
-    pub async fn list_all_namespaces(&self, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        self.list_in(None, selector).await
-    }
-
-    /// The managed jobs of `namespace`, or of every namespace when it is `None`.
-    async fn list_in(
+    /// The managed jobs of `namespace`, or of every namespace when it is `None` (one
+    /// cluster-wide list of Jobs and one of pods), optionally filtered by a label selector.
+    pub(crate) async fn list(
         &self,
         namespace: Option<&str>,
         selector: Option<&str>,
     ) -> Result<Vec<JobSummary>> {
-        let selector = match selector {
-            Some(extra) if !extra.trim().is_empty() => format!("{MANAGED_SELECTOR},{extra}"),
-            _ => MANAGED_SELECTOR.to_string(),
-        };
-        let params = ListParams::default().labels(&selector);
+        let params =
+            ListParams::default().labels(&crate::selector::managed(selector.unwrap_or("")));
         let client = self.cluster.client().clone();
         let (jobs_api, pods_api): (Api<Job>, Api<Pod>) = match namespace {
             Some(namespace) => (self.jobs(namespace), self.pods(namespace)),

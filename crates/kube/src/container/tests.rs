@@ -11,6 +11,7 @@ use kubeferry_core::{JobState, Reason};
 use kubeferry_sim::{SimCluster, SimConfig};
 
 use super::*;
+use crate::CancelOutcome;
 use crate::cluster::{ClusterSettings, Kubeconfig};
 use crate::retry::RetryPolicy;
 

@@ -36,11 +36,10 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use crate::answers::{CancelOutcome, JobSummary, Orphan};
+use crate::answers::{JobSummary, Orphan};
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
-use crate::logs::{FollowOptions, TailOptions};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::protocol::{self, Attempt, Current, Deletion, Objects};
 use crate::selector::SelectorEvent;
@@ -796,61 +795,14 @@ impl SparkJobs {
         }
     }
 
-    /// Waits for the job to end, calling `on_change` with each new status. Costs no API
-    /// requests while the watches are healthy.
-    pub async fn wait(
-        &self,
-        id: &ExecutionId,
-        timeout: Option<Duration>,
-        on_change: impl FnMut(&ExecutionInfo),
-    ) -> Result<ExecutionInfo> {
-        protocol::wait(self, id, timeout, on_change).await
-    }
-
-    /// Cancels the job: returns at once. A job that already ended keeps its outcome; the
-    /// cancel mark goes on with a resourceVersion precondition, then the SparkApplication is
-    /// deleted (the operator and the garbage collector remove its pods).
-    pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
-        protocol::cancel(self, id).await
-    }
-
-    /// The end of the driver's log (container `spark-kubernetes-driver`); with `previous`,
-    /// the previous attempt's driver. Readable as long as the driver pod is kept.
-    pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<String> {
-        protocol::tail(self, id, options).await
-    }
-
-    /// Follows the driver's log, attempt after attempt, until the job ends.
-    pub fn follow(
-        self: &Arc<Self>,
-        id: ExecutionId,
-        options: FollowOptions,
-    ) -> impl Stream<Item = Result<String>> + Send + 'static {
-        protocol::follow(self.clone(), id, options)
-    }
-
-    /// The managed SparkApplications of a namespace (of every installed operator), optionally
-    /// filtered by a label selector.
-    pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        self.list_in(Some(namespace), selector).await
-    }
-
-    /// The managed SparkApplications of every namespace, optionally filtered by a label
-    /// selector.
-    pub async fn list_all_namespaces(&self, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        self.list_in(None, selector).await
-    }
-
-    /// The managed SparkApplications of `namespace`, or of every namespace when it is `None`.
-    async fn list_in(
+    /// The managed SparkApplications of `namespace` (of every installed operator), or of every
+    /// namespace when it is `None`, optionally filtered by a label selector.
+    pub(crate) async fn list(
         &self,
         namespace: Option<&str>,
         selector: Option<&str>,
     ) -> Result<Vec<JobSummary>> {
-        let selector = match selector {
-            Some(extra) if !extra.trim().is_empty() => format!("{MANAGED_SELECTOR},{extra}"),
-            _ => MANAGED_SELECTOR.to_string(),
-        };
+        let selector = crate::selector::managed(selector.unwrap_or(""));
         let mut summaries = Vec::new();
         let installed = self.installed().await?;
         if installed.is_empty() {
