@@ -28,11 +28,17 @@ pub(crate) fn merged(changes: Vec<broadcast::Receiver<String>>) -> BoxStream<'st
 }
 
 /// How soon a settler tries a failed write again: after `interval`, or ten times that when
-/// the server refused it for lack of permission (a Role is seldom fixed within seconds, and
-/// every try is a request).
+/// the server refused it for a reason a retry does not mend (a Role, an admission webhook is
+/// seldom changed within seconds, and every try is a request).
 pub(crate) fn retry_delay(error: &crate::Error, interval: Duration) -> Duration {
     match error {
+        // Refusals that no retry mends by itself (a Role, an admission webhook, a bad request).
         crate::Error::Forbidden { .. } => interval.saturating_mul(10),
+        crate::Error::Api { code, .. }
+            if (400..500).contains(code) && ![409, 429].contains(code) =>
+        {
+            interval.saturating_mul(10)
+        }
         _ => interval,
     }
 }
@@ -117,6 +123,19 @@ impl JobStates {
         if let Some(state) = state {
             *counts.entry(state).or_default() += 1;
         }
+    }
+
+    /// Forgets the jobs `keep` turns down (their removal was not seen).
+    pub(crate) fn retain(&self, keep: impl Fn(&str) -> bool) {
+        let mut inner = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let StatesInner { by_job, counts } = &mut *inner;
+        by_job.retain(|job, state| {
+            let kept = keep(job);
+            if !kept && let Some(count) = counts.get_mut(state) {
+                *count = count.saturating_sub(1);
+            }
+            kept
+        });
     }
 
     /// How many jobs are in each state (every state, zeros included).

@@ -185,11 +185,13 @@ impl ContainerJobs {
                 self.fetch(&watch, id).await?.or(Some(cached))
             }
             // A Job this process creates or created a moment ago: the watch delivers it
-            // shortly (an event stream may ask before the create's answer is even back).
+            // shortly (an event stream may ask before the create's answer is even back). Not
+            // one created longer ago: it may be gone, and waiting would only delay the answer.
             None if watch.is_current()
-                && self
-                    .submitted
-                    .contains(&format!("{}/{}", id.namespace, id.name))
+                && self.submitted.contains_within(
+                    &format!("{}/{}", id.namespace, id.name),
+                    self.settings.sync_timeout,
+                )
                 && watch
                     .wait_for_job(&id.name, self.settings.sync_timeout)
                     .await =>
@@ -370,7 +372,12 @@ impl ContainerJobs {
             && let Observed::Present(job) = observed
         {
             let settler = self.tracker.namespace(&id.namespace);
-            let settled = settler.settler.settle_now(job.clone(), pods.to_vec()).await;
+            // Bounded: a settler held up by a slow API server must not hold the question too.
+            let settled = tokio::time::timeout(
+                self.settings.sync_timeout,
+                settler.settler.settle_now(job.clone(), pods.to_vec()),
+            )
+            .await;
             if let Some(recorded) = self
                 .tracker
                 .last_reported(&id.namespace, &id.name)
@@ -378,10 +385,19 @@ impl ContainerJobs {
             {
                 return Ok(recorded);
             }
-            if let Some(Err(error)) = settled {
-                // Until the outcome is recorded, other replicas may still see the job go on:
-                // report what was known before rather than an outcome no one else would report.
-                info.message = format!("{}; not recorded yet: {error}", info.message);
+            // Until the outcome is recorded, other replicas may still see the job go on:
+            // report what was known before rather than an outcome no one else would report.
+            match settled {
+                Ok(Some(Err(error))) => {
+                    info.message = format!("{}; not recorded yet: {error}", info.message);
+                }
+                Err(_) => {
+                    info.message = format!(
+                        "{}; not recorded yet: the namespace's settler is still busy",
+                        info.message
+                    );
+                }
+                Ok(_) => {}
             }
             info = previous.clone().unwrap_or_else(|| {
                 ExecutionInfo::new(JobState::Queued, Reason::Pending)

@@ -20,7 +20,7 @@ use tracing::{debug, info, warn};
 
 use super::inbox::{Inbox, Request, SettlerContext};
 use super::tracker::{NamespaceWatch, reported_key};
-use crate::cluster::Op;
+use crate::cluster::{Cluster, Op};
 use crate::error::Result;
 use crate::protocol::Objects;
 use crate::settling::{JobStates, Timers, merged, retry_delay};
@@ -64,6 +64,11 @@ impl Task {
             self.context.janitor_interval,
         );
         janitor.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut expiring: Option<tokio::task::JoinHandle<()>> = None;
+        // Jobs that changed while the watches were catching up (a first list, a relist after
+        // a failure): their cache may lack pods or hold stale ones, and nothing is decided
+        // from it. They are settled once the watches are current again.
+        let mut deferred: BTreeSet<String> = BTreeSet::new();
         loop {
             let mut due: BTreeSet<String> = BTreeSet::new();
             tokio::select! {
@@ -80,13 +85,21 @@ impl Task {
                     }
                     Some(Err(broadcast::error::RecvError::Lagged(_))) => {
                         let Some(watch) = self.watch.upgrade() else { return };
-                        due.extend(watch.jobs.all().into_iter().map(|entry| entry.name));
+                        due.extend(self.everything(&watch));
                     }
                     Some(Err(broadcast::error::RecvError::Closed)) => return,
                 },
                 () = timers.next() => due.extend(timers.take_due()),
+                () = tokio::time::sleep(self.context.retry_interval), if !deferred.is_empty() => {}
                 _ = janitor.tick() => {
-                    self.delete_expired().await;
+                    // Its deletes must not hold up the settling: one sweep at a time, aside.
+                    if expiring.as_ref().is_none_or(tokio::task::JoinHandle::is_finished) {
+                        expiring = Some(tokio::spawn(delete_expired(
+                            self.watch.clone(),
+                            self.context.cluster.clone(),
+                            self.namespace.clone(),
+                        )));
+                    }
                     continue;
                 }
             }
@@ -100,9 +113,19 @@ impl Task {
                         let Some(watch) = self.watch.upgrade() else {
                             return;
                         };
-                        due.extend(watch.jobs.all().into_iter().map(|entry| entry.name));
+                        due.extend(self.everything(&watch));
                     }
                 }
+            }
+            {
+                let Some(watch) = self.watch.upgrade() else {
+                    return;
+                };
+                if !watch.is_current() {
+                    deferred.append(&mut due);
+                    continue;
+                }
+                due.append(&mut deferred);
             }
             for name in due {
                 let Some(watch) = self.watch.upgrade() else {
@@ -119,6 +142,20 @@ impl Task {
                 }
             }
         }
+    }
+
+    /// Every job the watches hold, after notifications were missed; the counts forget the jobs
+    /// whose removal was among them.
+    fn everything(&self, watch: &NamespaceWatch) -> Vec<String> {
+        let present: Vec<String> = watch
+            .jobs
+            .all()
+            .into_iter()
+            .map(|entry| entry.name)
+            .collect();
+        self.states
+            .retain(|job| present.iter().any(|name| name == job));
+        present
     }
 
     /// Maps one job as observed and carries out what the mapping asks for; arms the job's
@@ -266,12 +303,7 @@ impl Task {
     }
 
     fn objects(&self) -> Objects<Job> {
-        Objects {
-            api: self.jobs(),
-            resource: JOBS,
-            kind: "Job",
-            namespace: self.namespace.clone(),
-        }
+        job_objects(&self.context.cluster, &self.namespace)
     }
 
     /// Merge-patches a Job (retried as any safe request: the record patches are the same
@@ -336,35 +368,42 @@ impl Task {
         info!(message = "recorded an outcome kubeferry decided and stopped the job", job = %job.name, state = %info.state, reason = %info.reason);
         Ok(())
     }
+}
 
-    /// Deletes the Jobs of the namespace that kubeferry stopped after recording their outcome
-    /// and that have outlived their TTL (see `JobView::record_expired`). Any replica may do
-    /// it: the delete is conditional on the Job's uid, and a Job already gone is fine.
-    async fn delete_expired(&self) {
-        let Some(watch) = self.watch.upgrade() else {
-            return;
-        };
-        let now = Timestamp::now();
-        let expired: Vec<JobView> = watch
-            .jobs
-            .all()
-            .into_iter()
-            .map(|entry| entry.view)
-            .filter(|view| view.record_expired(now))
-            .collect();
-        drop(watch);
-        for job in expired {
-            match self
-                .objects()
-                .delete(&self.context.cluster, &job.name, &job.uid, None)
-                .await
-            {
-                Ok(_) => {
-                    info!(message = "deleted a stopped job past its TTL", namespace = %self.namespace, job = %job.name);
-                }
-                Err(error) => {
-                    warn!(message = "cannot delete a stopped job past its TTL", namespace = %self.namespace, job = %job.name, %error);
-                }
+/// The Jobs of a namespace, as the shared protocols handle them.
+fn job_objects(cluster: &Cluster, namespace: &str) -> Objects<Job> {
+    Objects {
+        api: Api::namespaced(cluster.client().clone(), namespace),
+        resource: JOBS,
+        kind: "Job",
+        namespace: namespace.to_string(),
+    }
+}
+
+/// Deletes the Jobs of a namespace that kubeferry stopped after recording their outcome and
+/// that have outlived their TTL (see `JobView::record_expired`). Any replica may do it: the
+/// delete is conditional on the Job's uid, and a Job already gone is fine.
+async fn delete_expired(watch: Weak<NamespaceWatch>, cluster: Cluster, namespace: String) {
+    let Some(watch) = watch.upgrade() else {
+        return;
+    };
+    let now = Timestamp::now();
+    let expired: Vec<JobView> = watch
+        .jobs
+        .all()
+        .into_iter()
+        .map(|entry| entry.view)
+        .filter(|view| view.record_expired(now))
+        .collect();
+    drop(watch);
+    let jobs = job_objects(&cluster, &namespace);
+    for job in expired {
+        match jobs.delete(&cluster, &job.name, &job.uid, None).await {
+            Ok(_) => {
+                info!(message = "deleted a stopped job past its TTL", namespace = %namespace, job = %job.name);
+            }
+            Err(error) => {
+                warn!(message = "cannot delete a stopped job past its TTL", namespace = %namespace, job = %job.name, %error);
             }
         }
     }

@@ -612,8 +612,25 @@ impl SparkJobs {
                     },
                     drivers_listed,
                 };
+                let holding = mapped.info.clone();
+                // Bounded: a settler held up by a slow API server must not hold the question.
+                let info = match tokio::time::timeout(
+                    self.settings.sync_timeout,
+                    self.settle_now(id, found),
+                )
+                .await
+                {
+                    Ok(settled) => settled?,
+                    Err(_) => ExecutionInfo {
+                        message: format!(
+                            "{}; not done yet: the namespace's settler is still busy",
+                            holding.message
+                        ),
+                        ..holding
+                    },
+                };
                 return Ok(Evaluated {
-                    info: self.settle_now(id, found).await?,
+                    info,
                     recheck_at: None,
                 });
             }

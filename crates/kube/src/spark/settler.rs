@@ -49,6 +49,11 @@ async fn run(
     // later): the notifications are merged again when they do.
     let mut subscribed: Option<usize> = None;
     let mut changes: BoxStream<'static, Change> = futures::stream::pending().boxed();
+    // How often the operators watched are looked at again, while nothing else happens.
+    let every = match jobs.upgrade() {
+        Some(jobs) => jobs.settings.recheck_interval,
+        None => return,
+    };
     loop {
         let mut due: BTreeSet<String> = BTreeSet::new();
         {
@@ -72,7 +77,13 @@ async fn run(
                         .await
                         .map(|evaluated| {
                             arm(&mut timers, &request.id.name, &evaluated);
-                            states.set(&request.id.name, Some(evaluated.info.state));
+                            let present = watch
+                                .upgrade()
+                                .is_some_and(|watch| watch.holds(&request.id.name));
+                            states.set(
+                                &request.id.name,
+                                present.then_some(evaluated.info.state),
+                            );
                             evaluated.info
                         });
                     let _ = request.done.send(answer);
@@ -86,10 +97,11 @@ async fn run(
                     }
                     Some(Err(_)) => {
                         let Some(watch) = watch.upgrade() else { return };
-                        due.extend(all_apps(&watch));
+                        due.extend(everything(&watch, &states));
                     }
                 },
                 () = timers.next() => due.extend(timers.take_due()),
+                () = tokio::time::sleep(every) => {}
             }
         }
         // A burst of events is settled once per application.
@@ -100,29 +112,26 @@ async fn run(
                 }
                 Err(_) => {
                     let Some(watch) = watch.upgrade() else { return };
-                    due.extend(all_apps(&watch));
+                    due.extend(everything(&watch, &states));
                 }
             }
         }
         for app in due {
-            let (Some(jobs), Some(watch)) = (jobs.upgrade(), watch.upgrade()) else {
+            let (Some(jobs), Some(held)) = (jobs.upgrade(), watch.upgrade()) else {
                 return;
             };
             let id = jobs.id(&namespace, &app);
-            let Some(found) = jobs.cached(&watch, &id).await else {
+            let Some(found) = jobs.cached(&held, &id).await else {
                 states.set(&app, None);
                 continue;
             };
-            drop(watch);
+            drop(held);
             match jobs.evaluate(&id, found, Acting::Carry).await {
                 Ok(evaluated) => {
                     arm(&mut timers, &app, &evaluated);
                     // Counted while its application is there (a deleted one's outcome stands,
                     // but it is no longer a job the cluster holds).
-                    let present = matches!(
-                        jobs.tracker.existing(&namespace).map(|w| w.holds(&app)),
-                        Some(true)
-                    );
+                    let present = watch.upgrade().is_some_and(|watch| watch.holds(&app));
                     states.set(&app, present.then_some(evaluated.info.state));
                 }
                 // Gone: its deletion is on its way on the watch, and nothing is left to do.
@@ -150,4 +159,12 @@ fn all_apps(watch: &SparkNamespaceWatch) -> Vec<String> {
         .iter()
         .flat_map(|(_, apps)| apps.all().into_iter().map(|entry| entry.name))
         .collect()
+}
+
+/// Every application the watches hold, after notifications were missed; the counts forget the
+/// applications whose removal was among them.
+fn everything(watch: &SparkNamespaceWatch, states: &JobStates) -> Vec<String> {
+    let present = all_apps(watch);
+    states.retain(|app| present.iter().any(|name| name == app));
+    present
 }

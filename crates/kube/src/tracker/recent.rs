@@ -1,13 +1,15 @@
 //! A bounded set of recent keys: the oldest are forgotten first.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Keys remembered for a while (warnings logged, Jobs just created, copies found gone), at
 /// most `capacity` of them; safe to share.
 pub(crate) struct Recent {
     capacity: usize,
-    kept: Mutex<(HashSet<String>, VecDeque<String>)>,
+    /// When each key was remembered, and the keys oldest first.
+    kept: Mutex<(HashMap<String, Instant>, VecDeque<String>)>,
 }
 
 impl Recent {
@@ -22,9 +24,10 @@ impl Recent {
     pub(crate) fn insert(&self, key: String) -> bool {
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         let (set, order) = &mut *kept;
-        if !set.insert(key.clone()) {
+        if set.contains_key(&key) {
             return false;
         }
+        set.insert(key.clone(), Instant::now());
         order.push_back(key);
         while set.len() > self.capacity {
             match order.pop_front() {
@@ -41,14 +44,20 @@ impl Recent {
     pub(crate) fn remove(&self, key: &str) {
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         let (set, order) = &mut *kept;
-        if set.remove(key) {
+        if set.remove(key).is_some() {
             order.retain(|k| k != key);
         }
     }
 
     pub(crate) fn contains(&self, key: &str) -> bool {
         let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        kept.0.contains(key)
+        kept.0.contains_key(key)
+    }
+
+    /// Whether `key` was remembered less than `window` ago.
+    pub(crate) fn contains_within(&self, key: &str, window: Duration) -> bool {
+        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        kept.0.get(key).is_some_and(|at| at.elapsed() < window)
     }
 }
 
@@ -70,5 +79,11 @@ mod tests {
         assert!(!recent.contains("c"));
         assert!(recent.contains("a"));
         assert!(recent.insert("c".into()), "a removed key is new again");
+        assert!(recent.contains_within("c", Duration::from_secs(3600)));
+        assert!(
+            !recent.contains_within("c", Duration::ZERO),
+            "remembered too long ago"
+        );
+        assert!(!recent.contains_within("gone", Duration::from_secs(3600)));
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use kubeferry_core::{ExecutionId, JobState, Reason};
-use kubeferry_sim::SimConfig;
+use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
 
 use crate::reads::answers_reading_only;
 use crate::support::*;
@@ -94,4 +94,63 @@ async fn status_queries_only_read() {
         ]
     );
     gate.open("end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settler_decides_nothing_while_its_watches_are_still_listing() {
+    // A running job past the pending timeout: seen from its Job alone, before the pods are
+    // listed, it would look like a job that never got a pod.
+    let settings =
+        Settings::fast().with_mapping(|m| m.pending_timeout = Some(Duration::from_millis(1500)));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("long", &gate.wait("end"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let started: jiff::Timestamp = env.job_object(&id).expect("the Job")["status"]["startTime"]
+        .as_str()
+        .expect("a start time")
+        .parse()
+        .unwrap();
+    eventually("the pending timeout to pass", || async {
+        (jiff::Timestamp::now() > started + jiff::SignedDuration::from_millis(1500)).then_some(())
+    })
+    .await;
+    let patches = env.sim.request_count("patch", "jobs.batch");
+    // Another replica starts watching; its list of pods is held.
+    let hold = env.sim.add_fault(
+        FaultRule::new(FaultAction::Hold)
+            .verbs(&["list"])
+            .resources(&["pods"])
+            .times(1),
+    );
+    let fresh = env.fresh_executor().await;
+    fresh.watch(NS);
+    eventually("the Jobs listed and the pods not", || async {
+        let (watches, _) = fresh.namespace_health(NS);
+        let synced = |resource: &str| {
+            watches
+                .iter()
+                .any(|(name, health)| name == resource && health.synced)
+        };
+        (synced("jobs.batch") && !synced("pods")).then_some(())
+    })
+    .await;
+    // Its settler holds the Job and no pods: it decides nothing (an absence, so looked at for
+    // a while; a slow machine can only make this pass, never fail, wrongly).
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            env.sim.request_count("patch", "jobs.batch"),
+            patches,
+            "a settler wrote from a half-listed cache"
+        );
+    }
+    env.sim.remove_fault(hold);
+    let seen = status_until(&fresh, &id, "the other replica's answer", |_| true).await;
+    assert_eq!(seen.state, JobState::Started, "{seen:?}");
+    assert_eq!(env.sim.request_count("patch", "jobs.batch"), patches);
+    gate.open("end");
+    let (end, _) = env.wait(&id).await;
+    assert_eq!(end.state, JobState::Succeeded, "{end:?}");
 }
