@@ -283,6 +283,10 @@ pub(crate) trait Jobs: Send + Sync {
 
     /// The runs of the job's main container, oldest first.
     fn attempts(&self, id: &ExecutionId) -> impl Future<Output = Result<Vec<Attempt>>> + Send;
+
+    /// Remembers an answer given for the job, computed from its object at `version`, as the
+    /// one later answers build on (an older copy of the object no longer takes it back).
+    fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>);
 }
 
 /// Cancels a job: returns at once. A job that already ended keeps its outcome. The cancel mark
@@ -327,6 +331,7 @@ pub(crate) async fn cancel_from<J: Jobs>(
             .annotations
             .as_ref()
             .is_some_and(|a| a.contains_key(CANCEL_ANNOTATION));
+        let mut marked_version = current.meta.resource_version.clone();
         if !marked {
             // Not repeated on a lost response: the precondition makes a repeat answer 409,
             // and the loop re-reads and re-decides anyway.
@@ -342,7 +347,9 @@ pub(crate) async fn cancel_from<J: Jobs>(
                 )
                 .await
             {
-                Ok(_) => {}
+                Ok(patched) => {
+                    marked_version = kube::Resource::meta(&patched).resource_version.clone()
+                }
                 // 409: the object changed; 404: it went (another replica's cancel deleting
                 // it at the same moment); a lost connection: it may have either way. Read
                 // again and decide again.
@@ -362,7 +369,13 @@ pub(crate) async fn cancel_from<J: Jobs>(
             .await?;
         info!(message = "cancel requested", id = %id);
         let info = match jobs.status(id).await {
-            Ok(info) => accepted(info),
+            Ok(info) => {
+                let info = accepted(info);
+                // The answer stands here from now on: a cache that has not yet seen the mark
+                // would otherwise answer STARTED again on the next question.
+                jobs.remember(id, &info, marked_version.as_deref());
+                info
+            }
             Err(Error::NoSuchJob { .. }) => {
                 ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
                     .with_message(format!("cancelled; the {kind} was deleted"))

@@ -653,6 +653,11 @@ impl protocol::Jobs for ContainerJobs {
         Ok(self.tracker.namespace(&id.namespace).subscribe())
     }
 
+    fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {
+        self.tracker
+            .remember(&id.namespace, &id.name, info, None, version);
+    }
+
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<protocol::Attempt>> {
         Ok(ContainerJobs::attempts(self, id)
             .await?

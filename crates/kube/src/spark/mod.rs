@@ -1046,6 +1046,11 @@ impl protocol::Jobs for SparkJobs {
         Ok(self.watch(&id.namespace).await?.subscribe())
     }
 
+    fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {
+        self.tracker
+            .remember(&id.namespace, &id.name, info, version);
+    }
+
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<Attempt>> {
         let watch = self.watch(&id.namespace).await?;
         let known = watch

@@ -293,6 +293,9 @@ async fn an_accepted_cancel_answers_cancelling_whatever_a_lagging_cache_says() {
     assert_eq!(info.state, JobState::Cancelling, "{info:?}");
     assert_eq!(info.reason, Reason::CancelRequested);
     assert!(info.started_at.is_some(), "the start is kept: {info:?}");
+    // Its status, asked of the same lagging cache, does not go back to STARTED either.
+    let status = env.executor.status(&id).await.expect("a status");
+    assert_eq!(status.state, JobState::Cancelling, "{status:?}");
     // Asked again, with the Job gone and the cache still behind: the cancel stands.
     let again = env.executor.cancel(&id).await.expect("cancelled again");
     assert!(
