@@ -390,6 +390,47 @@ pub(crate) async fn cancel_from<J: Jobs>(
     })
 }
 
+/// One managed object as the sweep sees it.
+pub(crate) struct Managed {
+    pub(crate) name: String,
+    pub(crate) uid: String,
+    /// The caller's job id it carries, if any.
+    pub(crate) job_id: Option<String>,
+    pub(crate) created_at: Option<Timestamp>,
+}
+
+/// The managed objects whose job ids are not in `known` (orphans: a caller that lost track of
+/// them, or a create whose answer was lost); each deleted, only if it is still the same
+/// object, when `delete`. `id` names an object's execution.
+pub(crate) async fn sweep<K: Object>(
+    cluster: &Cluster,
+    objects: &Objects<K>,
+    managed: Vec<Managed>,
+    known: &HashSet<String>,
+    delete: bool,
+    id: impl Fn(&str) -> ExecutionId,
+) -> Result<Vec<crate::Orphan>> {
+    let mut orphans = Vec::new();
+    for object in managed {
+        if object.job_id.as_ref().is_some_and(|id| known.contains(id)) {
+            continue;
+        }
+        if delete {
+            objects
+                .delete(cluster, &object.name, &object.uid, None)
+                .await?;
+            info!(message = "deleted an orphan", namespace = %objects.namespace, name = %object.name, job_id = ?object.job_id);
+        }
+        orphans.push(crate::Orphan {
+            id: id(&object.name),
+            job_id: object.job_id,
+            created_at: object.created_at,
+            deleted: delete,
+        });
+    }
+    Ok(orphans)
+}
+
 /// What an accepted cancel answers: the job's status once it is final, and CANCELLING
 /// otherwise, whatever a cache that has not yet seen the mark or the deletion still says.
 fn accepted(info: ExecutionInfo) -> ExecutionInfo {

@@ -20,7 +20,7 @@ use kubeferry_core::container::{
 use kubeferry_core::marks::{MANAGED_SELECTOR, object_name};
 use kubeferry_core::spec::ContainerJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use crate::answers::{JobSummary, Orphan};
 use crate::cluster::{Cluster, Op};
@@ -419,15 +419,6 @@ impl ContainerJobs {
             .unwrap_or(info))
     }
 
-    /// Deletes a Job and its pods (background propagation), only if it is still the same Job.
-    async fn delete(&self, namespace: &str, name: &str, uid: &str) -> Result<()> {
-        // 404: done; 409: another Job of that name now.
-        self.objects(namespace)
-            .delete(&self.cluster, name, uid, None)
-            .await
-            .map(|_| ())
-    }
-
     /// Cancels, deciding the first time from `seen`, a copy of the Job read earlier, when one
     /// is given (and from a fresh read otherwise). A copy that is stale by the time the mark
     /// goes on is what the resourceVersion precondition is for: tests hand one in to play the
@@ -544,26 +535,28 @@ impl ContainerJobs {
                 api.list(&params)
             })
             .await?;
-        let mut orphans = Vec::new();
-        for job in &jobs.items {
-            let view = JobView::from(job);
-            if view.job_id.as_ref().is_some_and(|id| known.contains(id)) {
-                continue;
-            }
-            let mut deleted = false;
-            if delete {
-                self.delete(namespace, &view.name, &view.uid).await?;
-                deleted = true;
-                info!(message = "deleted an orphan", namespace, name = %view.name, job_id = ?view.job_id);
-            }
-            orphans.push(Orphan {
-                id: self.id(namespace, &view.name),
-                job_id: view.job_id,
-                created_at: view.created_at,
-                deleted,
-            });
-        }
-        Ok(orphans)
+        let managed = jobs
+            .items
+            .iter()
+            .map(|job| {
+                let view = JobView::from(job);
+                protocol::Managed {
+                    name: view.name,
+                    uid: view.uid,
+                    job_id: view.job_id,
+                    created_at: view.created_at,
+                }
+            })
+            .collect();
+        protocol::sweep(
+            &self.cluster,
+            &self.objects(namespace),
+            managed,
+            known,
+            delete,
+            |name| self.id(namespace, name),
+        )
+        .await
     }
 }
 

@@ -966,29 +966,31 @@ impl SparkJobs {
     ) -> Result<Vec<Orphan>> {
         let mut orphans = Vec::new();
         for operator in self.installed().await? {
-            for object in self
+            let managed = self
                 .list_objects(operator, Some(namespace), MANAGED_SELECTOR)
                 .await?
-            {
-                let view = view_of(operator, &object);
-                if view.job_id.as_ref().is_some_and(|id| known.contains(id)) {
-                    continue;
-                }
-                let mut deleted = false;
-                if delete {
-                    self.objects(operator, namespace)
-                        .delete(&self.cluster, &view.name, &view.uid, None)
-                        .await?;
-                    deleted = true;
-                    info!(message = "deleted an orphan", namespace, name = %view.name, job_id = ?view.job_id);
-                }
-                orphans.push(Orphan {
-                    id: self.id(namespace, &view.name),
-                    job_id: view.job_id,
-                    created_at: view.created_at,
-                    deleted,
-                });
-            }
+                .iter()
+                .map(|object| {
+                    let view = view_of(operator, object);
+                    protocol::Managed {
+                        name: view.name,
+                        uid: view.uid,
+                        job_id: view.job_id,
+                        created_at: view.created_at,
+                    }
+                })
+                .collect();
+            orphans.extend(
+                protocol::sweep(
+                    &self.cluster,
+                    &self.objects(operator, namespace),
+                    managed,
+                    known,
+                    delete,
+                    |name| self.id(namespace, name),
+                )
+                .await?,
+            );
         }
         Ok(orphans)
     }
