@@ -368,7 +368,7 @@ async fn review_4_a_stale_cache_after_a_cancel_elsewhere_is_no_such_job_not_fail
     // out only after its watch has stalled and the application is gone (from its creation,
     // which has whole seconds: a few seconds leave room for the steps below).
     let b = env
-        .fresh_executor(&Settings::fast().no_status_timeout(Duration::from_secs(5)))
+        .fresh_executor(&Settings::fast().no_status_timeout(Duration::from_secs(8)))
         .await;
     let other: ExecutionId = format!("{CLUSTER}/sparkapp/{NS}/other")
         .parse()
