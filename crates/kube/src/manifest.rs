@@ -39,7 +39,10 @@ use kubeferry_core::marks::{
     JOB_ID_ANNOTATION, JOB_ID_LABEL, KUEUE_QUEUE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
     SPEC_HASH_ANNOTATION, job_id_label_value,
 };
-use kubeferry_core::spec::{ContainerJobSpec, EnvValue, Quantity, SHARED_MEMORY_PATH, Toleration};
+use kubeferry_core::spec::{
+    ContainerJobSpec, EnvValue, EnvVar, Quantity, Resources, SHARED_MEMORY_PATH, Sidecar,
+    Toleration,
+};
 
 pub use kubeferry_core::container::MAIN_CONTAINER;
 
@@ -172,6 +175,7 @@ fn pod_spec(spec: &ContainerJobSpec) -> PodSpec {
     PodSpec {
         restart_policy: Some("Never".to_string()),
         containers: vec![container(spec, mounts)],
+        init_containers: non_empty(spec.sidecars.iter().map(sidecar).collect()),
         volumes: non_empty(volumes),
         service_account_name: spec.service_account.clone(),
         image_pull_secrets: non_empty(
@@ -188,37 +192,8 @@ fn pod_spec(spec: &ContainerJobSpec) -> PodSpec {
 }
 
 fn container(spec: &ContainerJobSpec, volume_mounts: Vec<VolumeMount>) -> Container {
-    let requirements = spec.resources.requirements();
-    let resources =
-        (!requirements.requests.is_empty() || !requirements.limits.is_empty()).then(|| {
-            K8sResourceRequirements {
-                requests: quantities(&requirements.requests),
-                limits: quantities(&requirements.limits),
-                ..K8sResourceRequirements::default()
-            }
-        });
-    let env = spec
-        .env
-        .iter()
-        .map(|var| match &var.value {
-            EnvValue::Literal(value) => K8sEnvVar {
-                name: var.name.clone(),
-                value: Some(value.clone()),
-                value_from: None,
-            },
-            EnvValue::Field { field } => K8sEnvVar {
-                name: var.name.clone(),
-                value: None,
-                value_from: Some(EnvVarSource {
-                    field_ref: Some(ObjectFieldSelector {
-                        api_version: None,
-                        field_path: field.field_path().to_string(),
-                    }),
-                    ..EnvVarSource::default()
-                }),
-            },
-        })
-        .collect();
+    let resources = resource_requirements(&spec.resources);
+    let env = env_vars(&spec.env);
     let env_from = spec
         .secrets
         .iter()
@@ -250,18 +225,79 @@ fn container(spec: &ContainerJobSpec, volume_mounts: Vec<VolumeMount>) -> Contai
         env: non_empty(env),
         env_from: non_empty(env_from),
         resources,
-        ports: spec.port.map(|port| {
-            vec![ContainerPort {
-                container_port: i32::from(port),
-                protocol: Some("TCP".to_string()),
-                ..ContainerPort::default()
-            }]
-        }),
+        ports: container_ports(spec.port.as_slice()),
         volume_mounts: non_empty(volume_mounts),
         security_context,
         termination_message_policy: Some("FallbackToLogsOnError".to_string()),
         ..Container::default()
     }
+}
+
+/// A native sidecar: an init container the kubelet keeps running (restarting it if it
+/// exits) beside the main container, and stops after it.
+fn sidecar(sidecar: &Sidecar) -> Container {
+    Container {
+        name: sidecar.name.clone(),
+        image: Some(sidecar.image.clone()),
+        image_pull_policy: sidecar.image_pull_policy.map(|p| p.as_str().to_string()),
+        command: non_empty(sidecar.command.clone()),
+        args: non_empty(sidecar.args.clone()),
+        env: non_empty(env_vars(&sidecar.env)),
+        resources: resource_requirements(&sidecar.resources),
+        ports: container_ports(&sidecar.ports),
+        restart_policy: Some("Always".to_string()),
+        ..Container::default()
+    }
+}
+
+/// A container's resource requests and limits, when it has any.
+fn resource_requirements(resources: &Resources) -> Option<K8sResourceRequirements> {
+    let requirements = resources.requirements();
+    (!requirements.requests.is_empty() || !requirements.limits.is_empty()).then(|| {
+        K8sResourceRequirements {
+            requests: quantities(&requirements.requests),
+            limits: quantities(&requirements.limits),
+            ..K8sResourceRequirements::default()
+        }
+    })
+}
+
+/// Environment variables: literal values, and pod fields through the downward API.
+fn env_vars(env: &[EnvVar]) -> Vec<K8sEnvVar> {
+    env.iter()
+        .map(|var| match &var.value {
+            EnvValue::Literal(value) => K8sEnvVar {
+                name: var.name.clone(),
+                value: Some(value.clone()),
+                value_from: None,
+            },
+            EnvValue::Field { field } => K8sEnvVar {
+                name: var.name.clone(),
+                value: None,
+                value_from: Some(EnvVarSource {
+                    field_ref: Some(ObjectFieldSelector {
+                        api_version: None,
+                        field_path: field.field_path().to_string(),
+                    }),
+                    ..EnvVarSource::default()
+                }),
+            },
+        })
+        .collect()
+}
+
+/// TCP ports a container listens on.
+fn container_ports(ports: &[u16]) -> Option<Vec<ContainerPort>> {
+    non_empty(
+        ports
+            .iter()
+            .map(|port| ContainerPort {
+                container_port: i32::from(*port),
+                protocol: Some("TCP".to_string()),
+                ..ContainerPort::default()
+            })
+            .collect(),
+    )
 }
 
 fn memory_volume(name: &str, size: Option<Quantity>) -> Volume {

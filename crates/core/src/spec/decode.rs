@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::error::{Found, Path, ProblemKind};
 use super::model::{
     ContainerJob, EnvValue, EnvVar, GpuVendor, Limits, PodFailurePolicy, PodField, PullPolicy, Qos,
-    Resources, SecurityContext, TaintEffect, Tmpfs, Toleration, TolerationOperator,
+    Resources, SecurityContext, Sidecar, TaintEffect, Tmpfs, Toleration, TolerationOperator,
 };
 use super::quantity::Quantity;
 use super::spark_model::SparkJob;
@@ -48,6 +48,17 @@ const CONTAINER_FIELDS: &[&str] = &[
     "sharedMemory",
     "persistentVolumeClaims",
     "securityContext",
+    "sidecars",
+];
+const SIDECAR_FIELDS: &[&str] = &[
+    "name",
+    "image",
+    "imagePullPolicy",
+    "command",
+    "args",
+    "env",
+    "resources",
+    "ports",
 ];
 const RESOURCE_FIELDS: &[&str] = &[
     "cpu",
@@ -525,8 +536,47 @@ impl Decoder {
             security_context: self
                 .optional(&f, "securityContext", Self::security_context)
                 .unwrap_or_default(),
+            sidecars: self
+                .optional(&f, "sidecars", Self::sidecars)
+                .unwrap_or_default(),
         };
         Some(job)
+    }
+
+    fn sidecars(&mut self, node: &Node, path: &Path) -> Option<Vec<Sidecar>> {
+        let Value::Seq(items) = &node.value else {
+            self.type_error(node, path, "a list of containers");
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let item_path = path.index(i);
+            let Some(f) = self.fields(item, &item_path, SIDECAR_FIELDS) else {
+                continue;
+            };
+            out.push(Sidecar {
+                name: self.required(&f, "name", Self::string).unwrap_or_default(),
+                image: self.required(&f, "image", Self::string).unwrap_or_default(),
+                image_pull_policy: self.optional(&f, "imagePullPolicy", |d, n, p| {
+                    d.choice(n, p, &PullPolicy::NAMES)
+                }),
+                command: self
+                    .optional(&f, "command", Self::strings)
+                    .unwrap_or_default(),
+                args: self.optional(&f, "args", Self::strings).unwrap_or_default(),
+                env: self.optional(&f, "env", Self::env).unwrap_or_default(),
+                resources: self
+                    .optional(&f, "resources", Self::resources)
+                    .unwrap_or_default(),
+                ports: self
+                    .optional(&f, "ports", |d, n, p| d.integers(n, p, 1, 65535))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|port| u16::try_from(port).ok())
+                    .collect(),
+            });
+        }
+        Some(out)
     }
 
     fn env(&mut self, node: &Node, path: &Path) -> Option<Vec<EnvVar>> {

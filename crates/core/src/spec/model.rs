@@ -94,6 +94,40 @@ pub struct ContainerJob {
     /// The container's security context.
     #[serde(skip_serializing_if = "SecurityContext::is_empty")]
     pub security_context: SecurityContext,
+    /// Containers that run beside the main one for the whole job (native sidecars).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sidecars: Vec<Sidecar>,
+}
+
+/// A native sidecar: a container that runs beside the main one for the whole job (a log
+/// shipper, a proxy), started before it and stopped after it ends. It runs as an init
+/// container with `restartPolicy: Always` (Kubernetes 1.29+): the kubelet restarts it if it
+/// exits, and the job's outcome is the main container's alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sidecar {
+    /// The container's name, a DNS-1123 label other than `main`.
+    pub name: String,
+    /// The container image reference.
+    pub image: String,
+    /// When the kubelet pulls the image; Kubernetes' default when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<PullPolicy>,
+    /// The entrypoint; the image's own when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Arguments to the entrypoint.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Environment variables, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+    /// Compute resources (added to the main container's when the pod is scheduled).
+    #[serde(skip_serializing_if = "Resources::is_empty")]
+    pub resources: Resources,
+    /// Ports the container listens on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<u16>,
 }
 
 fn is_zero(n: &u32) -> bool {

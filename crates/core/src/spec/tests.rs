@@ -745,3 +745,68 @@ fn namespaces_resolve_like_kubectl() {
         r#"the job says "b" but "a" was requested; remove one"#
     );
 }
+
+#[test]
+fn sidecars_load_and_are_checked_where_they_are_written() {
+    let spec = container(
+        "side.yaml",
+        "name: hello\nimage: busybox:1.36\nsidecars:\n  - name: shipper\n    image: fluent/fluent-bit:3.1\n    command: [fluent-bit]\n    args: [-c, /etc/fb.conf]\n    env: {LEVEL: info}\n    resources: {cpu: 100m, memory: 64Mi}\n    ports: [2020]\n    imagePullPolicy: IfNotPresent\n",
+    );
+    assert_eq!(spec.sidecars.len(), 1);
+    let sidecar = &spec.sidecars[0];
+    assert_eq!(sidecar.name, "shipper");
+    assert_eq!(sidecar.image, "fluent/fluent-bit:3.1");
+    assert_eq!(sidecar.command, ["fluent-bit"]);
+    assert_eq!(sidecar.args, ["-c", "/etc/fb.conf"]);
+    assert_eq!(sidecar.env[0].name, "LEVEL");
+    assert_eq!(sidecar.ports, [2020]);
+    assert_eq!(sidecar.image_pull_policy, Some(PullPolicy::IfNotPresent));
+    // A job without sidecars hashes as before they existed.
+    assert_eq!(
+        container("m.yaml", MINIMAL).hash(),
+        container("m.yaml", &format!("{MINIMAL}sidecars: []\n")).hash()
+    );
+
+    let base = "name: hello\nimage: busybox\nsidecars:\n";
+    let cases: &[(&str, &str)] = &[
+        (
+            "  - name: main\n    image: busybox\n",
+            "side.yaml:4:11: sidecars[0].name: \"main\" is the job's own container; give the sidecar another name",
+        ),
+        (
+            "  - name: a\n    image: busybox\n  - name: a\n    image: busybox\n",
+            "side.yaml:6:11: sidecars[1].name: is given to two sidecars",
+        ),
+        (
+            "  - name: Shipper\n    image: busybox\n",
+            r#"side.yaml:4:11: sidecars[0].name: "Shipper" is not a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)"#,
+        ),
+        (
+            "  - image: busybox\n",
+            "side.yaml:4:5: sidecars[0].name: is required",
+        ),
+        (
+            "  - name: a\n    image: busybox\n    port: 80\n",
+            "side.yaml:6:5: sidecars[0]: unknown field `port`; did you mean `ports`?",
+        ),
+        (
+            "  - name: a\n    image: busybox\n    ports: [0]\n",
+            "side.yaml:6:13: sidecars[0].ports[0]: 0 is out of range (1 to 65535)",
+        ),
+        (
+            "  - name: a\n    image: busybox\n    resources: {memory: 1XB}\n",
+            r#"side.yaml:6:25: sidecars[0].resources.memory: "1XB" is not a Kubernetes quantity (a number with an optional suffix: n u m k M G T P E, Ki Mi Gi Ti Pi Ei, or an exponent such as 1e3)"#,
+        ),
+        (
+            "  name: a\n",
+            "side.yaml:4:3: sidecars: expected a list of containers, found a mapping",
+        ),
+    ];
+    for (sidecars, expected) in cases {
+        assert_eq!(
+            error("side.yaml", &format!("{base}{sidecars}")),
+            *expected,
+            "{sidecars}"
+        );
+    }
+}

@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use super::error::{Found, Path, ProblemKind};
 use super::model::{
-    ContainerJob, GpuVendor, Qos, SHARED_MEMORY_PATH, TaintEffect, TolerationOperator,
+    ContainerJob, EnvVar, GpuVendor, Qos, Resources, SHARED_MEMORY_PATH, TaintEffect,
+    TolerationOperator,
 };
 use super::names::{
     absolute_path, dns_label, dns_subdomain, env_name, image_reference, label_value, qualified_name,
@@ -85,16 +86,32 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
     if let Some(dir) = &job.working_dir {
         c.value(root.field("workingDir"), absolute_path(dir));
     }
-    let mut env_names = BTreeSet::new();
-    for var in &job.env {
-        let path = root.field("env").key(&var.name);
-        c.key(path.clone(), env_name(&var.name));
-        if !env_names.insert(var.name.as_str()) {
-            c.invalid(path, "is given twice");
-        }
-    }
+    env(&mut c, &root.field("env"), &job.env);
     names_list(&mut c, &root.field("secrets"), &job.secrets);
-    resources(&mut c, job);
+    resources(&mut c, &job.resources, root.field("resources"));
+    let mut sidecar_names = BTreeSet::new();
+    for (i, sidecar) in job.sidecars.iter().enumerate() {
+        let path = root.field("sidecars").index(i);
+        if sidecar.name.is_empty() {
+            c.required(path.field("name"));
+        } else if sidecar.name == crate::container::MAIN_CONTAINER {
+            c.invalid(
+                path.field("name"),
+                "\"main\" is the job's own container; give the sidecar another name",
+            );
+        } else if !sidecar_names.insert(sidecar.name.as_str()) {
+            c.invalid(path.field("name"), "is given to two sidecars");
+        } else {
+            c.value(path.field("name"), dns_label(&sidecar.name));
+        }
+        if sidecar.image.is_empty() {
+            c.required(path.field("image"));
+        } else {
+            c.value(path.field("image"), image_reference(&sidecar.image));
+        }
+        env(&mut c, &path.field("env"), &sidecar.env);
+        resources(&mut c, &sidecar.resources, path.field("resources"));
+    }
     if job.port == Some(0) {
         c.invalid(root.field("port"), "must be between 1 and 65535");
     }
@@ -257,9 +274,19 @@ fn cpu_amount(c: &mut Checks, path: Path, quantity: &Quantity) {
     }
 }
 
-fn resources(c: &mut Checks, job: &ContainerJob) {
-    let r = &job.resources;
-    let path = Path::root().field("resources");
+/// Environment variables: valid names, each once.
+fn env(c: &mut Checks, path: &Path, vars: &[EnvVar]) {
+    let mut names = BTreeSet::new();
+    for var in vars {
+        let path = path.key(&var.name);
+        c.key(path.clone(), env_name(&var.name));
+        if !names.insert(var.name.as_str()) {
+            c.invalid(path, "is given twice");
+        }
+    }
+}
+
+fn resources(c: &mut Checks, r: &Resources, path: Path) {
     let limits_path = path.field("limits");
     if let Some(cpu) = &r.cpu {
         cpu_amount(c, path.field("cpu"), cpu);

@@ -253,3 +253,52 @@ fn snapshots() {
         insta::assert_yaml_snapshot!(name, job);
     }
 }
+
+#[test]
+fn sidecars_are_init_containers_the_kubelet_keeps_running() {
+    let job = manifest(
+        "name: hello\nimage: busybox\nsidecars:\n  - name: shipper\n    image: fluent/fluent-bit:3.1\n    imagePullPolicy: Always\n    command: [fluent-bit]\n    args: [-q]\n    env: {LEVEL: info}\n    resources: {cpu: 100m, memory: 64Mi}\n    ports: [2020, 2021]\n  - name: proxy\n    image: envoyproxy/envoy:v1.31\n",
+    );
+    let pod = pod(&job);
+    let init = pod.init_containers.as_ref().expect("init containers");
+    assert_eq!(
+        init.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        ["shipper", "proxy"],
+        "in the order written: the kubelet starts them in turn"
+    );
+    let shipper = &init[0];
+    assert_eq!(shipper.restart_policy.as_deref(), Some("Always"));
+    assert_eq!(shipper.image.as_deref(), Some("fluent/fluent-bit:3.1"));
+    assert_eq!(shipper.image_pull_policy.as_deref(), Some("Always"));
+    assert_eq!(
+        shipper.command.as_deref(),
+        Some(&["fluent-bit".to_string()][..])
+    );
+    assert_eq!(shipper.args.as_deref(), Some(&["-q".to_string()][..]));
+    let env = shipper.env.as_ref().expect("env");
+    assert_eq!(
+        (env[0].name.as_str(), env[0].value.as_deref()),
+        ("LEVEL", Some("info"))
+    );
+    let resources = shipper.resources.as_ref().expect("resources");
+    let requests = resources.requests.as_ref().expect("requests");
+    assert_eq!(requests["cpu"].0, "100m");
+    assert_eq!(requests["memory"].0, "64Mi");
+    let ports: Vec<i32> = shipper
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| p.container_port)
+        .collect();
+    assert_eq!(ports, [2020, 2021]);
+    assert_eq!(init[1].restart_policy.as_deref(), Some("Always"));
+    assert_eq!(init[1].resources, None);
+    // The job's own container is still the only regular one, and still `main`.
+    main_container(&job);
+    // Without sidecars, no init containers at all.
+    assert_eq!(pod_of_minimal().init_containers, None);
+}
+
+fn pod_of_minimal() -> PodSpec {
+    pod(&manifest("name: hello\nimage: busybox\n")).clone()
+}

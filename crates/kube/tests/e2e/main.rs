@@ -16,4 +16,5 @@ mod outcomes;
 mod rbac;
 mod scale;
 mod settler;
+mod sidecars;
 mod submit;
