@@ -189,6 +189,7 @@ fn container() -> impl Strategy<Value = ContainerView> {
             state,
             last_terminated,
             restart_count,
+            sidecar: false,
         })
 }
 

@@ -1176,6 +1176,7 @@ fn an_init_container_that_failed_before_the_disruption_decides_the_outcome() {
             }),
             last_terminated: None,
             restart_count: 0,
+            sidecar: false,
         }));
         map_views(
             &job,

@@ -218,6 +218,7 @@ fn driver() -> impl Strategy<Value = DriverView> {
                         state,
                         last_terminated: None,
                         restart_count: 0,
+                        sidecar: false,
                     }),
                 }
             },

@@ -843,7 +843,11 @@ impl<'a> Mapper<'a> {
 
     /// The main container waits for an init container.
     fn initializing(&self, pod: &PodView, init: &ContainerView) -> Mapped {
-        let who = format!("init container {}", init.name);
+        let who = if init.sidecar {
+            format!("sidecar {}", init.name)
+        } else {
+            format!("init container {}", init.name)
+        };
         match &init.state {
             ContainerStateView::Waiting { reason, message } => {
                 self.waiting(pod, &who, reason, message)

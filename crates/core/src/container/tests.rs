@@ -208,6 +208,7 @@ fn running_pod(name: &str, created: i64) -> PodView {
             },
             last_terminated: None,
             restart_count: 0,
+            sidecar: false,
         }),
         ..PodView::default()
     }

@@ -383,6 +383,9 @@ pub struct ContainerView {
     pub last_terminated: Option<TerminatedView>,
     /// How often the kubelet restarted it.
     pub restart_count: i32,
+    /// Whether it is a native sidecar (an init container the kubelet keeps running beside the
+    /// main one).
+    pub sidecar: bool,
 }
 
 impl From<&ContainerStatus> for ContainerView {
@@ -396,6 +399,7 @@ impl From<&ContainerStatus> for ContainerView {
                 .and_then(|last| last.terminated.as_ref())
                 .map(TerminatedView::from),
             restart_count: status.restart_count,
+            sidecar: false,
         }
     }
 }
@@ -520,7 +524,10 @@ fn blocking_init_container(pod: &Pod) -> Option<ContainerView> {
     for init in init_specs {
         let is_sidecar = init.restart_policy.as_deref() == Some("Always");
         let status = statuses.iter().find(|s| s.name == init.name)?;
-        let view = ContainerView::from(status);
+        let view = ContainerView {
+            sidecar: is_sidecar,
+            ..ContainerView::from(status)
+        };
         match &view.state {
             ContainerStateView::Terminated(t) if t.exit_code == 0 => continue,
             ContainerStateView::Running { .. } if is_sidecar => continue,

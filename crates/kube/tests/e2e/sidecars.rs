@@ -62,9 +62,9 @@ async fn a_sidecar_that_cannot_be_pulled_holds_the_job_back_then_fails_it() {
         .find(|i| i.reason == Reason::ImagePullBackOff)
         .unwrap_or_else(|| panic!("never held back by the image pull: {seen:#?}"));
     assert_eq!(held.state, JobState::Queued);
-    assert!(held.message.contains("shipper"), "{held:?}");
+    assert!(held.message.contains("sidecar shipper"), "{held:?}");
     assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
     assert_eq!(outcome.reason, Reason::ImagePullFailed);
-    assert!(outcome.message.contains("shipper"), "{outcome:?}");
+    assert!(outcome.message.contains("sidecar shipper"), "{outcome:?}");
     assert!(outcome.message.contains("registry.invalid"), "{outcome:?}");
 }
