@@ -203,6 +203,13 @@ impl Task {
         );
         let written = if mapped.must_record {
             self.record_and_stop(job, &mapped.info).await.map(|()| true)
+        } else if stopped_in_a_queue(job) {
+            // Recorded, and still there for Kueue to admit again: the delete that follows the
+            // record did not go through before.
+            self.objects()
+                .delete(&self.context.cluster, &job.name, &job.uid, None)
+                .await
+                .map(|_| false)
         } else if mapped.info.is_terminal()
             && self.worth_recording(watch.as_deref(), job, pods, &mapped.info, now)
         {
@@ -368,6 +375,26 @@ impl Task {
         info!(message = "recorded an outcome kubeferry decided and stopped the job", job = %job.name, state = %info.state, reason = %info.reason);
         Ok(())
     }
+}
+
+/// A Job in a Kueue queue whose outcome kubeferry decided and recorded, but that is neither
+/// deleted nor judged by Kubernetes (an outcome recorded from the pods of a Job Kubernetes
+/// judged stays with its Job): Kueue owns its `suspend` and could start it again, so it
+/// goes (see `Task::record_and_stop`).
+fn stopped_in_a_queue(job: &JobView) -> bool {
+    let judged = job.conditions.iter().any(|c| {
+        matches!(
+            c.kind,
+            JobConditionType::Complete
+                | JobConditionType::Failed
+                | JobConditionType::SuccessCriteriaMet
+                | JobConditionType::FailureTarget
+        ) && c.status.is_true()
+    });
+    job.queue_name.is_some()
+        && job.deletion_timestamp.is_none()
+        && matches!(job.recorded_outcome, Some(Ok(_)))
+        && !judged
 }
 
 /// The Jobs of a namespace, as the shared protocols handle them.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
-use kubeferry_sim::SimConfig;
+use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
 
 use crate::support::*;
 
@@ -802,4 +802,42 @@ async fn an_own_failure_drained_right_after_stays_the_containers_failure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_own_failure_preempted_right_after_stays_the_containers_failure() {
     an_own_failure_disrupted_right_after(Disruption::Preemption).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kueue_job_whose_delete_failed_after_its_record_is_deleted_on_the_next_try() {
+    let settings =
+        Settings::fast().with_mapping(|m| m.image_pull_grace = Duration::from_millis(1500));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let yaml = "name: pullr\nimage: registry.invalid/nothing:1.0\ncommand: [sh, -c, 'echo never']\nqueue: team-a\n";
+    let id = env.submit(yaml).await;
+    env.status_until(&id, "suspended", |i| i.reason == Reason::Suspended)
+        .await;
+    // The delete of the Job that follows the record of its outcome is refused for a while.
+    let refused = env.sim.add_fault(
+        FaultRule::new(FaultAction::Error {
+            code: 403,
+            message: None,
+            retry_after_seconds: None,
+        })
+        .verbs(&["delete"])
+        .resources(&["jobs.batch"]),
+    );
+    admit_as_kueue(&env, &id).await;
+    let recorded = eventually("the recorded outcome", || async {
+        env.job_object(&id).as_ref().and_then(outcome_annotation)
+    })
+    .await;
+    assert_eq!(recorded.reason, Reason::ImagePullFailed, "{recorded:?}");
+    eventually("the refused delete", || async {
+        (env.sim.request_count("delete", "jobs.batch") >= 1).then_some(())
+    })
+    .await;
+    env.sim.remove_fault(refused);
+    // Left as it is, Kueue could start it again: the settler deletes it on its next try.
+    eventually("the Job and its pods to be deleted", || async {
+        (env.job_object(&id).is_none() && env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    assert_eq!(env.executor.status(&id).await.unwrap(), recorded);
 }
