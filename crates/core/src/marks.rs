@@ -3,6 +3,9 @@
 //! All job state lives in Kubernetes: these marks are how any replica finds a job again, adopts
 //! a create whose response was lost, and recognises a cancel requested elsewhere.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use sha2::{Digest, Sha256};
 
 use crate::id::is_dns_label;
@@ -74,6 +77,23 @@ pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
 /// The longest object name kubeferry generates: a DNS-1123 label.
 pub const MAX_NAME_LEN: usize = 63;
+
+/// The caller's job id an object carries: its [`JOB_ID_ANNOTATION`] (the id as given), else
+/// its [`JOB_ID_LABEL`] (the id when it is a valid label value); empty values count as none.
+pub fn job_id_of(metadata: &ObjectMeta) -> Option<String> {
+    entry(metadata.annotations.as_ref(), JOB_ID_ANNOTATION)
+        .or_else(|| entry(metadata.labels.as_ref(), JOB_ID_LABEL))
+}
+
+/// A text that is not empty.
+pub(crate) fn non_empty(text: Option<&str>) -> Option<String> {
+    text.filter(|t| !t.is_empty()).map(str::to_string)
+}
+
+/// A label's or an annotation's value, when it is not empty.
+pub(crate) fn entry(map: Option<&BTreeMap<String, String>>, key: &str) -> Option<String> {
+    non_empty(map.and_then(|m| m.get(key)).map(String::as_str))
+}
 
 /// The value of [`JOB_ID_LABEL`] for a job id: the id itself when it is a valid label value,
 /// otherwise `h-` and a hash of it (label values are at most 63 characters of a narrow alphabet).

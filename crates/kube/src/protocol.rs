@@ -390,41 +390,34 @@ pub(crate) async fn cancel_from<J: Jobs>(
     })
 }
 
-/// One managed object as the sweep sees it.
-pub(crate) struct Managed {
-    pub(crate) name: String,
-    pub(crate) uid: String,
-    /// The caller's job id it carries, if any.
-    pub(crate) job_id: Option<String>,
-    pub(crate) created_at: Option<Timestamp>,
-}
-
-/// The managed objects whose job ids are not in `known` (orphans: a caller that lost track of
-/// them, or a create whose answer was lost); each deleted, only if it is still the same
-/// object, when `delete`. `id` names an object's execution.
+/// The managed objects among `listed` whose job ids are not in `known` (orphans: a caller
+/// that lost track of them, or a create whose answer was lost); each deleted, only if it is
+/// still the same object, when `delete`. `id` names an object's execution.
 pub(crate) async fn sweep<K: Object>(
     cluster: &Cluster,
     objects: &Objects<K>,
-    managed: Vec<Managed>,
+    listed: Vec<K>,
     known: &HashSet<String>,
     delete: bool,
     id: impl Fn(&str) -> ExecutionId,
 ) -> Result<Vec<crate::Orphan>> {
     let mut orphans = Vec::new();
-    for object in managed {
-        if object.job_id.as_ref().is_some_and(|id| known.contains(id)) {
+    for object in listed {
+        let meta = kube::Resource::meta(&object);
+        let job_id = kubeferry_core::marks::job_id_of(meta);
+        if job_id.as_ref().is_some_and(|id| known.contains(id)) {
             continue;
         }
+        let name = meta.name.clone().unwrap_or_default();
         if delete {
-            objects
-                .delete(cluster, &object.name, &object.uid, None)
-                .await?;
-            info!(message = "deleted an orphan", namespace = %objects.namespace, name = %object.name, job_id = ?object.job_id);
+            let uid = meta.uid.as_deref().unwrap_or_default();
+            objects.delete(cluster, &name, uid, None).await?;
+            info!(message = "deleted an orphan", namespace = %objects.namespace, name = %name, job_id = ?job_id);
         }
         orphans.push(crate::Orphan {
-            id: id(&object.name),
-            job_id: object.job_id,
-            created_at: object.created_at,
+            id: id(&name),
+            job_id,
+            created_at: meta.creation_timestamp.as_ref().map(|t| t.0),
             deleted: delete,
         });
     }

@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::MAIN_CONTAINER;
 use crate::marks::{
-    CANCEL_ANNOTATION, JOB_ID_ANNOTATION, JOB_ID_LABEL, KUEUE_QUEUE_LABEL, OUTCOME_ANNOTATION,
+    CANCEL_ANNOTATION, KUEUE_QUEUE_LABEL, OUTCOME_ANNOTATION, entry, job_id_of, non_empty,
 };
 
 use crate::status::ExecutionInfo;
@@ -181,7 +181,7 @@ impl From<&Job> for JobView {
             name: meta.name.clone().unwrap_or_default(),
             namespace: meta.namespace.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
-            job_id: entry(annotations, JOB_ID_ANNOTATION).or_else(|| entry(labels, JOB_ID_LABEL)),
+            job_id: job_id_of(meta),
             resource_version: meta.resource_version.clone(),
             created_at: time(meta.creation_timestamp.as_ref()),
             deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
@@ -563,12 +563,4 @@ pub(crate) fn recorded_outcome(
 
 pub(crate) fn time(time: Option<&Time>) -> Option<Timestamp> {
     time.map(|t| t.0)
-}
-
-pub(crate) fn non_empty(text: Option<&str>) -> Option<String> {
-    text.filter(|t| !t.is_empty()).map(str::to_string)
-}
-
-pub(crate) fn entry(map: Option<&BTreeMap<String, String>>, key: &str) -> Option<String> {
-    non_empty(map.and_then(|m| m.get(key)).map(String::as_str))
 }

@@ -14,10 +14,9 @@ use serde_json::Value;
 
 use super::operator::{DRIVER_CONTAINER, SparkOperator};
 use crate::container::view::{
-    CancelMark, ContainerView, PodConditionView, PodPhase, cancel_mark, entry, non_empty,
-    recorded_outcome, time,
+    CancelMark, ContainerView, PodConditionView, PodPhase, cancel_mark, recorded_outcome, time,
 };
-use crate::marks::{JOB_ID_ANNOTATION, JOB_ID_LABEL};
+use crate::marks::{job_id_of, non_empty};
 use crate::status::ExecutionInfo;
 
 /// What the Spark status mapping reads from a SparkApplication.
@@ -59,7 +58,6 @@ impl SparkAppView {
     /// `status`): the parts of a kube `DynamicObject`.
     pub fn from_parts(operator: SparkOperator, metadata: &ObjectMeta, object: &Value) -> Self {
         let annotations = metadata.annotations.as_ref();
-        let labels = metadata.labels.as_ref();
         let name = metadata.name.clone().unwrap_or_default();
         let spec = object.get("spec");
         let status = read_status(operator, object.get("status"));
@@ -71,7 +69,7 @@ impl SparkAppView {
             operator,
             namespace: metadata.namespace.clone().unwrap_or_default(),
             uid: metadata.uid.clone().unwrap_or_default(),
-            job_id: entry(annotations, JOB_ID_ANNOTATION).or_else(|| entry(labels, JOB_ID_LABEL)),
+            job_id: job_id_of(metadata),
             resource_version: metadata.resource_version.clone(),
             created_at: time(metadata.creation_timestamp.as_ref()),
             deletion_timestamp: time(metadata.deletion_timestamp.as_ref()),

@@ -535,23 +535,10 @@ impl ContainerJobs {
                 api.list(&params)
             })
             .await?;
-        let managed = jobs
-            .items
-            .iter()
-            .map(|job| {
-                let view = JobView::from(job);
-                protocol::Managed {
-                    name: view.name,
-                    uid: view.uid,
-                    job_id: view.job_id,
-                    created_at: view.created_at,
-                }
-            })
-            .collect();
         protocol::sweep(
             &self.cluster,
             &self.objects(namespace),
-            managed,
+            jobs.items,
             known,
             delete,
             |name| self.id(namespace, name),

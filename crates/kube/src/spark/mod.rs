@@ -966,25 +966,14 @@ impl SparkJobs {
     ) -> Result<Vec<Orphan>> {
         let mut orphans = Vec::new();
         for operator in self.installed().await? {
-            let managed = self
+            let listed = self
                 .list_objects(operator, Some(namespace), MANAGED_SELECTOR)
-                .await?
-                .iter()
-                .map(|object| {
-                    let view = view_of(operator, object);
-                    protocol::Managed {
-                        name: view.name,
-                        uid: view.uid,
-                        job_id: view.job_id,
-                        created_at: view.created_at,
-                    }
-                })
-                .collect();
+                .await?;
             orphans.extend(
                 protocol::sweep(
                     &self.cluster,
                     &self.objects(operator, namespace),
-                    managed,
+                    listed,
                     known,
                     delete,
                     |name| self.id(namespace, name),
