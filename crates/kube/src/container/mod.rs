@@ -371,11 +371,11 @@ impl ContainerJobs {
         if mapped.must_record
             && let Observed::Present(job) = observed
         {
-            let settler = self.tracker.namespace(&id.namespace);
+            let watch = self.tracker.namespace(&id.namespace);
             // Bounded: a settler held up by a slow API server must not hold the question too.
             let settled = tokio::time::timeout(
                 self.settings.sync_timeout,
-                settler.settler.settle_now(job.clone(), pods.to_vec()),
+                watch.settler.settle_now(job.clone(), pods.to_vec()),
             )
             .await;
             if let Some(recorded) = self

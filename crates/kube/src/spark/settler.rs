@@ -49,9 +49,9 @@ async fn run(
     // later): the notifications are merged again when they do.
     let mut subscribed: Option<usize> = None;
     let mut changes: BoxStream<'static, Change> = futures::stream::pending().boxed();
-    // How often the operators watched are looked at again, while nothing else happens.
-    let every = match jobs.upgrade() {
-        Some(jobs) => jobs.settings.recheck_interval,
+    // Another operator's applications being watched wakes the loop, which subscribes to them.
+    let mut operators = match watch.upgrade() {
+        Some(watch) => watch.operators_changed(),
         None => return,
     };
     loop {
@@ -101,7 +101,11 @@ async fn run(
                     }
                 },
                 () = timers.next() => due.extend(timers.take_due()),
-                () = tokio::time::sleep(every) => {}
+                changed = operators.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
             }
         }
         // A burst of events is settled once per application.

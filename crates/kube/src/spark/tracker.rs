@@ -42,6 +42,8 @@ pub struct SparkNamespaceWatch {
     namespace: String,
     settings: ReflectorSettings,
     apps: Mutex<BTreeMap<SparkOperator, Arc<Reflector<SparkAppView>>>>,
+    /// How many operators' applications are watched, for whoever follows them all.
+    operators: tokio::sync::watch::Sender<usize>,
     /// The driver pods of managed applications, by name, indexed by their application's name.
     pub drivers: Reflector<DriverView>,
 }
@@ -50,7 +52,9 @@ impl SparkNamespaceWatch {
     /// The watch of `operator`'s SparkApplications, started if it is not yet.
     pub fn apps_of(&self, operator: SparkOperator) -> Arc<Reflector<SparkAppView>> {
         let mut apps = lock(&self.apps);
-        apps.entry(operator)
+        let watched = apps.len();
+        let reflector = apps
+            .entry(operator)
             .or_insert_with(|| {
                 let api: Api<DynamicObject> = Api::namespaced_with(
                     self.cluster.client().clone(),
@@ -73,7 +77,17 @@ impl SparkNamespaceWatch {
                     },
                 ))
             })
-            .clone()
+            .clone();
+        if apps.len() != watched {
+            self.operators.send_replace(apps.len());
+        }
+        reflector
+    }
+
+    /// Tells when another operator's applications start being watched (the value: how many
+    /// are); ends with the namespace's watches.
+    pub(crate) fn operators_changed(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.operators.subscribe()
     }
 
     /// The operators whose SparkApplications are watched, with their watches.
@@ -187,6 +201,7 @@ impl SparkTracker {
                 namespace: namespace.to_string(),
                 settings: self.settings.clone(),
                 apps: Mutex::default(),
+                operators: tokio::sync::watch::Sender::new(0),
                 drivers,
             });
             namespaces.insert(namespace.to_string(), watch.clone());
