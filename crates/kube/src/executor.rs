@@ -68,11 +68,13 @@ impl Executor {
     }
 
     /// The container job backend.
+    #[cfg(feature = "internals")]
     pub fn container_jobs(&self) -> &ContainerJobs {
         &self.container
     }
 
     /// The Spark job backend.
+    #[cfg(feature = "internals")]
     pub fn spark_jobs(&self) -> &SparkJobs {
         &self.spark
     }
@@ -80,7 +82,7 @@ impl Executor {
     /// Starts watching the container jobs of `namespace`, if that is not done yet: its first
     /// status query then pays for no list, and its settler looks after its jobs from now on.
     pub fn watch(&self, namespace: &str) {
-        self.container.tracker().namespace(namespace);
+        self.container.watch(namespace);
     }
 
     /// Starts watching the Spark jobs of `namespace` (their driver pods, and the
@@ -101,8 +103,7 @@ impl Executor {
     ) {
         let mut receivers: Vec<_> = self
             .container
-            .tracker()
-            .namespace(namespace)
+            .watch(namespace)
             .subscribe()
             .into_iter()
             .map(|receiver| (JobKind::Job, receiver))
@@ -125,8 +126,8 @@ impl Executor {
     /// and refusal events, then the Spark driver pods and each operator's applications),
     /// starting the container watches if need be; and whether the Spark watches have started.
     pub fn namespace_health(&self, namespace: &str) -> (Vec<(String, WatchHealth)>, bool) {
-        let mut watches = self.container.tracker().namespace(namespace).health();
-        let spark = self.spark.tracker().existing(namespace);
+        let mut watches = self.container.watch(namespace).health();
+        let spark = self.spark.existing(namespace);
         if let Some(spark) = &spark {
             watches.extend(spark.health());
         }
@@ -137,13 +138,11 @@ impl Executor {
     pub fn health(&self) -> Vec<(String, String, WatchHealth)> {
         let container = self
             .container
-            .tracker()
             .watched()
             .into_iter()
             .map(|(namespace, watch)| (namespace, watch.health()));
         let spark = self
             .spark
-            .tracker()
             .watched()
             .into_iter()
             .map(|(namespace, watch)| (namespace, watch.health()));
@@ -163,7 +162,7 @@ impl Executor {
         if id.kind != JobKind::Job {
             return None;
         }
-        let watch = self.container.tracker().existing(&id.namespace)?;
+        let watch = self.container.existing(&id.namespace)?;
         let mut pods = watch.live_pods_of(&id.name);
         pods.sort_by(kubeferry_core::container::oldest_attempt_first);
         let attempts = pods.len();

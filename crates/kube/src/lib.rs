@@ -23,7 +23,7 @@
 
 mod answers;
 pub mod cluster;
-pub mod container;
+mod container;
 pub mod error;
 pub mod executor;
 pub mod logs;
@@ -33,7 +33,7 @@ pub mod rbac;
 pub mod retry;
 pub mod selector;
 mod settling;
-pub mod spark;
+mod spark;
 pub mod tracker;
 
 pub use answers::{CancelOutcome, JobSummary, Orphan};
@@ -43,4 +43,15 @@ pub use error::{Error, Result};
 pub use executor::{Executor, ExecutorSettings, Placement, generate_job_id};
 pub use manifest::{MAIN_CONTAINER, job_manifest};
 pub use retry::RetryPolicy;
-pub use spark::{SparkJobs, SparkSettings};
+pub use spark::SparkSettings;
+
+/// The backends and their watch caches, for this crate's own integration tests; not an
+/// interface for library users (the [`Executor`] is).
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::container::ContainerJobs;
+    pub use crate::container::tracker::NamespaceWatch;
+    pub use crate::spark::SparkJobs;
+    pub use crate::spark::tracker::SparkNamespaceWatch;
+}

@@ -27,8 +27,9 @@ use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::manifest::job_manifest;
 use crate::protocol;
-use crate::tracker::{Recent, ReflectorSettings};
-use tracker::{ContainerTracker, NamespaceWatch};
+use crate::tracker::{Namespaces, Recent, ReflectorSettings};
+use inbox::SettlerContext;
+use tracker::{NamespaceWatch, WatchStarter};
 
 const JOBS: &str = "jobs.batch";
 const PODS: &str = "pods";
@@ -74,7 +75,9 @@ impl Default for ContainerSettings {
 pub struct ContainerJobs {
     cluster: Cluster,
     settings: ContainerSettings,
-    tracker: Arc<ContainerTracker>,
+    /// Each watched namespace's watches and settler, and the last answers.
+    namespaces: Namespaces<NamespaceWatch>,
+    starter: WatchStarter,
     /// The Jobs this process creates or created lately (`namespace/name`).
     submitted: Recent,
 }
@@ -82,22 +85,49 @@ pub struct ContainerJobs {
 impl ContainerJobs {
     /// A backend for `cluster`.
     pub fn new(cluster: Cluster, settings: ContainerSettings) -> Self {
-        let tracker = Arc::new(ContainerTracker::new(
-            cluster.clone(),
-            &settings,
-            settler::start,
-        ));
+        let namespaces = Namespaces::default();
+        let starter = WatchStarter {
+            settings: settings.reflector.clone(),
+            settler: SettlerContext {
+                cluster: cluster.clone(),
+                mapping: settings.mapping.clone(),
+                refusal_freshness: settings.refusal_freshness,
+                retry_interval: settings.recheck_interval,
+                janitor_interval: settings.janitor_interval,
+                reported: namespaces.reported(),
+            },
+            start_settler: settler::start,
+        };
         Self {
             cluster,
             settings,
-            tracker,
+            namespaces,
+            starter,
             submitted: Recent::new(10_000),
         }
     }
 
+    /// The watches of `namespace`, if they are started.
+    pub fn existing(&self, namespace: &str) -> Option<Arc<NamespaceWatch>> {
+        self.namespaces.existing(namespace)
+    }
+
+    /// The namespaces watched so far, with their watches.
+    pub(crate) fn watched(&self) -> Vec<(String, Arc<NamespaceWatch>)> {
+        self.namespaces.watched()
+    }
+
+    /// The watches of `namespace` and its settler, started if this is the first question
+    /// about it.
+    pub fn watch(&self, namespace: &str) -> Arc<NamespaceWatch> {
+        self.namespaces.get_or_start(namespace, || {
+            NamespaceWatch::start(namespace, &self.starter)
+        })
+    }
+
     /// The jobs of each watched namespace by state, as its settler last mapped them.
     pub(crate) fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        self.tracker
+        self.namespaces
             .watched()
             .into_iter()
             .flat_map(|(namespace, watch)| {
@@ -109,11 +139,6 @@ impl ContainerJobs {
                     .map(move |(state, count)| (namespace.clone(), state, count))
             })
             .collect()
-    }
-
-    /// The tracker (for health and metrics).
-    pub fn tracker(&self) -> &ContainerTracker {
-        &self.tracker
     }
 
     fn jobs(&self, namespace: &str) -> Api<Job> {
@@ -152,7 +177,7 @@ impl ContainerJobs {
         // The namespace is looked after from now on: its settler fails the job at a grace
         // period's end whether or not anyone asks. Its watch delivers the Job shortly, and a
         // question asked meanwhile waits for it rather than reading the server.
-        self.tracker.namespace(namespace);
+        self.watch(namespace);
         self.submitted.insert(format!("{namespace}/{name}"));
         let created = self
             .objects(namespace)
@@ -171,7 +196,7 @@ impl ContainerJobs {
         // answer itself must agree, or a grace running out in between would let the cache's
         // stale pods decide it.
         let now = Timestamp::now();
-        let watch = self.tracker.namespace(&id.namespace);
+        let watch = self.watch(&id.namespace);
         let synced = watch.wait_synced(self.settings.sync_timeout).await;
         watch.check_permitted(&id.namespace)?;
         let found = match self.cached(&watch, id) {
@@ -237,7 +262,7 @@ impl ContainerJobs {
         let Observed::Present(job) = observed else {
             return None;
         };
-        let job = self.tracker.existing(&id.namespace)?.with_refusal(
+        let job = self.namespaces.existing(&id.namespace)?.with_refusal(
             job,
             pods,
             now,
@@ -257,7 +282,7 @@ impl ContainerJobs {
             // A Job's final state, as a DELETED event brought it, is as fresh as it gets.
             return false;
         };
-        let previous = self.tracker.last_reported(&id.namespace, &id.name);
+        let previous = self.namespaces.last_reported(&id.namespace, &id.name);
         if previous.as_ref().is_some_and(ExecutionInfo::is_terminal) {
             return false;
         }
@@ -342,14 +367,14 @@ impl ContainerJobs {
         pods: &[PodView],
         now: Timestamp,
     ) -> Result<ExecutionInfo> {
-        let previous = self.tracker.last_reported(&id.namespace, &id.name);
+        let previous = self.namespaces.last_reported(&id.namespace, &id.name);
         let version = match observed {
             Observed::Present(job) => job.resource_version.as_deref(),
             Observed::Vanished(..) => None,
         };
         // A watch cache lagging a fresh read: its older copy tells nothing new.
         if let Some(previous) = &previous
-            && self.tracker.is_older(&id.namespace, &id.name, version)
+            && self.namespaces.is_older(&id.namespace, &id.name, version)
         {
             return Ok(previous.clone());
         }
@@ -371,7 +396,7 @@ impl ContainerJobs {
         if mapped.must_record
             && let Observed::Present(job) = observed
         {
-            let watch = self.tracker.namespace(&id.namespace);
+            let watch = self.watch(&id.namespace);
             // Bounded: a settler held up by a slow API server must not hold the question too.
             let settled = tokio::time::timeout(
                 self.settings.sync_timeout,
@@ -379,7 +404,7 @@ impl ContainerJobs {
             )
             .await;
             if let Some(recorded) = self
-                .tracker
+                .namespaces
                 .last_reported(&id.namespace, &id.name)
                 .filter(ExecutionInfo::is_terminal)
             {
@@ -406,7 +431,7 @@ impl ContainerJobs {
         }
         let warning = mapped.warning.as_deref();
         if self
-            .tracker
+            .namespaces
             .remember(&id.namespace, &id.name, &info, warning, version)
             && let Some(warning) = warning
         {
@@ -414,7 +439,7 @@ impl ContainerJobs {
         }
         // What stands: an answer computed at the same time from a newer copy wins.
         Ok(self
-            .tracker
+            .namespaces
             .last_reported(&id.namespace, &id.name)
             .unwrap_or(info))
     }
@@ -439,7 +464,7 @@ impl ContainerJobs {
     /// The pods of a job that still exist (a deleted pod's log is gone with it), oldest
     /// attempt first.
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<PodView>> {
-        let watch = self.tracker.namespace(&id.namespace);
+        let watch = self.watch(&id.namespace);
         let mut pods = if watch.wait_synced(self.settings.sync_timeout).await
             && watch.jobs.get(&id.name).is_some()
         {
@@ -587,7 +612,7 @@ impl ContainerJobs {
     /// lists them now (and the final states of deleted ones the watch still knows).
     async fn current(&self, id: &ExecutionId, job: Job) -> Result<protocol::Current<Job>> {
         let view = JobView::from(&job);
-        let watch = self.tracker.namespace(&id.namespace);
+        let watch = self.watch(&id.namespace);
         let pods = match self.fresh_pods(&watch, &id.namespace, &id.name).await {
             Ok(pods) => pods,
             Err(_) => watch.pods_of(&id.name),
@@ -630,11 +655,11 @@ impl protocol::Jobs for ContainerJobs {
         &self,
         id: &ExecutionId,
     ) -> Result<Vec<tokio::sync::broadcast::Receiver<String>>> {
-        Ok(self.tracker.namespace(&id.namespace).subscribe())
+        Ok(self.watch(&id.namespace).subscribe())
     }
 
     fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {
-        self.tracker
+        self.namespaces
             .remember(&id.namespace, &id.name, info, None, version);
     }
 

@@ -3,7 +3,7 @@
 //! watch events and at the mapping's own deadlines, whether or not anyone asks for a status.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
@@ -19,11 +19,12 @@ use tokio::sync::{broadcast, mpsc};
 use tracing::{debug, info, warn};
 
 use super::inbox::{Inbox, Request, SettlerContext};
-use super::tracker::{NamespaceWatch, reported_key};
+use super::tracker::NamespaceWatch;
 use crate::cluster::{Cluster, Op};
 use crate::error::Result;
 use crate::protocol::Objects;
 use crate::settling::{JobStates, Timers, merged, retry_delay};
+use crate::tracker::{lock, reported_key};
 
 const JOBS: &str = "jobs.batch";
 
@@ -434,9 +435,4 @@ async fn delete_expired(watch: Weak<NamespaceWatch>, cluster: Cluster, namespace
             }
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Plain data updated in single steps: a poisoned lock still holds a usable value.
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

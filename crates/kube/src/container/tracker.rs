@@ -1,8 +1,7 @@
 //! One watch of managed Jobs, one of their pods and one of the Job controller's refusals to
 //! create pods per namespace, shared by every query.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -10,16 +9,13 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
-use kubeferry_core::ExecutionInfo;
 use kubeferry_core::container::{JobView, PodView};
 use kubeferry_core::marks::MANAGED_SELECTOR;
 use tokio::sync::broadcast;
 
-use super::ContainerSettings;
 use super::inbox::{self, Inbox, Settler, SettlerContext};
-use crate::cluster::Cluster;
 use crate::error::{Error, Result};
-use crate::tracker::{Departure, Entry, LastReported, Reflector, ReflectorSettings, WatchHealth};
+use crate::tracker::{Departure, Entry, Reflector, ReflectorSettings, WatchHealth};
 
 /// The label the Job controller puts on a Job's pods (Kubernetes 1.27+), and its older twin.
 const JOB_NAME_LABELS: [&str; 2] = ["batch.kubernetes.io/job-name", "job-name"];
@@ -263,56 +259,23 @@ pub(crate) type StartSettler = fn(
     Vec<broadcast::Receiver<String>>,
 );
 
-/// The namespace watches of one cluster, started on first use.
-pub struct ContainerTracker {
-    settings: ReflectorSettings,
-    settler: SettlerContext,
-    start_settler: StartSettler,
-    namespaces: Mutex<HashMap<String, Arc<NamespaceWatch>>>,
-    reported: Arc<Mutex<LastReported>>,
+/// What starting a namespace's watches and settler takes.
+pub(crate) struct WatchStarter {
+    pub(crate) settings: ReflectorSettings,
+    pub(crate) settler: SettlerContext,
+    pub(crate) start_settler: StartSettler,
 }
 
-impl ContainerTracker {
-    /// A tracker with no watches yet.
-    pub(crate) fn new(
-        cluster: Cluster,
-        settings: &ContainerSettings,
-        start_settler: StartSettler,
-    ) -> Self {
-        let reported = Arc::new(Mutex::new(LastReported::new(100_000)));
-        Self {
-            settings: settings.reflector.clone(),
-            settler: SettlerContext {
-                cluster,
-                mapping: settings.mapping.clone(),
-                refusal_freshness: settings.refusal_freshness,
-                retry_interval: settings.recheck_interval,
-                janitor_interval: settings.janitor_interval,
-                reported: reported.clone(),
-            },
-            start_settler,
-            namespaces: Mutex::default(),
-            reported,
-        }
-    }
-
-    /// The watches of `namespace`, if they are started.
-    pub fn existing(&self, namespace: &str) -> Option<Arc<NamespaceWatch>> {
-        lock(&self.namespaces).get(namespace).cloned()
-    }
-
-    /// The watches of `namespace`, started if this is the first question about it.
-    pub fn namespace(&self, namespace: &str) -> Arc<NamespaceWatch> {
-        let mut namespaces = lock(&self.namespaces);
-        if let Some(watch) = namespaces.get(namespace) {
-            return watch.clone();
-        }
-        let client = self.settler.cluster.client().clone();
+impl NamespaceWatch {
+    /// Starts the watches of `namespace` and its settler.
+    pub(crate) fn start(namespace: &str, starter: &WatchStarter) -> Arc<NamespaceWatch> {
+        let client = starter.settler.cluster.client().clone();
+        let settings = &starter.settings;
         let config = watcher::Config::default().labels(MANAGED_SELECTOR);
         let jobs = Reflector::spawn(
             Api::<Job>::namespaced(client.clone(), namespace),
             config.clone(),
-            self.settings.clone(),
+            settings.clone(),
             |job: &Job| {
                 let view = JobView::from(job);
                 Some(Entry {
@@ -325,7 +288,7 @@ impl ContainerTracker {
         let pods = Reflector::spawn(
             Api::<Pod>::namespaced(client.clone(), namespace),
             config,
-            self.settings.clone(),
+            settings.clone(),
             |pod: &Pod| {
                 let job = job_of_pod(pod)?;
                 let view = PodView::from(pod);
@@ -343,7 +306,7 @@ impl ContainerTracker {
                 // Nothing reads a refusal that is gone, and the permission is optional.
                 max_tombstones: 0,
                 optional: true,
-                ..self.settings.clone()
+                ..settings.clone()
             },
             |event: &Event| {
                 Some(Entry {
@@ -361,58 +324,15 @@ impl ContainerTracker {
             refusals,
             settler,
         });
-        namespaces.insert(namespace.to_string(), watch.clone());
-        (self.start_settler)(
+        (starter.start_settler)(
             inbox,
             namespace,
-            self.settler.clone(),
+            starter.settler.clone(),
             Arc::downgrade(&watch),
             changes,
         );
         watch
     }
-
-    /// The namespaces watched so far.
-    pub fn watched(&self) -> Vec<(String, Arc<NamespaceWatch>)> {
-        lock(&self.namespaces)
-            .iter()
-            .map(|(ns, w)| (ns.clone(), w.clone()))
-            .collect()
-    }
-
-    /// What was last reported for a job, for the mapping's `previous`.
-    pub(crate) fn last_reported(&self, namespace: &str, name: &str) -> Option<ExecutionInfo> {
-        lock(&self.reported).get(&reported_key(namespace, name))
-    }
-
-    /// Remembers what was reported for a job, from its Job at `version`, and the warning that
-    /// came with it. Returns true
-    /// when the warning is new for the job, to be logged once rather than on every query.
-    pub(crate) fn remember(
-        &self,
-        namespace: &str,
-        name: &str,
-        info: &ExecutionInfo,
-        warning: Option<&str>,
-        version: Option<&str>,
-    ) -> bool {
-        lock(&self.reported).put(
-            reported_key(namespace, name),
-            info.clone(),
-            warning,
-            version,
-        )
-    }
-
-    /// Whether a copy of a job's Job at `version` is older than one already reported from.
-    pub(crate) fn is_older(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
-        lock(&self.reported).is_older(&reported_key(namespace, name), version)
-    }
-}
-
-/// The key of a job's last reported status.
-pub(crate) fn reported_key(namespace: &str, name: &str) -> String {
-    format!("{namespace}/{name}")
 }
 
 /// The name of the Job a pod belongs to: its job-name label, else its controller owner.
@@ -429,11 +349,6 @@ pub fn job_of_pod(pod: &Pod) -> Option<String> {
                 .find(|o| o.controller == Some(true) && o.kind == "Job")
                 .map(|o| o.name.clone())
         })
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Plain data updated in single steps: a poisoned lock still holds a usable value.
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

@@ -43,8 +43,8 @@ use crate::error::{Error, Result};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::protocol::{self, Attempt, Current, Deletion, Objects};
 use crate::selector::SelectorEvent;
-use crate::tracker::{Departure, Recent, ReflectorSettings};
-use tracker::{SparkNamespaceWatch, SparkTracker, app_of_pod, driver_pods_selector};
+use crate::tracker::{Departure, Namespaces, Recent, ReflectorSettings, lock};
+use tracker::{SparkNamespaceWatch, app_of_pod, driver_pods_selector};
 
 const PODS: &str = "pods";
 const KIND: &str = "SparkApplication";
@@ -108,7 +108,8 @@ pub struct SparkJobs {
     me: Weak<SparkJobs>,
     cluster: Cluster,
     settings: SparkSettings,
-    tracker: Arc<SparkTracker>,
+    /// Each watched namespace's watches, and the last answers.
+    namespaces: Namespaces<SparkNamespaceWatch>,
     installed: Mutex<Option<(Instant, Vec<SparkOperator>)>>,
     /// The warnings logged, each once.
     warned: Recent,
@@ -188,15 +189,11 @@ enum Acted {
 impl SparkJobs {
     /// A backend for `cluster`.
     pub fn new(cluster: Cluster, settings: SparkSettings) -> Arc<Self> {
-        let tracker = Arc::new(SparkTracker::new(
-            cluster.clone(),
-            settings.reflector.clone(),
-        ));
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             cluster,
             settings,
-            tracker,
+            namespaces: Namespaces::default(),
             installed: Mutex::new(None),
             warned: Recent::new(10_000),
             found_gone: Recent::new(10_000),
@@ -204,9 +201,14 @@ impl SparkJobs {
         })
     }
 
-    /// The tracker (for health and metrics).
-    pub fn tracker(&self) -> &SparkTracker {
-        &self.tracker
+    /// The watches of `namespace`, if they are started.
+    pub(crate) fn existing(&self, namespace: &str) -> Option<Arc<SparkNamespaceWatch>> {
+        self.namespaces.existing(namespace)
+    }
+
+    /// The namespaces watched so far, with their watches.
+    pub fn watched(&self) -> Vec<(String, Arc<SparkNamespaceWatch>)> {
+        self.namespaces.watched()
     }
 
     fn objects(&self, operator: SparkOperator, namespace: &str) -> Objects<DynamicObject> {
@@ -283,11 +285,17 @@ impl SparkJobs {
     /// The watches of `namespace` (the driver pods, and the SparkApplications of every
     /// operator installed), started if they are not yet.
     pub async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
-        let watch = match self.tracker.existing(namespace) {
+        let watch = match self.namespaces.existing(namespace) {
             Some(watch) => watch,
             None => {
                 let installed = self.installed().await?;
-                self.tracker.namespace(namespace, &installed)
+                let watch = self.namespaces.get_or_start(namespace, || {
+                    SparkNamespaceWatch::start(&self.cluster, namespace, &self.settings.reflector)
+                });
+                for operator in installed {
+                    watch.apps_of(operator);
+                }
+                watch
             }
         };
         self.settler(namespace, &watch);
@@ -542,7 +550,7 @@ impl SparkJobs {
     /// carried out by the namespace's settler: with [`Acting::Delegate`] (a status query, a
     /// wait, a list) a job with an action due is handed to it and the answer is the settler's.
     async fn evaluate(&self, id: &ExecutionId, found: Found, acting: Acting) -> Result<Evaluated> {
-        let previous = self.tracker.last_reported(&id.namespace, &id.name);
+        let previous = self.namespaces.last_reported(&id.namespace, &id.name);
         let Found {
             operator,
             mut observed,
@@ -552,7 +560,7 @@ impl SparkJobs {
         // A watch cache lagging a fresh read: its older copy tells nothing new.
         if let (Some(previous), Observed::Present(view)) = (&previous, &observed)
             && self
-                .tracker
+                .namespaces
                 .is_older(&id.namespace, &id.name, view.resource_version.as_deref())
         {
             return Ok(Evaluated {
@@ -656,10 +664,11 @@ impl SparkJobs {
                             // next try.
                             info.message = format!("{}; not done yet: {error}", info.message);
                         }
-                        self.tracker.remember(
+                        self.namespaces.remember(
                             &id.namespace,
                             &id.name,
                             &info,
+                            None,
                             present_version(&observed),
                         );
                         if matches!(error, Error::Forbidden { .. }) {
@@ -681,11 +690,16 @@ impl SparkJobs {
             {
                 info.message = format!("{} (driver pod not looked up: {error})", info.message);
             }
-            self.tracker
-                .remember(&id.namespace, &id.name, &info, present_version(&observed));
+            self.namespaces.remember(
+                &id.namespace,
+                &id.name,
+                &info,
+                None,
+                present_version(&observed),
+            );
             // What stands: an answer computed at the same time from a newer copy wins.
             let info = self
-                .tracker
+                .namespaces
                 .last_reported(&id.namespace, &id.name)
                 .unwrap_or(info);
             let recheck_at = recheck_at.filter(|_| !info.is_terminal());
@@ -1038,8 +1052,8 @@ impl protocol::Jobs for SparkJobs {
     }
 
     fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {
-        self.tracker
-            .remember(&id.namespace, &id.name, info, version);
+        self.namespaces
+            .remember(&id.namespace, &id.name, info, None, version);
     }
 
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<Attempt>> {
@@ -1090,11 +1104,6 @@ fn has_started(driver: &DriverView) -> bool {
             ContainerStateView::Running { .. } | ContainerStateView::Terminated(_)
         ) || c.last_terminated.is_some()
     })
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Plain data updated in single steps: a poisoned lock still holds a usable value.
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One copy of an application: its namespace, name and resourceVersion.

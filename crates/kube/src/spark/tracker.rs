@@ -1,14 +1,13 @@
 //! Per namespace: one watch of managed SparkApplications per installed operator, and one of
 //! their driver pods, shared by every query.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher;
-use kubeferry_core::ExecutionInfo;
 use kubeferry_core::marks::MANAGED_SELECTOR;
 use kubeferry_core::spark::{
     DRIVER_ROLE, DriverView, SPARK_ROLE_LABEL, SparkAppView, SparkOperator,
@@ -17,7 +16,7 @@ use tokio::sync::broadcast;
 
 use crate::cluster::Cluster;
 use crate::manifest::spark::api_resource;
-use crate::tracker::{Entry, LastReported, Reflector, ReflectorSettings, WatchHealth};
+use crate::tracker::{Entry, Reflector, ReflectorSettings, WatchHealth, lock};
 
 /// How health reports name the watch of driver pods (a second, narrower watch of pods beside
 /// the container jobs' one).
@@ -154,104 +153,34 @@ impl SparkNamespaceWatch {
     }
 }
 
-/// The namespace watches of one cluster, started on first use.
-pub struct SparkTracker {
-    cluster: Cluster,
-    settings: ReflectorSettings,
-    namespaces: Mutex<HashMap<String, Arc<SparkNamespaceWatch>>>,
-    reported: Mutex<LastReported>,
-}
-
-impl SparkTracker {
-    /// A tracker with no watches yet.
-    pub fn new(cluster: Cluster, settings: ReflectorSettings) -> Self {
-        Self {
-            cluster,
-            settings,
-            namespaces: Mutex::default(),
-            reported: Mutex::new(LastReported::new(100_000)),
-        }
-    }
-
-    /// The watches of `namespace`, started (with the application watches of `operators`) if
-    /// this is the first question about it.
-    pub fn namespace(
-        &self,
+impl SparkNamespaceWatch {
+    /// Starts the watch of `namespace`'s driver pods; the applications' watches start with
+    /// [`SparkNamespaceWatch::apps_of`].
+    pub(crate) fn start(
+        cluster: &Cluster,
         namespace: &str,
-        operators: &[SparkOperator],
+        settings: &ReflectorSettings,
     ) -> Arc<SparkNamespaceWatch> {
-        let watch = {
-            let mut namespaces = lock(&self.namespaces);
-            if let Some(watch) = namespaces.get(namespace) {
-                return watch.clone();
-            }
-            let pods: Api<Pod> = Api::namespaced(self.cluster.client().clone(), namespace);
-            let config = watcher::Config::default().labels(&driver_pods_selector());
-            let drivers = Reflector::spawn(pods, config, self.settings.clone(), |pod: &Pod| {
-                let app = app_of_pod(pod)?;
-                let view = DriverView::from(pod);
-                Some(Entry {
-                    name: view.name.clone(),
-                    job: app,
-                    view,
-                })
-            });
-            let watch = Arc::new(SparkNamespaceWatch {
-                cluster: self.cluster.clone(),
-                namespace: namespace.to_string(),
-                settings: self.settings.clone(),
-                apps: Mutex::default(),
-                operators: tokio::sync::watch::Sender::new(0),
-                drivers,
-            });
-            namespaces.insert(namespace.to_string(), watch.clone());
-            watch
-        };
-        for operator in operators {
-            watch.apps_of(*operator);
-        }
-        watch
+        let pods: Api<Pod> = Api::namespaced(cluster.client().clone(), namespace);
+        let config = watcher::Config::default().labels(&driver_pods_selector());
+        let drivers = Reflector::spawn(pods, config, settings.clone(), |pod: &Pod| {
+            let app = app_of_pod(pod)?;
+            let view = DriverView::from(pod);
+            Some(Entry {
+                name: view.name.clone(),
+                job: app,
+                view,
+            })
+        });
+        Arc::new(SparkNamespaceWatch {
+            cluster: cluster.clone(),
+            namespace: namespace.to_string(),
+            settings: settings.clone(),
+            apps: Mutex::default(),
+            operators: tokio::sync::watch::Sender::new(0),
+            drivers,
+        })
     }
-
-    /// The watches of `namespace`, if they are started.
-    pub fn existing(&self, namespace: &str) -> Option<Arc<SparkNamespaceWatch>> {
-        lock(&self.namespaces).get(namespace).cloned()
-    }
-
-    /// The namespaces watched so far.
-    pub fn watched(&self) -> Vec<(String, Arc<SparkNamespaceWatch>)> {
-        lock(&self.namespaces)
-            .iter()
-            .map(|(ns, w)| (ns.clone(), w.clone()))
-            .collect()
-    }
-
-    /// What was last reported for a job, for the mapping's `previous`.
-    pub fn last_reported(&self, namespace: &str, name: &str) -> Option<ExecutionInfo> {
-        lock(&self.reported).get(&format!("{namespace}/{name}"))
-    }
-
-    /// Remembers what was reported for a job, from its application at `version`.
-    pub fn remember(
-        &self,
-        namespace: &str,
-        name: &str,
-        info: &ExecutionInfo,
-        version: Option<&str>,
-    ) {
-        lock(&self.reported).put(format!("{namespace}/{name}"), info.clone(), None, version);
-    }
-
-    /// Whether a copy of a job's application at `version` is older than one already reported
-    /// from.
-    pub fn is_older(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
-        lock(&self.reported).is_older(&format!("{namespace}/{name}"), version)
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Plain data updated in single steps: a poisoned lock still holds a usable value.
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

@@ -174,7 +174,7 @@ async fn cancelling_a_job_whose_pod_was_lost_keeps_the_outcome() {
         .await;
     let pod = env.pod_of(&id).await;
     env.sim.lose_node("sim-node-1").unwrap();
-    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    let watch = env.executor.container_jobs().watch(NS);
     eventually("the Job's verdict and the pod's removal", || async {
         let failed = env.job_object(&id).is_some_and(|job| {
             job["status"]["conditions"]
@@ -212,7 +212,7 @@ async fn cancelling_a_failed_job_whose_pod_was_removed_keeps_the_outcome() {
     .await;
     let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(env.admin_client().await, NS);
     pods.delete(&pod, &Default::default()).await.unwrap();
-    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    let watch = env.executor.container_jobs().watch(NS);
     eventually("the pod's removal to be seen", || async {
         watch.pods.tombstone(&pod).map(|_| ())
     })

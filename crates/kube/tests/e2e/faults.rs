@@ -246,7 +246,7 @@ async fn expired_watches_relist_and_statuses_stay_right() {
     })
     .await;
     assert!(gone.is_no_such_job(), "{gone}");
-    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    let watch = env.executor.container_jobs().watch(NS);
     let (jobs, pods) = eventually("both watches to be back", || async {
         let (jobs, pods) = (watch.jobs.health(), watch.pods.health());
         (jobs.failing.is_none() && pods.failing.is_none()).then_some((jobs, pods))
@@ -410,8 +410,7 @@ async fn a_watch_cache_lagging_a_fresh_read_never_takes_a_status_back() {
     let cached = env
         .executor
         .container_jobs()
-        .tracker()
-        .namespace(NS)
+        .watch(NS)
         .jobs
         .get(&id.name)
         .expect("cached");
@@ -445,14 +444,14 @@ fn quickly_restarted() -> Settings {
 
 /// Whether every watch of the namespace is listed, watching and not failing.
 fn all_current(env: &Env) -> bool {
-    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    let watch = env.executor.container_jobs().watch(NS);
     let events = watch.refusals.health();
     watch.is_current() && events.synced && events.failing.is_none()
 }
 
 /// Whether every watch of the namespace has failed.
 fn all_failing(env: &Env) -> bool {
-    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    let watch = env.executor.container_jobs().watch(NS);
     [
         watch.jobs.health(),
         watch.pods.health(),

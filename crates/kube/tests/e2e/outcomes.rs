@@ -134,7 +134,7 @@ async fn a_pod_the_job_controller_cannot_create_stays_queued() {
     let fresh = env.fresh_executor().await;
     let listed = fresh.list(NS, None).await.expect("listed");
     assert!(listed.iter().any(|summary| summary.id == id));
-    assert!(fresh.container_jobs().tracker().existing(NS).is_none());
+    assert!(fresh.container_jobs().existing(NS).is_none());
 }
 
 /// An outcome kubeferry decided itself is recorded on the Job, the work is stopped, and any
@@ -538,8 +538,7 @@ async fn status_once_removal_seen(env: &Env, id: &ExecutionId) -> ExecutionInfo 
     env.status_until(id, "the Job's removal to be seen", |_| {
         env.executor
             .container_jobs()
-            .tracker()
-            .namespace(NS)
+            .watch(NS)
             .jobs
             .tombstone(&id.name)
             .is_some()
@@ -766,8 +765,7 @@ async fn an_own_failure_disrupted_right_after(disruption: Disruption) {
     eventually("the disrupted pod's removal to be seen", || async {
         let departed = watching
             .container_jobs()
-            .tracker()
-            .namespace(NS)
+            .watch(NS)
             .departed_pods_of(&id.name);
         (env.sim.count("", "pods") == 0 && departed.iter().any(|p| p.disruption.is_some()))
             .then_some(())

@@ -224,7 +224,7 @@ async fn without_events_jobs_are_tracked_and_only_the_refusal_reason_is_missing(
     let (outcome, _) = wait_on(&kubeferry, &fine).await;
     assert_eq!(outcome.state, JobState::Succeeded, "{outcome:?}");
     // The events watch was refused, and the Job controller was refused a pod meanwhile.
-    let watch = kubeferry.container_jobs().tracker().namespace(NS);
+    let watch = kubeferry.container_jobs().watch(NS);
     eventually("the events watch to be refused", || async {
         watch.refusals.health().refused().map(|_| ())
     })

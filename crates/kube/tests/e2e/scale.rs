@@ -20,7 +20,7 @@ async fn waiting_on_many_jobs_costs_the_watches_not_a_poll_per_job() {
     // Submitting costs one create per job; tracking costs the namespace's watches: one list and
     // one watch of Jobs, of pods, and of the Job controller's refusal events.
     assert_eq!(env.sim.request_count("create", "jobs.batch"), JOBS as u64);
-    let watch = env.executor.container_jobs().tracker().namespace(NS);
+    let watch = env.executor.container_jobs().watch(NS);
     eventually("the watch to hold every Job", || async {
         (watch.jobs.len() == JOBS).then_some(())
     })

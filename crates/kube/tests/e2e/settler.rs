@@ -73,7 +73,7 @@ async fn status_queries_only_read() {
     // The settler records the pull failure and stops the job on its own.
     recorded(&env, &unpullable).await;
     eventually("the stopped job's pod to go", || async {
-        let watch = env.executor.container_jobs().tracker().namespace(NS);
+        let watch = env.executor.container_jobs().watch(NS);
         watch
             .live_pods_of(&unpullable.name)
             .is_empty()

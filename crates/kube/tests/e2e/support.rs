@@ -161,8 +161,7 @@ impl Env {
     pub fn pods_of(&self, id: &ExecutionId) -> Vec<PodView> {
         self.executor
             .container_jobs()
-            .tracker()
-            .namespace(&id.namespace)
+            .watch(&id.namespace)
             .pods_of(&id.name)
     }
 

@@ -376,7 +376,6 @@ async fn review_4_a_stale_cache_after_a_cancel_elsewhere_is_no_such_job_not_fail
     assert!(b.status(&other).await.is_err_and(|e| e.is_no_such_job()));
     eventually("B's cache to hold the application", || async {
         b.spark_jobs()
-            .tracker()
             .watched()
             .iter()
             .flat_map(|(_, watch)| watch.watched())

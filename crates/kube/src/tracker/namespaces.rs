@@ -1,0 +1,122 @@
+//! The watches of every namespace a kind of job looks after, started on first use, and what was
+//! last reported of each of its jobs: one table, whatever the kind watches.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use kubeferry_core::ExecutionInfo;
+
+use super::LastReported;
+
+/// How many jobs' last answers a kind remembers (the oldest go first).
+const REPORTED_CAPACITY: usize = 100_000;
+
+/// A kind's watches by namespace (`W`: what it watches in one namespace), and its last answers.
+pub(crate) struct Namespaces<W> {
+    watches: Mutex<HashMap<String, Arc<W>>>,
+    reported: Arc<Mutex<LastReported>>,
+}
+
+impl<W> Default for Namespaces<W> {
+    fn default() -> Self {
+        Self {
+            watches: Mutex::default(),
+            reported: Arc::new(Mutex::new(LastReported::new(REPORTED_CAPACITY))),
+        }
+    }
+}
+
+impl<W> Namespaces<W> {
+    /// The watches of `namespace`, if they are started.
+    pub(crate) fn existing(&self, namespace: &str) -> Option<Arc<W>> {
+        lock(&self.watches).get(namespace).cloned()
+    }
+
+    /// The watches of `namespace`, started with `start` if this is the first question about it
+    /// (under the table's lock: two first questions start one set of watches).
+    pub(crate) fn get_or_start(&self, namespace: &str, start: impl FnOnce() -> Arc<W>) -> Arc<W> {
+        lock(&self.watches)
+            .entry(namespace.to_string())
+            .or_insert_with(start)
+            .clone()
+    }
+
+    /// The namespaces watched so far, with their watches.
+    pub(crate) fn watched(&self) -> Vec<(String, Arc<W>)> {
+        lock(&self.watches)
+            .iter()
+            .map(|(namespace, watch)| (namespace.clone(), watch.clone()))
+            .collect()
+    }
+
+    /// The last answers, shared with whoever else answers for the kind (its settlers).
+    pub(crate) fn reported(&self) -> Arc<Mutex<LastReported>> {
+        self.reported.clone()
+    }
+
+    /// What was last reported for a job, for the mapping's `previous`.
+    pub(crate) fn last_reported(&self, namespace: &str, name: &str) -> Option<ExecutionInfo> {
+        lock(&self.reported).get(&reported_key(namespace, name))
+    }
+
+    /// Remembers what was reported for a job, from its object at `version`, and the warning
+    /// that came with it. True when the warning is new for the job, to be logged once rather
+    /// than on every query.
+    pub(crate) fn remember(
+        &self,
+        namespace: &str,
+        name: &str,
+        info: &ExecutionInfo,
+        warning: Option<&str>,
+        version: Option<&str>,
+    ) -> bool {
+        lock(&self.reported).put(
+            reported_key(namespace, name),
+            info.clone(),
+            warning,
+            version,
+        )
+    }
+
+    /// Whether a copy of a job's object at `version` is older than one already reported from.
+    pub(crate) fn is_older(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
+        lock(&self.reported).is_older(&reported_key(namespace, name), version)
+    }
+}
+
+/// The key of a job's last reported status.
+pub(crate) fn reported_key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+/// Locks plain data updated in single steps: a poisoned lock still holds a usable value.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubeferry_core::{JobState, Reason};
+
+    #[test]
+    fn a_namespace_is_started_once_and_answers_are_kept_per_job() {
+        let namespaces: Namespaces<String> = Namespaces::default();
+        assert!(namespaces.existing("a").is_none());
+        let first = namespaces.get_or_start("a", || Arc::new("first".to_string()));
+        let second = namespaces.get_or_start("a", || Arc::new("second".to_string()));
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(namespaces.watched().len(), 1);
+
+        let running = ExecutionInfo::new(JobState::Started, Reason::Running);
+        assert!(namespaces.remember("a", "j", &running, Some("odd"), Some("7")));
+        assert!(!namespaces.remember("a", "j", &running, Some("odd"), Some("8")));
+        assert_eq!(namespaces.last_reported("a", "j"), Some(running));
+        assert_eq!(namespaces.last_reported("b", "j"), None);
+        assert!(namespaces.is_older("a", "j", Some("7")));
+        assert!(!namespaces.is_older("a", "j", Some("9")));
+        assert!(!namespaces.is_older("b", "j", Some("1")));
+    }
+}
