@@ -14,6 +14,7 @@ use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
+use crate::kind::{Kind, Watches};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::protocol;
 use crate::spark::{SparkJobs, SparkSettings};
@@ -136,24 +137,9 @@ impl Executor {
 
     /// The health of every watch of every watched namespace: namespace, resource, health.
     pub fn health(&self) -> Vec<(String, String, WatchHealth)> {
-        let container = self
-            .container
-            .watched()
-            .into_iter()
-            .map(|(namespace, watch)| (namespace, watch.health()));
-        let spark = self
-            .spark
-            .watched()
-            .into_iter()
-            .map(|(namespace, watch)| (namespace, watch.health()));
-        container
-            .chain(spark)
-            .flat_map(|(namespace, watches)| {
-                watches
-                    .into_iter()
-                    .map(move |(resource, health)| (namespace.clone(), resource, health))
-            })
-            .collect()
+        let mut all = health_of(&*self.container);
+        all.extend(health_of(&*self.spark));
+        all
     }
 
     /// Where a container job's newest attempt runs, from the watch cache (no request); `None`
@@ -266,11 +252,9 @@ impl Executor {
     pub fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
         let mut counts: std::collections::BTreeMap<String, [usize; JobState::ALL.len()]> =
             std::collections::BTreeMap::new();
-        for (namespace, state, count) in self
-            .container
-            .jobs_by_state()
+        for (namespace, state, count) in Kind::jobs_by_state(&*self.container)
             .into_iter()
-            .chain(self.spark.jobs_by_state())
+            .chain(Kind::jobs_by_state(&*self.spark))
         {
             let slot = JobState::ALL.iter().position(|s| *s == state).unwrap_or(0);
             counts.entry(namespace).or_default()[slot] += count;
@@ -289,8 +273,8 @@ impl Executor {
     /// The managed jobs of a namespace, of every kind, oldest first. A kind kubeferry may not
     /// list here (its Role grants only the other kind) is left out with a warning.
     pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        let container = self.container.list(Some(namespace), selector).await;
-        let spark = self.spark.list(Some(namespace), selector).await;
+        let container = protocol::list(&*self.container, Some(namespace), selector).await;
+        let spark = protocol::list(&*self.spark, Some(namespace), selector).await;
         let mut jobs = either_kind(container, spark, "jobs not listed")?;
         jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(jobs)
@@ -300,7 +284,7 @@ impl Executor {
     /// [`Executor::list`], with cluster-wide lists: kubeferry needs to be allowed to list jobs
     /// and pods in every namespace).
     pub async fn list_all_namespaces(&self, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        let container = self.container.list(None, selector).await;
+        let container = protocol::list(&*self.container, None, selector).await;
         // With no Spark operator installed, an empty Spark list asked nothing of the server:
         // it must not stand in for container jobs kubeferry may not list.
         let spark_installed = self
@@ -309,7 +293,7 @@ impl Executor {
             .await
             .is_ok_and(|operators| !operators.is_empty());
         let mut jobs = if spark_installed {
-            let spark = self.spark.list(None, selector).await;
+            let spark = protocol::list(&*self.spark, None, selector).await;
             either_kind(container, spark, "jobs not listed")?
         } else {
             container?
@@ -340,10 +324,24 @@ impl Executor {
         known: &HashSet<String>,
         delete: bool,
     ) -> Result<Vec<Orphan>> {
-        let container = self.container.sweep(namespace, known, delete).await;
-        let spark = self.spark.sweep(namespace, known, delete).await;
+        let container = protocol::sweep(&*self.container, namespace, known, delete).await;
+        let spark = protocol::sweep(&*self.spark, namespace, known, delete).await;
         either_kind(container, spark, "jobs not swept")
     }
+}
+
+/// The health of every watch of every namespace `jobs` watches: namespace, resource, health.
+fn health_of<J: Kind>(jobs: &J) -> Vec<(String, String, WatchHealth)> {
+    jobs.namespaces()
+        .watched()
+        .into_iter()
+        .flat_map(|(namespace, watch)| {
+            watch
+                .health()
+                .into_iter()
+                .map(move |(resource, health)| (namespace.clone(), resource, health))
+        })
+        .collect()
 }
 
 /// The results of both kinds together. A kind that is forbidden is left out with a warning,

@@ -1,306 +1,37 @@
-//! The protocols every kind of job follows, whatever object runs it (a `batch/v1` Job, a
-//! SparkApplication): creating or adopting the object, recording what kubeferry decided,
-//! deleting it only if it is still the same object, cancelling (mark, then delete), waiting for
-//! the end, and reading the log of the job's pods. Each is written once, here; a kind of job
-//! provides what differs through [`Jobs`].
+//! The protocols every kind of job follows, whatever object runs it, written once over
+//! [`Kind`]: cancelling (mark, then delete), waiting for the end, reading the log of the job's
+//! pods, listing, and sweeping orphans.
 
 use std::collections::HashSet;
-use std::fmt::Debug;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{
-    Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
-};
-use kubeferry_core::marks::{CANCEL_ANNOTATION, JOB_ID_ANNOTATION, SPEC_HASH_ANNOTATION};
+use kubeferry_core::marks::CANCEL_ANNOTATION;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tracing::info;
 
-use crate::answers::CancelOutcome;
-use crate::cluster::{Cluster, Op};
+use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::error::{Error, Result};
+use crate::kind::Kind;
 use crate::logs::{self, FollowOptions, LogTarget, TailOptions};
-
-/// What the protocols need of a resource's objects.
-pub(crate) trait Object:
-    kube::Resource + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
-{
-}
-
-impl<K> Object for K where
-    K: kube::Resource + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
-{
-}
-
-/// The objects of one resource in one namespace, and how operations on them are named.
-pub(crate) struct Objects<K> {
-    /// The API of the objects.
-    pub(crate) api: Api<K>,
-    /// The resource as errors name it (`jobs.batch`, `sparkapplications.spark.apache.org`).
-    pub(crate) resource: &'static str,
-    /// The kind as users know it (`Job`, `SparkApplication`).
-    pub(crate) kind: &'static str,
-    /// The namespace.
-    pub(crate) namespace: String,
-}
-
-/// What a delete found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Deletion {
-    /// The object is deleted, or being deleted.
-    Deleted,
-    /// There was no such object.
-    Gone,
-    /// A precondition failed: the object was replaced or changed.
-    Conflict,
-}
-
-impl<K: Object> Objects<K> {
-    fn op(&self, verb: &'static str, name: &str) -> Op {
-        Op::named(verb, self.resource, &self.namespace, name)
-    }
-
-    /// The object, if it exists.
-    pub(crate) async fn get(&self, cluster: &Cluster, name: &str) -> Result<Option<K>> {
-        cluster
-            .call(&self.op("get", name), true, || self.api.get_opt(name))
-            .await
-    }
-
-    /// Creates `object` for `job_id`, or adopts the one an earlier attempt already created (a
-    /// create whose response was lost): only if it carries the same job id and spec hash and
-    /// is not being deleted. The name is deterministic, so a repeated create answers 409.
-    pub(crate) async fn create_or_adopt(
-        &self,
-        cluster: &Cluster,
-        object: &K,
-        job_id: &str,
-        spec_hash: &str,
-    ) -> Result<()> {
-        let name = object.meta().name.clone().unwrap_or_default();
-        let params = PostParams::default();
-        let created = cluster
-            .call(&self.op("create", &name), true, || {
-                self.api.create(&params, object)
-            })
-            .await;
-        match created {
-            Ok(_) => {
-                info!(message = "job submitted", job_id, namespace = %self.namespace, %name, kind = self.kind);
-                Ok(())
-            }
-            Err(error) if error.is_conflict() => {
-                let existing = self.get(cluster, &name).await?;
-                check_adoptable(
-                    self.kind,
-                    &self.namespace,
-                    &name,
-                    job_id,
-                    spec_hash,
-                    existing.as_ref().map(|o| o.meta()),
-                )?;
-                info!(message = "adopted an existing job", job_id, namespace = %self.namespace, %name, kind = self.kind);
-                Ok(())
-            }
-            Err(error) => Err(error),
-        }
-    }
-
-    /// Sets an annotation, only on the version `resource_version` of the object (a merge patch
-    /// carrying the resourceVersion: the server answers 409 if the object changed since).
-    /// Returns the object as patched.
-    pub(crate) async fn annotate(
-        &self,
-        cluster: &Cluster,
-        name: &str,
-        resource_version: Option<&str>,
-        key: &str,
-        value: &str,
-        retry_no_response: bool,
-    ) -> Result<K> {
-        let patch = serde_json::json!({
-            "metadata": {
-                "resourceVersion": resource_version,
-                "annotations": { key: value },
-            }
-        });
-        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
-        cluster
-            .call(&self.op("patch", name), retry_no_response, || {
-                self.api.patch(name, &params, &patch)
-            })
-            .await
-    }
-
-    /// Deletes the object with background propagation, only if it is still the object `uid`
-    /// (and, when given, still at `resource_version`). Safe to repeat: a repeat cannot touch a
-    /// new object of the same name.
-    pub(crate) async fn delete(
-        &self,
-        cluster: &Cluster,
-        name: &str,
-        uid: &str,
-        resource_version: Option<&str>,
-    ) -> Result<Deletion> {
-        let params = DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Background),
-            preconditions: Some(Preconditions {
-                uid: Some(uid.to_string()),
-                resource_version: resource_version.map(str::to_string),
-            }),
-            ..DeleteParams::default()
-        };
-        match cluster
-            .call(&self.op("delete", name), true, || {
-                self.api.delete(name, &params)
-            })
-            .await
-        {
-            Ok(_) => Ok(Deletion::Deleted),
-            Err(error) if error.is_not_found() => Ok(Deletion::Gone),
-            Err(error) if error.is_conflict() => Ok(Deletion::Conflict),
-            Err(error) => Err(error),
-        }
-    }
-
-    /// Deletes the object; when the delete fails, looks again: an object that is gone or being
-    /// deleted counts as deleted (the delete took effect and its response was lost).
-    pub(crate) async fn delete_confirmed(
-        &self,
-        cluster: &Cluster,
-        name: &str,
-        uid: &str,
-    ) -> Result<()> {
-        match self.delete(cluster, name, uid, None).await {
-            Ok(_) => Ok(()),
-            Err(error) => match self.get(cluster, name).await {
-                Ok(None) => Ok(()),
-                Ok(Some(object)) if object.meta().deletion_timestamp.is_some() => Ok(()),
-                Ok(Some(object)) if object.meta().uid.as_deref() != Some(uid) => Ok(()),
-                _ => Err(error),
-            },
-        }
-    }
-}
-
-/// Whether an existing object of a job's name may be adopted as the job's: only if it carries
-/// the same job id and spec hash and is not being deleted.
-pub(crate) fn check_adoptable(
-    kind: &'static str,
-    namespace: &str,
-    name: &str,
-    job_id: &str,
-    spec_hash: &str,
-    existing: Option<&ObjectMeta>,
-) -> Result<()> {
-    let taken = |why: String| Error::NameTaken {
-        kind,
-        namespace: namespace.to_string(),
-        name: name.to_string(),
-        why,
-    };
-    let Some(existing) = existing else {
-        return Err(taken(
-            "it was deleted while kubeferry looked at it; submit again".into(),
-        ));
-    };
-    let annotations = existing.annotations.clone().unwrap_or_default();
-    match annotations.get(JOB_ID_ANNOTATION) {
-        Some(owner) if owner == job_id => {}
-        Some(owner) => return Err(taken(format!("belongs to job id {owner:?}"))),
-        None => return Err(taken("is not managed by kubeferry".into())),
-    }
-    if annotations.get(SPEC_HASH_ANNOTATION).map(String::as_str) != Some(spec_hash) {
-        return Err(taken(format!(
-            "was created for job id {job_id:?} from a different spec; a job id names one spec"
-        )));
-    }
-    if existing.deletion_timestamp.is_some() {
-        return Err(taken(
-            "is being deleted; wait for it to go, or use a new job id".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// A job's object as read from the API server just now, and the job's status from it.
-pub(crate) struct Current<K> {
-    /// Where the object lives.
-    pub(crate) objects: Objects<K>,
-    /// The object's metadata.
-    pub(crate) meta: ObjectMeta,
-    /// The job's status, from this very object.
-    pub(crate) status: ExecutionInfo,
-}
-
-/// One run of a job's main container: a pod, oldest first in [`Jobs::attempts`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Attempt {
-    /// The pod's name.
-    pub(crate) pod: String,
-    /// The pod's uid (a rerun may reuse the name).
-    pub(crate) uid: String,
-    /// The container whose log is the job's log.
-    pub(crate) container: String,
-    /// Whether the container has started (so it has a log).
-    pub(crate) started: bool,
-}
-
-/// What differs between the kinds of jobs, for the shared protocols.
-pub(crate) trait Jobs: Send + Sync {
-    /// The object a job of this kind runs as.
-    type Object: Object;
-
-    /// The cluster.
-    fn cluster(&self) -> &Cluster;
-
-    /// How often a waiter looks again when nothing changes (time-based rules).
-    fn recheck_interval(&self) -> Duration;
-
-    /// The job's status (from the watch cache where possible).
-    fn status(&self, id: &ExecutionId) -> impl Future<Output = Result<ExecutionInfo>> + Send;
-
-    /// The job's object read from the API server now (not from a cache), with the status it
-    /// shows; `None` when there is no such object.
-    fn read(
-        &self,
-        id: &ExecutionId,
-    ) -> impl Future<Output = Result<Option<Current<Self::Object>>>> + Send;
-
-    /// Notifications naming the jobs of `id`'s namespace whose objects or pods changed.
-    fn changes(
-        &self,
-        id: &ExecutionId,
-    ) -> impl Future<Output = Result<Vec<broadcast::Receiver<String>>>> + Send;
-
-    /// The runs of the job's main container, oldest first.
-    fn attempts(&self, id: &ExecutionId) -> impl Future<Output = Result<Vec<Attempt>>> + Send;
-
-    /// Remembers an answer given for the job, computed from its object at `version`, as the
-    /// one later answers build on (an older copy of the object no longer takes it back).
-    fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>);
-}
+use crate::objects::{Attempt, Current};
 
 /// Cancels a job: returns at once. A job that already ended keeps its outcome. The cancel mark
 /// goes on with a resourceVersion precondition (so an outcome reached meanwhile is seen, not
 /// overwritten), then the object is deleted with its pods. A delete whose response was lost
 /// counts once the object is gone or being deleted; the mark is never taken off.
-pub(crate) async fn cancel<J: Jobs>(jobs: &J, id: &ExecutionId) -> Result<CancelOutcome> {
+pub(crate) async fn cancel<J: Kind>(jobs: &J, id: &ExecutionId) -> Result<CancelOutcome> {
     cancel_from(jobs, id, None).await
 }
 
 /// [`cancel`], deciding the first time from `seen`, the object as read earlier, when given. A
 /// copy that is stale by the time the mark goes on is what the resourceVersion precondition is
 /// for: tests hand one in to play the race of a job that ends between the read and the mark.
-pub(crate) async fn cancel_from<J: Jobs>(
+pub(crate) async fn cancel_from<J: Kind>(
     jobs: &J,
     id: &ExecutionId,
     mut seen: Option<Current<J::Object>>,
@@ -390,38 +121,64 @@ pub(crate) async fn cancel_from<J: Jobs>(
     })
 }
 
-/// The managed objects among `listed` whose job ids are not in `known` (orphans: a caller
+/// The managed objects of `namespace` whose job ids are not in `known` (orphans: a caller
 /// that lost track of them, or a create whose answer was lost); each deleted, only if it is
-/// still the same object, when `delete`. `id` names an object's execution.
-pub(crate) async fn sweep<K: Object>(
-    cluster: &Cluster,
-    objects: &Objects<K>,
-    listed: Vec<K>,
+/// still the same object, when `delete`.
+pub(crate) async fn sweep<J: Kind>(
+    jobs: &J,
+    namespace: &str,
     known: &HashSet<String>,
     delete: bool,
-    id: impl Fn(&str) -> ExecutionId,
-) -> Result<Vec<crate::Orphan>> {
+) -> Result<Vec<Orphan>> {
     let mut orphans = Vec::new();
-    for object in listed {
-        let meta = kube::Resource::meta(&object);
-        let job_id = kubeferry_core::marks::job_id_of(meta);
-        if job_id.as_ref().is_some_and(|id| known.contains(id)) {
-            continue;
+    for (objects, listed) in jobs.managed(namespace).await? {
+        for object in listed {
+            let meta = kube::Resource::meta(&object);
+            let job_id = kubeferry_core::marks::job_id_of(meta);
+            if job_id.as_ref().is_some_and(|id| known.contains(id)) {
+                continue;
+            }
+            let name = meta.name.clone().unwrap_or_default();
+            if delete {
+                let uid = meta.uid.as_deref().unwrap_or_default();
+                objects.delete(jobs.cluster(), &name, uid, None).await?;
+                info!(message = "deleted an orphan", namespace = %objects.namespace, name = %name, job_id = ?job_id);
+            }
+            orphans.push(Orphan {
+                id: jobs.id(namespace, &name),
+                job_id,
+                created_at: meta.creation_timestamp.as_ref().map(|t| t.0),
+                deleted: delete,
+            });
         }
-        let name = meta.name.clone().unwrap_or_default();
-        if delete {
-            let uid = meta.uid.as_deref().unwrap_or_default();
-            objects.delete(cluster, &name, uid, None).await?;
-            info!(message = "deleted an orphan", namespace = %objects.namespace, name = %name, job_id = ?job_id);
-        }
-        orphans.push(crate::Orphan {
-            id: id(&name),
-            job_id,
-            created_at: meta.creation_timestamp.as_ref().map(|t| t.0),
-            deleted: delete,
-        });
     }
     Ok(orphans)
+}
+
+/// The managed jobs of `namespace`, or of every namespace when it is `None`, optionally
+/// filtered by a label selector, oldest first. Writes nothing.
+pub(crate) async fn list<J: Kind>(
+    jobs: &J,
+    namespace: Option<&str>,
+    selector: Option<&str>,
+) -> Result<Vec<JobSummary>> {
+    let selector = crate::selector::managed(selector.unwrap_or(""));
+    let mut summaries = Vec::new();
+    for listed in jobs.listed(namespace, &selector).await? {
+        let status = jobs.status_of(&listed.id, listed.found).await?;
+        let (pod, node) = listed.newest.unzip();
+        summaries.push(JobSummary {
+            id: listed.id,
+            job_id: listed.job_id,
+            created_at: listed.created_at,
+            status,
+            pod,
+            node: node.flatten(),
+            attempts: listed.attempts,
+        });
+    }
+    summaries.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    Ok(summaries)
 }
 
 /// What an accepted cancel answers: the job's status once it is final, and CANCELLING
@@ -438,7 +195,7 @@ fn accepted(info: ExecutionInfo) -> ExecutionInfo {
 
 /// Waits for the job to end, calling `on_change` with each new status. Costs no API requests
 /// while the watches are healthy: changes come from them.
-pub(crate) async fn wait<J: Jobs>(
+pub(crate) async fn wait<J: Kind>(
     jobs: &J,
     id: &ExecutionId,
     timeout: Option<Duration>,
@@ -478,7 +235,7 @@ pub(crate) async fn wait<J: Jobs>(
 
 /// The end of the job's log: the newest attempt's container, or the attempt before it with
 /// `previous`. Empty when no attempt has started yet, or when its pod is gone.
-pub(crate) async fn tail<J: Jobs>(
+pub(crate) async fn tail<J: Kind>(
     jobs: &J,
     id: &ExecutionId,
     options: &TailOptions,
@@ -518,7 +275,7 @@ pub(crate) async fn tail<J: Jobs>(
 }
 
 /// Follows the job's log, attempt after attempt, until the job ends.
-pub(crate) fn follow<J: Jobs + 'static>(
+pub(crate) fn follow<J: Kind>(
     jobs: Arc<J>,
     id: ExecutionId,
     options: FollowOptions,
@@ -534,7 +291,7 @@ pub(crate) fn follow<J: Jobs + 'static>(
     })
 }
 
-async fn follow_into<J: Jobs>(
+async fn follow_into<J: Kind>(
     jobs: &J,
     id: &ExecutionId,
     options: &FollowOptions,
@@ -606,43 +363,5 @@ async fn changed(changes: &mut broadcast::Receiver<String>, name: &str) {
             Err(RecvError::Lagged(_)) => return,
             Err(RecvError::Closed) => std::future::pending::<()>().await,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn meta(job_id: &str, hash: &str, deleting: bool) -> ObjectMeta {
-        serde_json::from_value(serde_json::json!({
-            "name": "n",
-            "annotations": {JOB_ID_ANNOTATION: job_id, SPEC_HASH_ANNOTATION: hash},
-            "deletionTimestamp": deleting.then_some("2026-01-01T00:00:00Z"),
-        }))
-        .expect("metadata")
-    }
-
-    #[test]
-    fn only_the_same_job_is_adopted() {
-        let check = |existing: Option<&ObjectMeta>| {
-            check_adoptable("Job", "ns", "n", "a", "h", existing).map_err(|e| e.to_string())
-        };
-        assert!(check(Some(&meta("a", "h", false))).is_ok());
-        for (existing, why) in [
-            (Some(meta("b", "h", false)), "belongs to job id \"b\""),
-            (Some(meta("a", "x", false)), "from a different spec"),
-            (Some(meta("a", "h", true)), "is being deleted"),
-            (None, "deleted while kubeferry looked at it"),
-        ] {
-            let error = check(existing.as_ref()).expect_err("refused");
-            assert!(error.contains(why), "{error}");
-            assert!(error.contains("cannot create Job ns/n"), "{error}");
-        }
-        let unmanaged = ObjectMeta::default();
-        assert!(
-            check(Some(&unmanaged))
-                .expect_err("refused")
-                .contains("not managed by kubeferry")
-        );
     }
 }

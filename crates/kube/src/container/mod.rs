@@ -4,7 +4,7 @@ mod inbox;
 mod settler;
 pub mod tracker;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,11 +22,11 @@ use kubeferry_core::spec::ContainerJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use tracing::{debug, warn};
 
-use crate::answers::{JobSummary, Orphan};
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
+use crate::kind::{Kind, Listed};
 use crate::manifest::job_manifest;
-use crate::protocol;
+use crate::objects::{Attempt, Current, Objects};
 use crate::tracker::{Namespaces, Recent, ReflectorSettings};
 use inbox::SettlerContext;
 use tracker::{NamespaceWatch, WatchStarter};
@@ -112,33 +112,12 @@ impl ContainerJobs {
         self.namespaces.existing(namespace)
     }
 
-    /// The namespaces watched so far, with their watches.
-    pub(crate) fn watched(&self) -> Vec<(String, Arc<NamespaceWatch>)> {
-        self.namespaces.watched()
-    }
-
     /// The watches of `namespace` and its settler, started if this is the first question
     /// about it.
     pub fn watch(&self, namespace: &str) -> Arc<NamespaceWatch> {
         self.namespaces.get_or_start(namespace, || {
             NamespaceWatch::start(namespace, &self.starter)
         })
-    }
-
-    /// The jobs of each watched namespace by state, as its settler last mapped them.
-    pub(crate) fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        self.namespaces
-            .watched()
-            .into_iter()
-            .flat_map(|(namespace, watch)| {
-                watch
-                    .settler
-                    .states
-                    .counts()
-                    .into_iter()
-                    .map(move |(state, count)| (namespace.clone(), state, count))
-            })
-            .collect()
     }
 
     fn jobs(&self, namespace: &str) -> Api<Job> {
@@ -149,17 +128,13 @@ impl ContainerJobs {
         Api::namespaced(self.cluster.client().clone(), namespace)
     }
 
-    fn objects(&self, namespace: &str) -> protocol::Objects<Job> {
-        protocol::Objects {
+    fn objects(&self, namespace: &str) -> Objects<Job> {
+        Objects {
             api: self.jobs(namespace),
             resource: JOBS,
             kind: "Job",
             namespace: namespace.to_string(),
         }
-    }
-
-    fn id(&self, namespace: &str, name: &str) -> ExecutionId {
-        ExecutionId::new(self.cluster.name(), JobKind::Job, namespace, name)
     }
 
     /// Creates the Job for `spec` under `job_id` in `namespace`, or adopts the one a lost
@@ -458,7 +433,7 @@ impl ContainerJobs {
             Some(job) => Some(self.current(id, job).await?),
             None => None,
         };
-        protocol::cancel_from(self, id, seen).await
+        crate::protocol::cancel_from(self, id, seen).await
     }
 
     /// The pods of a job that still exist (a deleted pod's log is gone with it), oldest
@@ -476,15 +451,14 @@ impl ContainerJobs {
         Ok(pods)
     }
 
-    /// The managed jobs of `namespace`, or of every namespace when it is `None` (one
-    /// cluster-wide list of Jobs and one of pods), optionally filtered by a label selector.
-    pub(crate) async fn list(
+    /// The managed Jobs of `namespace`, or of every namespace when it is `None` (one
+    /// cluster-wide list of Jobs and one of pods), that match `selector`, with their pods.
+    async fn listed_jobs(
         &self,
         namespace: Option<&str>,
-        selector: Option<&str>,
-    ) -> Result<Vec<JobSummary>> {
-        let params =
-            ListParams::default().labels(&crate::selector::managed(selector.unwrap_or("")));
+        selector: &str,
+    ) -> Result<Vec<Listed<(JobView, Vec<PodView>)>>> {
+        let params = ListParams::default().labels(selector);
         let client = self.cluster.client().clone();
         let (jobs_api, pods_api): (Api<Job>, Api<Pod>) = match namespace {
             Some(namespace) => (self.jobs(namespace), self.pods(namespace)),
@@ -514,61 +488,27 @@ impl ContainerJobs {
                     .push(PodView::from(pod));
             }
         }
-        let mut summaries = Vec::new();
-        for job in &jobs.items {
-            let view = JobView::from(job);
-            let id = self.id(&view.namespace, &view.name);
-            let mut pods = pods_by_job
-                .remove(&(view.namespace.clone(), view.name.clone()))
-                .unwrap_or_default();
-            let status = self
-                .evaluate(
-                    &id,
-                    &Observed::Present(view.clone()),
-                    &pods,
-                    Timestamp::now(),
-                )
-                .await?;
-            pods.sort_by(oldest_attempt_first);
-            let newest = pods.last();
-            summaries.push(JobSummary {
-                id,
-                job_id: view.job_id.clone(),
-                created_at: view.created_at,
-                status,
-                pod: newest.map(|pod| pod.name.clone()),
-                node: newest.and_then(|pod| pod.node_name.clone()),
-                attempts: pods.len(),
-            });
-        }
-        summaries.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-        Ok(summaries)
-    }
-
-    /// Finds managed Jobs whose job ids are not in `known`, and deletes them when asked.
-    pub async fn sweep(
-        &self,
-        namespace: &str,
-        known: &HashSet<String>,
-        delete: bool,
-    ) -> Result<Vec<Orphan>> {
-        let params = ListParams::default().labels(MANAGED_SELECTOR);
-        let api = self.jobs(namespace);
-        let jobs = self
-            .cluster
-            .call(&Op::collection("list", JOBS, namespace), true, || {
-                api.list(&params)
+        Ok(jobs
+            .items
+            .iter()
+            .map(|job| {
+                let view = JobView::from(job);
+                let mut pods = pods_by_job
+                    .remove(&(view.namespace.clone(), view.name.clone()))
+                    .unwrap_or_default();
+                pods.sort_by(oldest_attempt_first);
+                Listed {
+                    id: self.id(&view.namespace, &view.name),
+                    job_id: view.job_id.clone(),
+                    created_at: view.created_at,
+                    newest: pods
+                        .last()
+                        .map(|pod| (pod.name.clone(), pod.node_name.clone())),
+                    attempts: pods.len(),
+                    found: (view, pods),
+                }
             })
-            .await?;
-        protocol::sweep(
-            &self.cluster,
-            &self.objects(namespace),
-            jobs.items,
-            known,
-            delete,
-            |name| self.id(namespace, name),
-        )
-        .await
+            .collect())
     }
 }
 
@@ -610,7 +550,7 @@ fn has_started(pod: &PodView) -> bool {
 impl ContainerJobs {
     /// A Job as read from the server, with the status it shows given its pods as the server
     /// lists them now (and the final states of deleted ones the watch still knows).
-    async fn current(&self, id: &ExecutionId, job: Job) -> Result<protocol::Current<Job>> {
+    async fn current(&self, id: &ExecutionId, job: Job) -> Result<Current<Job>> {
         let view = JobView::from(&job);
         let watch = self.watch(&id.namespace);
         let pods = match self.fresh_pods(&watch, &id.namespace, &id.name).await {
@@ -620,7 +560,7 @@ impl ContainerJobs {
         let status = self
             .evaluate(id, &Observed::Present(view), &pods, Timestamp::now())
             .await?;
-        Ok(protocol::Current {
+        Ok(Current {
             objects: self.objects(&id.namespace),
             meta: job.metadata,
             status,
@@ -628,8 +568,12 @@ impl ContainerJobs {
     }
 }
 
-impl protocol::Jobs for ContainerJobs {
+impl Kind for ContainerJobs {
     type Object = Job;
+    type Watches = NamespaceWatch;
+    type Found = (JobView, Vec<PodView>);
+
+    const JOB_KIND: JobKind = JobKind::Job;
 
     fn cluster(&self) -> &Cluster {
         &self.cluster
@@ -639,11 +583,19 @@ impl protocol::Jobs for ContainerJobs {
         self.settings.recheck_interval
     }
 
+    fn namespaces(&self) -> &Namespaces<NamespaceWatch> {
+        &self.namespaces
+    }
+
+    async fn watch(&self, namespace: &str) -> Result<Arc<NamespaceWatch>> {
+        Ok(ContainerJobs::watch(self, namespace))
+    }
+
     async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         ContainerJobs::status(self, id).await
     }
 
-    async fn read(&self, id: &ExecutionId) -> Result<Option<protocol::Current<Job>>> {
+    async fn read(&self, id: &ExecutionId) -> Result<Option<Current<Job>>> {
         let objects = self.objects(&id.namespace);
         match objects.get(&self.cluster, &id.name).await? {
             Some(job) => Ok(Some(self.current(id, job).await?)),
@@ -651,29 +603,61 @@ impl protocol::Jobs for ContainerJobs {
         }
     }
 
-    async fn changes(
-        &self,
-        id: &ExecutionId,
-    ) -> Result<Vec<tokio::sync::broadcast::Receiver<String>>> {
-        Ok(self.watch(&id.namespace).subscribe())
-    }
-
-    fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {
-        self.namespaces
-            .remember(&id.namespace, &id.name, info, None, version);
-    }
-
-    async fn attempts(&self, id: &ExecutionId) -> Result<Vec<protocol::Attempt>> {
+    async fn attempts(&self, id: &ExecutionId) -> Result<Vec<Attempt>> {
         Ok(ContainerJobs::attempts(self, id)
             .await?
             .iter()
-            .map(|pod| protocol::Attempt {
+            .map(|pod| Attempt {
                 pod: pod.name.clone(),
                 uid: pod.uid.clone(),
                 container: MAIN_CONTAINER.to_string(),
                 started: has_started(pod),
             })
             .collect())
+    }
+
+    async fn listed(
+        &self,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<Listed<(JobView, Vec<PodView>)>>> {
+        self.listed_jobs(namespace, selector).await
+    }
+
+    async fn status_of(
+        &self,
+        id: &ExecutionId,
+        (job, pods): (JobView, Vec<PodView>),
+    ) -> Result<ExecutionInfo> {
+        self.evaluate(id, &Observed::Present(job), &pods, Timestamp::now())
+            .await
+    }
+
+    async fn managed(&self, namespace: &str) -> Result<Vec<(Objects<Job>, Vec<Job>)>> {
+        let params = ListParams::default().labels(MANAGED_SELECTOR);
+        let api = self.jobs(namespace);
+        let jobs = self
+            .cluster
+            .call(&Op::collection("list", JOBS, namespace), true, || {
+                api.list(&params)
+            })
+            .await?;
+        Ok(vec![(self.objects(namespace), jobs.items)])
+    }
+
+    fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
+        self.namespaces
+            .watched()
+            .into_iter()
+            .flat_map(|(namespace, watch)| {
+                watch
+                    .settler
+                    .states
+                    .counts()
+                    .into_iter()
+                    .map(move |(state, count)| (namespace.clone(), state, count))
+            })
+            .collect()
     }
 }
 

@@ -22,7 +22,7 @@ use super::inbox::{Inbox, Request, SettlerContext};
 use super::tracker::NamespaceWatch;
 use crate::cluster::{Cluster, Op};
 use crate::error::Result;
-use crate::protocol::Objects;
+use crate::objects::Objects;
 use crate::settling::{JobStates, Timers, merged, retry_delay};
 use crate::tracker::{lock, reported_key};
 

@@ -15,6 +15,7 @@ use tokio::sync::broadcast;
 
 use super::inbox::{self, Inbox, Settler, SettlerContext};
 use crate::error::{Error, Result};
+use crate::kind::Watches;
 use crate::tracker::{Departure, Entry, Reflector, ReflectorSettings, WatchHealth};
 
 /// The label the Job controller puts on a Job's pods (Kubernetes 1.27+), and its older twin.
@@ -205,28 +206,9 @@ impl NamespaceWatch {
             && self.jobs.get(name).is_some()
     }
 
-    /// Notifications naming the Jobs whose Job, pods or refusals changed.
-    pub fn subscribe(&self) -> Vec<broadcast::Receiver<String>> {
-        vec![
-            self.jobs.subscribe(),
-            self.pods.subscribe(),
-            self.refusals.subscribe(),
-        ]
-    }
-
     /// Whether the watches of Jobs and pods are current (see [`Reflector::is_current`]).
     pub fn is_current(&self) -> bool {
         self.jobs.is_current() && self.pods.is_current()
-    }
-
-    /// The health of every watch, by resource: the Jobs and their pods (every answer needs
-    /// them, and they come first), then the refusal events (they only add to messages).
-    pub fn health(&self) -> Vec<(String, WatchHealth)> {
-        vec![
-            ("jobs.batch".to_string(), self.jobs.health()),
-            ("pods".to_string(), self.pods.health()),
-            ("events".to_string(), self.refusals.health()),
-        ]
     }
 
     /// Fails when the server refuses one of the watches for lack of permission: the cache
@@ -246,6 +228,26 @@ impl NamespaceWatch {
             }
         }
         Ok(())
+    }
+}
+
+impl Watches for NamespaceWatch {
+    /// Notifications naming the Jobs whose Job, pods or refusals changed.
+    fn subscribe(&self) -> Vec<broadcast::Receiver<String>> {
+        vec![
+            self.jobs.subscribe(),
+            self.pods.subscribe(),
+            self.refusals.subscribe(),
+        ]
+    }
+    /// The health of every watch, by resource: the Jobs and their pods (every answer needs
+    /// them, and they come first), then the refusal events (they only add to messages).
+    fn health(&self) -> Vec<(String, WatchHealth)> {
+        vec![
+            ("jobs.batch".to_string(), self.jobs.health()),
+            ("pods".to_string(), self.pods.health()),
+            ("events".to_string(), self.refusals.health()),
+        ]
     }
 }
 

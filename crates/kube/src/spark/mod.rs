@@ -15,7 +15,7 @@
 mod settler;
 pub mod tracker;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -36,12 +36,12 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use crate::answers::{JobSummary, Orphan};
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
+use crate::kind::{Kind, Listed};
 use crate::manifest::spark::{api_resource, spark_application};
-use crate::protocol::{self, Attempt, Current, Deletion, Objects};
+use crate::objects::{Attempt, Current, Deletion, Objects};
 use crate::selector::SelectorEvent;
 use crate::tracker::{Departure, Namespaces, Recent, ReflectorSettings, lock};
 use tracker::{SparkNamespaceWatch, app_of_pod, driver_pods_selector};
@@ -167,7 +167,7 @@ impl Observed {
 
 /// What is known of a job: its application (of which operator) and its driver pods, or why
 /// they could not be looked up.
-struct Found {
+pub(crate) struct Found {
     operator: SparkOperator,
     observed: Observed,
     /// The driver pods, or why they could not be looked up.
@@ -207,6 +207,7 @@ impl SparkJobs {
     }
 
     /// The namespaces watched so far, with their watches.
+    #[cfg(feature = "internals")]
     pub fn watched(&self) -> Vec<(String, Arc<SparkNamespaceWatch>)> {
         self.namespaces.watched()
     }
@@ -226,10 +227,6 @@ impl SparkJobs {
 
     fn pods(&self, namespace: &str) -> Api<Pod> {
         Api::namespaced(self.cluster.client().clone(), namespace)
-    }
-
-    fn id(&self, namespace: &str, name: &str) -> ExecutionId {
-        ExecutionId::new(self.cluster.name(), JobKind::SparkApp, namespace, name)
     }
 
     /// The operators whose SparkApplication CRD the cluster serves (discovery, cached).
@@ -324,20 +321,6 @@ impl SparkJobs {
             })
             .requests
             .clone()
-    }
-
-    /// The jobs of each watched namespace by state, as its settler last mapped them.
-    pub(crate) fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        lock(&self.settlers)
-            .iter()
-            .flat_map(|(namespace, settler)| {
-                settler
-                    .states
-                    .counts()
-                    .into_iter()
-                    .map(|(state, count)| (namespace.clone(), state, count))
-            })
-            .collect()
     }
 
     /// Hands a job whose mapping asks for an action to its namespace's settler, and answers
@@ -827,23 +810,21 @@ impl SparkJobs {
     }
 
     /// The managed SparkApplications of `namespace` (of every installed operator), or of every
-    /// namespace when it is `None`, optionally filtered by a label selector.
-    pub(crate) async fn list(
+    /// namespace when it is `None`, that match `selector`, with their driver pods.
+    async fn listed_apps(
         &self,
         namespace: Option<&str>,
-        selector: Option<&str>,
-    ) -> Result<Vec<JobSummary>> {
-        let selector = crate::selector::managed(selector.unwrap_or(""));
-        let mut summaries = Vec::new();
+        selector: &str,
+    ) -> Result<Vec<Listed<Found>>> {
+        let mut listed = Vec::new();
         let installed = self.installed().await?;
         if installed.is_empty() {
-            return Ok(summaries);
+            return Ok(listed);
         }
         let drivers = self.all_drivers(namespace).await;
         for operator in installed {
-            for object in self.list_objects(operator, namespace, &selector).await? {
+            for object in self.list_objects(operator, namespace, selector).await? {
                 let view = view_of(operator, &object);
-                let id = self.id(&view.namespace, &view.name);
                 let mine = |driver: &&Driver| {
                     driver.namespace == view.namespace && driver.app == view.name
                 };
@@ -859,30 +840,22 @@ impl SparkJobs {
                 let attempts = drivers
                     .as_ref()
                     .map_or(0, |all| all.iter().filter(mine).count());
-                let (pod, node) = match newest {
-                    Some(driver) => (Some(driver.view.name.clone()), driver.node.clone()),
-                    None => (None, None),
-                };
-                let found = Found {
-                    operator,
-                    observed: Observed::Present(view.clone()),
-                    drivers: app_drivers,
-                    drivers_listed: true,
-                };
-                let status = self.evaluate(&id, found, Acting::Delegate).await?.info;
-                summaries.push(JobSummary {
-                    id,
+                listed.push(Listed {
+                    id: self.id(&view.namespace, &view.name),
                     job_id: view.job_id.clone(),
                     created_at: view.created_at,
-                    status,
-                    pod,
-                    node,
+                    newest: newest.map(|driver| (driver.view.name.clone(), driver.node.clone())),
                     attempts,
+                    found: Found {
+                        operator,
+                        observed: Observed::Present(view),
+                        drivers: app_drivers,
+                        drivers_listed: true,
+                    },
                 });
             }
         }
-        summaries.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-        Ok(summaries)
+        Ok(listed)
     }
 
     async fn list_objects(
@@ -969,38 +942,57 @@ impl SparkJobs {
         })
         .flatten()
     }
+}
 
-    /// Finds managed SparkApplications whose job ids are not in `known`, and deletes them when
-    /// asked.
-    pub async fn sweep(
+impl Kind for SparkJobs {
+    type Object = DynamicObject;
+    type Watches = SparkNamespaceWatch;
+    type Found = Found;
+
+    const JOB_KIND: JobKind = JobKind::SparkApp;
+
+    fn namespaces(&self) -> &Namespaces<SparkNamespaceWatch> {
+        &self.namespaces
+    }
+
+    async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
+        SparkJobs::watch(self, namespace).await
+    }
+
+    async fn listed(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<Listed<Found>>> {
+        self.listed_apps(namespace, selector).await
+    }
+
+    async fn status_of(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
+        Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
+    }
+
+    async fn managed(
         &self,
         namespace: &str,
-        known: &HashSet<String>,
-        delete: bool,
-    ) -> Result<Vec<Orphan>> {
-        let mut orphans = Vec::new();
+    ) -> Result<Vec<(Objects<DynamicObject>, Vec<DynamicObject>)>> {
+        let mut managed = Vec::new();
         for operator in self.installed().await? {
             let listed = self
                 .list_objects(operator, Some(namespace), MANAGED_SELECTOR)
                 .await?;
-            orphans.extend(
-                protocol::sweep(
-                    &self.cluster,
-                    &self.objects(operator, namespace),
-                    listed,
-                    known,
-                    delete,
-                    |name| self.id(namespace, name),
-                )
-                .await?,
-            );
+            managed.push((self.objects(operator, namespace), listed));
         }
-        Ok(orphans)
+        Ok(managed)
     }
-}
 
-impl protocol::Jobs for SparkJobs {
-    type Object = DynamicObject;
+    fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
+        lock(&self.settlers)
+            .iter()
+            .flat_map(|(namespace, settler)| {
+                settler
+                    .states
+                    .counts()
+                    .into_iter()
+                    .map(|(state, count)| (namespace.clone(), state, count))
+            })
+            .collect()
+    }
 
     fn cluster(&self) -> &Cluster {
         &self.cluster
@@ -1042,18 +1034,6 @@ impl protocol::Jobs for SparkJobs {
             meta: object.metadata,
             status,
         }))
-    }
-
-    async fn changes(
-        &self,
-        id: &ExecutionId,
-    ) -> Result<Vec<tokio::sync::broadcast::Receiver<String>>> {
-        Ok(self.watch(&id.namespace).await?.subscribe())
-    }
-
-    fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {
-        self.namespaces
-            .remember(&id.namespace, &id.name, info, None, version);
     }
 
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<Attempt>> {

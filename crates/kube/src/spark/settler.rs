@@ -14,6 +14,7 @@ use tracing::debug;
 use super::tracker::SparkNamespaceWatch;
 use super::{Acting, Found, SparkJobs};
 use crate::error::Result;
+use crate::kind::{Kind, Watches};
 use crate::settling::{Change, JobStates, Timers, merged, retry_delay};
 
 /// A status query that found an action due: the settler carries it out on the query's

@@ -15,6 +15,7 @@ use kubeferry_core::spark::{
 use tokio::sync::broadcast;
 
 use crate::cluster::Cluster;
+use crate::kind::Watches;
 use crate::manifest::spark::api_resource;
 use crate::tracker::{Entry, Reflector, ReflectorSettings, WatchHealth, lock};
 
@@ -127,30 +128,6 @@ impl SparkNamespaceWatch {
             .iter()
             .any(|(_, apps)| apps.get(app).is_some())
     }
-
-    /// Notifications naming the applications whose object or driver pods changed.
-    pub fn subscribe(&self) -> Vec<broadcast::Receiver<String>> {
-        let mut receivers: Vec<broadcast::Receiver<String>> = self
-            .watched()
-            .iter()
-            .map(|(_, apps)| apps.subscribe())
-            .collect();
-        receivers.push(self.drivers.subscribe());
-        receivers
-    }
-
-    /// The health of every watch, by the resource it watches: the driver pods
-    /// ([`DRIVER_PODS_WATCH`]), then each operator's SparkApplications (e.g.
-    /// `sparkapplications.spark.apache.org`).
-    pub fn health(&self) -> Vec<(String, WatchHealth)> {
-        let mut all = vec![(DRIVER_PODS_WATCH.to_string(), self.drivers.health())];
-        all.extend(
-            self.watched()
-                .iter()
-                .map(|(op, apps)| (super::resource(*op).to_string(), apps.health())),
-        );
-        all
-    }
 }
 
 impl SparkNamespaceWatch {
@@ -180,6 +157,31 @@ impl SparkNamespaceWatch {
             operators: tokio::sync::watch::Sender::new(0),
             drivers,
         })
+    }
+}
+
+impl Watches for SparkNamespaceWatch {
+    /// Notifications naming the applications whose object or driver pods changed.
+    fn subscribe(&self) -> Vec<broadcast::Receiver<String>> {
+        let mut receivers: Vec<broadcast::Receiver<String>> = self
+            .watched()
+            .iter()
+            .map(|(_, apps)| apps.subscribe())
+            .collect();
+        receivers.push(self.drivers.subscribe());
+        receivers
+    }
+    /// The health of every watch, by the resource it watches: the driver pods
+    /// ([`DRIVER_PODS_WATCH`]), then each operator's SparkApplications (e.g.
+    /// `sparkapplications.spark.apache.org`).
+    fn health(&self) -> Vec<(String, WatchHealth)> {
+        let mut all = vec![(DRIVER_PODS_WATCH.to_string(), self.drivers.health())];
+        all.extend(
+            self.watched()
+                .iter()
+                .map(|(op, apps)| (super::resource(*op).to_string(), apps.health())),
+        );
+        all
     }
 }
 

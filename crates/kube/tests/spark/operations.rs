@@ -120,8 +120,14 @@ async fn every_spark_watch_is_current_again_once_an_outage_ends_though_nothing_c
         deadline: Duration::MAX,
     };
     let env = Env::start_with(spark_config(), settings).await;
-    let watch = env.executor.spark_jobs().watch(NS).await.expect("watched");
-    let healths = || watch.health();
+    env.executor.watch_spark(NS).await.expect("watched");
+    let healths = || {
+        let all = env.executor.health();
+        assert!(all.iter().all(|(namespace, ..)| namespace == NS), "{all:?}");
+        all.into_iter()
+            .map(|(_, resource, health)| (resource, health))
+            .collect::<Vec<_>>()
+    };
     eventually("every Spark watch to list", || async {
         let healths = healths();
         (healths.len() == 3 && healths.iter().all(|(_, h)| h.synced && h.failing.is_none()))

@@ -1,0 +1,125 @@
+//! What a kind of job (a container Job, a SparkApplication) implements once, in the spirit of
+//! Kueue's `GenericJob`: everything else (create-or-adopt, cancel, wait, logs, list, sweep, the
+//! namespaces' watches and last answers, health) is written once over it (`protocol.rs`,
+//! `objects.rs`, `tracker::Namespaces`).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
+use tokio::sync::broadcast;
+
+use crate::cluster::Cluster;
+use crate::error::Result;
+use crate::objects::{Attempt, Current, Object, Objects};
+use crate::tracker::{Namespaces, WatchHealth};
+
+/// What a kind watches in one namespace.
+pub(crate) trait Watches: Send + Sync + 'static {
+    /// Notifications naming the jobs whose objects or pods changed.
+    fn subscribe(&self) -> Vec<broadcast::Receiver<String>>;
+
+    /// The health of every watch, by the resource it watches, most needed first.
+    fn health(&self) -> Vec<(String, WatchHealth)>;
+}
+
+/// One job as a list found it: what its summary shows, and what its status is mapped from.
+pub(crate) struct Listed<F> {
+    /// The job's execution id.
+    pub(crate) id: ExecutionId,
+    /// The caller's job id, as the object carries it.
+    pub(crate) job_id: Option<String>,
+    /// When the object was created.
+    pub(crate) created_at: Option<Timestamp>,
+    /// The newest attempt's pod and the node it runs on.
+    pub(crate) newest: Option<(String, Option<String>)>,
+    /// How many attempts' pods exist.
+    pub(crate) attempts: usize,
+    /// What the kind maps the status from.
+    pub(crate) found: F,
+}
+
+/// A kind of job: how its objects are found, watched, read and mapped.
+pub(crate) trait Kind: Send + Sync + 'static {
+    /// The object a job of this kind runs as.
+    type Object: Object;
+    /// What the kind watches in one namespace.
+    type Watches: Watches;
+    /// What a list finds of one job, to map its status from.
+    type Found: Send;
+
+    /// The kind, as execution ids name it.
+    const JOB_KIND: JobKind;
+
+    /// The cluster.
+    fn cluster(&self) -> &Cluster;
+
+    /// How often a waiter looks again when nothing changes (time-based rules).
+    fn recheck_interval(&self) -> Duration;
+
+    /// The watched namespaces and the last answers.
+    fn namespaces(&self) -> &Namespaces<Self::Watches>;
+
+    /// The watches of `namespace`, started (with its settler) if they are not yet.
+    fn watch(&self, namespace: &str) -> impl Future<Output = Result<Arc<Self::Watches>>> + Send;
+
+    /// The job's status (from the watch cache where possible; writes nothing).
+    fn status(&self, id: &ExecutionId) -> impl Future<Output = Result<ExecutionInfo>> + Send;
+
+    /// The job's object read from the API server now (not from a cache), with the status it
+    /// shows; `None` when there is no such object.
+    fn read(
+        &self,
+        id: &ExecutionId,
+    ) -> impl Future<Output = Result<Option<Current<Self::Object>>>> + Send;
+
+    /// The runs of the job's main container, oldest first.
+    fn attempts(&self, id: &ExecutionId) -> impl Future<Output = Result<Vec<Attempt>>> + Send;
+
+    /// The managed objects of `namespace`, or of every namespace when it is `None`, that match
+    /// `selector` (already narrowed to managed objects), with their attempts.
+    fn listed(
+        &self,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> impl Future<Output = Result<Vec<Listed<Self::Found>>>> + Send;
+
+    /// The status of a job a list found (writes nothing: an action due goes to the settler).
+    fn status_of(
+        &self,
+        id: &ExecutionId,
+        found: Self::Found,
+    ) -> impl Future<Output = Result<ExecutionInfo>> + Send;
+
+    /// Every managed object of `namespace`, by where it lives (a kind may keep its objects in
+    /// several resources: each Spark operator its own).
+    fn managed(
+        &self,
+        namespace: &str,
+    ) -> impl Future<Output = Result<Vec<(Objects<Self::Object>, Vec<Self::Object>)>>> + Send;
+
+    /// The jobs of each watched namespace by state, as its settler last mapped them.
+    fn jobs_by_state(&self) -> Vec<(String, JobState, usize)>;
+
+    /// The execution id of the job whose object is `name` in `namespace`.
+    fn id(&self, namespace: &str, name: &str) -> ExecutionId {
+        ExecutionId::new(self.cluster().name(), Self::JOB_KIND, namespace, name)
+    }
+
+    /// Notifications naming the jobs of `id`'s namespace whose objects or pods changed.
+    fn changes(
+        &self,
+        id: &ExecutionId,
+    ) -> impl Future<Output = Result<Vec<broadcast::Receiver<String>>>> + Send {
+        async move { Ok(self.watch(&id.namespace).await?.subscribe()) }
+    }
+
+    /// Remembers an answer given for the job, computed from its object at `version`, as the
+    /// one later answers build on (an older copy of the object no longer takes it back).
+    fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {
+        self.namespaces()
+            .remember(&id.namespace, &id.name, info, None, version);
+    }
+}

@@ -1,0 +1,281 @@
+//! The objects a job runs as, whatever their kind: creating or adopting one, recording on it
+//! what kubeferry decided, deleting it only if it is still the same object; and what a read of
+//! one tells.
+
+use std::fmt::Debug;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{
+    Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
+};
+use kubeferry_core::ExecutionInfo;
+use kubeferry_core::marks::{JOB_ID_ANNOTATION, SPEC_HASH_ANNOTATION};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tracing::info;
+
+use crate::cluster::{Cluster, Op};
+use crate::error::{Error, Result};
+
+/// What the protocols need of a resource's objects.
+pub(crate) trait Object:
+    kube::Resource + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+impl<K> Object for K where
+    K: kube::Resource + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+/// The objects of one resource in one namespace, and how operations on them are named.
+pub(crate) struct Objects<K> {
+    /// The API of the objects.
+    pub(crate) api: Api<K>,
+    /// The resource as errors name it (`jobs.batch`, `sparkapplications.spark.apache.org`).
+    pub(crate) resource: &'static str,
+    /// The kind as users know it (`Job`, `SparkApplication`).
+    pub(crate) kind: &'static str,
+    /// The namespace.
+    pub(crate) namespace: String,
+}
+
+/// What a delete found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Deletion {
+    /// The object is deleted, or being deleted.
+    Deleted,
+    /// There was no such object.
+    Gone,
+    /// A precondition failed: the object was replaced or changed.
+    Conflict,
+}
+
+impl<K: Object> Objects<K> {
+    fn op(&self, verb: &'static str, name: &str) -> Op {
+        Op::named(verb, self.resource, &self.namespace, name)
+    }
+
+    /// The object, if it exists.
+    pub(crate) async fn get(&self, cluster: &Cluster, name: &str) -> Result<Option<K>> {
+        cluster
+            .call(&self.op("get", name), true, || self.api.get_opt(name))
+            .await
+    }
+
+    /// Creates `object` for `job_id`, or adopts the one an earlier attempt already created (a
+    /// create whose response was lost): only if it carries the same job id and spec hash and
+    /// is not being deleted. The name is deterministic, so a repeated create answers 409.
+    pub(crate) async fn create_or_adopt(
+        &self,
+        cluster: &Cluster,
+        object: &K,
+        job_id: &str,
+        spec_hash: &str,
+    ) -> Result<()> {
+        let name = object.meta().name.clone().unwrap_or_default();
+        let params = PostParams::default();
+        let created = cluster
+            .call(&self.op("create", &name), true, || {
+                self.api.create(&params, object)
+            })
+            .await;
+        match created {
+            Ok(_) => {
+                info!(message = "job submitted", job_id, namespace = %self.namespace, %name, kind = self.kind);
+                Ok(())
+            }
+            Err(error) if error.is_conflict() => {
+                let existing = self.get(cluster, &name).await?;
+                check_adoptable(
+                    self.kind,
+                    &self.namespace,
+                    &name,
+                    job_id,
+                    spec_hash,
+                    existing.as_ref().map(|o| o.meta()),
+                )?;
+                info!(message = "adopted an existing job", job_id, namespace = %self.namespace, %name, kind = self.kind);
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Sets an annotation, only on the version `resource_version` of the object (a merge patch
+    /// carrying the resourceVersion: the server answers 409 if the object changed since).
+    /// Returns the object as patched.
+    pub(crate) async fn annotate(
+        &self,
+        cluster: &Cluster,
+        name: &str,
+        resource_version: Option<&str>,
+        key: &str,
+        value: &str,
+        retry_no_response: bool,
+    ) -> Result<K> {
+        let patch = serde_json::json!({
+            "metadata": {
+                "resourceVersion": resource_version,
+                "annotations": { key: value },
+            }
+        });
+        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        cluster
+            .call(&self.op("patch", name), retry_no_response, || {
+                self.api.patch(name, &params, &patch)
+            })
+            .await
+    }
+
+    /// Deletes the object with background propagation, only if it is still the object `uid`
+    /// (and, when given, still at `resource_version`). Safe to repeat: a repeat cannot touch a
+    /// new object of the same name.
+    pub(crate) async fn delete(
+        &self,
+        cluster: &Cluster,
+        name: &str,
+        uid: &str,
+        resource_version: Option<&str>,
+    ) -> Result<Deletion> {
+        let params = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: resource_version.map(str::to_string),
+            }),
+            ..DeleteParams::default()
+        };
+        match cluster
+            .call(&self.op("delete", name), true, || {
+                self.api.delete(name, &params)
+            })
+            .await
+        {
+            Ok(_) => Ok(Deletion::Deleted),
+            Err(error) if error.is_not_found() => Ok(Deletion::Gone),
+            Err(error) if error.is_conflict() => Ok(Deletion::Conflict),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Deletes the object; when the delete fails, looks again: an object that is gone or being
+    /// deleted counts as deleted (the delete took effect and its response was lost).
+    pub(crate) async fn delete_confirmed(
+        &self,
+        cluster: &Cluster,
+        name: &str,
+        uid: &str,
+    ) -> Result<()> {
+        match self.delete(cluster, name, uid, None).await {
+            Ok(_) => Ok(()),
+            Err(error) => match self.get(cluster, name).await {
+                Ok(None) => Ok(()),
+                Ok(Some(object)) if object.meta().deletion_timestamp.is_some() => Ok(()),
+                Ok(Some(object)) if object.meta().uid.as_deref() != Some(uid) => Ok(()),
+                _ => Err(error),
+            },
+        }
+    }
+}
+
+/// Whether an existing object of a job's name may be adopted as the job's: only if it carries
+/// the same job id and spec hash and is not being deleted.
+pub(crate) fn check_adoptable(
+    kind: &'static str,
+    namespace: &str,
+    name: &str,
+    job_id: &str,
+    spec_hash: &str,
+    existing: Option<&ObjectMeta>,
+) -> Result<()> {
+    let taken = |why: String| Error::NameTaken {
+        kind,
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        why,
+    };
+    let Some(existing) = existing else {
+        return Err(taken(
+            "it was deleted while kubeferry looked at it; submit again".into(),
+        ));
+    };
+    let annotations = existing.annotations.clone().unwrap_or_default();
+    match annotations.get(JOB_ID_ANNOTATION) {
+        Some(owner) if owner == job_id => {}
+        Some(owner) => return Err(taken(format!("belongs to job id {owner:?}"))),
+        None => return Err(taken("is not managed by kubeferry".into())),
+    }
+    if annotations.get(SPEC_HASH_ANNOTATION).map(String::as_str) != Some(spec_hash) {
+        return Err(taken(format!(
+            "was created for job id {job_id:?} from a different spec; a job id names one spec"
+        )));
+    }
+    if existing.deletion_timestamp.is_some() {
+        return Err(taken(
+            "is being deleted; wait for it to go, or use a new job id".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A job's object as read from the API server just now, and the job's status from it.
+pub(crate) struct Current<K> {
+    /// Where the object lives.
+    pub(crate) objects: Objects<K>,
+    /// The object's metadata.
+    pub(crate) meta: ObjectMeta,
+    /// The job's status, from this very object.
+    pub(crate) status: ExecutionInfo,
+}
+
+/// One run of a job's main container: a pod, oldest first in [`Jobs::attempts`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Attempt {
+    /// The pod's name.
+    pub(crate) pod: String,
+    /// The pod's uid (a rerun may reuse the name).
+    pub(crate) uid: String,
+    /// The container whose log is the job's log.
+    pub(crate) container: String,
+    /// Whether the container has started (so it has a log).
+    pub(crate) started: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(job_id: &str, hash: &str, deleting: bool) -> ObjectMeta {
+        serde_json::from_value(serde_json::json!({
+            "name": "n",
+            "annotations": {JOB_ID_ANNOTATION: job_id, SPEC_HASH_ANNOTATION: hash},
+            "deletionTimestamp": deleting.then_some("2026-01-01T00:00:00Z"),
+        }))
+        .expect("metadata")
+    }
+
+    #[test]
+    fn only_the_same_job_is_adopted() {
+        let check = |existing: Option<&ObjectMeta>| {
+            check_adoptable("Job", "ns", "n", "a", "h", existing).map_err(|e| e.to_string())
+        };
+        assert!(check(Some(&meta("a", "h", false))).is_ok());
+        for (existing, why) in [
+            (Some(meta("b", "h", false)), "belongs to job id \"b\""),
+            (Some(meta("a", "x", false)), "from a different spec"),
+            (Some(meta("a", "h", true)), "is being deleted"),
+            (None, "deleted while kubeferry looked at it"),
+        ] {
+            let error = check(existing.as_ref()).expect_err("refused");
+            assert!(error.contains(why), "{error}");
+            assert!(error.contains("cannot create Job ns/n"), "{error}");
+        }
+        let unmanaged = ObjectMeta::default();
+        assert!(
+            check(Some(&unmanaged))
+                .expect_err("refused")
+                .contains("not managed by kubeferry")
+        );
+    }
+}
