@@ -41,6 +41,9 @@ pub(crate) struct Listed<F> {
     pub(crate) found: F,
 }
 
+/// The managed objects of one resource of a namespace, with where they live.
+pub(crate) type ManagedObjects<K> = (Objects<K>, Vec<K>);
+
 /// A kind of job: how its objects are found, watched, read and mapped.
 pub(crate) trait Kind: Send + Sync + 'static {
     /// The object a job of this kind runs as.
@@ -98,7 +101,7 @@ pub(crate) trait Kind: Send + Sync + 'static {
     fn managed(
         &self,
         namespace: &str,
-    ) -> impl Future<Output = Result<Vec<(Objects<Self::Object>, Vec<Self::Object>)>>> + Send;
+    ) -> impl Future<Output = Result<Vec<ManagedObjects<Self::Object>>>> + Send;
 
     /// The jobs of each watched namespace by state, as its settler last mapped them.
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)>;

@@ -24,7 +24,7 @@ use tracing::{debug, warn};
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
-use crate::kind::{Kind, Listed};
+use crate::kind::{Kind, Listed, ManagedObjects};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
 use crate::tracker::{Namespaces, Recent, ReflectorSettings};
@@ -633,7 +633,7 @@ impl Kind for ContainerJobs {
             .await
     }
 
-    async fn managed(&self, namespace: &str) -> Result<Vec<(Objects<Job>, Vec<Job>)>> {
+    async fn managed(&self, namespace: &str) -> Result<Vec<ManagedObjects<Job>>> {
         let params = ListParams::default().labels(MANAGED_SELECTOR);
         let api = self.jobs(namespace);
         let jobs = self

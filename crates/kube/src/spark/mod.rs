@@ -39,7 +39,7 @@ use tracing::{debug, info, warn};
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
-use crate::kind::{Kind, Listed};
+use crate::kind::{Kind, Listed, ManagedObjects};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Deletion, Objects};
 use crate::selector::SelectorEvent;
@@ -967,10 +967,7 @@ impl Kind for SparkJobs {
         Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
     }
 
-    async fn managed(
-        &self,
-        namespace: &str,
-    ) -> Result<Vec<(Objects<DynamicObject>, Vec<DynamicObject>)>> {
+    async fn managed(&self, namespace: &str) -> Result<Vec<ManagedObjects<DynamicObject>>> {
         let mut managed = Vec::new();
         for operator in self.installed().await? {
             let listed = self
