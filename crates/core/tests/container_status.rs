@@ -759,9 +759,16 @@ fn verdict_before_pod_status() {
             .message("the Job controller reported the outcome; waiting for the pod's final status")
             .started(5),
     );
-    // ...but not for ever.
+    // ...but not for ever (from the end of the verdict's second: condition times are whole
+    // seconds).
     assert_reports(
         map("verdict_before_pod_status", Seen::Present, at(76)),
+        expect(JobState::Started, Reason::Running)
+            .message("the Job controller reported the outcome; waiting for the pod's final status")
+            .started(5),
+    );
+    assert_reports(
+        map("verdict_before_pod_status", Seen::Present, at(77)),
         expect(JobState::Succeeded, Reason::Completed)
             .started(5)
             .finished(66),

@@ -444,7 +444,12 @@ impl<'a> Mapper<'a> {
         if !self.job_can_judge() {
             return false;
         }
-        let Some(at) = verdict.at else {
+        // Condition times are whole seconds (`metav1.Time`): the verdict came up to a second
+        // after the time it shows, and the wait counts from the latest it can have come.
+        let Some(at) = verdict
+            .at
+            .and_then(|at| at.checked_add(jiff::SignedDuration::from_secs(1)).ok())
+        else {
             return false;
         };
         if !self.clock.before_deadline(at, self.config.pod_status_wait) {

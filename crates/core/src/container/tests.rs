@@ -585,7 +585,9 @@ fn a_failure_verdict_whose_pods_are_all_gone_waits_for_a_recorded_outcome() {
     let waiting = map(&job, &[], 61);
     assert_eq!(waiting.info.state, JobState::Queued, "{:?}", waiting.info);
     assert!(!waiting.info.is_terminal());
-    let alone = map(&job, &[], 60 + 10);
+    // Condition times are whole seconds: the wait counts from the end of the verdict's second.
+    assert!(!map(&job, &[], 60 + 10).info.is_terminal());
+    let alone = map(&job, &[], 60 + 1 + 10);
     assert_eq!(alone.info.state, JobState::Failed);
     assert_eq!(alone.info.reason, Reason::BackoffLimitExceeded);
 
