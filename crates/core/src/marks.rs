@@ -71,6 +71,15 @@ fn escaped_len(c: char) -> usize {
     }
 }
 
+/// The hash of the spec an object was created from ([`SPEC_HASH_ANNOTATION`]).
+pub fn spec_hash_of(metadata: &ObjectMeta) -> Option<String> {
+    metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(SPEC_HASH_ANNOTATION))
+        .cloned()
+}
+
 /// The label that puts a Job in a Kueue LocalQueue; such Jobs are created suspended and Kueue
 /// starts them on admission.
 pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";

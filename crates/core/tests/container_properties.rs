@@ -106,6 +106,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 namespace: "ns".to_string(),
                 uid: uid.to_string(),
                 job_id: Some("job".to_string()),
+                spec_hash: None,
                 resource_version: None,
                 created_at,
                 deletion_timestamp,

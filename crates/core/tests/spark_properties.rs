@@ -341,6 +341,7 @@ fn app_view() -> impl Strategy<Value = SparkAppView> {
                         namespace: "ns".to_string(),
                         uid: "u".to_string(),
                         job_id: Some("job".to_string()),
+                        spec_hash: None,
                         resource_version: None,
                         created_at,
                         deletion_timestamp,

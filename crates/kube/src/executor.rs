@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::kind::{Kind, Watches};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::protocol;
+use crate::records::{RecordSettings, Records};
 use crate::spark::{SparkJobs, SparkSettings};
 use crate::tracker::WatchHealth;
 
@@ -27,6 +28,8 @@ pub struct ExecutorSettings {
     pub container: ContainerSettings,
     /// Spark jobs.
     pub spark: SparkSettings,
+    /// The durable outcome records of every kind.
+    pub records: RecordSettings,
 }
 
 /// Where a container job's newest attempt runs.
@@ -49,17 +52,29 @@ pub struct Executor {
     cluster: Cluster,
     container: Arc<ContainerJobs>,
     spark: Arc<SparkJobs>,
+    records: Arc<Records>,
 }
 
 impl Executor {
     /// An executor for `cluster`.
     pub fn new(cluster: Cluster, settings: ExecutorSettings) -> Self {
-        let container = Arc::new(ContainerJobs::new(cluster.clone(), settings.container));
-        let spark = SparkJobs::new(cluster.clone(), settings.spark);
+        let records = Records::new(
+            cluster.clone(),
+            settings.container.reflector.clone(),
+            settings.records,
+            settings.container.sync_timeout,
+        );
+        let container = Arc::new(ContainerJobs::new(
+            cluster.clone(),
+            settings.container,
+            records.clone(),
+        ));
+        let spark = SparkJobs::new(cluster.clone(), settings.spark, records.clone());
         Self {
             cluster,
             container,
             spark,
+            records,
         }
     }
 
@@ -109,6 +124,12 @@ impl Executor {
             .into_iter()
             .map(|receiver| (JobKind::Job, receiver))
             .collect();
+        // An outcome is answered once it is recorded: a record is a change of its job (of
+        // either kind; a name that is not a job of that kind is nobody's).
+        let records = self.records.watch(namespace);
+        for kind in JobKind::ALL {
+            receivers.push((kind, records.subscribe()));
+        }
         match self.spark.watch(namespace).await {
             Ok(watch) => {
                 receivers.extend(
@@ -128,6 +149,7 @@ impl Executor {
     /// starting the container watches if need be; and whether the Spark watches have started.
     pub fn namespace_health(&self, namespace: &str) -> (Vec<(String, WatchHealth)>, bool) {
         let mut watches = self.container.watch(namespace).health();
+        watches.push(self.records.namespace_health(namespace));
         let spark = self.spark.existing(namespace);
         if let Some(spark) = &spark {
             watches.extend(spark.health());
@@ -139,6 +161,7 @@ impl Executor {
     pub fn health(&self) -> Vec<(String, String, WatchHealth)> {
         let mut all = health_of(&*self.container);
         all.extend(health_of(&*self.spark));
+        all.extend(self.records.health());
         all
     }
 
@@ -326,6 +349,7 @@ impl Executor {
     ) -> Result<Vec<Orphan>> {
         let container = protocol::sweep(&*self.container, namespace, known, delete).await;
         let spark = protocol::sweep(&*self.spark, namespace, known, delete).await;
+        // Outcome records are not orphans: they are bounded, and expire after their retention.
         either_kind(container, spark, "jobs not swept")
     }
 }

@@ -14,6 +14,7 @@ use tokio::sync::broadcast;
 use crate::cluster::Cluster;
 use crate::error::Result;
 use crate::objects::{Attempt, Current, Object, Objects};
+use crate::records::Records;
 use crate::tracker::{Namespaces, WatchHealth};
 
 /// What a kind watches in one namespace.
@@ -64,6 +65,9 @@ pub(crate) trait Kind: Send + Sync + 'static {
 
     /// The watched namespaces and the last answers.
     fn namespaces(&self) -> &Namespaces<Self::Watches>;
+
+    /// The outcome records (every kind's).
+    fn records(&self) -> &Arc<Records>;
 
     /// The watches of `namespace`, started (with its settler) if they are not yet.
     fn watch(&self, namespace: &str) -> impl Future<Output = Result<Arc<Self::Watches>>> + Send;
@@ -116,7 +120,29 @@ pub(crate) trait Kind: Send + Sync + 'static {
         &self,
         id: &ExecutionId,
     ) -> impl Future<Output = Result<Vec<broadcast::Receiver<String>>>> + Send {
-        async move { Ok(self.watch(&id.namespace).await?.subscribe()) }
+        async move {
+            let mut changes = self.watch(&id.namespace).await?.subscribe();
+            // An outcome is answered once recorded: its record is a change too.
+            changes.push(self.records().watch(&id.namespace).subscribe());
+            Ok(changes)
+        }
+    }
+
+    /// The job's final answer, if it has one without mapping anything: the terminal status this
+    /// replica already reported (it never changes), else the job's outcome record.
+    fn final_answer(&self, id: &ExecutionId) -> impl Future<Output = Option<ExecutionInfo>> + Send {
+        async move {
+            if let Some(reported) = self
+                .namespaces()
+                .last_reported(&id.namespace, &id.name)
+                .filter(ExecutionInfo::is_terminal)
+            {
+                return Some(reported);
+            }
+            let recorded = self.records().recorded(id).await?;
+            self.remember(id, &recorded, None);
+            Some(recorded)
+        }
     }
 
     /// Remembers an answer given for the job, computed from its object at `version`, as the

@@ -32,6 +32,7 @@ pub mod manifest;
 mod objects;
 mod protocol;
 pub mod rbac;
+mod records;
 pub mod retry;
 pub mod selector;
 mod settling;
@@ -44,6 +45,7 @@ pub use container::{ContainerSettings, SelectorEvent};
 pub use error::{Error, Result};
 pub use executor::{Executor, ExecutorSettings, Placement, generate_job_id};
 pub use manifest::{MAIN_CONTAINER, job_manifest};
+pub use records::RecordSettings;
 pub use retry::RetryPolicy;
 pub use spark::SparkSettings;
 

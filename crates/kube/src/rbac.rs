@@ -20,6 +20,15 @@ pub struct Permission {
     pub why: &'static str,
 }
 
+/// The outcome records every kind keeps (`kubeferry_core::record`). Without them jobs still
+/// run; their outcomes are then known only while their objects last.
+const OUTCOME_RECORDS: Permission = Permission {
+    group: "",
+    resource: "configmaps",
+    verbs: &["create", "get", "list", "watch", "delete"],
+    why: "keep each ended job's outcome record (one ConfigMap per job, one watch per namespace), delete it after its retention, and sweep it",
+};
+
 /// What container jobs need.
 pub const CONTAINER_JOB_PERMISSIONS: &[Permission] = &[
     Permission {
@@ -46,6 +55,7 @@ pub const CONTAINER_JOB_PERMISSIONS: &[Permission] = &[
         verbs: &["list", "watch"],
         why: "say why a Job has no pod yet (the Job controller's FailedCreate events: admission, quota; one watch per namespace)",
     },
+    OUTCOME_RECORDS,
 ];
 
 /// The verbs on SparkApplications, of either operator.
@@ -78,6 +88,7 @@ pub const SPARK_JOB_PERMISSIONS: &[Permission] = &[
         verbs: &["get"],
         why: "read and follow the driver's log",
     },
+    OUTCOME_RECORDS,
 ];
 
 /// The permissions for the given kinds of jobs, each (group, resource, verbs) once. [`role`]
@@ -195,6 +206,7 @@ mod tests {
                 ":pods:list,watch",
                 ":pods/log:get",
                 ":events:list,watch",
+                ":configmaps:create,get,list,watch,delete",
             ]
         );
         assert_eq!(role.metadata.namespace.as_deref(), Some("ns"));
@@ -231,6 +243,7 @@ mod tests {
                 "sparkoperator.k8s.io:sparkapplications:create,get,list,watch,patch,delete",
                 ":pods:list,watch,delete",
                 ":pods/log:get",
+                ":configmaps:create,get,list,watch,delete",
             ]
         );
     }
@@ -244,6 +257,7 @@ mod tests {
                 ":pods:list,watch,delete",
                 ":pods/log:get",
                 ":events:list,watch",
+                ":configmaps:create,get,list,watch,delete",
                 "spark.apache.org:sparkapplications:create,get,list,watch,patch,delete",
                 "sparkoperator.k8s.io:sparkapplications:create,get,list,watch,patch,delete",
             ]

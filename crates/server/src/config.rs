@@ -160,6 +160,9 @@ pub struct TimeoutsFile {
     pub pod_status_wait: Option<String>,
     /// How long deleted jobs are remembered by the watch cache.
     pub tombstone: Option<String>,
+    /// How long a job's outcome record is kept after it ended (a job id submitted again within
+    /// it answers the first run and never runs twice).
+    pub outcome_retention: Option<String>,
     /// How long a SparkApplication may go without any status from its operator before the
     /// job fails (and the application is deleted).
     pub no_status: Option<String>,
@@ -276,6 +279,8 @@ pub struct Timeouts {
     pub pod_status_wait: Duration,
     /// How long deleted jobs are remembered by the watch cache.
     pub tombstone: Duration,
+    /// How long a job's outcome record is kept after it ended.
+    pub outcome_retention: Duration,
     /// How long a SparkApplication may go without any status before the job fails.
     pub no_status: Duration,
     /// How often an idle event stream sends a keep-alive comment.
@@ -310,6 +315,7 @@ impl Default for Timeouts {
             pending: None,
             pod_status_wait: Duration::from_secs(10),
             tombstone: Duration::from_secs(15 * 60),
+            outcome_retention: Duration::from_secs(7 * 24 * 3600),
             no_status: Duration::from_secs(10 * 60),
             keep_alive: Duration::from_secs(15),
             follow_reopen: Duration::from_millis(500),
@@ -441,7 +447,7 @@ fn upper_snake(key: &str) -> String {
 
 impl TimeoutsFile {
     /// Every key with its slot.
-    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 20] {
+    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 21] {
         [
             ("request", &mut self.request),
             ("shutdown", &mut self.shutdown),
@@ -461,6 +467,7 @@ impl TimeoutsFile {
             ("pending", &mut self.pending),
             ("podStatusWait", &mut self.pod_status_wait),
             ("tombstone", &mut self.tombstone),
+            ("outcomeRetention", &mut self.outcome_retention),
             ("noStatus", &mut self.no_status),
             ("keepAlive", &mut self.keep_alive),
             ("followReopen", &mut self.follow_reopen),
@@ -848,7 +855,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
     let mut t = Timeouts::default();
-    let fields: [(&str, &Option<String>, &mut Duration); 19] = [
+    let fields: [(&str, &Option<String>, &mut Duration); 20] = [
         ("request", &file.request, &mut t.request),
         ("shutdown", &file.shutdown, &mut t.shutdown),
         ("drain", &file.drain, &mut t.drain),
@@ -879,6 +886,11 @@ fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
             &mut t.pod_status_wait,
         ),
         ("tombstone", &file.tombstone, &mut t.tombstone),
+        (
+            "outcomeRetention",
+            &file.outcome_retention,
+            &mut t.outcome_retention,
+        ),
         ("noStatus", &file.no_status, &mut t.no_status),
         ("keepAlive", &file.keep_alive, &mut t.keep_alive),
         ("followReopen", &file.follow_reopen, &mut t.follow_reopen),

@@ -10,7 +10,8 @@ use kubeferry_core::container::MappingConfig;
 use kubeferry_core::spark::SparkMappingConfig;
 use kubeferry_kube::tracker::ReflectorSettings;
 use kubeferry_kube::{
-    ClusterSettings, ContainerSettings, Executor, ExecutorSettings, RetryPolicy, SparkSettings,
+    ClusterSettings, ContainerSettings, Executor, ExecutorSettings, RecordSettings, RetryPolicy,
+    SparkSettings,
 };
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -105,6 +106,10 @@ pub fn executor_settings(
             name_prefix: config.name_prefix.clone(),
             default_operator: cluster_config.spark_operator,
             ..SparkSettings::default()
+        },
+        records: RecordSettings {
+            retention: t.outcome_retention,
+            ..RecordSettings::default()
         },
     };
     (cluster, executor)

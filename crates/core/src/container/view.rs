@@ -15,6 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::MAIN_CONTAINER;
 use crate::marks::{
     CANCEL_ANNOTATION, KUEUE_QUEUE_LABEL, OUTCOME_ANNOTATION, entry, job_id_of, non_empty,
+    spec_hash_of,
 };
 
 use crate::status::ExecutionInfo;
@@ -136,6 +137,9 @@ pub struct JobView {
     pub uid: String,
     /// The caller's job id: the [`JOB_ID_ANNOTATION`], else the [`JOB_ID_LABEL`].
     pub job_id: Option<String>,
+    /// The hash of the spec it was created from (the spec hash annotation), for its outcome
+    /// record.
+    pub spec_hash: Option<String>,
     /// `metadata.resourceVersion`, for patches with a precondition.
     pub resource_version: Option<String>,
     /// `metadata.creationTimestamp`.
@@ -182,6 +186,7 @@ impl From<&Job> for JobView {
             namespace: meta.namespace.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
             job_id: job_id_of(meta),
+            spec_hash: spec_hash_of(meta),
             resource_version: meta.resource_version.clone(),
             created_at: time(meta.creation_timestamp.as_ref()),
             deletion_timestamp: time(meta.deletion_timestamp.as_ref()),

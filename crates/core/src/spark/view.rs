@@ -16,7 +16,7 @@ use super::operator::{DRIVER_CONTAINER, SparkOperator};
 use crate::container::view::{
     CancelMark, ContainerView, PodConditionView, PodPhase, cancel_mark, recorded_outcome, time,
 };
-use crate::marks::{job_id_of, non_empty};
+use crate::marks::{job_id_of, non_empty, spec_hash_of};
 use crate::status::ExecutionInfo;
 
 /// What the Spark status mapping reads from a SparkApplication.
@@ -32,6 +32,9 @@ pub struct SparkAppView {
     pub uid: String,
     /// The caller's job id: the job id annotation, else the job id label.
     pub job_id: Option<String>,
+    /// The hash of the spec it was created from (the spec hash annotation), for its outcome
+    /// record.
+    pub spec_hash: Option<String>,
     /// `metadata.resourceVersion`, for writes with a precondition.
     pub resource_version: Option<String>,
     /// `metadata.creationTimestamp`: the no-status timeout counts from it.
@@ -70,6 +73,7 @@ impl SparkAppView {
             namespace: metadata.namespace.clone().unwrap_or_default(),
             uid: metadata.uid.clone().unwrap_or_default(),
             job_id: job_id_of(metadata),
+            spec_hash: spec_hash_of(metadata),
             resource_version: metadata.resource_version.clone(),
             created_at: time(metadata.creation_timestamp.as_ref()),
             deletion_timestamp: time(metadata.deletion_timestamp.as_ref()),

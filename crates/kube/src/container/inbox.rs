@@ -9,6 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::cluster::Cluster;
 use crate::error::Result;
+use crate::records::Records;
 use crate::settling::JobStates;
 use crate::tracker::LastReported;
 
@@ -22,6 +23,8 @@ pub(crate) struct SettlerContext {
     pub(crate) retry_interval: Duration,
     pub(crate) janitor_interval: Duration,
     pub(crate) reported: Arc<Mutex<LastReported>>,
+    /// The outcome records, kept for every job that ends.
+    pub(crate) records: Arc<Records>,
 }
 
 /// The handle of a namespace's settler: the task ends once its watches are dropped.

@@ -27,6 +27,7 @@ use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::kind::{Kind, Listed, ManagedObjects};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
+use crate::records::{Records, check_resubmission};
 use crate::tracker::{Namespaces, Recent, ReflectorSettings};
 use inbox::SettlerContext;
 use tracker::{NamespaceWatch, WatchStarter};
@@ -78,13 +79,19 @@ pub struct ContainerJobs {
     /// Each watched namespace's watches and settler, and the last answers.
     namespaces: Namespaces<NamespaceWatch>,
     starter: WatchStarter,
+    /// The outcome records.
+    records: Arc<Records>,
     /// The Jobs this process creates or created lately (`namespace/name`).
     submitted: Recent,
 }
 
 impl ContainerJobs {
-    /// A backend for `cluster`.
-    pub fn new(cluster: Cluster, settings: ContainerSettings) -> Self {
+    /// A backend for `cluster`, keeping its jobs' outcomes in `records`.
+    pub(crate) fn new(
+        cluster: Cluster,
+        settings: ContainerSettings,
+        records: Arc<Records>,
+    ) -> Self {
         let namespaces = Namespaces::default();
         let starter = WatchStarter {
             settings: settings.reflector.clone(),
@@ -95,6 +102,7 @@ impl ContainerJobs {
                 retry_interval: settings.recheck_interval,
                 janitor_interval: settings.janitor_interval,
                 reported: namespaces.reported(),
+                records: records.clone(),
             },
             start_settler: settler::start,
         };
@@ -103,6 +111,7 @@ impl ContainerJobs {
             settings,
             namespaces,
             starter,
+            records,
             submitted: Recent::new(10_000),
         }
     }
@@ -116,6 +125,7 @@ impl ContainerJobs {
     /// about it.
     pub fn watch(&self, namespace: &str) -> Arc<NamespaceWatch> {
         self.namespaces.get_or_start(namespace, || {
+            self.records.watch(namespace);
             NamespaceWatch::start(namespace, &self.starter)
         })
     }
@@ -153,6 +163,12 @@ impl ContainerJobs {
         // period's end whether or not anyone asks. Its watch delivers the Job shortly, and a
         // question asked meanwhile waits for it rather than reading the server.
         self.watch(namespace);
+        // A job id whose run ended (and whose Job may be gone) answers that run: it never
+        // runs twice.
+        if let Some(record) = self.records.fetch(namespace, JobKind::Job, &name).await? {
+            check_resubmission(&record, "Job", namespace, &name, job_id, &spec.hash())?;
+            return Ok(self.id(namespace, &name));
+        }
         self.submitted.insert(format!("{namespace}/{name}"));
         let created = self
             .objects(namespace)
@@ -173,6 +189,9 @@ impl ContainerJobs {
         let now = Timestamp::now();
         let watch = self.watch(&id.namespace);
         let synced = watch.wait_synced(self.settings.sync_timeout).await;
+        if let Some(answer) = self.final_answer(id).await {
+            return Ok(answer);
+        }
         watch.check_permitted(&id.namespace)?;
         let found = match self.cached(&watch, id) {
             Some(cached) if watch.is_current() || !self.would_end(id, &cached, now) => Some(cached),
@@ -292,30 +311,18 @@ impl ContainerJobs {
     }
 
     /// A Job's pods as the API server lists them, with the final states of deleted ones only
-    /// the watch still knows: a pod lost with its node may carry the outcome the Job's verdict
-    /// names.
+    /// the watch still knows.
     async fn fresh_pods(
         &self,
         watch: &NamespaceWatch,
         namespace: &str,
         job: &str,
     ) -> Result<Vec<PodView>> {
-        let mut pods = self.list_pods(namespace, job).await?;
-        let departed: Vec<PodView> = watch
-            .departed_pods_of(job)
-            .into_iter()
-            .filter(|gone| !pods.iter().any(|pod| pod.uid == gone.uid))
-            .collect();
-        pods.extend(departed);
-        Ok(pods)
+        tracker::listed_pods(&self.cluster, namespace, job, Some(watch)).await
     }
 
     async fn list_pods(&self, namespace: &str, job: &str) -> Result<Vec<PodView>> {
-        let op = Op::collection("list", PODS, namespace);
-        let api = self.pods(namespace);
-        let params = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
-        let pods = self.cluster.call(&op, true, || api.list(&params)).await?;
-        Ok(pods.items.iter().map(PodView::from).collect())
+        tracker::listed_pods(&self.cluster, namespace, job, None).await
     }
 
     fn no_such_job(&self, id: &ExecutionId, watch: &NamespaceWatch) -> Error {
@@ -368,7 +375,13 @@ impl ContainerJobs {
             });
         };
         let mut info = mapped.info;
-        if mapped.must_record
+        // An outcome is answered once it is recorded (the settler records it a moment after
+        // the watch shows it): every replica and every later process then answers the same.
+        let unrecorded = info.is_terminal()
+            && previous.as_ref().is_none_or(|p| !p.is_terminal())
+            && self.records.may_keep(&id.namespace)
+            && self.records.recorded(id).await.is_none();
+        if (mapped.must_record || unrecorded)
             && let Observed::Present(job) = observed
         {
             let watch = self.watch(&id.namespace);
@@ -378,11 +391,7 @@ impl ContainerJobs {
                 watch.settler.settle_now(job.clone(), pods.to_vec()),
             )
             .await;
-            if let Some(recorded) = self
-                .namespaces
-                .last_reported(&id.namespace, &id.name)
-                .filter(ExecutionInfo::is_terminal)
-            {
+            if let Some(recorded) = self.final_answer(id).await {
                 return Ok(recorded);
             }
             // Until the outcome is recorded, other replicas may still see the job go on:
@@ -587,6 +596,10 @@ impl Kind for ContainerJobs {
         &self.namespaces
     }
 
+    fn records(&self) -> &Arc<Records> {
+        &self.records
+    }
+
     async fn watch(&self, namespace: &str) -> Result<Arc<NamespaceWatch>> {
         Ok(ContainerJobs::watch(self, namespace))
     }
@@ -629,6 +642,9 @@ impl Kind for ContainerJobs {
         id: &ExecutionId,
         (job, pods): (JobView, Vec<PodView>),
     ) -> Result<ExecutionInfo> {
+        if let Some(answer) = self.final_answer(id).await {
+            return Ok(answer);
+        }
         self.evaluate(id, &Observed::Present(job), &pods, Timestamp::now())
             .await
     }

@@ -2,8 +2,8 @@
 //! (record an outcome, stop a job kubeferry failed) and deletes stopped jobs past their TTL, on
 //! watch events and at the mapping's own deadlines, whether or not anyone asks for a status.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Weak};
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, Mutex, Weak};
 
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
@@ -13,18 +13,19 @@ use kubeferry_core::container::{
     JobConditionType, JobObservation, JobView, PodView, container_status,
 };
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
+use kubeferry_core::record::OutcomeRecord;
 use kubeferry_core::status::FailureClass;
-use kubeferry_core::{ExecutionInfo, JobState};
+use kubeferry_core::{ExecutionInfo, JobKind, JobState};
 use tokio::sync::{broadcast, mpsc};
 use tracing::{debug, info, warn};
 
 use super::inbox::{Inbox, Request, SettlerContext};
-use super::tracker::NamespaceWatch;
+use super::tracker::{NamespaceWatch, listed_pods};
 use crate::cluster::{Cluster, Op};
 use crate::error::Result;
 use crate::objects::Objects;
 use crate::settling::{JobStates, Timers, merged, retry_delay};
-use crate::tracker::{lock, reported_key};
+use crate::tracker::{Departure, lock, reported_key};
 
 const JOBS: &str = "jobs.batch";
 
@@ -41,6 +42,7 @@ pub(crate) fn start(
         context,
         watch,
         states: inbox.states,
+        awaiting_pods: Mutex::default(),
     };
     tokio::spawn(task.run(changes, inbox.requests));
 }
@@ -50,6 +52,8 @@ struct Task {
     context: SettlerContext,
     watch: Weak<NamespaceWatch>,
     states: Arc<JobStates>,
+    /// Jobs whose outcome came without an exit code, given a moment for their pods' watch.
+    awaiting_pods: Mutex<HashSet<String>>,
 }
 
 impl Task {
@@ -134,6 +138,18 @@ impl Task {
                 };
                 let Some(entry) = watch.jobs.get(&name) else {
                     self.states.set(&name, None);
+                    // A Job deleted (cancelled, expired, removed by someone): its final state
+                    // tells its outcome, which is recorded if it was not yet.
+                    let deleted = watch
+                        .jobs
+                        .tombstone(&name)
+                        .filter(|tombstone| tombstone.departure == Departure::Deleted);
+                    if let Some(tombstone) = deleted {
+                        let pods = watch.pods_of(&name);
+                        drop(watch);
+                        self.settle_deleted(&tombstone.last, &pods, &mut timers)
+                            .await;
+                    }
                     continue;
                 };
                 let pods = watch.pods_of(&name);
@@ -229,6 +245,51 @@ impl Task {
             };
             self.record(job, &answer).await.map(|()| false)
         } else {
+            if mapped.info.is_terminal() {
+                let mut outcome = mapped.info.clone();
+                if outcome.exit_code.is_none() {
+                    // The pod watch may lag the Job's verdict by a moment: look again shortly,
+                    // then (no exit code still) at the pods as the API server lists them, which
+                    // tell the container's end if it had one, before the outcome is recorded.
+                    if lock(&self.awaiting_pods).insert(job.name.clone()) {
+                        timers.arm_after(self.context.retry_interval, &job.name);
+                        return Ok(());
+                    }
+                    match listed_pods(
+                        &self.context.cluster,
+                        &self.namespace,
+                        &job.name,
+                        watch.as_deref(),
+                    )
+                    .await
+                    {
+                        Ok(listed) => {
+                            if let Some(again) = container_status(
+                                &observation,
+                                &listed,
+                                now,
+                                &self.context.mapping,
+                                previous.as_ref(),
+                            )
+                            .filter(|again| again.info.is_terminal())
+                            {
+                                outcome = again.info;
+                            }
+                        }
+                        Err(error) => {
+                            timers.arm_after(
+                                retry_delay(&error, self.context.retry_interval),
+                                &job.name,
+                            );
+                            return Err(error);
+                        }
+                    }
+                }
+                if let Some(answer) = self.answer(&key, &outcome) {
+                    self.keep(job, &answer, timers).await;
+                }
+                lock(&self.awaiting_pods).remove(&job.name);
+            }
             if let Some(at) = mapped.recheck_at {
                 timers.arm(at, &job.name);
             }
@@ -237,10 +298,16 @@ impl Task {
         match written {
             Ok(true) => {
                 self.states.set(&job.name, Some(mapped.info.state));
-                lock(&self.context.reported).put(key, mapped.info, None, version);
+                lock(&self.context.reported).put(key, mapped.info.clone(), None, version);
+                self.keep(job, &mapped.info, timers).await;
                 Ok(())
             }
-            Ok(false) => Ok(()),
+            Ok(false) => {
+                if let Some(answer) = self.answer(&key, &mapped.info) {
+                    self.keep(job, &answer, timers).await;
+                }
+                Ok(())
+            }
             // The Job changed meanwhile: its new copy is on its way and is judged again.
             Err(error) if error.is_conflict() => Ok(()),
             Err(error) => {
@@ -248,6 +315,63 @@ impl Task {
                 warn!(message = "could not record an outcome; will retry", namespace = %self.namespace, job = %job.name, %error);
                 Err(error)
             }
+        }
+    }
+
+    /// The terminal answer to record for a job whose mapping says `mapped`: a terminal answer
+    /// this replica gave before (from other views) wins, as it does for a status query;
+    /// `None` when it is not terminal. The settler only reads the answers here: it records,
+    /// and the record is what every later question is answered from.
+    fn answer(&self, key: &str, mapped: &ExecutionInfo) -> Option<ExecutionInfo> {
+        if !mapped.is_terminal() {
+            return None;
+        }
+        let reported = lock(&self.context.reported).get(key);
+        Some(
+            reported
+                .filter(ExecutionInfo::is_terminal)
+                .unwrap_or_else(|| mapped.clone()),
+        )
+    }
+
+    /// Keeps the outcome record of a job that ended (nothing when it is kept already); a
+    /// failed write is tried again at the retry interval.
+    async fn keep(&self, job: &JobView, outcome: &ExecutionInfo, timers: &mut Timers) {
+        let record = OutcomeRecord {
+            kind: JobKind::Job,
+            object: job.name.clone(),
+            job_id: job.job_id.clone(),
+            spec_hash: job.spec_hash.clone(),
+            outcome: outcome.clone(),
+            recorded_at: Some(Timestamp::now()),
+            cancelled_by: None,
+        };
+        if let Err(error) = self.context.records.keep(&self.namespace, record).await {
+            timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
+            warn!(message = "could not keep an outcome record; will retry", namespace = %self.namespace, job = %job.name, %error);
+        }
+    }
+
+    /// Keeps the outcome of a deleted Job, from its final state and its pods' (a cancel, an
+    /// expiry, a removal by someone), if it has one and it is not recorded yet.
+    async fn settle_deleted(&self, job: &JobView, pods: &[PodView], timers: &mut Timers) {
+        let key = reported_key(&job.namespace, &job.name);
+        let previous = lock(&self.context.reported).get(&key);
+        let observation = JobObservation::Vanished {
+            last_seen: job,
+            final_state: true,
+        };
+        let Some(mapped) = container_status(
+            &observation,
+            pods,
+            Timestamp::now(),
+            &self.context.mapping,
+            previous.as_ref(),
+        ) else {
+            return;
+        };
+        if let Some(answer) = self.answer(&key, &mapped.info) {
+            self.keep(job, &answer, timers).await;
         }
     }
 

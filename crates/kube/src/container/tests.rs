@@ -24,12 +24,19 @@ async fn backend(sim: &SimCluster) -> ContainerJobs {
     let cluster = Cluster::from_kubeconfig(kubeconfig, None, Some("sim"), settings)
         .await
         .expect("connects");
+    let records = crate::records::Records::new(
+        cluster.clone(),
+        crate::tracker::ReflectorSettings::default(),
+        crate::records::RecordSettings::default(),
+        Duration::from_secs(10),
+    );
     ContainerJobs::new(
         cluster,
         ContainerSettings {
             recheck_interval: Duration::from_millis(20),
             ..ContainerSettings::default()
         },
+        records,
     )
 }
 

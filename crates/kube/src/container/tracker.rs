@@ -7,13 +7,14 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use kube::runtime::watcher;
 use kubeferry_core::container::{JobView, PodView};
 use kubeferry_core::marks::MANAGED_SELECTOR;
 use tokio::sync::broadcast;
 
 use super::inbox::{self, Inbox, Settler, SettlerContext};
+use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
 use crate::kind::Watches;
 use crate::tracker::{Departure, Entry, Reflector, ReflectorSettings, WatchHealth};
@@ -249,6 +250,30 @@ impl Watches for NamespaceWatch {
             ("events".to_string(), self.refusals.health()),
         ]
     }
+}
+
+/// A Job's pods as the API server lists them now, with the final states of deleted ones only
+/// `watch` still knows: a pod lost with its node may carry the outcome the Job's verdict names.
+pub(crate) async fn listed_pods(
+    cluster: &Cluster,
+    namespace: &str,
+    job: &str,
+    watch: Option<&NamespaceWatch>,
+) -> Result<Vec<PodView>> {
+    let api: Api<Pod> = Api::namespaced(cluster.client().clone(), namespace);
+    let params = ListParams::default().labels(&format!("{}={job}", JOB_NAME_LABELS[0]));
+    let op = Op::collection("list", "pods", namespace);
+    let listed = cluster.call(&op, true, || api.list(&params)).await?;
+    let mut pods: Vec<PodView> = listed.items.iter().map(PodView::from).collect();
+    if let Some(watch) = watch {
+        let departed: Vec<PodView> = watch
+            .departed_pods_of(job)
+            .into_iter()
+            .filter(|gone| !pods.iter().any(|pod| pod.uid == gone.uid))
+            .collect();
+        pods.extend(departed);
+    }
+    Ok(pods)
 }
 
 /// Starts a namespace's settler over its watches and their notifications (handed in by the

@@ -27,6 +27,7 @@ use kubeferry_core::container::ContainerStateView;
 use kubeferry_core::marks::{
     MANAGED_SELECTOR, OUTCOME_ANNOTATION, dns1035_object_name, object_name,
 };
+use kubeferry_core::record::OutcomeRecord;
 use kubeferry_core::spark::{
     AppObservation, DRIVER_CONTAINER, DriverView, SparkAction, SparkAppView, SparkMappingConfig,
     SparkOperator, spark_status,
@@ -42,7 +43,9 @@ use crate::error::{Error, Result};
 use crate::kind::{Kind, Listed, ManagedObjects};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Deletion, Objects};
+use crate::records::{Records, check_resubmission};
 use crate::selector::SelectorEvent;
+use crate::settling::retry_delay;
 use crate::tracker::{Departure, Namespaces, Recent, ReflectorSettings, lock};
 use tracker::{SparkNamespaceWatch, app_of_pod, driver_pods_selector};
 
@@ -110,6 +113,8 @@ pub struct SparkJobs {
     settings: SparkSettings,
     /// Each watched namespace's watches, and the last answers.
     namespaces: Namespaces<SparkNamespaceWatch>,
+    /// The outcome records.
+    records: Arc<Records>,
     installed: Mutex<Option<(Instant, Vec<SparkOperator>)>>,
     /// The warnings logged, each once.
     warned: Recent,
@@ -187,10 +192,15 @@ enum Acted {
 }
 
 impl SparkJobs {
-    /// A backend for `cluster`.
-    pub fn new(cluster: Cluster, settings: SparkSettings) -> Arc<Self> {
+    /// A backend for `cluster`, keeping its jobs' outcomes in `records`.
+    pub(crate) fn new(
+        cluster: Cluster,
+        settings: SparkSettings,
+        records: Arc<Records>,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
+            records,
             cluster,
             settings,
             namespaces: Namespaces::default(),
@@ -287,6 +297,7 @@ impl SparkJobs {
             None => {
                 let installed = self.installed().await?;
                 let watch = self.namespaces.get_or_start(namespace, || {
+                    self.records.watch(namespace);
                     SparkNamespaceWatch::start(&self.cluster, namespace, &self.settings.reflector)
                 });
                 for operator in installed {
@@ -366,6 +377,16 @@ impl SparkJobs {
             SparkOperator::Apache => object_name(&self.settings.name_prefix, job_id),
         };
         let manifest = spark_application(spec, operator, job_id, &name, namespace)?;
+        // A job id whose run ended (and whose application may be gone) answers that run: it
+        // never runs twice.
+        if let Some(record) = self
+            .records
+            .fetch(namespace, JobKind::SparkApp, &name)
+            .await?
+        {
+            check_resubmission(&record, KIND, namespace, &name, job_id, &spec.hash())?;
+            return Ok(self.id(namespace, &name));
+        }
         let object: DynamicObject =
             serde_json::from_value(manifest).map_err(|source| Error::Manifest {
                 operation: format!("build SparkApplication {namespace}/{name}"),
@@ -402,6 +423,9 @@ impl SparkJobs {
     pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         let watch = self.watch(&id.namespace).await?;
         let synced = watch.wait_synced(self.settings.sync_timeout).await;
+        if let Some(answer) = self.final_answer(id).await {
+            return Ok(answer);
+        }
         let Some(found) = self.observe(&watch, id, synced).await? else {
             return Err(self.no_such_job(id, &watch));
         };
@@ -685,7 +709,19 @@ impl SparkJobs {
                 .namespaces
                 .last_reported(&id.namespace, &id.name)
                 .unwrap_or(info);
-            let recheck_at = recheck_at.filter(|_| !info.is_terminal());
+            let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
+            if acting == Acting::Carry
+                && info.is_terminal()
+                && let Err(error) = self.keep(id, observed.view(), &info).await
+            {
+                warn!(message = "could not keep an outcome record; will retry", id = %id, %error);
+                recheck_at = jiff::SignedDuration::try_from(retry_delay(
+                    &error,
+                    self.settings.recheck_interval,
+                ))
+                .ok()
+                .and_then(|after| Timestamp::now().checked_add(after).ok());
+            }
             return Ok(Evaluated { info, recheck_at });
         }
         Err(Error::Contended {
@@ -693,6 +729,25 @@ impl SparkJobs {
             message: "the SparkApplication kept changing while kubeferry acted on it; ask again"
                 .into(),
         })
+    }
+
+    /// Keeps the outcome record of a job that ended (nothing when it is kept already).
+    async fn keep(
+        &self,
+        id: &ExecutionId,
+        view: &SparkAppView,
+        outcome: &ExecutionInfo,
+    ) -> Result<()> {
+        let record = OutcomeRecord {
+            kind: JobKind::SparkApp,
+            object: view.name.clone(),
+            job_id: view.job_id.clone(),
+            spec_hash: view.spec_hash.clone(),
+            outcome: outcome.clone(),
+            recorded_at: Some(Timestamp::now()),
+            cancelled_by: None,
+        };
+        self.records.keep(&id.namespace, record).await.map(|_| ())
     }
 
     /// Carries out what the mapping asks for before it may report an outcome.
@@ -955,6 +1010,10 @@ impl Kind for SparkJobs {
         &self.namespaces
     }
 
+    fn records(&self) -> &Arc<Records> {
+        &self.records
+    }
+
     async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
         SparkJobs::watch(self, namespace).await
     }
@@ -964,6 +1023,9 @@ impl Kind for SparkJobs {
     }
 
     async fn status_of(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
+        if let Some(answer) = self.final_answer(id).await {
+            return Ok(answer);
+        }
         Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
     }
 

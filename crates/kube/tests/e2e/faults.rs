@@ -232,8 +232,8 @@ async fn expired_watches_relist_and_statuses_stay_right() {
         .await;
     // The history is forgotten and the namespace's watches get 410 Gone; while they back off and relist,
     // one job ends and the other is deleted by someone.
-    env.watches_open(3).await;
-    assert_eq!(env.sim.expire_watches(), 3);
+    env.watches_open(NAMESPACE_WATCHES).await;
+    assert_eq!(env.sim.expire_watches(), NAMESPACE_WATCHES);
     gate.open("a");
     env.delete_job_as_admin(&deleted).await;
 
@@ -279,8 +279,8 @@ async fn a_job_that_ends_while_its_pods_are_unwatched_keeps_its_details() {
             .resources(&["pods"])
             .times(4),
     );
-    env.watches_open(3).await;
-    assert_eq!(env.sim.expire_watches(), 3);
+    env.watches_open(NAMESPACE_WATCHES).await;
+    assert_eq!(env.sim.expire_watches(), NAMESPACE_WATCHES);
     gate.open("a");
     let (outcome, seen) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
@@ -295,9 +295,9 @@ async fn cut_watches_resume_and_statuses_stay_right() {
     let id = env.submit(&shell("cut", &gate.wait("a"), "")).await;
     env.status_until(&id, "running", is(JobState::Started))
         .await;
-    env.watches_open(3).await;
+    env.watches_open(NAMESPACE_WATCHES).await;
     let watches = env.sim.request_count("watch", "");
-    assert_eq!(env.sim.cut_watches(), 3);
+    assert_eq!(env.sim.cut_watches(), NAMESPACE_WATCHES);
     gate.open("a");
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Succeeded);
@@ -381,7 +381,7 @@ async fn a_watch_cache_lagging_a_fresh_read_never_takes_a_status_back() {
         .await;
     env.status_until(&id, "held by the queue", is(JobState::Queued))
         .await;
-    env.watches_open(3).await;
+    env.watches_open(NAMESPACE_WATCHES).await;
     // From here the watches deliver nothing: the cache keeps the suspended copy.
     env.sim.stall_watches(Duration::from_secs(600));
     // The queue admits the job, and it runs.
@@ -497,7 +497,7 @@ async fn every_watch_is_current_again_once_the_server_stops_refusing_to_start_it
     let env = quiet_namespace().await;
     // A watcher is current once its list completed, before its watch is open: a cut must find
     // all three watches open, or one that opens after it runs unrefused and never fails.
-    env.watches_open(3).await;
+    env.watches_open(NAMESPACE_WATCHES).await;
     let refusing = env.sim.add_fault(
         FaultRule::new(FaultAction::Error {
             code: 429,
@@ -506,7 +506,7 @@ async fn every_watch_is_current_again_once_the_server_stops_refusing_to_start_it
         })
         .verbs(&["list", "watch"]),
     );
-    assert_eq!(env.sim.cut_watches(), 3);
+    assert_eq!(env.sim.cut_watches(), NAMESPACE_WATCHES);
     eventually("every watch to be refused", || async {
         all_failing(&env).then_some(())
     })

@@ -376,7 +376,7 @@ async fn quiet_streams_outlive_the_read_timeout() {
     );
     // The namespace's three watches are open (Jobs, pods, refusal events) before the
     // counting starts.
-    env.watches_open(3).await;
+    env.watches_open(NAMESPACE_WATCHES).await;
     env.sim.reset_counters();
     // Ten read timeouts of silence: the passing of time is what is tested.
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -14,6 +14,7 @@ mod fidelity;
 mod logs;
 mod outcomes;
 mod rbac;
+mod records;
 mod scale;
 mod settler;
 mod sidecars;

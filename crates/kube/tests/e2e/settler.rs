@@ -80,7 +80,7 @@ async fn status_queries_only_read() {
             .then_some(())
     })
     .await;
-    env.watches_open(3).await;
+    env.watches_open(NAMESPACE_WATCHES).await;
 
     let ids = [&running, &finished, &failing, &unpullable];
     let answers = answers_reading_only(&env.executor, &env.sim, &ids, 250).await;

@@ -14,7 +14,8 @@ use crate::support::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_job_id_twice_runs_once() {
     let env = Env::start().await;
-    let spec = spec_of(&shell("once", "echo once", ""));
+    // Still running at the third submission: each one after the first meets the Job itself.
+    let spec = spec_of(&shell("once", "sleep 30", ""));
     let first = env
         .executor
         .submit(&spec, "run-42/step-1", NS)

@@ -25,6 +25,10 @@ use kubeferry_sim::{SimCluster, SimConfig};
 
 /// The namespace the tests run their jobs in.
 pub const NS: &str = "default";
+
+/// The watches a namespace's container jobs cost: their Jobs, their pods, the Job controller's
+/// refusal events, and the outcome records.
+pub const NAMESPACE_WATCHES: usize = 4;
 /// The cluster's name in execution ids.
 pub const CLUSTER: &str = "e2e";
 /// How long any condition may take before a test fails. A bound on failure, never a claim

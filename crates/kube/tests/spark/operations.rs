@@ -110,9 +110,9 @@ async fn a_wait_gives_up_at_its_timeout_and_the_job_goes_on() {
 
 #[tokio::test]
 async fn every_spark_watch_is_current_again_once_an_outage_ends_though_nothing_changes() {
-    // No application and no driver: the watches of both operators' SparkApplications and of
-    // the driver pods have nothing to deliver after the outage. Each is current again from
-    // its first list.
+    // No application, no driver and no outcome record: the watches of both operators'
+    // SparkApplications, of the driver pods and of the records have nothing to deliver after
+    // the outage. Each is current again from its first list.
     let mut settings = Settings::fast();
     settings.executor.spark.reflector.restart = kubeferry_kube::RetryPolicy {
         base: Duration::from_millis(10),
@@ -130,7 +130,7 @@ async fn every_spark_watch_is_current_again_once_an_outage_ends_though_nothing_c
     };
     eventually("every Spark watch to list", || async {
         let healths = healths();
-        (healths.len() == 3 && healths.iter().all(|(_, h)| h.synced && h.failing.is_none()))
+        (healths.len() == 4 && healths.iter().all(|(_, h)| h.synced && h.failing.is_none()))
             .then_some(())
     })
     .await;
@@ -152,7 +152,7 @@ async fn every_spark_watch_is_current_again_once_an_outage_ends_though_nothing_c
     })
     .await;
     let resources: Vec<&str> = back.iter().map(|(resource, _)| resource.as_str()).collect();
-    assert_eq!(resources.len(), 3, "{resources:?}");
+    assert_eq!(resources.len(), 4, "{resources:?}");
 }
 
 #[tokio::test]

@@ -1,0 +1,344 @@
+//! The durable outcome records of the watched namespaces (`kubeferry_core::record`): one watch
+//! of them per namespace, every kind's together, and the one place they are read, created
+//! and expired. A Role without ConfigMaps still runs jobs: the records are then not kept,
+//! and that is said once per namespace.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use kube::runtime::watcher;
+use kubeferry_core::record::{OutcomeRecord, RECORDS_SELECTOR, record_name};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
+use tracing::{info, warn};
+
+use crate::cluster::{Cluster, Op};
+use crate::error::{Error, Result};
+use crate::objects::Objects;
+use crate::tracker::{Entry, Recent, Reflector, ReflectorSettings, WatchHealth, lock};
+
+const CONFIGMAPS: &str = "configmaps";
+
+/// How long outcome records are kept, and how often they are looked at.
+#[derive(Clone, Debug)]
+pub struct RecordSettings {
+    /// How long a job's outcome is kept after it ended: within it, a job id submitted again
+    /// answers with the first run's outcome and never runs twice. Default 7 days.
+    pub retention: Duration,
+    /// How often each watched namespace's expired records are deleted.
+    pub janitor_interval: Duration,
+}
+
+impl Default for RecordSettings {
+    fn default() -> Self {
+        Self {
+            retention: Duration::from_secs(7 * 24 * 3600),
+            janitor_interval: Duration::from_secs(10 * 60),
+        }
+    }
+}
+
+/// A record as the watch holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Kept {
+    record: OutcomeRecord,
+    /// The ConfigMap's uid, for a delete that must not take a newer record of the same name.
+    uid: String,
+}
+
+/// The records of one cluster's watched namespaces.
+pub(crate) struct Records {
+    cluster: Cluster,
+    reflector: ReflectorSettings,
+    settings: RecordSettings,
+    /// How long a question waits for a namespace's first list of records.
+    sync_timeout: Duration,
+    namespaces: Mutex<HashMap<String, Arc<Reflector<Kept>>>>,
+    /// The namespaces whose records cannot be kept, said once each.
+    warned: Recent,
+    /// The records this process kept lately, by `namespace/name`: its watch delivers them a
+    /// moment later, and meanwhile they are answered from here and not written again.
+    kept: Mutex<KeptLately>,
+}
+
+/// The records this process kept lately, bounded: the oldest go first.
+#[derive(Default)]
+struct KeptLately {
+    records: HashMap<String, OutcomeRecord>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl KeptLately {
+    const CAPACITY: usize = 10_000;
+
+    fn insert(&mut self, key: String, record: OutcomeRecord) {
+        if self.records.insert(key.clone(), record).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > Self::CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.records.remove(&oldest);
+            }
+        }
+    }
+}
+
+impl Records {
+    /// Records of `cluster`, watched with `reflector`'s settings.
+    pub(crate) fn new(
+        cluster: Cluster,
+        reflector: ReflectorSettings,
+        settings: RecordSettings,
+        sync_timeout: Duration,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            cluster,
+            reflector: ReflectorSettings {
+                // A refused watch (a Role without ConfigMaps) runs jobs all the same.
+                optional: true,
+                max_tombstones: 0,
+                ..reflector
+            },
+            settings,
+            sync_timeout,
+            namespaces: Mutex::default(),
+            warned: Recent::new(10_000),
+            kept: Mutex::default(),
+        })
+    }
+
+    fn api(&self, namespace: &str) -> Api<ConfigMap> {
+        Api::namespaced(self.cluster.client().clone(), namespace)
+    }
+
+    /// The watch of `namespace`'s records, started (with its janitor) if it is not yet.
+    pub(crate) fn watch(self: &Arc<Self>, namespace: &str) -> Arc<Reflector<Kept>> {
+        let mut namespaces = lock(&self.namespaces);
+        if let Some(watch) = namespaces.get(namespace) {
+            return watch.clone();
+        }
+        let watch = Arc::new(Reflector::spawn(
+            self.api(namespace),
+            watcher::Config::default().labels(RECORDS_SELECTOR),
+            self.reflector.clone(),
+            |config_map: &ConfigMap| {
+                let record = OutcomeRecord::read(&config_map.metadata, config_map.data.as_ref())?;
+                Some(Entry {
+                    name: config_map.metadata.name.clone()?,
+                    job: record.object.clone(),
+                    view: Kept {
+                        record,
+                        uid: config_map.metadata.uid.clone().unwrap_or_default(),
+                    },
+                })
+            },
+        ));
+        namespaces.insert(namespace.to_string(), watch.clone());
+        tokio::spawn(expire(
+            Arc::downgrade(self),
+            Arc::downgrade(&watch),
+            namespace.to_string(),
+        ));
+        watch
+    }
+
+    /// The health of `namespace`'s watch of records, started if need be.
+    pub(crate) fn namespace_health(self: &Arc<Self>, namespace: &str) -> (String, WatchHealth) {
+        (CONFIGMAPS.to_string(), self.watch(namespace).health())
+    }
+
+    /// The health of each namespace's watch of records.
+    pub(crate) fn health(&self) -> Vec<(String, String, WatchHealth)> {
+        lock(&self.namespaces)
+            .iter()
+            .map(|(namespace, watch)| (namespace.clone(), CONFIGMAPS.to_string(), watch.health()))
+            .collect()
+    }
+
+    /// The recorded outcome of a job, from the watch (after its first list, at most the sync
+    /// timeout); no request.
+    pub(crate) async fn recorded(self: &Arc<Self>, id: &ExecutionId) -> Option<ExecutionInfo> {
+        let name = record_name(id.kind, &id.name);
+        let watch = self.watch(&id.namespace);
+        watch.wait_synced(self.sync_timeout).await;
+        if let Some(entry) = watch.get(&name) {
+            return Some(entry.view.record.outcome);
+        }
+        lock(&self.kept)
+            .records
+            .get(&format!("{}/{name}", id.namespace))
+            .map(|record| record.outcome.clone())
+    }
+
+    /// The record of a job, read from the API server (a submission must not trust a watch that
+    /// may lag the record of a run that ended a moment ago); `None` when there is none, or
+    /// when records cannot be read here (said once).
+    pub(crate) async fn fetch(
+        &self,
+        namespace: &str,
+        kind: JobKind,
+        object: &str,
+    ) -> Result<Option<OutcomeRecord>> {
+        let name = record_name(kind, object);
+        let api = self.api(namespace);
+        let op = Op::named("get", CONFIGMAPS, namespace, &name);
+        match self.cluster.call(&op, true, || api.get_opt(&name)).await {
+            Ok(found) => {
+                Ok(found.and_then(|cm| OutcomeRecord::read(&cm.metadata, cm.data.as_ref())))
+            }
+            Err(error @ Error::Forbidden { .. }) => {
+                self.cannot_keep(namespace, &error);
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Records `record` unless the watch shows the job recorded already; the record that
+    /// stands is returned (a record another replica wrote first wins: a create of an existing
+    /// record answers 409, and the existing one is read). `None` when records cannot be kept
+    /// here (said once).
+    pub(crate) async fn keep(
+        self: &Arc<Self>,
+        namespace: &str,
+        record: OutcomeRecord,
+    ) -> Result<Option<OutcomeRecord>> {
+        let name = record_name(record.kind, &record.object);
+        let watch = self.watch(namespace);
+        if let Some(entry) = watch.get(&name) {
+            return Ok(Some(entry.view.record));
+        }
+        let key = format!("{namespace}/{name}");
+        if let Some(kept) = lock(&self.kept).records.get(&key) {
+            return Ok(Some(kept.clone()));
+        }
+        let config_map: ConfigMap =
+            serde_json::from_value(record.config_map(namespace)).map_err(|source| {
+                Error::Manifest {
+                    operation: format!("build ConfigMap {namespace}/{name}"),
+                    source,
+                }
+            })?;
+        let api = self.api(namespace);
+        let op = Op::named("create", CONFIGMAPS, namespace, &name);
+        let params = PostParams::default();
+        match self
+            .cluster
+            .call(&op, false, || api.create(&params, &config_map))
+            .await
+        {
+            Ok(_) => {
+                lock(&self.kept).insert(key, record.clone());
+                info!(message = "recorded an outcome", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason);
+                Ok(Some(record))
+            }
+            Err(error) if error.is_conflict() => {
+                let standing = self.fetch(namespace, record.kind, &record.object).await?;
+                if let Some(standing) = &standing {
+                    lock(&self.kept).insert(key, standing.clone());
+                }
+                Ok(standing)
+            }
+            Err(error @ Error::Forbidden { .. }) => {
+                self.cannot_keep(namespace, &error);
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Whether `namespace`'s records can be kept: not when the server refuses them (a Role
+    /// without ConfigMaps), as its watch says.
+    pub(crate) fn may_keep(self: &Arc<Self>, namespace: &str) -> bool {
+        self.watch(namespace).health().refused().is_none()
+    }
+
+    /// Says once per namespace that its records cannot be kept.
+    fn cannot_keep(&self, namespace: &str, error: &Error) {
+        if self.warned.insert(namespace.to_string()) {
+            warn!(message = "outcome records cannot be kept here: a job's outcome is then known only while its objects last, and a job id submitted again after they are gone runs again", namespace, %error);
+        }
+    }
+
+    fn objects(&self, namespace: &str) -> Objects<ConfigMap> {
+        Objects {
+            api: self.api(namespace),
+            resource: CONFIGMAPS,
+            kind: "ConfigMap",
+            namespace: namespace.to_string(),
+        }
+    }
+}
+
+/// Checks that a job id submitted again names the run whose outcome `record` holds: same job
+/// id, same spec. Then the submission answers that run and creates nothing: a job id never
+/// runs twice within the retention.
+pub(crate) fn check_resubmission(
+    record: &OutcomeRecord,
+    kind: &'static str,
+    namespace: &str,
+    name: &str,
+    job_id: &str,
+    spec_hash: &str,
+) -> Result<()> {
+    let taken = |why: String| Error::NameTaken {
+        kind,
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        why,
+    };
+    match &record.job_id {
+        Some(owner) if owner == job_id => {}
+        Some(owner) => {
+            return Err(taken(format!(
+                "is the name job id {owner:?} ran under, and its outcome is recorded"
+            )));
+        }
+        None => return Err(taken("has an outcome record without a job id".into())),
+    }
+    if record.spec_hash.as_deref() != Some(spec_hash) {
+        return Err(taken(format!(
+            "already ran for job id {job_id:?} from a different spec (it ended {}); a job id names one run: submit under a new job id to run it again",
+            record.outcome.state
+        )));
+    }
+    Ok(())
+}
+
+/// Deletes a namespace's records past their retention, every janitor interval, for as long
+/// as the records and the namespace's watch last.
+async fn expire(records: Weak<Records>, watch: Weak<Reflector<Kept>>, namespace: String) {
+    let Some(interval) = records.upgrade().map(|r| r.settings.janitor_interval) else {
+        return;
+    };
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let (Some(records), Some(watch)) = (records.upgrade(), watch.upgrade()) else {
+            return;
+        };
+        let now = Timestamp::now();
+        let expired: Vec<(String, String)> = watch
+            .all()
+            .into_iter()
+            .filter(|entry| entry.view.record.expired(now, records.settings.retention))
+            .map(|entry| (entry.name, entry.view.uid))
+            .collect();
+        drop(watch);
+        let objects = records.objects(&namespace);
+        for (name, uid) in expired {
+            match objects.delete(&records.cluster, &name, &uid, None).await {
+                Ok(_) => {
+                    info!(message = "deleted an outcome record past its retention", namespace = %namespace, record = %name)
+                }
+                Err(error) => {
+                    warn!(message = "cannot delete an outcome record past its retention", namespace = %namespace, record = %name, %error)
+                }
+            }
+        }
+    }
+}

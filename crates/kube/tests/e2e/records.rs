@@ -1,0 +1,196 @@
+//! The durable outcome record: a job's outcome outlives its pods and its Job, on every replica
+//! and in every later process, and a job id submitted again answers its first run and never
+//! runs twice (within the record's retention).
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kubeferry_core::record::record_name;
+use kubeferry_core::{ExecutionInfo, JobKind, JobState, Reason};
+use kubeferry_kube::rbac;
+use kubeferry_sim::SimConfig;
+
+use crate::support::*;
+
+/// The parts of an answer every replica must agree on.
+fn outcome_of(info: &ExecutionInfo) -> (JobState, Reason, Option<i32>) {
+    (info.state, info.reason, info.exit_code)
+}
+
+/// Whether the job's outcome record exists at the cluster.
+fn recorded(env: &Env, name: &str) -> bool {
+    env.sim
+        .object("", "configmaps", NS, &record_name(JobKind::Job, name))
+        .is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_jobs_outcome_outlives_its_pods_on_a_replica_that_never_saw_them() {
+    let env = Env::start().await;
+    let id = env
+        .submit(&shell("exits-3", "echo bad input; exit 3", ""))
+        .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(
+        outcome_of(&outcome),
+        (JobState::Failed, Reason::Error, Some(3)),
+        "{outcome:?}"
+    );
+    eventually("the outcome record", || async {
+        recorded(&env, &id.name).then_some(())
+    })
+    .await;
+    // Someone deletes the finished pod (a drain, the pod GC, kubectl).
+    let pods: Api<Pod> = Api::namespaced(env.admin_client().await, NS);
+    for pod in env.pods_of(&id) {
+        pods.delete(&pod.name, &Default::default()).await.unwrap();
+    }
+    eventually("the pods to go", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    // A process that never saw the pods answers what the first one did, exit code and times
+    // included (without the record: FAILED BackoffLimitExceeded, no exit code).
+    let fresh = env.fresh_executor().await;
+    assert_eq!(fresh.status(&id).await.unwrap(), outcome);
+    assert_eq!(env.executor.status(&id).await.unwrap(), outcome);
+    // One record, written once.
+    assert_eq!(env.sim.request_count("create", "configmaps"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_id_submitted_again_after_its_job_is_gone_answers_its_first_run() {
+    let env = Env::start().await;
+    let spec = spec_of(&shell("nightly", "echo done", "ttlAfterFinished: 1s"));
+    let id = env
+        .executor
+        .submit(&spec, "nightly-2026-12-01", NS)
+        .await
+        .unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    eventually("the TTL to remove the Job", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
+    eventually("the outcome record", || async {
+        recorded(&env, &id.name).then_some(())
+    })
+    .await;
+    let creates = env.sim.request_count("create", "jobs.batch");
+    // The caller's retry, here and through a replica that never saw the job.
+    for executor in [&env.executor, &env.fresh_executor().await] {
+        let again = executor
+            .submit(&spec, "nightly-2026-12-01", NS)
+            .await
+            .unwrap();
+        assert_eq!(again, id);
+        assert_eq!(executor.status(&again).await.unwrap(), outcome);
+    }
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), creates);
+    assert_eq!(env.sim.count("batch", "jobs"), 0, "nothing ran again");
+    // The same job id with another spec is another job: refused, nothing created.
+    let other = spec_of(&shell("nightly", "echo changed", ""));
+    let error = env
+        .executor
+        .submit(&other, "nightly-2026-12-01", NS)
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("a job id names one run"),
+        "{error}"
+    );
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), creates);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_job_id_submitted_again_stays_cancelled_and_runs_nothing() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let spec = spec_of(&shell("long", &gate.wait("never"), ""));
+    let id = env.executor.submit(&spec, "long-1", NS).await.unwrap();
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    env.executor.cancel(&id).await.unwrap();
+    let (cancelled, _) = env.wait(&id).await;
+    assert_eq!(cancelled.state, JobState::Cancelled);
+    eventually("the Job to go and its outcome to be recorded", || async {
+        (env.job_object(&id).is_none() && recorded(&env, &id.name)).then_some(())
+    })
+    .await;
+    let creates = env.sim.request_count("create", "jobs.batch");
+    let fresh = env.fresh_executor().await;
+    let again = fresh.submit(&spec, "long-1", NS).await.unwrap();
+    assert_eq!(again, id);
+    let answer = fresh.status(&id).await.unwrap();
+    assert_eq!(
+        (answer.state, answer.reason),
+        (JobState::Cancelled, Reason::Cancelled),
+        "{answer:?}"
+    );
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), creates);
+    assert_eq!(env.sim.count("batch", "jobs"), 0, "nothing ran again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_past_its_retention_is_deleted_and_the_job_id_may_run_again() {
+    let mut settings = Settings::fast();
+    settings.executor.records.retention = Duration::from_millis(300);
+    settings.executor.records.janitor_interval = Duration::from_millis(100);
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let spec = spec_of(&shell("brief", "echo done", "ttlAfterFinished: 0s"));
+    let id = env.executor.submit(&spec, "brief-1", NS).await.unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    eventually("the record to be written, then expire", || async {
+        (env.job_object(&id).is_none()
+            && env.sim.request_count("delete", "configmaps") == 1
+            && !recorded(&env, &id.name))
+        .then_some(())
+    })
+    .await;
+    // Past the retention, the job id is free: a submission runs it again.
+    let creates = env.sim.request_count("create", "jobs.batch");
+    let fresh = env.fresh_executor().await;
+    let again = fresh.submit(&spec, "brief-1", NS).await.unwrap();
+    assert_eq!(again, id);
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), creates + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_configmaps_jobs_still_run_and_only_the_record_is_missing() {
+    let config = SimConfig {
+        rbac: true,
+        ..SimConfig::for_tests()
+    };
+    let env = Env::start_with(config, Settings::fast()).await;
+    let permissions: Vec<rbac::Permission> = rbac::permissions(&[JobKind::Job])
+        .into_iter()
+        .filter(|p| p.resource != "configmaps")
+        .collect();
+    let role = rbac::role("no-records", Some(NS), &permissions);
+    let (account, binding) = rbac::binding("no-records", "no-records", Some(NS));
+    for object in [
+        serde_json::to_value(&role).unwrap(),
+        serde_json::to_value(&account).unwrap(),
+        serde_json::to_value(&binding).unwrap(),
+    ] {
+        env.sim.create(NS, object).unwrap();
+    }
+    let kubeferry = executor_as(
+        &env.sim,
+        &env.sim.token_for(NS, "no-records"),
+        &env.settings,
+    )
+    .await;
+    let spec = spec_of(&shell("plain", "echo fine; exit 2", ""));
+    let id = kubeferry.submit(&spec, "plain-1", NS).await.unwrap();
+    let (outcome, _) = wait_on(&kubeferry, &id).await;
+    assert_eq!(
+        outcome_of(&outcome),
+        (JobState::Failed, Reason::Error, Some(2))
+    );
+    assert!(!recorded(&env, &id.name));
+    assert_eq!(kubeferry.status(&id).await.unwrap(), outcome);
+}
