@@ -208,6 +208,9 @@ impl Records {
     ) -> Result<Option<OutcomeRecord>> {
         let name = record_name(record.kind, &record.object);
         let watch = self.watch(namespace);
+        // A watch that has not listed yet (a process just started) cannot tell whether another
+        // replica recorded the job already.
+        watch.wait_synced(self.sync_timeout).await;
         if let Some(entry) = watch.get(&name) {
             return Ok(Some(entry.view.record));
         }

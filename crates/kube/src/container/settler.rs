@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, Patch, PatchParams};
 use kubeferry_core::container::{
-    JobConditionType, JobObservation, JobView, PodView, container_status,
+    ContainerStateView, JobConditionType, JobObservation, JobView, PodView, container_status,
 };
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::record::OutcomeRecord;
@@ -247,7 +247,16 @@ impl Task {
         } else {
             if mapped.info.is_terminal() {
                 let mut outcome = mapped.info.clone();
-                if outcome.exit_code.is_none() {
+                // Only a verdict the pods' watch may lag behind: an attempt still shown
+                // unfinished (an outcome kubeferry recorded on the Job names its own cause).
+                let lagging = job.recorded_outcome.is_none()
+                    && pods.iter().any(|pod| {
+                        pod.deletion_timestamp.is_none()
+                            && pod.main.as_ref().is_none_or(|main| {
+                                !matches!(main.state, ContainerStateView::Terminated(_))
+                            })
+                    });
+                if outcome.exit_code.is_none() && lagging {
                     // The pod watch may lag the Job's verdict by a moment: look again shortly,
                     // then (no exit code still) at the pods as the API server lists them, which
                     // tell the container's end if it had one, before the outcome is recorded.

@@ -617,7 +617,15 @@ impl SparkJobs {
                     continue;
                 }
             }
-            if acting == Acting::Delegate && mapped.action.is_some() {
+            // An outcome is answered once it is recorded (the settler records it a moment
+            // after the watch shows it): every replica and every later process then answers
+            // the same.
+            let unrecorded = acting == Acting::Delegate
+                && mapped.info.is_terminal()
+                && previous.as_ref().is_none_or(|p| !p.is_terminal())
+                && self.records.may_keep(&id.namespace)
+                && self.records.recorded(id).await.is_none();
+            if acting == Acting::Delegate && (mapped.action.is_some() || unrecorded) {
                 let found = Found {
                     operator,
                     observed,
@@ -627,7 +635,14 @@ impl SparkJobs {
                     },
                     drivers_listed,
                 };
-                let holding = mapped.info.clone();
+                // What stands until the settler is done: never an outcome it has not recorded.
+                let holding = if mapped.info.is_terminal() {
+                    previous.clone().unwrap_or_else(|| {
+                        ExecutionInfo::new(JobState::Queued, kubeferry_core::Reason::Pending)
+                    })
+                } else {
+                    mapped.info.clone()
+                };
                 // Bounded: a settler held up by a slow API server must not hold the question.
                 let info = match tokio::time::timeout(
                     self.settings.sync_timeout,
