@@ -12,6 +12,7 @@ use kubeferry_core::container::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
     JobConditionView, JobView, MappingConfig, PodConditionView, PodPhase, PodView, TerminatedView,
 };
+use kubeferry_core::observation::ManagedMeta;
 use kubeferry_core::{ExecutionInfo, JobState, Reason};
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -102,15 +103,17 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 (uid, created_at, deletion_timestamp, cancel, queue_name, suspend),
                 (conditions, active, succeeded, failed, start_time, completion_time, refused),
             )| JobView {
-                name: "job".to_string(),
-                namespace: "ns".to_string(),
-                uid: uid.to_string(),
-                job_id: Some("job".to_string()),
-                resource_version: None,
-                created_at,
-                deletion_timestamp,
-                cancel_mark: cancel.map(|requested_at| CancelMark { requested_at }),
-                recorded_outcome: None,
+                meta: ManagedMeta {
+                    name: "job".to_string(),
+                    namespace: "ns".to_string(),
+                    uid: uid.to_string(),
+                    job_id: Some("job".to_string()),
+                    resource_version: None,
+                    created_at,
+                    deletion_timestamp,
+                    cancel_mark: cancel.map(|requested_at| CancelMark { requested_at }),
+                    recorded_outcome: None,
+                },
                 queue_name,
                 suspend,
                 conditions,

@@ -13,6 +13,7 @@ use kubeferry_core::container::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, PodConditionView, PodPhase,
     TerminatedView,
 };
+use kubeferry_core::observation::ManagedMeta;
 use kubeferry_core::spark::{
     ApacheState, ApacheStatus, ApacheSummary, AppObservation, DriverView, KubeflowState,
     KubeflowStatus, RestartPolicyView, RestartView, SparkAppView, SparkMappingConfig,
@@ -337,15 +338,17 @@ fn app_view() -> impl Strategy<Value = SparkAppView> {
                     };
                     SparkAppView {
                         operator,
-                        name: "pi".to_string(),
-                        namespace: "ns".to_string(),
-                        uid: "u".to_string(),
-                        job_id: Some("job".to_string()),
-                        resource_version: None,
-                        created_at,
-                        deletion_timestamp,
-                        cancel_mark: cancel.map(|requested_at| CancelMark { requested_at }),
-                        recorded_outcome,
+                        meta: ManagedMeta {
+                            name: "pi".to_string(),
+                            namespace: "ns".to_string(),
+                            uid: "u".to_string(),
+                            job_id: Some("job".to_string()),
+                            resource_version: None,
+                            created_at,
+                            deletion_timestamp,
+                            cancel_mark: cancel.map(|requested_at| CancelMark { requested_at }),
+                            recorded_outcome,
+                        },
                         restart: RestartView {
                             policy,
                             on_failure_retries: Some(1),

@@ -12,6 +12,7 @@ use super::view::{
     PodConditionView, PodPhase, PodView, TerminatedView,
 };
 use crate::clock::{Clock, deadline};
+use crate::observation::Observation;
 use crate::status::{ExecutionInfo, JobState, Reason};
 
 /// Every grace period and timeout the mapping applies.
@@ -45,29 +46,7 @@ impl Default for MappingConfig {
 /// What is known of the Job itself.
 ///
 /// A Job that was never seen is not mapped at all: the caller answers "no such job".
-#[derive(Clone, Copy, Debug)]
-pub enum JobObservation<'a> {
-    /// The Job exists; this is its latest view.
-    Present(&'a JobView),
-    /// The Job was seen and is gone now (deleted, or removed by its TTL after it finished).
-    Vanished {
-        /// The last view of the Job that was seen.
-        last_seen: &'a JobView,
-        /// Whether `last_seen` is the Job's final state, as a watch's DELETED event delivers it.
-        /// `false` when the Job was found missing (a relist, a 404) and the view may be stale.
-        final_state: bool,
-    },
-}
-
-impl<'a> JobObservation<'a> {
-    /// The Job's latest known view.
-    pub fn job(&self) -> &'a JobView {
-        match *self {
-            JobObservation::Present(job) => job,
-            JobObservation::Vanished { last_seen, .. } => last_seen,
-        }
-    }
-}
+pub type JobObservation<'a> = Observation<'a, JobView>;
 
 /// The result of mapping one observation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,15 +105,12 @@ pub fn container_status(
     if let Some(previous) = previous.filter(|p| p.is_terminal()) {
         return Some(Mapped::of(previous.clone()));
     }
-    let job = observed.job();
+    let job = observed.view();
     let mut attempts: Vec<&PodView> = pods.iter().filter(|pod| job.owns(pod)).collect();
     attempts.sort_by(|a, b| oldest_attempt_first(a, b));
     let mapper = Mapper {
         job,
-        vanished: match observed {
-            JobObservation::Present(_) => None,
-            JobObservation::Vanished { final_state, .. } => Some(*final_state),
-        },
+        vanished: observed.vanished(),
         attempts,
         clock: Clock::at(now),
         config,

@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use super::*;
+use crate::observation::ManagedMeta;
 use crate::status::{ExecutionInfo, JobState, Reason};
 
 fn at(seconds: i64) -> Timestamp {
@@ -97,7 +98,10 @@ fn an_init_container_that_holds_the_main_container_back_is_kept() {
     assert_eq!(init.name, "fetch");
 
     let job = JobView {
-        name: "j".into(),
+        meta: ManagedMeta {
+            name: "j".into(),
+            ..ManagedMeta::default()
+        },
         ..JobView::default()
     };
     let config = MappingConfig::default();
@@ -174,9 +178,12 @@ fn the_deletion_request_is_the_deletion_timestamp_less_the_grace_period() {
 
 fn job() -> JobView {
     JobView {
-        name: "j".into(),
-        namespace: "ns".into(),
-        uid: "job-uid".into(),
+        meta: ManagedMeta {
+            name: "j".into(),
+            namespace: "ns".into(),
+            uid: "job-uid".into(),
+            ..ManagedMeta::default()
+        },
         start_time: Some(at(1)),
         ..JobView::default()
     }

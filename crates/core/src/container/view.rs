@@ -3,21 +3,18 @@
 //! The tracker keeps one [`JobView`] and a few [`PodView`]s per job in memory instead of whole
 //! objects, so every field here earns its place by being read in [`super::container_status`].
 
-use std::collections::BTreeMap;
+use std::ops::{Deref, DerefMut};
 
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::MAIN_CONTAINER;
-use crate::marks::{
-    CANCEL_ANNOTATION, KUEUE_QUEUE_LABEL, OUTCOME_ANNOTATION, entry, job_id_of, non_empty,
-};
-
-use crate::status::ExecutionInfo;
+use crate::marks::{KUEUE_QUEUE_LABEL, entry, non_empty};
+pub use crate::observation::CancelMark;
+use crate::observation::{ManagedMeta, time};
 
 /// The status of a Kubernetes condition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,36 +114,12 @@ impl From<&JobCondition> for JobConditionView {
     }
 }
 
-/// The cancel mark kubeferry puts on a Job ([`CANCEL_ANNOTATION`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CancelMark {
-    /// When the cancel was requested, by kubeferry's clock; `None` when the annotation's value is
-    /// not an RFC 3339 time (the mark still counts).
-    pub requested_at: Option<Timestamp>,
-}
-
 /// What the container status mapping reads from a `batch/v1` Job.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JobView {
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.namespace`.
-    pub namespace: String,
-    /// `metadata.uid`: pods are matched to the Job by their controller owner reference.
-    pub uid: String,
-    /// The caller's job id: the [`JOB_ID_ANNOTATION`], else the [`JOB_ID_LABEL`].
-    pub job_id: Option<String>,
-    /// `metadata.resourceVersion`, for patches with a precondition.
-    pub resource_version: Option<String>,
-    /// `metadata.creationTimestamp`.
-    pub created_at: Option<Timestamp>,
-    /// `metadata.deletionTimestamp`: when the deletion was requested (Jobs have no grace period).
-    pub deletion_timestamp: Option<Timestamp>,
-    /// The cancel mark, if a cancel was requested.
-    pub cancel_mark: Option<CancelMark>,
-    /// An outcome kubeferry recorded on the Job ([`OUTCOME_ANNOTATION`]) before stopping it;
-    /// `Err` holds an annotation value this version cannot read.
-    pub recorded_outcome: Option<Result<ExecutionInfo, String>>,
+    /// The metadata every managed object carries (name, uid, job id, times, marks), read as
+    /// for every kind; its fields read as the view's own (`job.name`).
+    pub meta: ManagedMeta,
     /// The Kueue queue the Job waits in ([`KUEUE_QUEUE_LABEL`]).
     pub queue_name: Option<String>,
     /// `spec.suspend`.
@@ -174,19 +147,10 @@ pub struct JobView {
 impl From<&Job> for JobView {
     fn from(job: &Job) -> Self {
         let meta = &job.metadata;
-        let annotations = meta.annotations.as_ref();
         let labels = meta.labels.as_ref();
         let status = job.status.as_ref();
         JobView {
-            name: meta.name.clone().unwrap_or_default(),
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            uid: meta.uid.clone().unwrap_or_default(),
-            job_id: job_id_of(meta),
-            resource_version: meta.resource_version.clone(),
-            created_at: time(meta.creation_timestamp.as_ref()),
-            deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
-            cancel_mark: cancel_mark(annotations),
-            recorded_outcome: recorded_outcome(annotations),
+            meta: ManagedMeta::read(meta),
             queue_name: entry(labels, KUEUE_QUEUE_LABEL),
             suspend: job
                 .spec
@@ -209,6 +173,23 @@ impl From<&Job> for JobView {
                 .map(i64::from),
             creation_refused: None,
         }
+    }
+}
+
+// The metadata is embedded rather than copied into fields of the view's own: it is declared
+// and read once for every kind, and a kind's fields (this view's, and those later kinds add)
+// stay apart from it. Deref keeps `job.name` reading as before.
+impl Deref for JobView {
+    type Target = ManagedMeta;
+
+    fn deref(&self) -> &ManagedMeta {
+        &self.meta
+    }
+}
+
+impl DerefMut for JobView {
+    fn deref_mut(&mut self) -> &mut ManagedMeta {
+        &mut self.meta
     }
 }
 
@@ -535,32 +516,4 @@ fn blocking_init_container(pod: &Pod) -> Option<ContainerView> {
         }
     }
     None
-}
-
-/// The cancel mark among an object's annotations ([`CANCEL_ANNOTATION`]).
-pub(crate) fn cancel_mark(annotations: Option<&BTreeMap<String, String>>) -> Option<CancelMark> {
-    annotations
-        .and_then(|a| a.get(CANCEL_ANNOTATION))
-        .map(|value| CancelMark {
-            requested_at: value.trim().parse().ok(),
-        })
-}
-
-/// The outcome kubeferry recorded among an object's annotations ([`OUTCOME_ANNOTATION`]);
-/// `Err` holds a value this version cannot read as a terminal status.
-pub(crate) fn recorded_outcome(
-    annotations: Option<&BTreeMap<String, String>>,
-) -> Option<Result<ExecutionInfo, String>> {
-    annotations
-        .and_then(|a| a.get(OUTCOME_ANNOTATION))
-        .map(|value| {
-            serde_json::from_str::<ExecutionInfo>(value)
-                .ok()
-                .filter(ExecutionInfo::is_terminal)
-                .ok_or_else(|| value.clone())
-        })
-}
-
-pub(crate) fn time(time: Option<&Time>) -> Option<Timestamp> {
-    time.map(|t| t.0)
 }

@@ -15,6 +15,7 @@ use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, deadline};
 use crate::container::view::{ContainerStateView, PodPhase, TerminatedView};
 use crate::container::{ended_before_disruption, exit_summary};
+use crate::observation::Observation;
 use crate::status::{ExecutionInfo, JobState, Reason};
 
 /// Every timeout the Spark mapping applies.
@@ -37,29 +38,7 @@ impl Default for SparkMappingConfig {
 /// What is known of the SparkApplication itself.
 ///
 /// An application that was never seen is not mapped at all: the caller answers "no such job".
-#[derive(Clone, Copy, Debug)]
-pub enum AppObservation<'a> {
-    /// The application exists; this is its latest view.
-    Present(&'a SparkAppView),
-    /// The application was seen and is gone now.
-    Vanished {
-        /// The last view of it that was seen.
-        last_seen: &'a SparkAppView,
-        /// Whether `last_seen` is its final state, as a watch's DELETED event delivers it;
-        /// `false` when it was found missing (a relist, a 404) and the view may be stale.
-        final_state: bool,
-    },
-}
-
-impl<'a> AppObservation<'a> {
-    /// The application's latest known view.
-    pub fn app(&self) -> &'a SparkAppView {
-        match *self {
-            AppObservation::Present(app) => app,
-            AppObservation::Vanished { last_seen, .. } => last_seen,
-        }
-    }
-}
+pub type AppObservation<'a> = Observation<'a, SparkAppView>;
 
 /// The result of mapping one observation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,14 +136,10 @@ pub fn spark_status(
     if let Some(previous) = previous.filter(|p| p.is_terminal()) {
         return Some(SparkMapped::of(previous.clone()));
     }
-    let app = observed.app();
-    let vanished = match observed {
-        AppObservation::Present(_) => None,
-        AppObservation::Vanished { final_state, .. } => Some(*final_state),
-    };
+    let app = observed.view();
     let mapper = Mapper {
         app,
-        vanished,
+        vanished: observed.vanished(),
         driver: pick_driver(app, drivers),
         clock: Clock::at(now),
         config,

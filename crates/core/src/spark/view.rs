@@ -6,6 +6,8 @@
 //! what cannot be read is kept as such ([`SparkStatus::Unreadable`], [`ApacheSummary::Other`],
 //! [`KubeflowState::Other`]) for the mapping to treat as "cannot tell", never as "no status".
 
+use std::ops::{Deref, DerefMut};
+
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -13,36 +15,18 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::operator::{DRIVER_CONTAINER, SparkOperator};
-use crate::container::view::{
-    CancelMark, ContainerView, PodConditionView, PodPhase, cancel_mark, recorded_outcome, time,
-};
-use crate::marks::{job_id_of, non_empty};
-use crate::status::ExecutionInfo;
+use crate::container::view::{ContainerView, PodConditionView, PodPhase};
+use crate::marks::non_empty;
+use crate::observation::{ManagedMeta, time};
 
 /// What the Spark status mapping reads from a SparkApplication.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SparkAppView {
     /// Which operator's SparkApplication it is.
     pub operator: SparkOperator,
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.namespace`.
-    pub namespace: String,
-    /// `metadata.uid`: driver pods are matched to the application by their owner reference.
-    pub uid: String,
-    /// The caller's job id: the job id annotation, else the job id label.
-    pub job_id: Option<String>,
-    /// `metadata.resourceVersion`, for writes with a precondition.
-    pub resource_version: Option<String>,
-    /// `metadata.creationTimestamp`: the no-status timeout counts from it.
-    pub created_at: Option<Timestamp>,
-    /// `metadata.deletionTimestamp`.
-    pub deletion_timestamp: Option<Timestamp>,
-    /// The cancel mark, if a cancel was requested.
-    pub cancel_mark: Option<CancelMark>,
-    /// An outcome kubeferry recorded on the application (`kubeferry.dev/outcome`); `Err` holds
-    /// a value this version cannot read.
-    pub recorded_outcome: Option<Result<ExecutionInfo, String>>,
+    /// The metadata every managed object carries (name, uid, job id, times, marks); its
+    /// fields read as the view's own (`app.name`), as for [`crate::container::JobView`].
+    pub meta: ManagedMeta,
     /// The restart policy of the spec.
     pub restart: RestartView,
     /// Kubeflow: the driver pod's name (`status.driverInfo.podName`, else `spec.driver.podName`,
@@ -57,28 +41,19 @@ impl SparkAppView {
     /// Reads a SparkApplication from its metadata and the rest of its object (`spec`,
     /// `status`): the parts of a kube `DynamicObject`.
     pub fn from_parts(operator: SparkOperator, metadata: &ObjectMeta, object: &Value) -> Self {
-        let annotations = metadata.annotations.as_ref();
-        let name = metadata.name.clone().unwrap_or_default();
+        let meta = ManagedMeta::read(metadata);
         let spec = object.get("spec");
         let status = read_status(operator, object.get("status"));
         let driver_pod_name = match operator {
             SparkOperator::Apache => None,
-            SparkOperator::Kubeflow => Some(kubeflow_driver_pod(&name, spec, object)),
+            SparkOperator::Kubeflow => Some(kubeflow_driver_pod(&meta.name, spec, object)),
         };
         SparkAppView {
             operator,
-            namespace: metadata.namespace.clone().unwrap_or_default(),
-            uid: metadata.uid.clone().unwrap_or_default(),
-            job_id: job_id_of(metadata),
-            resource_version: metadata.resource_version.clone(),
-            created_at: time(metadata.creation_timestamp.as_ref()),
-            deletion_timestamp: time(metadata.deletion_timestamp.as_ref()),
-            cancel_mark: cancel_mark(annotations),
-            recorded_outcome: recorded_outcome(annotations),
+            meta,
             restart: RestartView::read(operator, spec),
             driver_pod_name,
             status,
-            name,
         }
     }
 
@@ -94,6 +69,21 @@ impl SparkAppView {
             .and_then(|m| ObjectMeta::deserialize(m).ok())
             .unwrap_or_default();
         Some(Self::from_parts(operator, &metadata, object))
+    }
+}
+
+// Embedded and reached through Deref for the reasons given at `JobView`'s.
+impl Deref for SparkAppView {
+    type Target = ManagedMeta;
+
+    fn deref(&self) -> &ManagedMeta {
+        &self.meta
+    }
+}
+
+impl DerefMut for SparkAppView {
+    fn deref_mut(&mut self) -> &mut ManagedMeta {
+        &mut self.meta
     }
 }
 

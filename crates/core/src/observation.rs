@@ -1,0 +1,137 @@
+//! What every kind's mapping observes alike: the metadata each managed object carries, and whether the object is present or was seen and is gone.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+use crate::marks::{CANCEL_ANNOTATION, OUTCOME_ANNOTATION, job_id_of};
+use crate::status::ExecutionInfo;
+
+/// What is known of a job's object (a Job, a SparkApplication), as the lean view `V` of its
+/// kind shows it.
+///
+/// An object that was never seen is not mapped at all: the caller answers "no such job".
+#[derive(Debug)]
+pub enum Observation<'a, V> {
+    /// The object exists; this is its latest view.
+    Present(&'a V),
+    /// The object was seen and is gone now (deleted, or removed by a TTL after it finished).
+    Vanished {
+        /// The last view of the object that was seen.
+        last_seen: &'a V,
+        /// Whether `last_seen` is the object's final state, as a watch's DELETED event
+        /// delivers it. `false` when the object was found missing (a relist, a 404) and the
+        /// view may be stale.
+        final_state: bool,
+    },
+}
+
+// Written out: a derive would ask `V: Clone`/`V: Copy`, and an observation only borrows its view.
+impl<V> Clone for Observation<'_, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V> Copy for Observation<'_, V> {}
+
+impl<'a, V> Observation<'a, V> {
+    /// The object's latest known view.
+    pub fn view(&self) -> &'a V {
+        match *self {
+            Observation::Present(view) => view,
+            Observation::Vanished { last_seen, .. } => last_seen,
+        }
+    }
+
+    /// `None` while the object is present; once it vanished, whether its last view is its
+    /// final state.
+    pub fn vanished(&self) -> Option<bool> {
+        match *self {
+            Observation::Present(_) => None,
+            Observation::Vanished { final_state, .. } => Some(final_state),
+        }
+    }
+}
+
+/// The cancel mark kubeferry puts on a job's object ([`CANCEL_ANNOTATION`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CancelMark {
+    /// When the cancel was requested, by kubeferry's clock; `None` when the annotation's value is
+    /// not an RFC 3339 time (the mark still counts).
+    pub requested_at: Option<Timestamp>,
+}
+
+/// The metadata every object kubeferry manages carries, whatever its kind, as the mappings
+/// read it. Every kind's view embeds one, read by [`ManagedMeta::read`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ManagedMeta {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.uid`: pods are matched to their object by their controller owner reference.
+    pub uid: String,
+    /// The caller's job id: the job id annotation, else the job id label
+    /// ([`crate::marks::job_id_of`]).
+    pub job_id: Option<String>,
+    /// `metadata.resourceVersion`, for writes with a precondition.
+    pub resource_version: Option<String>,
+    /// `metadata.creationTimestamp`.
+    pub created_at: Option<Timestamp>,
+    /// `metadata.deletionTimestamp`: when the deletion was requested.
+    pub deletion_timestamp: Option<Timestamp>,
+    /// The cancel mark, if a cancel was requested.
+    pub cancel_mark: Option<CancelMark>,
+    /// An outcome kubeferry recorded on the object ([`OUTCOME_ANNOTATION`]) before stopping
+    /// it; `Err` holds an annotation value this version cannot read.
+    pub recorded_outcome: Option<Result<ExecutionInfo, String>>,
+}
+
+impl ManagedMeta {
+    /// Reads what kubeferry reads of any managed object's metadata.
+    pub fn read(meta: &ObjectMeta) -> Self {
+        let annotations = meta.annotations.as_ref();
+        ManagedMeta {
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            job_id: job_id_of(meta),
+            resource_version: meta.resource_version.clone(),
+            created_at: time(meta.creation_timestamp.as_ref()),
+            deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
+            cancel_mark: cancel_mark(annotations),
+            recorded_outcome: recorded_outcome(annotations),
+        }
+    }
+}
+
+/// The cancel mark among an object's annotations ([`CANCEL_ANNOTATION`]).
+fn cancel_mark(annotations: Option<&BTreeMap<String, String>>) -> Option<CancelMark> {
+    annotations
+        .and_then(|a| a.get(CANCEL_ANNOTATION))
+        .map(|value| CancelMark {
+            requested_at: value.trim().parse().ok(),
+        })
+}
+
+/// The outcome kubeferry recorded among an object's annotations ([`OUTCOME_ANNOTATION`]);
+/// `Err` holds a value this version cannot read as a terminal status.
+fn recorded_outcome(
+    annotations: Option<&BTreeMap<String, String>>,
+) -> Option<Result<ExecutionInfo, String>> {
+    annotations
+        .and_then(|a| a.get(OUTCOME_ANNOTATION))
+        .map(|value| {
+            serde_json::from_str::<ExecutionInfo>(value)
+                .ok()
+                .filter(ExecutionInfo::is_terminal)
+                .ok_or_else(|| value.clone())
+        })
+}
+
+/// A Kubernetes time as a timestamp.
+pub(crate) fn time(time: Option<&Time>) -> Option<Timestamp> {
+    time.map(|t| t.0)
+}
