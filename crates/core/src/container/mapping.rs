@@ -11,9 +11,9 @@ use super::view::{
     ContainerStateView, ContainerView, JobConditionType, JobConditionView, JobView,
     PodConditionView, PodPhase, PodView, TerminatedView,
 };
-use crate::clock::{Clock, deadline};
+use crate::clock::{Clock, Resolution, deadline};
 use crate::observation::Observation;
-use crate::status::{ExecutionInfo, JobState, Reason};
+use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// Every grace period and timeout the mapping applies.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,6 +85,17 @@ impl Mapped {
         }
     }
 }
+
+/// The kubelet's waiting reasons for an image it cannot pull (yet), which it keeps retrying.
+/// `InvalidImageName` is not among them: the kubelet never retries it.
+pub(crate) const IMAGE_PULL_REASONS: [&str; 6] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "ErrImageNeverPull",
+    "RegistryUnavailable",
+    "ImageInspectError",
+    "SignatureValidationFailed",
+];
 
 /// Maps a container job (a Job and its pods) to its status.
 ///
@@ -477,8 +488,9 @@ impl<'a> Mapper<'a> {
     fn failed(&self, verdict: &Verdict<'_>) -> Mapped {
         let newest = self.attempts.last().copied();
         let terminated = newest.and_then(|pod| {
-            main_terminated(pod)
-                .filter(|t| ended_by(t, verdict.at) && !killed_by_deletion(pod, t, verdict.at))
+            main_terminated(pod).filter(|t| {
+                t.ended_by(verdict.at, Resolution::Exact) && !killed_by_deletion(pod, t, verdict.at)
+            })
         });
         let job_message = verdict.message.unwrap_or_default();
         let cause = match verdict.reason {
@@ -536,7 +548,7 @@ impl<'a> Mapper<'a> {
     /// decided). `None` when the pod shows no failure.
     fn attempt_cause(&self, pod: &PodView, as_of: Option<Timestamp>) -> Option<Cause> {
         let main = pod.main.as_ref();
-        let terminated = main_terminated(pod).filter(|t| ended_by(t, as_of));
+        let terminated = main_terminated(pod).filter(|t| t.ended_by(as_of, Resolution::Exact));
         // The container's own end comes first: an OOM kill is the job's fault even if the node
         // was disrupted afterwards.
         if let Some(t) = terminated.filter(|t| is_oom(t)) {
@@ -669,7 +681,8 @@ impl<'a> Mapper<'a> {
 
     fn deleted_externally(&self, at: Option<Timestamp>, message: String) -> Mapped {
         let terminated = self.attempts.last().and_then(|pod| {
-            main_terminated(pod).filter(|t| ended_by(t, at) && !killed_by_deletion(pod, t, at))
+            main_terminated(pod)
+                .filter(|t| t.ended_by(at, Resolution::Exact) && !killed_by_deletion(pod, t, at))
         });
         let mut info =
             ExecutionInfo::new(JobState::Failed, Reason::DeletedExternally).with_message(message);
@@ -868,14 +881,7 @@ impl<'a> Mapper<'a> {
                 let message = format!("{who} cannot start: {cause}");
                 return self.failed_now(pod, Reason::CreateContainerConfigError, message);
             }
-            Some(
-                "ErrImagePull"
-                | "ImagePullBackOff"
-                | "ErrImageNeverPull"
-                | "RegistryUnavailable"
-                | "ImageInspectError"
-                | "SignatureValidationFailed",
-            ) => (
+            Some(reason) if IMAGE_PULL_REASONS.contains(&reason) => (
                 Reason::ImagePullBackOff,
                 Reason::ImagePullFailed,
                 self.config.image_pull_grace,
@@ -1148,14 +1154,6 @@ fn is_scheduled(pod: &PodView) -> bool {
     pod.node_name.is_some() || pod.scheduled.as_ref().is_some_and(|c| c.status.is_true())
 }
 
-/// Whether the container had ended by `at` (always, when either time is unknown).
-fn ended_by(t: &TerminatedView, at: Option<Timestamp>) -> bool {
-    match (t.finished_at, at) {
-        (Some(finished), Some(at)) => finished <= at,
-        _ => true,
-    }
-}
-
 /// Whether the container was killed by a deletion of its pod requested with or after `at`
 /// (the verdict, or the Job's deletion): the Job controller deleting the pods of a Job past
 /// its deadline, the garbage collector those of a deleted Job. Its exit code (143) is then the
@@ -1204,17 +1202,5 @@ fn or_default(message: &str, default: &str) -> String {
         default.to_string()
     } else {
         message.to_string()
-    }
-}
-
-/// Sets the start time, keeping it unset when unknown.
-trait Started {
-    fn started(self, at: Option<Timestamp>) -> Self;
-}
-
-impl Started for ExecutionInfo {
-    fn started(mut self, at: Option<Timestamp>) -> Self {
-        self.started_at = at;
-        self
     }
 }

@@ -13,8 +13,8 @@ pub(crate) mod view;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use mapping::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
 pub use mapping::{JobObservation, Mapped, MappingConfig, container_status, oldest_attempt_first};
-pub(crate) use mapping::{ended_before_disruption, exit_summary};
 pub use view::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
     JobConditionView, JobView, PodConditionView, PodPhase, PodView, TerminatedView,

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::MAIN_CONTAINER;
+use crate::clock::Resolution;
 use crate::marks::{KUEUE_QUEUE_LABEL, entry, non_empty};
 pub use crate::observation::CancelMark;
 use crate::observation::{ManagedMeta, time};
@@ -294,6 +295,17 @@ pub struct TerminatedView {
     pub started_at: Option<Timestamp>,
     /// When it ended.
     pub finished_at: Option<Timestamp>,
+}
+
+impl TerminatedView {
+    /// Whether the container had ended by `at` (always, when either time is unknown),
+    /// comparing the times at `resolution`.
+    pub(crate) fn ended_by(&self, at: Option<Timestamp>, resolution: Resolution) -> bool {
+        match (self.finished_at, at) {
+            (Some(finished), Some(at)) => resolution.at_or_before(finished, at),
+            _ => true,
+        }
+    }
 }
 
 impl From<&ContainerStateTerminated> for TerminatedView {

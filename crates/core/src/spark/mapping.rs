@@ -12,11 +12,11 @@ use jiff::Timestamp;
 
 use super::reading::{Progress, Reading, ReadingKind, Verdict};
 use super::view::{DriverView, SparkAppView, SparkStatus};
-use crate::clock::{Clock, deadline};
+use crate::clock::{Clock, Resolution, deadline};
 use crate::container::view::{ContainerStateView, PodPhase, TerminatedView};
-use crate::container::{ended_before_disruption, exit_summary};
+use crate::container::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
 use crate::observation::Observation;
-use crate::status::{ExecutionInfo, JobState, Reason};
+use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// Every timeout the Spark mapping applies.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -425,7 +425,7 @@ impl<'a> Mapper<'a> {
         let live = self
             .live_driver()
             .and_then(with_end)
-            .filter(|(_, t)| ended_by(t, verdict.at));
+            .filter(|(_, t)| t.ended_by(verdict.at, Resolution::Seconds));
         live.or_else(|| verdict.recorded_driver.and_then(with_end))
     }
 
@@ -442,7 +442,7 @@ impl<'a> Mapper<'a> {
         let end = self
             .live_driver()
             .and_then(terminated)
-            .filter(|t| ended_by(t, at));
+            .filter(|t| t.ended_by(at, Resolution::Seconds));
         let mut info =
             ExecutionInfo::new(JobState::Failed, Reason::DeletedExternally).with_message(message);
         info.exit_code = end.map(|t| t.exit_code);
@@ -659,37 +659,13 @@ fn driver_waiting(driver: &DriverView) -> Option<(Reason, String)> {
         (None, Some(message)) => message.clone(),
         (None, None) => return None,
     };
+    // Informative only (the operator decides the outcome): an invalid image name is a reason
+    // the image is not pulled too.
     let why = match reason.as_deref() {
-        Some(
-            "ErrImagePull"
-            | "ImagePullBackOff"
-            | "ErrImageNeverPull"
-            | "RegistryUnavailable"
-            | "ImageInspectError"
-            | "SignatureValidationFailed"
-            | "InvalidImageName",
-        ) => Reason::ImagePullBackOff,
+        Some(reason) if IMAGE_PULL_REASONS.contains(&reason) || reason == "InvalidImageName" => {
+            Reason::ImagePullBackOff
+        }
         _ => Reason::ContainerCreating,
     };
     Some((why, detail))
-}
-
-/// Whether the container had ended by `at` (always, when either time is unknown).
-fn ended_by(t: &TerminatedView, at: Option<Timestamp>) -> bool {
-    match (t.finished_at, at) {
-        (Some(finished), Some(at)) => finished.as_second() <= at.as_second(),
-        _ => true,
-    }
-}
-
-/// Sets the start time, keeping it unset when unknown.
-trait Started {
-    fn started(self, at: Option<Timestamp>) -> Self;
-}
-
-impl Started for ExecutionInfo {
-    fn started(mut self, at: Option<Timestamp>) -> Self {
-        self.started_at = at;
-        self
-    }
 }
