@@ -1,10 +1,11 @@
-//! What every kind's mapping observes alike: the metadata each managed object carries, and whether the object is present or was seen and is gone.
+//! What every kind's mapping observes and answers alike: the metadata each managed object carries, whether the object is present or gone, and the status with the actions it asks for.
 
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
+use crate::clock::Clock;
 use crate::marks::{CANCEL_ANNOTATION, OUTCOME_ANNOTATION, job_id_of};
 use crate::status::ExecutionInfo;
 
@@ -53,6 +54,71 @@ impl<'a, V> Observation<'a, V> {
             Observation::Vanished { final_state, .. } => Some(final_state),
         }
     }
+}
+
+/// What a kind's mapping answers for one observation: the status, and what must be done
+/// (the kind's actions, `A`, as data) before its outcome stands. The settler carries actions
+/// out; a status query only reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mapped<A> {
+    /// The status to report now (see each kind's action for what it is while one is set).
+    pub info: ExecutionInfo,
+    /// Set when part of the observation has a shape this version cannot read; the status then
+    /// stays non-terminal. The caller logs it (once per job and message).
+    pub warning: Option<String>,
+    /// What the settler must do before the outcome stands.
+    pub action: Option<A>,
+    /// When the answer changes by time alone, if nothing else is observed meanwhile: the
+    /// earliest grace period or timeout still running. `None` for an outcome, an action to
+    /// carry out, or a status only a change can change.
+    pub recheck_at: Option<Timestamp>,
+}
+
+impl<A> Mapped<A> {
+    /// `info`, asking for nothing.
+    pub(crate) fn of(info: ExecutionInfo) -> Self {
+        Mapped {
+            info,
+            warning: None,
+            action: None,
+            recheck_at: None,
+        }
+    }
+
+    /// `info`, once `action` is carried out.
+    pub(crate) fn acting(info: ExecutionInfo, action: A) -> Self {
+        Mapped {
+            action: Some(action),
+            ..Mapped::of(info)
+        }
+    }
+}
+
+/// An action a mapping asks for, as data.
+pub(crate) trait Action {
+    /// The outcome the action carries, to report once it is carried out; `None` when that
+    /// outcome is [`Mapped::info`] itself.
+    fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo>;
+}
+
+/// `mapped` as reported after `previous` (whose start time a later status keeps), with when
+/// to look again: the earliest deadline `clock` saw still running, unless the answer is an
+/// outcome or asks for an action.
+pub(crate) fn after_previous<A: Action>(
+    mut mapped: Mapped<A>,
+    previous: Option<&ExecutionInfo>,
+    clock: &Clock,
+) -> Mapped<A> {
+    if let Some(previous) = previous {
+        mapped.info = previous.advance(mapped.info);
+        if let Some(outcome) = mapped.action.as_mut().and_then(Action::outcome_mut) {
+            *outcome = previous.advance(outcome.clone());
+        }
+    }
+    if !mapped.info.is_terminal() && mapped.action.is_none() {
+        mapped.recheck_at = clock.next_change();
+    }
+    mapped
 }
 
 /// The cancel mark kubeferry puts on a job's object ([`CANCEL_ANNOTATION`]).

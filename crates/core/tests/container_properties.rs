@@ -370,7 +370,7 @@ proptest! {
             return Ok(());
         };
         prop_assert!(consistent(&mapped.info), "{:?}", mapped.info);
-        if mapped.must_record {
+        if mapped.must_record() {
             prop_assert_eq!(mapped.info.state, JobState::Failed);
         }
         if let Some(previous) = &previous {
@@ -401,7 +401,7 @@ proptest! {
         let Some(mapped) = map_views(&job, &pods, seen, now, &config, previous.as_ref()) else {
             return Ok(());
         };
-        if mapped.info.is_terminal() || mapped.must_record {
+        if mapped.info.is_terminal() || mapped.must_record() {
             prop_assert_eq!(mapped.recheck_at, None);
             return Ok(());
         }
@@ -590,7 +590,7 @@ fn terminal_fixtures() -> &'static [TerminalCase] {
                             JobConditionType::Suspended | JobConditionType::Other(_)
                         )
                 });
-                (mapped.info.is_terminal() && !mapped.must_record).then_some(TerminalCase {
+                (mapped.info.is_terminal() && !mapped.must_record()).then_some(TerminalCase {
                     name,
                     job,
                     pods,

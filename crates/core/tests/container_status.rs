@@ -256,7 +256,7 @@ fn create_container_error_within_and_past_grace() {
         "{}",
         within.info.message
     );
-    assert!(!within.must_record);
+    assert!(!within.must_record());
 
     let past = map("create_container_error", Seen::Present, at(182)).expect("mapped");
     assert_eq!(past.info.state, JobState::Failed);
@@ -269,7 +269,7 @@ fn create_container_error_within_and_past_grace() {
         "{}",
         past.info.message
     );
-    assert!(past.must_record);
+    assert!(past.must_record());
 }
 
 #[test]
@@ -813,7 +813,7 @@ fn recorded_outcome_wins_and_survives_the_stop() {
     ] {
         let mapped = support::map_views(&job, &pods, seen, at(1), &config, None).unwrap();
         assert_eq!(mapped.info, recorded, "{seen:?}");
-        assert!(!mapped.must_record, "{seen:?}: already recorded");
+        assert!(!mapped.must_record(), "{seen:?}: already recorded");
     }
 }
 

@@ -12,7 +12,7 @@ use super::view::{
     PodConditionView, PodPhase, PodView, TerminatedView,
 };
 use crate::clock::{Clock, Resolution, deadline};
-use crate::observation::Observation;
+use crate::observation::{self, Action, Observation, after_previous};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// Every grace period and timeout the mapping applies.
@@ -48,41 +48,33 @@ impl Default for MappingConfig {
 /// A Job that was never seen is not mapped at all: the caller answers "no such job".
 pub type JobObservation<'a> = Observation<'a, JobView>;
 
-/// The result of mapping one observation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mapped {
-    /// The status to report.
-    pub info: ExecutionInfo,
-    /// Set when part of the observation has a shape this version cannot read; the status then
-    /// stays non-terminal. The caller logs it (once per job and message).
-    pub warning: Option<String>,
-    /// The outcome comes from one of kubeferry's own timeouts or from a container error the
-    /// kubelet keeps retrying, not from a Kubernetes verdict: the Job is still there. The caller
-    /// should stop the Job and record the outcome so that every replica reports the same one.
-    pub must_record: bool,
-    /// When the answer changes by time alone, if nothing else is observed meanwhile: the
-    /// earliest grace period or timeout still running. `None` for an outcome, one to record,
-    /// or a status only a change can change.
-    pub recheck_at: Option<Timestamp>,
+/// The result of mapping a container job's observation.
+pub type Mapped = observation::Mapped<ContainerAction>;
+
+/// What the settler must do before a container job's outcome stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContainerAction {
+    /// The outcome ([`Mapped::info`]) comes from one of kubeferry's own timeouts or from a
+    /// container error the kubelet keeps retrying, not from a Kubernetes verdict: the Job is
+    /// still there. Record the outcome on the Job and stop the Job, so that every replica
+    /// reports the same one.
+    RecordOutcomeAndStop,
+}
+
+impl Action for ContainerAction {
+    fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo> {
+        None
+    }
 }
 
 impl Mapped {
-    fn of(info: ExecutionInfo) -> Self {
-        Mapped {
-            info,
-            warning: None,
-            must_record: false,
-            recheck_at: None,
-        }
+    /// Whether the outcome must be recorded (and the Job stopped) before it stands.
+    pub fn must_record(&self) -> bool {
+        self.action == Some(ContainerAction::RecordOutcomeAndStop)
     }
 
     fn recorded_by_kubeferry(info: ExecutionInfo) -> Self {
-        Mapped {
-            info,
-            warning: None,
-            must_record: true,
-            recheck_at: None,
-        }
+        Mapped::acting(info, ContainerAction::RecordOutcomeAndStop)
     }
 }
 
@@ -127,14 +119,7 @@ pub fn container_status(
         config,
         previous,
     };
-    let mut mapped = mapper.map()?;
-    if let Some(previous) = previous {
-        mapped.info = previous.advance(mapped.info);
-    }
-    if !mapped.info.is_terminal() && !mapped.must_record {
-        mapped.recheck_at = mapper.clock.next_change();
-    }
-    Some(mapped)
+    Some(after_previous(mapper.map()?, previous, &mapper.clock))
 }
 
 /// Orders a Job's pods oldest attempt first: by creation time, and of two created in the same
@@ -972,7 +957,7 @@ impl<'a> Mapper<'a> {
                 .with_message(warning.clone())
                 .started(self.first_start()),
             warning: Some(warning),
-            must_record: false,
+            action: None,
             recheck_at: None,
         }
     }

@@ -127,7 +127,7 @@ fn an_init_container_that_holds_the_main_container_back_is_kept() {
     )
     .expect("mapped");
     assert_eq!(expired.info.reason, Reason::ImagePullFailed);
-    assert!(expired.must_record);
+    assert!(expired.must_record());
 
     // Once the main container runs, init containers are not kept.
     let running = pod_from(json!({

@@ -15,7 +15,7 @@ use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, Resolution, deadline};
 use crate::container::view::{ContainerStateView, PodPhase, TerminatedView};
 use crate::container::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
-use crate::observation::Observation;
+use crate::observation::{Action, Mapped, Observation, after_previous};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// Every timeout the Spark mapping applies.
@@ -40,35 +40,12 @@ impl Default for SparkMappingConfig {
 /// An application that was never seen is not mapped at all: the caller answers "no such job".
 pub type AppObservation<'a> = Observation<'a, SparkAppView>;
 
-/// The result of mapping one observation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SparkMapped {
-    /// The status to report now. It is never terminal while [`SparkMapped::action`] is set.
-    pub info: ExecutionInfo,
-    /// Set when part of the observation has a shape this version cannot read; the status then
-    /// stays non-terminal. The caller logs it (once per job and message).
-    pub warning: Option<String>,
-    /// What the caller must do before it may report the outcome the action carries.
-    pub action: Option<SparkAction>,
-    /// When the answer changes by time alone, if nothing else is observed meanwhile (the
-    /// no-status timeout running). `None` for an outcome, an action to carry out, or a status
-    /// only a change can change.
-    pub recheck_at: Option<Timestamp>,
-}
-
-impl SparkMapped {
-    fn of(info: ExecutionInfo) -> Self {
-        SparkMapped {
-            info,
-            warning: None,
-            action: None,
-            recheck_at: None,
-        }
-    }
-}
+/// The result of mapping a Spark job's observation. Its status is never terminal while an
+/// action is set.
+pub type SparkMapped = Mapped<SparkAction>;
 
 /// Writes the caller must make before it reports an outcome. Until an action has succeeded the
-/// caller reports [`SparkMapped::info`] (non-terminal); once it has, it reports the action's
+/// caller reports [`Mapped::info`] (non-terminal); once it has, it reports the action's
 /// `outcome`. A failed action is simply repeated on the next observation, since the mapping
 /// asks for it again.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,6 +90,15 @@ impl SparkAction {
     }
 }
 
+impl Action for SparkAction {
+    fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo> {
+        match self {
+            SparkAction::RecordOutcomeAndDeleteApp { outcome }
+            | SparkAction::DeleteDriverPod { outcome, .. } => Some(outcome),
+        }
+    }
+}
+
 /// Maps a Spark job (a SparkApplication and its driver pods) to its status.
 ///
 /// `drivers` are the driver pods found for the application (by
@@ -145,21 +131,7 @@ pub fn spark_status(
         config,
         previous,
     };
-    let mut mapped = mapper.map()?;
-    if let Some(previous) = previous {
-        mapped.info = previous.advance(mapped.info);
-        if let Some(action) = &mut mapped.action {
-            let outcome = match action {
-                SparkAction::RecordOutcomeAndDeleteApp { outcome }
-                | SparkAction::DeleteDriverPod { outcome, .. } => outcome,
-            };
-            *outcome = previous.advance(outcome.clone());
-        }
-    }
-    if !mapped.info.is_terminal() && mapped.action.is_none() {
-        mapped.recheck_at = mapper.clock.next_change();
-    }
-    Some(mapped)
+    Some(after_previous(mapper.map()?, previous, &mapper.clock))
 }
 
 /// The driver pod the mapping reads: the newest one owned by the application (pods of another
@@ -402,16 +374,14 @@ impl<'a> Mapper<'a> {
                 ),
                 reading,
             );
-            return SparkMapped {
-                info: holding,
-                warning: None,
-                action: Some(SparkAction::DeleteDriverPod {
+            return SparkMapped::acting(
+                holding,
+                SparkAction::DeleteDriverPod {
                     name: driver.name.clone(),
                     uid: driver.uid.clone(),
                     outcome: info,
-                }),
-                recheck_at: None,
-            };
+                },
+            );
         }
         SparkMapped::of(info)
     }
@@ -484,12 +454,7 @@ impl<'a> Mapper<'a> {
         let info = ExecutionInfo::new(JobState::Queued, Reason::Pending)
             .with_message(message)
             .started(outcome.started_at);
-        SparkMapped {
-            info,
-            warning: None,
-            action: Some(SparkAction::RecordOutcomeAndDeleteApp { outcome }),
-            recheck_at: None,
-        }
+        SparkMapped::acting(info, SparkAction::RecordOutcomeAndDeleteApp { outcome })
     }
 
     fn progress(

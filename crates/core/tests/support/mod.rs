@@ -90,7 +90,7 @@ pub fn assert_reports(mapped: Option<Mapped>, expected: Expect) {
     let mapped = mapped.expect("the job is mapped");
     assert_eq!(mapped.info, expected.0);
     assert_eq!(mapped.warning, None, "unexpected warning");
-    assert!(!mapped.must_record, "unexpectedly decided by kubeferry");
+    assert!(!mapped.must_record(), "unexpectedly decided by kubeferry");
 }
 
 /// Asserts that `mapped` reports `expected` decided by one of kubeferry's own rules, which the
@@ -101,7 +101,7 @@ pub fn assert_recorded(mapped: Option<Mapped>, expected: Expect) {
     assert_eq!(mapped.info, expected.0);
     assert_eq!(mapped.warning, None, "unexpected warning");
     assert!(
-        mapped.must_record,
+        mapped.must_record(),
         "expected an outcome the caller must record"
     );
 }

@@ -367,10 +367,9 @@ impl ContainerJobs {
                 hint: " (it is gone and what became of it is unknown: if it was being cancelled, it was cancelled)".into(),
             });
         };
+        let must_record = mapped.must_record();
         let mut info = mapped.info;
-        if mapped.must_record
-            && let Observed::Present(job) = observed
-        {
+        if must_record && let Observed::Present(job) = observed {
             let watch = self.watch(&id.namespace);
             // Bounded: a settler held up by a slow API server must not hold the question too.
             let settled = tokio::time::timeout(
