@@ -1,6 +1,7 @@
 //! The container status mapping, one test per situation, on Job and pod YAML as a Kubernetes
 //! 1.33 API server returns them (fixtures under `tests/fixtures/container/<case>/`).
 
+mod common;
 mod support;
 
 use std::time::Duration;

@@ -3,6 +3,7 @@
 //! when later noise arrives (deletions, cancel marks, released resources, the driver pod going
 //! away, the application vanishing, time passing).
 
+mod common;
 mod shared;
 mod spark_support;
 
@@ -13,7 +14,6 @@ use kubeferry_core::container::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, PodConditionView, PodPhase,
     TerminatedView,
 };
-use kubeferry_core::observation::ManagedMeta;
 use kubeferry_core::spark::{
     ApacheState, ApacheStatus, ApacheSummary, AppObservation, DriverView, KubeflowState,
     KubeflowStatus, RestartPolicyView, RestartView, SparkAppView, SparkMappingConfig,
@@ -24,6 +24,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};
+use shared::{after_each_noise, assert_covers, later, managed_meta, seen, text, timestamp};
 use spark_support::{Seen, at, map_views, views};
 
 // ---------------------------------------------------------------------------------------------
@@ -133,18 +134,6 @@ fn application_json() -> impl Strategy<Value = Value> {
 
 // ---------------------------------------------------------------------------------------------
 // Arbitrary views.
-
-fn timestamp() -> impl Strategy<Value = Timestamp> {
-    prop_oneof![
-        8 => (-30i64..4000).prop_map(at),
-        1 => Just(Timestamp::UNIX_EPOCH),
-        1 => Just(Timestamp::MAX),
-    ]
-}
-
-fn text(words: &'static [&'static str]) -> impl Strategy<Value = Option<String>> {
-    proptest::option::of(select(words).prop_map(str::to_string))
-}
 
 fn terminated() -> impl Strategy<Value = TerminatedView> {
     (
@@ -338,17 +327,13 @@ fn app_view() -> impl Strategy<Value = SparkAppView> {
                     };
                     SparkAppView {
                         operator,
-                        meta: ManagedMeta {
-                            name: "pi".to_string(),
-                            namespace: "ns".to_string(),
-                            uid: "u".to_string(),
-                            job_id: Some("job".to_string()),
-                            resource_version: None,
-                            created_at,
-                            deletion_timestamp,
-                            cancel_mark: cancel.map(|requested_at| CancelMark { requested_at }),
+                        meta: managed_meta(
+                            "pi",
+                            "u",
+                            (created_at, deletion_timestamp),
+                            cancel,
                             recorded_outcome,
-                        },
+                        ),
                         restart: RestartView {
                             policy,
                             on_failure_retries: Some(1),
@@ -360,13 +345,6 @@ fn app_view() -> impl Strategy<Value = SparkAppView> {
                 },
             )
     })
-}
-
-fn seen() -> impl Strategy<Value = Seen> {
-    prop_oneof![
-        2 => Just(Seen::Present),
-        1 => any::<bool>().prop_map(|final_state| Seen::Vanished { final_state }),
-    ]
 }
 
 proptest! {
@@ -497,7 +475,9 @@ struct World {
     lost_driver: bool,
 }
 
-impl World {
+impl shared::World for World {
+    type Noise = Noise;
+
     fn apply(&mut self, noise: &Noise) {
         match *noise {
             Noise::DeleteApp(t) => {
@@ -531,17 +511,8 @@ impl World {
                 self.drivers.clear();
                 self.lost_driver = true;
             }
-            Noise::Vanish(final_state) => {
-                if matches!(self.seen, Seen::Present) {
-                    self.seen = Seen::Vanished { final_state };
-                }
-            }
-            Noise::Later(seconds) => {
-                self.now = self
-                    .now
-                    .checked_add(jiff::SignedDuration::from_secs(seconds))
-                    .unwrap_or(self.now);
-            }
+            Noise::Vanish(final_state) => self.seen.vanish(final_state),
+            Noise::Later(seconds) => self.now = later(self.now, seconds),
         }
     }
 
@@ -588,32 +559,26 @@ fn terminal_fixtures() -> &'static [TerminalCase] {
 
 #[test]
 fn the_stability_property_covers_every_kind_of_outcome() {
-    let names: Vec<&str> = terminal_fixtures()
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect();
-    for expected in [
-        "apache/succeeded",
-        "apache/failed",
-        "apache/failed_retained",
-        "apache/failed_after_last_restart",
-        "apache/driver_evicted",
-        "apache/driver_start_timed_out",
-        "apache/scheduling_failure",
-        "apache/cancel_after_success",
-        "apache/cancelled_deleting",
-        "apache/deleted_externally",
-        "apache/no_status_recorded_deleting",
-        "kubeflow/completed",
-        "kubeflow/failed",
-        "kubeflow/driver_oom_killed",
-        "kubeflow/failed_submission",
-    ] {
-        assert!(
-            names.contains(&expected),
-            "{expected} missing from {names:?}"
-        );
-    }
+    assert_covers(
+        terminal_fixtures().iter().map(|c| c.name.as_str()),
+        &[
+            "apache/succeeded",
+            "apache/failed",
+            "apache/failed_retained",
+            "apache/failed_after_last_restart",
+            "apache/driver_evicted",
+            "apache/driver_start_timed_out",
+            "apache/scheduling_failure",
+            "apache/cancel_after_success",
+            "apache/cancelled_deleting",
+            "apache/deleted_externally",
+            "apache/no_status_recorded_deleting",
+            "kubeflow/completed",
+            "kubeflow/failed",
+            "kubeflow/driver_oom_killed",
+            "kubeflow/failed_submission",
+        ],
+    );
 }
 
 fn state(info: &Option<ExecutionInfo>) -> Option<JobState> {
@@ -637,23 +602,18 @@ proptest! {
             now: at(SETTLED),
             lost_driver: false,
         };
-        let before = world.map();
-        prop_assert!(before.as_ref().is_some_and(ExecutionInfo::is_terminal));
-        for noise in &noises {
-            if matches!(noise, Noise::MarkCancel(_)) && !case.has_verdict {
-                continue;
-            }
-            world.apply(noise);
-            let after = world.map();
+        let skip = |noise: &Noise| matches!(noise, Noise::MarkCancel(_)) && !case.has_verdict;
+        after_each_noise(&mut world, &noises, skip, |world, before, after, noise| {
             if world.lost_driver {
                 prop_assert_eq!(
-                    state(&after),
-                    state(&before),
+                    state(after),
+                    state(before),
                     "{} after {:?}", case.name, noise
                 );
             } else {
-                prop_assert_eq!(&after, &before, "{} after {:?}", case.name, noise);
+                prop_assert_eq!(after, before, "{} after {:?}", case.name, noise);
             }
-        }
+            Ok(())
+        })?;
     }
 }

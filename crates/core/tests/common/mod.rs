@@ -51,6 +51,13 @@ pub enum Seen {
 }
 
 impl Seen {
+    /// Gone from now on (a view seen gone stays gone).
+    pub fn vanish(&mut self, final_state: bool) {
+        if matches!(self, Seen::Present) {
+            *self = Seen::Vanished { final_state };
+        }
+    }
+
     /// `view` observed so.
     pub fn observe<V>(self, view: &V) -> Observation<'_, V> {
         match self {

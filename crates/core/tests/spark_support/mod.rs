@@ -13,11 +13,9 @@ use kubeferry_core::spark::{
     DriverView, SparkAppView, SparkMapped, SparkMappingConfig, spark_status,
 };
 
-#[path = "../common/mod.rs"]
-mod common;
 // Not every test binary that includes this module uses each of them.
 #[allow(unused_imports)]
-pub use common::{Expect, Seen, at, expect};
+pub use crate::common::{Expect, Seen, at, expect};
 
 /// `T0` plus `seconds` and `micros` microseconds (the apache operator's transition times).
 pub fn at_micros(seconds: i64, micros: i64) -> Timestamp {
@@ -27,12 +25,12 @@ pub fn at_micros(seconds: i64, micros: i64) -> Timestamp {
 }
 
 fn fixtures_dir() -> PathBuf {
-    common::kind_dir("spark")
+    crate::common::kind_dir("spark")
 }
 
 /// The fixtures of an operator (`apache` or `kubeflow`).
 pub fn fixture_names(operator: &str) -> Vec<String> {
-    common::names_in(&fixtures_dir().join(operator))
+    crate::common::names_in(&fixtures_dir().join(operator))
 }
 
 /// The SparkApplication (as JSON) and driver pod (if the fixture has one) of a fixture.

@@ -12,19 +12,17 @@ use kubeferry_core::ExecutionInfo;
 use kubeferry_core::container::{JobView, Mapped, MappingConfig, PodView, container_status};
 use serde::Deserialize;
 
-#[path = "../common/mod.rs"]
-mod common;
 // Not every test binary that includes this module uses each of them.
 #[allow(unused_imports)]
-pub use common::{Expect, Seen, at, expect};
+pub use crate::common::{Expect, Seen, at, expect};
 
 /// The names of all fixtures.
 pub fn fixture_names() -> Vec<String> {
-    common::names_in(&fixtures_dir())
+    crate::common::names_in(&fixtures_dir())
 }
 
 fn fixtures_dir() -> PathBuf {
-    common::kind_dir("container")
+    crate::common::kind_dir("container")
 }
 
 /// `kubectl get pods -o yaml`: a `List` of pods.
