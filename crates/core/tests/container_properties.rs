@@ -586,16 +586,10 @@ fn the_stability_property_covers_every_kind_of_outcome() {
     );
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
-
-    #[test]
-    fn terminal_outcomes_survive_later_noise(
-        pick in any::<prop::sample::Index>(),
-        noises in proptest::collection::vec(noise(), 1..6),
-    ) {
-        let cases = terminal_fixtures();
-        let case = &cases[pick.index(cases.len())];
+shared::terminal_outcomes_survive_later_noise!(
+    terminal_fixtures(),
+    noise(),
+    |case: &TerminalCase, noises: &[Noise]| {
         let mut world = World {
             job: case.job.clone(),
             pods: case.pods.clone(),
@@ -603,12 +597,12 @@ proptest! {
             now: at(SETTLED),
         };
         let skip = |noise: &Noise| matches!(noise, Noise::MarkCancel(_)) && !case.has_verdict;
-        after_each_noise(&mut world, &noises, skip, |_, before, after, noise| {
+        after_each_noise(&mut world, noises, skip, |_, before, after, noise| {
             prop_assert_eq!(after, before, "{} after {:?}", case.name, noise);
             Ok(())
-        })?;
+        })
     }
-}
+);
 
 // ---------------------------------------------------------------------------------------------
 // A disruption after a container's own failure changes nothing.

@@ -585,16 +585,10 @@ fn state(info: &Option<ExecutionInfo>) -> Option<JobState> {
     info.as_ref().map(|i| i.state)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
-
-    #[test]
-    fn terminal_outcomes_survive_later_noise(
-        pick in any::<prop::sample::Index>(),
-        noises in proptest::collection::vec(noise(), 1..6),
-    ) {
-        let cases = terminal_fixtures();
-        let case = &cases[pick.index(cases.len())];
+shared::terminal_outcomes_survive_later_noise!(
+    terminal_fixtures(),
+    noise(),
+    |case: &TerminalCase, noises: &[Noise]| {
         let mut world = World {
             app: case.app.clone(),
             drivers: case.drivers.clone(),
@@ -603,17 +597,19 @@ proptest! {
             lost_driver: false,
         };
         let skip = |noise: &Noise| matches!(noise, Noise::MarkCancel(_)) && !case.has_verdict;
-        after_each_noise(&mut world, &noises, skip, |world, before, after, noise| {
+        after_each_noise(&mut world, noises, skip, |world, before, after, noise| {
             if world.lost_driver {
                 prop_assert_eq!(
                     state(after),
                     state(before),
-                    "{} after {:?}", case.name, noise
+                    "{} after {:?}",
+                    case.name,
+                    noise
                 );
             } else {
                 prop_assert_eq!(after, before, "{} after {:?}", case.name, noise);
             }
             Ok(())
-        })?;
+        })
     }
-}
+);

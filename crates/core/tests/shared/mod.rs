@@ -123,3 +123,24 @@ pub fn after_each_noise<W: World>(
     }
     Ok(())
 }
+
+/// Defines the property `terminal_outcomes_survive_later_noise`: for a case picked from
+/// `$cases` and one to five noises from `$noise`, `$check(case, noises)` holds. A macro, so
+/// that proptest keeps each kind's regressions with its own test file.
+macro_rules! terminal_outcomes_survive_later_noise {
+    ($cases:expr, $noise:expr, $check:expr) => {
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(400))]
+
+            #[test]
+            fn terminal_outcomes_survive_later_noise(
+                pick in any::<prop::sample::Index>(),
+                noises in proptest::collection::vec($noise, 1..6),
+            ) {
+                let cases = $cases;
+                ($check)(&cases[pick.index(cases.len())], &noises)?;
+            }
+        }
+    };
+}
+pub(crate) use terminal_outcomes_survive_later_noise;
