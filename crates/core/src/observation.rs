@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::clock::Clock;
 use crate::marks::{CANCEL_ANNOTATION, OUTCOME_ANNOTATION, job_id_of};
-use crate::status::ExecutionInfo;
+use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// What is known of a job's object (a Job, a SparkApplication), as the lean view `V` of its
 /// kind shows it.
@@ -119,6 +119,41 @@ pub(crate) fn after_previous<A: Action>(
         mapped.recheck_at = clock.next_change();
     }
     mapped
+}
+
+/// The previous non-terminal state and reason with a new message (nothing new is known); with
+/// none, started (running) once the job has a `first_start`, else queued (pending).
+pub(crate) fn hold_previous(
+    previous: Option<&ExecutionInfo>,
+    first_start: Option<Timestamp>,
+    message: impl Into<String>,
+) -> ExecutionInfo {
+    let (state, reason) = match previous {
+        Some(previous) if !previous.is_terminal() => (previous.state, previous.reason),
+        _ if first_start.is_some() => (JobState::Started, Reason::Running),
+        _ => (JobState::Queued, Reason::Pending),
+    };
+    ExecutionInfo::new(state, reason)
+        .with_message(message)
+        .started(first_start)
+}
+
+/// A shape this version cannot read: the last non-terminal state (as [`hold_previous`]
+/// finds it), and a warning.
+pub(crate) fn keep_previous<A>(
+    previous: Option<&ExecutionInfo>,
+    first_start: Option<Timestamp>,
+    warning: String,
+) -> Mapped<A> {
+    let state = hold_previous(previous, first_start, "").state;
+    Mapped {
+        info: ExecutionInfo::new(state, Reason::UnrecognizedStatus)
+            .with_message(warning.clone())
+            .started(first_start),
+        warning: Some(warning),
+        action: None,
+        recheck_at: None,
+    }
 }
 
 /// The cancel mark kubeferry puts on a job's object ([`CANCEL_ANNOTATION`]).

@@ -935,31 +935,12 @@ impl<'a> Mapper<'a> {
 
     /// The previous non-terminal state and reason with a new message (nothing new is known).
     fn hold_previous(&self, message: String) -> ExecutionInfo {
-        let (state, reason) = match self.previous {
-            Some(previous) if !previous.is_terminal() => (previous.state, previous.reason),
-            _ if self.first_start().is_some() => (JobState::Started, Reason::Running),
-            _ => (JobState::Queued, Reason::Pending),
-        };
-        ExecutionInfo::new(state, reason)
-            .with_message(message)
-            .started(self.first_start())
+        observation::hold_previous(self.previous, self.first_start(), message)
     }
 
     /// A shape this version cannot read: the last non-terminal state, and a warning.
     fn keep_previous(&self, warning: String) -> Mapped {
-        let state = match self.previous {
-            Some(previous) if !previous.is_terminal() => previous.state,
-            _ if self.first_start().is_some() => JobState::Started,
-            _ => JobState::Queued,
-        };
-        Mapped {
-            info: ExecutionInfo::new(state, Reason::UnrecognizedStatus)
-                .with_message(warning.clone())
-                .started(self.first_start()),
-            warning: Some(warning),
-            action: None,
-            recheck_at: None,
-        }
+        observation::keep_previous(self.previous, self.first_start(), warning)
     }
 
     /// When the job first started: the earliest start of the main container over all attempts.

@@ -15,7 +15,7 @@ use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, Resolution, deadline};
 use crate::container::view::{ContainerStateView, PodPhase, TerminatedView};
 use crate::container::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
-use crate::observation::{Action, Mapped, Observation, after_previous};
+use crate::observation::{self, Action, Mapped, Observation, after_previous};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// Every timeout the Spark mapping applies.
@@ -517,33 +517,12 @@ impl<'a> Mapper<'a> {
 
     /// The previous non-terminal state and reason with a new message (nothing new is known).
     fn hold_previous(&self, message: &str, reading: &Reading<'_>) -> ExecutionInfo {
-        let (state, reason) = match self.previous {
-            Some(previous) if !previous.is_terminal() => (previous.state, previous.reason),
-            _ if self.first_start(reading).is_some() => (JobState::Started, Reason::Running),
-            _ => (JobState::Queued, Reason::Pending),
-        };
-        self.started(
-            ExecutionInfo::new(state, reason).with_message(message),
-            reading,
-        )
+        observation::hold_previous(self.previous, self.first_start(reading), message)
     }
 
     /// A shape this version cannot read: the last non-terminal state, and a warning.
     fn keep_previous(&self, warning: String, reading: &Reading<'_>) -> SparkMapped {
-        let state = match self.previous {
-            Some(previous) if !previous.is_terminal() => previous.state,
-            _ if self.first_start(reading).is_some() => JobState::Started,
-            _ => JobState::Queued,
-        };
-        SparkMapped {
-            info: self.started(
-                ExecutionInfo::new(state, Reason::UnrecognizedStatus).with_message(warning.clone()),
-                reading,
-            ),
-            warning: Some(warning),
-            action: None,
-            recheck_at: None,
-        }
+        observation::keep_previous(self.previous, self.first_start(reading), warning)
     }
 
     fn started(&self, info: ExecutionInfo, reading: &Reading<'_>) -> ExecutionInfo {
