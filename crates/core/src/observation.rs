@@ -232,6 +232,17 @@ fn recorded_outcome(
         })
 }
 
+/// The uid of an object's controller (a pod's Job or SparkApplication), from its
+/// `metadata.ownerReferences`.
+pub(crate) fn controller_uid(meta: &ObjectMeta) -> Option<String> {
+    meta.owner_references.as_ref().and_then(|owners| {
+        owners
+            .iter()
+            .find(|o| o.controller == Some(true))
+            .map(|o| o.uid.clone())
+    })
+}
+
 /// A Kubernetes time as a timestamp.
 pub(crate) fn time(time: Option<&Time>) -> Option<Timestamp> {
     time.map(|t| t.0)

@@ -15,7 +15,7 @@ use super::MAIN_CONTAINER;
 use crate::clock::Resolution;
 use crate::marks::{KUEUE_QUEUE_LABEL, entry, non_empty};
 pub use crate::observation::CancelMark;
-use crate::observation::{ManagedMeta, time};
+use crate::observation::{ManagedMeta, controller_uid, time};
 
 /// The status of a Kubernetes condition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -487,12 +487,7 @@ impl From<&Pod> for PodView {
         PodView {
             name: meta.name.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
-            owner_uid: meta.owner_references.as_ref().and_then(|owners| {
-                owners
-                    .iter()
-                    .find(|o| o.controller == Some(true))
-                    .map(|o| o.uid.clone())
-            }),
+            owner_uid: controller_uid(meta),
             created_at: time(meta.creation_timestamp.as_ref()),
             deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
             deletion_grace_period_seconds: meta.deletion_grace_period_seconds,

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::operator::{DRIVER_CONTAINER, SparkOperator};
 use crate::container::view::{ContainerView, PodConditionView, PodPhase};
 use crate::marks::non_empty;
-use crate::observation::{ManagedMeta, time};
+use crate::observation::{ManagedMeta, controller_uid, time};
 
 /// What the Spark status mapping reads from a SparkApplication.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -422,12 +422,7 @@ impl From<&Pod> for DriverView {
             .unwrap_or_default();
         view.name = meta.name.clone().unwrap_or_default();
         view.uid = meta.uid.clone().unwrap_or_default();
-        view.owner_uid = meta.owner_references.as_ref().and_then(|owners| {
-            owners
-                .iter()
-                .find(|o| o.controller == Some(true))
-                .map(|o| o.uid.clone())
-        });
+        view.owner_uid = controller_uid(meta);
         view.created_at = time(meta.creation_timestamp.as_ref());
         view.deletion_timestamp = time(meta.deletion_timestamp.as_ref());
         view
