@@ -451,22 +451,17 @@ impl Step<'_> {
     }
 
     fn labels(&self, spec: &Spec, template: &str, role: &str) -> Map<String, Value> {
-        let mut labels = self
-            .app
-            .pointer(&format!("/spec/{template}/podTemplateSpec/metadata/labels"))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        for (key, value) in [
-            (APP_NAME_LABEL, self.name().to_string()),
-            (pods::SPARK_ROLE, role.to_string()),
-            ("spark-app-name", self.name().to_string()),
-            ("spark-app-selector", pods::app_selector(self.app)),
-            ("spark-version", spec.spark_version.clone()),
-        ] {
-            labels.insert(key.to_string(), json!(value));
-        }
-        labels
+        let template = format!("/spec/{template}/podTemplateSpec/metadata/labels");
+        pods::labels(
+            self.app.pointer(&template),
+            [
+                (APP_NAME_LABEL, self.name().to_string()),
+                (pods::SPARK_ROLE, role.to_string()),
+                ("spark-app-name", self.name().to_string()),
+                ("spark-app-selector", pods::app_selector(self.app)),
+                ("spark-version", spec.spark_version.clone()),
+            ],
+        )
     }
 
     fn annotations(&self, template: &str) -> Map<String, Value> {

@@ -450,26 +450,21 @@ impl Step<'_> {
     }
 
     fn labels(&self, side: &str, role: &str, submission: &str) -> Map<String, Value> {
-        let mut labels = self
-            .spec(&format!("/{side}/labels"))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        for (key, value) in [
-            (APP_NAME_LABEL, self.name().to_string()),
-            (pods::SPARK_ROLE, role.to_string()),
-            (LAUNCHED_BY_LABEL, "true".to_string()),
-            (SUBMISSION_ID_LABEL, submission.to_string()),
-            ("spark-app-name", self.name().to_string()),
-            ("spark-app-selector", pods::app_selector(self.app)),
-            (
-                "spark-version",
-                self.spec_text("/sparkVersion").unwrap_or_default(),
-            ),
-        ] {
-            labels.insert(key.to_string(), json!(value));
-        }
-        labels
+        pods::labels(
+            self.spec(&format!("/{side}/labels")),
+            [
+                (APP_NAME_LABEL, self.name().to_string()),
+                (pods::SPARK_ROLE, role.to_string()),
+                (LAUNCHED_BY_LABEL, "true".to_string()),
+                (SUBMISSION_ID_LABEL, submission.to_string()),
+                ("spark-app-name", self.name().to_string()),
+                ("spark-app-selector", pods::app_selector(self.app)),
+                (
+                    "spark-version",
+                    self.spec_text("/sparkVersion").unwrap_or_default(),
+                ),
+            ],
+        )
     }
 
     fn annotations(&self, side: &str) -> Map<String, Value> {

@@ -213,6 +213,22 @@ pub(crate) fn args(value: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The labels the application's template gives a pod (`template`, a labels object if any),
+/// with `marks` set over them.
+pub(crate) fn labels<'a>(
+    template: Option<&Value>,
+    marks: impl IntoIterator<Item = (&'a str, String)>,
+) -> Map<String, Value> {
+    let mut labels = template
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for (key, value) in marks {
+        labels.insert(key.to_string(), json!(value));
+    }
+    labels
+}
+
 /// The driver container's ports.
 pub(crate) fn driver_ports() -> Value {
     json!([
