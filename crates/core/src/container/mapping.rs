@@ -948,20 +948,7 @@ impl<'a> Mapper<'a> {
         self.attempts
             .iter()
             .filter_map(|pod| pod.main.as_ref())
-            .flat_map(|main| {
-                let current = match &main.state {
-                    ContainerStateView::Running { started_at } => *started_at,
-                    ContainerStateView::Terminated(t) => t.started_at,
-                    _ => None,
-                };
-                [
-                    current,
-                    main.last_terminated.as_ref().and_then(|t| t.started_at),
-                ]
-            })
-            .flatten()
-            // A container that never started reports the Unix epoch.
-            .filter(|at| *at > Timestamp::UNIX_EPOCH)
+            .flat_map(ContainerView::run_starts)
             .min()
     }
 }

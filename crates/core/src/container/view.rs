@@ -381,6 +381,23 @@ pub struct ContainerView {
     pub sidecar: bool,
 }
 
+impl ContainerView {
+    /// When its current run and its previous one started, where known (a container that never
+    /// started reports the Unix epoch, which is left out).
+    pub(crate) fn run_starts(&self) -> impl Iterator<Item = Timestamp> {
+        let current = match &self.state {
+            ContainerStateView::Running { started_at } => *started_at,
+            ContainerStateView::Terminated(t) => t.started_at,
+            _ => None,
+        };
+        let previous = self.last_terminated.as_ref().and_then(|t| t.started_at);
+        [current, previous]
+            .into_iter()
+            .flatten()
+            .filter(|at| *at > Timestamp::UNIX_EPOCH)
+    }
+}
+
 impl From<&ContainerStatus> for ContainerView {
     fn from(status: &ContainerStatus) -> Self {
         ContainerView {

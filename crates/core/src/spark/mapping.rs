@@ -13,7 +13,7 @@ use jiff::Timestamp;
 use super::reading::{Progress, Reading, ReadingKind, Verdict};
 use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, Resolution, deadline};
-use crate::container::view::{ContainerStateView, PodPhase, TerminatedView};
+use crate::container::view::{ContainerStateView, ContainerView, PodPhase, TerminatedView};
 use crate::container::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
 use crate::observation::{self, Action, Mapped, Observation, after_previous};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
@@ -535,20 +535,8 @@ impl<'a> Mapper<'a> {
         let live = self
             .live_driver()
             .and_then(|d| d.container.as_ref())
-            .map(|c| {
-                let current = match &c.state {
-                    ContainerStateView::Running { started_at } => *started_at,
-                    ContainerStateView::Terminated(t) => t.started_at,
-                    _ => None,
-                };
-                [
-                    current,
-                    c.last_terminated.as_ref().and_then(|t| t.started_at),
-                ]
-            })
             .into_iter()
-            .flatten()
-            .flatten();
+            .flat_map(ContainerView::run_starts);
         live.chain(reading.started_hint)
             // A container that never started reports the Unix epoch.
             .filter(|at| *at > Timestamp::UNIX_EPOCH)
