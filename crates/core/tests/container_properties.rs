@@ -11,7 +11,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use kubeferry_core::container::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
-    JobConditionView, JobView, MappingConfig, PodConditionView, PodPhase, PodView, TerminatedView,
+    JobConditionView, JobView, MappingConfig, PodConditionView, PodPhase, PodSummary, PodView,
+    TerminatedView,
 };
 use kubeferry_core::{ExecutionInfo, JobState, Reason};
 use proptest::prelude::*;
@@ -244,17 +245,19 @@ fn pod_view() -> impl Strategy<Value = PodView> {
                 main,
                 blocking_init,
             )| PodView {
-                name: name.to_string(),
-                uid: format!("{name}-uid"),
-                owner_uid: owner.map(str::to_string),
-                created_at,
-                deletion_timestamp,
+                pod: PodSummary {
+                    name: name.to_string(),
+                    uid: format!("{name}-uid"),
+                    owner_uid: owner.map(str::to_string),
+                    created_at,
+                    deletion_timestamp,
+                    phase,
+                    reason,
+                    message,
+                    scheduled,
+                    disruption,
+                },
                 deletion_grace_period_seconds: grace,
-                phase,
-                reason,
-                message,
-                scheduled,
-                disruption,
                 node_name,
                 start_time,
                 main,

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use jiff::Timestamp;
 use kubeferry_core::container::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, PodConditionView, PodPhase,
-    TerminatedView,
+    PodSummary, TerminatedView,
 };
 use kubeferry_core::spark::{
     ApacheState, ApacheStatus, ApacheSummary, AppObservation, DriverView, KubeflowState,
@@ -188,21 +188,23 @@ fn driver() -> impl Strategy<Value = DriverView> {
         .prop_map(
             |(owner, created_at, deletion_timestamp, phase, reason, state, unschedulable)| {
                 DriverView {
-                    name: "pi-driver".to_string(),
-                    uid: "d".to_string(),
-                    owner_uid: (!owner.is_empty()).then(|| owner.to_string()),
-                    created_at,
-                    deletion_timestamp,
-                    phase,
-                    reason,
-                    message: None,
-                    scheduled: unschedulable.then(|| PodConditionView {
-                        status: ConditionStatus::False,
-                        reason: Some("Unschedulable".to_string()),
-                        message: Some("0/3 nodes are available".to_string()),
-                        last_transition_time: None,
-                    }),
-                    disruption: None,
+                    pod: PodSummary {
+                        name: "pi-driver".to_string(),
+                        uid: "d".to_string(),
+                        owner_uid: (!owner.is_empty()).then(|| owner.to_string()),
+                        created_at,
+                        deletion_timestamp,
+                        phase,
+                        reason,
+                        message: None,
+                        scheduled: unschedulable.then(|| PodConditionView {
+                            status: ConditionStatus::False,
+                            reason: Some("Unschedulable".to_string()),
+                            message: Some("0/3 nodes are available".to_string()),
+                            last_transition_time: None,
+                        }),
+                        disruption: None,
+                    },
                     container: state.map(|state| ContainerView {
                         name: "spark-kubernetes-driver".to_string(),
                         state,

@@ -19,7 +19,7 @@ pub use mapping::{
 pub(crate) use mapping::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
 pub use view::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
-    JobConditionView, JobView, PodConditionView, PodPhase, PodView, TerminatedView,
+    JobConditionView, JobView, PodConditionView, PodPhase, PodSummary, PodView, TerminatedView,
 };
 
 /// The name of the container that runs the job's command. The mapping reads this container

@@ -8,7 +8,7 @@ use std::ops::{Deref, DerefMut};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition,
+    ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition, PodStatus,
 };
 
 use super::MAIN_CONTAINER;
@@ -414,22 +414,24 @@ impl From<&ContainerStatus> for ContainerView {
     }
 }
 
-/// What the container status mapping reads from a pod of a Job.
+/// What every kind's mapping reads alike from a pod (a Job's, a driver): its metadata and the
+/// summary of its status. Embedded in [`PodView`] and the Spark `DriverView`, whose fields it
+/// reads as their own (`pod.name`), as [`crate::observation::ManagedMeta`] is in the objects'
+/// views.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PodView {
+pub struct PodSummary {
     /// `metadata.name`.
     pub name: String,
     /// `metadata.uid`.
     pub uid: String,
-    /// The uid of the pod's controller (its Job), from `metadata.ownerReferences`.
+    /// The uid of the pod's controller (its Job or SparkApplication), from
+    /// `metadata.ownerReferences`.
     pub owner_uid: Option<String>,
-    /// `metadata.creationTimestamp`: attempts are ordered by it.
+    /// `metadata.creationTimestamp`: a Job's attempts are ordered by it.
     pub created_at: Option<Timestamp>,
     /// `metadata.deletionTimestamp`: the time the pod will be removed, which is the deletion
     /// request plus its grace period.
     pub deletion_timestamp: Option<Timestamp>,
-    /// `metadata.deletionGracePeriodSeconds`.
-    pub deletion_grace_period_seconds: Option<i64>,
     /// `status.phase`; `None` before the API server wrote any status.
     pub phase: Option<PodPhase>,
     /// `status.reason` (`Evicted`, `DeadlineExceeded`, `NodeLost`, `Terminated`, ...).
@@ -438,8 +440,52 @@ pub struct PodView {
     pub message: Option<String>,
     /// The `PodScheduled` condition.
     pub scheduled: Option<PodConditionView>,
-    /// The `DisruptionTarget` condition.
+    /// The `DisruptionTarget` condition: the pod is being evicted, preempted, or deleted with
+    /// its node.
     pub disruption: Option<PodConditionView>,
+}
+
+impl PodSummary {
+    /// The summary of a pod's status alone (none of its metadata).
+    pub(crate) fn of_status(status: Option<&PodStatus>) -> Self {
+        let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
+        let condition = |kind: &str| {
+            conditions
+                .iter()
+                .find(|c| c.type_ == kind)
+                .map(PodConditionView::from)
+        };
+        PodSummary {
+            phase: status.and_then(|s| s.phase.as_deref()).map(PodPhase::parse),
+            reason: non_empty(status.and_then(|s| s.reason.as_deref())),
+            message: non_empty(status.and_then(|s| s.message.as_deref())),
+            scheduled: condition("PodScheduled"),
+            disruption: condition("DisruptionTarget"),
+            ..PodSummary::default()
+        }
+    }
+
+    /// The summary of a pod: its metadata and its status.
+    pub(crate) fn of(pod: &Pod) -> Self {
+        let meta = &pod.metadata;
+        PodSummary {
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            owner_uid: controller_uid(meta),
+            created_at: time(meta.creation_timestamp.as_ref()),
+            deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
+            ..PodSummary::of_status(pod.status.as_ref())
+        }
+    }
+}
+
+/// What the container status mapping reads from a pod of a Job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodView {
+    /// What every pod view reads; its fields read as the view's own.
+    pub pod: PodSummary,
+    /// `metadata.deletionGracePeriodSeconds`.
+    pub deletion_grace_period_seconds: Option<i64>,
     /// `spec.nodeName`.
     pub node_name: Option<String>,
     /// `status.startTime`: when the kubelet accepted the pod.
@@ -463,18 +509,26 @@ impl PodView {
     }
 }
 
+// Embedded and reached through Deref for the reasons given at `JobView`'s.
+impl Deref for PodView {
+    type Target = PodSummary;
+
+    fn deref(&self) -> &PodSummary {
+        &self.pod
+    }
+}
+
+impl DerefMut for PodView {
+    fn deref_mut(&mut self) -> &mut PodSummary {
+        &mut self.pod
+    }
+}
+
 impl From<&Pod> for PodView {
     fn from(pod: &Pod) -> Self {
         let meta = &pod.metadata;
         let spec = pod.spec.as_ref();
         let status = pod.status.as_ref();
-        let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
-        let condition = |kind: &str| {
-            conditions
-                .iter()
-                .find(|c| c.type_ == kind)
-                .map(PodConditionView::from)
-        };
         let statuses = status
             .and_then(|s| s.container_statuses.as_deref())
             .unwrap_or(&[]);
@@ -502,17 +556,8 @@ impl From<&Pod> for PodView {
             _ => blocking_init_container(pod).map(Box::new),
         };
         PodView {
-            name: meta.name.clone().unwrap_or_default(),
-            uid: meta.uid.clone().unwrap_or_default(),
-            owner_uid: controller_uid(meta),
-            created_at: time(meta.creation_timestamp.as_ref()),
-            deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
+            pod: PodSummary::of(pod),
             deletion_grace_period_seconds: meta.deletion_grace_period_seconds,
-            phase: status.and_then(|s| s.phase.as_deref()).map(PodPhase::parse),
-            reason: non_empty(status.and_then(|s| s.reason.as_deref())),
-            message: non_empty(status.and_then(|s| s.message.as_deref())),
-            scheduled: condition("PodScheduled"),
-            disruption: condition("DisruptionTarget"),
             node_name: non_empty(spec.and_then(|s| s.node_name.as_deref())),
             start_time: time(status.and_then(|s| s.start_time.as_ref())),
             main,

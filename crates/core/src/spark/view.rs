@@ -15,9 +15,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::operator::{DRIVER_CONTAINER, SparkOperator};
-use crate::container::view::{ContainerView, PodConditionView, PodPhase};
+use crate::container::view::{ContainerView, PodSummary};
 use crate::marks::non_empty;
-use crate::observation::{ManagedMeta, controller_uid, time};
+use crate::observation::ManagedMeta;
 
 /// What the Spark status mapping reads from a SparkApplication.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -382,49 +382,42 @@ impl KubeflowState {
 /// operator recorded, which has no metadata).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DriverView {
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.uid`.
-    pub uid: String,
-    /// The uid of the pod's controller (its SparkApplication), from `metadata.ownerReferences`.
-    pub owner_uid: Option<String>,
-    /// `metadata.creationTimestamp`.
-    pub created_at: Option<Timestamp>,
-    /// `metadata.deletionTimestamp`.
-    pub deletion_timestamp: Option<Timestamp>,
-    /// `status.phase`.
-    pub phase: Option<PodPhase>,
-    /// `status.reason` (`Evicted`, ...).
-    pub reason: Option<String>,
-    /// `status.message`.
-    pub message: Option<String>,
-    /// The `PodScheduled` condition.
-    pub scheduled: Option<PodConditionView>,
-    /// The `DisruptionTarget` condition: the pod is being evicted, preempted, or deleted with
-    /// its node.
-    pub disruption: Option<PodConditionView>,
+    /// What every pod view reads (none of the metadata for a recorded driver status); its
+    /// fields read as the view's own.
+    pub pod: PodSummary,
     /// The driver container's status: the container named [`DRIVER_CONTAINER`], else the
     /// first one (in spec order, when the spec is known).
     pub container: Option<ContainerView>,
 }
 
+// Embedded and reached through Deref for the reasons given at `JobView`'s.
+impl Deref for DriverView {
+    type Target = PodSummary;
+
+    fn deref(&self) -> &PodSummary {
+        &self.pod
+    }
+}
+
+impl DerefMut for DriverView {
+    fn deref_mut(&mut self) -> &mut PodSummary {
+        &mut self.pod
+    }
+}
+
 impl From<&Pod> for DriverView {
     fn from(pod: &Pod) -> Self {
-        let meta = &pod.metadata;
         let first = pod
             .spec
             .as_ref()
             .and_then(|spec| spec.containers.first())
             .map(|c| c.name.as_str());
-        let status = pod.status.as_ref();
-        let mut view = status
+        let mut view = pod
+            .status
+            .as_ref()
             .map(|s| DriverView::read_status(s, first))
             .unwrap_or_default();
-        view.name = meta.name.clone().unwrap_or_default();
-        view.uid = meta.uid.clone().unwrap_or_default();
-        view.owner_uid = controller_uid(meta);
-        view.created_at = time(meta.creation_timestamp.as_ref());
-        view.deletion_timestamp = time(meta.deletion_timestamp.as_ref());
+        view.pod = PodSummary::of(pod);
         view
     }
 }
@@ -444,25 +437,8 @@ impl DriverView {
             .or_else(|| statuses.first())
             .map(ContainerView::from);
         DriverView {
-            phase: status.phase.as_deref().map(PodPhase::parse),
-            reason: non_empty(status.reason.as_deref()),
-            message: non_empty(status.message.as_deref()),
-            scheduled: status
-                .conditions
-                .as_deref()
-                .unwrap_or(&[])
-                .iter()
-                .find(|c| c.type_ == "PodScheduled")
-                .map(PodConditionView::from),
-            disruption: status
-                .conditions
-                .as_deref()
-                .unwrap_or(&[])
-                .iter()
-                .find(|c| c.type_ == "DisruptionTarget")
-                .map(PodConditionView::from),
+            pod: PodSummary::of_status(Some(status)),
             container,
-            ..DriverView::default()
         }
     }
 }
