@@ -101,14 +101,21 @@ pub(crate) trait Action {
     fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo>;
 }
 
-/// `mapped` as reported after `previous` (whose start time a later status keeps), with when
-/// to look again: the earliest deadline `clock` saw still running, unless the answer is an
-/// outcome or asks for an action.
-pub(crate) fn after_previous<A: Action>(
-    mut mapped: Mapped<A>,
+/// The answer a kind's mapping gives at `now`: `previous` itself when it is terminal (an
+/// outcome stands); else what `map` finds with the clock of `now`, as reported after
+/// `previous` (whose start time a later status keeps, the outcome an action carries too),
+/// with when to look again: the earliest deadline the clock saw still running, unless the
+/// answer is an outcome or asks for an action.
+pub(crate) fn answer<A: Action>(
     previous: Option<&ExecutionInfo>,
-    clock: &Clock,
-) -> Mapped<A> {
+    now: Timestamp,
+    map: impl FnOnce(&Clock) -> Option<Mapped<A>>,
+) -> Option<Mapped<A>> {
+    if let Some(previous) = previous.filter(|p| p.is_terminal()) {
+        return Some(Mapped::of(previous.clone()));
+    }
+    let clock = Clock::at(now);
+    let mut mapped = map(&clock)?;
     if let Some(previous) = previous {
         mapped.info = previous.advance(mapped.info);
         if let Some(outcome) = mapped.action.as_mut().and_then(Action::outcome_mut) {
@@ -118,8 +125,28 @@ pub(crate) fn after_previous<A: Action>(
     if !mapped.info.is_terminal() && mapped.action.is_none() {
         mapped.recheck_at = clock.next_change();
     }
-    mapped
+    Some(mapped)
 }
+
+/// Lets a view read the fields of a part it embeds as its own (`view.name`, `pod.phase`).
+macro_rules! embeds {
+    ($view:ty, $field:ident: $part:ty) => {
+        impl std::ops::Deref for $view {
+            type Target = $part;
+
+            fn deref(&self) -> &$part {
+                &self.$field
+            }
+        }
+
+        impl std::ops::DerefMut for $view {
+            fn deref_mut(&mut self) -> &mut $part {
+                &mut self.$field
+            }
+        }
+    };
+}
+pub(crate) use embeds;
 
 /// The previous non-terminal state and reason with a new message (nothing new is known); with
 /// none, started (running) once the job has a `first_start`, else queued (pending).

@@ -12,7 +12,7 @@ use super::view::{
     PodConditionView, PodPhase, PodView, TerminatedView,
 };
 use crate::clock::{Clock, Resolution, deadline};
-use crate::observation::{self, Action, Observation, after_previous};
+use crate::observation::{self, Action, Observation};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// Every grace period and timeout the mapping applies.
@@ -105,21 +105,20 @@ pub fn container_status(
     config: &MappingConfig,
     previous: Option<&ExecutionInfo>,
 ) -> Option<Mapped> {
-    if let Some(previous) = previous.filter(|p| p.is_terminal()) {
-        return Some(Mapped::of(previous.clone()));
-    }
-    let job = observed.view();
-    let mut attempts: Vec<&PodView> = pods.iter().filter(|pod| job.owns(pod)).collect();
-    attempts.sort_by(|a, b| oldest_attempt_first(a, b));
-    let mapper = Mapper {
-        job,
-        vanished: observed.vanished(),
-        attempts,
-        clock: Clock::at(now),
-        config,
-        previous,
-    };
-    Some(after_previous(mapper.map()?, previous, &mapper.clock))
+    observation::answer(previous, now, |clock| {
+        let job = observed.view();
+        let mut attempts: Vec<&PodView> = pods.iter().filter(|pod| job.owns(pod)).collect();
+        attempts.sort_by(|a, b| oldest_attempt_first(a, b));
+        let mapper = Mapper {
+            job,
+            vanished: observed.vanished(),
+            attempts,
+            clock,
+            config,
+            previous,
+        };
+        mapper.map()
+    })
 }
 
 /// Orders a Job's pods oldest attempt first: by creation time, and of two created in the same
@@ -168,7 +167,7 @@ struct Mapper<'a> {
     vanished: Option<bool>,
     /// The Job's pods, oldest first.
     attempts: Vec<&'a PodView>,
-    clock: Clock,
+    clock: &'a Clock,
     config: &'a MappingConfig,
     previous: Option<&'a ExecutionInfo>,
 }

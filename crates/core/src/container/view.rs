@@ -3,8 +3,6 @@
 //! The tracker keeps one [`JobView`] and a few [`PodView`]s per job in memory instead of whole
 //! objects, so every field here earns its place by being read in [`super::container_status`].
 
-use std::ops::{Deref, DerefMut};
-
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::{
@@ -15,7 +13,7 @@ use super::MAIN_CONTAINER;
 use crate::clock::Resolution;
 use crate::marks::{KUEUE_QUEUE_LABEL, entry, non_empty};
 pub use crate::observation::CancelMark;
-use crate::observation::{ManagedMeta, controller_uid, time};
+use crate::observation::{ManagedMeta, controller_uid, embeds, time};
 
 /// The status of a Kubernetes condition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -180,19 +178,7 @@ impl From<&Job> for JobView {
 // The metadata is embedded rather than copied into fields of the view's own: it is declared
 // and read once for every kind, and a kind's fields (this view's, and those later kinds add)
 // stay apart from it. Deref keeps `job.name` reading as before.
-impl Deref for JobView {
-    type Target = ManagedMeta;
-
-    fn deref(&self) -> &ManagedMeta {
-        &self.meta
-    }
-}
-
-impl DerefMut for JobView {
-    fn deref_mut(&mut self) -> &mut ManagedMeta {
-        &mut self.meta
-    }
-}
+embeds!(JobView, meta: ManagedMeta);
 
 impl JobView {
     /// Whether `pod` is one of this Job's attempts: its controller is this Job (a pod of an
@@ -509,20 +495,8 @@ impl PodView {
     }
 }
 
-// Embedded and reached through Deref for the reasons given at `JobView`'s.
-impl Deref for PodView {
-    type Target = PodSummary;
-
-    fn deref(&self) -> &PodSummary {
-        &self.pod
-    }
-}
-
-impl DerefMut for PodView {
-    fn deref_mut(&mut self) -> &mut PodSummary {
-        &mut self.pod
-    }
-}
+// Embedded for the reasons given at `JobView`'s.
+embeds!(PodView, pod: PodSummary);
 
 impl From<&Pod> for PodView {
     fn from(pod: &Pod) -> Self {

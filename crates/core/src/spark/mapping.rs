@@ -15,7 +15,7 @@ use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, Resolution, deadline};
 use crate::container::view::{ContainerStateView, ContainerView, PodPhase, TerminatedView};
 use crate::container::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
-use crate::observation::{self, Action, Mapped, Observation, after_previous};
+use crate::observation::{self, Action, Mapped, Observation};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// Every timeout the Spark mapping applies.
@@ -119,19 +119,18 @@ pub fn spark_status(
     config: &SparkMappingConfig,
     previous: Option<&ExecutionInfo>,
 ) -> Option<SparkMapped> {
-    if let Some(previous) = previous.filter(|p| p.is_terminal()) {
-        return Some(SparkMapped::of(previous.clone()));
-    }
-    let app = observed.view();
-    let mapper = Mapper {
-        app,
-        vanished: observed.vanished(),
-        driver: pick_driver(app, drivers),
-        clock: Clock::at(now),
-        config,
-        previous,
-    };
-    Some(after_previous(mapper.map()?, previous, &mapper.clock))
+    observation::answer(previous, now, |clock| {
+        let app = observed.view();
+        let mapper = Mapper {
+            app,
+            vanished: observed.vanished(),
+            driver: pick_driver(app, drivers),
+            clock,
+            config,
+            previous,
+        };
+        mapper.map()
+    })
 }
 
 /// The driver pod the mapping reads: the newest one owned by the application (pods of another
@@ -167,7 +166,7 @@ struct Mapper<'a> {
     /// `Some(final_state)` when the application is gone.
     vanished: Option<bool>,
     driver: Option<&'a DriverView>,
-    clock: Clock,
+    clock: &'a Clock,
     config: &'a SparkMappingConfig,
     previous: Option<&'a ExecutionInfo>,
 }

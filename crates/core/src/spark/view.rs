@@ -6,8 +6,6 @@
 //! what cannot be read is kept as such ([`SparkStatus::Unreadable`], [`ApacheSummary::Other`],
 //! [`KubeflowState::Other`]) for the mapping to treat as "cannot tell", never as "no status".
 
-use std::ops::{Deref, DerefMut};
-
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -17,7 +15,7 @@ use serde_json::Value;
 use super::operator::{DRIVER_CONTAINER, SparkOperator};
 use crate::container::view::{ContainerView, PodSummary};
 use crate::marks::non_empty;
-use crate::observation::ManagedMeta;
+use crate::observation::{ManagedMeta, embeds};
 
 /// What the Spark status mapping reads from a SparkApplication.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,20 +70,8 @@ impl SparkAppView {
     }
 }
 
-// Embedded and reached through Deref for the reasons given at `JobView`'s.
-impl Deref for SparkAppView {
-    type Target = ManagedMeta;
-
-    fn deref(&self) -> &ManagedMeta {
-        &self.meta
-    }
-}
-
-impl DerefMut for SparkAppView {
-    fn deref_mut(&mut self) -> &mut ManagedMeta {
-        &mut self.meta
-    }
-}
+// Embedded for the reasons given at `JobView`'s.
+embeds!(SparkAppView, meta: ManagedMeta);
 
 /// The restart policy of a SparkApplication's spec.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -390,20 +376,8 @@ pub struct DriverView {
     pub container: Option<ContainerView>,
 }
 
-// Embedded and reached through Deref for the reasons given at `JobView`'s.
-impl Deref for DriverView {
-    type Target = PodSummary;
-
-    fn deref(&self) -> &PodSummary {
-        &self.pod
-    }
-}
-
-impl DerefMut for DriverView {
-    fn deref_mut(&mut self) -> &mut PodSummary {
-        &mut self.pod
-    }
-}
+// Embedded for the reasons given at `JobView`'s.
+embeds!(DriverView, pod: PodSummary);
 
 impl From<&Pod> for DriverView {
     fn from(pod: &Pod) -> Self {
