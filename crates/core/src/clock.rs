@@ -46,6 +46,26 @@ pub(crate) fn deadline(since: Timestamp, period: Duration) -> Option<Timestamp> 
     since.checked_add(period).ok()
 }
 
+/// How finely a mapping compares two times of different sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resolution {
+    /// As written: a Job's and its pods' times come from the same API server and kubelet.
+    Exact,
+    /// In whole seconds: the Spark operators write times finer than the API server's and the
+    /// kubelet's whole seconds, so a finer difference between them means nothing.
+    Seconds,
+}
+
+impl Resolution {
+    /// Whether `a` is at or before `b`, compared at this resolution.
+    pub(crate) fn at_or_before(self, a: Timestamp, b: Timestamp) -> bool {
+        match self {
+            Resolution::Exact => a <= b,
+            Resolution::Seconds => a.as_second() <= b.as_second(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

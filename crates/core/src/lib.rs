@@ -8,6 +8,7 @@ pub mod container;
 pub mod duration;
 pub mod id;
 pub mod marks;
+pub mod observation;
 pub mod record;
 pub mod spark;
 pub mod spec;

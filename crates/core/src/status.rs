@@ -347,6 +347,18 @@ impl ExecutionInfo {
     }
 }
 
+/// Sets the start time, keeping it unset when unknown (the mappings' status builder).
+pub(crate) trait Started {
+    fn started(self, at: Option<Timestamp>) -> Self;
+}
+
+impl Started for ExecutionInfo {
+    fn started(mut self, at: Option<Timestamp>) -> Self {
+        self.started_at = at;
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

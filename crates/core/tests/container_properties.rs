@@ -1,6 +1,7 @@
 //! Properties of the container status mapping: it never panics on arbitrary, partially filled
 //! views, and an outcome Kubernetes showed never changes when later noise arrives.
 
+mod common;
 mod shared;
 mod support;
 
@@ -10,28 +11,18 @@ use std::time::Duration;
 use jiff::Timestamp;
 use kubeferry_core::container::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
-    JobConditionView, JobView, MappingConfig, PodConditionView, PodPhase, PodView, TerminatedView,
+    JobConditionView, JobView, MappingConfig, PodConditionView, PodPhase, PodSummary, PodView,
+    TerminatedView,
 };
 use kubeferry_core::{ExecutionInfo, JobState, Reason};
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::TestCaseError;
+use shared::{after_each_noise, assert_covers, later, managed_meta, seen, text, timestamp};
 use support::{Seen, at, map_views, views};
 
 // ---------------------------------------------------------------------------------------------
 // Arbitrary views.
-
-fn timestamp() -> impl Strategy<Value = Timestamp> {
-    prop_oneof![
-        8 => (-30i64..4000).prop_map(at),
-        1 => Just(Timestamp::UNIX_EPOCH),
-        1 => Just(Timestamp::MAX),
-    ]
-}
-
-fn text(words: &'static [&'static str]) -> impl Strategy<Value = Option<String>> {
-    proptest::option::of(select(words).prop_map(str::to_string))
-}
 
 fn condition_status() -> impl Strategy<Value = ConditionStatus> {
     prop_oneof![
@@ -102,16 +93,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 (uid, created_at, deletion_timestamp, cancel, queue_name, suspend),
                 (conditions, active, succeeded, failed, start_time, completion_time, refused),
             )| JobView {
-                name: "job".to_string(),
-                namespace: "ns".to_string(),
-                uid: uid.to_string(),
-                job_id: Some("job".to_string()),
-                spec_hash: None,
-                resource_version: None,
-                created_at,
-                deletion_timestamp,
-                cancel_mark: cancel.map(|requested_at| CancelMark { requested_at }),
-                recorded_outcome: None,
+                meta: managed_meta("job", uid, (created_at, deletion_timestamp), cancel, None),
                 queue_name,
                 suspend,
                 conditions,
@@ -263,17 +245,19 @@ fn pod_view() -> impl Strategy<Value = PodView> {
                 main,
                 blocking_init,
             )| PodView {
-                name: name.to_string(),
-                uid: format!("{name}-uid"),
-                owner_uid: owner.map(str::to_string),
-                created_at,
-                deletion_timestamp,
+                pod: PodSummary {
+                    name: name.to_string(),
+                    uid: format!("{name}-uid"),
+                    owner_uid: owner.map(str::to_string),
+                    created_at,
+                    deletion_timestamp,
+                    phase,
+                    reason,
+                    message,
+                    scheduled,
+                    disruption,
+                },
                 deletion_grace_period_seconds: grace,
-                phase,
-                reason,
-                message,
-                scheduled,
-                disruption,
                 node_name,
                 start_time,
                 main,
@@ -319,13 +303,6 @@ fn previous() -> impl Strategy<Value = Option<ExecutionInfo>> {
     ))
 }
 
-fn seen() -> impl Strategy<Value = Seen> {
-    prop_oneof![
-        2 => Just(Seen::Present),
-        1 => any::<bool>().prop_map(|final_state| Seen::Vanished { final_state }),
-    ]
-}
-
 /// Whether a reason belongs with a state.
 fn consistent(info: &ExecutionInfo) -> bool {
     use Reason::*;
@@ -368,7 +345,7 @@ proptest! {
             return Ok(());
         };
         prop_assert!(consistent(&mapped.info), "{:?}", mapped.info);
-        if mapped.must_record {
+        if mapped.must_record() {
             prop_assert_eq!(mapped.info.state, JobState::Failed);
         }
         if let Some(previous) = &previous {
@@ -399,7 +376,7 @@ proptest! {
         let Some(mapped) = map_views(&job, &pods, seen, now, &config, previous.as_ref()) else {
             return Ok(());
         };
-        if mapped.info.is_terminal() || mapped.must_record {
+        if mapped.info.is_terminal() || mapped.must_record() {
             prop_assert_eq!(mapped.recheck_at, None);
             return Ok(());
         }
@@ -462,7 +439,9 @@ struct World {
     now: Timestamp,
 }
 
-impl World {
+impl shared::World for World {
+    type Noise = Noise;
+
     fn apply(&mut self, noise: &Noise) {
         match *noise {
             Noise::DeleteJob(t) => {
@@ -529,17 +508,8 @@ impl World {
                 message: None,
                 last_transition_time: Some(at(t)),
             }),
-            Noise::Vanish(final_state) => {
-                if matches!(self.seen, Seen::Present) {
-                    self.seen = Seen::Vanished { final_state };
-                }
-            }
-            Noise::Later(seconds) => {
-                self.now = self
-                    .now
-                    .checked_add(jiff::SignedDuration::from_secs(seconds))
-                    .unwrap_or(self.now);
-            }
+            Noise::Vanish(final_state) => self.seen.vanish(final_state),
+            Noise::Later(seconds) => self.now = later(self.now, seconds),
         }
     }
 
@@ -588,7 +558,7 @@ fn terminal_fixtures() -> &'static [TerminalCase] {
                             JobConditionType::Suspended | JobConditionType::Other(_)
                         )
                 });
-                (mapped.info.is_terminal() && !mapped.must_record).then_some(TerminalCase {
+                (mapped.info.is_terminal() && !mapped.must_record()).then_some(TerminalCase {
                     name,
                     job,
                     pods,
@@ -601,57 +571,41 @@ fn terminal_fixtures() -> &'static [TerminalCase] {
 
 #[test]
 fn the_stability_property_covers_every_kind_of_outcome() {
-    let names: Vec<&str> = terminal_fixtures()
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect();
-    for expected in [
-        "succeeded",
-        "failed_with_exit_code",
-        "oom_killed_exit_zero",
-        "deadline_exceeded_pods_terminating",
-        "backoff_limit_exceeded_after_retries",
-        "node_lost_pod_gc",
-        "pod_deleted_externally",
-        "job_deleted_externally",
-        "cancelled_by_deletion",
-        "cancelled_by_suspension",
-        "completion_after_cancel_took_effect",
-    ] {
-        assert!(
-            names.contains(&expected),
-            "{expected} missing from {names:?}"
-        );
-    }
+    assert_covers(
+        terminal_fixtures().iter().map(|c| c.name.as_str()),
+        &[
+            "succeeded",
+            "failed_with_exit_code",
+            "oom_killed_exit_zero",
+            "deadline_exceeded_pods_terminating",
+            "backoff_limit_exceeded_after_retries",
+            "node_lost_pod_gc",
+            "pod_deleted_externally",
+            "job_deleted_externally",
+            "cancelled_by_deletion",
+            "cancelled_by_suspension",
+            "completion_after_cancel_took_effect",
+        ],
+    );
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
-
-    #[test]
-    fn terminal_outcomes_survive_later_noise(
-        pick in any::<prop::sample::Index>(),
-        noises in proptest::collection::vec(noise(), 1..6),
-    ) {
-        let cases = terminal_fixtures();
-        let case = &cases[pick.index(cases.len())];
+shared::terminal_outcomes_survive_later_noise!(
+    terminal_fixtures(),
+    noise(),
+    |case: &TerminalCase, noises: &[Noise]| {
         let mut world = World {
             job: case.job.clone(),
             pods: case.pods.clone(),
             seen: Seen::Present,
             now: at(SETTLED),
         };
-        let before = world.map();
-        prop_assert!(before.as_ref().is_some_and(ExecutionInfo::is_terminal));
-        for noise in &noises {
-            if matches!(noise, Noise::MarkCancel(_)) && !case.has_verdict {
-                continue;
-            }
-            world.apply(noise);
-            prop_assert_eq!(&world.map(), &before, "{} after {:?}", case.name, noise);
-        }
+        let skip = |noise: &Noise| matches!(noise, Noise::MarkCancel(_)) && !case.has_verdict;
+        after_each_noise(&mut world, noises, skip, |_, before, after, noise| {
+            prop_assert_eq!(after, before, "{} after {:?}", case.name, noise);
+            Ok(())
+        })
     }
-}
+);
 
 // ---------------------------------------------------------------------------------------------
 // A disruption after a container's own failure changes nothing.

@@ -1,6 +1,7 @@
 //! The container status mapping, one test per situation, on Job and pod YAML as a Kubernetes
 //! 1.33 API server returns them (fixtures under `tests/fixtures/container/<case>/`).
 
+mod common;
 mod support;
 
 use std::time::Duration;
@@ -256,7 +257,7 @@ fn create_container_error_within_and_past_grace() {
         "{}",
         within.info.message
     );
-    assert!(!within.must_record);
+    assert!(!within.must_record());
 
     let past = map("create_container_error", Seen::Present, at(182)).expect("mapped");
     assert_eq!(past.info.state, JobState::Failed);
@@ -269,7 +270,7 @@ fn create_container_error_within_and_past_grace() {
         "{}",
         past.info.message
     );
-    assert!(past.must_record);
+    assert!(past.must_record());
 }
 
 #[test]
@@ -820,7 +821,7 @@ fn recorded_outcome_wins_and_survives_the_stop() {
     ] {
         let mapped = support::map_views(&job, &pods, seen, at(1), &config, None).unwrap();
         assert_eq!(mapped.info, recorded, "{seen:?}");
-        assert!(!mapped.must_record, "{seen:?}: already recorded");
+        assert!(!mapped.must_record(), "{seen:?}: already recorded");
     }
 }
 

@@ -3,6 +3,7 @@
 //! when later noise arrives (deletions, cancel marks, released resources, the driver pod going
 //! away, the application vanishing, time passing).
 
+mod common;
 mod shared;
 mod spark_support;
 
@@ -11,7 +12,7 @@ use std::sync::OnceLock;
 use jiff::Timestamp;
 use kubeferry_core::container::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, PodConditionView, PodPhase,
-    TerminatedView,
+    PodSummary, TerminatedView,
 };
 use kubeferry_core::spark::{
     ApacheState, ApacheStatus, ApacheSummary, AppObservation, DriverView, KubeflowState,
@@ -23,6 +24,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};
+use shared::{after_each_noise, assert_covers, later, managed_meta, seen, text, timestamp};
 use spark_support::{Seen, at, map_views, views};
 
 // ---------------------------------------------------------------------------------------------
@@ -133,18 +135,6 @@ fn application_json() -> impl Strategy<Value = Value> {
 // ---------------------------------------------------------------------------------------------
 // Arbitrary views.
 
-fn timestamp() -> impl Strategy<Value = Timestamp> {
-    prop_oneof![
-        8 => (-30i64..4000).prop_map(at),
-        1 => Just(Timestamp::UNIX_EPOCH),
-        1 => Just(Timestamp::MAX),
-    ]
-}
-
-fn text(words: &'static [&'static str]) -> impl Strategy<Value = Option<String>> {
-    proptest::option::of(select(words).prop_map(str::to_string))
-}
-
 fn terminated() -> impl Strategy<Value = TerminatedView> {
     (
         select(&[0, 1, 137, 143, -1][..]),
@@ -198,21 +188,23 @@ fn driver() -> impl Strategy<Value = DriverView> {
         .prop_map(
             |(owner, created_at, deletion_timestamp, phase, reason, state, unschedulable)| {
                 DriverView {
-                    name: "pi-driver".to_string(),
-                    uid: "d".to_string(),
-                    owner_uid: (!owner.is_empty()).then(|| owner.to_string()),
-                    created_at,
-                    deletion_timestamp,
-                    phase,
-                    reason,
-                    message: None,
-                    scheduled: unschedulable.then(|| PodConditionView {
-                        status: ConditionStatus::False,
-                        reason: Some("Unschedulable".to_string()),
-                        message: Some("0/3 nodes are available".to_string()),
-                        last_transition_time: None,
-                    }),
-                    disruption: None,
+                    pod: PodSummary {
+                        name: "pi-driver".to_string(),
+                        uid: "d".to_string(),
+                        owner_uid: (!owner.is_empty()).then(|| owner.to_string()),
+                        created_at,
+                        deletion_timestamp,
+                        phase,
+                        reason,
+                        message: None,
+                        scheduled: unschedulable.then(|| PodConditionView {
+                            status: ConditionStatus::False,
+                            reason: Some("Unschedulable".to_string()),
+                            message: Some("0/3 nodes are available".to_string()),
+                            last_transition_time: None,
+                        }),
+                        disruption: None,
+                    },
                     container: state.map(|state| ContainerView {
                         name: "spark-kubernetes-driver".to_string(),
                         state,
@@ -337,16 +329,13 @@ fn app_view() -> impl Strategy<Value = SparkAppView> {
                     };
                     SparkAppView {
                         operator,
-                        name: "pi".to_string(),
-                        namespace: "ns".to_string(),
-                        uid: "u".to_string(),
-                        job_id: Some("job".to_string()),
-                        spec_hash: None,
-                        resource_version: None,
-                        created_at,
-                        deletion_timestamp,
-                        cancel_mark: cancel.map(|requested_at| CancelMark { requested_at }),
-                        recorded_outcome,
+                        meta: managed_meta(
+                            "pi",
+                            "u",
+                            (created_at, deletion_timestamp),
+                            cancel,
+                            recorded_outcome,
+                        ),
                         restart: RestartView {
                             policy,
                             on_failure_retries: Some(1),
@@ -358,13 +347,6 @@ fn app_view() -> impl Strategy<Value = SparkAppView> {
                 },
             )
     })
-}
-
-fn seen() -> impl Strategy<Value = Seen> {
-    prop_oneof![
-        2 => Just(Seen::Present),
-        1 => any::<bool>().prop_map(|final_state| Seen::Vanished { final_state }),
-    ]
 }
 
 proptest! {
@@ -495,7 +477,9 @@ struct World {
     lost_driver: bool,
 }
 
-impl World {
+impl shared::World for World {
+    type Noise = Noise;
+
     fn apply(&mut self, noise: &Noise) {
         match *noise {
             Noise::DeleteApp(t) => {
@@ -529,17 +513,8 @@ impl World {
                 self.drivers.clear();
                 self.lost_driver = true;
             }
-            Noise::Vanish(final_state) => {
-                if matches!(self.seen, Seen::Present) {
-                    self.seen = Seen::Vanished { final_state };
-                }
-            }
-            Noise::Later(seconds) => {
-                self.now = self
-                    .now
-                    .checked_add(jiff::SignedDuration::from_secs(seconds))
-                    .unwrap_or(self.now);
-            }
+            Noise::Vanish(final_state) => self.seen.vanish(final_state),
+            Noise::Later(seconds) => self.now = later(self.now, seconds),
         }
     }
 
@@ -586,48 +561,36 @@ fn terminal_fixtures() -> &'static [TerminalCase] {
 
 #[test]
 fn the_stability_property_covers_every_kind_of_outcome() {
-    let names: Vec<&str> = terminal_fixtures()
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect();
-    for expected in [
-        "apache/succeeded",
-        "apache/failed",
-        "apache/failed_retained",
-        "apache/failed_after_last_restart",
-        "apache/driver_evicted",
-        "apache/driver_start_timed_out",
-        "apache/scheduling_failure",
-        "apache/cancel_after_success",
-        "apache/cancelled_deleting",
-        "apache/deleted_externally",
-        "apache/no_status_recorded_deleting",
-        "kubeflow/completed",
-        "kubeflow/failed",
-        "kubeflow/driver_oom_killed",
-        "kubeflow/failed_submission",
-    ] {
-        assert!(
-            names.contains(&expected),
-            "{expected} missing from {names:?}"
-        );
-    }
+    assert_covers(
+        terminal_fixtures().iter().map(|c| c.name.as_str()),
+        &[
+            "apache/succeeded",
+            "apache/failed",
+            "apache/failed_retained",
+            "apache/failed_after_last_restart",
+            "apache/driver_evicted",
+            "apache/driver_start_timed_out",
+            "apache/scheduling_failure",
+            "apache/cancel_after_success",
+            "apache/cancelled_deleting",
+            "apache/deleted_externally",
+            "apache/no_status_recorded_deleting",
+            "kubeflow/completed",
+            "kubeflow/failed",
+            "kubeflow/driver_oom_killed",
+            "kubeflow/failed_submission",
+        ],
+    );
 }
 
 fn state(info: &Option<ExecutionInfo>) -> Option<JobState> {
     info.as_ref().map(|i| i.state)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
-
-    #[test]
-    fn terminal_outcomes_survive_later_noise(
-        pick in any::<prop::sample::Index>(),
-        noises in proptest::collection::vec(noise(), 1..6),
-    ) {
-        let cases = terminal_fixtures();
-        let case = &cases[pick.index(cases.len())];
+shared::terminal_outcomes_survive_later_noise!(
+    terminal_fixtures(),
+    noise(),
+    |case: &TerminalCase, noises: &[Noise]| {
         let mut world = World {
             app: case.app.clone(),
             drivers: case.drivers.clone(),
@@ -635,23 +598,20 @@ proptest! {
             now: at(SETTLED),
             lost_driver: false,
         };
-        let before = world.map();
-        prop_assert!(before.as_ref().is_some_and(ExecutionInfo::is_terminal));
-        for noise in &noises {
-            if matches!(noise, Noise::MarkCancel(_)) && !case.has_verdict {
-                continue;
-            }
-            world.apply(noise);
-            let after = world.map();
+        let skip = |noise: &Noise| matches!(noise, Noise::MarkCancel(_)) && !case.has_verdict;
+        after_each_noise(&mut world, noises, skip, |world, before, after, noise| {
             if world.lost_driver {
                 prop_assert_eq!(
-                    state(&after),
-                    state(&before),
-                    "{} after {:?}", case.name, noise
+                    state(after),
+                    state(before),
+                    "{} after {:?}",
+                    case.name,
+                    noise
                 );
             } else {
-                prop_assert_eq!(&after, &before, "{} after {:?}", case.name, noise);
+                prop_assert_eq!(after, before, "{} after {:?}", case.name, noise);
             }
-        }
+            Ok(())
+        })
     }
-}
+);

@@ -3,6 +3,7 @@
 //! `tests/fixtures/spark/<operator>/<case>/`). The tests named after a review point of the
 //! Gravitino executor each prove that point holds.
 
+mod common;
 mod spark_support;
 
 use kubeferry_core::spark::{

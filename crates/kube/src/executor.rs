@@ -177,7 +177,7 @@ impl Executor {
         let attempts = pods.len();
         let pod = pods.pop()?;
         Some(Placement {
-            pod: pod.name,
+            pod: pod.name.clone(),
             node: pod.node_name,
             attempts,
         })

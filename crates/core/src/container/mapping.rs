@@ -11,8 +11,9 @@ use super::view::{
     ContainerStateView, ContainerView, JobConditionType, JobConditionView, JobView,
     PodConditionView, PodPhase, PodView, TerminatedView,
 };
-use crate::clock::{Clock, deadline};
-use crate::status::{ExecutionInfo, JobState, Reason};
+use crate::clock::{Clock, Resolution, deadline};
+use crate::observation::{self, Action, Observation};
+use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// Every grace period and timeout the mapping applies.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,67 +46,48 @@ impl Default for MappingConfig {
 /// What is known of the Job itself.
 ///
 /// A Job that was never seen is not mapped at all: the caller answers "no such job".
-#[derive(Clone, Copy, Debug)]
-pub enum JobObservation<'a> {
-    /// The Job exists; this is its latest view.
-    Present(&'a JobView),
-    /// The Job was seen and is gone now (deleted, or removed by its TTL after it finished).
-    Vanished {
-        /// The last view of the Job that was seen.
-        last_seen: &'a JobView,
-        /// Whether `last_seen` is the Job's final state, as a watch's DELETED event delivers it.
-        /// `false` when the Job was found missing (a relist, a 404) and the view may be stale.
-        final_state: bool,
-    },
+pub type JobObservation<'a> = Observation<'a, JobView>;
+
+/// The result of mapping a container job's observation.
+pub type Mapped = observation::Mapped<ContainerAction>;
+
+/// What the settler must do before a container job's outcome stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContainerAction {
+    /// The outcome ([`Mapped::info`]) comes from one of kubeferry's own timeouts or from a
+    /// container error the kubelet keeps retrying, not from a Kubernetes verdict: the Job is
+    /// still there. Record the outcome on the Job and stop the Job, so that every replica
+    /// reports the same one.
+    RecordOutcomeAndStop,
 }
 
-impl<'a> JobObservation<'a> {
-    /// The Job's latest known view.
-    pub fn job(&self) -> &'a JobView {
-        match *self {
-            JobObservation::Present(job) => job,
-            JobObservation::Vanished { last_seen, .. } => last_seen,
-        }
+impl Action for ContainerAction {
+    fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo> {
+        None
     }
-}
-
-/// The result of mapping one observation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mapped {
-    /// The status to report.
-    pub info: ExecutionInfo,
-    /// Set when part of the observation has a shape this version cannot read; the status then
-    /// stays non-terminal. The caller logs it (once per job and message).
-    pub warning: Option<String>,
-    /// The outcome comes from one of kubeferry's own timeouts or from a container error the
-    /// kubelet keeps retrying, not from a Kubernetes verdict: the Job is still there. The caller
-    /// should stop the Job and record the outcome so that every replica reports the same one.
-    pub must_record: bool,
-    /// When the answer changes by time alone, if nothing else is observed meanwhile: the
-    /// earliest grace period or timeout still running. `None` for an outcome, one to record,
-    /// or a status only a change can change.
-    pub recheck_at: Option<Timestamp>,
 }
 
 impl Mapped {
-    fn of(info: ExecutionInfo) -> Self {
-        Mapped {
-            info,
-            warning: None,
-            must_record: false,
-            recheck_at: None,
-        }
+    /// Whether the outcome must be recorded (and the Job stopped) before it stands.
+    pub fn must_record(&self) -> bool {
+        self.action == Some(ContainerAction::RecordOutcomeAndStop)
     }
 
     fn recorded_by_kubeferry(info: ExecutionInfo) -> Self {
-        Mapped {
-            info,
-            warning: None,
-            must_record: true,
-            recheck_at: None,
-        }
+        Mapped::acting(info, ContainerAction::RecordOutcomeAndStop)
     }
 }
+
+/// The kubelet's waiting reasons for an image it cannot pull (yet), which it keeps retrying.
+/// `InvalidImageName` is not among them: the kubelet never retries it.
+pub(crate) const IMAGE_PULL_REASONS: [&str; 6] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "ErrImageNeverPull",
+    "RegistryUnavailable",
+    "ImageInspectError",
+    "SignatureValidationFailed",
+];
 
 /// Maps a container job (a Job and its pods) to its status.
 ///
@@ -123,31 +105,20 @@ pub fn container_status(
     config: &MappingConfig,
     previous: Option<&ExecutionInfo>,
 ) -> Option<Mapped> {
-    if let Some(previous) = previous.filter(|p| p.is_terminal()) {
-        return Some(Mapped::of(previous.clone()));
-    }
-    let job = observed.job();
-    let mut attempts: Vec<&PodView> = pods.iter().filter(|pod| job.owns(pod)).collect();
-    attempts.sort_by(|a, b| oldest_attempt_first(a, b));
-    let mapper = Mapper {
-        job,
-        vanished: match observed {
-            JobObservation::Present(_) => None,
-            JobObservation::Vanished { final_state, .. } => Some(*final_state),
-        },
-        attempts,
-        clock: Clock::at(now),
-        config,
-        previous,
-    };
-    let mut mapped = mapper.map()?;
-    if let Some(previous) = previous {
-        mapped.info = previous.advance(mapped.info);
-    }
-    if !mapped.info.is_terminal() && !mapped.must_record {
-        mapped.recheck_at = mapper.clock.next_change();
-    }
-    Some(mapped)
+    observation::answer(previous, now, |clock| {
+        let job = observed.view();
+        let mut attempts: Vec<&PodView> = pods.iter().filter(|pod| job.owns(pod)).collect();
+        attempts.sort_by(|a, b| oldest_attempt_first(a, b));
+        let mapper = Mapper {
+            job,
+            vanished: observed.vanished(),
+            attempts,
+            clock,
+            config,
+            previous,
+        };
+        mapper.map()
+    })
 }
 
 /// Orders a Job's pods oldest attempt first: by creation time, and of two created in the same
@@ -196,7 +167,7 @@ struct Mapper<'a> {
     vanished: Option<bool>,
     /// The Job's pods, oldest first.
     attempts: Vec<&'a PodView>,
-    clock: Clock,
+    clock: &'a Clock,
     config: &'a MappingConfig,
     previous: Option<&'a ExecutionInfo>,
 }
@@ -506,8 +477,9 @@ impl<'a> Mapper<'a> {
     fn failed(&self, verdict: &Verdict<'_>) -> Mapped {
         let newest = self.attempts.last().copied();
         let terminated = newest.and_then(|pod| {
-            main_terminated(pod)
-                .filter(|t| ended_by(t, verdict.at) && !killed_by_deletion(pod, t, verdict.at))
+            main_terminated(pod).filter(|t| {
+                t.ended_by(verdict.at, Resolution::Exact) && !killed_by_deletion(pod, t, verdict.at)
+            })
         });
         let job_message = verdict.message.unwrap_or_default();
         let cause = match verdict.reason {
@@ -565,7 +537,7 @@ impl<'a> Mapper<'a> {
     /// decided). `None` when the pod shows no failure.
     fn attempt_cause(&self, pod: &PodView, as_of: Option<Timestamp>) -> Option<Cause> {
         let main = pod.main.as_ref();
-        let terminated = main_terminated(pod).filter(|t| ended_by(t, as_of));
+        let terminated = main_terminated(pod).filter(|t| t.ended_by(as_of, Resolution::Exact));
         // The container's own end comes first: an OOM kill is the job's fault even if the node
         // was disrupted afterwards.
         if let Some(t) = terminated.filter(|t| is_oom(t)) {
@@ -698,7 +670,8 @@ impl<'a> Mapper<'a> {
 
     fn deleted_externally(&self, at: Option<Timestamp>, message: String) -> Mapped {
         let terminated = self.attempts.last().and_then(|pod| {
-            main_terminated(pod).filter(|t| ended_by(t, at) && !killed_by_deletion(pod, t, at))
+            main_terminated(pod)
+                .filter(|t| t.ended_by(at, Resolution::Exact) && !killed_by_deletion(pod, t, at))
         });
         let mut info =
             ExecutionInfo::new(JobState::Failed, Reason::DeletedExternally).with_message(message);
@@ -897,14 +870,7 @@ impl<'a> Mapper<'a> {
                 let message = format!("{who} cannot start: {cause}");
                 return self.failed_now(pod, Reason::CreateContainerConfigError, message);
             }
-            Some(
-                "ErrImagePull"
-                | "ImagePullBackOff"
-                | "ErrImageNeverPull"
-                | "RegistryUnavailable"
-                | "ImageInspectError"
-                | "SignatureValidationFailed",
-            ) => (
+            Some(reason) if IMAGE_PULL_REASONS.contains(&reason) => (
                 Reason::ImagePullBackOff,
                 Reason::ImagePullFailed,
                 self.config.image_pull_grace,
@@ -973,31 +939,12 @@ impl<'a> Mapper<'a> {
 
     /// The previous non-terminal state and reason with a new message (nothing new is known).
     fn hold_previous(&self, message: String) -> ExecutionInfo {
-        let (state, reason) = match self.previous {
-            Some(previous) if !previous.is_terminal() => (previous.state, previous.reason),
-            _ if self.first_start().is_some() => (JobState::Started, Reason::Running),
-            _ => (JobState::Queued, Reason::Pending),
-        };
-        ExecutionInfo::new(state, reason)
-            .with_message(message)
-            .started(self.first_start())
+        observation::hold_previous(self.previous, self.first_start(), message)
     }
 
     /// A shape this version cannot read: the last non-terminal state, and a warning.
     fn keep_previous(&self, warning: String) -> Mapped {
-        let state = match self.previous {
-            Some(previous) if !previous.is_terminal() => previous.state,
-            _ if self.first_start().is_some() => JobState::Started,
-            _ => JobState::Queued,
-        };
-        Mapped {
-            info: ExecutionInfo::new(state, Reason::UnrecognizedStatus)
-                .with_message(warning.clone())
-                .started(self.first_start()),
-            warning: Some(warning),
-            must_record: false,
-            recheck_at: None,
-        }
+        observation::keep_previous(self.previous, self.first_start(), warning)
     }
 
     /// When the job first started: the earliest start of the main container over all attempts.
@@ -1005,20 +952,7 @@ impl<'a> Mapper<'a> {
         self.attempts
             .iter()
             .filter_map(|pod| pod.main.as_ref())
-            .flat_map(|main| {
-                let current = match &main.state {
-                    ContainerStateView::Running { started_at } => *started_at,
-                    ContainerStateView::Terminated(t) => t.started_at,
-                    _ => None,
-                };
-                [
-                    current,
-                    main.last_terminated.as_ref().and_then(|t| t.started_at),
-                ]
-            })
-            .flatten()
-            // A container that never started reports the Unix epoch.
-            .filter(|at| *at > Timestamp::UNIX_EPOCH)
+            .flat_map(ContainerView::run_starts)
             .min()
     }
 }
@@ -1177,14 +1111,6 @@ fn is_scheduled(pod: &PodView) -> bool {
     pod.node_name.is_some() || pod.scheduled.as_ref().is_some_and(|c| c.status.is_true())
 }
 
-/// Whether the container had ended by `at` (always, when either time is unknown).
-fn ended_by(t: &TerminatedView, at: Option<Timestamp>) -> bool {
-    match (t.finished_at, at) {
-        (Some(finished), Some(at)) => finished <= at,
-        _ => true,
-    }
-}
-
 /// Whether the container was killed by a deletion of its pod requested with or after `at`
 /// (the verdict, or the Job's deletion): the Job controller deleting the pods of a Job past
 /// its deadline, the garbage collector those of a deleted Job. Its exit code (143) is then the
@@ -1233,17 +1159,5 @@ fn or_default(message: &str, default: &str) -> String {
         default.to_string()
     } else {
         message.to_string()
-    }
-}
-
-/// Sets the start time, keeping it unset when unknown.
-trait Started {
-    fn started(self, at: Option<Timestamp>) -> Self;
-}
-
-impl Started for ExecutionInfo {
-    fn started(mut self, at: Option<Timestamp>) -> Self {
-        self.started_at = at;
-        self
     }
 }

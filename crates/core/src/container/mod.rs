@@ -13,11 +13,13 @@ pub(crate) mod view;
 #[cfg(test)]
 mod tests;
 
-pub use mapping::{JobObservation, Mapped, MappingConfig, container_status, oldest_attempt_first};
-pub(crate) use mapping::{ended_before_disruption, exit_summary};
+pub use mapping::{
+    ContainerAction, JobObservation, Mapped, MappingConfig, container_status, oldest_attempt_first,
+};
+pub(crate) use mapping::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
 pub use view::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
-    JobConditionView, JobView, PodConditionView, PodPhase, PodView, TerminatedView,
+    JobConditionView, JobView, PodConditionView, PodPhase, PodSummary, PodView, TerminatedView,
 };
 
 /// The name of the container that runs the job's command. The mapping reads this container

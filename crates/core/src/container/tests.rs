@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use super::*;
+use crate::observation::ManagedMeta;
 use crate::status::{ExecutionInfo, JobState, Reason};
 
 fn at(seconds: i64) -> Timestamp {
@@ -97,7 +98,10 @@ fn an_init_container_that_holds_the_main_container_back_is_kept() {
     assert_eq!(init.name, "fetch");
 
     let job = JobView {
-        name: "j".into(),
+        meta: ManagedMeta {
+            name: "j".into(),
+            ..ManagedMeta::default()
+        },
         ..JobView::default()
     };
     let config = MappingConfig::default();
@@ -123,7 +127,7 @@ fn an_init_container_that_holds_the_main_container_back_is_kept() {
     )
     .expect("mapped");
     assert_eq!(expired.info.reason, Reason::ImagePullFailed);
-    assert!(expired.must_record);
+    assert!(expired.must_record());
 
     // Once the main container runs, init containers are not kept.
     let running = pod_from(json!({
@@ -163,7 +167,10 @@ fn job_marks_and_counts_are_read() {
 #[test]
 fn the_deletion_request_is_the_deletion_timestamp_less_the_grace_period() {
     let pod = PodView {
-        deletion_timestamp: Some(at(150)),
+        pod: PodSummary {
+            deletion_timestamp: Some(at(150)),
+            ..PodSummary::default()
+        },
         deletion_grace_period_seconds: Some(30),
         ..PodView::default()
     };
@@ -174,9 +181,12 @@ fn the_deletion_request_is_the_deletion_timestamp_less_the_grace_period() {
 
 fn job() -> JobView {
     JobView {
-        name: "j".into(),
-        namespace: "ns".into(),
-        uid: "job-uid".into(),
+        meta: ManagedMeta {
+            name: "j".into(),
+            namespace: "ns".into(),
+            uid: "job-uid".into(),
+            ..ManagedMeta::default()
+        },
         start_time: Some(at(1)),
         ..JobView::default()
     }
@@ -194,11 +204,14 @@ fn condition(kind: JobConditionType, reason: &str, at_second: i64) -> JobConditi
 
 fn running_pod(name: &str, created: i64) -> PodView {
     PodView {
-        name: name.into(),
-        uid: format!("{name}-uid"),
-        owner_uid: Some("job-uid".into()),
-        created_at: Some(at(created)),
-        phase: Some(PodPhase::Running),
+        pod: PodSummary {
+            name: name.into(),
+            uid: format!("{name}-uid"),
+            owner_uid: Some("job-uid".into()),
+            created_at: Some(at(created)),
+            phase: Some(PodPhase::Running),
+            ..PodSummary::default()
+        },
         node_name: Some("worker-1".into()),
         start_time: Some(at(created + 1)),
         main: Some(ContainerView {
@@ -612,7 +625,7 @@ fn of_two_attempts_created_in_one_second_the_ended_one_is_older() {
     let newer = running_pod("a-second", 10);
     let mut pods = [newer.clone(), ended.clone()];
     pods.sort_by(oldest_attempt_first);
-    assert_eq!(pods.map(|p| p.name), ["z-first", "a-second"]);
+    assert_eq!(pods.map(|p| p.pod.name), ["z-first", "a-second"]);
     // A success ends a Job: any attempt of the same second that failed came before it.
     let mut succeeded = running_pod("a-succeeded", 10);
     succeeded.phase = Some(PodPhase::Succeeded);
@@ -626,10 +639,10 @@ fn of_two_attempts_created_in_one_second_the_ended_one_is_older() {
     });
     let mut pods = [succeeded, ended];
     pods.sort_by(oldest_attempt_first);
-    assert_eq!(pods.map(|p| p.name), ["z-first", "a-succeeded"]);
+    assert_eq!(pods.map(|p| p.pod.name), ["z-first", "a-succeeded"]);
     let mut older_by_time = running_pod("z-older", 5);
     older_by_time.phase = Some(PodPhase::Running);
     let mut pods = [newer, older_by_time];
     pods.sort_by(oldest_attempt_first);
-    assert_eq!(pods.map(|p| p.name), ["z-older", "a-second"]);
+    assert_eq!(pods.map(|p| p.pod.name), ["z-older", "a-second"]);
 }

@@ -3,22 +3,17 @@
 //! The tracker keeps one [`JobView`] and a few [`PodView`]s per job in memory instead of whole
 //! objects, so every field here earns its place by being read in [`super::container_status`].
 
-use std::collections::BTreeMap;
-
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition,
+    ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition, PodStatus,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::MAIN_CONTAINER;
-use crate::marks::{
-    CANCEL_ANNOTATION, KUEUE_QUEUE_LABEL, OUTCOME_ANNOTATION, entry, job_id_of, non_empty,
-    spec_hash_of,
-};
-
-use crate::status::ExecutionInfo;
+use crate::clock::Resolution;
+use crate::marks::{KUEUE_QUEUE_LABEL, entry, non_empty};
+pub use crate::observation::CancelMark;
+use crate::observation::{ManagedMeta, controller_uid, embeds, time};
 
 /// The status of a Kubernetes condition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,39 +113,12 @@ impl From<&JobCondition> for JobConditionView {
     }
 }
 
-/// The cancel mark kubeferry puts on a Job ([`CANCEL_ANNOTATION`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CancelMark {
-    /// When the cancel was requested, by kubeferry's clock; `None` when the annotation's value is
-    /// not an RFC 3339 time (the mark still counts).
-    pub requested_at: Option<Timestamp>,
-}
-
 /// What the container status mapping reads from a `batch/v1` Job.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JobView {
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.namespace`.
-    pub namespace: String,
-    /// `metadata.uid`: pods are matched to the Job by their controller owner reference.
-    pub uid: String,
-    /// The caller's job id: the [`JOB_ID_ANNOTATION`], else the [`JOB_ID_LABEL`].
-    pub job_id: Option<String>,
-    /// The hash of the spec it was created from (the spec hash annotation), for its outcome
-    /// record.
-    pub spec_hash: Option<String>,
-    /// `metadata.resourceVersion`, for patches with a precondition.
-    pub resource_version: Option<String>,
-    /// `metadata.creationTimestamp`.
-    pub created_at: Option<Timestamp>,
-    /// `metadata.deletionTimestamp`: when the deletion was requested (Jobs have no grace period).
-    pub deletion_timestamp: Option<Timestamp>,
-    /// The cancel mark, if a cancel was requested.
-    pub cancel_mark: Option<CancelMark>,
-    /// An outcome kubeferry recorded on the Job ([`OUTCOME_ANNOTATION`]) before stopping it;
-    /// `Err` holds an annotation value this version cannot read.
-    pub recorded_outcome: Option<Result<ExecutionInfo, String>>,
+    /// The metadata every managed object carries (name, uid, job id, times, marks), read as
+    /// for every kind; its fields read as the view's own (`job.name`).
+    pub meta: ManagedMeta,
     /// The Kueue queue the Job waits in ([`KUEUE_QUEUE_LABEL`]).
     pub queue_name: Option<String>,
     /// `spec.suspend`.
@@ -178,20 +146,10 @@ pub struct JobView {
 impl From<&Job> for JobView {
     fn from(job: &Job) -> Self {
         let meta = &job.metadata;
-        let annotations = meta.annotations.as_ref();
         let labels = meta.labels.as_ref();
         let status = job.status.as_ref();
         JobView {
-            name: meta.name.clone().unwrap_or_default(),
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            uid: meta.uid.clone().unwrap_or_default(),
-            job_id: job_id_of(meta),
-            spec_hash: spec_hash_of(meta),
-            resource_version: meta.resource_version.clone(),
-            created_at: time(meta.creation_timestamp.as_ref()),
-            deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
-            cancel_mark: cancel_mark(annotations),
-            recorded_outcome: recorded_outcome(annotations),
+            meta: ManagedMeta::read(meta),
             queue_name: entry(labels, KUEUE_QUEUE_LABEL),
             suspend: job
                 .spec
@@ -216,6 +174,11 @@ impl From<&Job> for JobView {
         }
     }
 }
+
+// The metadata is embedded rather than copied into fields of the view's own: it is declared
+// and read once for every kind, and a kind's fields (this view's, and those later kinds add)
+// stay apart from it. Deref keeps `job.name` reading as before.
+embeds!(JobView, meta: ManagedMeta);
 
 impl JobView {
     /// Whether `pod` is one of this Job's attempts: its controller is this Job (a pod of an
@@ -320,6 +283,17 @@ pub struct TerminatedView {
     pub finished_at: Option<Timestamp>,
 }
 
+impl TerminatedView {
+    /// Whether the container had ended by `at` (always, when either time is unknown),
+    /// comparing the times at `resolution`.
+    pub(crate) fn ended_by(&self, at: Option<Timestamp>, resolution: Resolution) -> bool {
+        match (self.finished_at, at) {
+            (Some(finished), Some(at)) => resolution.at_or_before(finished, at),
+            _ => true,
+        }
+    }
+}
+
 impl From<&ContainerStateTerminated> for TerminatedView {
     fn from(terminated: &ContainerStateTerminated) -> Self {
         TerminatedView {
@@ -393,6 +367,23 @@ pub struct ContainerView {
     pub sidecar: bool,
 }
 
+impl ContainerView {
+    /// When its current run and its previous one started, where known (a container that never
+    /// started reports the Unix epoch, which is left out).
+    pub(crate) fn run_starts(&self) -> impl Iterator<Item = Timestamp> {
+        let current = match &self.state {
+            ContainerStateView::Running { started_at } => *started_at,
+            ContainerStateView::Terminated(t) => t.started_at,
+            _ => None,
+        };
+        let previous = self.last_terminated.as_ref().and_then(|t| t.started_at);
+        [current, previous]
+            .into_iter()
+            .flatten()
+            .filter(|at| *at > Timestamp::UNIX_EPOCH)
+    }
+}
+
 impl From<&ContainerStatus> for ContainerView {
     fn from(status: &ContainerStatus) -> Self {
         ContainerView {
@@ -409,22 +400,24 @@ impl From<&ContainerStatus> for ContainerView {
     }
 }
 
-/// What the container status mapping reads from a pod of a Job.
+/// What every kind's mapping reads alike from a pod (a Job's, a driver): its metadata and the
+/// summary of its status. Embedded in [`PodView`] and the Spark `DriverView`, whose fields it
+/// reads as their own (`pod.name`), as [`crate::observation::ManagedMeta`] is in the objects'
+/// views.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PodView {
+pub struct PodSummary {
     /// `metadata.name`.
     pub name: String,
     /// `metadata.uid`.
     pub uid: String,
-    /// The uid of the pod's controller (its Job), from `metadata.ownerReferences`.
+    /// The uid of the pod's controller (its Job or SparkApplication), from
+    /// `metadata.ownerReferences`.
     pub owner_uid: Option<String>,
-    /// `metadata.creationTimestamp`: attempts are ordered by it.
+    /// `metadata.creationTimestamp`: a Job's attempts are ordered by it.
     pub created_at: Option<Timestamp>,
     /// `metadata.deletionTimestamp`: the time the pod will be removed, which is the deletion
     /// request plus its grace period.
     pub deletion_timestamp: Option<Timestamp>,
-    /// `metadata.deletionGracePeriodSeconds`.
-    pub deletion_grace_period_seconds: Option<i64>,
     /// `status.phase`; `None` before the API server wrote any status.
     pub phase: Option<PodPhase>,
     /// `status.reason` (`Evicted`, `DeadlineExceeded`, `NodeLost`, `Terminated`, ...).
@@ -433,8 +426,52 @@ pub struct PodView {
     pub message: Option<String>,
     /// The `PodScheduled` condition.
     pub scheduled: Option<PodConditionView>,
-    /// The `DisruptionTarget` condition.
+    /// The `DisruptionTarget` condition: the pod is being evicted, preempted, or deleted with
+    /// its node.
     pub disruption: Option<PodConditionView>,
+}
+
+impl PodSummary {
+    /// The summary of a pod's status alone (none of its metadata).
+    pub(crate) fn of_status(status: Option<&PodStatus>) -> Self {
+        let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
+        let condition = |kind: &str| {
+            conditions
+                .iter()
+                .find(|c| c.type_ == kind)
+                .map(PodConditionView::from)
+        };
+        PodSummary {
+            phase: status.and_then(|s| s.phase.as_deref()).map(PodPhase::parse),
+            reason: non_empty(status.and_then(|s| s.reason.as_deref())),
+            message: non_empty(status.and_then(|s| s.message.as_deref())),
+            scheduled: condition("PodScheduled"),
+            disruption: condition("DisruptionTarget"),
+            ..PodSummary::default()
+        }
+    }
+
+    /// The summary of a pod: its metadata and its status.
+    pub(crate) fn of(pod: &Pod) -> Self {
+        let meta = &pod.metadata;
+        PodSummary {
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            owner_uid: controller_uid(meta),
+            created_at: time(meta.creation_timestamp.as_ref()),
+            deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
+            ..PodSummary::of_status(pod.status.as_ref())
+        }
+    }
+}
+
+/// What the container status mapping reads from a pod of a Job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodView {
+    /// What every pod view reads; its fields read as the view's own.
+    pub pod: PodSummary,
+    /// `metadata.deletionGracePeriodSeconds`.
+    pub deletion_grace_period_seconds: Option<i64>,
     /// `spec.nodeName`.
     pub node_name: Option<String>,
     /// `status.startTime`: when the kubelet accepted the pod.
@@ -458,18 +495,14 @@ impl PodView {
     }
 }
 
+// Embedded for the reasons given at `JobView`'s.
+embeds!(PodView, pod: PodSummary);
+
 impl From<&Pod> for PodView {
     fn from(pod: &Pod) -> Self {
         let meta = &pod.metadata;
         let spec = pod.spec.as_ref();
         let status = pod.status.as_ref();
-        let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
-        let condition = |kind: &str| {
-            conditions
-                .iter()
-                .find(|c| c.type_ == kind)
-                .map(PodConditionView::from)
-        };
         let statuses = status
             .and_then(|s| s.container_statuses.as_deref())
             .unwrap_or(&[]);
@@ -497,22 +530,8 @@ impl From<&Pod> for PodView {
             _ => blocking_init_container(pod).map(Box::new),
         };
         PodView {
-            name: meta.name.clone().unwrap_or_default(),
-            uid: meta.uid.clone().unwrap_or_default(),
-            owner_uid: meta.owner_references.as_ref().and_then(|owners| {
-                owners
-                    .iter()
-                    .find(|o| o.controller == Some(true))
-                    .map(|o| o.uid.clone())
-            }),
-            created_at: time(meta.creation_timestamp.as_ref()),
-            deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
+            pod: PodSummary::of(pod),
             deletion_grace_period_seconds: meta.deletion_grace_period_seconds,
-            phase: status.and_then(|s| s.phase.as_deref()).map(PodPhase::parse),
-            reason: non_empty(status.and_then(|s| s.reason.as_deref())),
-            message: non_empty(status.and_then(|s| s.message.as_deref())),
-            scheduled: condition("PodScheduled"),
-            disruption: condition("DisruptionTarget"),
             node_name: non_empty(spec.and_then(|s| s.node_name.as_deref())),
             start_time: time(status.and_then(|s| s.start_time.as_ref())),
             main,
@@ -540,32 +559,4 @@ fn blocking_init_container(pod: &Pod) -> Option<ContainerView> {
         }
     }
     None
-}
-
-/// The cancel mark among an object's annotations ([`CANCEL_ANNOTATION`]).
-pub(crate) fn cancel_mark(annotations: Option<&BTreeMap<String, String>>) -> Option<CancelMark> {
-    annotations
-        .and_then(|a| a.get(CANCEL_ANNOTATION))
-        .map(|value| CancelMark {
-            requested_at: value.trim().parse().ok(),
-        })
-}
-
-/// The outcome kubeferry recorded among an object's annotations ([`OUTCOME_ANNOTATION`]);
-/// `Err` holds a value this version cannot read as a terminal status.
-pub(crate) fn recorded_outcome(
-    annotations: Option<&BTreeMap<String, String>>,
-) -> Option<Result<ExecutionInfo, String>> {
-    annotations
-        .and_then(|a| a.get(OUTCOME_ANNOTATION))
-        .map(|value| {
-            serde_json::from_str::<ExecutionInfo>(value)
-                .ok()
-                .filter(ExecutionInfo::is_terminal)
-                .ok_or_else(|| value.clone())
-        })
-}
-
-pub(crate) fn time(time: Option<&Time>) -> Option<Timestamp> {
-    time.map(|t| t.0)
 }

@@ -12,10 +12,11 @@ use jiff::Timestamp;
 
 use super::reading::{Progress, Reading, ReadingKind, Verdict};
 use super::view::{DriverView, SparkAppView, SparkStatus};
-use crate::clock::{Clock, deadline};
-use crate::container::view::{ContainerStateView, PodPhase, TerminatedView};
-use crate::container::{ended_before_disruption, exit_summary};
-use crate::status::{ExecutionInfo, JobState, Reason};
+use crate::clock::{Clock, Resolution, deadline};
+use crate::container::view::{ContainerStateView, ContainerView, PodPhase, TerminatedView};
+use crate::container::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
+use crate::observation::{self, Action, Mapped, Observation};
+use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// Every timeout the Spark mapping applies.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,59 +38,14 @@ impl Default for SparkMappingConfig {
 /// What is known of the SparkApplication itself.
 ///
 /// An application that was never seen is not mapped at all: the caller answers "no such job".
-#[derive(Clone, Copy, Debug)]
-pub enum AppObservation<'a> {
-    /// The application exists; this is its latest view.
-    Present(&'a SparkAppView),
-    /// The application was seen and is gone now.
-    Vanished {
-        /// The last view of it that was seen.
-        last_seen: &'a SparkAppView,
-        /// Whether `last_seen` is its final state, as a watch's DELETED event delivers it;
-        /// `false` when it was found missing (a relist, a 404) and the view may be stale.
-        final_state: bool,
-    },
-}
+pub type AppObservation<'a> = Observation<'a, SparkAppView>;
 
-impl<'a> AppObservation<'a> {
-    /// The application's latest known view.
-    pub fn app(&self) -> &'a SparkAppView {
-        match *self {
-            AppObservation::Present(app) => app,
-            AppObservation::Vanished { last_seen, .. } => last_seen,
-        }
-    }
-}
-
-/// The result of mapping one observation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SparkMapped {
-    /// The status to report now. It is never terminal while [`SparkMapped::action`] is set.
-    pub info: ExecutionInfo,
-    /// Set when part of the observation has a shape this version cannot read; the status then
-    /// stays non-terminal. The caller logs it (once per job and message).
-    pub warning: Option<String>,
-    /// What the caller must do before it may report the outcome the action carries.
-    pub action: Option<SparkAction>,
-    /// When the answer changes by time alone, if nothing else is observed meanwhile (the
-    /// no-status timeout running). `None` for an outcome, an action to carry out, or a status
-    /// only a change can change.
-    pub recheck_at: Option<Timestamp>,
-}
-
-impl SparkMapped {
-    fn of(info: ExecutionInfo) -> Self {
-        SparkMapped {
-            info,
-            warning: None,
-            action: None,
-            recheck_at: None,
-        }
-    }
-}
+/// The result of mapping a Spark job's observation. Its status is never terminal while an
+/// action is set.
+pub type SparkMapped = Mapped<SparkAction>;
 
 /// Writes the caller must make before it reports an outcome. Until an action has succeeded the
-/// caller reports [`SparkMapped::info`] (non-terminal); once it has, it reports the action's
+/// caller reports [`Mapped::info`] (non-terminal); once it has, it reports the action's
 /// `outcome`. A failed action is simply repeated on the next observation, since the mapping
 /// asks for it again.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,6 +90,15 @@ impl SparkAction {
     }
 }
 
+impl Action for SparkAction {
+    fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo> {
+        match self {
+            SparkAction::RecordOutcomeAndDeleteApp { outcome }
+            | SparkAction::DeleteDriverPod { outcome, .. } => Some(outcome),
+        }
+    }
+}
+
 /// Maps a Spark job (a SparkApplication and its driver pods) to its status.
 ///
 /// `drivers` are the driver pods found for the application (by
@@ -154,37 +119,18 @@ pub fn spark_status(
     config: &SparkMappingConfig,
     previous: Option<&ExecutionInfo>,
 ) -> Option<SparkMapped> {
-    if let Some(previous) = previous.filter(|p| p.is_terminal()) {
-        return Some(SparkMapped::of(previous.clone()));
-    }
-    let app = observed.app();
-    let vanished = match observed {
-        AppObservation::Present(_) => None,
-        AppObservation::Vanished { final_state, .. } => Some(*final_state),
-    };
-    let mapper = Mapper {
-        app,
-        vanished,
-        driver: pick_driver(app, drivers),
-        clock: Clock::at(now),
-        config,
-        previous,
-    };
-    let mut mapped = mapper.map()?;
-    if let Some(previous) = previous {
-        mapped.info = previous.advance(mapped.info);
-        if let Some(action) = &mut mapped.action {
-            let outcome = match action {
-                SparkAction::RecordOutcomeAndDeleteApp { outcome }
-                | SparkAction::DeleteDriverPod { outcome, .. } => outcome,
-            };
-            *outcome = previous.advance(outcome.clone());
-        }
-    }
-    if !mapped.info.is_terminal() && mapped.action.is_none() {
-        mapped.recheck_at = mapper.clock.next_change();
-    }
-    Some(mapped)
+    observation::answer(previous, now, |clock| {
+        let app = observed.view();
+        let mapper = Mapper {
+            app,
+            vanished: observed.vanished(),
+            driver: pick_driver(app, drivers),
+            clock,
+            config,
+            previous,
+        };
+        mapper.map()
+    })
 }
 
 /// The driver pod the mapping reads: the newest one owned by the application (pods of another
@@ -220,7 +166,7 @@ struct Mapper<'a> {
     /// `Some(final_state)` when the application is gone.
     vanished: Option<bool>,
     driver: Option<&'a DriverView>,
-    clock: Clock,
+    clock: &'a Clock,
     config: &'a SparkMappingConfig,
     previous: Option<&'a ExecutionInfo>,
 }
@@ -427,16 +373,14 @@ impl<'a> Mapper<'a> {
                 ),
                 reading,
             );
-            return SparkMapped {
-                info: holding,
-                warning: None,
-                action: Some(SparkAction::DeleteDriverPod {
+            return SparkMapped::acting(
+                holding,
+                SparkAction::DeleteDriverPod {
                     name: driver.name.clone(),
                     uid: driver.uid.clone(),
                     outcome: info,
-                }),
-                recheck_at: None,
-            };
+                },
+            );
         }
         SparkMapped::of(info)
     }
@@ -450,7 +394,7 @@ impl<'a> Mapper<'a> {
         let live = self
             .live_driver()
             .and_then(with_end)
-            .filter(|(_, t)| ended_by(t, verdict.at));
+            .filter(|(_, t)| t.ended_by(verdict.at, Resolution::Seconds));
         live.or_else(|| verdict.recorded_driver.and_then(with_end))
     }
 
@@ -467,7 +411,7 @@ impl<'a> Mapper<'a> {
         let end = self
             .live_driver()
             .and_then(terminated)
-            .filter(|t| ended_by(t, at));
+            .filter(|t| t.ended_by(at, Resolution::Seconds));
         let mut info =
             ExecutionInfo::new(JobState::Failed, Reason::DeletedExternally).with_message(message);
         info.exit_code = end.map(|t| t.exit_code);
@@ -509,12 +453,7 @@ impl<'a> Mapper<'a> {
         let info = ExecutionInfo::new(JobState::Queued, Reason::Pending)
             .with_message(message)
             .started(outcome.started_at);
-        SparkMapped {
-            info,
-            warning: None,
-            action: Some(SparkAction::RecordOutcomeAndDeleteApp { outcome }),
-            recheck_at: None,
-        }
+        SparkMapped::acting(info, SparkAction::RecordOutcomeAndDeleteApp { outcome })
     }
 
     fn progress(
@@ -577,33 +516,12 @@ impl<'a> Mapper<'a> {
 
     /// The previous non-terminal state and reason with a new message (nothing new is known).
     fn hold_previous(&self, message: &str, reading: &Reading<'_>) -> ExecutionInfo {
-        let (state, reason) = match self.previous {
-            Some(previous) if !previous.is_terminal() => (previous.state, previous.reason),
-            _ if self.first_start(reading).is_some() => (JobState::Started, Reason::Running),
-            _ => (JobState::Queued, Reason::Pending),
-        };
-        self.started(
-            ExecutionInfo::new(state, reason).with_message(message),
-            reading,
-        )
+        observation::hold_previous(self.previous, self.first_start(reading), message)
     }
 
     /// A shape this version cannot read: the last non-terminal state, and a warning.
     fn keep_previous(&self, warning: String, reading: &Reading<'_>) -> SparkMapped {
-        let state = match self.previous {
-            Some(previous) if !previous.is_terminal() => previous.state,
-            _ if self.first_start(reading).is_some() => JobState::Started,
-            _ => JobState::Queued,
-        };
-        SparkMapped {
-            info: self.started(
-                ExecutionInfo::new(state, Reason::UnrecognizedStatus).with_message(warning.clone()),
-                reading,
-            ),
-            warning: Some(warning),
-            action: None,
-            recheck_at: None,
-        }
+        observation::keep_previous(self.previous, self.first_start(reading), warning)
     }
 
     fn started(&self, info: ExecutionInfo, reading: &Reading<'_>) -> ExecutionInfo {
@@ -616,20 +534,8 @@ impl<'a> Mapper<'a> {
         let live = self
             .live_driver()
             .and_then(|d| d.container.as_ref())
-            .map(|c| {
-                let current = match &c.state {
-                    ContainerStateView::Running { started_at } => *started_at,
-                    ContainerStateView::Terminated(t) => t.started_at,
-                    _ => None,
-                };
-                [
-                    current,
-                    c.last_terminated.as_ref().and_then(|t| t.started_at),
-                ]
-            })
             .into_iter()
-            .flatten()
-            .flatten();
+            .flat_map(ContainerView::run_starts);
         live.chain(reading.started_hint)
             // A container that never started reports the Unix epoch.
             .filter(|at| *at > Timestamp::UNIX_EPOCH)
@@ -684,37 +590,13 @@ fn driver_waiting(driver: &DriverView) -> Option<(Reason, String)> {
         (None, Some(message)) => message.clone(),
         (None, None) => return None,
     };
+    // Informative only (the operator decides the outcome): an invalid image name is a reason
+    // the image is not pulled too.
     let why = match reason.as_deref() {
-        Some(
-            "ErrImagePull"
-            | "ImagePullBackOff"
-            | "ErrImageNeverPull"
-            | "RegistryUnavailable"
-            | "ImageInspectError"
-            | "SignatureValidationFailed"
-            | "InvalidImageName",
-        ) => Reason::ImagePullBackOff,
+        Some(reason) if IMAGE_PULL_REASONS.contains(&reason) || reason == "InvalidImageName" => {
+            Reason::ImagePullBackOff
+        }
         _ => Reason::ContainerCreating,
     };
     Some((why, detail))
-}
-
-/// Whether the container had ended by `at` (always, when either time is unknown).
-fn ended_by(t: &TerminatedView, at: Option<Timestamp>) -> bool {
-    match (t.finished_at, at) {
-        (Some(finished), Some(at)) => finished.as_second() <= at.as_second(),
-        _ => true,
-    }
-}
-
-/// Sets the start time, keeping it unset when unknown.
-trait Started {
-    fn started(self, at: Option<Timestamp>) -> Self;
-}
-
-impl Started for ExecutionInfo {
-    fn started(mut self, at: Option<Timestamp>) -> Self {
-        self.started_at = at;
-        self
-    }
 }

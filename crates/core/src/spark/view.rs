@@ -13,39 +13,18 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::operator::{DRIVER_CONTAINER, SparkOperator};
-use crate::container::view::{
-    CancelMark, ContainerView, PodConditionView, PodPhase, cancel_mark, recorded_outcome, time,
-};
-use crate::marks::{job_id_of, non_empty, spec_hash_of};
-use crate::status::ExecutionInfo;
+use crate::container::view::{ContainerView, PodSummary};
+use crate::marks::non_empty;
+use crate::observation::{ManagedMeta, embeds};
 
 /// What the Spark status mapping reads from a SparkApplication.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SparkAppView {
     /// Which operator's SparkApplication it is.
     pub operator: SparkOperator,
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.namespace`.
-    pub namespace: String,
-    /// `metadata.uid`: driver pods are matched to the application by their owner reference.
-    pub uid: String,
-    /// The caller's job id: the job id annotation, else the job id label.
-    pub job_id: Option<String>,
-    /// The hash of the spec it was created from (the spec hash annotation), for its outcome
-    /// record.
-    pub spec_hash: Option<String>,
-    /// `metadata.resourceVersion`, for writes with a precondition.
-    pub resource_version: Option<String>,
-    /// `metadata.creationTimestamp`: the no-status timeout counts from it.
-    pub created_at: Option<Timestamp>,
-    /// `metadata.deletionTimestamp`.
-    pub deletion_timestamp: Option<Timestamp>,
-    /// The cancel mark, if a cancel was requested.
-    pub cancel_mark: Option<CancelMark>,
-    /// An outcome kubeferry recorded on the application (`kubeferry.dev/outcome`); `Err` holds
-    /// a value this version cannot read.
-    pub recorded_outcome: Option<Result<ExecutionInfo, String>>,
+    /// The metadata every managed object carries (name, uid, job id, times, marks); its
+    /// fields read as the view's own (`app.name`), as for [`crate::container::JobView`].
+    pub meta: ManagedMeta,
     /// The restart policy of the spec.
     pub restart: RestartView,
     /// Kubeflow: the driver pod's name (`status.driverInfo.podName`, else `spec.driver.podName`,
@@ -60,29 +39,19 @@ impl SparkAppView {
     /// Reads a SparkApplication from its metadata and the rest of its object (`spec`,
     /// `status`): the parts of a kube `DynamicObject`.
     pub fn from_parts(operator: SparkOperator, metadata: &ObjectMeta, object: &Value) -> Self {
-        let annotations = metadata.annotations.as_ref();
-        let name = metadata.name.clone().unwrap_or_default();
+        let meta = ManagedMeta::read(metadata);
         let spec = object.get("spec");
         let status = read_status(operator, object.get("status"));
         let driver_pod_name = match operator {
             SparkOperator::Apache => None,
-            SparkOperator::Kubeflow => Some(kubeflow_driver_pod(&name, spec, object)),
+            SparkOperator::Kubeflow => Some(kubeflow_driver_pod(&meta.name, spec, object)),
         };
         SparkAppView {
             operator,
-            namespace: metadata.namespace.clone().unwrap_or_default(),
-            uid: metadata.uid.clone().unwrap_or_default(),
-            job_id: job_id_of(metadata),
-            spec_hash: spec_hash_of(metadata),
-            resource_version: metadata.resource_version.clone(),
-            created_at: time(metadata.creation_timestamp.as_ref()),
-            deletion_timestamp: time(metadata.deletion_timestamp.as_ref()),
-            cancel_mark: cancel_mark(annotations),
-            recorded_outcome: recorded_outcome(annotations),
+            meta,
             restart: RestartView::read(operator, spec),
             driver_pod_name,
             status,
-            name,
         }
     }
 
@@ -100,6 +69,9 @@ impl SparkAppView {
         Some(Self::from_parts(operator, &metadata, object))
     }
 }
+
+// Embedded for the reasons given at `JobView`'s.
+embeds!(SparkAppView, meta: ManagedMeta);
 
 /// The restart policy of a SparkApplication's spec.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -396,54 +368,30 @@ impl KubeflowState {
 /// operator recorded, which has no metadata).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DriverView {
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.uid`.
-    pub uid: String,
-    /// The uid of the pod's controller (its SparkApplication), from `metadata.ownerReferences`.
-    pub owner_uid: Option<String>,
-    /// `metadata.creationTimestamp`.
-    pub created_at: Option<Timestamp>,
-    /// `metadata.deletionTimestamp`.
-    pub deletion_timestamp: Option<Timestamp>,
-    /// `status.phase`.
-    pub phase: Option<PodPhase>,
-    /// `status.reason` (`Evicted`, ...).
-    pub reason: Option<String>,
-    /// `status.message`.
-    pub message: Option<String>,
-    /// The `PodScheduled` condition.
-    pub scheduled: Option<PodConditionView>,
-    /// The `DisruptionTarget` condition: the pod is being evicted, preempted, or deleted with
-    /// its node.
-    pub disruption: Option<PodConditionView>,
+    /// What every pod view reads (none of the metadata for a recorded driver status); its
+    /// fields read as the view's own.
+    pub pod: PodSummary,
     /// The driver container's status: the container named [`DRIVER_CONTAINER`], else the
     /// first one (in spec order, when the spec is known).
     pub container: Option<ContainerView>,
 }
 
+// Embedded for the reasons given at `JobView`'s.
+embeds!(DriverView, pod: PodSummary);
+
 impl From<&Pod> for DriverView {
     fn from(pod: &Pod) -> Self {
-        let meta = &pod.metadata;
         let first = pod
             .spec
             .as_ref()
             .and_then(|spec| spec.containers.first())
             .map(|c| c.name.as_str());
-        let status = pod.status.as_ref();
-        let mut view = status
+        let mut view = pod
+            .status
+            .as_ref()
             .map(|s| DriverView::read_status(s, first))
             .unwrap_or_default();
-        view.name = meta.name.clone().unwrap_or_default();
-        view.uid = meta.uid.clone().unwrap_or_default();
-        view.owner_uid = meta.owner_references.as_ref().and_then(|owners| {
-            owners
-                .iter()
-                .find(|o| o.controller == Some(true))
-                .map(|o| o.uid.clone())
-        });
-        view.created_at = time(meta.creation_timestamp.as_ref());
-        view.deletion_timestamp = time(meta.deletion_timestamp.as_ref());
+        view.pod = PodSummary::of(pod);
         view
     }
 }
@@ -463,25 +411,8 @@ impl DriverView {
             .or_else(|| statuses.first())
             .map(ContainerView::from);
         DriverView {
-            phase: status.phase.as_deref().map(PodPhase::parse),
-            reason: non_empty(status.reason.as_deref()),
-            message: non_empty(status.message.as_deref()),
-            scheduled: status
-                .conditions
-                .as_deref()
-                .unwrap_or(&[])
-                .iter()
-                .find(|c| c.type_ == "PodScheduled")
-                .map(PodConditionView::from),
-            disruption: status
-                .conditions
-                .as_deref()
-                .unwrap_or(&[])
-                .iter()
-                .find(|c| c.type_ == "DisruptionTarget")
-                .map(PodConditionView::from),
+            pod: PodSummary::of_status(Some(status)),
             container,
-            ..DriverView::default()
         }
     }
 }

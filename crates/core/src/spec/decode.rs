@@ -161,7 +161,7 @@ impl Default for Decoder {
 }
 
 /// The known fields of one object, as found.
-pub(super) struct Fields<'n> {
+pub(crate) struct Fields<'n> {
     pub(super) path: Path,
     offset: usize,
     given: HashMap<&'static str, &'n Node>,
@@ -477,16 +477,15 @@ impl Decoder {
     fn container_job(&mut self, root: &Node) -> Option<ContainerJob> {
         let path = Path::root();
         let f = self.fields(root, &path, CONTAINER_FIELDS)?;
+        let (name, namespace) = self.identity(&f);
+        let (image, image_pull_policy, image_pull_secrets) = self.image_fields(&f);
+        let (labels, annotations) = self.metadata(&f);
         let job = ContainerJob {
-            name: self.required(&f, "name", Self::string).unwrap_or_default(),
-            namespace: self.optional(&f, "namespace", Self::string),
-            image: self.required(&f, "image", Self::string).unwrap_or_default(),
-            image_pull_policy: self.optional(&f, "imagePullPolicy", |d, n, p| {
-                d.choice(n, p, &PullPolicy::NAMES)
-            }),
-            image_pull_secrets: self
-                .optional(&f, "imagePullSecrets", Self::strings)
-                .unwrap_or_default(),
+            name,
+            namespace,
+            image,
+            image_pull_policy,
+            image_pull_secrets,
             service_account: self.optional(&f, "serviceAccount", Self::string),
             command: self
                 .optional(&f, "command", Self::strings)
@@ -504,12 +503,7 @@ impl Decoder {
                 .optional(&f, "port", |d, n, p| d.integer(n, p, 1, 65535))
                 .and_then(|n| u16::try_from(n).ok()),
             timeout: self.optional(&f, "timeout", Self::duration),
-            retries: self
-                .optional(&f, "retries", |d, n, p| {
-                    d.integer(n, p, 0, i64::from(i32::MAX))
-                })
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(0),
+            retries: self.retries(&f),
             pod_failure_policy: self
                 .optional(&f, "podFailurePolicy", Self::pod_failure_policy)
                 .unwrap_or_default(),
@@ -522,12 +516,8 @@ impl Decoder {
             tolerations: self
                 .optional(&f, "tolerations", Self::tolerations)
                 .unwrap_or_default(),
-            labels: self
-                .optional(&f, "labels", Self::string_map)
-                .unwrap_or_default(),
-            annotations: self
-                .optional(&f, "annotations", Self::string_map)
-                .unwrap_or_default(),
+            labels,
+            annotations,
             tmpfs: self.optional(&f, "tmpfs", Self::tmpfs),
             shared_memory: self.optional(&f, "sharedMemory", Self::quantity),
             persistent_volume_claims: self

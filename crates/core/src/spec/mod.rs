@@ -9,6 +9,7 @@
 //! docs/INVARIANTS.md: bad input creates nothing); a Spark job that names no operator is checked
 //! once more against the operator the caller resolves ([`SparkJobSpec::check_operator`]).
 
+mod common;
 mod decode;
 mod error;
 mod model;

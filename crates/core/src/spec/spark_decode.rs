@@ -4,7 +4,6 @@
 
 use super::decode::{Decoder, Hint};
 use super::error::{Path, ProblemKind};
-use super::model::PullPolicy;
 use super::spark_model::{RetainPolicy, SparkJob, SparkMemory, SparkPod, SparkRestartPolicy};
 use super::tree::Node;
 use crate::spark::SparkOperator;
@@ -82,22 +81,22 @@ impl Decoder {
         let path = Path::root();
         let f = self.fields(root, &path, SPARK_FIELDS)?;
         let duration = Self::duration;
+        let (name, namespace) = self.identity(&f);
+        let spark_version = self
+            .required(&f, "sparkVersion", Self::string)
+            .unwrap_or_default();
+        let (image, image_pull_policy, image_pull_secrets) = self.image_fields(&f);
+        let (labels, annotations) = self.metadata(&f);
         let job = SparkJob {
-            name: self.required(&f, "name", Self::string).unwrap_or_default(),
-            namespace: self.optional(&f, "namespace", Self::string),
+            name,
+            namespace,
             operator: self.optional(&f, "operator", |d, n, p| {
                 d.choice(n, p, &SparkOperator::NAMES)
             }),
-            spark_version: self
-                .required(&f, "sparkVersion", Self::string)
-                .unwrap_or_default(),
-            image: self.required(&f, "image", Self::string).unwrap_or_default(),
-            image_pull_policy: self.optional(&f, "imagePullPolicy", |d, n, p| {
-                d.choice(n, p, &PullPolicy::NAMES)
-            }),
-            image_pull_secrets: self
-                .optional(&f, "imagePullSecrets", Self::strings)
-                .unwrap_or_default(),
+            spark_version,
+            image,
+            image_pull_policy,
+            image_pull_secrets,
             main_application_file: self
                 .required(&f, "mainApplicationFile", Self::string)
                 .unwrap_or_default(),
@@ -124,12 +123,7 @@ impl Decoder {
                 .unwrap_or_default(),
             service_account: self.optional(&f, "serviceAccount", Self::string),
             restart_policy: self.optional(&f, "restartPolicy", |d, n, p| d.restart_policy(n, p)),
-            retries: self
-                .optional(&f, "retries", |d, n, p| {
-                    d.integer(n, p, 0, i64::from(i32::MAX))
-                })
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(0),
+            retries: self.retries(&f),
             retry_interval: self.optional(&f, "retryInterval", duration),
             driver_start_timeout: self.optional(&f, "driverStartTimeout", duration),
             driver_ready_timeout: self.optional(&f, "driverReadyTimeout", duration),
@@ -139,12 +133,8 @@ impl Decoder {
             }),
             retain_resources_for: self.optional(&f, "retainResourcesFor", duration),
             ttl_after_stop: self.optional(&f, "ttlAfterStop", duration),
-            labels: self
-                .optional(&f, "labels", Self::string_map)
-                .unwrap_or_default(),
-            annotations: self
-                .optional(&f, "annotations", Self::string_map)
-                .unwrap_or_default(),
+            labels,
+            annotations,
         };
         Some(job)
     }

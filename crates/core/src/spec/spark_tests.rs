@@ -31,14 +31,8 @@ fn error(source: &str, text: &str) -> String {
     }
 }
 
-const MINIMAL: &str = "\
-kind: SparkJob
-name: pi
-sparkVersion: 3.5.3
-image: apache/spark:3.5.3
-mainApplicationFile: local:///opt/spark/examples/jars/spark-examples_2.12-3.5.3.jar
-mainClass: org.apache.spark.examples.SparkPi
-";
+/// The smallest SparkPi job file (the manifest tests of `kubeferry-kube` build on it too).
+const MINIMAL: &str = include_str!("../../tests/fixtures/spec/spark-pi.yaml");
 
 #[test]
 fn loads_a_minimal_file() {

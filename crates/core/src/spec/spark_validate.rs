@@ -6,12 +6,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use super::common::Checks;
 use super::error::{Found, Path};
-use super::names::{
-    dns_label, dns_subdomain, env_name, image_reference, label_value, qualified_name,
-};
+use super::names::{dns_subdomain, env_name};
 use super::spark_model::{RetainPolicy, SparkAppType, SparkJob, SparkRestartPolicy};
-use super::validate::{Checks, MAX_ANNOTATIONS_BYTES, kubeferry_mark, names_list};
 use crate::spark::SparkOperator;
 
 /// Spark properties the operator decides, and why.
@@ -115,14 +113,7 @@ pub(crate) fn spark_job(job: &SparkJob) -> Vec<Found> {
     let root = Path::root();
     let mut c = Checks::default();
 
-    if job.name.is_empty() {
-        c.required(root.field("name"));
-    } else {
-        c.value(root.field("name"), dns_label(&job.name));
-    }
-    if let Some(namespace) = &job.namespace {
-        c.value(root.field("namespace"), dns_label(namespace));
-    }
+    c.identity(&job.name, job.namespace.as_deref());
     if job.spark_version.is_empty() {
         c.required(root.field("sparkVersion"));
     } else {
@@ -131,16 +122,7 @@ pub(crate) fn spark_job(job: &SparkJob) -> Vec<Found> {
             spark_version(&job.spark_version),
         );
     }
-    if job.image.is_empty() {
-        c.required(root.field("image"));
-    } else {
-        c.value(root.field("image"), image_reference(&job.image));
-    }
-    names_list(
-        &mut c,
-        &root.field("imagePullSecrets"),
-        &job.image_pull_secrets,
-    );
+    c.image(&job.image, &job.image_pull_secrets);
     application(&mut c, job);
     let lists = [
         ("jars", &job.jars, false),
@@ -187,7 +169,7 @@ pub(crate) fn spark_job(job: &SparkJob) -> Vec<Found> {
             "needs retainResources: Always or OnFailure (nothing is kept otherwise)",
         );
     }
-    metadata(&mut c, job);
+    c.metadata(&job.labels, &job.annotations, spark_reserved);
     if let Some(operator) = job.operator {
         c.found.extend(operator_support(job, operator));
     }
@@ -315,36 +297,6 @@ fn restarts(c: &mut Checks, job: &SparkJob) {
         } else if interval < Duration::from_secs(1) {
             c.invalid(root.field("retryInterval"), "must be at least 1s");
         }
-    }
-}
-
-fn metadata(c: &mut Checks, job: &SparkJob) {
-    let root = Path::root();
-    for (key, value) in &job.labels {
-        let path = root.field("labels").key(key);
-        c.key(
-            path.clone(),
-            qualified_name(key)
-                .and_then(|()| kubeferry_mark(key))
-                .and_then(|()| spark_reserved(key)),
-        );
-        c.value(path, label_value(value));
-    }
-    let mut annotation_bytes = 0;
-    for (key, value) in &job.annotations {
-        let path = root.field("annotations").key(key);
-        c.key(path, qualified_name(key).and_then(|()| kubeferry_mark(key)));
-        annotation_bytes += key.len() + value.len();
-    }
-    if annotation_bytes > MAX_ANNOTATIONS_BYTES {
-        c.invalid(
-            root.field("annotations"),
-            format!(
-                "total {annotation_bytes} bytes, more than the {} KiB a job may use (Kubernetes allows 256 KiB; kubeferry keeps {} KiB for its own marks)",
-                MAX_ANNOTATIONS_BYTES / 1024,
-                crate::marks::RESERVED_ANNOTATION_BYTES / 1024
-            ),
-        );
     }
 }
 

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use super::error::{Found, Path, ProblemKind};
+use super::common::Checks;
+use super::error::{Found, Path};
 use super::model::{
     ContainerJob, EnvVar, GpuVendor, Qos, Resources, SHARED_MEMORY_PATH, TaintEffect,
     TolerationOperator,
@@ -12,74 +13,15 @@ use super::names::{
     absolute_path, dns_label, dns_subdomain, env_name, image_reference, label_value, qualified_name,
 };
 use super::quantity::Quantity;
-use crate::marks::{MANAGED_BY_LABEL, is_label_value};
-
-/// The total size a spec's annotations may have: Kubernetes' limit (256 KiB) less the room kept
-/// for kubeferry's own marks.
-pub(super) const MAX_ANNOTATIONS_BYTES: usize =
-    256 * 1024 - crate::marks::RESERVED_ANNOTATION_BYTES;
-use crate::marks::KUEUE_QUEUE_LABEL;
-
-#[derive(Default)]
-pub(super) struct Checks {
-    pub(super) found: Vec<Found>,
-}
-
-impl Checks {
-    pub(super) fn value(&mut self, path: Path, result: Result<(), String>) {
-        if let Err(message) = result {
-            // The check's message starts with the value itself; the field comes from the path.
-            self.found
-                .push(Found::at(path, ProblemKind::Value, message));
-        }
-    }
-
-    pub(super) fn key(&mut self, path: Path, result: Result<(), String>) {
-        if let Err(message) = result {
-            self.found
-                .push(Found::at_key(path, ProblemKind::Value, message));
-        }
-    }
-
-    pub(super) fn invalid(&mut self, path: Path, message: impl Into<String>) {
-        self.found
-            .push(Found::at(path, ProblemKind::Value, message));
-    }
-
-    pub(super) fn conflict(&mut self, path: Path, message: impl Into<String>) {
-        self.found
-            .push(Found::at(path, ProblemKind::Combination, message));
-    }
-
-    pub(super) fn required(&mut self, path: Path) {
-        self.found
-            .push(Found::at(path, ProblemKind::MissingField, "is required"));
-    }
-}
+use crate::marks::{KUEUE_QUEUE_LABEL, is_label_value};
 
 /// Every problem with `job`; empty when it is valid.
 pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
     let root = Path::root();
     let mut c = Checks::default();
 
-    if job.name.is_empty() {
-        c.required(root.field("name"));
-    } else {
-        c.value(root.field("name"), dns_label(&job.name));
-    }
-    if let Some(namespace) = &job.namespace {
-        c.value(root.field("namespace"), dns_label(namespace));
-    }
-    if job.image.is_empty() {
-        c.required(root.field("image"));
-    } else {
-        c.value(root.field("image"), image_reference(&job.image));
-    }
-    names_list(
-        &mut c,
-        &root.field("imagePullSecrets"),
-        &job.image_pull_secrets,
-    );
+    c.identity(&job.name, job.namespace.as_deref());
+    c.image(&job.image, &job.image_pull_secrets);
     if let Some(account) = &job.service_account {
         c.value(root.field("serviceAccount"), dns_subdomain(account));
     }
@@ -87,7 +29,7 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
         c.value(root.field("workingDir"), absolute_path(dir));
     }
     env(&mut c, &root.field("env"), &job.env);
-    names_list(&mut c, &root.field("secrets"), &job.secrets);
+    c.names_list(&root.field("secrets"), &job.secrets);
     resources(&mut c, &job.resources, root.field("resources"));
     let mut sidecar_names = BTreeSet::new();
     for (i, sidecar) in job.sidecars.iter().enumerate() {
@@ -169,55 +111,15 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
         c.value(path, label_value(value));
     }
     tolerations(&mut c, job);
-    for (key, value) in &job.labels {
-        let path = root.field("labels").key(key);
-        c.key(
-            path.clone(),
-            qualified_name(key).and_then(|()| reserved(key, true)),
-        );
-        c.value(path, label_value(value));
-    }
-    let mut annotation_bytes = 0;
-    for (key, value) in &job.annotations {
-        let path = root.field("annotations").key(key);
-        c.key(
-            path,
-            qualified_name(key).and_then(|()| reserved(key, false)),
-        );
-        annotation_bytes += key.len() + value.len();
-    }
-    if annotation_bytes > MAX_ANNOTATIONS_BYTES {
-        c.invalid(
-            root.field("annotations"),
-            format!(
-                "total {annotation_bytes} bytes, more than the {} KiB a job may use (Kubernetes allows 256 KiB; kubeferry keeps {} KiB for its own marks)",
-                MAX_ANNOTATIONS_BYTES / 1024,
-                crate::marks::RESERVED_ANNOTATION_BYTES / 1024
-            ),
-        );
-    }
+    c.metadata(&job.labels, &job.annotations, job_reserved);
     volumes(&mut c, job);
     security_context(&mut c, job);
     c.found
 }
 
-pub(super) fn names_list(c: &mut Checks, path: &Path, names: &[String]) {
-    let mut seen = BTreeSet::new();
-    for (i, name) in names.iter().enumerate() {
-        c.value(path.index(i), dns_subdomain(name));
-        if !seen.insert(name) {
-            c.invalid(path.index(i), format!("{name:?} is listed twice"));
-        }
-    }
-}
-
-/// Reserved label and annotation keys: kubeferry's own marks, and keys that Kubernetes, the
-/// Job controller or Kueue set (where the format has a field, it says which).
-fn reserved(key: &str, label: bool) -> Result<(), String> {
-    kubeferry_mark(key)?;
-    if !label {
-        return Ok(());
-    }
+/// Label keys that Kubernetes, the Job controller or Kueue set (where the format has a field,
+/// it says which).
+fn job_reserved(key: &str) -> Result<(), String> {
     let prefix = key.rsplit_once('/').map(|(prefix, _)| prefix);
     if key == KUEUE_QUEUE_LABEL {
         return Err(format!(
@@ -229,24 +131,6 @@ fn reserved(key: &str, label: bool) -> Result<(), String> {
     if job_controller {
         return Err(format!(
             "{key:?} is reserved: the Kubernetes Job controller sets it"
-        ));
-    }
-    Ok(())
-}
-
-/// Keys kubeferry itself sets on every object it creates: its `kubeferry.dev/` marks and
-/// [`MANAGED_BY_LABEL`].
-pub(super) fn kubeferry_mark(key: &str) -> Result<(), String> {
-    let prefix = key.rsplit_once('/').map(|(prefix, _)| prefix);
-    let ours = prefix.is_some_and(|p| p == "kubeferry.dev" || p.ends_with(".kubeferry.dev"));
-    if ours {
-        return Err(format!(
-            "{key:?} is reserved: kubeferry.dev/ keys are kubeferry's own marks"
-        ));
-    }
-    if key == MANAGED_BY_LABEL {
-        return Err(format!(
-            "{key:?} is reserved: kubeferry sets it to mark the objects it manages"
         ));
     }
     Ok(())

@@ -8,40 +8,21 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kubeferry_core::container::{
-    JobObservation, JobView, Mapped, MappingConfig, PodView, container_status,
-};
-use kubeferry_core::{ExecutionInfo, JobState, Reason};
+use kubeferry_core::ExecutionInfo;
+use kubeferry_core::container::{JobView, Mapped, MappingConfig, PodView, container_status};
 use serde::Deserialize;
 
-/// The fixtures' time origin: every fixture's Job was created at this instant.
-pub const T0: &str = "2025-06-10T08:00:00Z";
-
-/// `T0` plus `seconds`.
-pub fn at(seconds: i64) -> Timestamp {
-    let t0: Timestamp = T0.parse().expect("T0 parses");
-    t0.checked_add(jiff::SignedDuration::from_secs(seconds))
-        .expect("in range")
-}
+// Not every test binary that includes this module uses each of them.
+#[allow(unused_imports)]
+pub use crate::common::{Expect, Seen, at, expect};
 
 /// The names of all fixtures.
 pub fn fixture_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(fixtures_dir())
-        .expect("fixtures directory")
-        .map(|entry| {
-            entry
-                .expect("directory entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    names.sort();
-    names
+    crate::common::names_in(&fixtures_dir())
 }
 
 fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/container")
+    crate::common::kind_dir("container")
 }
 
 /// `kubectl get pods -o yaml`: a `List` of pods.
@@ -72,15 +53,6 @@ pub fn views(case: &str) -> (JobView, Vec<PodView>) {
     )
 }
 
-/// How the Job is observed.
-#[derive(Clone, Copy, Debug)]
-pub enum Seen {
-    /// It exists.
-    Present,
-    /// It is gone; `final_state` tells whether the view is the one its DELETED event carried.
-    Vanished { final_state: bool },
-}
-
 /// Maps `job` and `pods` as observed by `seen`.
 pub fn map_views(
     job: &JobView,
@@ -90,14 +62,7 @@ pub fn map_views(
     config: &MappingConfig,
     previous: Option<&ExecutionInfo>,
 ) -> Option<Mapped> {
-    let observed = match seen {
-        Seen::Present => JobObservation::Present(job),
-        Seen::Vanished { final_state } => JobObservation::Vanished {
-            last_seen: job,
-            final_state,
-        },
-    };
-    container_status(&observed, pods, now, config, previous)
+    container_status(&seen.observe(job), pods, now, config, previous)
 }
 
 /// Maps a fixture with the default configuration.
@@ -117,52 +82,13 @@ pub fn map_with(
     map_views(&job, &pods, seen, now, config, previous)
 }
 
-/// An expected status, built field by field.
-pub struct Expect(ExecutionInfo);
-
-/// Expects `state` with `reason`.
-pub fn expect(state: JobState, reason: Reason) -> Expect {
-    Expect(ExecutionInfo::new(state, reason))
-}
-
-impl Expect {
-    /// With this message.
-    pub fn message(mut self, message: impl Into<String>) -> Self {
-        self.0.message = message.into();
-        self
-    }
-
-    /// With this exit code.
-    pub fn exit_code(mut self, code: i32) -> Self {
-        self.0.exit_code = Some(code);
-        self
-    }
-
-    /// Started at `T0 + seconds`.
-    pub fn started(mut self, seconds: i64) -> Self {
-        self.0.started_at = Some(at(seconds));
-        self
-    }
-
-    /// Finished at `T0 + seconds`.
-    pub fn finished(mut self, seconds: i64) -> Self {
-        self.0.finished_at = Some(at(seconds));
-        self
-    }
-
-    /// The expected status.
-    pub fn info(self) -> ExecutionInfo {
-        self.0
-    }
-}
-
 /// Asserts that `mapped` reports `expected`, with no warning and nothing to record.
 #[track_caller]
 pub fn assert_reports(mapped: Option<Mapped>, expected: Expect) {
     let mapped = mapped.expect("the job is mapped");
     assert_eq!(mapped.info, expected.0);
     assert_eq!(mapped.warning, None, "unexpected warning");
-    assert!(!mapped.must_record, "unexpectedly decided by kubeferry");
+    assert!(!mapped.must_record(), "unexpectedly decided by kubeferry");
 }
 
 /// Asserts that `mapped` reports `expected` decided by one of kubeferry's own rules, which the
@@ -173,7 +99,7 @@ pub fn assert_recorded(mapped: Option<Mapped>, expected: Expect) {
     assert_eq!(mapped.info, expected.0);
     assert_eq!(mapped.warning, None, "unexpected warning");
     assert!(
-        mapped.must_record,
+        mapped.must_record(),
         "expected an outcome the caller must record"
     );
 }

@@ -374,6 +374,7 @@ impl ContainerJobs {
                 hint: " (it is gone and what became of it is unknown: if it was being cancelled, it was cancelled)".into(),
             });
         };
+        let must_record = mapped.must_record();
         let mut info = mapped.info;
         // An outcome is answered once it is recorded (the settler records it a moment after
         // the watch shows it): every replica and every later process then answers the same.
@@ -381,7 +382,7 @@ impl ContainerJobs {
             && previous.as_ref().is_none_or(|p| !p.is_terminal())
             && self.records.may_keep(&id.namespace)
             && self.records.recorded(id).await.is_none();
-        if (mapped.must_record || unrecorded)
+        if (must_record || unrecorded)
             && let Observed::Present(job) = observed
         {
             let watch = self.watch(&id.namespace);

@@ -212,13 +212,13 @@ impl Task {
         let held = previous.as_ref().map_or(JobState::Queued, |p| p.state);
         self.states.set(
             &job.name,
-            Some(if mapped.must_record {
+            Some(if mapped.must_record() {
                 held
             } else {
                 mapped.info.state
             }),
         );
-        let written = if mapped.must_record {
+        let written = if mapped.must_record() {
             self.record_and_stop(job, &mapped.info).await.map(|()| true)
         } else if stopped_in_a_queue(job) {
             // Recorded, and still there for Kueue to admit again: the delete that follows the

@@ -4,6 +4,8 @@
 //!
 //! Each test starts its own simulated cluster; jobs run as local processes of its kubelet.
 
+#[path = "../shared/cluster.rs"]
+mod cluster;
 #[path = "../shared/reads.rs"]
 mod reads;
 mod support;

@@ -16,48 +16,27 @@ use kubeferry_core::container::{MappingConfig, PodView};
 use kubeferry_core::spec::{self, JobSpec, Params};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use kubeferry_kube::cluster::Kubeconfig;
-use kubeferry_kube::tracker::ReflectorSettings;
 use kubeferry_kube::{
-    Cluster, ClusterSettings, ContainerSettings, Executor, ExecutorSettings, RetryPolicy,
-    generate_job_id, job_manifest,
+    ContainerSettings, Executor, ExecutorSettings, RetryPolicy, generate_job_id, job_manifest,
 };
 use kubeferry_sim::{SimCluster, SimConfig};
 
-/// The namespace the tests run their jobs in.
-pub const NS: &str = "default";
+pub use crate::cluster::{CLUSTER, NS, Settings, executor_as};
+use crate::cluster::{eventually_within, fast_cluster, fast_reflector};
 
 /// The watches a namespace's container jobs cost: their Jobs, their pods, the Job controller's
 /// refusal events, and the outcome records.
 pub const NAMESPACE_WATCHES: usize = 4;
-/// The cluster's name in execution ids.
-pub const CLUSTER: &str = "e2e";
+
 /// How long any condition may take before a test fails. A bound on failure, never a claim
 /// about speed: a passing test returns as soon as its condition holds.
 pub const DEADLINE: Duration = Duration::from_secs(20);
-
-/// Settings that make every retry, grace period and recheck take milliseconds.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// The cluster connection's.
-    pub cluster: ClusterSettings,
-    /// The executor's.
-    pub executor: ExecutorSettings,
-}
 
 impl Settings {
     /// Tiny backoffs, a 300 ms image pull grace, fast rechecks.
     pub fn fast() -> Settings {
         Settings {
-            cluster: ClusterSettings {
-                retry: RetryPolicy {
-                    base: Duration::from_millis(5),
-                    cap: Duration::from_millis(50),
-                    deadline: Duration::from_secs(3),
-                },
-                unreachable_window: Duration::from_secs(2),
-                connect_timeout: Duration::from_secs(2),
-                read_timeout: Duration::from_secs(10),
-            },
+            cluster: fast_cluster(Duration::from_secs(2)),
             executor: ExecutorSettings {
                 container: ContainerSettings {
                     mapping: MappingConfig {
@@ -66,10 +45,7 @@ impl Settings {
                         pending_timeout: None,
                         pod_status_wait: Duration::from_secs(2),
                     },
-                    reflector: ReflectorSettings {
-                        watch_timeout: Duration::from_secs(60),
-                        ..ReflectorSettings::default()
-                    },
+                    reflector: fast_reflector(),
                     sync_timeout: Duration::from_secs(5),
                     recheck_interval: Duration::from_millis(50),
                     name_prefix: String::new(),
@@ -231,17 +207,6 @@ pub async fn client_as(sim: &SimCluster, token: &str) -> kube::Client {
     kube::Client::try_from(config).expect("a client")
 }
 
-/// An executor for the cluster that authenticates with `token`.
-pub async fn executor_as(sim: &SimCluster, token: &str, settings: &Settings) -> Executor {
-    let kubeconfig =
-        Kubeconfig::from_yaml(&sim.kubeconfig_yaml_with_token("sim", token)).expect("parses");
-    let cluster =
-        Cluster::from_kubeconfig(kubeconfig, None, Some(CLUSTER), settings.cluster.clone())
-            .await
-            .expect("connects");
-    Executor::new(cluster, settings.executor.clone())
-}
-
 /// A validated job spec from YAML text.
 pub fn spec_of(yaml: &str) -> JobSpec {
     spec::load("test.yaml", yaml, &Params::default())
@@ -285,22 +250,12 @@ pub async fn status_until(
 }
 
 /// Polls `check` until it gives a value; fails the test after [`DEADLINE`].
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let end = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < end,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually_within(DEADLINE, Duration::from_millis(20), what, check).await
 }
 
 /// Whether a status is in `state`.

@@ -3,6 +3,8 @@
 //! Gravitino executor's review (one named test each), the operator's timeouts and evictions, RBAC,
 //! cancel and logs, and what the CRDs' schemas and the Kubeflow webhook let through.
 
+#[path = "../shared/cluster.rs"]
+mod cluster;
 mod lifecycle;
 mod logs;
 mod operations;

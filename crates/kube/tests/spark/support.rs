@@ -17,30 +17,17 @@ use kubeferry_core::spec::{self, JobSpec, Params};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState};
 use kubeferry_kube::cluster::Kubeconfig;
 use kubeferry_kube::manifest::spark::api_resource;
-use kubeferry_kube::tracker::ReflectorSettings;
-use kubeferry_kube::{
-    Cluster, ClusterSettings, Executor, ExecutorSettings, RetryPolicy, SparkSettings,
-};
+use kubeferry_kube::{Executor, ExecutorSettings, SparkSettings};
 use kubeferry_sim::controllers::spark::{SparkFaults, with_spark_operators};
 use kubeferry_sim::{SimCluster, SimConfig};
 use serde_json::Value;
 
-/// The namespace the tests run their jobs in.
-pub const NS: &str = "default";
-/// The cluster's name in execution ids.
-pub const CLUSTER: &str = "e2e";
+pub use crate::cluster::{CLUSTER, NS, Settings, executor_as};
+use crate::cluster::{eventually_within, fast_cluster, fast_reflector};
+
 /// How long any condition may take before a test fails. A bound on failure, never a claim
 /// about speed: a passing test returns as soon as its condition holds.
 pub const DEADLINE: Duration = Duration::from_secs(30);
-
-/// Settings that make every retry and recheck take milliseconds.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// The cluster connection's.
-    pub cluster: ClusterSettings,
-    /// The executor's.
-    pub executor: ExecutorSettings,
-}
 
 impl Settings {
     /// Tiny backoffs, fast rechecks, the real no-status timeout (10 minutes).
@@ -48,10 +35,7 @@ impl Settings {
         let executor = ExecutorSettings {
             spark: SparkSettings {
                 mapping: SparkMappingConfig::default(),
-                reflector: ReflectorSettings {
-                    watch_timeout: Duration::from_secs(60),
-                    ..ReflectorSettings::default()
-                },
+                reflector: fast_reflector(),
                 sync_timeout: Duration::from_secs(5),
                 recheck_interval: Duration::from_millis(50),
                 ..SparkSettings::default()
@@ -59,16 +43,7 @@ impl Settings {
             ..ExecutorSettings::default()
         };
         Settings {
-            cluster: ClusterSettings {
-                retry: RetryPolicy {
-                    base: Duration::from_millis(5),
-                    cap: Duration::from_millis(50),
-                    deadline: Duration::from_secs(3),
-                },
-                unreachable_window: Duration::from_millis(200),
-                connect_timeout: Duration::from_secs(2),
-                read_timeout: Duration::from_secs(10),
-            },
+            cluster: fast_cluster(Duration::from_millis(200)),
             executor,
         }
     }
@@ -199,17 +174,6 @@ impl Env {
     }
 }
 
-/// An executor connected to `sim` with `token`, named [`CLUSTER`].
-pub async fn executor_as(sim: &SimCluster, token: &str, settings: &Settings) -> Executor {
-    let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml_with_token("e2e", token))
-        .expect("the kubeconfig parses");
-    let cluster =
-        Cluster::from_kubeconfig(kubeconfig, None, Some(CLUSTER), settings.cluster.clone())
-            .await
-            .expect("the cluster is configured");
-    Executor::new(cluster, settings.executor.clone())
-}
-
 /// A Spark job spec from YAML text (a `kind: SparkJob` file).
 pub fn spec(yaml: &str) -> JobSpec {
     spec::load("test.yaml", yaml, &Params::new()).expect("a valid job file")
@@ -267,21 +231,12 @@ impl Drop for Gate {
 }
 
 /// Polls `check` until it returns `Some`, failing after [`DEADLINE`].
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let end = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        if tokio::time::Instant::now() > end {
-            panic!("timed out waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually_within(DEADLINE, Duration::from_millis(10), what, check).await
 }
 
 /// Waits until the executor reports `state` for `id`.

@@ -30,15 +30,11 @@ fn build(text: &str, operator: SparkOperator) -> Value {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
-const PI: &str = "\
-kind: SparkJob
-name: pi
-sparkVersion: 3.5.3
-image: apache/spark:3.5.3
-mainApplicationFile: local:///opt/spark/examples/jars/spark-examples_2.12-3.5.3.jar
-mainClass: org.apache.spark.examples.SparkPi
-args: ['100']
-";
+/// The smallest SparkPi job file of `kubeferry-core`'s spec tests, with its argument.
+const PI: &str = concat!(
+    include_str!("../../../../core/tests/fixtures/spec/spark-pi.yaml"),
+    "args: ['100']\n"
+);
 
 const PYTHON: &str = "\
 kind: SparkJob

@@ -146,17 +146,7 @@ impl Spec {
         Spec {
             main_class: text("/mainClass"),
             resource,
-            driver_args: at("/driverArgs")
-                .and_then(Value::as_array)
-                .map(|args| {
-                    args.iter()
-                        .map(|a| match a {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
+            driver_args: pods::args(at("/driverArgs")),
             conf: at("/sparkConf")
                 .and_then(Value::as_object)
                 .cloned()
@@ -461,22 +451,17 @@ impl Step<'_> {
     }
 
     fn labels(&self, spec: &Spec, template: &str, role: &str) -> Map<String, Value> {
-        let mut labels = self
-            .app
-            .pointer(&format!("/spec/{template}/podTemplateSpec/metadata/labels"))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        for (key, value) in [
-            (APP_NAME_LABEL, self.name().to_string()),
-            (pods::SPARK_ROLE, role.to_string()),
-            ("spark-app-name", self.name().to_string()),
-            ("spark-app-selector", pods::app_selector(self.app)),
-            ("spark-version", spec.spark_version.clone()),
-        ] {
-            labels.insert(key.to_string(), json!(value));
-        }
-        labels
+        let template = format!("/spec/{template}/podTemplateSpec/metadata/labels");
+        pods::labels(
+            self.app.pointer(&template),
+            [
+                (APP_NAME_LABEL, self.name().to_string()),
+                (pods::SPARK_ROLE, role.to_string()),
+                ("spark-app-name", self.name().to_string()),
+                ("spark-app-selector", pods::app_selector(self.app)),
+                ("spark-version", spec.spark_version.clone()),
+            ],
+        )
     }
 
     fn annotations(&self, template: &str) -> Map<String, Value> {
@@ -547,21 +532,13 @@ impl Step<'_> {
 
     fn executor_plans(&self, spec: &Spec, driver: &Value) -> Vec<PodPlan> {
         let selector = pods::app_selector(self.app);
-        let hex = selector.trim_start_matches("spark-");
-        let mut prefix = format!("{}-{}", self.name(), &hex[..16.min(hex.len())]);
         let instances = spec.count("spark.executor.instances", 2);
-        if prefix.len() + format!("-exec-{instances}").len() > 63 {
-            prefix = format!("spark-{}", &hex[..16.min(hex.len())]);
-        }
+        let prefix = pods::executor_prefix(self.name(), &selector, instances);
         (1..=instances)
             .map(|id| {
                 let mut labels = self.labels(spec, "executorSpec", "executor");
                 labels.insert("spark-exec-id".into(), json!(id.to_string()));
-                let mut env = vec![
-                    json!({"name": "SPARK_EXECUTOR_ID", "value": id.to_string()}),
-                    json!({"name": "SPARK_APPLICATION_ID", "value": selector}),
-                ];
-                env.extend(spec.env("spark.executorEnv."));
+                let env = pods::executor_env(id, &selector, spec.env("spark.executorEnv."));
                 PodPlan {
                     name: format!("{prefix}-exec-{id}"),
                     labels,

@@ -450,26 +450,21 @@ impl Step<'_> {
     }
 
     fn labels(&self, side: &str, role: &str, submission: &str) -> Map<String, Value> {
-        let mut labels = self
-            .spec(&format!("/{side}/labels"))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        for (key, value) in [
-            (APP_NAME_LABEL, self.name().to_string()),
-            (pods::SPARK_ROLE, role.to_string()),
-            (LAUNCHED_BY_LABEL, "true".to_string()),
-            (SUBMISSION_ID_LABEL, submission.to_string()),
-            ("spark-app-name", self.name().to_string()),
-            ("spark-app-selector", pods::app_selector(self.app)),
-            (
-                "spark-version",
-                self.spec_text("/sparkVersion").unwrap_or_default(),
-            ),
-        ] {
-            labels.insert(key.to_string(), json!(value));
-        }
-        labels
+        pods::labels(
+            self.spec(&format!("/{side}/labels")),
+            [
+                (APP_NAME_LABEL, self.name().to_string()),
+                (pods::SPARK_ROLE, role.to_string()),
+                (LAUNCHED_BY_LABEL, "true".to_string()),
+                (SUBMISSION_ID_LABEL, submission.to_string()),
+                ("spark-app-name", self.name().to_string()),
+                ("spark-app-selector", pods::app_selector(self.app)),
+                (
+                    "spark-version",
+                    self.spec_text("/sparkVersion").unwrap_or_default(),
+                ),
+            ],
+        )
     }
 
     fn annotations(&self, side: &str) -> Map<String, Value> {
@@ -511,18 +506,7 @@ impl Step<'_> {
     }
 
     fn driver_plan(&self, submission: &str) -> PodPlan {
-        let args: Vec<String> = self
-            .spec("/arguments")
-            .and_then(Value::as_array)
-            .map(|args| {
-                args.iter()
-                    .map(|a| match a {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let args = pods::args(self.spec("/arguments"));
         PodPlan {
             name: self.driver_name(),
             labels: self.labels("driver", "driver", submission),
@@ -553,25 +537,17 @@ impl Step<'_> {
 
     fn executor_plans(&self, driver: &Value) -> Vec<PodPlan> {
         let selector = pods::app_selector(self.app);
-        let hex = selector.trim_start_matches("spark-");
         let instances = self
             .spec("/executor/instances")
             .and_then(Value::as_u64)
             .unwrap_or(1);
-        let mut prefix = format!("{}-{}", self.name(), &hex[..16.min(hex.len())]);
-        if prefix.len() + format!("-exec-{instances}").len() > 63 {
-            prefix = format!("spark-{}", &hex[..16.min(hex.len())]);
-        }
+        let prefix = pods::executor_prefix(self.name(), &selector, instances);
         let submission = meta::label(driver, SUBMISSION_ID_LABEL).unwrap_or("");
         (1..=instances)
             .map(|id| {
                 let mut labels = self.labels("executor", "executor", submission);
                 labels.insert("spark-exec-id".into(), json!(id.to_string()));
-                let mut env = vec![
-                    json!({"name": "SPARK_EXECUTOR_ID", "value": id.to_string()}),
-                    json!({"name": "SPARK_APPLICATION_ID", "value": selector}),
-                ];
-                env.extend(self.env("executor"));
+                let env = pods::executor_env(id, &selector, self.env("executor"));
                 PodPlan {
                     name: format!("{prefix}-exec-{id}"),
                     labels,

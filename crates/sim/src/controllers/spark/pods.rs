@@ -171,6 +171,64 @@ pub(crate) fn driver_env(app: &Value, user: impl IntoIterator<Item = Value>) -> 
     env
 }
 
+/// The start of the application's executor pods' names, as Spark makes it: the application's
+/// name and the first 16 hex digits of its selector, or `spark-` and the digits when an
+/// executor's name would pass 63 characters.
+pub(crate) fn executor_prefix(app_name: &str, selector: &str, instances: u64) -> String {
+    let hex = selector.trim_start_matches("spark-");
+    let digits = &hex[..16.min(hex.len())];
+    let prefix = format!("{app_name}-{digits}");
+    if prefix.len() + format!("-exec-{instances}").len() > 63 {
+        return format!("spark-{digits}");
+    }
+    prefix
+}
+
+/// Executor `id`'s environment as Spark sets it, then the application's.
+pub(crate) fn executor_env(
+    id: u64,
+    selector: &str,
+    user: impl IntoIterator<Item = Value>,
+) -> Vec<Value> {
+    let mut env = vec![
+        json!({"name": "SPARK_EXECUTOR_ID", "value": id.to_string()}),
+        json!({"name": "SPARK_APPLICATION_ID", "value": selector}),
+    ];
+    env.extend(user);
+    env
+}
+
+/// A list of arguments as given, anything but a string as its JSON text; none when absent.
+pub(crate) fn args(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|args| {
+            args.iter()
+                .map(|a| match a {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The labels the application's template gives a pod (`template`, a labels object if any),
+/// with `marks` set over them.
+pub(crate) fn labels<'a>(
+    template: Option<&Value>,
+    marks: impl IntoIterator<Item = (&'a str, String)>,
+) -> Map<String, Value> {
+    let mut labels = template
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for (key, value) in marks {
+        labels.insert(key.to_string(), json!(value));
+    }
+    labels
+}
+
 /// The driver container's ports.
 pub(crate) fn driver_ports() -> Value {
     json!([

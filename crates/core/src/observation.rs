@@ -1,0 +1,280 @@
+//! What every kind's mapping observes and answers alike: the metadata each managed object carries, whether the object is present or gone, and the status with the actions it asks for.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+use crate::clock::Clock;
+use crate::marks::{CANCEL_ANNOTATION, OUTCOME_ANNOTATION, job_id_of, spec_hash_of};
+use crate::status::{ExecutionInfo, JobState, Reason, Started};
+
+/// What is known of a job's object (a Job, a SparkApplication), as the lean view `V` of its
+/// kind shows it.
+///
+/// An object that was never seen is not mapped at all: the caller answers "no such job".
+#[derive(Debug)]
+pub enum Observation<'a, V> {
+    /// The object exists; this is its latest view.
+    Present(&'a V),
+    /// The object was seen and is gone now (deleted, or removed by a TTL after it finished).
+    Vanished {
+        /// The last view of the object that was seen.
+        last_seen: &'a V,
+        /// Whether `last_seen` is the object's final state, as a watch's DELETED event
+        /// delivers it. `false` when the object was found missing (a relist, a 404) and the
+        /// view may be stale.
+        final_state: bool,
+    },
+}
+
+// Written out: a derive would ask `V: Clone`/`V: Copy`, and an observation only borrows its view.
+impl<V> Clone for Observation<'_, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V> Copy for Observation<'_, V> {}
+
+impl<'a, V> Observation<'a, V> {
+    /// The object's latest known view.
+    pub fn view(&self) -> &'a V {
+        match *self {
+            Observation::Present(view) => view,
+            Observation::Vanished { last_seen, .. } => last_seen,
+        }
+    }
+
+    /// `None` while the object is present; once it vanished, whether its last view is its
+    /// final state.
+    pub fn vanished(&self) -> Option<bool> {
+        match *self {
+            Observation::Present(_) => None,
+            Observation::Vanished { final_state, .. } => Some(final_state),
+        }
+    }
+}
+
+/// What a kind's mapping answers for one observation: the status, and what must be done
+/// (the kind's actions, `A`, as data) before its outcome stands. The settler carries actions
+/// out; a status query only reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mapped<A> {
+    /// The status to report now (see each kind's action for what it is while one is set).
+    pub info: ExecutionInfo,
+    /// Set when part of the observation has a shape this version cannot read; the status then
+    /// stays non-terminal. The caller logs it (once per job and message).
+    pub warning: Option<String>,
+    /// What the settler must do before the outcome stands.
+    pub action: Option<A>,
+    /// When the answer changes by time alone, if nothing else is observed meanwhile: the
+    /// earliest grace period or timeout still running. `None` for an outcome, an action to
+    /// carry out, or a status only a change can change.
+    pub recheck_at: Option<Timestamp>,
+}
+
+impl<A> Mapped<A> {
+    /// `info`, asking for nothing.
+    pub(crate) fn of(info: ExecutionInfo) -> Self {
+        Mapped {
+            info,
+            warning: None,
+            action: None,
+            recheck_at: None,
+        }
+    }
+
+    /// `info`, once `action` is carried out.
+    pub(crate) fn acting(info: ExecutionInfo, action: A) -> Self {
+        Mapped {
+            action: Some(action),
+            ..Mapped::of(info)
+        }
+    }
+}
+
+/// An action a mapping asks for, as data.
+pub(crate) trait Action {
+    /// The outcome the action carries, to report once it is carried out; `None` when that
+    /// outcome is [`Mapped::info`] itself.
+    fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo>;
+}
+
+/// The answer a kind's mapping gives at `now`: `previous` itself when it is terminal (an
+/// outcome stands); else what `map` finds with the clock of `now`, as reported after
+/// `previous` (whose start time a later status keeps, the outcome an action carries too),
+/// with when to look again: the earliest deadline the clock saw still running, unless the
+/// answer is an outcome or asks for an action.
+pub(crate) fn answer<A: Action>(
+    previous: Option<&ExecutionInfo>,
+    now: Timestamp,
+    map: impl FnOnce(&Clock) -> Option<Mapped<A>>,
+) -> Option<Mapped<A>> {
+    if let Some(previous) = previous.filter(|p| p.is_terminal()) {
+        return Some(Mapped::of(previous.clone()));
+    }
+    let clock = Clock::at(now);
+    let mut mapped = map(&clock)?;
+    if let Some(previous) = previous {
+        mapped.info = previous.advance(mapped.info);
+        if let Some(outcome) = mapped.action.as_mut().and_then(Action::outcome_mut) {
+            *outcome = previous.advance(outcome.clone());
+        }
+    }
+    if !mapped.info.is_terminal() && mapped.action.is_none() {
+        mapped.recheck_at = clock.next_change();
+    }
+    Some(mapped)
+}
+
+/// Lets a view read the fields of a part it embeds as its own (`view.name`, `pod.phase`).
+macro_rules! embeds {
+    ($view:ty, $field:ident: $part:ty) => {
+        impl std::ops::Deref for $view {
+            type Target = $part;
+
+            fn deref(&self) -> &$part {
+                &self.$field
+            }
+        }
+
+        impl std::ops::DerefMut for $view {
+            fn deref_mut(&mut self) -> &mut $part {
+                &mut self.$field
+            }
+        }
+    };
+}
+pub(crate) use embeds;
+
+/// The previous non-terminal state and reason with a new message (nothing new is known); with
+/// none, started (running) once the job has a `first_start`, else queued (pending).
+pub(crate) fn hold_previous(
+    previous: Option<&ExecutionInfo>,
+    first_start: Option<Timestamp>,
+    message: impl Into<String>,
+) -> ExecutionInfo {
+    let (state, reason) = match previous {
+        Some(previous) if !previous.is_terminal() => (previous.state, previous.reason),
+        _ if first_start.is_some() => (JobState::Started, Reason::Running),
+        _ => (JobState::Queued, Reason::Pending),
+    };
+    ExecutionInfo::new(state, reason)
+        .with_message(message)
+        .started(first_start)
+}
+
+/// A shape this version cannot read: the last non-terminal state (as [`hold_previous`]
+/// finds it), and a warning.
+pub(crate) fn keep_previous<A>(
+    previous: Option<&ExecutionInfo>,
+    first_start: Option<Timestamp>,
+    warning: String,
+) -> Mapped<A> {
+    let state = hold_previous(previous, first_start, "").state;
+    Mapped {
+        info: ExecutionInfo::new(state, Reason::UnrecognizedStatus)
+            .with_message(warning.clone())
+            .started(first_start),
+        warning: Some(warning),
+        action: None,
+        recheck_at: None,
+    }
+}
+
+/// The cancel mark kubeferry puts on a job's object ([`CANCEL_ANNOTATION`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CancelMark {
+    /// When the cancel was requested, by kubeferry's clock; `None` when the annotation's value is
+    /// not an RFC 3339 time (the mark still counts).
+    pub requested_at: Option<Timestamp>,
+}
+
+/// The metadata every object kubeferry manages carries, whatever its kind, as the mappings
+/// read it. Every kind's view embeds one, read by [`ManagedMeta::read`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ManagedMeta {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.uid`: pods are matched to their object by their controller owner reference.
+    pub uid: String,
+    /// The caller's job id: the job id annotation, else the job id label
+    /// ([`crate::marks::job_id_of`]).
+    pub job_id: Option<String>,
+    /// The hash of the spec it was created from ([`crate::marks::spec_hash_of`]), for its
+    /// outcome record.
+    pub spec_hash: Option<String>,
+    /// `metadata.resourceVersion`, for writes with a precondition.
+    pub resource_version: Option<String>,
+    /// `metadata.creationTimestamp`.
+    pub created_at: Option<Timestamp>,
+    /// `metadata.deletionTimestamp`: when the deletion was requested.
+    pub deletion_timestamp: Option<Timestamp>,
+    /// The cancel mark, if a cancel was requested.
+    pub cancel_mark: Option<CancelMark>,
+    /// An outcome kubeferry recorded on the object ([`OUTCOME_ANNOTATION`]) before stopping
+    /// it; `Err` holds an annotation value this version cannot read.
+    pub recorded_outcome: Option<Result<ExecutionInfo, String>>,
+}
+
+impl ManagedMeta {
+    /// Reads what kubeferry reads of any managed object's metadata.
+    pub fn read(meta: &ObjectMeta) -> Self {
+        let annotations = meta.annotations.as_ref();
+        ManagedMeta {
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            job_id: job_id_of(meta),
+            spec_hash: spec_hash_of(meta),
+            resource_version: meta.resource_version.clone(),
+            created_at: time(meta.creation_timestamp.as_ref()),
+            deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
+            cancel_mark: cancel_mark(annotations),
+            recorded_outcome: recorded_outcome(annotations),
+        }
+    }
+}
+
+/// The cancel mark among an object's annotations ([`CANCEL_ANNOTATION`]).
+fn cancel_mark(annotations: Option<&BTreeMap<String, String>>) -> Option<CancelMark> {
+    annotations
+        .and_then(|a| a.get(CANCEL_ANNOTATION))
+        .map(|value| CancelMark {
+            requested_at: value.trim().parse().ok(),
+        })
+}
+
+/// The outcome kubeferry recorded among an object's annotations ([`OUTCOME_ANNOTATION`]);
+/// `Err` holds a value this version cannot read as a terminal status.
+fn recorded_outcome(
+    annotations: Option<&BTreeMap<String, String>>,
+) -> Option<Result<ExecutionInfo, String>> {
+    annotations
+        .and_then(|a| a.get(OUTCOME_ANNOTATION))
+        .map(|value| {
+            serde_json::from_str::<ExecutionInfo>(value)
+                .ok()
+                .filter(ExecutionInfo::is_terminal)
+                .ok_or_else(|| value.clone())
+        })
+}
+
+/// The uid of an object's controller (a pod's Job or SparkApplication), from its
+/// `metadata.ownerReferences`.
+pub(crate) fn controller_uid(meta: &ObjectMeta) -> Option<String> {
+    meta.owner_references.as_ref().and_then(|owners| {
+        owners
+            .iter()
+            .find(|o| o.controller == Some(true))
+            .map(|o| o.uid.clone())
+    })
+}
+
+/// A Kubernetes time as a timestamp.
+pub(crate) fn time(time: Option<&Time>) -> Option<Timestamp> {
+    time.map(|t| t.0)
+}

@@ -1,0 +1,191 @@
+//! The fields every kind of job file has (name, namespace, image, pull secrets, retries, labels, annotations), decoded and validated once for all kinds.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::decode::{Decoder, Fields};
+use super::error::{Found, Path, ProblemKind};
+use super::model::PullPolicy;
+use super::names::{dns_label, dns_subdomain, image_reference, label_value, qualified_name};
+use crate::marks::MANAGED_BY_LABEL;
+
+/// The total size a spec's annotations may have: Kubernetes' limit (256 KiB) less the room kept
+/// for kubeferry's own marks.
+pub(super) const MAX_ANNOTATIONS_BYTES: usize =
+    256 * 1024 - crate::marks::RESERVED_ANNOTATION_BYTES;
+
+/// What a job file's image fields decode to: the image, its pull policy and pull secrets.
+pub(super) type ImageFields = (String, Option<PullPolicy>, Vec<String>);
+
+/// A file's `labels` and `annotations`.
+pub(super) type Metadata = (BTreeMap<String, String>, BTreeMap<String, String>);
+
+// Each kind calls these where its own fields sit between them: required fields missing from
+// the same object are reported in the order they are read (they share the object's place).
+impl Decoder {
+    /// `name` (required) and `namespace`.
+    pub(super) fn identity(&mut self, f: &Fields<'_>) -> (String, Option<String>) {
+        let name = self.required(f, "name", Self::string).unwrap_or_default();
+        (name, self.optional(f, "namespace", Self::string))
+    }
+
+    /// `image` (required), `imagePullPolicy` and `imagePullSecrets`.
+    pub(super) fn image_fields(&mut self, f: &Fields<'_>) -> ImageFields {
+        let image = self.required(f, "image", Self::string).unwrap_or_default();
+        let pull_policy = self.optional(f, "imagePullPolicy", |d, n, p| {
+            d.choice(n, p, &PullPolicy::NAMES)
+        });
+        let pull_secrets = self
+            .optional(f, "imagePullSecrets", Self::strings)
+            .unwrap_or_default();
+        (image, pull_policy, pull_secrets)
+    }
+
+    /// `retries`: how many times a failed run is restarted (0 when not given).
+    pub(super) fn retries(&mut self, f: &Fields<'_>) -> u32 {
+        self.optional(f, "retries", |d, n, p| {
+            d.integer(n, p, 0, i64::from(i32::MAX))
+        })
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(0)
+    }
+
+    /// `labels` and `annotations`.
+    pub(super) fn metadata(&mut self, f: &Fields<'_>) -> Metadata {
+        let labels = self
+            .optional(f, "labels", Self::string_map)
+            .unwrap_or_default();
+        let annotations = self
+            .optional(f, "annotations", Self::string_map)
+            .unwrap_or_default();
+        (labels, annotations)
+    }
+}
+
+/// The problems validation finds, named by field.
+#[derive(Default)]
+pub(super) struct Checks {
+    pub(super) found: Vec<Found>,
+}
+
+impl Checks {
+    pub(super) fn value(&mut self, path: Path, result: Result<(), String>) {
+        if let Err(message) = result {
+            // The check's message starts with the value itself; the field comes from the path.
+            self.found
+                .push(Found::at(path, ProblemKind::Value, message));
+        }
+    }
+
+    pub(super) fn key(&mut self, path: Path, result: Result<(), String>) {
+        if let Err(message) = result {
+            self.found
+                .push(Found::at_key(path, ProblemKind::Value, message));
+        }
+    }
+
+    pub(super) fn invalid(&mut self, path: Path, message: impl Into<String>) {
+        self.found
+            .push(Found::at(path, ProblemKind::Value, message));
+    }
+
+    pub(super) fn conflict(&mut self, path: Path, message: impl Into<String>) {
+        self.found
+            .push(Found::at(path, ProblemKind::Combination, message));
+    }
+
+    pub(super) fn required(&mut self, path: Path) {
+        self.found
+            .push(Found::at(path, ProblemKind::MissingField, "is required"));
+    }
+
+    /// `name` (a DNS label, required) and `namespace` (a DNS label).
+    pub(super) fn identity(&mut self, name: &str, namespace: Option<&str>) {
+        let root = Path::root();
+        if name.is_empty() {
+            self.required(root.field("name"));
+        } else {
+            self.value(root.field("name"), dns_label(name));
+        }
+        if let Some(namespace) = namespace {
+            self.value(root.field("namespace"), dns_label(namespace));
+        }
+    }
+
+    /// `image` (an image reference, required) and `imagePullSecrets`.
+    pub(super) fn image(&mut self, image: &str, pull_secrets: &[String]) {
+        let root = Path::root();
+        if image.is_empty() {
+            self.required(root.field("image"));
+        } else {
+            self.value(root.field("image"), image_reference(image));
+        }
+        self.names_list(&root.field("imagePullSecrets"), pull_secrets);
+    }
+
+    /// A list of object names (secrets, claims): each a DNS subdomain, each once.
+    pub(super) fn names_list(&mut self, path: &Path, names: &[String]) {
+        let mut seen = BTreeSet::new();
+        for (i, name) in names.iter().enumerate() {
+            self.value(path.index(i), dns_subdomain(name));
+            if !seen.insert(name) {
+                self.invalid(path.index(i), format!("{name:?} is listed twice"));
+            }
+        }
+    }
+
+    /// `labels` and `annotations`: valid keys that are not kubeferry's own marks (nor, for
+    /// labels, what `reserved_label` refuses), valid label values, and annotations that leave
+    /// room for kubeferry's marks.
+    pub(super) fn metadata(
+        &mut self,
+        labels: &BTreeMap<String, String>,
+        annotations: &BTreeMap<String, String>,
+        reserved_label: fn(&str) -> Result<(), String>,
+    ) {
+        let root = Path::root();
+        for (key, value) in labels {
+            let path = root.field("labels").key(key);
+            self.key(
+                path.clone(),
+                qualified_name(key)
+                    .and_then(|()| kubeferry_mark(key))
+                    .and_then(|()| reserved_label(key)),
+            );
+            self.value(path, label_value(value));
+        }
+        let mut annotation_bytes = 0;
+        for (key, value) in annotations {
+            let path = root.field("annotations").key(key);
+            self.key(path, qualified_name(key).and_then(|()| kubeferry_mark(key)));
+            annotation_bytes += key.len() + value.len();
+        }
+        if annotation_bytes > MAX_ANNOTATIONS_BYTES {
+            self.invalid(
+                root.field("annotations"),
+                format!(
+                    "total {annotation_bytes} bytes, more than the {} KiB a job may use (Kubernetes allows 256 KiB; kubeferry keeps {} KiB for its own marks)",
+                    MAX_ANNOTATIONS_BYTES / 1024,
+                    crate::marks::RESERVED_ANNOTATION_BYTES / 1024
+                ),
+            );
+        }
+    }
+}
+
+/// Keys kubeferry itself sets on every object it creates: its `kubeferry.dev/` marks and
+/// [`MANAGED_BY_LABEL`].
+fn kubeferry_mark(key: &str) -> Result<(), String> {
+    let prefix = key.rsplit_once('/').map(|(prefix, _)| prefix);
+    let ours = prefix.is_some_and(|p| p == "kubeferry.dev" || p.ends_with(".kubeferry.dev"));
+    if ours {
+        return Err(format!(
+            "{key:?} is reserved: kubeferry.dev/ keys are kubeferry's own marks"
+        ));
+    }
+    if key == MANAGED_BY_LABEL {
+        return Err(format!(
+            "{key:?} is reserved: kubeferry sets it to mark the objects it manages"
+        ));
+    }
+    Ok(())
+}
