@@ -16,8 +16,9 @@ mod tests;
 pub use mapping::{JobObservation, Mapped, MappingConfig, container_status, oldest_attempt_first};
 pub(crate) use mapping::{ended_before_disruption, exit_summary};
 pub use view::{
-    CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
-    JobConditionView, JobView, PodConditionView, PodPhase, PodView, TerminatedView,
+    COMPLETION_INDEX_KEY, CancelMark, ConditionStatus, ContainerStateView, ContainerView,
+    IndexedView, JobConditionType, JobConditionView, JobView, PodConditionView, PodPhase, PodView,
+    TerminatedView,
 };
 
 /// The name of the container that runs the job's command. The mapping reads this container

@@ -318,7 +318,11 @@ fn indexed_jobs_are_indexed_jobs_with_their_options() {
     // No retries: Kubernetes defaults backoffLimit to its maximum, so only the per-index
     // limit counts.
     assert_eq!(spec.backoff_limit, None);
-    let rules = &spec.success_policy.as_ref().expect("a success policy").rules;
+    let rules = &spec
+        .success_policy
+        .as_ref()
+        .expect("a success policy")
+        .rules;
     assert_eq!(rules.len(), 2);
     assert_eq!(rules[0].succeeded_indexes.as_deref(), Some("0,2-4"));
     assert_eq!(rules[0].succeeded_count, Some(2));
