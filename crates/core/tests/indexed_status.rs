@@ -32,7 +32,7 @@ fn pods_carry_their_index() {
     let (job, pods) = views("indexed_running");
     let indexed = job.indexed.as_deref().expect("an Indexed Job");
     assert_eq!(indexed.completions, 5);
-    assert_eq!(indexed.completed_indexes, "0-1");
+    assert_eq!(indexed.completed_indexes, "0,1");
     let indexes: Vec<Option<u32>> = pods.iter().map(|p| p.completion_index).collect();
     assert_eq!(indexes, [Some(0), Some(1), Some(2), Some(3)]);
     // A NonIndexed Job has no indexes, and its pods none.
@@ -48,7 +48,7 @@ fn running_counts_indexes_not_just_the_newest_pod() {
         .message("2 of 5 indexes succeeded, 1 running, 2 pending")
         .started(5)
         .info();
-    expected.indexes = Some(summary(5, [2, 0, 1, 2], "0-1", "", vec![]));
+    expected.indexes = Some(summary(5, [2, 0, 1, 2], "0,1", "", vec![]));
     assert_eq!(mapped.info, expected);
     assert_eq!(mapped.warning, None);
     assert!(!mapped.must_record);

@@ -252,6 +252,8 @@ pub(crate) struct Attempt {
     pub(crate) container: String,
     /// Whether the container has started (so it has a log).
     pub(crate) started: bool,
+    /// The pod's index in an indexed job.
+    pub(crate) index: Option<u32>,
 }
 
 /// What differs between the kinds of jobs, for the shared protocols.
@@ -489,7 +491,7 @@ pub(crate) async fn tail<J: Jobs>(
         .attempts(id)
         .await?
         .into_iter()
-        .filter(|a| a.started)
+        .filter(|a| a.started && options.index.is_none_or(|index| a.index == Some(index)))
         .collect();
     let back = usize::from(options.previous);
     let Some(attempt) = attempts.iter().rev().nth(back) else {
@@ -547,9 +549,11 @@ async fn follow_into<J: Jobs>(
         let attempts = jobs.attempts(id).await?;
         // Once the job has ended, every attempt has a final log, even one whose start the
         // pod watch has not shown yet.
-        let next = attempts
-            .iter()
-            .find(|a| !followed.contains(&a.uid) && (info.is_terminal() || a.started));
+        let next = attempts.iter().find(|a| {
+            !followed.contains(&a.uid)
+                && (info.is_terminal() || a.started)
+                && options.index.is_none_or(|index| a.index == Some(index))
+        });
         if let Some(attempt) = next {
             followed.insert(attempt.uid.clone());
             let target = LogTarget {

@@ -576,7 +576,7 @@ impl<'a> Mapper<'a> {
             // and the job ended when the Job controller decided.
             info.exit_code = cause.exit_code;
             info.finished_at = verdict.at;
-            info.indexes = Some(self.index_summary(indexed, verdict.at));
+            info.indexes = Some(self.final_index_summary(indexed, verdict.at));
         }
         Mapped::of(info.started(self.first_start()))
     }

@@ -647,6 +647,7 @@ impl protocol::Jobs for ContainerJobs {
                 uid: pod.uid.clone(),
                 container: MAIN_CONTAINER.to_string(),
                 started: has_started(pod),
+                index: pod.completion_index,
             })
             .collect())
     }

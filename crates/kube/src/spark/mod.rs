@@ -1072,6 +1072,7 @@ impl protocol::Jobs for SparkJobs {
                 uid: driver.uid.clone(),
                 container: DRIVER_CONTAINER.to_string(),
                 started: has_started(driver),
+                index: None,
             })
             .collect())
     }

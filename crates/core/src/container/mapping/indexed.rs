@@ -36,6 +36,20 @@ impl<'a> Mapper<'a> {
             .collect()
     }
 
+    /// Where the indexes stand once the job has ended: nothing runs any more (the Job
+    /// controller writes its final condition only once every pod has terminated), whatever a
+    /// pod watch that lags behind the Job's still shows.
+    pub(super) fn final_index_summary(
+        &self,
+        indexed: &IndexedView,
+        as_of: Option<Timestamp>,
+    ) -> IndexSummary {
+        let mut summary = self.index_summary(indexed, as_of);
+        summary.pending += summary.running;
+        summary.running = 0;
+        summary
+    }
+
     /// Where the indexes stand; failures as far as the pods show them by `as_of`.
     pub(super) fn index_summary(
         &self,
@@ -81,6 +95,15 @@ impl<'a> Mapper<'a> {
         pod: Option<&PodView>,
         as_of: Option<Timestamp>,
     ) -> IndexFailure {
+        if let Some(pod) = pod.filter(|pod| stopped_by_decision(pod, as_of)) {
+            return IndexFailure {
+                index,
+                reason: Reason::Error,
+                exit_code: main_terminated(pod).map(|t| t.exit_code),
+                message: "stopped by the Job controller once it had decided the job's outcome"
+                    .to_string(),
+            };
+        }
         match pod.and_then(|pod| self.attempt_cause(pod, as_of).map(|cause| (pod, cause))) {
             Some((pod, cause)) => IndexFailure {
                 index,
@@ -149,7 +172,7 @@ impl<'a> Mapper<'a> {
         indexed: &IndexedView,
         verdict: &Verdict<'_>,
     ) -> ExecutionInfo {
-        let summary = self.index_summary(indexed, verdict.at);
+        let summary = self.final_index_summary(indexed, verdict.at);
         let message = if verdict.reason == Some("SuccessPolicy") {
             let rule = verdict
                 .message
@@ -175,8 +198,20 @@ impl<'a> Mapper<'a> {
 
     /// A failed indexed job: named by its first failed indexes and why they failed.
     pub(super) fn indexed_failed(&self, indexed: &IndexedView, verdict: &Verdict<'_>) -> Cause {
-        let summary = self.index_summary(indexed, verdict.at);
+        let summary = self.final_index_summary(indexed, verdict.at);
         let mut failures = summary.failures.clone();
+        // The indexes that failed on their own decided the outcome: they are named, not those
+        // the Job controller stopped because of them (which it may count as failed too).
+        let newest = self.newest_by_index();
+        let stopped = |f: &IndexFailure| {
+            newest
+                .get(&f.index)
+                .is_some_and(|pod| stopped_by_decision(pod, verdict.at))
+        };
+        let stopped_count = failures.iter().filter(|f| stopped(f)).count();
+        if stopped_count < failures.len() {
+            failures.retain(|f| !stopped(f));
+        }
         if failures.is_empty() {
             // No failed index reported (a backoff limit for all indexes together): the newest
             // failed attempt names its index.
@@ -192,13 +227,13 @@ impl<'a> Mapper<'a> {
             (None, Some(message)) => format!(" ({message})"),
             (None, None) => String::new(),
         };
-        let counted = if summary.failed > 0 {
-            format!(
-                "{} of {} indexes failed",
-                summary.failed, summary.completions
-            )
-        } else {
-            summary.counts()
+        let counted = match (summary.failed, stopped_count) {
+            (0, _) => summary.counts(),
+            (failed, 0) => format!("{failed} of {} indexes failed", summary.completions),
+            (failed, stopped) => format!(
+                "{failed} of {} indexes failed, {stopped} of them stopped once the outcome was decided",
+                summary.completions
+            ),
         };
         let Some(first) = failures.first() else {
             return Cause {
@@ -217,13 +252,12 @@ impl<'a> Mapper<'a> {
             .take(NAMED_IN_MESSAGE)
             .map(|f| f.index.to_string())
             .collect();
-        let more = failures.len().max(summary.failed as usize);
         let which = match named.len() {
-            1 if more <= 1 => format!("index {} failed", named[0]),
-            _ if more > named.len() => format!(
+            1 => format!("index {} failed", named[0]),
+            _ if failures.len() > named.len() => format!(
                 "indexes {} and {} more failed",
                 named.join(", "),
-                more - named.len()
+                failures.len() - named.len()
             ),
             _ => format!("indexes {} failed", named.join(", ")),
         };
@@ -261,6 +295,20 @@ fn is_running(pod: &PodView) -> bool {
         Some(ContainerStateView::Running { .. }) => true,
         Some(ContainerStateView::Waiting { .. }) => false,
         _ => pod.phase == Some(PodPhase::Running),
+    }
+}
+
+/// Whether the pod was deleted once the outcome had been decided (at `as_of`): the Job
+/// controller stops the pods still running then, and their end is a consequence, not a cause.
+/// A pod whose container had ended before it was deleted (a clean-up long after) was not.
+fn stopped_by_decision(pod: &PodView, as_of: Option<Timestamp>) -> bool {
+    match (pod.deletion_requested_at(), as_of) {
+        (Some(deleted), Some(decided)) => {
+            deleted >= decided
+                && main_terminated(pod)
+                    .is_none_or(|t| t.finished_at.is_none_or(|end| end >= deleted))
+        }
+        _ => false,
     }
 }
 
