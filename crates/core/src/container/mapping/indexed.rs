@@ -111,7 +111,7 @@ impl<'a> Mapper<'a> {
                 exit_code: cause
                     .exit_code
                     .or_else(|| main_terminated(pod).map(|t| t.exit_code)),
-                message: cause.message,
+                message: shortened(cause.message),
             },
             None => IndexFailure {
                 index,
@@ -274,6 +274,25 @@ impl<'a> Mapper<'a> {
     }
 }
 
+/// The most bytes of one failed index's message: a summary lists up to
+/// [`IndexSummary::MAX_FAILURES`] of them, and a recorded outcome must stay well within the
+/// room kept for kubeferry's marks (a termination message alone may have 4 KiB).
+const MAX_FAILURE_MESSAGE_BYTES: usize = 256;
+
+/// `message` cut to [`MAX_FAILURE_MESSAGE_BYTES`] on a character boundary, with an ellipsis.
+fn shortened(mut message: String) -> String {
+    if message.len() <= MAX_FAILURE_MESSAGE_BYTES {
+        return message;
+    }
+    let mut cut = MAX_FAILURE_MESSAGE_BYTES - '…'.len_utf8();
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    message.truncate(cut);
+    message.push('…');
+    message
+}
+
 /// Why an index failed, in a few words: `OOMKilled (exit code 137)`, `exit code 3: boom`,
 /// `Evicted: The node was low on memory`.
 fn short(failure: &IndexFailure) -> String {
@@ -316,4 +335,19 @@ fn stopped_by_decision(pod: &PodView, as_of: Option<Timestamp>) -> bool {
 fn failed(pod: &PodView) -> bool {
     pod.phase == Some(PodPhase::Failed)
         || main_terminated(pod).is_some_and(|t| t.exit_code != 0 || is_oom(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_failure_messages_are_cut_on_a_character_boundary() {
+        assert_eq!(shortened("exit code 3".to_string()), "exit code 3");
+        let long = "é".repeat(300);
+        let cut = shortened(long.clone());
+        assert!(cut.len() <= MAX_FAILURE_MESSAGE_BYTES, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+        assert!(long.starts_with(cut.trim_end_matches('…')));
+    }
 }
