@@ -182,3 +182,53 @@ fn non_indexed_jobs_have_no_index_summary() {
         }
     }
 }
+
+mod properties {
+    use kubeferry_core::container::{JobConditionType, PodView};
+    use proptest::prelude::*;
+
+    use super::support::{Seen, at, map_views, views};
+
+    const CASES: [&str; 6] = [
+        "indexed_all_succeeded",
+        "indexed_failed_indexes",
+        "indexed_failure_target_only",
+        "indexed_max_failed_indexes",
+        "indexed_running",
+        "indexed_success_policy",
+    ];
+
+    proptest! {
+        /// Whatever subset of its pods is seen, and whenever: the counts add up to the
+        /// indexes, and a Job that can still judge is terminal only with its final condition.
+        #[test]
+        fn counts_add_up_and_nothing_ends_before_the_final_condition(
+            case in proptest::sample::select(&CASES[..]),
+            kept in proptest::collection::vec(any::<bool>(), 6),
+            now in 0i64..7200,
+        ) {
+            let (job, pods) = views(case);
+            let pods: Vec<PodView> = pods
+                .into_iter()
+                .zip(kept.iter().cycle())
+                .filter_map(|(pod, keep)| keep.then_some(pod))
+                .collect();
+            let config = Default::default();
+            let mapped = map_views(&job, &pods, Seen::Present, at(now), &config, None)
+                .expect("a present Job is mapped");
+            let indexes = mapped.info.indexes.as_ref().expect("an index summary");
+            prop_assert_eq!(
+                indexes.succeeded + indexes.failed + indexes.running + indexes.pending,
+                indexes.completions
+            );
+            let final_condition = job.conditions.iter().any(|c| {
+                matches!(c.kind, JobConditionType::Complete | JobConditionType::Failed)
+                    && c.status.is_true()
+            });
+            if mapped.info.is_terminal() {
+                prop_assert!(final_condition, "{:?}", mapped.info);
+                prop_assert_eq!(indexes.running, 0);
+            }
+        }
+    }
+}
