@@ -38,6 +38,29 @@ def shell(name: str, script: str, **more: object) -> dict[str, object]:
     return {"name": name, "image": "busybox:1.36", "command": ["sh", "-c", script], **more}
 
 
+def test_indexed_job_summary_and_logs_by_index(client: Client, job_id: str) -> None:
+    submitted = client.submit(
+        job_id,
+        shell(
+            "shards",
+            "echo shard $JOB_COMPLETION_INDEX",
+            indexed=True,
+            completions=3,
+            parallelism=3,
+        ),
+    )
+    info = client.wait(submitted, timeout=TIMEOUT)
+    assert info.state is JobState.SUCCEEDED, info
+    assert info.message == "3 of 3 indexes succeeded"
+    assert info.indexes is not None
+    assert (info.indexes.completions, info.indexes.succeeded) == (3, 3)
+    assert info.indexes.completed_indexes == "0-2"
+    assert client.logs(submitted, index=1).log == "shard 1\n"
+    assert list(client.follow(submitted, index=2)) == ["shard 2"]
+    with pytest.raises(BadRequest):
+        client.logs(submitted, index=-1)
+
+
 def test_submit_wait_and_logs(client: Client, job_id: str) -> None:
     submitted = client.submit(
         job_id,

@@ -79,6 +79,43 @@ def test_job_info_decoding() -> None:
     assert not minimal.is_final
 
 
+def test_index_summary_decoding() -> None:
+    info = decode_as(
+        JobInfo,
+        {
+            "id": "sim/job/default/shards-1",
+            "state": "FAILED",
+            "reason": "OomKilled",
+            "exitCode": 137,
+            "indexes": {
+                "completions": 5,
+                "succeeded": 3,
+                "failed": 1,
+                "running": 0,
+                "pending": 1,
+                "completedIndexes": "0-2",
+                "failedIndexes": "3",
+                "failures": [
+                    {"index": 3, "reason": "OomKilled", "exitCode": 137, "message": "m"},
+                ],
+            },
+        },
+    )
+    assert info.indexes is not None
+    assert (info.indexes.succeeded, info.indexes.failed, info.indexes.pending) == (3, 1, 1)
+    assert info.indexes.completed_indexes == "0-2"
+    failure = info.indexes.failures[0]
+    assert (failure.index, failure.reason, failure.exit_code) == (3, Reason.OOM_KILLED, 137)
+    # Every other job has no index summary.
+    plain = decode_as(JobInfo, {"id": "a/b/c/d", "state": "QUEUED", "reason": "Pending"})
+    assert plain.indexes is None
+    with pytest.raises(ProtocolError, match=r"Indexes\.completions: missing"):
+        decode_as(
+            JobInfo,
+            {"id": "a/b/c/d", "state": "QUEUED", "reason": "Pending", "indexes": {"failed": 0}},
+        )
+
+
 @pytest.mark.parametrize(
     ("data", "named"),
     [

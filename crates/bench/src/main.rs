@@ -59,6 +59,15 @@ enum Bench {
         #[arg(long, default_value_t = 8)]
         concurrency: usize,
     },
+    /// API requests while one indexed job runs all its indexes to its end.
+    Indexed {
+        /// Indexes (`completions`).
+        #[arg(long, default_value_t = 1000)]
+        indexes: usize,
+        /// Pods at once (`parallelism`).
+        #[arg(long, default_value_t = 100)]
+        parallelism: usize,
+    },
     /// Every benchmark with its default size.
     All,
     /// Internal: track every job of a namespace and print this process's resident memory.
@@ -78,10 +87,15 @@ async fn main() -> anyhow::Result<()> {
         Bench::Latency { jobs, concurrency } => latency(jobs, concurrency).await,
         Bench::Memory { jobs } => memory(jobs).await,
         Bench::Submit { jobs, concurrency } => submit(jobs, concurrency).await,
+        Bench::Indexed {
+            indexes,
+            parallelism,
+        } => indexed(indexes, parallelism).await,
         Bench::All => {
             submit(1000, 8).await?;
             latency(1000, 50).await?;
             tracking(1000, Duration::from_secs(60)).await?;
+            indexed(1000, 100).await?;
             memory(10_000).await
         }
         Bench::MemoryProbe { kubeconfig, ids } => memory_probe(&kubeconfig, &ids).await,
@@ -192,6 +206,69 @@ async fn tracking(jobs: usize, window: Duration) -> anyhow::Result<()> {
             key.verb, key.resource, key.user
         );
     }
+    sim.shutdown().await;
+    Ok(())
+}
+
+/// Requests kubeferry makes while one indexed job of `indexes` indexes runs to its end, waited
+/// on and asked for its status all along: the namespace's watches alone, nothing per pod or per
+/// index.
+async fn indexed(indexes: usize, parallelism: usize) -> anyhow::Result<()> {
+    let sim = sim(parallelism).await?;
+    let executor = executor(&sim).await?;
+    let spec = job_spec(
+        "array",
+        "sleep 0.2; echo shard $JOB_COMPLETION_INDEX",
+        &format!("indexed: true\ncompletions: {indexes}\nparallelism: {parallelism}\n"),
+    )?;
+    sim.reset_counters();
+    let started = Instant::now();
+    let id = executor.submit(&spec, "bench-indexed", "default").await?;
+    let mut statuses = 0u64;
+    let outcome = executor
+        .wait(&id, Some(Duration::from_secs(1800)), |_| statuses += 1)
+        .await?;
+    let elapsed = started.elapsed();
+    // Status queries all along are answered from the cache.
+    for _ in 0..100 {
+        executor.status(&id).await?;
+    }
+    let counters = sim.counters();
+    let requests: u64 = counters.values().sum();
+    let summary = outcome
+        .indexes
+        .as_ref()
+        .map(|i| format!("{} of {} succeeded", i.succeeded, i.completions))
+        .unwrap_or_default();
+    print_table(
+        &format!(
+            "Indexed job: {indexes} indexes, {parallelism} at once, from submit to its end ({:.0} s)",
+            elapsed.as_secs_f64()
+        ),
+        &[
+            ("outcome", format!("{} ({summary})", outcome.state)),
+            ("statuses seen by the wait", statuses.to_string()),
+            ("API requests by kubeferry", requests.to_string()),
+            (
+                "requests per index",
+                format!("{:.4}", requests as f64 / indexes as f64),
+            ),
+            (
+                "goal",
+                "the namespace's watches and the create, nothing per pod or index".to_string(),
+            ),
+        ],
+    );
+    for (key, count) in counters {
+        println!(
+            "    {:<8} {:<20} {:<40} {count}",
+            key.verb, key.resource, key.user
+        );
+    }
+    anyhow::ensure!(
+        outcome.state == JobState::Succeeded,
+        "the indexed job ended {outcome:?}"
+    );
     sim.shutdown().await;
     Ok(())
 }

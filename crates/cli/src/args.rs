@@ -245,6 +245,10 @@ pub struct LogsArgs {
     /// The previous attempt's log.
     #[arg(short = 'p', long)]
     pub previous: bool,
+    /// For an indexed job: the log of this index's pods (its newest attempt, or with
+    /// --previous the one before).
+    #[arg(long, value_name = "N")]
+    pub index: Option<u32>,
 }
 
 /// `kubeferry list`.

@@ -65,6 +65,12 @@ impl Table {
         }
     }
 
+    /// Adds a column just before the last one (which holds free text).
+    pub fn insert_column_before_last(&mut self, header: &'static str) {
+        let at = self.headers.len().saturating_sub(1);
+        self.headers.insert(at, header);
+    }
+
     /// Adds a row.
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
@@ -143,6 +149,19 @@ pub fn print_statuses(
         }
         Format::Table | Format::Wide if !statuses.is_empty() => {
             let wide = *format == Format::Wide;
+            // Indexed jobs get a column with where their indexes stand; other tables are as
+            // they always were.
+            if statuses.iter().any(|(_, info)| info.indexes.is_some()) {
+                let mut table = status_table(wide);
+                table.insert_column_before_last("INDEXES");
+                for (id, info) in statuses {
+                    let mut cells = status_cells(id, info, wide);
+                    cells.insert(cells.len() - 1, index_cell(info));
+                    table.row(cells);
+                }
+                print_text(&table.render())?;
+                return Ok(());
+            }
             let mut table = status_table(wide);
             for (id, info) in statuses {
                 table.row(status_cells(id, info, wide));
@@ -204,6 +223,25 @@ pub fn status_cells(id: &ExecutionId, info: &ExecutionInfo, wide: bool) -> Vec<S
     }
     cells.push(one_line(&info.message));
     cells
+}
+
+/// Where an indexed job's indexes stand, in a table cell: `3/5 succeeded, 1 failed, 1 running`
+/// (empty for other jobs).
+pub fn index_cell(info: &ExecutionInfo) -> String {
+    let Some(indexes) = &info.indexes else {
+        return String::new();
+    };
+    let mut cell = format!("{}/{} succeeded", indexes.succeeded, indexes.completions);
+    for (n, what) in [
+        (indexes.failed, "failed"),
+        (indexes.running, "running"),
+        (indexes.pending, "pending"),
+    ] {
+        if n > 0 {
+            cell.push_str(&format!(", {n} {what}"));
+        }
+    }
+    cell
 }
 
 /// How long the job ran (so far), as kubectl prints ages: `45s`, `3m12s`, `2h5m`; empty before

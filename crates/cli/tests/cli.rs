@@ -171,6 +171,68 @@ async fn submit_status_wait_logs_list_and_cancel() {
 }
 
 #[tokio::test]
+async fn an_indexed_job_shows_its_indexes_and_logs_by_index() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let output = run(kubeferry(kubeconfig).args(["submit", "-f", &example("indexed.yaml")])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let id = text(&output.stdout).trim().to_string();
+    let output = run(kubeferry(kubeconfig).args(["wait", &id, "--timeout", "30s"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("SUCCEEDED (Completed"),
+        "{}",
+        text(&output.stdout)
+    );
+
+    let status = status_json(kubeconfig, &id).await;
+    assert_eq!(status["message"], "5 of 5 indexes succeeded");
+    assert_eq!(
+        status["indexes"],
+        serde_json::json!({"completions": 5, "succeeded": 5, "failed": 0, "running": 0, "pending": 0, "completedIndexes": "0-4"})
+    );
+    let output = run(kubeferry(kubeconfig).args(["status", &id])).await;
+    let table = text(&output.stdout);
+    let mut lines = table.lines();
+    let header = lines.next().unwrap_or_default();
+    assert!(
+        header.contains(" INDEXES ") && header.ends_with("MESSAGE"),
+        "{table}"
+    );
+    assert!(
+        lines.next().unwrap_or_default().contains("5/5 succeeded"),
+        "{table}"
+    );
+
+    let output = run(kubeferry(kubeconfig).args(["logs", &id, "--index", "3"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stdout),
+        "shard 3 of 5 starting\nshard 3 done\n"
+    );
+    let output = run(kubeferry(kubeconfig).args(["logs", &id, "--index", "1", "-f"])).await;
+    assert_eq!(
+        text(&output.stdout),
+        "shard 1 of 5 starting\nshard 1 done\n"
+    );
+    let output = run(kubeferry(kubeconfig).args(["logs", &id, "--index=-1"])).await;
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("--index"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output =
+        run(kubeferry(kubeconfig).args(["logs", "test/sparkapp/default/pi", "--index", "0"])).await;
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("--index is only for indexed container jobs"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[tokio::test]
 async fn ctrl_c_during_run_cancels_the_job_when_asked_to() {
     let cluster = cluster().await;
     let dir = tempfile::tempdir().unwrap();

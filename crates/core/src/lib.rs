@@ -7,6 +7,7 @@ mod clock;
 pub mod container;
 pub mod duration;
 pub mod id;
+pub mod indexes;
 pub mod marks;
 pub mod observation;
 pub mod record;

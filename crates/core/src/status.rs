@@ -305,6 +305,79 @@ pub struct ExecutionInfo {
     /// When the job reached its terminal state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,
+    /// For an indexed job: where its indexes stand. Absent for every other job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indexes: Option<IndexSummary>,
+}
+
+/// Where the indexes of an indexed job stand: counts that add up to `completions`, the Job's
+/// own interval strings, and why each failed index failed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexSummary {
+    /// How many indexes the job has.
+    pub completions: u32,
+    /// Indexes that succeeded.
+    pub succeeded: u32,
+    /// Indexes that failed for good (out of per-index retries, or failed by a `FailIndex`
+    /// rule).
+    pub failed: u32,
+    /// Indexes whose pod runs.
+    pub running: u32,
+    /// Indexes not yet running, succeeded or failed (waiting for a pod, a node or a retry;
+    /// or never run because the job ended first).
+    pub pending: u32,
+    /// The succeeded indexes as the Job reports them (`status.completedIndexes`, e.g. `0-2,4`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub completed_indexes: String,
+    /// The failed indexes as the Job reports them (`status.failedIndexes`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub failed_indexes: String,
+    /// Why failed indexes failed, lowest index first, as far as their pods still show it (at
+    /// most [`IndexSummary::MAX_FAILURES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<IndexFailure>,
+}
+
+impl IndexSummary {
+    /// The most failed indexes whose cause a summary lists: enough to see a pattern, small
+    /// enough that a status with thousands of failed indexes stays small.
+    pub const MAX_FAILURES: usize = 20;
+
+    /// The counts in a few words: `3 of 5 indexes succeeded, 1 failed, 1 running`.
+    pub fn counts(&self) -> String {
+        let mut text = format!(
+            "{} of {} indexes succeeded",
+            self.succeeded, self.completions
+        );
+        for (n, what) in [
+            (self.failed, "failed"),
+            (self.running, "running"),
+            (self.pending, "pending"),
+        ] {
+            if n > 0 {
+                text.push_str(&format!(", {n} {what}"));
+            }
+        }
+        text
+    }
+}
+
+/// Why one index of an indexed job failed: its last attempt's end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexFailure {
+    /// The index.
+    pub index: u32,
+    /// Why its last attempt failed (`OomKilled`, `Evicted`, `Error`, ...); `Error` with no
+    /// exit code when no pod of the index is left to tell.
+    pub reason: Reason,
+    /// Its last attempt's exit code, when the main container ended with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Why, for humans.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
 }
 
 impl ExecutionInfo {
@@ -317,6 +390,7 @@ impl ExecutionInfo {
             exit_code: None,
             started_at: None,
             finished_at: None,
+            indexes: None,
         }
     }
 

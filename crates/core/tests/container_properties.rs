@@ -104,6 +104,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 completion_time,
                 ttl_seconds_after_finished: None,
                 creation_refused: refused,
+                indexed: None,
             },
         )
 }
@@ -262,6 +263,7 @@ fn pod_view() -> impl Strategy<Value = PodView> {
                 start_time,
                 main,
                 blocking_init: blocking_init.map(Box::new),
+                completion_index: None,
             },
         )
 }

@@ -41,6 +41,8 @@ pub struct TailOptions {
     pub bytes: Option<u64>,
     /// The previous attempt's container (after a restart).
     pub previous: bool,
+    /// Only the attempts of this index of an indexed job (`None`: every attempt).
+    pub index: Option<u32>,
 }
 
 /// Reads the end of a container's log.
@@ -85,6 +87,8 @@ pub struct FollowOptions {
     /// How long a stream may stay silent before the container is looked at again (and the
     /// stream re-opened if it still runs).
     pub idle_recheck: Duration,
+    /// Only the attempts of this index of an indexed job (`None`: every attempt).
+    pub index: Option<u32>,
 }
 
 impl Default for FollowOptions {
@@ -93,6 +97,7 @@ impl Default for FollowOptions {
             tail_lines: None,
             reopen_delay: Duration::from_millis(500),
             idle_recheck: Duration::from_secs(60),
+            index: None,
         }
     }
 }

@@ -4,7 +4,12 @@
 //! Fixed choices, and why:
 //! - `restartPolicy: Never`, `completions: 1`, `parallelism: 1`: one pod per attempt, whose
 //!   own outcome (exit code, OOMKilled) stays readable instead of being restarted in place.
+//!   An indexed job (`indexed: true`) is an Indexed Job instead (`completionMode: Indexed`)
+//!   with the spec's `completions` and `parallelism`: one pod per attempt of each index, each
+//!   seeing its index in `JOB_COMPLETION_INDEX`.
 //! - `backoffLimit` is `retries` (default 0): the caller usually retries, with its own ids.
+//!   With `backoffLimitPerIndex` and no `retries` it is left out, so that Kubernetes defaults it
+//!   to the most it allows and only the per-index limit counts.
 //! - `podReplacementPolicy: Failed`: a replacement pod starts only after the previous one has
 //!   fully terminated, so one job never runs two pods at once (I2, docs/INVARIANTS.md).
 //! - `timeout` becomes the Job's `activeDeadlineSeconds`, not the pod's: the Job then ends
@@ -25,7 +30,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::batch::v1::{
     Job, JobSpec as K8sJobSpec, PodFailurePolicy as K8sPodFailurePolicy,
     PodFailurePolicyOnExitCodesRequirement, PodFailurePolicyOnPodConditionsPattern,
-    PodFailurePolicyRule,
+    PodFailurePolicyRule, SuccessPolicy as K8sSuccessPolicy, SuccessPolicyRule,
 };
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EmptyDirVolumeSource, EnvFromSource, EnvVar as K8sEnvVar,
@@ -89,9 +94,14 @@ pub fn job_manifest(
             ..ObjectMeta::default()
         },
         spec: Some(K8sJobSpec {
-            backoff_limit: Some(i32::try_from(spec.retries).unwrap_or(i32::MAX)),
-            completions: Some(1),
-            parallelism: Some(1),
+            backoff_limit: (spec.retries > 0 || spec.backoff_limit_per_index.is_none())
+                .then(|| i32::try_from(spec.retries).unwrap_or(i32::MAX)),
+            completions: Some(spec.completions.map_or(1, int32)),
+            parallelism: Some(spec.parallelism.map_or(1, int32)),
+            completion_mode: spec.indexed.then(|| "Indexed".to_string()),
+            backoff_limit_per_index: spec.backoff_limit_per_index.map(int32),
+            max_failed_indexes: spec.max_failed_indexes.map(int32),
+            success_policy: success_policy(spec),
             active_deadline_seconds: spec
                 .timeout
                 .map(|t| i64::try_from(t.as_secs()).unwrap_or(i64::MAX)),
@@ -130,13 +140,20 @@ fn pod_failure_policy(spec: &ContainerJobSpec) -> Option<K8sPodFailurePolicy> {
             on_exit_codes: None,
         });
     }
-    if !policy.fail_on_exit_codes.is_empty() {
+    let on_exit_codes = [
+        ("FailJob", &policy.fail_on_exit_codes),
+        ("FailIndex", &policy.fail_index_on_exit_codes),
+    ];
+    for (action, codes) in on_exit_codes {
+        if codes.is_empty() {
+            continue;
+        }
         // Kubernetes requires the values sorted and unique.
-        let mut values = policy.fail_on_exit_codes.clone();
+        let mut values = codes.clone();
         values.sort_unstable();
         values.dedup();
         rules.push(PodFailurePolicyRule {
-            action: "FailJob".to_string(),
+            action: action.to_string(),
             on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
                 container_name: Some(MAIN_CONTAINER.to_string()),
                 operator: "In".to_string(),
@@ -146,6 +163,25 @@ fn pod_failure_policy(spec: &ContainerJobSpec) -> Option<K8sPodFailurePolicy> {
         });
     }
     (!rules.is_empty()).then_some(K8sPodFailurePolicy { rules })
+}
+
+/// An indexed job's success policy: its rules as written.
+fn success_policy(spec: &ContainerJobSpec) -> Option<K8sSuccessPolicy> {
+    (!spec.success_policy.is_empty()).then(|| K8sSuccessPolicy {
+        rules: spec
+            .success_policy
+            .iter()
+            .map(|rule| SuccessPolicyRule {
+                succeeded_indexes: rule.succeeded_indexes.clone(),
+                succeeded_count: rule.succeeded_count.map(int32),
+            })
+            .collect(),
+    })
+}
+
+/// A count validation kept within Kubernetes' int32.
+fn int32(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 fn pod_spec(spec: &ContainerJobSpec) -> PodSpec {

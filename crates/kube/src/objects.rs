@@ -240,6 +240,8 @@ pub(crate) struct Attempt {
     pub(crate) container: String,
     /// Whether the container has started (so it has a log).
     pub(crate) started: bool,
+    /// The pod's index in an indexed job.
+    pub(crate) index: Option<u32>,
 }
 
 #[cfg(test)]

@@ -246,7 +246,7 @@ pub(crate) async fn tail<J: Kind>(
         .attempts(id)
         .await?
         .into_iter()
-        .filter(|a| a.started)
+        .filter(|a| a.started && options.index.is_none_or(|index| a.index == Some(index)))
         .collect();
     let back = usize::from(options.previous);
     let Some(attempt) = attempts.iter().rev().nth(back) else {
@@ -304,9 +304,11 @@ async fn follow_into<J: Kind>(
         let attempts = jobs.attempts(id).await?;
         // Once the job has ended, every attempt has a final log, even one whose start the
         // pod watch has not shown yet.
-        let next = attempts
-            .iter()
-            .find(|a| !followed.contains(&a.uid) && (info.is_terminal() || a.started));
+        let next = attempts.iter().find(|a| {
+            !followed.contains(&a.uid)
+                && (info.is_terminal() || a.started)
+                && options.index.is_none_or(|index| a.index == Some(index))
+        });
         if let Some(attempt) = next {
             followed.insert(attempt.uid.clone());
             let target = LogTarget {

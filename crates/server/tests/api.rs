@@ -666,6 +666,61 @@ async fn previous_reads_the_log_of_the_attempt_before_the_newest() {
 }
 
 #[tokio::test]
+async fn an_indexed_job_reports_its_indexes_and_each_index_has_its_log() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let id = api
+        .submit(json!({
+            "jobId": "shards",
+            "spec": {
+                "name": "shards", "image": "busybox",
+                "command": ["sh", "-c", "echo shard $JOB_COMPLETION_INDEX"],
+                "indexed": true, "completions": 3, "parallelism": 3,
+            },
+        }))
+        .await;
+    api.wait_for(&id, "SUCCEEDED").await;
+    let job = api.job(&id).await.json();
+    assert_eq!(job["message"], "3 of 3 indexes succeeded");
+    assert_eq!(
+        job["indexes"],
+        json!({"completions": 3, "succeeded": 3, "failed": 0, "running": 0, "pending": 0, "completedIndexes": "0-2"})
+    );
+    let logs = |query: &'static str| {
+        let id = id.clone();
+        async move { api.get(&format!("/v1/jobs/{id}/logs{query}")).await }
+    };
+    assert_eq!(
+        logs("?index=1").await.json()["log"],
+        "shard 1
+"
+    );
+    assert_eq!(
+        logs("?index=2&lines=1").await.json()["log"],
+        "shard 2
+"
+    );
+    assert_eq!(logs("?index=7").await.json()["log"], "");
+    let response = api
+        .open(&format!("/v1/jobs/{id}/logs?follow=true&index=0"))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(read_stream(response).await, "shard 0\n");
+    logs("?index=-1")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+    logs("?index=one")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+    // A job that is not indexed has no index in its answer.
+    let once = api.submit(shell_job("once", "echo only")).await;
+    api.wait_for(&once, "SUCCEEDED").await;
+    assert!(api.job(&once).await.json().get("indexes").is_none());
+    service.stop().await;
+}
+
+#[tokio::test]
 async fn kubernetes_errors_each_have_their_code_and_are_counted() {
     use kubeferry_sim::{FaultAction, FaultRule};
     let sim = Sim::start().await;

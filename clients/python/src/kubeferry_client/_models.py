@@ -166,6 +166,45 @@ def _as(cls: type[Any]) -> Callable[[Any], Any]:
 
 
 @dataclasses.dataclass(frozen=True)
+class IndexFailureInfo:
+    """Why one index of an indexed job failed."""
+
+    index: int = _wire("index")
+    """The index."""
+    reason: Reason = _wire("reason", Reason)
+    """Why its last attempt failed."""
+    exit_code: int | None = _wire("exitCode", default=None)
+    """Its last attempt's exit code."""
+    message: str = _wire("message", default="")
+    """Why, for humans."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Indexes:
+    """Where the indexes of an indexed job stand."""
+
+    completions: int = _wire("completions")
+    """How many indexes the job has."""
+    succeeded: int = _wire("succeeded")
+    """Indexes that succeeded."""
+    failed: int = _wire("failed")
+    """Indexes that failed for good."""
+    running: int = _wire("running")
+    """Indexes whose pod runs."""
+    pending: int = _wire("pending")
+    """Indexes not yet running, succeeded or failed (or never run because the job ended
+    first)."""
+    completed_indexes: str = _wire("completedIndexes", default="")
+    """The succeeded indexes as the Job reports them (e.g. ``0-2,4``)."""
+    failed_indexes: str = _wire("failedIndexes", default="")
+    """The failed indexes as the Job reports them."""
+    failures: list[IndexFailureInfo] = _wire(
+        "failures", _list_of(IndexFailureInfo), default_factory=list
+    )
+    """Why failed indexes failed, lowest index first (at most 20)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class JobInfo:
     """A job's execution info."""
 
@@ -187,6 +226,8 @@ class JobInfo:
     """When the main container started; once set, every later answer keeps it."""
     finished_at: datetime.datetime | None = _wire("finishedAt", _optional(_timestamp), default=None)
     """When the job reached its final state."""
+    indexes: Indexes | None = _wire("indexes", _optional(_as(Indexes)), default=None)
+    """For an indexed job: where its indexes stand (``None`` for every other job)."""
 
     @property
     def is_final(self) -> bool:
@@ -403,6 +444,8 @@ class ErrorBody:
 #: The response dataclasses by the name of the OpenAPI schema each one reads.
 SCHEMAS: dict[str, type[Any]] = {
     "JobInfo": JobInfo,
+    "Indexes": Indexes,
+    "IndexFailureInfo": IndexFailureInfo,
     "Submitted": Submitted,
     "CancelResult": CancelResult,
     "LogTail": LogTail,

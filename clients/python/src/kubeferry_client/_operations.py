@@ -49,7 +49,7 @@ OPERATIONS: dict[str, Operation] = {
     "getJobLogs": Operation(
         "GET",
         _JOB + "/logs",
-        query=frozenset({"lines", "bytes", "previous", "follow"}),
+        query=frozenset({"lines", "bytes", "previous", "follow", "index"}),
         answer="LogTail",
     ),
     "watchJob": Operation("GET", _JOB + "/events", answer="JobInfo", kind="sse"),

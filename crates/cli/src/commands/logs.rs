@@ -13,6 +13,12 @@ use crate::connect::{Fallback, connect};
 /// Runs `kubeferry logs`.
 pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
     let id = parse_id(&args.id, cli.cluster.namespace.as_deref())?;
+    if args.index.is_some() && id.kind != kubeferry::JobKind::Job {
+        return Err(crate::UsageError(format!(
+            "--index is only for indexed container jobs; {id} is not a container job"
+        ))
+        .into());
+    }
     let connection = connect(&cli.cluster, Fallback::None).await?;
     let executor = &connection.executor;
     if args.follow {
@@ -21,6 +27,7 @@ pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
         }
         let options = FollowOptions {
             tail_lines: args.tail,
+            index: args.index,
             ..FollowOptions::default()
         };
         let mut lines = Box::pin(executor.follow(&id, options)?);
@@ -35,6 +42,7 @@ pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
             lines: args.tail,
             bytes: args.limit_bytes,
             previous: args.previous,
+            index: args.index,
         };
         let text = executor.tail(&id, &options).await?;
         std::io::stdout().lock().write_all(text.as_bytes())?;

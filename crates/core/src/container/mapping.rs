@@ -15,6 +15,8 @@ use crate::clock::{Clock, Resolution, deadline};
 use crate::observation::{self, Action, Observation};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
+mod indexed;
+
 /// Every grace period and timeout the mapping applies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MappingConfig {
@@ -117,7 +119,13 @@ pub fn container_status(
             config,
             previous,
         };
-        mapper.map()
+        let mut mapped = mapper.map()?;
+        if let Some(indexed) = mapper.indexed()
+            && mapped.info.indexes.is_none()
+        {
+            mapped.info.indexes = Some(mapper.index_summary(indexed, None));
+        }
+        Some(mapped)
     })
 }
 
@@ -147,6 +155,8 @@ struct Verdict<'a> {
     at: Option<Timestamp>,
     reason: Option<&'a str>,
     message: Option<&'a str>,
+    /// Whether the final condition (`Complete`/`Failed`) is there, not only its target.
+    final_seen: bool,
 }
 
 /// How the work was stopped, if it was.
@@ -335,6 +345,7 @@ impl<'a> Mapper<'a> {
                 .min(),
             reason: named.and_then(|c| c.reason.as_deref()),
             message: named.and_then(|c| c.message.as_deref()),
+            final_seen: conditions.iter().any(|c| is_final(&c)),
         }))
     }
 
@@ -401,6 +412,9 @@ impl<'a> Mapper<'a> {
                 "the Job controller reported the outcome; waiting for the pod's final status",
             ));
         }
+        if let Some(info) = self.awaits_final_condition(verdict) {
+            return Mapped::of(info);
+        }
         if verdict.succeeded {
             self.succeeded(verdict)
         } else {
@@ -446,6 +460,9 @@ impl<'a> Mapper<'a> {
     }
 
     fn succeeded(&self, verdict: &Verdict<'_>) -> Mapped {
+        if let Some(indexed) = self.indexed() {
+            return Mapped::of(self.indexed_succeeded(indexed, verdict));
+        }
         // The succeeded attempt ended before the verdict by cause, whatever the node's clock
         // says.
         let terminated = self
@@ -494,6 +511,8 @@ impl<'a> Mapper<'a> {
                 message: or_default(job_message, "the pod failure policy failed the job"),
                 exit_code: None,
             },
+            // An indexed job: its failed indexes tell why.
+            _ if let Some(indexed) = self.indexed() => self.indexed_failed(indexed, verdict),
             // Otherwise (BackoffLimitExceeded, or a reason this version does not know) the
             // newest attempt tells why; several failed attempts make it BackoffLimitExceeded.
             reason => match newest.and_then(|pod| self.attempt_cause(pod, verdict.at)) {
@@ -530,6 +549,13 @@ impl<'a> Mapper<'a> {
             ExecutionInfo::new(JobState::Failed, cause.reason).with_message(cause.message);
         info.exit_code = terminated.map(|t| t.exit_code).or(cause.exit_code);
         info.finished_at = terminated.and_then(|t| t.finished_at).or(verdict.at);
+        if let Some(indexed) = self.indexed() {
+            // The newest pod may be any index's: the first failed index's exit code stands,
+            // and the job ended when the Job controller decided.
+            info.exit_code = cause.exit_code;
+            info.finished_at = verdict.at;
+            info.indexes = Some(self.final_index_summary(indexed, verdict.at));
+        }
         Mapped::of(info.started(self.first_start()))
     }
 
@@ -640,6 +666,10 @@ impl<'a> Mapper<'a> {
     /// For a Job that is being deleted or gone: SUCCEEDED if its newest attempt succeeded on its
     /// own, strictly before any deletion (a container that exits 0 on SIGTERM is not a success).
     fn success_before_deletion(&self) -> Option<Mapped> {
+        // One index's success is not the job's.
+        if self.indexed().is_some() {
+            return None;
+        }
         let pod = self.attempts.last()?;
         let t = main_terminated(pod).filter(|t| t.exit_code == 0 && !is_oom(t))?;
         let finished = t.finished_at?;
@@ -682,6 +712,11 @@ impl<'a> Mapper<'a> {
 
     /// Where the newest attempt stands while no outcome is known.
     fn progress(&self) -> Mapped {
+        if let Some(indexed) = self.indexed()
+            && let Some(info) = self.indexed_progress(indexed)
+        {
+            return Mapped::of(info);
+        }
         let Some(pod) = self.attempts.last().copied() else {
             return self.no_pod();
         };

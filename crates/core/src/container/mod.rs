@@ -18,8 +18,9 @@ pub use mapping::{
 };
 pub(crate) use mapping::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
 pub use view::{
-    CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
-    JobConditionView, JobView, PodConditionView, PodPhase, PodSummary, PodView, TerminatedView,
+    COMPLETION_INDEX_KEY, CancelMark, ConditionStatus, ContainerStateView, ContainerView,
+    IndexedView, JobConditionType, JobConditionView, JobView, PodConditionView, PodPhase,
+    PodSummary, PodView, TerminatedView,
 };
 
 /// The name of the container that runs the job's command. The mapping reads this container

@@ -141,7 +141,23 @@ pub struct JobView {
     /// `FailedCreate` event: admission, quota), which the Job's status does not show. Filled
     /// from events by the tracker, never from the Job itself.
     pub creation_refused: Option<String>,
+    /// For an Indexed Job (`completionMode: Indexed`): its indexes. Boxed: most Jobs have none.
+    pub indexed: Option<Box<IndexedView>>,
 }
+
+/// What the mapping reads of an Indexed Job's indexes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IndexedView {
+    /// `spec.completions`: how many indexes.
+    pub completions: u32,
+    /// `status.completedIndexes`: the succeeded indexes as an interval string.
+    pub completed_indexes: String,
+    /// `status.failedIndexes`: the failed indexes (with `backoffLimitPerIndex` only).
+    pub failed_indexes: String,
+}
+
+/// The label and annotation the Job controller puts on each pod of an Indexed Job: its index.
+pub const COMPLETION_INDEX_KEY: &str = "batch.kubernetes.io/job-completion-index";
 
 impl From<&Job> for JobView {
     fn from(job: &Job) -> Self {
@@ -171,6 +187,7 @@ impl From<&Job> for JobView {
                 .and_then(|spec| spec.ttl_seconds_after_finished)
                 .map(i64::from),
             creation_refused: None,
+            indexed: indexed(job),
         }
     }
 }
@@ -179,6 +196,26 @@ impl From<&Job> for JobView {
 // and read once for every kind, and a kind's fields (this view's, and those later kinds add)
 // stay apart from it. Deref keeps `job.name` reading as before.
 embeds!(JobView, meta: ManagedMeta);
+
+fn indexed(job: &Job) -> Option<Box<IndexedView>> {
+    let spec = job.spec.as_ref()?;
+    if spec.completion_mode.as_deref() != Some("Indexed") {
+        return None;
+    }
+    let status = job.status.as_ref();
+    Some(Box::new(IndexedView {
+        completions: spec
+            .completions
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(0),
+        completed_indexes: status
+            .and_then(|s| s.completed_indexes.clone())
+            .unwrap_or_default(),
+        failed_indexes: status
+            .and_then(|s| s.failed_indexes.clone())
+            .unwrap_or_default(),
+    }))
+}
 
 impl JobView {
     /// Whether `pod` is one of this Job's attempts: its controller is this Job (a pod of an
@@ -481,6 +518,9 @@ pub struct PodView {
     /// While the main container has not started: the first init container that holds it back
     /// (still waiting, running, or failed). Boxed: most pods have none.
     pub blocking_init: Option<Box<ContainerView>>,
+    /// The pod's index in an Indexed Job ([`COMPLETION_INDEX_KEY`], the label, else the
+    /// annotation).
+    pub completion_index: Option<u32>,
 }
 
 impl PodView {
@@ -536,6 +576,9 @@ impl From<&Pod> for PodView {
             start_time: time(status.and_then(|s| s.start_time.as_ref())),
             main,
             blocking_init,
+            completion_index: entry(meta.labels.as_ref(), COMPLETION_INDEX_KEY)
+                .or_else(|| entry(meta.annotations.as_ref(), COMPLETION_INDEX_KEY))
+                .and_then(|index| index.parse().ok()),
         }
     }
 }

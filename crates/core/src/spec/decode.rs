@@ -8,7 +8,8 @@ use std::time::Duration;
 use super::error::{Found, Path, ProblemKind};
 use super::model::{
     ContainerJob, EnvValue, EnvVar, GpuVendor, Limits, PodFailurePolicy, PodField, PullPolicy, Qos,
-    Resources, SecurityContext, Sidecar, TaintEffect, Tmpfs, Toleration, TolerationOperator,
+    Resources, SecurityContext, Sidecar, SuccessPolicyRule, TaintEffect, Tmpfs, Toleration,
+    TolerationOperator,
 };
 use super::quantity::Quantity;
 use super::spark_model::SparkJob;
@@ -49,7 +50,14 @@ const CONTAINER_FIELDS: &[&str] = &[
     "persistentVolumeClaims",
     "securityContext",
     "sidecars",
+    "indexed",
+    "completions",
+    "parallelism",
+    "backoffLimitPerIndex",
+    "maxFailedIndexes",
+    "successPolicy",
 ];
+const SUCCESS_RULE_FIELDS: &[&str] = &["succeededIndexes", "succeededCount"];
 const SIDECAR_FIELDS: &[&str] = &[
     "name",
     "image",
@@ -73,7 +81,11 @@ const RESOURCE_FIELDS: &[&str] = &[
 const LIMIT_FIELDS: &[&str] = &["cpu", "memory", "disk"];
 const TOLERATION_FIELDS: &[&str] = &["key", "operator", "value", "effect", "tolerationSeconds"];
 const TMPFS_FIELDS: &[&str] = &["path", "size"];
-const FAILURE_POLICY_FIELDS: &[&str] = &["failOnExitCodes", "ignoreDisruptions"];
+const FAILURE_POLICY_FIELDS: &[&str] = &[
+    "failOnExitCodes",
+    "ignoreDisruptions",
+    "failIndexOnExitCodes",
+];
 const SECURITY_FIELDS: &[&str] = &[
     "privileged",
     "allowPrivilegeEscalation",
@@ -88,6 +100,7 @@ const ENV_FIELD_FIELDS: &[&str] = &["field"];
 const HINTS: &[Hint] = &[
     ("", "activeDeadlineSeconds", "timeout"),
     ("", "backoffLimit", "retries"),
+    ("", "completionMode", "indexed"),
     ("", "ttlSecondsAfterFinished", "ttlAfterFinished"),
     ("", "serviceAccountName", "serviceAccount"),
     ("", "priorityClassName", "priorityClass"),
@@ -529,8 +542,45 @@ impl Decoder {
             sidecars: self
                 .optional(&f, "sidecars", Self::sidecars)
                 .unwrap_or_default(),
+            indexed: self.optional(&f, "indexed", Self::boolean).unwrap_or(false),
+            completions: self.optional(&f, "completions", Self::count),
+            parallelism: self.optional(&f, "parallelism", Self::count),
+            backoff_limit_per_index: self.optional(&f, "backoffLimitPerIndex", Self::count),
+            max_failed_indexes: self.optional(&f, "maxFailedIndexes", Self::count),
+            success_policy: self
+                .optional(&f, "successPolicy", Self::success_policy)
+                .unwrap_or_default(),
         };
         Some(job)
+    }
+
+    /// A count Kubernetes keeps in an int32: 0 to 2^31-1.
+    fn count(&mut self, node: &Node, path: &Path) -> Option<u32> {
+        self.integer(node, path, 0, i64::from(i32::MAX))
+            .and_then(|n| u32::try_from(n).ok())
+    }
+
+    fn success_policy(&mut self, node: &Node, path: &Path) -> Option<Vec<SuccessPolicyRule>> {
+        let Value::Seq(items) = &node.value else {
+            self.type_error(
+                node,
+                path,
+                "a list of rules ({succeededIndexes, succeededCount})",
+            );
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let item_path = path.index(i);
+            let Some(f) = self.fields(item, &item_path, SUCCESS_RULE_FIELDS) else {
+                continue;
+            };
+            out.push(SuccessPolicyRule {
+                succeeded_indexes: self.optional(&f, "succeededIndexes", Self::string),
+                succeeded_count: self.optional(&f, "succeededCount", Self::count),
+            });
+        }
+        Some(out)
     }
 
     fn sidecars(&mut self, node: &Node, path: &Path) -> Option<Vec<Sidecar>> {
@@ -639,6 +689,14 @@ impl Decoder {
             ignore_disruptions: self
                 .optional(&f, "ignoreDisruptions", Self::boolean)
                 .unwrap_or(false),
+            fail_index_on_exit_codes: self
+                .optional(&f, "failIndexOnExitCodes", |d, n, p| {
+                    d.integers(n, p, 1, 255)
+                })
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|c| i32::try_from(c).ok())
+                .collect(),
         })
     }
 

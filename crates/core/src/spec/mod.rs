@@ -30,8 +30,8 @@ pub use error::{Problem, ProblemKind, SpecError};
 pub use model::{
     CPU, ContainerJob, EPHEMERAL_STORAGE, EnvValue, EnvVar, GpuVendor, Limits, MEMORY,
     PodFailurePolicy, PodField, PullPolicy, Qos, ResourceRequirements, Resources,
-    SHARED_MEMORY_PATH, SecurityContext, Sidecar, TaintEffect, Tmpfs, Toleration,
-    TolerationOperator,
+    SHARED_MEMORY_PATH, SecurityContext, Sidecar, SuccessPolicyRule, TaintEffect, Tmpfs,
+    Toleration, TolerationOperator,
 };
 pub use quantity::{Quantity, QuantityError, QuantityFormat};
 pub use spark_model::{

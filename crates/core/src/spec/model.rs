@@ -97,6 +97,40 @@ pub struct ContainerJob {
     /// Containers that run beside the main one for the whole job (native sidecars).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sidecars: Vec<Sidecar>,
+    /// Run as an Indexed Job (`completionMode: Indexed`): `completions` pods, each with its
+    /// own index in `JOB_COMPLETION_INDEX`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub indexed: bool,
+    /// How many indexes (`completions`); required with `indexed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completions: Option<u32>,
+    /// How many pods run at once; Kubernetes' default (1) when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<u32>,
+    /// How many times each index is retried on its own before it counts as failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff_limit_per_index: Option<u32>,
+    /// How many indexes may fail before the job fails at once (needs
+    /// `backoffLimitPerIndex`); without it the job runs every index and fails at the end if
+    /// any failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_failed_indexes: Option<u32>,
+    /// When the job counts as succeeded before every index has (any rule met is enough).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub success_policy: Vec<SuccessPolicyRule>,
+}
+
+/// One rule of a success policy: the job succeeds once the indexes it names (or, with only a
+/// count, any indexes) have succeeded, `succeededCount` of them when a count is given.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SuccessPolicyRule {
+    /// The indexes the rule looks at, as an interval string (`"0,2-4"`); all when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub succeeded_indexes: Option<String>,
+    /// How many of them must succeed; all of `succeededIndexes` when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub succeeded_count: Option<u32>,
 }
 
 /// A native sidecar: a container that runs beside the main one for the whole job (a log
@@ -431,6 +465,10 @@ pub struct PodFailurePolicy {
     /// without counting against `retries`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ignore_disruptions: bool,
+    /// Exit codes of the main container that fail its index at once, without the retries
+    /// `backoffLimitPerIndex` allows (the `FailIndex` action); the other indexes go on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fail_index_on_exit_codes: Vec<i32>,
 }
 
 impl PodFailurePolicy {

@@ -810,3 +810,181 @@ fn sidecars_load_and_are_checked_where_they_are_written() {
         );
     }
 }
+
+#[test]
+fn indexed_jobs_load_and_are_checked_where_they_are_written() {
+    let spec = container(
+        "array.yaml",
+        "name: shards\nimage: busybox:1.36\nindexed: true\ncompletions: 5\nparallelism: 8\nbackoffLimitPerIndex: 1\nmaxFailedIndexes: 2\nsuccessPolicy:\n  - {succeededIndexes: \"0,2-4\", succeededCount: 2}\n  - succeededCount: 5\npodFailurePolicy: {failIndexOnExitCodes: [42]}\n",
+    );
+    assert!(spec.indexed);
+    assert_eq!(spec.completions, Some(5));
+    // More pods at once than indexes is fine: Kubernetes runs one per index.
+    assert_eq!(spec.parallelism, Some(8));
+    assert_eq!(spec.backoff_limit_per_index, Some(1));
+    assert_eq!(spec.max_failed_indexes, Some(2));
+    assert_eq!(
+        spec.success_policy,
+        [
+            SuccessPolicyRule {
+                succeeded_indexes: Some("0,2-4".to_string()),
+                succeeded_count: Some(2),
+            },
+            SuccessPolicyRule {
+                succeeded_indexes: None,
+                succeeded_count: Some(5),
+            },
+        ]
+    );
+    assert_eq!(spec.pod_failure_policy.fail_index_on_exit_codes, [42]);
+    // A job without the indexed fields hashes as before they existed.
+    assert_eq!(
+        container("m.yaml", MINIMAL).hash(),
+        container(
+            "m.yaml",
+            &format!("{MINIMAL}indexed: false\nsuccessPolicy: []\n")
+        )
+        .hash()
+    );
+    assert_ne!(
+        spec.hash(),
+        container(
+            "array.yaml",
+            "name: shards\nimage: busybox:1.36\nindexed: true\ncompletions: 5\n"
+        )
+        .hash()
+    );
+
+    let base = "name: shards\nimage: busybox\n";
+    let indexed = "name: shards\nimage: busybox\nindexed: true\ncompletions: 4\n";
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            base,
+            "completions: 3\n",
+            "a.yaml:3:14: completions: applies to indexed jobs only; add indexed: true (kubeferry runs one pod per job otherwise)",
+        ),
+        (
+            base,
+            "parallelism: 3\n",
+            "a.yaml:3:14: parallelism: applies to indexed jobs only; add indexed: true",
+        ),
+        (
+            base,
+            "indexed: true\n",
+            "a.yaml:3:10: indexed: needs completions (how many indexes to run)",
+        ),
+        (
+            base,
+            "indexed: yes\n",
+            "a.yaml:3:10: indexed: expected true or false, found",
+        ),
+        (
+            indexed,
+            "completionMode: Indexed\n",
+            "a.yaml:5:1: unknown field `completionMode`; did you mean `indexed`?",
+        ),
+        (
+            base,
+            "indexed: true\ncompletions: 0\n",
+            "a.yaml:4:14: completions: must be at least 1",
+        ),
+        (
+            base,
+            "indexed: true\ncompletions: 100001\n",
+            "a.yaml:4:14: completions: 100001 is more than Kubernetes allows an indexed job (100000)",
+        ),
+        (
+            indexed,
+            "parallelism: -1\n",
+            "a.yaml:5:14: parallelism: -1 is out of range (0 to 2147483647)",
+        ),
+        (
+            indexed,
+            "parallelism: 0\n",
+            "a.yaml:5:14: parallelism: must be at least 1 (0 would never start a pod)",
+        ),
+        (
+            indexed,
+            "backoffLimitPerIndex: -2\n",
+            "a.yaml:5:23: backoffLimitPerIndex: -2 is out of range (0 to 2147483647)",
+        ),
+        (
+            indexed,
+            "maxFailedIndexes: 1\n",
+            "a.yaml:5:19: maxFailedIndexes: needs backoffLimitPerIndex",
+        ),
+        (
+            indexed,
+            "backoffLimitPerIndex: 1\nmaxFailedIndexes: 5\n",
+            "a.yaml:6:19: maxFailedIndexes: 5 is more than completions (4)",
+        ),
+        (
+            indexed,
+            "podFailurePolicy: {failIndexOnExitCodes: [3]}\n",
+            "a.yaml:5:42: podFailurePolicy.failIndexOnExitCodes: needs backoffLimitPerIndex",
+        ),
+        (
+            indexed,
+            "backoffLimitPerIndex: 0\npodFailurePolicy: {failOnExitCodes: [3], failIndexOnExitCodes: [0, 3]}\n",
+            "a.yaml:6:65: podFailurePolicy.failIndexOnExitCodes[0]: 0 is out of range (1 to 255)",
+        ),
+        (
+            indexed,
+            "backoffLimitPerIndex: 0\npodFailurePolicy: {failOnExitCodes: [3], failIndexOnExitCodes: [3]}\n",
+            "a.yaml:6:65: podFailurePolicy.failIndexOnExitCodes[0]: 3 is also in failOnExitCodes, which fails the whole job",
+        ),
+        (
+            base,
+            "successPolicy: [{succeededCount: 1}]\n",
+            "a.yaml:3:16: successPolicy: applies to indexed jobs only",
+        ),
+        (
+            indexed,
+            "successPolicy: [{}]\n",
+            "a.yaml:5:17: successPolicy[0].succeededIndexes: is required",
+        ),
+        (
+            indexed,
+            "successPolicy: [{succeededIndexes: \"2,1\"}]\n",
+            r#"a.yaml:5:36: successPolicy[0].succeededIndexes: "2,1" is not an interval string: "1" overlaps or comes before the index 2 listed earlier; list indexes in ascending order"#,
+        ),
+        (
+            indexed,
+            "successPolicy: [{succeededIndexes: \"0-x\"}]\n",
+            r#"a.yaml:5:36: successPolicy[0].succeededIndexes: "0-x" is not an interval string: "0-x" is not an index or a range of indexes such as 3 or 3-5"#,
+        ),
+        (
+            indexed,
+            "successPolicy: [{succeededIndexes: 1-4}]\n",
+            "a.yaml:5:36: successPolicy[0].succeededIndexes: index 4 is beyond completions (4: indexes 0 to 3)",
+        ),
+        (
+            indexed,
+            "successPolicy: [{succeededIndexes: 0-1, succeededCount: 3}]\n",
+            "a.yaml:5:57: successPolicy[0].succeededCount: 3 is more than the 2 indexes succeededIndexes names",
+        ),
+        (
+            indexed,
+            "successPolicy: [{succeededCount: 5}]\n",
+            "a.yaml:5:34: successPolicy[0].succeededCount: 5 is more than completions (4)",
+        ),
+        (
+            indexed,
+            "successPolicy: [{succeededCount: 0}]\n",
+            "a.yaml:5:34: successPolicy[0].succeededCount: must be at least 1",
+        ),
+        (
+            indexed,
+            "successPolicy: {succeededCount: 1}\n",
+            "a.yaml:5:16: successPolicy: expected a list of rules ({succeededIndexes, succeededCount}), found a mapping",
+        ),
+    ];
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter_map(|(base, extra, expected)| {
+            let got = error("a.yaml", &format!("{base}{extra}"));
+            (!got.starts_with(expected)).then(|| format!("{extra} got: {got}\nwant: {expected}"))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -91,6 +91,29 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
             c.invalid(codes_path.index(i), format!("{code} is listed twice"));
         }
     }
+    let index_codes_path = root.field("podFailurePolicy").field("failIndexOnExitCodes");
+    let mut index_codes = BTreeSet::new();
+    for (i, code) in job
+        .pod_failure_policy
+        .fail_index_on_exit_codes
+        .iter()
+        .enumerate()
+    {
+        if !(1..=255).contains(code) {
+            c.invalid(
+                index_codes_path.index(i),
+                format!("{code} is not an exit code that fails a container (1 to 255)"),
+            );
+        } else if !index_codes.insert(*code) {
+            c.invalid(index_codes_path.index(i), format!("{code} is listed twice"));
+        } else if codes.contains(code) {
+            c.conflict(
+                index_codes_path.index(i),
+                format!("{code} is also in failOnExitCodes, which fails the whole job"),
+            );
+        }
+    }
+    indexed(&mut c, job);
     if let Some(queue) = &job.queue {
         let path = root.field("queue");
         match dns_subdomain(queue) {
@@ -393,6 +416,144 @@ fn security_context(c: &mut Checks, job: &ContainerJob) {
                 path.field(name),
                 format!("{id} is out of range (0 to 2147483647)"),
             );
+        }
+    }
+}
+
+/// The most indexes (and pods at once) Kubernetes allows an Indexed Job with a per-index
+/// backoff limit, and the most parallelism it allows any Indexed Job (API validation of
+/// `batch/v1` Job).
+const MAX_INDEXES: u32 = 100_000;
+/// The most rules a success policy may have (Kubernetes API validation).
+const MAX_SUCCESS_RULES: usize = 20;
+
+/// The options of an Indexed Job: each needs `indexed` (or what it builds on), and together
+/// they must agree with `completions`.
+fn indexed(c: &mut Checks, job: &ContainerJob) {
+    let root = Path::root();
+    if !job.indexed {
+        let options = [
+            ("completions", job.completions.is_some()),
+            ("parallelism", job.parallelism.is_some()),
+            (
+                "backoffLimitPerIndex",
+                job.backoff_limit_per_index.is_some(),
+            ),
+            ("successPolicy", !job.success_policy.is_empty()),
+        ];
+        for (name, given) in options {
+            if given {
+                c.conflict(
+                    root.field(name),
+                    "applies to indexed jobs only; add indexed: true (kubeferry runs one pod per job otherwise)",
+                );
+            }
+        }
+    }
+    let completions = match job.completions {
+        None if job.indexed => {
+            c.conflict(
+                root.field("indexed"),
+                "needs completions (how many indexes to run)",
+            );
+            None
+        }
+        Some(0) => {
+            c.invalid(root.field("completions"), "must be at least 1");
+            None
+        }
+        Some(n) if job.indexed && n > MAX_INDEXES => {
+            c.invalid(
+                root.field("completions"),
+                format!("{n} is more than Kubernetes allows an indexed job ({MAX_INDEXES})"),
+            );
+            None
+        }
+        other => other,
+    };
+    match job.parallelism {
+        Some(0) => c.invalid(
+            root.field("parallelism"),
+            "must be at least 1 (0 would never start a pod)",
+        ),
+        Some(n) if job.indexed && n > MAX_INDEXES => c.invalid(
+            root.field("parallelism"),
+            format!("{n} is more than Kubernetes allows an indexed job ({MAX_INDEXES})"),
+        ),
+        _ => {}
+    }
+    match (job.max_failed_indexes, job.backoff_limit_per_index, completions) {
+        (Some(_), None, _) => c.conflict(
+            root.field("maxFailedIndexes"),
+            "needs backoffLimitPerIndex (indexes fail one by one only with a per-index backoff limit)",
+        ),
+        (Some(max), Some(_), Some(completions)) if max > completions => c.invalid(
+            root.field("maxFailedIndexes"),
+            format!("{max} is more than completions ({completions})"),
+        ),
+        _ => {}
+    }
+    if !job.pod_failure_policy.fail_index_on_exit_codes.is_empty()
+        && job.backoff_limit_per_index.is_none()
+    {
+        c.conflict(
+            root.field("podFailurePolicy").field("failIndexOnExitCodes"),
+            "needs backoffLimitPerIndex (the FailIndex action fails one index of an indexed job)",
+        );
+    }
+    let rules_path = root.field("successPolicy");
+    if job.indexed && job.success_policy.len() > MAX_SUCCESS_RULES {
+        c.invalid(
+            rules_path.clone(),
+            format!(
+                "has {} rules, more than Kubernetes allows ({MAX_SUCCESS_RULES})",
+                job.success_policy.len()
+            ),
+        );
+    }
+    for (i, rule) in job.success_policy.iter().enumerate() {
+        let path = rules_path.index(i);
+        if rule.succeeded_indexes.is_none() && rule.succeeded_count.is_none() {
+            c.required(path.field("succeededIndexes"));
+            continue;
+        }
+        let mut named = None;
+        if let Some(text) = &rule.succeeded_indexes {
+            let field = path.field("succeededIndexes");
+            match crate::indexes::IndexSet::parse(text) {
+                Err(message) => c.invalid(
+                    field,
+                    format!("{text:?} is not an interval string: {message}"),
+                ),
+                Ok(set) if set.is_empty() => c.invalid(field, "must name at least one index"),
+                Ok(set) => {
+                    if let (Some(last), Some(completions)) = (set.max(), completions)
+                        && last >= completions
+                    {
+                        c.invalid(
+                            field,
+                            format!("index {last} is beyond completions ({completions}: indexes 0 to {})", completions - 1),
+                        );
+                    }
+                    named = Some(set.len());
+                }
+            }
+        }
+        if let Some(count) = rule.succeeded_count {
+            let field = path.field("succeededCount");
+            if count == 0 {
+                c.invalid(field, "must be at least 1");
+            } else if let Some(named) = named.filter(|named| u64::from(count) > *named) {
+                c.conflict(
+                    field,
+                    format!("{count} is more than the {named} indexes succeededIndexes names"),
+                );
+            } else if let Some(completions) = completions.filter(|c| count > *c) {
+                c.invalid(
+                    field,
+                    format!("{count} is more than completions ({completions})"),
+                );
+            }
         }
     }
 }

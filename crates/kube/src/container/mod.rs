@@ -626,6 +626,7 @@ impl Kind for ContainerJobs {
                 uid: pod.uid.clone(),
                 container: MAIN_CONTAINER.to_string(),
                 started: has_started(pod),
+                index: pod.completion_index,
             })
             .collect())
     }

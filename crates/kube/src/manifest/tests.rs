@@ -240,6 +240,7 @@ fn snapshots() {
         ("hello", example("hello.yaml")),
         ("fail", example("fail.yaml")),
         ("full", example("full.yaml")),
+        ("indexed", example("indexed.yaml")),
         (
             "guaranteed_gpu_kueue",
             format!(
@@ -301,4 +302,59 @@ fn sidecars_are_init_containers_the_kubelet_keeps_running() {
 
 fn pod_of_minimal() -> PodSpec {
     pod(&manifest("name: hello\nimage: busybox\n")).clone()
+}
+
+#[test]
+fn indexed_jobs_are_indexed_jobs_with_their_options() {
+    let job = manifest(&format!(
+        "{MINIMAL}indexed: true\ncompletions: 10\nparallelism: 3\nbackoffLimitPerIndex: 2\nmaxFailedIndexes: 4\nsuccessPolicy: [{{succeededIndexes: \"0,2-4\", succeededCount: 2}}, {{succeededCount: 9}}]\npodFailurePolicy: {{failOnExitCodes: [1], failIndexOnExitCodes: [42, 3], ignoreDisruptions: true}}\n"
+    ));
+    let spec = job.spec.as_ref().expect("spec");
+    assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
+    assert_eq!(spec.completions, Some(10));
+    assert_eq!(spec.parallelism, Some(3));
+    assert_eq!(spec.backoff_limit_per_index, Some(2));
+    assert_eq!(spec.max_failed_indexes, Some(4));
+    // No retries: Kubernetes defaults backoffLimit to its maximum, so only the per-index
+    // limit counts.
+    assert_eq!(spec.backoff_limit, None);
+    let rules = &spec
+        .success_policy
+        .as_ref()
+        .expect("a success policy")
+        .rules;
+    assert_eq!(rules.len(), 2);
+    assert_eq!(rules[0].succeeded_indexes.as_deref(), Some("0,2-4"));
+    assert_eq!(rules[0].succeeded_count, Some(2));
+    assert_eq!(rules[1].succeeded_indexes, None);
+    assert_eq!(rules[1].succeeded_count, Some(9));
+    let rules = &spec.pod_failure_policy.as_ref().expect("a policy").rules;
+    let actions: Vec<&str> = rules.iter().map(|r| r.action.as_str()).collect();
+    assert_eq!(actions, ["Ignore", "FailJob", "FailIndex"]);
+    let codes = rules[2].on_exit_codes.as_ref().expect("exit codes");
+    assert_eq!(codes.values, [3, 42]);
+    assert_eq!(codes.container_name.as_deref(), Some(MAIN_CONTAINER));
+    assert_eq!(spec.pod_replacement_policy.as_deref(), Some("Failed"));
+
+    // retries still caps the failures of all indexes together when given.
+    let job = manifest(&format!(
+        "{MINIMAL}indexed: true\ncompletions: 2\nbackoffLimitPerIndex: 1\nretries: 5\n"
+    ));
+    assert_eq!(job.spec.as_ref().and_then(|s| s.backoff_limit), Some(5));
+    // Without backoffLimitPerIndex, retries count over all indexes, as in Kubernetes.
+    let job = manifest(&format!("{MINIMAL}indexed: true\ncompletions: 2\n"));
+    let spec = job.spec.as_ref().expect("spec");
+    assert_eq!(spec.backoff_limit, Some(0));
+    assert_eq!(spec.parallelism, Some(1));
+    assert_eq!(spec.success_policy, None);
+}
+
+#[test]
+fn jobs_without_indexed_fields_are_unchanged() {
+    let job = manifest(MINIMAL);
+    let spec = job.spec.as_ref().expect("spec");
+    assert_eq!(spec.completion_mode, None);
+    assert_eq!(spec.backoff_limit_per_index, None);
+    assert_eq!(spec.max_failed_indexes, None);
+    assert_eq!(spec.success_policy, None);
 }

@@ -1140,6 +1140,7 @@ impl Kind for SparkJobs {
                 uid: driver.uid.clone(),
                 container: DRIVER_CONTAINER.to_string(),
                 started: has_started(driver),
+                index: None,
             })
             .collect())
     }

@@ -16,6 +16,7 @@ fn tail(lines: Option<u64>, bytes: Option<u64>) -> TailOptions {
         lines,
         bytes,
         previous: false,
+        index: None,
     }
 }
 

@@ -13,6 +13,7 @@ mod support;
 mod cancel;
 mod faults;
 mod fidelity;
+mod indexed;
 mod logs;
 mod outcomes;
 mod rbac;

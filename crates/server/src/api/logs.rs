@@ -50,6 +50,7 @@ fn concerns_the_job(error: &KubeError) -> bool {
         ("bytes" = Option<u64>, Query, description = "At most this many bytes from the end (default and maximum: limits.maxLogBytes); not with follow"),
         ("previous" = Option<bool>, Query, description = "The attempt before the newest (after a retry)"),
         ("follow" = Option<bool>, Query, description = "Stream the log as text/plain until the container ends"),
+        ("index" = Option<u32>, Query, description = "For an indexed job: the log of this index's pods (its newest attempt, or with previous the one before)"),
     ),
     responses(
         (status = 200, description = "The end of the log (JSON), or the followed log (text/plain)",
@@ -72,8 +73,21 @@ pub async fn logs(
     let bytes = q.number("bytes")?;
     let previous = q.flag("previous")?;
     let follow = q.flag("follow")?;
-    q.finish(&["lines", "bytes", "previous", "follow"])?;
+    let index = q
+        .number("index")?
+        .map(|index| {
+            u32::try_from(index)
+                .map_err(|_| ApiError::bad_parameter("index", format!("{index} is too large")))
+        })
+        .transpose()?;
+    q.finish(&["lines", "bytes", "previous", "follow", "index"])?;
     let (id, executor) = resolve(&app, &principal, &path)?;
+    if index.is_some() && id.kind != kubeferry_core::JobKind::Job {
+        return Err(ApiError::bad_parameter(
+            "index",
+            "only for container jobs (an indexed job's pods have indexes)",
+        ));
+    }
 
     if follow {
         if bytes.is_some() || previous {
@@ -88,6 +102,7 @@ pub async fn logs(
             tail_lines: lines,
             reopen_delay: app.timeouts.follow_reopen,
             idle_recheck: app.timeouts.follow_idle,
+            index,
         };
         let stream = executor.follow(&id, options)?;
         let log_id = id.clone();
@@ -121,6 +136,7 @@ pub async fn logs(
         lines,
         bytes: Some(bytes.map_or(max, |b| b.min(max))),
         previous,
+        index,
     };
     let tail = match executor.tail(&id, &options).await {
         Ok(log) => LogTail { log, warning: None },

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use kubeferry_core::status::FailureClass;
+use kubeferry_core::status::{FailureClass, IndexFailure, IndexSummary};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use kubeferry_kube::{JobSummary, Orphan};
 use serde::{Deserialize, Serialize};
@@ -149,6 +149,77 @@ pub struct JobInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<FailureClassName>)]
     pub failure_class: Option<FailureClass>,
+    /// For an indexed job: where its indexes stand (absent for every other job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indexes: Option<Indexes>,
+}
+
+/// Where the indexes of an indexed job stand.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Indexes {
+    /// How many indexes the job has.
+    pub completions: u32,
+    /// Indexes that succeeded.
+    pub succeeded: u32,
+    /// Indexes that failed for good.
+    pub failed: u32,
+    /// Indexes whose pod runs.
+    pub running: u32,
+    /// Indexes not yet running, succeeded or failed (or never run because the job ended first).
+    pub pending: u32,
+    /// The succeeded indexes as the Job reports them (e.g. `0-2,4`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub completed_indexes: String,
+    /// The failed indexes as the Job reports them.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub failed_indexes: String,
+    /// Why failed indexes failed, lowest index first (at most 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<IndexFailureInfo>,
+}
+
+/// Why one index of an indexed job failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexFailureInfo {
+    /// The index.
+    pub index: u32,
+    /// Why its last attempt failed.
+    #[schema(value_type = ReasonName)]
+    pub reason: Reason,
+    /// Its last attempt's exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Why, for humans.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+impl From<IndexSummary> for Indexes {
+    fn from(summary: IndexSummary) -> Self {
+        Self {
+            completions: summary.completions,
+            succeeded: summary.succeeded,
+            failed: summary.failed,
+            running: summary.running,
+            pending: summary.pending,
+            completed_indexes: summary.completed_indexes,
+            failed_indexes: summary.failed_indexes,
+            failures: summary.failures.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<IndexFailure> for IndexFailureInfo {
+    fn from(failure: IndexFailure) -> Self {
+        Self {
+            index: failure.index,
+            reason: failure.reason,
+            exit_code: failure.exit_code,
+            message: failure.message,
+        }
+    }
 }
 
 impl JobInfo {
@@ -168,6 +239,7 @@ impl JobInfo {
             started_at: info.started_at,
             finished_at: info.finished_at,
             failure_class,
+            indexes: info.indexes.map(Into::into),
         }
     }
 }
