@@ -1,0 +1,301 @@
+//! What the simulated cluster really did for each job id, read from its store's change stream
+//! (never through the API server, so no fault hides it): Jobs and pods created, the main
+//! container's termination, disruptions, the Job's deadline and the cancel mark, each with the
+//! resourceVersion it happened at.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use kubeferry_core::marks::{CANCEL_ANNOTATION, JOB_ID_ANNOTATION};
+use kubeferry_sim::store::{EventType, Follower, StoreEvent};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::check::{Allowed, Truth};
+
+/// The first termination of a job's main container.
+#[derive(Clone, Debug)]
+struct Termination {
+    rv: u64,
+    exit_code: i64,
+    reason: String,
+    /// The pod was being deleted or disrupted when its container ended.
+    stopping: bool,
+}
+
+/// What is known of one job id.
+#[derive(Clone, Debug, Default)]
+struct JobFacts {
+    job_uids: HashSet<String>,
+    pod_uids: HashSet<String>,
+    cancel_rv: Option<u64>,
+    deadline_rv: Option<u64>,
+    disrupted_rv: Option<u64>,
+    image_failure_rv: Option<u64>,
+    termination: Option<Termination>,
+    /// Pods not ended yet, by (namespace, name).
+    running: HashSet<(String, String)>,
+    /// Pods that exist, by (namespace, name).
+    pods: HashSet<(String, String)>,
+}
+
+#[derive(Default)]
+struct Facts {
+    /// Job name (namespace, name) -> job id.
+    job_ids: HashMap<(String, String), String>,
+    jobs: BTreeMap<String, JobFacts>,
+    /// Pods the harness itself disrupted, with the resourceVersion before it did.
+    disrupted_by_us: HashMap<(String, String), u64>,
+}
+
+/// The observer: a task folds the store's changes into facts; the run asks it questions.
+#[derive(Clone, Default)]
+pub struct Observer {
+    facts: Arc<Mutex<Facts>>,
+}
+
+fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
+    object.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn is_disrupted(pod: &Value) -> bool {
+    let reason = str_at(pod, "/status/reason");
+    matches!(reason, "Evicted" | "Preempted" | "NodeLost")
+        || pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|list| {
+                list.iter().any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some("DisruptionTarget")
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+            })
+}
+
+fn main_container(pod: &Value) -> Option<&Value> {
+    pod.pointer("/status/containerStatuses")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some("main"))
+}
+
+impl Observer {
+    /// Folds the store's changes in until the stream ends (the cluster stopped).
+    pub async fn follow(self, mut changes: Follower) {
+        while let Some(event) = changes.recv().await {
+            self.apply(&event);
+        }
+    }
+
+    fn apply(&self, event: &StoreEvent) {
+        let key = &event.key;
+        let object = &*event.object;
+        let mut facts = self.facts.lock();
+        let name = (key.namespace.clone(), key.name.clone());
+        match (key.resource.group.as_str(), key.resource.resource.as_str()) {
+            ("batch", "jobs") => {
+                let Some(job_id) = object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(JOB_ID_ANNOTATION))
+                    .and_then(Value::as_str)
+                else {
+                    return;
+                };
+                let job_id = job_id.to_string();
+                facts.job_ids.insert(name, job_id.clone());
+                let job = facts.jobs.entry(job_id).or_default();
+                job.job_uids
+                    .insert(str_at(object, "/metadata/uid").to_string());
+                let cancelled = object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(CANCEL_ANNOTATION))
+                    .is_some();
+                if cancelled && job.cancel_rv.is_none() {
+                    job.cancel_rv = Some(event.rv);
+                }
+                let deadline = object
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|list| {
+                        list.iter().any(|c| {
+                            c.get("type").and_then(Value::as_str) == Some("Failed")
+                                && c.get("reason").and_then(Value::as_str)
+                                    == Some("DeadlineExceeded")
+                        })
+                    });
+                if deadline && job.deadline_rv.is_none() {
+                    job.deadline_rv = Some(event.rv);
+                }
+            }
+            ("", "pods") => {
+                let job_name = object
+                    .pointer("/metadata/labels/batch.kubernetes.io~1job-name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let Some(job_id) = facts
+                    .job_ids
+                    .get(&(key.namespace.clone(), job_name.to_string()))
+                    .cloned()
+                else {
+                    return;
+                };
+                let ours = facts.disrupted_by_us.get(&name).copied();
+                let job = facts.jobs.entry(job_id).or_default();
+                job.pod_uids
+                    .insert(str_at(object, "/metadata/uid").to_string());
+                let disrupted = is_disrupted(object) || ours.is_some();
+                if disrupted && job.disrupted_rv.is_none() {
+                    job.disrupted_rv = Some(ours.unwrap_or(event.rv));
+                }
+                let deleting = object.pointer("/metadata/deletionTimestamp").is_some();
+                let main = main_container(object);
+                let waiting = main
+                    .map(|c| str_at(c, "/state/waiting/reason"))
+                    .unwrap_or("");
+                if matches!(
+                    waiting,
+                    "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName"
+                ) && job.image_failure_rv.is_none()
+                {
+                    job.image_failure_rv = Some(event.rv);
+                }
+                if let Some(terminated) = main.and_then(|c| c.pointer("/state/terminated"))
+                    && job.termination.is_none()
+                {
+                    job.termination = Some(Termination {
+                        rv: event.rv,
+                        exit_code: terminated
+                            .get("exitCode")
+                            .and_then(Value::as_i64)
+                            .unwrap_or(-1),
+                        reason: str_at(terminated, "/reason").to_string(),
+                        stopping: deleting || disrupted,
+                    });
+                }
+                let phase = str_at(object, "/status/phase");
+                let ended = matches!(phase, "Succeeded" | "Failed") || deleting;
+                if event.event_type == EventType::Deleted {
+                    job.pods.remove(&name);
+                    job.running.remove(&name);
+                } else {
+                    job.pods.insert(name.clone());
+                    if ended || str_at(object, "/spec/nodeName").is_empty() {
+                        job.running.remove(&name);
+                    } else {
+                        job.running.insert(name);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes that the harness is about to disrupt a pod (eviction, preemption, node loss) at
+    /// resourceVersion `rv`: whatever its container does from then on is not its own outcome.
+    pub fn disrupting(&self, namespace: &str, name: &str, rv: u64) {
+        self.facts
+            .lock()
+            .disrupted_by_us
+            .entry((namespace.to_string(), name.to_string()))
+            .or_insert(rv);
+    }
+
+    /// Pods of kubeferry's jobs that run on a node now.
+    pub fn running_pods(&self) -> Vec<(String, String)> {
+        let facts = self.facts.lock();
+        let mut pods: Vec<_> = facts
+            .jobs
+            .values()
+            .flat_map(|j| j.running.iter().cloned())
+            .collect();
+        pods.sort();
+        pods
+    }
+
+    /// The pods of one job id that exist now.
+    pub fn pods_of(&self, job_id: &str) -> Vec<(String, String)> {
+        let facts = self.facts.lock();
+        let mut pods: Vec<_> = facts
+            .jobs
+            .get(job_id)
+            .map(|j| j.pods.iter().cloned().collect())
+            .unwrap_or_default();
+        pods.sort();
+        pods
+    }
+
+    /// What the cluster did for a job id.
+    pub fn truth(&self, job_id: &str) -> Truth {
+        let facts = self.facts.lock();
+        let Some(job) = facts.jobs.get(job_id) else {
+            return Truth {
+                story: "no Job was ever created".into(),
+                ..Truth::default()
+            };
+        };
+        let mut allowed = Vec::new();
+        let mut story = Vec::new();
+        let natural = job.termination.as_ref().filter(|t| {
+            !t.stopping
+                && job.disrupted_rv.is_none_or(|d| t.rv < d)
+                && job.deadline_rv.is_none_or(|d| t.rv < d)
+        });
+        if let Some(t) = &job.termination {
+            story.push(format!(
+                "main terminated at rv {} with exit {} ({}){}",
+                t.rv,
+                t.exit_code,
+                t.reason,
+                if natural.is_some() {
+                    " on its own"
+                } else {
+                    " while stopping"
+                }
+            ));
+        }
+        if let Some(t) = natural {
+            if t.exit_code == 0 && t.reason != "OOMKilled" {
+                allowed.push(Allowed::Succeeded);
+            } else {
+                allowed.push(Allowed::Failed {
+                    exit_code: t.exit_code,
+                    oom: t.reason == "OOMKilled",
+                });
+            }
+        }
+        let before_natural = |rv: Option<u64>| rv.is_some_and(|rv| natural.is_none_or(|t| rv < t.rv));
+        if let Some(rv) = job.deadline_rv {
+            story.push(format!("deadline exceeded at rv {rv}"));
+        }
+        if before_natural(job.deadline_rv) {
+            allowed.push(Allowed::DeadlineExceeded);
+        }
+        if let Some(rv) = job.disrupted_rv {
+            story.push(format!("pod disrupted at rv {rv}"));
+        }
+        if before_natural(job.disrupted_rv) {
+            allowed.push(Allowed::Infrastructure);
+        }
+        if let Some(rv) = job.image_failure_rv {
+            story.push(format!("image pull failed at rv {rv}"));
+            if job.termination.is_none() {
+                allowed.push(Allowed::Configuration);
+            }
+        }
+        if let Some(rv) = job.cancel_rv {
+            story.push(format!("cancel marked at rv {rv}"));
+        }
+        if before_natural(job.cancel_rv) {
+            allowed.push(Allowed::Cancelled);
+        }
+        if story.is_empty() {
+            story.push("created, never ended".into());
+        }
+        Truth {
+            jobs_created: job.job_uids.len() as u32,
+            pods_created: job.pod_uids.len() as u32,
+            allowed,
+            story: story.join(", "),
+        }
+    }
+}
