@@ -149,6 +149,8 @@ pub struct Truth {
     pub pods_created: u32,
     /// The outcomes a terminal answer may give (empty: the job has not ended in the cluster).
     pub allowed: Vec<Allowed>,
+    /// The Job was deleted after a cancel was marked on it.
+    pub gone_after_cancel: bool,
     /// What happened, in words, for the evidence.
     pub story: String,
 }
@@ -162,9 +164,8 @@ pub struct JobHistory {
     pub answers: Vec<Answer>,
     /// What the cluster did.
     pub truth: Truth,
-    /// Whether the job was still not terminal on some replica when the bound after the faults
-    /// stopped had passed.
-    pub stuck: bool,
+    /// How many replicas were asked for their final answer (replicas `0..replicas`).
+    pub replicas: usize,
 }
 
 /// One broken invariant and its evidence.
@@ -176,6 +177,17 @@ pub struct Violation {
     pub subject: String,
     /// What was seen.
     pub evidence: String,
+}
+
+/// A job's scenario, truth and answers, as the evidence shows them.
+pub fn describe(job_id: &str, history: &JobHistory) -> String {
+    format!(
+        "{job_id}: scenario {}; truth: {} (allows {:?}); answers:{}",
+        history.scenario,
+        history.truth.story,
+        history.truth.allowed,
+        answers_text(history, None)
+    )
 }
 
 fn answers_text(history: &JobHistory, only: Option<usize>) -> String {
@@ -193,9 +205,15 @@ fn answers_text(history: &JobHistory, only: Option<usize>) -> String {
     text
 }
 
-/// Checks one job's history; every violation found.
-pub fn check_job(job_id: &str, history: &JobHistory) -> Vec<Violation> {
+/// Checks one job's history; every violation found. With `accept_cancelled_gone`, "no such
+/// job" is accepted for a job whose Job was deleted by its cancel (the gap docs/INVARIANTS.md
+/// names until a durable outcome record exists); otherwise it is a changed terminal answer and
+/// a lost job.
+pub fn check_job(job_id: &str, history: &JobHistory, accept_cancelled_gone: bool) -> Vec<Violation> {
     let mut found = Vec::new();
+    let tolerated = |said: &Said| {
+        accept_cancelled_gone && history.truth.gone_after_cancel && *said == Said::NoSuchJob
+    };
     let mut violation = |kind: &'static str, what: String, only: Option<usize>| {
         found.push(Violation {
             kind,
@@ -246,6 +264,7 @@ pub fn check_job(job_id: &str, history: &JobHistory) -> Vec<Violation> {
     for a in &history.answers {
         let seen = match &a.said {
             Said::Job(seen) => Some(seen),
+            said if tolerated(said) => continue,
             Said::NoSuchJob => None,
             _ => continue,
         };
@@ -317,7 +336,7 @@ pub fn check_job(job_id: &str, history: &JobHistory) -> Vec<Violation> {
     // I3: a job the cluster ran is found by every replica at the end.
     if truth.jobs_created > 0 {
         for a in &history.answers {
-            if a.op == Op::Final && a.said == Said::NoSuchJob {
+            if a.op == Op::Final && a.said == Said::NoSuchJob && !tolerated(&a.said) {
                 violation(
                     "lost",
                     format!("replica {} answered no such job at the end", a.replica),
@@ -338,22 +357,41 @@ pub fn check_job(job_id: &str, history: &JobHistory) -> Vec<Violation> {
         );
     }
 
-    // I4: every job ends within the bound after the faults stop.
-    if history.stuck {
-        violation(
-            "stuck",
-            "not terminal on every replica within the bound after the faults stopped".into(),
-            None,
-        );
+    // I4: every job ends within the bound after the faults stop, on every replica.
+    if accepted {
+        let unended: Vec<usize> = (0..history.replicas)
+            .filter(|r| {
+                let last = history
+                    .answers
+                    .iter()
+                    .rfind(|a| a.op == Op::Final && a.replica == *r);
+                !last.is_some_and(|a| match &a.said {
+                    Said::Job(seen) => seen.is_terminal(),
+                    said => tolerated(said),
+                })
+            })
+            .collect();
+        if !unended.is_empty() {
+            violation(
+                "stuck",
+                format!(
+                    "not terminal on replicas {unended:?} within the bound after the faults stopped"
+                ),
+                None,
+            );
+        }
     }
     found
 }
 
-/// Checks every job's history.
-pub fn check_all(histories: &BTreeMap<String, JobHistory>) -> Vec<Violation> {
+/// Checks every job's history (see [`check_job`]).
+pub fn check_all(
+    histories: &BTreeMap<String, JobHistory>,
+    accept_cancelled_gone: bool,
+) -> Vec<Violation> {
     histories
         .iter()
-        .flat_map(|(id, h)| check_job(id, h))
+        .flat_map(|(id, h)| check_job(id, h, accept_cancelled_gone))
         .collect()
 }
 
@@ -390,6 +428,7 @@ mod tests {
                     exit_code: 3,
                     oom: false,
                 }],
+                gone_after_cancel: false,
                 story: "main exited 3 (Error)".into(),
             },
             answers: vec![
@@ -400,12 +439,15 @@ mod tests {
                 answer(5, 0, Op::Final, seen("FAILED", "Error", Some(3), Some("user"))),
                 answer(5, 1, Op::Final, seen("FAILED", "Error", Some(3), Some("user"))),
             ],
-            stuck: false,
+            replicas: 2,
         }
     }
 
     fn kinds(history: &JobHistory) -> Vec<&'static str> {
-        check_job("a", history).into_iter().map(|v| v.kind).collect()
+        check_job("a", history, false)
+            .into_iter()
+            .map(|v| v.kind)
+            .collect()
     }
 
     #[test]
@@ -427,7 +469,7 @@ mod tests {
                 Some("user"),
             ),
         ));
-        let violations = check_job("a", &history);
+        let violations = check_job("a", &history, false);
         let found: Vec<_> = violations.iter().map(|v| v.kind).collect();
         assert_eq!(found, ["terminal-changed", "wrong-outcome"]);
         assert!(
@@ -449,9 +491,26 @@ mod tests {
     fn a_second_run_a_lost_job_and_a_stuck_job_are_reported() {
         let mut history = failed_with_3();
         history.truth.jobs_created = 2;
+        history.replicas = 4;
         history.answers.push(answer(7, 2, Op::Final, Said::NoSuchJob));
-        history.stuck = true;
         assert_eq!(kinds(&history), ["second-run", "lost", "stuck"]);
+        let stuck = check_job("a", &history, false).pop().unwrap();
+        assert!(stuck.evidence.contains("replicas [2, 3]"), "{}", stuck.evidence);
+    }
+
+    #[test]
+    fn a_cancelled_job_gone_is_lost_unless_that_gap_is_accepted() {
+        let mut history = failed_with_3();
+        history.truth.allowed = vec![Allowed::Cancelled];
+        history.truth.gone_after_cancel = true;
+        history.answers = vec![
+            answer(1, 0, Op::Submit, Said::Submitted("sim/job/chaos/a".into())),
+            answer(2, 0, Op::Status, seen("CANCELLED", "Cancelled", None, None)),
+            answer(3, 0, Op::Final, Said::NoSuchJob),
+            answer(3, 1, Op::Final, seen("CANCELLED", "Cancelled", None, None)),
+        ];
+        assert_eq!(kinds(&history), ["terminal-changed", "lost", "stuck"]);
+        assert!(check_job("a", &history, true).is_empty());
     }
 
     #[test]

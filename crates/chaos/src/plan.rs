@@ -28,9 +28,14 @@ pub enum Scenario {
     /// A cancelled job id submitted again (a durable outcome record keeps it from running
     /// again; not built yet).
     Resubmit,
-    /// A finished job's pods removed (deleted, or evicted by a node drain); its outcome must
-    /// not change (a durable outcome record keeps it; not built yet).
+    /// A finished job's pods deleted by an administrator; its outcome must not change (a
+    /// durable outcome record keeps it; not built yet).
     PodLoss,
+    /// A cancelled job whose Job is gone must still read CANCELLED on a replica started, or
+    /// whose watch listed again, after the deletion (a durable outcome record keeps it; not
+    /// built yet). Left out, "no such job" is accepted for such a job, as the API documents
+    /// it today.
+    CancelledGone,
     /// API errors: 5xx, and 429 with Retry-After.
     Errors,
     /// Writes committed whose answer is lost, and connections dropped unanswered.
@@ -41,17 +46,22 @@ pub enum Scenario {
     Watches,
     /// The API server unreachable for a while, or restarted.
     Outages,
-    /// Pods evicted and preempted.
+    /// Running pods evicted by the kubelet (the failed pod stays).
     Evictions,
-    /// A node lost (its pods fail with NodeLost) and later restored.
+    /// Running pods preempted (marked, then deleted).
+    Preemptions,
+    /// A node lost (its pods fail with NodeLost and are deleted) and later restored.
     NodeLoss,
+    /// A node drained (every pod on it evicted through the Eviction API and deleted, finished
+    /// ones too) and later restored.
+    Drains,
     /// Replicas killed and started again.
     Kills,
 }
 
 impl Scenario {
     /// Every scenario and its name on the command line.
-    pub const ALL: [(Scenario, &'static str); 17] = [
+    pub const ALL: [(Scenario, &'static str); 20] = [
         (Scenario::Success, "success"),
         (Scenario::Exit, "exit"),
         (Scenario::Oom, "oom"),
@@ -61,13 +71,16 @@ impl Scenario {
         (Scenario::Concurrent, "concurrent"),
         (Scenario::Resubmit, "resubmit"),
         (Scenario::PodLoss, "pod-loss"),
+        (Scenario::CancelledGone, "cancelled-gone"),
         (Scenario::Errors, "errors"),
         (Scenario::LostResponses, "lost-responses"),
         (Scenario::Latency, "latency"),
         (Scenario::Watches, "watches"),
         (Scenario::Outages, "outages"),
         (Scenario::Evictions, "evictions"),
+        (Scenario::Preemptions, "preemptions"),
         (Scenario::NodeLoss, "node-loss"),
+        (Scenario::Drains, "drains"),
         (Scenario::Kills, "kills"),
     ];
 
@@ -355,15 +368,16 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
         Scenario::Watches,
         Scenario::Outages,
         Scenario::Evictions,
+        Scenario::Preemptions,
         Scenario::NodeLoss,
-        Scenario::PodLoss,
+        Scenario::Drains,
     ]
     .into_iter()
     .filter(|s| shape.has(*s))
     .collect();
     if shape.nodes < 2 {
         // Losing or draining the only node leaves nothing to run on.
-        kinds.retain(|s| !matches!(s, Scenario::NodeLoss | Scenario::PodLoss));
+        kinds.retain(|s| !matches!(s, Scenario::NodeLoss | Scenario::Drains));
     }
     let mut faults = Vec::new();
     if !kinds.is_empty() {
@@ -411,13 +425,8 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
                         Fault::Restart
                     }
                 }
-                Scenario::Evictions => {
-                    if rng.random_bool(0.5) {
-                        Fault::Evict
-                    } else {
-                        Fault::Preempt
-                    }
-                }
+                Scenario::Evictions => Fault::Evict,
+                Scenario::Preemptions => Fault::Preempt,
                 Scenario::NodeLoss => Fault::LoseNode {
                     node: rng.random_range(0..shape.nodes),
                     lasting: ms(&mut rng, 500, 2_000),
@@ -475,7 +484,15 @@ mod tests {
 
     #[test]
     fn scenarios_left_out_never_appear() {
-        let p = plan(3, &shape(&[Scenario::PodLoss, Scenario::Resubmit, Scenario::Kills]));
+        let p = plan(
+            3,
+            &shape(&[
+                Scenario::PodLoss,
+                Scenario::Resubmit,
+                Scenario::Drains,
+                Scenario::Kills,
+            ]),
+        );
         assert!(p.jobs.iter().all(|j| !j.resubmit && !j.delete_pods_after_end));
         assert!(p.faults.iter().all(|(_, f)| !matches!(f, Fault::DrainNode { .. })));
         assert!(p.kills.is_empty());

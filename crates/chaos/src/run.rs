@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::check::{self, Answer, JobHistory, Op, Said, Violation};
 use crate::http::{self, Http};
-use crate::plan::{self, CancelAt, Fault, JobPlan, Plan, Shape, Work};
+use crate::plan::{self, CancelAt, Fault, JobPlan, Plan, Scenario, Shape, Work};
 use crate::truth::Observer;
 
 /// The namespace the jobs run in.
@@ -55,10 +55,21 @@ pub struct Outcome {
     pub faults: usize,
     /// Replica kills.
     pub kills: usize,
+    /// Answers recorded.
+    pub answers: usize,
+    /// How many jobs ended in each state (by their final answers), e.g. `FAILED=12`.
+    pub ends: BTreeMap<String, usize>,
     /// Violations, with evidence.
     pub violations: Vec<Violation>,
+    /// Every job's recorded answers and truth.
+    pub histories: BTreeMap<String, JobHistory>,
+    /// The faults and kills, with their times.
+    pub schedule: Vec<String>,
     /// How long the seed took.
     pub took: Duration,
+    /// How long, after the faults stopped, the replicas took to be ready, the callers to see
+    /// their jobs end, and every replica to answer a final state.
+    pub after_quiet: [Duration; 3],
 }
 
 /// Replica timings: short, so a run of minutes covers many recoveries.
@@ -282,9 +293,7 @@ async fn submit_until_accepted(
         let index = rng.random_range(0..shared.replica_count());
         match shared.submit(&job.job_id, body, index).await {
             Said::Submitted(id) => return Some(id),
-            Said::Error(status, _) if status < 500 && status != 409 && status != 429 => {
-                return None;
-            }
+            Said::Error(status, _) if status < 500 && status != 429 => return None,
             _ => {}
         }
         if Instant::now() > give_up {
@@ -392,8 +401,9 @@ async fn drive(shared: Arc<Shared>, job: JobPlan) {
         if let Said::Job(seen) = &said
             && seen.is_terminal()
         {
-            if resubmit && seen.state == "CANCELLED" {
-                // The same job id again: it must not run again.
+            if resubmit && cancel_at.is_none() {
+                // The same job id again, once cancelled (or ended before the cancel came): it
+                // must not run again.
                 resubmit = false;
                 let _ = submit_until_accepted(&shared, &job, &body, &mut rng).await;
             }
@@ -549,11 +559,9 @@ async fn ready(replicas: &Replicas, http: &Http, index: usize, deadline: Instant
 }
 
 /// After the faults: asks every replica about a job until it answers a terminal state (or
-/// the bound passes); its last answer is recorded as the final one. Whether it ended
-/// everywhere.
-async fn settle(shared: &Shared, job_id: &str, exec_id: &str) -> bool {
+/// the bound passes); its last answer is recorded as the final one.
+async fn settle(shared: &Shared, job_id: &str, exec_id: &str) {
     let deadline = shared.quiet_at + shared.settings.end_bound;
-    let mut ended_everywhere = true;
     for index in 0..shared.replica_count() {
         loop {
             let (raw, incarnation) = shared
@@ -567,7 +575,6 @@ async fn settle(shared: &Shared, job_id: &str, exec_id: &str) -> bool {
                 if !matches!(said, Said::NoAnswer(_)) {
                     shared.record(job_id, index, incarnation, Op::Final, said);
                 }
-                ended_everywhere &= terminal;
                 break;
             }
             if !matches!(said, Said::NoAnswer(_)) {
@@ -576,7 +583,6 @@ async fn settle(shared: &Shared, job_id: &str, exec_id: &str) -> bool {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    ended_everywhere
 }
 
 async fn start_cluster(nodes: usize) -> anyhow::Result<(SimCluster, tempfile::TempDir, Config)> {
@@ -708,9 +714,11 @@ pub async fn run(seed: u64, settings: &Settings) -> anyhow::Result<Outcome> {
             });
         }
     }
+    let ready_after = shared.quiet_at.elapsed();
     for driver in drivers {
         let _ = driver.await;
     }
+    let drivers_after = shared.quiet_at.elapsed();
     // Every job, on every replica, to its end.
     let exec_ids: Vec<(String, String)> = {
         let histories = shared.histories.lock();
@@ -724,28 +732,56 @@ pub async fn run(seed: u64, settings: &Settings) -> anyhow::Result<Outcome> {
             })
             .collect()
     };
-    let settled = futures::future::join_all(exec_ids.iter().map(|(job_id, exec_id)| {
+    futures::future::join_all(exec_ids.iter().map(|(job_id, exec_id)| {
         let shared = shared.clone();
-        async move { (job_id.clone(), settle(&shared, job_id, exec_id).await) }
+        async move { settle(&shared, job_id, exec_id).await }
     }))
     .await;
+    let settled_after = shared.quiet_at.elapsed();
     let mut histories = std::mem::take(&mut *shared.histories.lock());
-    for (job_id, ended) in settled {
-        if let Some(h) = histories.get_mut(&job_id) {
-            h.stuck = !ended;
-        }
-    }
     for (job_id, history) in histories.iter_mut() {
         history.truth = shared.observer.truth(job_id);
+        history.replicas = shared.replica_count();
     }
-    violations.extend(check::check_all(&histories));
+    let accept_cancelled_gone = settings.shape.without.contains(&Scenario::CancelledGone);
+    violations.extend(check::check_all(&histories, accept_cancelled_gone));
     shared.replicas.kill_all();
+    let mut ends = BTreeMap::new();
+    for history in histories.values() {
+        let end = history
+            .answers
+            .iter()
+            .find_map(|a| match (&a.op, &a.said) {
+                (Op::Final, Said::Job(seen)) => Some(seen.state.clone()),
+                (Op::Final, said) => Some(said.to_string()),
+                _ => None,
+            })
+            .unwrap_or_else(|| "never accepted".into());
+        *ends.entry(end).or_insert(0) += 1;
+    }
     Ok(Outcome {
         seed,
+        schedule: plan
+            .faults
+            .iter()
+            .map(|(at, f)| format!("{:>7}ms {f:?}", at.as_millis()))
+            .chain(plan.kills.iter().map(|k| {
+                format!(
+                    "{:>7}ms kill replica {} for {}ms",
+                    k.at.as_millis(),
+                    k.replica,
+                    k.down.as_millis()
+                )
+            }))
+            .collect(),
+        answers: histories.values().map(|h| h.answers.len()).sum(),
+        ends,
+        histories,
         jobs: plan.jobs.len(),
         faults: plan.faults.len(),
         kills: plan.kills.len(),
         violations,
         took: began.elapsed(),
+        after_quiet: [ready_after, drivers_after, settled_after],
     })
 }

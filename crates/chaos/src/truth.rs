@@ -29,6 +29,10 @@ struct JobFacts {
     job_uids: HashSet<String>,
     pod_uids: HashSet<String>,
     cancel_rv: Option<u64>,
+    gone_after_cancel: bool,
+    /// When a pod of the job was first deleted (before its Job was).
+    pod_deleted_rv: Option<u64>,
+    job_deleted: bool,
     deadline_rv: Option<u64>,
     disrupted_rv: Option<u64>,
     image_failure_rv: Option<u64>,
@@ -113,6 +117,10 @@ impl Observer {
                 if cancelled && job.cancel_rv.is_none() {
                     job.cancel_rv = Some(event.rv);
                 }
+                if event.event_type == EventType::Deleted {
+                    job.job_deleted = true;
+                    job.gone_after_cancel |= cancelled;
+                }
                 let deadline = object
                     .pointer("/status/conditions")
                     .and_then(Value::as_array)
@@ -175,6 +183,9 @@ impl Observer {
                 let phase = str_at(object, "/status/phase");
                 let ended = matches!(phase, "Succeeded" | "Failed") || deleting;
                 if event.event_type == EventType::Deleted {
+                    if !job.job_deleted && job.pod_deleted_rv.is_none() {
+                        job.pod_deleted_rv = Some(event.rv);
+                    }
                     job.pods.remove(&name);
                     job.running.remove(&name);
                 } else {
@@ -285,6 +296,12 @@ impl Observer {
         if let Some(rv) = job.cancel_rv {
             story.push(format!("cancel marked at rv {rv}"));
         }
+        if let Some(rv) = job.pod_deleted_rv {
+            story.push(format!("pod deleted at rv {rv}"));
+        }
+        if job.job_deleted {
+            story.push("Job deleted".into());
+        }
         if before_natural(job.cancel_rv) {
             allowed.push(Allowed::Cancelled);
         }
@@ -294,6 +311,7 @@ impl Observer {
         Truth {
             jobs_created: job.job_uids.len() as u32,
             pods_created: job.pod_uids.len() as u32,
+            gone_after_cancel: job.gone_after_cancel,
             allowed,
             story: story.join(", "),
         }
