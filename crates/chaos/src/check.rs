@@ -209,7 +209,11 @@ fn answers_text(history: &JobHistory, only: Option<usize>) -> String {
 /// job" is accepted for a job whose Job was deleted by its cancel (the gap docs/INVARIANTS.md
 /// names until a durable outcome record exists); otherwise it is a changed terminal answer and
 /// a lost job.
-pub fn check_job(job_id: &str, history: &JobHistory, accept_cancelled_gone: bool) -> Vec<Violation> {
+pub fn check_job(
+    job_id: &str,
+    history: &JobHistory,
+    accept_cancelled_gone: bool,
+) -> Vec<Violation> {
     let mut found = Vec::new();
     let tolerated = |said: &Said| {
         accept_cancelled_gone && history.truth.gone_after_cancel && *said == Said::NoSuchJob
@@ -434,10 +438,30 @@ mod tests {
             answers: vec![
                 answer(1, 0, Op::Submit, Said::Submitted("sim/job/chaos/a".into())),
                 answer(2, 1, Op::Status, seen("STARTED", "Running", None, None)),
-                answer(3, 0, Op::Status, seen("FAILED", "Error", Some(3), Some("user"))),
-                answer(4, 1, Op::Status, seen("FAILED", "Error", Some(3), Some("user"))),
-                answer(5, 0, Op::Final, seen("FAILED", "Error", Some(3), Some("user"))),
-                answer(5, 1, Op::Final, seen("FAILED", "Error", Some(3), Some("user"))),
+                answer(
+                    3,
+                    0,
+                    Op::Status,
+                    seen("FAILED", "Error", Some(3), Some("user")),
+                ),
+                answer(
+                    4,
+                    1,
+                    Op::Status,
+                    seen("FAILED", "Error", Some(3), Some("user")),
+                ),
+                answer(
+                    5,
+                    0,
+                    Op::Final,
+                    seen("FAILED", "Error", Some(3), Some("user")),
+                ),
+                answer(
+                    5,
+                    1,
+                    Op::Final,
+                    seen("FAILED", "Error", Some(3), Some("user")),
+                ),
             ],
             replicas: 2,
         }
@@ -462,12 +486,7 @@ mod tests {
             6,
             1,
             Op::Final,
-            seen(
-                "FAILED",
-                "BackoffLimitExceeded",
-                None,
-                Some("user"),
-            ),
+            seen("FAILED", "BackoffLimitExceeded", None, Some("user")),
         ));
         let violations = check_job("a", &history, false);
         let found: Vec<_> = violations.iter().map(|v| v.kind).collect();
@@ -482,8 +501,15 @@ mod tests {
     #[test]
     fn replicas_that_disagree_and_a_false_outcome_are_reported() {
         let mut history = failed_with_3();
-        history.answers[4] = answer(5, 0, Op::Final, seen("FAILED", "Evicted", Some(3), Some("infrastructure")));
-        history.answers.retain(|a| !(a.replica == 0 && a.op == Op::Status));
+        history.answers[4] = answer(
+            5,
+            0,
+            Op::Final,
+            seen("FAILED", "Evicted", Some(3), Some("infrastructure")),
+        );
+        history
+            .answers
+            .retain(|a| !(a.replica == 0 && a.op == Op::Status));
         assert_eq!(kinds(&history), ["replicas-disagree", "wrong-outcome"]);
     }
 
@@ -492,10 +518,16 @@ mod tests {
         let mut history = failed_with_3();
         history.truth.jobs_created = 2;
         history.replicas = 4;
-        history.answers.push(answer(7, 2, Op::Final, Said::NoSuchJob));
+        history
+            .answers
+            .push(answer(7, 2, Op::Final, Said::NoSuchJob));
         assert_eq!(kinds(&history), ["second-run", "lost", "stuck"]);
         let stuck = check_job("a", &history, false).pop().unwrap();
-        assert!(stuck.evidence.contains("replicas [2, 3]"), "{}", stuck.evidence);
+        assert!(
+            stuck.evidence.contains("replicas [2, 3]"),
+            "{}",
+            stuck.evidence
+        );
     }
 
     #[test]
@@ -519,7 +551,12 @@ mod tests {
         history.truth.allowed.push(Allowed::Cancelled);
         history.answers = vec![
             answer(1, 0, Op::Submit, Said::Submitted("sim/job/chaos/a".into())),
-            answer(2, 1, Op::Cancel, seen("CANCELLING", "CancelRequested", None, None)),
+            answer(
+                2,
+                1,
+                Op::Cancel,
+                seen("CANCELLING", "CancelRequested", None, None),
+            ),
             answer(3, 0, Op::Final, seen("CANCELLED", "Cancelled", None, None)),
             answer(3, 1, Op::Final, seen("CANCELLED", "Cancelled", None, None)),
         ];

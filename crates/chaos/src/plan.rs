@@ -493,8 +493,16 @@ mod tests {
                 Scenario::Kills,
             ]),
         );
-        assert!(p.jobs.iter().all(|j| !j.resubmit && !j.delete_pods_after_end));
-        assert!(p.faults.iter().all(|(_, f)| !matches!(f, Fault::DrainNode { .. })));
+        assert!(
+            p.jobs
+                .iter()
+                .all(|j| !j.resubmit && !j.delete_pods_after_end)
+        );
+        assert!(
+            p.faults
+                .iter()
+                .all(|(_, f)| !matches!(f, Fault::DrainNode { .. }))
+        );
         assert!(p.kills.is_empty());
         let full = plan(3, &shape(&[]));
         assert!(full.jobs.iter().any(|j| j.delete_pods_after_end));

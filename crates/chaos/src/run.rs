@@ -11,7 +11,9 @@ use anyhow::{Context as _, bail};
 use hyper::Method;
 use kubeferry_core::JobKind;
 use kubeferry_kube::rbac;
-use kubeferry_server::config::{AuthConfig, ClusterConfig, ClusterSource, Config, Limits, Timeouts};
+use kubeferry_server::config::{
+    AuthConfig, ClusterConfig, ClusterSource, Config, Limits, Timeouts,
+};
 use kubeferry_sim::{FaultAction, FaultRule, NodeConfig, SimCluster, SimConfig};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
@@ -72,29 +74,18 @@ pub struct Outcome {
     pub after_quiet: [Duration; 3],
 }
 
-/// Replica timings: short, so a run of minutes covers many recoveries.
+/// Replica timings: the service's defaults (what a deployment runs), shortened only where a
+/// run of seconds would otherwise wait minutes: the image pull and container-creation graces,
+/// the window in which reads fail fast after the API server was unreachable, the recheck
+/// interval and the shutdown timeout.
 fn timeouts() -> Timeouts {
     Timeouts {
-        request: Duration::from_secs(20),
         shutdown: Duration::from_secs(2),
-        drain: Duration::ZERO,
-        sync: Duration::from_secs(5),
-        watch: Duration::from_secs(10),
-        connect: Duration::from_secs(2),
-        read: Duration::from_secs(5),
-        retry_deadline: Duration::from_secs(3),
-        unreachable_window: Duration::from_secs(1),
-        recheck: Duration::from_millis(100),
+        unreachable_window: Duration::from_secs(2),
+        recheck: Duration::from_millis(200),
         image_pull_grace: Duration::from_secs(1),
         create_container_error_grace: Duration::from_secs(1),
-        pending: None,
-        pod_status_wait: Duration::from_millis(500),
-        tombstone: Duration::from_secs(900),
-        no_status: Duration::from_secs(600),
-        keep_alive: Duration::from_secs(1),
-        follow_reopen: Duration::from_millis(50),
-        follow_idle: Duration::from_secs(60),
-        tokens_reload: Duration::from_secs(5),
+        ..Timeouts::default()
     }
 }
 
@@ -239,7 +230,12 @@ impl Shared {
 
     async fn cancel(&self, job_id: &str, exec_id: &str, index: usize) -> Said {
         let (raw, incarnation) = self
-            .ask(index, Method::POST, &format!("/v1/jobs/{exec_id}/cancel"), None)
+            .ask(
+                index,
+                Method::POST,
+                &format!("/v1/jobs/{exec_id}/cancel"),
+                None,
+            )
             .await;
         let said = http::cancel_said(raw);
         self.record(job_id, index, incarnation, Op::Cancel, said.clone());
@@ -397,7 +393,9 @@ async fn drive(shared: Arc<Shared>, job: JobPlan) {
             }
         }
         let index = rng.random_range(0..replicas);
-        let said = shared.status(&job.job_id, &exec_id, index, Op::Status).await;
+        let said = shared
+            .status(&job.job_id, &exec_id, index, Op::Status)
+            .await;
         if let Said::Job(seen) = &said
             && seen.is_terminal()
         {
@@ -419,7 +417,11 @@ async fn drive(shared: Arc<Shared>, job: JobPlan) {
         if Instant::now() > give_up {
             return;
         }
-        let pause = if cancel_at.is_some() { 50..150 } else { 150..500 };
+        let pause = if cancel_at.is_some() {
+            50..150
+        } else {
+            150..500
+        };
         tokio::time::sleep(Duration::from_millis(rng.random_range(pause))).await;
     }
 }
@@ -543,16 +545,25 @@ async fn kill(shared: Arc<Shared>, kills: Vec<plan::Kill>) {
     }
 }
 
-/// Whether replica `index` answers `/readyz` with 200 before `deadline`.
-async fn ready(replicas: &Replicas, http: &Http, index: usize, deadline: Instant) -> bool {
+/// Whether replica `index` answers `/readyz` with 200 before `deadline`; if not, its last
+/// answer.
+async fn ready(
+    replicas: &Replicas,
+    http: &Http,
+    index: usize,
+    deadline: Instant,
+) -> Result<(), String> {
     loop {
-        if let (Some(addr), _) = replicas.addr(index)
-            && let Ok((200, _)) = http.call(addr, Method::GET, "/readyz", None).await
-        {
-            return true;
-        }
+        let last = match replicas.addr(index) {
+            (Some(addr), _) => match http.call(addr, Method::GET, "/readyz", None).await {
+                Ok((200, _)) => return Ok(()),
+                Ok((status, body)) => format!("{status} {body}"),
+                Err(why) => why,
+            },
+            (None, _) => "down".to_string(),
+        };
         if Instant::now() > deadline {
-            return false;
+            return Err(last);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -588,7 +599,9 @@ async fn settle(shared: &Shared, job_id: &str, exec_id: &str) {
 async fn start_cluster(nodes: usize) -> anyhow::Result<(SimCluster, tempfile::TempDir, Config)> {
     let sim = SimCluster::start(SimConfig {
         rbac: true,
-        nodes: (0..nodes).map(|n| NodeConfig::named(node_name(n))).collect(),
+        nodes: (0..nodes)
+            .map(|n| NodeConfig::named(node_name(n)))
+            .collect(),
         ..SimConfig::for_tests()
     })
     .await?;
@@ -651,9 +664,9 @@ pub async fn run(seed: u64, settings: &Settings) -> anyhow::Result<Outcome> {
     let http = Http::new(Duration::from_secs(25));
     let startup = Instant::now() + Duration::from_secs(30);
     for index in 0..settings.shape.replicas {
-        if !ready(&replicas, &http, index, startup).await {
+        if let Err(last) = ready(&replicas, &http, index, startup).await {
             replicas.kill_all();
-            bail!("replica {index} is not ready before any fault");
+            bail!("replica {index} is not ready before any fault: {last}");
         }
     }
     let started = Instant::now();
@@ -703,12 +716,12 @@ pub async fn run(seed: u64, settings: &Settings) -> anyhow::Result<Outcome> {
     }
     for index in 0..shared.replica_count() {
         let deadline = shared.quiet_at + settings.ready_bound;
-        if !ready(&shared.replicas, &shared.http, index, deadline).await {
+        if let Err(last) = ready(&shared.replicas, &shared.http, index, deadline).await {
             violations.push(Violation {
                 kind: "unready",
                 subject: format!("replica-{index}"),
                 evidence: format!(
-                    "/readyz not 200 within {:?} after the faults stopped",
+                    "/readyz not 200 within {:?} after the faults stopped; it answered {last}",
                     settings.ready_bound
                 ),
             });

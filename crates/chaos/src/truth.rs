@@ -52,6 +52,16 @@ struct Facts {
     disrupted_by_us: HashMap<(String, String), u64>,
 }
 
+/// One change of the store, as the observer reads it.
+struct Change<'a> {
+    rv: u64,
+    event_type: EventType,
+    group: &'a str,
+    resource: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+}
+
 /// The observer: a task folds the store's changes into facts; the run asks it questions.
 #[derive(Clone, Default)]
 pub struct Observer {
@@ -59,7 +69,10 @@ pub struct Observer {
 }
 
 fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
-    object.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 fn is_disrupted(pod: &Value) -> bool {
@@ -93,10 +106,24 @@ impl Observer {
 
     fn apply(&self, event: &StoreEvent) {
         let key = &event.key;
-        let object = &*event.object;
+        self.apply_change(
+            Change {
+                rv: event.rv,
+                event_type: event.event_type,
+                group: &key.resource.group,
+                resource: &key.resource.resource,
+                namespace: &key.namespace,
+                name: &key.name,
+            },
+            &event.object,
+        );
+    }
+
+    fn apply_change(&self, change: Change<'_>, object: &Value) {
+        let event = &change;
         let mut facts = self.facts.lock();
-        let name = (key.namespace.clone(), key.name.clone());
-        match (key.resource.group.as_str(), key.resource.resource.as_str()) {
+        let name = (change.namespace.to_string(), change.name.to_string());
+        match (change.group, change.resource) {
             ("batch", "jobs") => {
                 let Some(job_id) = object
                     .pointer("/metadata/annotations")
@@ -142,7 +169,7 @@ impl Observer {
                     .unwrap_or("");
                 let Some(job_id) = facts
                     .job_ids
-                    .get(&(key.namespace.clone(), job_name.to_string()))
+                    .get(&(change.namespace.to_string(), job_name.to_string()))
                     .cloned()
                 else {
                     return;
@@ -246,10 +273,15 @@ impl Observer {
         };
         let mut allowed = Vec::new();
         let mut story = Vec::new();
+        // The container ended on its own: before any disruption, deletion or deadline, or
+        // during one with an exit code no signal gave (it finished its work within the grace
+        // period: both that outcome and the disruption's are what Kubernetes showed).
         let natural = job.termination.as_ref().filter(|t| {
-            !t.stopping
+            let unsignalled = (0..128).contains(&t.exit_code) && t.reason != "OOMKilled";
+            let first = !t.stopping
                 && job.disrupted_rv.is_none_or(|d| t.rv < d)
-                && job.deadline_rv.is_none_or(|d| t.rv < d)
+                && job.deadline_rv.is_none_or(|d| t.rv < d);
+            first || unsignalled || (t.reason == "OOMKilled" && !t.stopping)
         });
         if let Some(t) = &job.termination {
             story.push(format!(
@@ -274,7 +306,8 @@ impl Observer {
                 });
             }
         }
-        let before_natural = |rv: Option<u64>| rv.is_some_and(|rv| natural.is_none_or(|t| rv < t.rv));
+        let before_natural =
+            |rv: Option<u64>| rv.is_some_and(|rv| natural.is_none_or(|t| rv < t.rv));
         if let Some(rv) = job.deadline_rv {
             story.push(format!("deadline exceeded at rv {rv}"));
         }
@@ -315,5 +348,120 @@ impl Observer {
             allowed,
             story: story.join(", "),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn job(observer: &Observer, rv: u64, event_type: EventType, object: Value) {
+        observer.apply_change(
+            Change {
+                rv,
+                event_type,
+                group: "batch",
+                resource: "jobs",
+                namespace: "chaos",
+                name: "j",
+            },
+            &object,
+        );
+    }
+
+    fn pod(observer: &Observer, rv: u64, status: Value) {
+        let object = json!({
+            "metadata": {"name": "j-1", "uid": "p1", "labels": {"batch.kubernetes.io/job-name": "j"}},
+            "spec": {"nodeName": "sim-node-1"},
+            "status": status,
+        });
+        observer.apply_change(
+            Change {
+                rv,
+                event_type: EventType::Modified,
+                group: "",
+                resource: "pods",
+                namespace: "chaos",
+                name: "j-1",
+            },
+            &object,
+        );
+    }
+
+    fn exited(code: i64, reason: &str) -> Value {
+        json!({"phase": "Failed", "containerStatuses": [
+            {"name": "main", "state": {"terminated": {"exitCode": code, "reason": reason}}}
+        ]})
+    }
+
+    fn observer_with_job() -> Observer {
+        let observer = Observer::default();
+        let annotations = json!({JOB_ID_ANNOTATION: "a"});
+        job(
+            &observer,
+            1,
+            EventType::Added,
+            json!({"metadata": {"uid": "u1", "annotations": annotations}}),
+        );
+        observer
+    }
+
+    #[test]
+    fn a_container_that_exits_before_its_eviction_decides_the_outcome() {
+        let observer = observer_with_job();
+        pod(&observer, 2, json!({"phase": "Running"}));
+        pod(&observer, 3, exited(4, "Error"));
+        observer.disrupting("chaos", "j-1", 4);
+        pod(&observer, 5, exited(4, "Error"));
+        let truth = observer.truth("a");
+        assert_eq!(
+            truth.allowed,
+            [Allowed::Failed {
+                exit_code: 4,
+                oom: false
+            }],
+            "{}",
+            truth.story
+        );
+        assert_eq!((truth.jobs_created, truth.pods_created), (1, 1));
+    }
+
+    #[test]
+    fn a_container_killed_by_an_eviction_is_an_infrastructure_failure() {
+        let observer = observer_with_job();
+        pod(&observer, 2, json!({"phase": "Running"}));
+        observer.disrupting("chaos", "j-1", 2);
+        pod(&observer, 3, exited(143, "Error"));
+        assert_eq!(observer.truth("a").allowed, [Allowed::Infrastructure]);
+    }
+
+    #[test]
+    fn a_cancel_marked_before_the_end_allows_cancelled_and_a_second_job_is_counted() {
+        let observer = observer_with_job();
+        let marked = json!({JOB_ID_ANNOTATION: "a", CANCEL_ANNOTATION: "2026-01-01T00:00:00Z"});
+        job(
+            &observer,
+            2,
+            EventType::Modified,
+            json!({"metadata": {"uid": "u1", "annotations": marked}}),
+        );
+        job(
+            &observer,
+            3,
+            EventType::Deleted,
+            json!({"metadata": {"uid": "u1", "annotations": marked}}),
+        );
+        let truth = observer.truth("a");
+        assert_eq!(truth.allowed, [Allowed::Cancelled]);
+        assert!(truth.gone_after_cancel);
+        job(
+            &observer,
+            4,
+            EventType::Added,
+            json!({"metadata": {"uid": "u2", "annotations": {JOB_ID_ANNOTATION: "a"}}}),
+        );
+        assert_eq!(observer.truth("a").jobs_created, 2);
     }
 }
