@@ -21,6 +21,9 @@ pub enum Scenario {
     Deadline,
     /// Jobs whose image cannot be pulled.
     Unpullable,
+    /// Spark applications, under the apache and the Kubeflow operator, that succeed or fail
+    /// with an exit code.
+    Spark,
     /// Cancels before the start, while running and at the moment of the end.
     Cancel,
     /// One job submitted through two replicas at once, and cancelled through two at once.
@@ -61,12 +64,13 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario and its name on the command line.
-    pub const ALL: [(Scenario, &'static str); 20] = [
+    pub const ALL: [(Scenario, &'static str); 21] = [
         (Scenario::Success, "success"),
         (Scenario::Exit, "exit"),
         (Scenario::Oom, "oom"),
         (Scenario::Deadline, "deadline"),
         (Scenario::Unpullable, "unpullable"),
+        (Scenario::Spark, "spark"),
         (Scenario::Cancel, "cancel"),
         (Scenario::Concurrent, "concurrent"),
         (Scenario::Resubmit, "resubmit"),
@@ -125,6 +129,15 @@ pub enum Work {
     Deadline,
     /// An image that can never be pulled.
     Unpullable,
+    /// A Spark application whose driver runs a while, then ends with the code.
+    Spark {
+        /// `apache` or `kubeflow`.
+        operator: &'static str,
+        /// Whole seconds the driver runs.
+        seconds: u64,
+        /// Exit code.
+        code: i32,
+    },
 }
 
 /// When a job is cancelled.
@@ -167,6 +180,11 @@ impl JobPlan {
             Work::Oom => "oom".into(),
             Work::Deadline => "deadline".into(),
             Work::Unpullable => "unpullable".into(),
+            Work::Spark {
+                operator,
+                seconds,
+                code,
+            } => format!("spark ({operator}) exit {code} after {seconds}s"),
         }];
         if self.duplicate_submit {
             words.push("duplicate submit".into());
@@ -309,6 +327,7 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
         (3, Scenario::Oom),
         (5, Scenario::Deadline),
         (5, Scenario::Unpullable),
+        (8, Scenario::Spark),
     ];
     works.retain(|(_, s)| shape.has(*s));
     if works.is_empty() {
@@ -336,6 +355,11 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
             Scenario::Oom => Work::Oom,
             Scenario::Deadline => Work::Deadline,
             Scenario::Unpullable => Work::Unpullable,
+            Scenario::Spark => Work::Spark {
+                operator: ["apache", "kubeflow"][rng.random_range(0..2)],
+                seconds: rng.random_range(1..=3),
+                code: [0, 0, 3][rng.random_range(0..3)],
+            },
             _ => Work::Exit { millis, code: 0 },
         };
         let cancel = (shape.has(Scenario::Cancel) && rng.random_bool(0.2)).then(|| {

@@ -14,6 +14,7 @@ use kubeferry_kube::rbac;
 use kubeferry_server::config::{
     AuthConfig, ClusterConfig, ClusterSource, Config, Limits, Timeouts,
 };
+use kubeferry_sim::controllers::spark::with_spark_operators;
 use kubeferry_sim::{FaultAction, FaultRule, NodeConfig, SimCluster, SimConfig};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
@@ -269,6 +270,30 @@ fn spec(work: &Work) -> Value {
             "name": "slow", "image": "busybox:1.36", "command": ["sh", "-c"],
             "args": ["sleep 30"], "timeout": "1s",
         }),
+        Work::Spark {
+            operator,
+            seconds,
+            code,
+        } => {
+            let account = if *operator == "apache" {
+                "spark"
+            } else {
+                "spark-operator-spark"
+            };
+            let exit = if *code == 0 {
+                String::new()
+            } else {
+                format!(", 'exit={code}'")
+            };
+            Value::String(format!(
+                "kind: SparkJob\nname: pi\noperator: {operator}\nsparkVersion: \"3.5.3\"\n\
+                 image: apache/spark:3.5.3\n\
+                 mainApplicationFile: local:///opt/spark/examples/jars/spark-examples_2.12-3.5.3.jar\n\
+                 mainClass: org.apache.spark.examples.SparkPi\n\
+                 args: ['10', 'sleep={seconds}'{exit}]\nserviceAccount: {account}\n\
+                 driver: {{cores: 1, memory: 512m}}\nexecutor: {{cores: 1, memory: 512m, instances: 1}}\n"
+            ))
+        }
         Work::Unpullable => json!({
             "name": "nopull", "image": "registry.invalid/nothing:1", "command": ["sh", "-c"],
             "args": ["true"],
@@ -597,18 +622,28 @@ async fn settle(shared: &Shared, job_id: &str, exec_id: &str) {
 }
 
 async fn start_cluster(nodes: usize) -> anyhow::Result<(SimCluster, tempfile::TempDir, Config)> {
-    let sim = SimCluster::start(SimConfig {
+    let mut config = with_spark_operators(SimConfig {
         rbac: true,
         nodes: (0..nodes)
             .map(|n| NodeConfig::named(node_name(n)))
             .collect(),
         ..SimConfig::for_tests()
-    })
-    .await?;
+    });
+    // Drivers only: executors would only add processes on this machine.
+    config.spark.executors = false;
+    config.spark.release_delay = Duration::from_millis(100);
+    let sim = SimCluster::start(config).await?;
     sim.create(
         "",
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
     )?;
+    // The drivers' service accounts, as the operators' Helm charts create them.
+    for name in ["spark", "spark-operator-spark"] {
+        sim.create(
+            NAMESPACE,
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}),
+        )?;
+    }
     // Exactly the Role `kubeferry rbac` prints, bound to the replicas' service account.
     let role = rbac::role(ACCOUNT, Some(NAMESPACE), &rbac::permissions(&JobKind::ALL));
     let (account, binding) = rbac::binding(ACCOUNT, ACCOUNT, Some(NAMESPACE));

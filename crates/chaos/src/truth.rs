@@ -47,6 +47,8 @@ struct JobFacts {
 struct Facts {
     /// Job name (namespace, name) -> job id.
     job_ids: HashMap<(String, String), String>,
+    /// SparkApplication name (namespace, name) -> job id.
+    app_ids: HashMap<(String, String), String>,
     jobs: BTreeMap<String, JobFacts>,
     /// Pods the harness itself disrupted, with the resourceVersion before it did.
     disrupted_by_us: HashMap<(String, String), u64>,
@@ -89,11 +91,30 @@ fn is_disrupted(pod: &Value) -> bool {
             })
 }
 
+/// The container whose end is the job's: `main` of a container job, the Spark driver's.
 fn main_container(pod: &Value) -> Option<&Value> {
     pod.pointer("/status/containerStatuses")
         .and_then(Value::as_array)?
         .iter()
-        .find(|c| c.get("name").and_then(Value::as_str) == Some("main"))
+        .find(|c| {
+            matches!(
+                c.get("name").and_then(Value::as_str),
+                Some("main" | "spark-kubernetes-driver")
+            )
+        })
+}
+
+/// The SparkApplication owning a pod, when it is a Spark driver.
+fn spark_owner(pod: &Value) -> Option<&str> {
+    if str_at(pod, "/metadata/labels/spark-role") != "driver" {
+        return None;
+    }
+    pod.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|o| o.get("kind").and_then(Value::as_str) == Some("SparkApplication"))?
+        .get("name")
+        .and_then(Value::as_str)
 }
 
 impl Observer {
@@ -123,8 +144,9 @@ impl Observer {
         let event = &change;
         let mut facts = self.facts.lock();
         let name = (change.namespace.to_string(), change.name.to_string());
+        let spark = change.resource == "sparkapplications";
         match (change.group, change.resource) {
-            ("batch", "jobs") => {
+            ("batch", "jobs") | (_, "sparkapplications") => {
                 let Some(job_id) = object
                     .pointer("/metadata/annotations")
                     .and_then(|a| a.get(JOB_ID_ANNOTATION))
@@ -133,7 +155,11 @@ impl Observer {
                     return;
                 };
                 let job_id = job_id.to_string();
-                facts.job_ids.insert(name, job_id.clone());
+                if spark {
+                    facts.app_ids.insert(name, job_id.clone());
+                } else {
+                    facts.job_ids.insert(name, job_id.clone());
+                }
                 let job = facts.jobs.entry(job_id).or_default();
                 job.job_uids
                     .insert(str_at(object, "/metadata/uid").to_string());
@@ -167,11 +193,15 @@ impl Observer {
                     .pointer("/metadata/labels/batch.kubernetes.io~1job-name")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                let Some(job_id) = facts
-                    .job_ids
-                    .get(&(change.namespace.to_string(), job_name.to_string()))
-                    .cloned()
-                else {
+                let owner = |ids: &HashMap<(String, String), String>, name: &str| {
+                    ids.get(&(change.namespace.to_string(), name.to_string()))
+                        .cloned()
+                };
+                let job_id = match spark_owner(object) {
+                    Some(app) => owner(&facts.app_ids, app),
+                    None => owner(&facts.job_ids, job_name),
+                };
+                let Some(job_id) = job_id else {
                     return;
                 };
                 let ours = facts.disrupted_by_us.get(&name).copied();
