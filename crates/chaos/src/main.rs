@@ -5,7 +5,8 @@
 //! `kubeferry rbac` prints, and submits a mix of container jobs through the replicas' HTTP API
 //! (success, exit codes, OOM, deadline, unpullable image; cancels before the start, while
 //! running and at the moment of the end; duplicate and concurrent submissions and cancels;
-//! resubmission after cancel; pods deleted after the end) while faults are injected at random:
+//! resubmission after cancel; pods deleted after the end) and Spark applications under the
+//! apache and the Kubeflow operator, while faults are injected at random:
 //! 5xx and 429 with Retry-After, lost responses on create, patch and delete, dropped
 //! connections, latency, watch cuts, stalls and 410 expiry, unreachable periods and restarts of
 //! the API server, evictions, preemptions, node drain and loss, and replica kills (an

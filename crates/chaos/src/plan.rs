@@ -346,7 +346,18 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
             }
             pick -= w;
         }
-        let millis = rng.random_range(100..=2_500);
+        // 0: no cancel; 1: before the start; 2: while running; 3: about when it ends.
+        let cancel_kind = if shape.has(Scenario::Cancel) && rng.random_bool(0.2) {
+            rng.random_range(1..=3)
+        } else {
+            0
+        };
+        // A job cancelled while running runs long enough for the cancel to find it running.
+        let millis = if cancel_kind == 2 {
+            rng.random_range(3_000..=5_000)
+        } else {
+            rng.random_range(100..=2_500)
+        };
         let work = match scenario {
             Scenario::Exit => Work::Exit {
                 millis,
@@ -362,14 +373,13 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
             },
             _ => Work::Exit { millis, code: 0 },
         };
-        let cancel = (shape.has(Scenario::Cancel) && rng.random_bool(0.2)).then(|| {
-            match rng.random_range(0..3) {
-                0 => CancelAt::Before,
-                1 => CancelAt::After(ms(&mut rng, 100, millis / 2 + 100)),
-                // About when the container ends (it starts a little after the submission).
-                _ => CancelAt::After(ms(&mut rng, millis, millis + 400)),
-            }
-        });
+        let cancel = match cancel_kind {
+            0 => None,
+            1 => Some(CancelAt::Before),
+            2 => Some(CancelAt::After(ms(&mut rng, 200, 1_500))),
+            // About when the container ends (it starts a little after the submission).
+            _ => Some(CancelAt::After(ms(&mut rng, millis, millis + 400))),
+        };
         let concurrent = shape.has(Scenario::Concurrent);
         jobs.push(JobPlan {
             job_id: format!("c{seed}-{n}"),

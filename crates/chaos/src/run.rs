@@ -301,17 +301,18 @@ fn spec(work: &Work) -> Value {
     }
 }
 
-/// Submits until a replica accepts (a caller retries what got no answer or a 5xx), at most
-/// until the end bound. The execution id, if accepted.
+/// Submits through replica `first`, then through any until one accepts (a caller retries
+/// what got no answer or a 5xx), at most until the end bound. The execution id, if accepted.
 async fn submit_until_accepted(
     shared: &Shared,
     job: &JobPlan,
     body: &Value,
+    first: usize,
     rng: &mut StdRng,
 ) -> Option<String> {
     let give_up = shared.quiet_at + shared.settings.end_bound;
+    let mut index = first;
     loop {
-        let index = rng.random_range(0..shared.replica_count());
         match shared.submit(&job.job_id, body, index).await {
             Said::Submitted(id) => return Some(id),
             Said::Error(status, _) if status < 500 && status != 429 => return None,
@@ -320,6 +321,7 @@ async fn submit_until_accepted(
         if Instant::now() > give_up {
             return None;
         }
+        index = rng.random_range(0..shared.replica_count());
         tokio::time::sleep(Duration::from_millis(rng.random_range(100..400))).await;
     }
 }
@@ -379,14 +381,14 @@ async fn drive(shared: Arc<Shared>, job: JobPlan) {
             StdRng::seed_from_u64(rng.random()),
             StdRng::seed_from_u64(rng.random()),
         );
-        let _ = (first, second);
         let (a, b) = tokio::join!(
-            submit_until_accepted(&shared, &job, &body, &mut rng_a),
-            submit_until_accepted(&shared, &job, &body, &mut rng_b),
+            submit_until_accepted(&shared, &job, &body, first, &mut rng_a),
+            submit_until_accepted(&shared, &job, &body, second, &mut rng_b),
         );
         a.or(b)
     } else {
-        submit_until_accepted(&shared, &job, &body, &mut rng).await
+        let first = rng.random_range(0..replicas);
+        submit_until_accepted(&shared, &job, &body, first, &mut rng).await
     };
     let Some(exec_id) = exec_id else {
         return;
@@ -428,7 +430,8 @@ async fn drive(shared: Arc<Shared>, job: JobPlan) {
                 // The same job id again, once cancelled (or ended before the cancel came): it
                 // must not run again.
                 resubmit = false;
-                let _ = submit_until_accepted(&shared, &job, &body, &mut rng).await;
+                let first = rng.random_range(0..replicas);
+                let _ = submit_until_accepted(&shared, &job, &body, first, &mut rng).await;
             }
             if !pods_deleted {
                 pods_deleted = true;
