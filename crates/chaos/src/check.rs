@@ -51,6 +51,8 @@ pub enum Op {
     Status,
     /// `POST /v1/jobs/{id}/cancel`.
     Cancel,
+    /// A `status` event of `GET /v1/jobs/{id}/events` (waiting for the end).
+    Wait,
     /// The status query to every replica once the faults stopped and the jobs ended.
     Final,
 }

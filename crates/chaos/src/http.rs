@@ -78,6 +78,65 @@ impl Http {
     }
 }
 
+impl Http {
+    /// Follows a Server-Sent Events stream until `on_event` says stop (true), the stream ends,
+    /// or `deadline`; `on_event` gets each event's name and JSON data. Ok when it stopped on
+    /// `on_event`'s word.
+    pub async fn follow_events(
+        &self,
+        addr: SocketAddr,
+        path: &str,
+        deadline: tokio::time::Instant,
+        mut on_event: impl FnMut(&str, &Value) -> bool,
+    ) -> Result<(), String> {
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(format!("http://{addr}{path}"))
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| e.to_string())?;
+        let follow = async {
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| format!("request failed: {e}"))?;
+            if response.status() != 200 {
+                return Err(format!("answered {}", response.status()));
+            }
+            let mut body = response.into_body();
+            let mut buffer = String::new();
+            let (mut name, mut data) = (String::new(), String::new());
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| format!("stream failed: {e}"))?;
+                let Some(chunk) = frame.data_ref() else {
+                    continue;
+                };
+                buffer.push_str(&String::from_utf8_lossy(chunk));
+                while let Some(end) = buffer.find('\n') {
+                    let line: String = buffer.drain(..=end).collect();
+                    let line = line.trim_end_matches(['\r', '\n']);
+                    if line.is_empty() {
+                        let value = serde_json::from_str(&data).unwrap_or(Value::Null);
+                        if !name.is_empty() && on_event(&name, &value) {
+                            return Ok(());
+                        }
+                        name.clear();
+                        data.clear();
+                    } else if let Some(rest) = line.strip_prefix("event:") {
+                        name = rest.trim().to_string();
+                    } else if let Some(rest) = line.strip_prefix("data:") {
+                        data.push_str(rest.trim_start());
+                    }
+                }
+            }
+            Err("the stream ended".into())
+        };
+        tokio::time::timeout_at(deadline, follow)
+            .await
+            .map_err(|_| "timed out".to_string())?
+    }
+}
+
 /// A `JobInfo` as the checker records it.
 pub fn seen(info: &Value) -> Option<Seen> {
     Some(Seen {

@@ -160,6 +160,8 @@ pub struct JobPlan {
     pub work: Work,
     /// Submitted through two replicas at once.
     pub duplicate_submit: bool,
+    /// Waited for through a replica's event stream as well.
+    pub wait: bool,
     /// Cancelled, and when.
     pub cancel: Option<CancelAt>,
     /// Cancelled through two replicas at once.
@@ -188,6 +190,9 @@ impl JobPlan {
         }];
         if self.duplicate_submit {
             words.push("duplicate submit".into());
+        }
+        if self.wait {
+            words.push("waited for".into());
         }
         match self.cancel {
             Some(CancelAt::Before) => words.push("cancel before start".into()),
@@ -386,6 +391,7 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
             submit_at: ms(&mut rng, 0, submit_window),
             work,
             duplicate_submit: concurrent && rng.random_bool(0.15),
+            wait: rng.random_bool(0.3),
             concurrent_cancel: concurrent && cancel.is_some() && rng.random_bool(0.4),
             resubmit: cancel.is_some() && shape.has(Scenario::Resubmit) && rng.random_bool(0.3),
             delete_pods_after_end: shape.has(Scenario::PodLoss) && rng.random_bool(0.1),

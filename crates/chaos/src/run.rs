@@ -368,8 +368,48 @@ async fn delete_pods(shared: &Shared, job_id: &str) {
     }
 }
 
+/// Waits for a job through replicas' event streams until one sends a final state, each
+/// `status` event recorded; a stream that breaks (a killed replica) is opened again on any.
+async fn wait_for_end(shared: Arc<Shared>, job_id: String, exec_id: String, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let give_up = shared.quiet_at + shared.settings.end_bound;
+    while Instant::now() < give_up {
+        let index = rng.random_range(0..shared.replica_count());
+        let (addr, incarnation) = shared.replicas.addr(index);
+        if let Some(addr) = addr {
+            let path = format!("/v1/jobs/{exec_id}/events");
+            let ended = shared
+                .http
+                .follow_events(addr, &path, give_up, |name, data| {
+                    if name != "status" {
+                        // `gone` or `error`: this stream says no more.
+                        return true;
+                    }
+                    let Some(seen) = http::seen(data) else {
+                        return false;
+                    };
+                    let terminal = seen.is_terminal();
+                    shared.record(&job_id, index, incarnation, Op::Wait, Said::Job(seen));
+                    terminal
+                })
+                .await;
+            if ended.is_ok() {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(100..400))).await;
+    }
+}
+
 /// One job's life as a caller lives it: submit, maybe cancel, poll any replica until it ends.
 async fn drive(shared: Arc<Shared>, job: JobPlan) {
+    if let Some(waiting) = poll(shared, job).await {
+        let _ = waiting.await;
+    }
+}
+
+/// [`drive`], returning the event-stream waiter it started, if any.
+async fn poll(shared: Arc<Shared>, job: JobPlan) -> Option<tokio::task::JoinHandle<()>> {
     let mut rng = StdRng::seed_from_u64(job.seed);
     tokio::time::sleep_until(shared.started + job.submit_at).await;
     let body = json!({"jobId": job.job_id, "spec": spec(&job.work), "namespace": NAMESPACE});
@@ -390,9 +430,15 @@ async fn drive(shared: Arc<Shared>, job: JobPlan) {
         let first = rng.random_range(0..replicas);
         submit_until_accepted(&shared, &job, &body, first, &mut rng).await
     };
-    let Some(exec_id) = exec_id else {
-        return;
-    };
+    let exec_id = exec_id?;
+    let waiting = job.wait.then(|| {
+        tokio::spawn(wait_for_end(
+            shared.clone(),
+            job.job_id.clone(),
+            exec_id.clone(),
+            rng.random(),
+        ))
+    });
     let submitted = Instant::now();
     let mut cancel_at = job.cancel.map(|c| match c {
         CancelAt::Before => submitted,
@@ -423,9 +469,11 @@ async fn drive(shared: Arc<Shared>, job: JobPlan) {
         let said = shared
             .status(&job.job_id, &exec_id, index, Op::Status)
             .await;
-        if let Said::Job(seen) = &said
-            && seen.is_terminal()
-        {
+        // A cancelled job whose Job is gone reads "no such job" where no outcome outlives it:
+        // its caller, having cancelled it, takes that as the end.
+        let cancelled_gone = job.cancel.is_some() && cancel_at.is_none() && said == Said::NoSuchJob;
+        let ended = matches!(&said, Said::Job(seen) if seen.is_terminal());
+        if ended || cancelled_gone {
             if resubmit && cancel_at.is_none() {
                 // The same job id again, once cancelled (or ended before the cancel came): it
                 // must not run again.
@@ -439,11 +487,11 @@ async fn drive(shared: Arc<Shared>, job: JobPlan) {
             }
             polls_after_end += 1;
             if polls_after_end > 3 && cancel_at.is_none() && !resubmit {
-                return;
+                return waiting;
             }
         }
         if Instant::now() > give_up {
-            return;
+            return waiting;
         }
         let pause = if cancel_at.is_some() {
             50..150
