@@ -87,6 +87,9 @@ impl std::fmt::Display for Said {
 /// One answer of one replica.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
+    /// Milliseconds since the run started, when the request was sent (for an event of a
+    /// stream: when the stream was opened).
+    pub sent_ms: u64,
     /// Milliseconds since the run started, when the answer arrived.
     pub at_ms: u64,
     /// Which replica (its index; a restarted replica keeps its index).
@@ -200,8 +203,8 @@ fn answers_text(history: &JobHistory, only: Option<usize>) -> String {
         }
         let _ = write!(
             text,
-            "\n    {:>7}ms r{}#{} {:?}: {}",
-            a.at_ms, a.replica, a.incarnation, a.op, a.said
+            "\n    {:>7}ms r{}#{} {:?} (asked {}ms): {}",
+            a.at_ms, a.replica, a.incarnation, a.op, a.sent_ms, a.said
         );
     }
     text
@@ -278,7 +281,9 @@ pub fn check_job(
             (None, Some(seen)) if seen.is_terminal() => {
                 first_terminal.insert(a.replica, a);
             }
-            (Some(first), seen) if !changed_on.contains(&a.replica) => {
+            // Only an answer asked for after the terminal one arrived comes after it: one
+            // asked before may have been computed before it, whatever order they arrive in.
+            (Some(first), seen) if !changed_on.contains(&a.replica) && a.sent_ms >= first.at_ms => {
                 let Said::Job(before) = &first.said else {
                     continue;
                 };
@@ -416,6 +421,7 @@ mod tests {
 
     fn answer(at_ms: u64, replica: usize, op: Op, said: Said) -> Answer {
         Answer {
+            sent_ms: at_ms,
             at_ms,
             replica,
             incarnation: 1,
@@ -498,6 +504,20 @@ mod tests {
             "{}",
             violations[0].evidence
         );
+    }
+
+    #[test]
+    fn an_answer_asked_for_before_a_terminal_one_arrived_may_be_older() {
+        let mut history = failed_with_3();
+        // Asked at 2 ms, answered at 5 ms, after the terminal answer of 4 ms: computed first.
+        let mut overtaken = answer(5, 1, Op::Status, seen("STARTED", "Running", None, None));
+        overtaken.sent_ms = 2;
+        history.answers.insert(4, overtaken.clone());
+        assert_eq!(kinds(&history), Vec::<&str>::new());
+        // Asked at 4 ms, as the terminal answer arrived: a change.
+        overtaken.sent_ms = 4;
+        history.answers[4] = overtaken;
+        assert_eq!(kinds(&history), ["terminal-changed"]);
     }
 
     #[test]

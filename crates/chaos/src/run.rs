@@ -172,6 +172,14 @@ impl Replicas {
     }
 }
 
+/// Who was asked, and when.
+#[derive(Clone, Copy)]
+struct Asked {
+    replica: usize,
+    incarnation: u32,
+    sent_ms: u64,
+}
+
 /// Everything the tasks of one run share.
 struct Shared {
     sim: SimCluster,
@@ -187,9 +195,20 @@ struct Shared {
 }
 
 impl Shared {
-    fn record(&self, job_id: &str, replica: usize, incarnation: u32, op: Op, said: Said) {
+    /// Milliseconds since the run started.
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn record(&self, job_id: &str, asked: Asked, op: Op, said: Said) {
+        let Asked {
+            replica,
+            incarnation,
+            sent_ms,
+        } = asked;
         let answer = Answer {
-            at_ms: self.started.elapsed().as_millis() as u64,
+            sent_ms,
+            at_ms: self.now_ms(),
             replica,
             incarnation,
             op,
@@ -210,27 +229,32 @@ impl Shared {
         method: Method,
         path: &str,
         body: Option<&Value>,
-    ) -> (Result<http::Raw, String>, u32) {
+    ) -> (Result<http::Raw, String>, Asked) {
         let (addr, incarnation) = self.replicas.addr(index);
+        let asked = Asked {
+            replica: index,
+            incarnation,
+            sent_ms: self.now_ms(),
+        };
         match addr {
-            Some(addr) => (self.http.call(addr, method, path, body).await, incarnation),
-            None => (Err("replica down".into()), incarnation),
+            Some(addr) => (self.http.call(addr, method, path, body).await, asked),
+            None => (Err("replica down".into()), asked),
         }
     }
 
     async fn status(&self, job_id: &str, exec_id: &str, index: usize, op: Op) -> Said {
-        let (raw, incarnation) = self
+        let (raw, asked) = self
             .ask(index, Method::GET, &format!("/v1/jobs/{exec_id}"), None)
             .await;
         let said = http::status_said(raw);
         if !matches!(said, Said::NoAnswer(_)) {
-            self.record(job_id, index, incarnation, op, said.clone());
+            self.record(job_id, asked, op, said.clone());
         }
         said
     }
 
     async fn cancel(&self, job_id: &str, exec_id: &str, index: usize) -> Said {
-        let (raw, incarnation) = self
+        let (raw, asked) = self
             .ask(
                 index,
                 Method::POST,
@@ -239,14 +263,14 @@ impl Shared {
             )
             .await;
         let said = http::cancel_said(raw);
-        self.record(job_id, index, incarnation, Op::Cancel, said.clone());
+        self.record(job_id, asked, Op::Cancel, said.clone());
         said
     }
 
     async fn submit(&self, job_id: &str, body: &Value, index: usize) -> Said {
-        let (raw, incarnation) = self.ask(index, Method::POST, "/v1/jobs", Some(body)).await;
+        let (raw, asked) = self.ask(index, Method::POST, "/v1/jobs", Some(body)).await;
         let said = http::submit_said(raw);
-        self.record(job_id, index, incarnation, Op::Submit, said.clone());
+        self.record(job_id, asked, Op::Submit, said.clone());
         said
     }
 
@@ -377,6 +401,12 @@ async fn wait_for_end(shared: Arc<Shared>, job_id: String, exec_id: String, seed
         let index = rng.random_range(0..shared.replica_count());
         let (addr, incarnation) = shared.replicas.addr(index);
         if let Some(addr) = addr {
+            // An event was computed some time after the stream opened, no earlier.
+            let asked = Asked {
+                replica: index,
+                incarnation,
+                sent_ms: shared.now_ms(),
+            };
             let path = format!("/v1/jobs/{exec_id}/events");
             let ended = shared
                 .http
@@ -389,7 +419,7 @@ async fn wait_for_end(shared: Arc<Shared>, job_id: String, exec_id: String, seed
                         return false;
                     };
                     let terminal = seen.is_terminal();
-                    shared.record(&job_id, index, incarnation, Op::Wait, Said::Job(seen));
+                    shared.record(&job_id, asked, Op::Wait, Said::Job(seen));
                     terminal
                 })
                 .await;
@@ -651,7 +681,7 @@ async fn settle(shared: &Shared, job_id: &str, exec_id: &str) {
     let deadline = shared.quiet_at + shared.settings.end_bound;
     for index in 0..shared.replica_count() {
         loop {
-            let (raw, incarnation) = shared
+            let (raw, asked) = shared
                 .ask(index, Method::GET, &format!("/v1/jobs/{exec_id}"), None)
                 .await;
             let said = http::status_said(raw);
@@ -660,12 +690,12 @@ async fn settle(shared: &Shared, job_id: &str, exec_id: &str) {
             // "No such job" is final too: the checker judges it against the cluster's truth.
             if terminal || said == Said::NoSuchJob || past {
                 if !matches!(said, Said::NoAnswer(_)) {
-                    shared.record(job_id, index, incarnation, Op::Final, said);
+                    shared.record(job_id, asked, Op::Final, said);
                 }
                 break;
             }
             if !matches!(said, Said::NoAnswer(_)) {
-                shared.record(job_id, index, incarnation, Op::Status, said);
+                shared.record(job_id, asked, Op::Status, said);
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
