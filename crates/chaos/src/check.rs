@@ -198,7 +198,8 @@ pub fn describe(job_id: &str, history: &JobHistory) -> String {
 fn answers_text(history: &JobHistory, only: Option<usize>) -> String {
     let mut text = String::new();
     for a in &history.answers {
-        if only.is_some_and(|r| r != a.replica) || matches!(a.said, Said::NoAnswer(_)) {
+        let unanswered = matches!(a.said, Said::NoAnswer(_)) && a.op != Op::Final;
+        if only.is_some_and(|r| r != a.replica) || unanswered {
             continue;
         }
         let _ = write!(

@@ -689,9 +689,8 @@ async fn settle(shared: &Shared, job_id: &str, exec_id: &str) {
             let past = Instant::now() > deadline;
             // "No such job" is final too: the checker judges it against the cluster's truth.
             if terminal || said == Said::NoSuchJob || past {
-                if !matches!(said, Said::NoAnswer(_)) {
-                    shared.record(job_id, asked, Op::Final, said);
-                }
+                // No answer by the bound is recorded too: the evidence says why it is missing.
+                shared.record(job_id, asked, Op::Final, said);
                 break;
             }
             if !matches!(said, Said::NoAnswer(_)) {
