@@ -125,10 +125,16 @@ pub enum Allowed {
 }
 
 impl Allowed {
-    fn admits(&self, seen: &Seen) -> bool {
+    /// Whether a terminal answer is this outcome; `details_lost`: the pods that held the
+    /// exit code and the container's reason may be gone, so a user failure without them is
+    /// this outcome too.
+    fn admits(&self, seen: &Seen, details_lost: bool) -> bool {
         let class = seen.failure_class.as_deref();
         match self {
             Allowed::Succeeded => seen.state == "SUCCEEDED",
+            Allowed::Failed { .. } if details_lost && seen.exit_code.is_none() => {
+                seen.state == "FAILED" && class == Some("user")
+            }
             Allowed::Failed { exit_code, oom } => {
                 seen.state == "FAILED"
                     && seen.exit_code == Some(*exit_code)
@@ -211,18 +217,25 @@ fn answers_text(history: &JobHistory, only: Option<usize>) -> String {
     text
 }
 
-/// Checks one job's history; every violation found. With `accept_cancelled_gone`, "no such
-/// job" is accepted for a job whose Job was deleted by its cancel (the gap docs/INVARIANTS.md
-/// names until a durable outcome record exists); otherwise it is a changed terminal answer and
-/// a lost job.
+/// Checks one job's history; every violation found. With `accept_cancelled_gone`, for a job
+/// whose Job was deleted by its cancel (and its pods with it), "no such job" is accepted and
+/// terminal answers are compared by state alone (the gap docs/INVARIANTS.md names until a
+/// durable outcome record exists: what the pods held, exit code and reason, goes with them);
+/// otherwise those are a changed terminal answer, a disagreement and a lost job.
 pub fn check_job(
     job_id: &str,
     history: &JobHistory,
     accept_cancelled_gone: bool,
 ) -> Vec<Violation> {
     let mut found = Vec::new();
-    let tolerated = |said: &Said| {
-        accept_cancelled_gone && history.truth.gone_after_cancel && *said == Said::NoSuchJob
+    let details_lost = accept_cancelled_gone && history.truth.gone_after_cancel;
+    let tolerated = |said: &Said| details_lost && *said == Said::NoSuchJob;
+    let same = |a: &Seen, b: &Seen| {
+        if details_lost {
+            a.state == b.state
+        } else {
+            a.outcome() == b.outcome()
+        }
     };
     let mut violation = |kind: &'static str, what: String, only: Option<usize>| {
         found.push(Violation {
@@ -288,8 +301,7 @@ pub fn check_job(
                 let Said::Job(before) = &first.said else {
                     continue;
                 };
-                let same = seen.is_some_and(|s| s.outcome() == before.outcome());
-                if !same {
+                if !seen.is_some_and(|s| same(s, before)) {
                     changed_on.push(a.replica);
                     violation(
                         "terminal-changed",
@@ -314,9 +326,7 @@ pub fn check_job(
         })
         .collect();
     if let Some((r0, first)) = terminals.first()
-        && let Some((r1, other)) = terminals
-            .iter()
-            .find(|(_, s)| s.outcome() != first.outcome())
+        && let Some((r1, other)) = terminals.iter().find(|(_, s)| !same(s, first))
     {
         violation(
             "replicas-disagree",
@@ -330,7 +340,10 @@ pub fn check_job(
     for a in &history.answers {
         if let Said::Job(seen) = &a.said
             && seen.is_terminal()
-            && !truth.allowed.iter().any(|allowed| allowed.admits(seen))
+            && !truth
+                .allowed
+                .iter()
+                .any(|allowed| allowed.admits(seen, details_lost))
             && !wrong.iter().any(|w| w.outcome() == seen.outcome())
         {
             wrong.push(seen);
@@ -566,6 +579,32 @@ mod tests {
         ];
         assert_eq!(kinds(&history), ["terminal-changed", "lost", "stuck"]);
         assert!(check_job("a", &history, true).is_empty());
+    }
+
+    #[test]
+    fn a_cancel_at_the_end_that_took_the_pods_loses_only_details_when_that_gap_is_accepted() {
+        let mut history = failed_with_3();
+        history.truth.allowed.push(Allowed::Cancelled);
+        history.truth.gone_after_cancel = true;
+        // One replica saw the pod's exit code; one read the Job alone after the pods went.
+        history.answers[4] = answer(
+            5,
+            0,
+            Op::Final,
+            seen("FAILED", "BackoffLimitExceeded", None, Some("user")),
+        );
+        history
+            .answers
+            .retain(|a| !(a.replica == 0 && a.op == Op::Status));
+        assert_eq!(kinds(&history), ["replicas-disagree", "wrong-outcome"]);
+        assert!(check_job("a", &history, true).is_empty());
+        // A different state is still a disagreement.
+        history.answers[3] = answer(5, 0, Op::Final, seen("CANCELLED", "Cancelled", None, None));
+        let accepted: Vec<_> = check_job("a", &history, true)
+            .into_iter()
+            .map(|v| v.kind)
+            .collect();
+        assert_eq!(accepted, ["replicas-disagree"]);
     }
 
     #[test]

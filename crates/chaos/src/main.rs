@@ -37,9 +37,12 @@
 //!   where the others say `Error` with the exit code, or `Preempted`/`NodeLost`: the outcome
 //!   changes once its pods are gone.
 //! - `resubmit`: a cancelled job id submitted again runs again (a second Job).
-//! - `cancelled-gone`: a cancelled job whose Job is deleted reads "no such job" on a replica
-//!   started, or whose watch listed again, after the deletion. Left out, the checker accepts
-//!   that answer for such a job (the API documents it today); it still checks everything else.
+//! - `cancelled-gone`: a cancelled job whose Job is deleted (its pods with it) reads "no such
+//!   job" on a replica started, or whose watch listed again, after the deletion, and a cancel
+//!   at the moment of the end that takes the pods loses what they held (a replica that saw the
+//!   pod says `Completed` with exit code 0, one that did not says `Completed` alone). Left out,
+//!   the checker accepts "no such job" for such a job and compares its terminal answers by
+//!   state alone; it still checks everything else.
 //!
 //! Kubelet evictions (`evictions`: the failed pod stays) and every API fault, watch fault,
 //! outage and replica kill stay in CI.
