@@ -372,6 +372,13 @@ impl SimCluster {
 
     // --- inspection ------------------------------------------------------------------------
 
+    /// Every change of the stored objects from now on, in order, none ever missed: what the
+    /// cluster really did (the kubelet's container states, the controllers' conditions), for an
+    /// observer that must not depend on the API server answering.
+    pub fn follow(&self) -> crate::store::Follower {
+        self.state.store.follow()
+    }
+
     /// An object as stored (`group` `""` for core, `resource` plural, `namespace` `""` for
     /// cluster-scoped objects).
     pub fn object(

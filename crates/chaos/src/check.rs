@@ -1,0 +1,627 @@
+//! The checker: every recorded answer of every replica against the invariants and against
+//! what the simulated cluster really did (docs/INVARIANTS.md, I1, I2, I3, I4, I7).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// A job's state as one answer gave it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// `QUEUED`, `STARTED`, `SUCCEEDED`, `FAILED`, `CANCELLING`, `CANCELLED`.
+    pub state: String,
+    /// The reason (`Completed`, `Error`, `OOMKilled`, ...).
+    pub reason: String,
+    /// The main container's exit code, when the answer gives one.
+    pub exit_code: Option<i64>,
+    /// `user`, `infrastructure` or `configuration` for a failure.
+    pub failure_class: Option<String>,
+}
+
+impl Seen {
+    /// Whether the state is final (never to change).
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.state.as_str(), "SUCCEEDED" | "FAILED" | "CANCELLED")
+    }
+
+    /// What must be the same in every terminal answer: state, reason and exit code.
+    fn outcome(&self) -> (&str, &str, Option<i64>) {
+        (&self.state, &self.reason, self.exit_code)
+    }
+}
+
+impl std::fmt::Display for Seen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.state, self.reason)?;
+        if let Some(code) = self.exit_code {
+            write!(f, " exit={code}")?;
+        }
+        if let Some(class) = &self.failure_class {
+            write!(f, " class={class}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Which request an answer was to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `POST /v1/jobs`.
+    Submit,
+    /// `GET /v1/jobs/{id}`.
+    Status,
+    /// `POST /v1/jobs/{id}/cancel`.
+    Cancel,
+    /// A `status` event of `GET /v1/jobs/{id}/events` (waiting for the end).
+    Wait,
+    /// The status query to every replica once the faults stopped and the jobs ended.
+    Final,
+}
+
+/// What an answer said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Said {
+    /// A job's state (a status answer, or the job of a cancel answer).
+    Job(Seen),
+    /// A submission accepted, with the execution id.
+    Submitted(String),
+    /// 404 `no_such_job`.
+    NoSuchJob,
+    /// Any other answer of the service (a 4xx or 5xx), with its status and code.
+    Error(u16, String),
+    /// No answer: the connection failed or timed out (a killed replica, a slow one).
+    NoAnswer(String),
+}
+
+impl std::fmt::Display for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Said::Job(seen) => write!(f, "{seen}"),
+            Said::Submitted(id) => write!(f, "submitted {id}"),
+            Said::NoSuchJob => write!(f, "404 no_such_job"),
+            Said::Error(status, code) => write!(f, "{status} {code}"),
+            Said::NoAnswer(why) => write!(f, "no answer ({why})"),
+        }
+    }
+}
+
+/// One answer of one replica.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// Milliseconds since the run started, when the request was sent (for an event of a
+    /// stream: when the stream was opened).
+    pub sent_ms: u64,
+    /// Milliseconds since the run started, when the answer arrived.
+    pub at_ms: u64,
+    /// Which replica (its index; a restarted replica keeps its index).
+    pub replica: usize,
+    /// How many times that replica had been started when it answered (1 for the first).
+    pub incarnation: u32,
+    /// The request.
+    pub op: Op,
+    /// The answer.
+    pub said: Said,
+}
+
+/// An outcome the cluster's truth allows a job to end with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Allowed {
+    /// The main container exited 0 on its own.
+    Succeeded,
+    /// The main container exited on its own with this code (OOMKilled when the runtime said so).
+    Failed {
+        /// Its exit code.
+        exit_code: i64,
+        /// Whether the runtime reported OOMKilled.
+        oom: bool,
+    },
+    /// The Job's deadline expired first.
+    DeadlineExceeded,
+    /// An eviction, preemption or node loss took the pod before its container ended.
+    Infrastructure,
+    /// The image could not be pulled (a configuration failure).
+    Configuration,
+    /// A cancel was marked on the Job before the container ended on its own.
+    Cancelled,
+}
+
+impl Allowed {
+    /// Whether a terminal answer is this outcome; `details_lost`: the pods that held the
+    /// exit code and the container's reason may be gone, so a user failure without them is
+    /// this outcome too.
+    fn admits(&self, seen: &Seen, details_lost: bool) -> bool {
+        let class = seen.failure_class.as_deref();
+        match self {
+            Allowed::Succeeded => seen.state == "SUCCEEDED",
+            Allowed::Failed { .. } if details_lost && seen.exit_code.is_none() => {
+                seen.state == "FAILED" && class == Some("user")
+            }
+            Allowed::Failed { exit_code, oom } => {
+                seen.state == "FAILED"
+                    && seen.exit_code == Some(*exit_code)
+                    && class == Some("user")
+                    && (seen.reason == "OomKilled") == *oom
+            }
+            Allowed::DeadlineExceeded => {
+                seen.state == "FAILED" && seen.reason == "DeadlineExceeded"
+            }
+            Allowed::Infrastructure => seen.state == "FAILED" && class == Some("infrastructure"),
+            Allowed::Configuration => seen.state == "FAILED" && class == Some("configuration"),
+            Allowed::Cancelled => seen.state == "CANCELLED",
+        }
+    }
+}
+
+/// What the simulated cluster did for one job id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Truth {
+    /// Jobs created with this job id.
+    pub jobs_created: u32,
+    /// Pods created for those Jobs.
+    pub pods_created: u32,
+    /// The outcomes a terminal answer may give (empty: the job has not ended in the cluster).
+    pub allowed: Vec<Allowed>,
+    /// The Job was deleted after a cancel was marked on it.
+    pub gone_after_cancel: bool,
+    /// What happened, in words, for the evidence.
+    pub story: String,
+}
+
+/// Everything recorded for one job id.
+#[derive(Clone, Debug, Default)]
+pub struct JobHistory {
+    /// What the plan made of it (`exit`, `cancel-during`, ...), for the evidence.
+    pub scenario: String,
+    /// Every answer, in the order they arrived.
+    pub answers: Vec<Answer>,
+    /// What the cluster did.
+    pub truth: Truth,
+    /// How many replicas were asked for their final answer (replicas `0..replicas`).
+    pub replicas: usize,
+}
+
+/// One broken invariant and its evidence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The invariant, as a short name (`terminal-changed`, `wrong-outcome`, ...).
+    pub kind: &'static str,
+    /// The job id, or `replica-N` for a replica's own failure.
+    pub subject: String,
+    /// What was seen.
+    pub evidence: String,
+}
+
+/// A job's scenario, truth and answers, as the evidence shows them.
+pub fn describe(job_id: &str, history: &JobHistory) -> String {
+    format!(
+        "{job_id}: scenario {}; truth: {} (allows {:?}); answers:{}",
+        history.scenario,
+        history.truth.story,
+        history.truth.allowed,
+        answers_text(history, None)
+    )
+}
+
+fn answers_text(history: &JobHistory, only: Option<usize>) -> String {
+    let mut text = String::new();
+    for a in &history.answers {
+        let unanswered = matches!(a.said, Said::NoAnswer(_)) && a.op != Op::Final;
+        if only.is_some_and(|r| r != a.replica) || unanswered {
+            continue;
+        }
+        let _ = write!(
+            text,
+            "\n    {:>7}ms r{}#{} {:?} (asked {}ms): {}",
+            a.at_ms, a.replica, a.incarnation, a.op, a.sent_ms, a.said
+        );
+    }
+    text
+}
+
+/// Checks one job's history; every violation found. With `accept_cancelled_gone`, for a job
+/// whose Job was deleted by its cancel (and its pods with it), "no such job" is accepted and
+/// terminal answers are compared by state alone (the gap docs/INVARIANTS.md names until a
+/// durable outcome record exists: what the pods held, exit code and reason, goes with them);
+/// otherwise those are a changed terminal answer, a disagreement and a lost job.
+pub fn check_job(
+    job_id: &str,
+    history: &JobHistory,
+    accept_cancelled_gone: bool,
+) -> Vec<Violation> {
+    let mut found = Vec::new();
+    let details_lost = accept_cancelled_gone && history.truth.gone_after_cancel;
+    let tolerated = |said: &Said| details_lost && *said == Said::NoSuchJob;
+    let same = |a: &Seen, b: &Seen| {
+        if details_lost {
+            a.state == b.state
+        } else {
+            a.outcome() == b.outcome()
+        }
+    };
+    let mut violation = |kind: &'static str, what: String, only: Option<usize>| {
+        found.push(Violation {
+            kind,
+            subject: job_id.to_string(),
+            evidence: format!(
+                "{what}; scenario {}; truth: {}; answers:{}",
+                history.scenario,
+                history.truth.story,
+                answers_text(history, only)
+            ),
+        });
+    };
+    let truth = &history.truth;
+
+    // I2: one run per job id, and every submission names the same execution.
+    if truth.jobs_created > 1 || truth.pods_created > 1 {
+        violation(
+            "second-run",
+            format!(
+                "{} Jobs and {} pods were created for one job id",
+                truth.jobs_created, truth.pods_created
+            ),
+            None,
+        );
+    }
+    let mut ids: Vec<&str> = history
+        .answers
+        .iter()
+        .filter_map(|a| match &a.said {
+            Said::Submitted(id) => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() > 1 {
+        violation(
+            "second-execution",
+            format!("submissions answered different execution ids {ids:?}"),
+            None,
+        );
+    }
+
+    // I1: per replica, a terminal answer never changes (a restarted replica included: the
+    // answer is the service's, not one process's).
+    let mut first_terminal: BTreeMap<usize, &Answer> = BTreeMap::new();
+    let mut changed_on: Vec<usize> = Vec::new();
+    for a in &history.answers {
+        let seen = match &a.said {
+            Said::Job(seen) => Some(seen),
+            said if tolerated(said) => continue,
+            Said::NoSuchJob => None,
+            _ => continue,
+        };
+        match (first_terminal.get(&a.replica), seen) {
+            (None, Some(seen)) if seen.is_terminal() => {
+                first_terminal.insert(a.replica, a);
+            }
+            // Only an answer asked for after the terminal one arrived comes after it: one
+            // asked before may have been computed before it, whatever order they arrive in.
+            (Some(first), seen) if !changed_on.contains(&a.replica) && a.sent_ms >= first.at_ms => {
+                let Said::Job(before) = &first.said else {
+                    continue;
+                };
+                if !seen.is_some_and(|s| same(s, before)) {
+                    changed_on.push(a.replica);
+                    violation(
+                        "terminal-changed",
+                        format!(
+                            "replica {} answered {before} at {}ms, then {} at {}ms",
+                            a.replica, first.at_ms, a.said, a.at_ms
+                        ),
+                        Some(a.replica),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // I7: every replica's terminal answer is the same.
+    let terminals: Vec<(usize, &Seen)> = first_terminal
+        .iter()
+        .filter_map(|(r, a)| match &a.said {
+            Said::Job(seen) => Some((*r, seen)),
+            _ => None,
+        })
+        .collect();
+    if let Some((r0, first)) = terminals.first()
+        && let Some((r1, other)) = terminals.iter().find(|(_, s)| !same(s, first))
+    {
+        violation(
+            "replicas-disagree",
+            format!("replica {r0} answered {first}, replica {r1} answered {other}"),
+            None,
+        );
+    }
+
+    // I1: the terminal answer is what the cluster did.
+    let mut wrong: Vec<&Seen> = Vec::new();
+    for a in &history.answers {
+        if let Said::Job(seen) = &a.said
+            && seen.is_terminal()
+            && !truth
+                .allowed
+                .iter()
+                .any(|allowed| allowed.admits(seen, details_lost))
+            && !wrong.iter().any(|w| w.outcome() == seen.outcome())
+        {
+            wrong.push(seen);
+            violation(
+                "wrong-outcome",
+                format!(
+                    "replica {} answered {seen}, the cluster allows {:?}",
+                    a.replica, truth.allowed
+                ),
+                None,
+            );
+        }
+    }
+
+    // I3: a job the cluster ran is found by every replica at the end.
+    if truth.jobs_created > 0 {
+        for a in &history.answers {
+            if a.op == Op::Final && a.said == Said::NoSuchJob && !tolerated(&a.said) {
+                violation(
+                    "lost",
+                    format!("replica {} answered no such job at the end", a.replica),
+                    None,
+                );
+            }
+        }
+    }
+    let accepted = history
+        .answers
+        .iter()
+        .any(|a| matches!(a.said, Said::Submitted(_)));
+    if accepted && truth.jobs_created == 0 {
+        violation(
+            "lost",
+            "a submission was accepted but no Job was ever created".into(),
+            None,
+        );
+    }
+
+    // I4: every job ends within the bound after the faults stop, on every replica.
+    if accepted {
+        let unended: Vec<usize> = (0..history.replicas)
+            .filter(|r| {
+                let last = history
+                    .answers
+                    .iter()
+                    .rfind(|a| a.op == Op::Final && a.replica == *r);
+                !last.is_some_and(|a| match &a.said {
+                    Said::Job(seen) => seen.is_terminal(),
+                    said => tolerated(said),
+                })
+            })
+            .collect();
+        if !unended.is_empty() {
+            violation(
+                "stuck",
+                format!(
+                    "not terminal on replicas {unended:?} within the bound after the faults stopped"
+                ),
+                None,
+            );
+        }
+    }
+    found
+}
+
+/// Checks every job's history (see [`check_job`]).
+pub fn check_all(
+    histories: &BTreeMap<String, JobHistory>,
+    accept_cancelled_gone: bool,
+) -> Vec<Violation> {
+    histories
+        .iter()
+        .flat_map(|(id, h)| check_job(id, h, accept_cancelled_gone))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(state: &str, reason: &str, exit_code: Option<i64>, class: Option<&str>) -> Said {
+        Said::Job(Seen {
+            state: state.into(),
+            reason: reason.into(),
+            exit_code,
+            failure_class: class.map(str::to_string),
+        })
+    }
+
+    fn answer(at_ms: u64, replica: usize, op: Op, said: Said) -> Answer {
+        Answer {
+            sent_ms: at_ms,
+            at_ms,
+            replica,
+            incarnation: 1,
+            op,
+            said,
+        }
+    }
+
+    fn failed_with_3() -> JobHistory {
+        JobHistory {
+            scenario: "exit".into(),
+            truth: Truth {
+                jobs_created: 1,
+                pods_created: 1,
+                allowed: vec![Allowed::Failed {
+                    exit_code: 3,
+                    oom: false,
+                }],
+                gone_after_cancel: false,
+                story: "main exited 3 (Error)".into(),
+            },
+            answers: vec![
+                answer(1, 0, Op::Submit, Said::Submitted("sim/job/chaos/a".into())),
+                answer(2, 1, Op::Status, seen("STARTED", "Running", None, None)),
+                answer(
+                    3,
+                    0,
+                    Op::Status,
+                    seen("FAILED", "Error", Some(3), Some("user")),
+                ),
+                answer(
+                    4,
+                    1,
+                    Op::Status,
+                    seen("FAILED", "Error", Some(3), Some("user")),
+                ),
+                answer(
+                    5,
+                    0,
+                    Op::Final,
+                    seen("FAILED", "Error", Some(3), Some("user")),
+                ),
+                answer(
+                    5,
+                    1,
+                    Op::Final,
+                    seen("FAILED", "Error", Some(3), Some("user")),
+                ),
+            ],
+            replicas: 2,
+        }
+    }
+
+    fn kinds(history: &JobHistory) -> Vec<&'static str> {
+        check_job("a", history, false)
+            .into_iter()
+            .map(|v| v.kind)
+            .collect()
+    }
+
+    #[test]
+    fn a_consistent_true_history_has_no_violation() {
+        assert_eq!(kinds(&failed_with_3()), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_terminal_answer_that_changes_once_the_pods_are_gone_is_reported() {
+        let mut history = failed_with_3();
+        history.answers.push(answer(
+            6,
+            1,
+            Op::Final,
+            seen("FAILED", "BackoffLimitExceeded", None, Some("user")),
+        ));
+        let violations = check_job("a", &history, false);
+        let found: Vec<_> = violations.iter().map(|v| v.kind).collect();
+        assert_eq!(found, ["terminal-changed", "wrong-outcome"]);
+        assert!(
+            violations[0].evidence.contains("BackoffLimitExceeded"),
+            "{}",
+            violations[0].evidence
+        );
+    }
+
+    #[test]
+    fn an_answer_asked_for_before_a_terminal_one_arrived_may_be_older() {
+        let mut history = failed_with_3();
+        // Asked at 2 ms, answered at 5 ms, after the terminal answer of 4 ms: computed first.
+        let mut overtaken = answer(5, 1, Op::Status, seen("STARTED", "Running", None, None));
+        overtaken.sent_ms = 2;
+        history.answers.insert(4, overtaken.clone());
+        assert_eq!(kinds(&history), Vec::<&str>::new());
+        // Asked at 4 ms, as the terminal answer arrived: a change.
+        overtaken.sent_ms = 4;
+        history.answers[4] = overtaken;
+        assert_eq!(kinds(&history), ["terminal-changed"]);
+    }
+
+    #[test]
+    fn replicas_that_disagree_and_a_false_outcome_are_reported() {
+        let mut history = failed_with_3();
+        history.answers[4] = answer(
+            5,
+            0,
+            Op::Final,
+            seen("FAILED", "Evicted", Some(3), Some("infrastructure")),
+        );
+        history
+            .answers
+            .retain(|a| !(a.replica == 0 && a.op == Op::Status));
+        assert_eq!(kinds(&history), ["replicas-disagree", "wrong-outcome"]);
+    }
+
+    #[test]
+    fn a_second_run_a_lost_job_and_a_stuck_job_are_reported() {
+        let mut history = failed_with_3();
+        history.truth.jobs_created = 2;
+        history.replicas = 4;
+        history
+            .answers
+            .push(answer(7, 2, Op::Final, Said::NoSuchJob));
+        assert_eq!(kinds(&history), ["second-run", "lost", "stuck"]);
+        let stuck = check_job("a", &history, false).pop().unwrap();
+        assert!(
+            stuck.evidence.contains("replicas [2, 3]"),
+            "{}",
+            stuck.evidence
+        );
+    }
+
+    #[test]
+    fn a_cancelled_job_gone_is_lost_unless_that_gap_is_accepted() {
+        let mut history = failed_with_3();
+        history.truth.allowed = vec![Allowed::Cancelled];
+        history.truth.gone_after_cancel = true;
+        history.answers = vec![
+            answer(1, 0, Op::Submit, Said::Submitted("sim/job/chaos/a".into())),
+            answer(2, 0, Op::Status, seen("CANCELLED", "Cancelled", None, None)),
+            answer(3, 0, Op::Final, Said::NoSuchJob),
+            answer(3, 1, Op::Final, seen("CANCELLED", "Cancelled", None, None)),
+        ];
+        assert_eq!(kinds(&history), ["terminal-changed", "lost", "stuck"]);
+        assert!(check_job("a", &history, true).is_empty());
+    }
+
+    #[test]
+    fn a_cancel_at_the_end_that_took_the_pods_loses_only_details_when_that_gap_is_accepted() {
+        let mut history = failed_with_3();
+        history.truth.allowed.push(Allowed::Cancelled);
+        history.truth.gone_after_cancel = true;
+        // One replica saw the pod's exit code; one read the Job alone after the pods went.
+        history.answers[4] = answer(
+            5,
+            0,
+            Op::Final,
+            seen("FAILED", "BackoffLimitExceeded", None, Some("user")),
+        );
+        history
+            .answers
+            .retain(|a| !(a.replica == 0 && a.op == Op::Status));
+        assert_eq!(kinds(&history), ["replicas-disagree", "wrong-outcome"]);
+        assert!(check_job("a", &history, true).is_empty());
+        // A different state is still a disagreement.
+        history.answers[3] = answer(5, 0, Op::Final, seen("CANCELLED", "Cancelled", None, None));
+        let accepted: Vec<_> = check_job("a", &history, true)
+            .into_iter()
+            .map(|v| v.kind)
+            .collect();
+        assert_eq!(accepted, ["replicas-disagree"]);
+    }
+
+    #[test]
+    fn a_cancel_allowed_by_the_truth_is_not_a_violation() {
+        let mut history = failed_with_3();
+        history.truth.allowed.push(Allowed::Cancelled);
+        history.answers = vec![
+            answer(1, 0, Op::Submit, Said::Submitted("sim/job/chaos/a".into())),
+            answer(
+                2,
+                1,
+                Op::Cancel,
+                seen("CANCELLING", "CancelRequested", None, None),
+            ),
+            answer(3, 0, Op::Final, seen("CANCELLED", "Cancelled", None, None)),
+            answer(3, 1, Op::Final, seen("CANCELLED", "Cancelled", None, None)),
+        ];
+        assert_eq!(kinds(&history), Vec::<&str>::new());
+    }
+}

@@ -1,0 +1,232 @@
+//! `kubeferry-chaos`: a seeded, reproducible chaos run against kubeferry's service.
+//!
+//! For each seed it starts the simulated cluster (crates/sim) in process with RBAC enforced,
+//! several replicas of the service (crates/server) on 127.0.0.1 under exactly the Role
+//! `kubeferry rbac` prints, and submits a mix of container jobs through the replicas' HTTP API
+//! (success, exit codes, OOM, deadline, unpullable image; cancels before the start, while
+//! running and at the moment of the end; duplicate and concurrent submissions and cancels;
+//! resubmission after cancel; pods deleted after the end) and Spark applications under the
+//! apache and the Kubeflow operator, while faults are injected at random:
+//! 5xx and 429 with Retry-After, lost responses on create, patch and delete, dropped
+//! connections, latency, watch cuts, stalls and 410 expiry, unreachable periods and restarts of
+//! the API server, evictions, preemptions, node drain and loss, and replica kills (an
+//! in-process replica runs on a runtime of its own, and a kill shuts that runtime down with no
+//! graceful step, as SIGKILL stops a process). Then the faults stop and every job is followed
+//! to its end on every replica.
+//!
+//! Every answer of every replica is recorded and checked (docs/INVARIANTS.md): a terminal
+//! answer never changes (I1) and is the same on every replica (I7); it is what the simulated
+//! kubelet really did, read from the cluster's store (exit code, OOM, deadline, disruption,
+//! image, cancel); one job id never runs twice (Jobs and pods counted per job id, I2); every
+//! job is found by every replica (I3); every job is terminal within a bound after the faults
+//! stop (I4) and every replica ready within a bound (I7).
+//!
+//! It prints one line per seed, `seed=N jobs=N faults=N kills=N violations=N`, then the
+//! evidence of each violation, and exits 1 when any was found. The schedule (jobs, faults,
+//! kills and their times) comes from the seed alone, so a failing seed reruns the same
+//! schedule with `--seed N`; the timing of the cluster and the replicas is real, so a narrow
+//! race may need a few reruns.
+//!
+//! `--without` leaves scenario kinds out. CI (`.ci/run`) leaves out the ones that find what
+//! kubeferry does not prevent yet, all for want of a durable outcome record (the gaps
+//! docs/INVARIANTS.md names); the default run includes them:
+//! - `pod-loss`, `drains`, `preemptions`, `node-loss`: a job's pods deleted, by an
+//!   administrator after the end, by a drain (finished pods too), by a preemption or by the
+//!   loss of their node. A replica that did not see the pod's final state before it went
+//!   answers from the Job alone (`FAILED BackoffLimitExceeded`, no exit code, user's fault)
+//!   where the others say `Error` with the exit code, or `Preempted`/`NodeLost`: the outcome
+//!   changes once its pods are gone.
+//! - `resubmit`: a cancelled job id submitted again runs again (a second Job).
+//! - `cancelled-gone`: a cancelled job whose Job is deleted (its pods with it) reads "no such
+//!   job" on a replica started, or whose watch listed again, after the deletion, and a cancel
+//!   at the moment of the end that takes the pods loses what they held (a replica that saw the
+//!   pod says `Completed` with exit code 0, one that did not says `Completed` alone). Left out,
+//!   the checker accepts "no such job" for such a job and compares its terminal answers by
+//!   state alone; it still checks everything else.
+//!
+//! Kubelet evictions (`evictions`: the failed pod stays) and every API fault, watch fault,
+//! outage and replica kill stay in CI.
+//!
+//! ```sh
+//! cargo run --release -p kubeferry-chaos -- --seeds 20 --jobs 300
+//! cargo run --release -p kubeferry-chaos -- --seed 7 --jobs 300 --without pod-loss,resubmit
+//! ```
+
+mod check;
+mod http;
+mod plan;
+mod run;
+mod truth;
+
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use crate::plan::{Scenario, Shape};
+use crate::run::Settings;
+
+/// Randomized faults, replica kills and restarts against kubeferry's service on the simulated
+/// cluster; every answer checked against the invariants and the cluster's truth.
+#[derive(Parser, Debug)]
+#[command(name = "kubeferry-chaos", version)]
+struct Args {
+    /// Run this one seed (to rerun a failing one).
+    #[arg(long, conflicts_with = "seeds")]
+    seed: Option<u64>,
+    /// Run seeds 1..=K.
+    #[arg(long, default_value_t = 3)]
+    seeds: u64,
+    /// Jobs per seed.
+    #[arg(long, default_value_t = 100)]
+    jobs: usize,
+    /// Replicas of the service.
+    #[arg(long, default_value_t = 3)]
+    replicas: usize,
+    /// Nodes of the simulated cluster.
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// Scenario kinds to leave out, comma-separated (success, exit, oom, deadline, unpullable,
+    /// cancel, concurrent, resubmit, pod-loss, errors, lost-responses, latency, watches,
+    /// outages, evictions, node-loss, kills).
+    #[arg(long, value_delimiter = ',', value_name = "KIND,...")]
+    without: Vec<String>,
+    /// Start no further seed once this much time has passed (e.g. 90s, 10m).
+    #[arg(long, value_name = "DURATION")]
+    budget: Option<String>,
+    /// How long after the faults stop every replica must be ready.
+    #[arg(long, default_value = "20s", value_name = "DURATION")]
+    ready_bound: String,
+    /// How long after the faults stop every job must be terminal on every replica.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    end_bound: String,
+    /// Print every job's scenario, truth and answers, not only the violations' evidence.
+    #[arg(long)]
+    print_all: bool,
+}
+
+fn duration(flag: &str, text: &str) -> Result<Duration, String> {
+    kubeferry_core::duration::parse(text).map_err(|e| format!("{flag}: {text:?}: {e}"))
+}
+
+fn settings(args: &Args) -> Result<(Settings, Option<Duration>), String> {
+    let mut without = BTreeSet::new();
+    for name in &args.without {
+        without.insert(Scenario::parse(name.trim())?);
+    }
+    if args.replicas == 0 || args.nodes == 0 || args.jobs == 0 {
+        return Err("--replicas, --nodes and --jobs must be at least 1".into());
+    }
+    let budget = args
+        .budget
+        .as_deref()
+        .map(|b| duration("--budget", b))
+        .transpose()?;
+    Ok((
+        Settings {
+            shape: Shape {
+                jobs: args.jobs,
+                replicas: args.replicas,
+                nodes: args.nodes,
+                without,
+            },
+            ready_bound: duration("--ready-bound", &args.ready_bound)?,
+            end_bound: duration("--end-bound", &args.end_bound)?,
+        },
+        budget,
+    ))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let (settings, budget) = match settings(&args) {
+        Ok(s) => s,
+        Err(message) => {
+            eprintln!("kubeferry-chaos: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let seeds: Vec<u64> = match args.seed {
+        Some(seed) => vec![seed],
+        None => (1..=args.seeds).collect(),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("kubeferry-chaos: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let without: Vec<&str> = settings.shape.without.iter().map(|s| s.name()).collect();
+    println!(
+        "kubeferry-chaos: {} seed(s), {} jobs, {} replicas, {} nodes, without [{}]",
+        seeds.len(),
+        settings.shape.jobs,
+        settings.shape.replicas,
+        settings.shape.nodes,
+        without.join(",")
+    );
+    let began = Instant::now();
+    let mut total = 0;
+    let mut failed = false;
+    for seed in seeds {
+        if budget.is_some_and(|b| began.elapsed() > b) {
+            println!("budget spent: no further seed started");
+            break;
+        }
+        let outcome = match runtime.block_on(run::run(seed, &settings)) {
+            Ok(o) => o,
+            Err(e) => {
+                println!("seed={seed} error: {e:#}");
+                failed = true;
+                continue;
+            }
+        };
+        println!(
+            "seed={} jobs={} faults={} kills={} violations={} took={:.1}s",
+            outcome.seed,
+            outcome.jobs,
+            outcome.faults,
+            outcome.kills,
+            outcome.violations.len(),
+            outcome.took.as_secs_f64()
+        );
+        let ends: Vec<String> = outcome
+            .ends
+            .iter()
+            .map(|(state, n)| format!("{state}={n}"))
+            .collect();
+        let [ready, ended, settled] = outcome.after_quiet.map(|d| d.as_secs_f64());
+        println!(
+            "  answers={} ends: {}; after the faults stopped: ready {ready:.1}s, callers done {ended:.1}s, final answers {settled:.1}s",
+            outcome.answers,
+            ends.join(" ")
+        );
+        if args.print_all {
+            for line in &outcome.schedule {
+                println!("  AT {line}");
+            }
+            for (job_id, history) in &outcome.histories {
+                println!("  JOB {}", check::describe(job_id, history));
+            }
+        }
+        for v in &outcome.violations {
+            println!("  VIOLATION {} {}: {}", v.kind, v.subject, v.evidence);
+        }
+        total += outcome.violations.len();
+    }
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    println!(
+        "total violations={total} in {:.1}s",
+        began.elapsed().as_secs_f64()
+    );
+    if total > 0 || failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,497 @@
+//! What the simulated cluster really did for each job id, read from its store's change stream
+//! (never through the API server, so no fault hides it): Jobs and pods created, the main
+//! container's termination, disruptions, the Job's deadline and the cancel mark, each with the
+//! resourceVersion it happened at.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use kubeferry_core::marks::{CANCEL_ANNOTATION, JOB_ID_ANNOTATION};
+use kubeferry_sim::store::{EventType, Follower, StoreEvent};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::check::{Allowed, Truth};
+
+/// The first termination of a job's main container.
+#[derive(Clone, Debug)]
+struct Termination {
+    rv: u64,
+    exit_code: i64,
+    reason: String,
+    /// The pod was being deleted or disrupted when its container ended.
+    stopping: bool,
+}
+
+/// What is known of one job id.
+#[derive(Clone, Debug, Default)]
+struct JobFacts {
+    job_uids: HashSet<String>,
+    pod_uids: HashSet<String>,
+    cancel_rv: Option<u64>,
+    gone_after_cancel: bool,
+    /// When a pod of the job was first deleted (before its Job was).
+    pod_deleted_rv: Option<u64>,
+    job_deleted: bool,
+    deadline_rv: Option<u64>,
+    disrupted_rv: Option<u64>,
+    image_failure_rv: Option<u64>,
+    termination: Option<Termination>,
+    /// Pods not ended yet, by (namespace, name).
+    running: HashSet<(String, String)>,
+    /// Pods that exist, by (namespace, name).
+    pods: HashSet<(String, String)>,
+}
+
+#[derive(Default)]
+struct Facts {
+    /// Job name (namespace, name) -> job id.
+    job_ids: HashMap<(String, String), String>,
+    /// SparkApplication name (namespace, name) -> job id.
+    app_ids: HashMap<(String, String), String>,
+    jobs: BTreeMap<String, JobFacts>,
+    /// Pods the harness itself disrupted, with the resourceVersion before it did.
+    disrupted_by_us: HashMap<(String, String), u64>,
+}
+
+/// One change of the store, as the observer reads it.
+struct Change<'a> {
+    rv: u64,
+    event_type: EventType,
+    group: &'a str,
+    resource: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+}
+
+/// The observer: a task folds the store's changes into facts; the run asks it questions.
+#[derive(Clone, Default)]
+pub struct Observer {
+    facts: Arc<Mutex<Facts>>,
+}
+
+fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn is_disrupted(pod: &Value) -> bool {
+    let reason = str_at(pod, "/status/reason");
+    matches!(reason, "Evicted" | "Preempted" | "NodeLost")
+        || pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|list| {
+                list.iter().any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some("DisruptionTarget")
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+            })
+}
+
+/// The container whose end is the job's: `main` of a container job, the Spark driver's.
+fn main_container(pod: &Value) -> Option<&Value> {
+    pod.pointer("/status/containerStatuses")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| {
+            matches!(
+                c.get("name").and_then(Value::as_str),
+                Some("main" | "spark-kubernetes-driver")
+            )
+        })
+}
+
+/// The SparkApplication owning a pod, when it is a Spark driver.
+fn spark_owner(pod: &Value) -> Option<&str> {
+    if str_at(pod, "/metadata/labels/spark-role") != "driver" {
+        return None;
+    }
+    pod.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|o| o.get("kind").and_then(Value::as_str) == Some("SparkApplication"))?
+        .get("name")
+        .and_then(Value::as_str)
+}
+
+impl Observer {
+    /// Folds the store's changes in until the stream ends (the cluster stopped).
+    pub async fn follow(self, mut changes: Follower) {
+        while let Some(event) = changes.recv().await {
+            self.apply(&event);
+        }
+    }
+
+    fn apply(&self, event: &StoreEvent) {
+        let key = &event.key;
+        self.apply_change(
+            Change {
+                rv: event.rv,
+                event_type: event.event_type,
+                group: &key.resource.group,
+                resource: &key.resource.resource,
+                namespace: &key.namespace,
+                name: &key.name,
+            },
+            &event.object,
+        );
+    }
+
+    fn apply_change(&self, change: Change<'_>, object: &Value) {
+        let event = &change;
+        let mut facts = self.facts.lock();
+        let name = (change.namespace.to_string(), change.name.to_string());
+        let spark = change.resource == "sparkapplications";
+        match (change.group, change.resource) {
+            ("batch", "jobs") | (_, "sparkapplications") => {
+                let Some(job_id) = object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(JOB_ID_ANNOTATION))
+                    .and_then(Value::as_str)
+                else {
+                    return;
+                };
+                let job_id = job_id.to_string();
+                if spark {
+                    facts.app_ids.insert(name, job_id.clone());
+                } else {
+                    facts.job_ids.insert(name, job_id.clone());
+                }
+                let job = facts.jobs.entry(job_id).or_default();
+                job.job_uids
+                    .insert(str_at(object, "/metadata/uid").to_string());
+                let cancelled = object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(CANCEL_ANNOTATION))
+                    .is_some();
+                if cancelled && job.cancel_rv.is_none() {
+                    job.cancel_rv = Some(event.rv);
+                }
+                if event.event_type == EventType::Deleted {
+                    job.job_deleted = true;
+                    job.gone_after_cancel |= cancelled;
+                }
+                let deadline = object
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|list| {
+                        list.iter().any(|c| {
+                            c.get("type").and_then(Value::as_str) == Some("Failed")
+                                && c.get("reason").and_then(Value::as_str)
+                                    == Some("DeadlineExceeded")
+                        })
+                    });
+                if deadline && job.deadline_rv.is_none() {
+                    job.deadline_rv = Some(event.rv);
+                }
+            }
+            ("", "pods") => {
+                let job_name = object
+                    .pointer("/metadata/labels/batch.kubernetes.io~1job-name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let owner = |ids: &HashMap<(String, String), String>, name: &str| {
+                    ids.get(&(change.namespace.to_string(), name.to_string()))
+                        .cloned()
+                };
+                let job_id = match spark_owner(object) {
+                    Some(app) => owner(&facts.app_ids, app),
+                    None => owner(&facts.job_ids, job_name),
+                };
+                let Some(job_id) = job_id else {
+                    return;
+                };
+                let ours = facts.disrupted_by_us.get(&name).copied();
+                let job = facts.jobs.entry(job_id).or_default();
+                job.pod_uids
+                    .insert(str_at(object, "/metadata/uid").to_string());
+                let disrupted = is_disrupted(object) || ours.is_some();
+                if disrupted && job.disrupted_rv.is_none() {
+                    job.disrupted_rv = Some(ours.unwrap_or(event.rv));
+                }
+                let deleting = object.pointer("/metadata/deletionTimestamp").is_some();
+                let main = main_container(object);
+                let waiting = main
+                    .map(|c| str_at(c, "/state/waiting/reason"))
+                    .unwrap_or("");
+                if matches!(
+                    waiting,
+                    "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName"
+                ) && job.image_failure_rv.is_none()
+                {
+                    job.image_failure_rv = Some(event.rv);
+                }
+                if let Some(terminated) = main.and_then(|c| c.pointer("/state/terminated"))
+                    && job.termination.is_none()
+                {
+                    job.termination = Some(Termination {
+                        rv: event.rv,
+                        exit_code: terminated
+                            .get("exitCode")
+                            .and_then(Value::as_i64)
+                            .unwrap_or(-1),
+                        reason: str_at(terminated, "/reason").to_string(),
+                        stopping: deleting || disrupted,
+                    });
+                }
+                let phase = str_at(object, "/status/phase");
+                let ended = matches!(phase, "Succeeded" | "Failed") || deleting;
+                if event.event_type == EventType::Deleted {
+                    if !job.job_deleted && job.pod_deleted_rv.is_none() {
+                        job.pod_deleted_rv = Some(event.rv);
+                    }
+                    job.pods.remove(&name);
+                    job.running.remove(&name);
+                } else {
+                    job.pods.insert(name.clone());
+                    if ended || str_at(object, "/spec/nodeName").is_empty() {
+                        job.running.remove(&name);
+                    } else {
+                        job.running.insert(name);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes that the harness is about to disrupt a pod (eviction, preemption, node loss) at
+    /// resourceVersion `rv`: whatever its container does from then on is not its own outcome.
+    pub fn disrupting(&self, namespace: &str, name: &str, rv: u64) {
+        self.facts
+            .lock()
+            .disrupted_by_us
+            .entry((namespace.to_string(), name.to_string()))
+            .or_insert(rv);
+    }
+
+    /// Pods of kubeferry's jobs that run on a node now.
+    pub fn running_pods(&self) -> Vec<(String, String)> {
+        let facts = self.facts.lock();
+        let mut pods: Vec<_> = facts
+            .jobs
+            .values()
+            .flat_map(|j| j.running.iter().cloned())
+            .collect();
+        pods.sort();
+        pods
+    }
+
+    /// The pods of one job id that exist now.
+    pub fn pods_of(&self, job_id: &str) -> Vec<(String, String)> {
+        let facts = self.facts.lock();
+        let mut pods: Vec<_> = facts
+            .jobs
+            .get(job_id)
+            .map(|j| j.pods.iter().cloned().collect())
+            .unwrap_or_default();
+        pods.sort();
+        pods
+    }
+
+    /// What the cluster did for a job id.
+    pub fn truth(&self, job_id: &str) -> Truth {
+        let facts = self.facts.lock();
+        let Some(job) = facts.jobs.get(job_id) else {
+            return Truth {
+                story: "no Job was ever created".into(),
+                ..Truth::default()
+            };
+        };
+        let mut allowed = Vec::new();
+        let mut story = Vec::new();
+        // The container ended on its own: before any disruption, deletion or deadline, or
+        // during one with an exit code no signal gave (it finished its work within the grace
+        // period: both that outcome and the disruption's are what Kubernetes showed).
+        let natural = job.termination.as_ref().filter(|t| {
+            let unsignalled = (0..128).contains(&t.exit_code) && t.reason != "OOMKilled";
+            let first = !t.stopping
+                && job.disrupted_rv.is_none_or(|d| t.rv < d)
+                && job.deadline_rv.is_none_or(|d| t.rv < d);
+            first || unsignalled || (t.reason == "OOMKilled" && !t.stopping)
+        });
+        if let Some(t) = &job.termination {
+            story.push(format!(
+                "main terminated at rv {} with exit {} ({}){}",
+                t.rv,
+                t.exit_code,
+                t.reason,
+                if natural.is_some() {
+                    " on its own"
+                } else {
+                    " while stopping"
+                }
+            ));
+        }
+        if let Some(t) = natural {
+            if t.exit_code == 0 && t.reason != "OOMKilled" {
+                allowed.push(Allowed::Succeeded);
+            } else {
+                allowed.push(Allowed::Failed {
+                    exit_code: t.exit_code,
+                    oom: t.reason == "OOMKilled",
+                });
+            }
+        }
+        let before_natural =
+            |rv: Option<u64>| rv.is_some_and(|rv| natural.is_none_or(|t| rv < t.rv));
+        if let Some(rv) = job.deadline_rv {
+            story.push(format!("deadline exceeded at rv {rv}"));
+        }
+        if before_natural(job.deadline_rv) {
+            allowed.push(Allowed::DeadlineExceeded);
+        }
+        if let Some(rv) = job.disrupted_rv {
+            story.push(format!("pod disrupted at rv {rv}"));
+        }
+        if before_natural(job.disrupted_rv) {
+            allowed.push(Allowed::Infrastructure);
+        }
+        if let Some(rv) = job.image_failure_rv {
+            story.push(format!("image pull failed at rv {rv}"));
+            if job.termination.is_none() {
+                allowed.push(Allowed::Configuration);
+            }
+        }
+        if let Some(rv) = job.cancel_rv {
+            story.push(format!("cancel marked at rv {rv}"));
+        }
+        if let Some(rv) = job.pod_deleted_rv {
+            story.push(format!("pod deleted at rv {rv}"));
+        }
+        if job.job_deleted {
+            story.push("Job deleted".into());
+        }
+        if before_natural(job.cancel_rv) {
+            allowed.push(Allowed::Cancelled);
+        }
+        if story.is_empty() {
+            story.push("created, never ended".into());
+        }
+        Truth {
+            jobs_created: job.job_uids.len() as u32,
+            pods_created: job.pod_uids.len() as u32,
+            gone_after_cancel: job.gone_after_cancel,
+            allowed,
+            story: story.join(", "),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn job(observer: &Observer, rv: u64, event_type: EventType, object: Value) {
+        observer.apply_change(
+            Change {
+                rv,
+                event_type,
+                group: "batch",
+                resource: "jobs",
+                namespace: "chaos",
+                name: "j",
+            },
+            &object,
+        );
+    }
+
+    fn pod(observer: &Observer, rv: u64, status: Value) {
+        let object = json!({
+            "metadata": {"name": "j-1", "uid": "p1", "labels": {"batch.kubernetes.io/job-name": "j"}},
+            "spec": {"nodeName": "sim-node-1"},
+            "status": status,
+        });
+        observer.apply_change(
+            Change {
+                rv,
+                event_type: EventType::Modified,
+                group: "",
+                resource: "pods",
+                namespace: "chaos",
+                name: "j-1",
+            },
+            &object,
+        );
+    }
+
+    fn exited(code: i64, reason: &str) -> Value {
+        json!({"phase": "Failed", "containerStatuses": [
+            {"name": "main", "state": {"terminated": {"exitCode": code, "reason": reason}}}
+        ]})
+    }
+
+    fn observer_with_job() -> Observer {
+        let observer = Observer::default();
+        let annotations = json!({JOB_ID_ANNOTATION: "a"});
+        job(
+            &observer,
+            1,
+            EventType::Added,
+            json!({"metadata": {"uid": "u1", "annotations": annotations}}),
+        );
+        observer
+    }
+
+    #[test]
+    fn a_container_that_exits_before_its_eviction_decides_the_outcome() {
+        let observer = observer_with_job();
+        pod(&observer, 2, json!({"phase": "Running"}));
+        pod(&observer, 3, exited(4, "Error"));
+        observer.disrupting("chaos", "j-1", 4);
+        pod(&observer, 5, exited(4, "Error"));
+        let truth = observer.truth("a");
+        assert_eq!(
+            truth.allowed,
+            [Allowed::Failed {
+                exit_code: 4,
+                oom: false
+            }],
+            "{}",
+            truth.story
+        );
+        assert_eq!((truth.jobs_created, truth.pods_created), (1, 1));
+    }
+
+    #[test]
+    fn a_container_killed_by_an_eviction_is_an_infrastructure_failure() {
+        let observer = observer_with_job();
+        pod(&observer, 2, json!({"phase": "Running"}));
+        observer.disrupting("chaos", "j-1", 2);
+        pod(&observer, 3, exited(143, "Error"));
+        assert_eq!(observer.truth("a").allowed, [Allowed::Infrastructure]);
+    }
+
+    #[test]
+    fn a_cancel_marked_before_the_end_allows_cancelled_and_a_second_job_is_counted() {
+        let observer = observer_with_job();
+        let marked = json!({JOB_ID_ANNOTATION: "a", CANCEL_ANNOTATION: "2026-01-01T00:00:00Z"});
+        job(
+            &observer,
+            2,
+            EventType::Modified,
+            json!({"metadata": {"uid": "u1", "annotations": marked}}),
+        );
+        job(
+            &observer,
+            3,
+            EventType::Deleted,
+            json!({"metadata": {"uid": "u1", "annotations": marked}}),
+        );
+        let truth = observer.truth("a");
+        assert_eq!(truth.allowed, [Allowed::Cancelled]);
+        assert!(truth.gone_after_cancel);
+        job(
+            &observer,
+            4,
+            EventType::Added,
+            json!({"metadata": {"uid": "u2", "annotations": {JOB_ID_ANNOTATION: "a"}}}),
+        );
+        assert_eq!(observer.truth("a").jobs_created, 2);
+    }
+}
