@@ -110,6 +110,9 @@ pub(crate) trait Kind: Send + Sync + 'static {
     /// The jobs of each watched namespace by state, as its settler last mapped them.
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)>;
 
+    /// Whether the watch cache holds the job's object (not deleted yet, as far as it knows).
+    fn holds(&self, id: &ExecutionId) -> bool;
+
     /// The execution id of the job whose object is `name` in `namespace`.
     fn id(&self, namespace: &str, name: &str) -> ExecutionId {
         ExecutionId::new(self.cluster().name(), Self::JOB_KIND, namespace, name)
@@ -140,6 +143,11 @@ pub(crate) trait Kind: Send + Sync + 'static {
                 return Some(reported);
             }
             let recorded = self.records().recorded(id).await?;
+            // A cancel is recorded as it is accepted; while the watch still shows the job's
+            // object, its pods may still be stopping: the mapping answers (CANCELLING).
+            if recorded.state == JobState::Cancelled && self.holds(id) {
+                return None;
+            }
             self.remember(id, &recorded, None);
             Some(recorded)
         }

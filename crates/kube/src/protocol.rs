@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
-use kubeferry_core::marks::CANCEL_ANNOTATION;
+use kubeferry_core::marks::{CANCEL_ANNOTATION, job_id_of, spec_hash_of};
+use kubeferry_core::record::OutcomeRecord;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::error::{Error, Result};
@@ -99,6 +100,15 @@ pub(crate) async fn cancel_from<J: Kind>(
             .delete_confirmed(cluster, &id.name, &uid)
             .await?;
         info!(message = "cancel requested", id = %id);
+        // Recorded before the cancel answers: a job id submitted again from now on answers this
+        // run and never runs twice, and no later process answers "no such job" for it. After
+        // the delete, not before it: an outcome the job reached before its deletion (its
+        // settler records it as soon as it shows) stands, and this create then keeps it.
+        let cancelled = cancelled_record::<J>(id, &current);
+        if let Err(error) = jobs.records().keep(&id.namespace, cancelled).await {
+            // The job is stopping all the same; its settler records it from its final state.
+            warn!(message = "could not record the cancel", id = %id, %error);
+        }
         let info = match jobs.status(id).await {
             Ok(info) => {
                 let info = accepted(info);
@@ -119,6 +129,24 @@ pub(crate) async fn cancel_from<J: Kind>(
         operation: format!("cancel {id}"),
         message: format!("the {kind} kept changing while kubeferry tried to mark it; try again"),
     })
+}
+
+/// The outcome record of a job cancelled now, from its object as read before the mark.
+fn cancelled_record<J: Kind>(id: &ExecutionId, current: &Current<J::Object>) -> OutcomeRecord {
+    let now = Timestamp::now();
+    let mut outcome = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
+        .with_message(format!("cancelled at {now}"));
+    outcome.started_at = current.status.started_at;
+    outcome.finished_at = Some(now);
+    OutcomeRecord {
+        kind: J::JOB_KIND,
+        object: id.name.clone(),
+        job_id: job_id_of(&current.meta),
+        spec_hash: spec_hash_of(&current.meta),
+        outcome,
+        recorded_at: Some(now),
+        cancelled_by: Some(crate::records::actor()),
+    }
 }
 
 /// The managed objects of `namespace` whose job ids are not in `known` (orphans: a caller

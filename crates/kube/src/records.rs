@@ -276,6 +276,16 @@ impl Records {
     }
 }
 
+/// Who acts when this process cancels a job, as its outcome record names it: the host (a
+/// replica's pod name) it runs on.
+pub(crate) fn actor() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "unknown host".to_string());
+    format!("kubeferry on {host}")
+}
+
 /// Checks that a job id submitted again names the run whose outcome `record` holds: same job
 /// id, same spec. Then the submission answers that run and creates nothing: a job id never
 /// runs twice within the retention.

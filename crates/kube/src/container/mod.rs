@@ -663,6 +663,12 @@ impl Kind for ContainerJobs {
         Ok(vec![(self.objects(namespace), jobs.items)])
     }
 
+    fn holds(&self, id: &ExecutionId) -> bool {
+        self.namespaces
+            .existing(&id.namespace)
+            .is_some_and(|watch| watch.jobs.get(&id.name).is_some())
+    }
+
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
         self.namespaces
             .watched()

@@ -1055,6 +1055,12 @@ impl Kind for SparkJobs {
         Ok(managed)
     }
 
+    fn holds(&self, id: &ExecutionId) -> bool {
+        self.namespaces
+            .existing(&id.namespace)
+            .is_some_and(|watch| watch.holds(&id.name))
+    }
+
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
         lock(&self.settlers)
             .iter()
