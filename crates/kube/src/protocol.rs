@@ -104,8 +104,12 @@ pub(crate) async fn cancel_from<J: Kind>(
         // run and never runs twice, and no later process answers "no such job" for it. After
         // the delete, not before it: an outcome the job reached before its deletion (its
         // settler records it as soon as it shows) stands, and this create then keeps it.
+        // A job whose main container had already ended on its own (its exit code known, the
+        // verdict not in yet) is decided by that end, not by the cancel: its settler records it.
         let cancelled = cancelled_record::<J>(id, &current);
-        if let Err(error) = jobs.records().keep(&id.namespace, cancelled).await {
+        if current.status.exit_code.is_none()
+            && let Err(error) = jobs.records().keep(&id.namespace, cancelled).await
+        {
             // The job is stopping all the same; its settler records it from its final state.
             warn!(message = "could not record the cancel", id = %id, %error);
         }
