@@ -27,22 +27,24 @@
 //! schedule with `--seed N`; the timing of the cluster and the replicas is real, so a narrow
 //! race may need a few reruns.
 //!
-//! `--without` leaves scenario kinds out. CI (`.ci/run`) leaves out the ones that find what
-//! kubeferry does not prevent yet, all for want of a durable outcome record (the gaps
-//! docs/INVARIANTS.md names); the default run includes them:
+//! `--without` leaves scenario kinds out. CI (`.ci/run`) leaves out the ones that still find
+//! what kubeferry does not prevent in every case (docs/INVARIANTS.md names the gaps); the
+//! default run includes them:
 //! - `pod-loss`, `drains`, `preemptions`, `node-loss`: a job's pods deleted, by an
 //!   administrator after the end, by a drain (finished pods too), by a preemption or by the
-//!   loss of their node. A replica that did not see the pod's final state before it went
-//!   answers from the Job alone (`FAILED BackoffLimitExceeded`, no exit code, user's fault)
-//!   where the others say `Error` with the exit code, or `Preempted`/`NodeLost`: the outcome
-//!   changes once its pods are gone.
-//! - `resubmit`: a cancelled job id submitted again runs again (a second Job).
+//!   loss of their node. The durable outcome record (kubeferry_core::record) keeps an outcome
+//!   once some replica recorded it from the pods; when the only replicas that could record it
+//!   were killed or had their pod watch stalled while the pods went, the record holds the
+//!   Job's bare verdict (`FAILED BackoffLimitExceeded`, no exit code) where the truth was a
+//!   disruption.
+//! - `resubmit`: a cancelled job id submitted again. The cancel records CANCELLED before it
+//!   answers, and a submission reads the record first; a run still finds a second Job when the
+//!   record's own create failed under an injected fault and the job id came back before any
+//!   settler recorded the deletion.
 //! - `cancelled-gone`: a cancelled job whose Job is deleted (its pods with it) reads "no such
-//!   job" on a replica started, or whose watch listed again, after the deletion, and a cancel
-//!   at the moment of the end that takes the pods loses what they held (a replica that saw the
-//!   pod says `Completed` with exit code 0, one that did not says `Completed` alone). Left out,
-//!   the checker accepts "no such job" for such a job and compares its terminal answers by
-//!   state alone; it still checks everything else.
+//!   job" on a replica started after the deletion, when the record's create failed as above.
+//!   Left out, the checker accepts "no such job" for such a job and compares its terminal
+//!   answers by state alone; it still checks everything else.
 //!
 //! Kubelet evictions (`evictions`: the failed pod stays) and every API fault, watch fault,
 //! outage and replica kill stay in CI.

@@ -2,24 +2,33 @@
 //!
 //! # The shape of a kind of job
 //!
-//! A kind of job (a container Job, a SparkApplication) is one module per layer:
+//! A kind of job (a container Job, a SparkApplication) is one module per layer, and implements
+//! one trait, `kind::Kind` (in the spirit of Kueue's `GenericJob`):
 //!
-//! - in `kubeferry-core`, its lean views and its pure mapping (`container`, `spark`): from the
-//!   views, `now` and the previous answer to a status, the actions the mapping asks for as data
-//!   (record this outcome, stop or delete this object), and `recheck_at`, when time alone next
-//!   changes the answer;
-//! - here, its manifest builder (`manifest`), its watches of a namespace (`tracker.rs` in the
-//!   kind's module), its settler (`settler.rs`: the one writer, carrying out the mapping's
-//!   actions on watch events and at `recheck_at`), and its implementation of the protocols'
-//!   `Jobs` trait (`protocol.rs`: status from the cache, a fresh read, change notifications,
-//!   the attempts' pods), over which create-or-adopt, cancel, wait, tail and follow are written
-//!   once;
-//! - the [`Executor`] dispatches on the execution id's kind.
+//! - in `kubeferry-core`, its lean views and its pure mapping (`container`, `spark`), over the
+//!   kind-neutral observation model (`kubeferry_core::observation`: the metadata every managed
+//!   object carries, `Observation`, `Mapped<A>` whose action `A` is data: record this outcome,
+//!   stop or delete this object), with `recheck_at`, when time alone next changes the answer;
+//! - here, its manifest builder (`manifest`), what it watches in a namespace (`tracker.rs` in
+//!   the kind's module, implementing `kind::Watches`), its settler (`settler.rs`: the one
+//!   writer, carrying out the mapping's actions on watch events and at `recheck_at`, and keeping
+//!   each ended job's outcome record), and its `Kind` implementation: how its objects are
+//!   found, read, listed and mapped.
 //!
-//! Adding a kind means writing those modules and one arm per operation in the executor. What
-//! a kind still writes for itself today, beyond its rules: its list and sweep, and the
-//! bookkeeping of its tracker and settler (which share `tracker::reflector`, the timers and the
-//! merged notifications of `settling.rs`, and the last-reported table).
+//! Everything else is written once over the trait: create-or-adopt, annotate and delete
+//! (`objects.rs`); cancel, wait, tail, follow, list and sweep (`protocol.rs`); the table of
+//! watched namespaces and last answers (`tracker::Namespaces`); the final answer of a job that
+//! ended (`Kind::final_answer`, from the outcome records of `records.rs`); health. The
+//! [`Executor`] dispatches on the execution id's kind.
+//!
+//! ## Adding a kind
+//!
+//! 1. `kubeferry-core`: its job file section (`spec`), its views and its mapping, returning
+//!    `Mapped<YourAction>`;
+//! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches), its settler,
+//!    and `impl Kind` (a dozen methods: `watch`, `status`, `read`, `attempts`, `listed`,
+//!    `status_of`, `managed`, ...);
+//! 3. one arm per operation in the [`Executor`], its permissions in `rbac`, and its `JobKind`.
 
 mod answers;
 pub mod cluster;

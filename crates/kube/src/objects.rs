@@ -179,6 +179,20 @@ impl<K: Object> Objects<K> {
     }
 }
 
+/// The error of a submission whose object name is taken, and why.
+pub(crate) fn name_taken<'a>(
+    kind: &'static str,
+    namespace: &'a str,
+    name: &'a str,
+) -> impl Fn(String) -> Error + 'a {
+    move |why| Error::NameTaken {
+        kind,
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        why,
+    }
+}
+
 /// Whether an existing object of a job's name may be adopted as the job's: only if it carries
 /// the same job id and spec hash and is not being deleted.
 pub(crate) fn check_adoptable(
@@ -189,12 +203,7 @@ pub(crate) fn check_adoptable(
     spec_hash: &str,
     existing: Option<&ObjectMeta>,
 ) -> Result<()> {
-    let taken = |why: String| Error::NameTaken {
-        kind,
-        namespace: namespace.to_string(),
-        name: name.to_string(),
-        why,
-    };
+    let taken = name_taken(kind, namespace, name);
     let Some(existing) = existing else {
         return Err(taken(
             "it was deleted while kubeferry looked at it; submit again".into(),

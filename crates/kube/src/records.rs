@@ -17,7 +17,7 @@ use tracing::{info, warn};
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
-use crate::objects::Objects;
+use crate::objects::{Objects, name_taken};
 use crate::tracker::{Entry, Recent, Reflector, ReflectorSettings, WatchHealth, lock};
 
 const CONFIGMAPS: &str = "configmaps";
@@ -297,12 +297,7 @@ pub(crate) fn check_resubmission(
     job_id: &str,
     spec_hash: &str,
 ) -> Result<()> {
-    let taken = |why: String| Error::NameTaken {
-        kind,
-        namespace: namespace.to_string(),
-        name: name.to_string(),
-        why,
-    };
+    let taken = name_taken(kind, namespace, name);
     match &record.job_id {
         Some(owner) if owner == job_id => {}
         Some(owner) => {

@@ -686,13 +686,7 @@ impl SparkJobs {
                             // next try.
                             info.message = format!("{}; not done yet: {error}", info.message);
                         }
-                        self.namespaces.remember(
-                            &id.namespace,
-                            &id.name,
-                            &info,
-                            None,
-                            present_version(&observed),
-                        );
+                        self.remember_from(id, &info, &observed);
                         if matches!(error, Error::Forbidden { .. }) {
                             // A missing permission does not go away by itself: say so.
                             return Err(error);
@@ -712,13 +706,7 @@ impl SparkJobs {
             {
                 info.message = format!("{} (driver pod not looked up: {error})", info.message);
             }
-            self.namespaces.remember(
-                &id.namespace,
-                &id.name,
-                &info,
-                None,
-                present_version(&observed),
-            );
+            self.remember_from(id, &info, &observed);
             // What stands: an answer computed at the same time from a newer copy wins.
             let info = self
                 .namespaces
@@ -744,6 +732,17 @@ impl SparkJobs {
             message: "the SparkApplication kept changing while kubeferry acted on it; ask again"
                 .into(),
         })
+    }
+
+    /// Remembers an answer, computed from `observed`, as the one later answers build on.
+    fn remember_from(&self, id: &ExecutionId, info: &ExecutionInfo, observed: &Observed) {
+        self.namespaces.remember(
+            &id.namespace,
+            &id.name,
+            info,
+            None,
+            present_version(observed),
+        );
     }
 
     /// Keeps the outcome record of a job that ended (nothing when it is kept already).
