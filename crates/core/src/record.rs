@@ -128,13 +128,23 @@ impl OutcomeRecord {
 
     /// Whether the record has outlived `retention` at `now`.
     pub fn expired(&self, now: Timestamp, retention: std::time::Duration) -> bool {
-        let Ok(retention) = jiff::SignedDuration::try_from(retention) else {
-            return false;
-        };
-        self.recorded_at
-            .and_then(|at| at.checked_add(retention).ok())
-            .is_some_and(|until| until <= now)
+        expired(self.recorded_at, now, retention)
     }
+}
+
+/// Whether a record written at `recorded_at` has outlived `retention` at `now` (one whose time
+/// is unknown never expires by itself).
+pub fn expired(
+    recorded_at: Option<Timestamp>,
+    now: Timestamp,
+    retention: std::time::Duration,
+) -> bool {
+    let Ok(retention) = jiff::SignedDuration::try_from(retention) else {
+        return false;
+    };
+    recorded_at
+        .and_then(|at| at.checked_add(retention).ok())
+        .is_some_and(|until| until <= now)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
-use kubeferry_core::record::{OutcomeRecord, RECORDS_SELECTOR, record_name};
+use kubeferry_core::record::{OutcomeRecord, RECORDS_SELECTOR, expired, record_name};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tracing::{info, warn};
 
@@ -41,10 +41,12 @@ impl Default for RecordSettings {
     }
 }
 
-/// A record as the watch holds it.
+/// A record as the watch holds it: what answers for the job, and what its expiry needs (the
+/// job id and spec hash are read from the server when a submission needs them).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Kept {
-    record: OutcomeRecord,
+    outcome: ExecutionInfo,
+    recorded_at: Option<Timestamp>,
     /// The ConfigMap's uid, for a delete that must not take a newer record of the same name.
     uid: String,
 }
@@ -64,17 +66,18 @@ pub(crate) struct Records {
     kept: Mutex<KeptLately>,
 }
 
-/// The records this process kept lately, bounded: the oldest go first.
+/// The outcomes this process recorded lately, until the watch delivers them (bounded: the
+/// oldest go first, and by then the watch holds them).
 #[derive(Default)]
 struct KeptLately {
-    records: HashMap<String, OutcomeRecord>,
+    records: HashMap<String, ExecutionInfo>,
     order: std::collections::VecDeque<String>,
 }
 
 impl KeptLately {
-    const CAPACITY: usize = 10_000;
+    const CAPACITY: usize = 1_024;
 
-    fn insert(&mut self, key: String, record: OutcomeRecord) {
+    fn insert(&mut self, key: String, record: ExecutionInfo) {
         if self.records.insert(key.clone(), record).is_none() {
             self.order.push_back(key);
         }
@@ -130,7 +133,8 @@ impl Records {
                     name: config_map.metadata.name.clone()?,
                     job: record.object.clone(),
                     view: Kept {
-                        record,
+                        outcome: record.outcome,
+                        recorded_at: record.recorded_at,
                         uid: config_map.metadata.uid.clone().unwrap_or_default(),
                     },
                 })
@@ -165,12 +169,12 @@ impl Records {
         let watch = self.watch(&id.namespace);
         watch.wait_synced(self.sync_timeout).await;
         if let Some(entry) = watch.get(&name) {
-            return Some(entry.view.record.outcome);
+            return Some(entry.view.outcome);
         }
         lock(&self.kept)
             .records
             .get(&format!("{}/{name}", id.namespace))
-            .map(|record| record.outcome.clone())
+            .cloned()
     }
 
     /// The record of a job, read from the API server (a submission must not trust a watch that
@@ -197,26 +201,25 @@ impl Records {
         }
     }
 
-    /// Records `record` unless the watch shows the job recorded already; the record that
-    /// stands is returned (a record another replica wrote first wins: a create of an existing
-    /// record answers 409, and the existing one is read). `None` when records cannot be kept
-    /// here (said once).
+    /// Records `record` unless the job is recorded already (a record another replica wrote
+    /// first wins: a create of an existing record answers 409, and the existing one is read).
+    /// Nothing is kept where records cannot be (said once).
     pub(crate) async fn keep(
         self: &Arc<Self>,
         namespace: &str,
         record: OutcomeRecord,
-    ) -> Result<Option<OutcomeRecord>> {
+    ) -> Result<()> {
         let name = record_name(record.kind, &record.object);
         let watch = self.watch(namespace);
         // A watch that has not listed yet (a process just started) cannot tell whether another
         // replica recorded the job already.
         watch.wait_synced(self.sync_timeout).await;
-        if let Some(entry) = watch.get(&name) {
-            return Ok(Some(entry.view.record));
+        if watch.get(&name).is_some() {
+            return Ok(());
         }
         let key = format!("{namespace}/{name}");
-        if let Some(kept) = lock(&self.kept).records.get(&key) {
-            return Ok(Some(kept.clone()));
+        if lock(&self.kept).records.contains_key(&key) {
+            return Ok(());
         }
         let config_map: ConfigMap =
             serde_json::from_value(record.config_map(namespace)).map_err(|source| {
@@ -234,20 +237,20 @@ impl Records {
             .await
         {
             Ok(_) => {
-                lock(&self.kept).insert(key, record.clone());
                 info!(message = "recorded an outcome", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason);
-                Ok(Some(record))
+                lock(&self.kept).insert(key, record.outcome);
+                Ok(())
             }
             Err(error) if error.is_conflict() => {
                 let standing = self.fetch(namespace, record.kind, &record.object).await?;
-                if let Some(standing) = &standing {
-                    lock(&self.kept).insert(key, standing.clone());
+                if let Some(standing) = standing {
+                    lock(&self.kept).insert(key, standing.outcome);
                 }
-                Ok(standing)
+                Ok(())
             }
             Err(error @ Error::Forbidden { .. }) => {
                 self.cannot_keep(namespace, &error);
-                Ok(None)
+                Ok(())
             }
             Err(error) => Err(error),
         }
@@ -333,7 +336,7 @@ async fn expire(records: Weak<Records>, watch: Weak<Reflector<Kept>>, namespace:
         let expired: Vec<(String, String)> = watch
             .all()
             .into_iter()
-            .filter(|entry| entry.view.record.expired(now, records.settings.retention))
+            .filter(|entry| expired(entry.view.recorded_at, now, records.settings.retention))
             .map(|entry| (entry.name, entry.view.uid))
             .collect();
         drop(watch);
