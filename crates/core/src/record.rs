@@ -34,10 +34,12 @@ const OUTCOME_KEY: &str = "outcome";
 const RECORDED_AT_KEY: &str = "recordedAt";
 const CANCELLED_BY_KEY: &str = "cancelledBy";
 
-/// The name of the record of the job whose object is `object`, of kind `kind`: a DNS
-/// subdomain (object names are DNS labels of at most 63 characters, so it stays far below 253).
+/// The name of the record of the job whose object is `object`, of kind `kind`:
+/// `kubeferry-outcome-<kind>-<object>`, cut to a DNS label of at most 63 characters with a
+/// hash of the whole (as object names are), so that any API server takes it and two records
+/// never share a name.
 pub fn record_name(kind: JobKind, object: &str) -> String {
-    format!("kubeferry-outcome-{}-{object}", kind.as_str())
+    crate::marks::object_name("kubeferry-outcome", &format!("{}-{object}", kind.as_str()))
 }
 
 /// What a job came to, as recorded once it ended.
@@ -215,6 +217,9 @@ mod tests {
         assert!(!record.expired(recorded, week));
         assert!(!record.expired("2026-12-08T10:00:05Z".parse().unwrap(), week));
         assert!(record.expired("2026-12-08T10:00:06Z".parse().unwrap(), week));
-        assert!(record_name(JobKind::SparkApp, &"a".repeat(63)).len() <= 253);
+        let long = record_name(JobKind::SparkApp, &"a".repeat(63));
+        assert!(long.len() <= 63, "{long}");
+        assert_ne!(long, record_name(JobKind::Job, &"a".repeat(63)));
+        assert!(record_name(JobKind::Job, "hello").starts_with("kubeferry-outcome-job-hello-"));
     }
 }

@@ -248,8 +248,16 @@ impl Records {
                 }
                 Ok(())
             }
-            Err(error @ Error::Forbidden { .. }) => {
+            // Refused for good (no permission, or a server that will not take it): said once,
+            // and this process answers the outcome it would have recorded.
+            Err(
+                error @ (Error::Forbidden { .. }
+                | Error::Api {
+                    code: 400 | 422, ..
+                }),
+            ) => {
                 self.cannot_keep(namespace, &error);
+                lock(&self.kept).insert(key, record.outcome);
                 Ok(())
             }
             Err(error) => Err(error),

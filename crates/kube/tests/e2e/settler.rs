@@ -81,6 +81,11 @@ async fn status_queries_only_read() {
     })
     .await;
     env.watches_open(NAMESPACE_WATCHES).await;
+    // The three ended jobs' outcome records are written (by the settler, not by a question).
+    eventually("the ended jobs' outcome records", || async {
+        (env.sim.count("", "configmaps") == 3).then_some(())
+    })
+    .await;
 
     let ids = [&running, &finished, &failing, &unpullable];
     let answers = answers_reading_only(&env.executor, &env.sim, &ids, 250).await;
