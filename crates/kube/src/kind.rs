@@ -153,6 +153,23 @@ pub(crate) trait Kind: Send + Sync + 'static {
         }
     }
 
+    /// Whether `info` is an outcome this replica would answer for the first time that is not
+    /// recorded yet: it is answered once recorded (the settler records it a moment after the
+    /// watch shows it), so that every replica and every later process answers the same.
+    fn awaits_record(
+        &self,
+        id: &ExecutionId,
+        info: &ExecutionInfo,
+        previous: Option<&ExecutionInfo>,
+    ) -> impl Future<Output = bool> + Send {
+        let first = info.is_terminal() && previous.is_none_or(|p| !p.is_terminal());
+        async move {
+            first
+                && self.records().may_keep(&id.namespace)
+                && self.records().recorded(id).await.is_none()
+        }
+    }
+
     /// Remembers an answer given for the job, computed from its object at `version`, as the
     /// one later answers build on (an older copy of the object no longer takes it back).
     fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {

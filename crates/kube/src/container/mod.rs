@@ -376,12 +376,7 @@ impl ContainerJobs {
         };
         let must_record = mapped.must_record();
         let mut info = mapped.info;
-        // An outcome is answered once it is recorded (the settler records it a moment after
-        // the watch shows it): every replica and every later process then answers the same.
-        let unrecorded = info.is_terminal()
-            && previous.as_ref().is_none_or(|p| !p.is_terminal())
-            && self.records.may_keep(&id.namespace)
-            && self.records.recorded(id).await.is_none();
+        let unrecorded = self.awaits_record(id, &info, previous.as_ref()).await;
         if (must_record || unrecorded)
             && let Observed::Present(job) = observed
         {

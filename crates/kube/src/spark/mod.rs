@@ -617,14 +617,10 @@ impl SparkJobs {
                     continue;
                 }
             }
-            // An outcome is answered once it is recorded (the settler records it a moment
-            // after the watch shows it): every replica and every later process then answers
-            // the same.
             let unrecorded = acting == Acting::Delegate
-                && mapped.info.is_terminal()
-                && previous.as_ref().is_none_or(|p| !p.is_terminal())
-                && self.records.may_keep(&id.namespace)
-                && self.records.recorded(id).await.is_none();
+                && self
+                    .awaits_record(id, &mapped.info, previous.as_ref())
+                    .await;
             if acting == Acting::Delegate && (mapped.action.is_some() || unrecorded) {
                 let found = Found {
                     operator,
