@@ -10,9 +10,12 @@ mod output;
 mod spec_input;
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::prelude::*;
 
 use args::{Cli, Command, SimCommand, TemplateCommand};
 
@@ -104,7 +107,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(&cli)) {
+    let answered = runtime.block_on(dispatch(&cli));
+    // The answer is given; work still in flight in the background (a settler's write, a watch)
+    // is cut short as the runtime stops, and what it would say of that is noise.
+    ANSWERED.store(true, Ordering::Relaxed);
+    drop(runtime);
+    match answered {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -165,6 +173,9 @@ async fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
 
 /// Logs of kubeferry itself go to stderr: warnings by default, more with `-v`, or as RUST_LOG
 /// says.
+/// Set once the command has answered: nothing is logged after that.
+static ANSWERED: AtomicBool = AtomicBool::new(false);
+
 fn init_tracing(verbose: u8) {
     let default = match verbose {
         0 => "off,kubeferry=warn,kubeferry_kube=warn,kubeferry_sim=warn",
@@ -172,10 +183,11 @@ fn init_tracing(verbose: u8) {
         _ => "debug,hyper=info,hyper_util=info,tower=info,rustls=info",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let output = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(kubeferry_server::colour_wanted())
         .with_target(false)
-        .init();
+        .with_filter(filter)
+        .with_filter(filter_fn(|_| !ANSWERED.load(Ordering::Relaxed)));
+    tracing_subscriber::registry().with(output).init();
 }
