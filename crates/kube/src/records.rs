@@ -9,10 +9,12 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::watcher;
+use kubeferry_core::marks::{JOB_ID_LABEL, job_id_label_value};
 use kubeferry_core::record::{OutcomeRecord, RECORDS_SELECTOR, expired, record_name};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
+use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use crate::cluster::{Cluster, Op};
@@ -64,7 +66,26 @@ pub(crate) struct Records {
     /// The records this process kept lately, by `namespace/name`: its watch delivers them a
     /// moment later, and meanwhile they are answered from here and not written again.
     kept: Mutex<KeptLately>,
+    /// Submissions' lookups of records waiting for the next read of their namespace.
+    lookups: Mutex<HashMap<String, Waiting>>,
 }
+
+/// A namespace's lookups waiting for a read, and whether a reader is running for them.
+#[derive(Default)]
+struct Waiting {
+    lookups: Vec<Lookup>,
+    reading: bool,
+}
+
+/// A submission waiting to learn whether its job id has a record.
+struct Lookup {
+    name: String,
+    job_id: String,
+    answer: oneshot::Sender<Option<OutcomeRecord>>,
+}
+
+/// At most this many lookups are answered by one read (its label selector names each job id).
+const LOOKUPS_PER_READ: usize = 64;
 
 /// The outcomes this process recorded lately, until the watch delivers them (bounded: the
 /// oldest go first, and by then the watch holds them).
@@ -110,6 +131,7 @@ impl Records {
             namespaces: Mutex::default(),
             warned: Recent::new(10_000),
             kept: Mutex::default(),
+            lookups: Mutex::default(),
         })
     }
 
@@ -198,6 +220,94 @@ impl Records {
                 Ok(None)
             }
             Err(error) => Err(error),
+        }
+    }
+
+    /// The record of a job about to be submitted, read from the API server (a submission must
+    /// not trust a watch that may lag the record of a run that ended a moment ago). The
+    /// submissions asking while one read of the namespace is under way are answered together
+    /// by the next, one LIST selecting their job ids: each read starts after every question it
+    /// answers was asked, so it is as fresh as a GET of each, and a burst of submissions costs
+    /// a few reads instead of one each. Should that read fail, each asks on its own.
+    pub(crate) async fn lookup(
+        self: &Arc<Self>,
+        namespace: &str,
+        kind: JobKind,
+        object: &str,
+        job_id: &str,
+    ) -> Result<Option<OutcomeRecord>> {
+        let (answer, answered) = oneshot::channel();
+        let lookup = Lookup {
+            name: record_name(kind, object),
+            job_id: job_id.to_string(),
+            answer,
+        };
+        let start_reader = {
+            let mut lookups = lock(&self.lookups);
+            let waiting = lookups.entry(namespace.to_string()).or_default();
+            waiting.lookups.push(lookup);
+            !std::mem::replace(&mut waiting.reading, true)
+        };
+        if start_reader {
+            tokio::spawn(self.clone().read_lookups(namespace.to_string()));
+        }
+        match answered.await {
+            Ok(record) => Ok(record),
+            // The batched read failed: this submission reads its own record.
+            Err(_) => self.fetch(namespace, kind, object).await,
+        }
+    }
+
+    /// Answers `namespace`'s waiting lookups, a LIST at a time, until none are left.
+    async fn read_lookups(self: Arc<Self>, namespace: String) {
+        loop {
+            let batch: Vec<Lookup> = {
+                let mut lookups = lock(&self.lookups);
+                let Some(waiting) = lookups.get_mut(&namespace) else {
+                    return;
+                };
+                if waiting.lookups.is_empty() {
+                    // Under the lock: a lookup asked after this starts a reader of its own.
+                    lookups.remove(&namespace);
+                    return;
+                }
+                let take = waiting.lookups.len().min(LOOKUPS_PER_READ);
+                waiting.lookups.drain(..take).collect()
+            };
+            let mut job_ids: Vec<String> = batch
+                .iter()
+                .map(|lookup| job_id_label_value(&lookup.job_id))
+                .collect();
+            job_ids.sort();
+            job_ids.dedup();
+            let selector = format!(
+                "{RECORDS_SELECTOR},{JOB_ID_LABEL} in ({})",
+                job_ids.join(",")
+            );
+            let api = self.api(&namespace);
+            let op = Op::collection("list", CONFIGMAPS, &namespace);
+            let params = ListParams::default().labels(&selector);
+            match self.cluster.call(&op, true, || api.list(&params)).await {
+                Ok(listed) => {
+                    for lookup in batch {
+                        let record = listed
+                            .items
+                            .iter()
+                            .find(|cm| cm.metadata.name.as_deref() == Some(&lookup.name))
+                            .and_then(|cm| OutcomeRecord::read(&cm.metadata, cm.data.as_ref()));
+                        let _ = lookup.answer.send(record);
+                    }
+                }
+                Err(error @ Error::Forbidden { .. }) => {
+                    self.cannot_keep(&namespace, &error);
+                    for lookup in batch {
+                        let _ = lookup.answer.send(None);
+                    }
+                }
+                // Dropping the senders sends each submission to read its own record, and so
+                // to its own error (or to the permission it lacks, said once).
+                Err(_) => drop(batch),
+            }
         }
     }
 

@@ -1399,10 +1399,10 @@ async fn twenty_jobs_cost_twenty_creates_and_the_namespaces_watches() {
         // The jobs themselves; before each create, the read of its job id's outcome record (a
         // job id never runs twice); and once each ended, its one outcome record.
         ("create", "jobs.batch", 20),
-        ("get", "configmaps", 20),
         ("create", "configmaps", 20),
-        // Each namespace's watch of outcome records.
-        ("list", "configmaps", 3),
+        // Each namespace's watch of outcome records, and the submissions' reads of records (one
+        // after another: one each).
+        ("list", "configmaps", 3 + 20),
         ("watch", "configmaps", 3),
         // The service's watches of its three namespaces, each listed once: Jobs, their pods,
         // the Job controller's refusals, and the Spark drivers' pods; the event stream's

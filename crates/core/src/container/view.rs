@@ -405,6 +405,14 @@ pub struct ContainerView {
 }
 
 impl ContainerView {
+    /// Whether it has started, now or in an earlier run (so it has a log to read).
+    pub fn has_started(&self) -> bool {
+        matches!(
+            self.state,
+            ContainerStateView::Running { .. } | ContainerStateView::Terminated(_)
+        ) || self.last_terminated.is_some()
+    }
+
     /// When its current run and its previous one started, where known (a container that never
     /// started reports the Unix epoch, which is left out).
     pub(crate) fn run_starts(&self) -> impl Iterator<Item = Timestamp> {

@@ -14,8 +14,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use kubeferry_core::container::{
-    JobObservation, JobView, MAIN_CONTAINER, MappingConfig, PodView, container_status,
-    oldest_attempt_first,
+    ContainerView, JobObservation, JobView, MAIN_CONTAINER, MappingConfig, PodView,
+    container_status, oldest_attempt_first,
 };
 use kubeferry_core::marks::{MANAGED_SELECTOR, object_name};
 use kubeferry_core::spec::ContainerJobSpec;
@@ -165,7 +165,11 @@ impl ContainerJobs {
         self.watch(namespace);
         // A job id whose run ended (and whose Job may be gone) answers that run: it never
         // runs twice.
-        if let Some(record) = self.records.fetch(namespace, JobKind::Job, &name).await? {
+        if let Some(record) = self
+            .records
+            .lookup(namespace, JobKind::Job, &name, job_id)
+            .await?
+        {
             check_resubmission(&record, "Job", namespace, &name, job_id, &spec.hash())?;
             return Ok(self.id(namespace, &name));
         }
@@ -541,17 +545,6 @@ impl ContainerJobs {
     }
 }
 
-/// Whether a pod's main container has started (so it has a log to follow).
-fn has_started(pod: &PodView) -> bool {
-    use kubeferry_core::container::ContainerStateView;
-    pod.main.as_ref().is_some_and(|main| {
-        matches!(
-            main.state,
-            ContainerStateView::Running { .. } | ContainerStateView::Terminated(_)
-        ) || main.last_terminated.is_some()
-    })
-}
-
 impl ContainerJobs {
     /// A Job as read from the server, with the status it shows given its pods as the server
     /// lists them now (and the final states of deleted ones the watch still knows).
@@ -620,7 +613,7 @@ impl Kind for ContainerJobs {
                 pod: pod.name.clone(),
                 uid: pod.uid.clone(),
                 container: MAIN_CONTAINER.to_string(),
-                started: has_started(pod),
+                started: pod.main.as_ref().is_some_and(ContainerView::has_started),
                 index: pod.completion_index,
             })
             .collect())

@@ -23,7 +23,7 @@ use futures::{Stream, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
-use kubeferry_core::container::ContainerStateView;
+use kubeferry_core::container::ContainerView;
 use kubeferry_core::marks::{
     MANAGED_SELECTOR, OUTCOME_ANNOTATION, dns1035_object_name, object_name,
 };
@@ -381,7 +381,7 @@ impl SparkJobs {
         // never runs twice.
         if let Some(record) = self
             .records
-            .fetch(namespace, JobKind::SparkApp, &name)
+            .lookup(namespace, JobKind::SparkApp, &name, job_id)
             .await?
         {
             check_resubmission(&record, KIND, namespace, &name, job_id, &spec.hash())?;
@@ -1140,7 +1140,10 @@ impl Kind for SparkJobs {
                 pod: driver.name.clone(),
                 uid: driver.uid.clone(),
                 container: DRIVER_CONTAINER.to_string(),
-                started: has_started(driver),
+                started: driver
+                    .container
+                    .as_ref()
+                    .is_some_and(ContainerView::has_started),
                 index: None,
             })
             .collect())
@@ -1150,16 +1153,6 @@ impl Kind for SparkJobs {
 /// The view of a SparkApplication object.
 fn view_of(operator: SparkOperator, object: &DynamicObject) -> SparkAppView {
     SparkAppView::from_parts(operator, &object.metadata, &object.data)
-}
-
-/// Whether a driver's container has started (so it has a log to follow).
-fn has_started(driver: &DriverView) -> bool {
-    driver.container.as_ref().is_some_and(|c| {
-        matches!(
-            c.state,
-            ContainerStateView::Running { .. } | ContainerStateView::Terminated(_)
-        ) || c.last_terminated.is_some()
-    })
 }
 
 /// One copy of an application: its namespace, name and resourceVersion.

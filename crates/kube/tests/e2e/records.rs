@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kubeferry_core::record::record_name;
-use kubeferry_core::{ExecutionInfo, JobKind, JobState, Reason};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use kubeferry_kube::rbac;
 use kubeferry_sim::SimConfig;
 
@@ -102,6 +102,61 @@ async fn a_job_id_submitted_again_after_its_job_is_gone_answers_its_first_run() 
         "{error}"
     );
     assert_eq!(env.sim.request_count("create", "jobs.batch"), creates);
+}
+
+/// Submissions asked together read their job ids' records together: one LIST for the burst,
+/// as fresh as a GET of each (it starts after each was asked), and a job id among them whose
+/// run is recorded answers that run and creates nothing.
+#[tokio::test]
+async fn a_burst_of_submissions_reads_their_records_in_one_request() {
+    const BURST: usize = 40;
+    let env = Env::start().await;
+    let spec = spec_of(&shell("burst", "echo done", "ttlAfterFinished: 1s"));
+    let first = env.executor.submit(&spec, "burst-first", NS).await.unwrap();
+    let (outcome, _) = env.wait(&first).await;
+    eventually(
+        "the TTL to remove the Job and its record to be kept",
+        || async {
+            (env.job_object(&first).is_none() && recorded(&env, &first.name)).then_some(())
+        },
+    )
+    .await;
+    env.sim.reset_counters();
+    let job_ids: Vec<String> = (0..BURST)
+        .map(|n| format!("burst-{n}"))
+        .chain(["burst-first".to_string()])
+        .collect();
+    let submitted = futures::future::join_all(
+        job_ids
+            .iter()
+            .map(|job_id| env.executor.submit(&spec, job_id, NS)),
+    )
+    .await;
+    let ids: Vec<ExecutionId> = submitted.into_iter().map(Result::unwrap).collect();
+    assert_eq!(ids[BURST], first, "the recorded job id answers its run");
+    assert_eq!(env.executor.status(&first).await.unwrap(), outcome);
+    let counters = env.sim.counters();
+    assert_eq!(
+        env.sim.request_count("list", "configmaps"),
+        1,
+        "{counters:#?}"
+    );
+    assert_eq!(
+        env.sim.request_count("get", "configmaps"),
+        0,
+        "{counters:#?}"
+    );
+    assert_eq!(
+        env.sim.request_count("create", "jobs.batch"),
+        BURST as u64,
+        "{counters:#?}"
+    );
+    // One after another, each asks on its own.
+    env.sim.reset_counters();
+    for job_id in ["burst-next-1", "burst-next-2"] {
+        env.executor.submit(&spec, job_id, NS).await.unwrap();
+    }
+    assert_eq!(env.sim.request_count("list", "configmaps"), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,17 +18,22 @@ async fn waiting_on_many_jobs_costs_the_watches_not_a_poll_per_job() {
         ids.push(env.executor.submit(&spec, &job_id, NS).await.unwrap());
     }
     // Submitting costs one create per job, and one read of the job id's outcome record (a job
-    // id never runs twice); tracking costs the namespace's watches: one list and one watch of
-    // Jobs, of pods, of the Job controller's refusal events, and of the outcome records.
+    // id never runs twice; submissions one after another read one each); tracking costs the
+    // namespace's watches: one list and one watch of Jobs, of pods, of the Job controller's
+    // refusal events, and of the outcome records.
     assert_eq!(env.sim.request_count("create", "jobs.batch"), JOBS as u64);
-    assert_eq!(env.sim.request_count("get", "configmaps"), JOBS as u64);
+    assert_eq!(env.sim.request_count("get", "configmaps"), 0);
     let watch = env.executor.container_jobs().watch(NS);
     eventually("the watch to hold every Job", || async {
         (watch.jobs.len() == JOBS).then_some(())
     })
     .await;
     env.watches_open(NAMESPACE_WATCHES).await;
-    assert_eq!(env.sim.request_count("list", ""), NAMESPACE_WATCHES as u64);
+    assert_eq!(
+        env.sim.request_count("list", ""),
+        (NAMESPACE_WATCHES + JOBS) as u64
+    );
+    assert_eq!(env.sim.request_count("list", "configmaps"), 1 + JOBS as u64);
     assert_eq!(env.sim.request_count("watch", ""), NAMESPACE_WATCHES as u64);
 
     // Jobs that ended already were recorded already.
