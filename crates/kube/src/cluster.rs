@@ -473,7 +473,7 @@ impl std::fmt::Display for Op {
 
 /// An error with its causes, `outer: cause: root cause`: a lost connection's own message
 /// ("client error (SendRequest)") says little; its causes say what happened.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -490,7 +490,7 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
 /// The name a kubeconfig cluster entry gets in execution ids: the entry's name, with `/`
 /// (common in cloud providers' names, e.g. EKS ARNs) replaced by `.`; the context's name when the
 /// entry has none.
-pub fn cluster_name_from(cluster_entry: &str, context: &str) -> String {
+pub(crate) fn cluster_name_from(cluster_entry: &str, context: &str) -> String {
     let base = if cluster_entry.is_empty() {
         context
     } else {

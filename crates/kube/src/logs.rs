@@ -66,7 +66,7 @@ pub async fn tail(cluster: &Cluster, target: &LogTarget, options: &TailOptions) 
 
 /// The last `max` bytes of `text`, moved forward to the next character boundary so that no
 /// character is split.
-pub fn last_bytes(text: &str, max: usize) -> &str {
+pub(crate) fn last_bytes(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }
@@ -296,7 +296,7 @@ async fn container_terminated(
 /// re-opened stream starts at the second of the last line and repeats the lines of that second
 /// already delivered; those are skipped by counting them.
 #[derive(Debug, Default)]
-pub struct Resume {
+pub(crate) struct Resume {
     last: Option<Timestamp>,
     delivered_at_last: usize,
     replay_at_last: usize,
@@ -354,7 +354,7 @@ impl Resume {
 }
 
 /// Splits `2026-01-02T03:04:05.123456789Z text` into its time and text.
-pub fn split_timestamp(line: &str) -> Option<(Timestamp, &str)> {
+pub(crate) fn split_timestamp(line: &str) -> Option<(Timestamp, &str)> {
     let (time, text) = line.split_once(' ').unwrap_or((line, ""));
     let time: Timestamp = time.parse().ok()?;
     Some((time, text))

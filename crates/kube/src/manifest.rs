@@ -54,12 +54,12 @@ pub use kubeferry_core::container::MAIN_CONTAINER;
 pub mod spark;
 
 /// The name of the pod volume behind `tmpfs`.
-pub const TMPFS_VOLUME: &str = "tmpfs";
+pub(crate) const TMPFS_VOLUME: &str = "tmpfs";
 /// The name of the pod volume behind `sharedMemory`.
-pub const SHARED_MEMORY_VOLUME: &str = "shm";
+pub(crate) const SHARED_MEMORY_VOLUME: &str = "shm";
 /// The prefix of the pod volumes behind `persistentVolumeClaims` (`pvc-0`, `pvc-1`, ... in
 /// claim name order; claim names may hold dots, which volume names may not).
-pub const PVC_VOLUME_PREFIX: &str = "pvc-";
+pub(crate) const PVC_VOLUME_PREFIX: &str = "pvc-";
 
 /// The Pod condition Kubernetes sets on pods lost to a disruption (eviction, preemption,
 /// node drain or shutdown).

@@ -40,7 +40,7 @@ impl Default for RetryPolicy {
 
 /// What a failed attempt means for retrying.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The server asked to try again (429, 5xx but 501), perhaps after the delay its `Status`
     /// body names.
     RetryAfter(Option<Duration>),
@@ -53,7 +53,7 @@ pub enum Verdict {
 
 /// Classifies a client error. The server's delay comes from the `Status` body's
 /// `details.retryAfterSeconds` (the `Retry-After` header is not visible through kube-rs).
-pub fn verdict(error: &kube::Error) -> Verdict {
+pub(crate) fn verdict(error: &kube::Error) -> Verdict {
     match error {
         kube::Error::Api(status) => match status.code {
             429 | 500 | 502..=599 => Verdict::RetryAfter(

@@ -107,7 +107,7 @@ where
                 // A kind the service may not list (a Role for container jobs only, on a
                 // cluster with a Spark operator) has nothing to report: it counts as listed,
                 // so that the other kinds' listing is announced.
-                if !ever_listed && crate::tracker::reflector::refusal_of(&error).is_some() {
+                if !ever_listed && crate::tracker::refusal_of(&error).is_some() {
                     ever_listed = true;
                     vec![SelectorEvent::Listed]
                 } else {

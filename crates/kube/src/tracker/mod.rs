@@ -4,13 +4,11 @@
 
 mod namespaces;
 mod recent;
-pub mod reflector;
+mod reflector;
 mod reported;
 
 pub(crate) use namespaces::{Namespaces, lock, reported_key};
 pub(crate) use recent::Recent;
-pub use reflector::{
-    Departure, Entry, REFUSAL_LIFETIME, Reflector, ReflectorSettings, Refusal, Tombstone,
-    WatchHealth,
-};
-pub use reported::LastReported;
+pub(crate) use reflector::{Departure, Entry, Reflector, refusal_of};
+pub use reflector::{ReflectorSettings, WatchHealth};
+pub(crate) use reported::LastReported;
