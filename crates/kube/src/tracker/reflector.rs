@@ -154,10 +154,10 @@ pub(crate) fn refusal_of(error: &watcher::Error) -> Option<(&'static str, String
 
 struct State<V> {
     objects: HashMap<String, Entry<V>>,
-    by_job: HashMap<String, HashSet<String>>,
+    by_job: JobIndex,
     tombstones: HashMap<String, Tombstone<V>>,
     /// Tombstone names by the job they belonged to.
-    tombstones_by_job: HashMap<String, HashSet<String>>,
+    tombstones_by_job: JobIndex,
     /// Tombstone names in the order they were made, for pruning the oldest first.
     tombstone_order: VecDeque<(Instant, String)>,
     relisting: Option<HashSet<String>>,
@@ -170,9 +170,9 @@ impl<V> Default for State<V> {
     fn default() -> Self {
         Self {
             objects: HashMap::new(),
-            by_job: HashMap::new(),
+            by_job: JobIndex::default(),
             tombstones: HashMap::new(),
-            tombstones_by_job: HashMap::new(),
+            tombstones_by_job: JobIndex::default(),
             tombstone_order: VecDeque::new(),
             relisting: None,
             health: WatchHealth::default(),
@@ -287,13 +287,7 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
     /// The entries of one job.
     pub fn of_job(&self, job: &str) -> Vec<Entry<V>> {
         let state = read(&self.state);
-        state
-            .by_job
-            .get(job)
-            .into_iter()
-            .flatten()
-            .filter_map(|name| state.objects.get(name).cloned())
-            .collect()
+        entries_of(&state, job).cloned().collect()
     }
 
     /// One object's entry.
@@ -320,13 +314,7 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
         departed: impl Fn(&Tombstone<V>) -> bool,
     ) -> Vec<V> {
         let state = read(&self.state);
-        let present = state
-            .by_job
-            .get(job)
-            .into_iter()
-            .flatten()
-            .filter_map(|name| state.objects.get(name))
-            .map(|entry| entry.view.clone());
+        let present = entries_of(&state, job).map(|entry| entry.view.clone());
         let gone = tombstones_of(&state, job)
             .filter(|tombstone| departed(tombstone))
             .map(|tombstone| tombstone.last.clone());
@@ -338,12 +326,14 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
         read(&self.state).objects.values().cloned().collect()
     }
 
-    /// How many objects are kept.
+    /// How many objects are kept (for this crate's tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         read(&self.state).objects.len()
     }
 
     /// Whether no objects are kept.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -354,12 +344,59 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
     }
 }
 
-fn tombstones_of<'a, V>(state: &'a State<V>, job: &str) -> impl Iterator<Item = &'a Tombstone<V>> {
+/// The names of each job's objects. Most jobs have one object or a few (a Job, its pod), so
+/// each job's names are a short list: a set per job would cost several times the memory. An
+/// object named as its job (a Job, a SparkApplication) is not listed: it is found by name.
+#[derive(Default)]
+struct JobIndex(HashMap<String, Vec<String>>);
+
+impl JobIndex {
+    fn insert(&mut self, job: &str, name: &str) {
+        if name == job {
+            return;
+        }
+        match self.0.get_mut(job) {
+            Some(names) if names.iter().any(|n| n == name) => {}
+            Some(names) => names.push(name.to_string()),
+            None => {
+                self.0.insert(job.to_string(), vec![name.to_string()]);
+            }
+        }
+    }
+
+    fn remove(&mut self, job: &str, name: &str) {
+        if let Some(names) = self.0.get_mut(job) {
+            names.retain(|n| n != name);
+            if names.is_empty() {
+                self.0.remove(job);
+            }
+        }
+    }
+
+    /// The names of `job`'s objects; `own`: whether an object named as the job belongs to it.
+    fn names<'a>(&'a self, job: &'a str, own: bool) -> impl Iterator<Item = &'a str> {
+        own.then_some(job)
+            .into_iter()
+            .chain(self.0.get(job).into_iter().flatten().map(String::as_str))
+    }
+}
+
+fn entries_of<'a, V>(state: &'a State<V>, job: &'a str) -> impl Iterator<Item = &'a Entry<V>> {
+    let own = state.objects.get(job).is_some_and(|entry| entry.job == job);
+    state
+        .by_job
+        .names(job, own)
+        .filter_map(|name| state.objects.get(name))
+}
+
+fn tombstones_of<'a, V>(
+    state: &'a State<V>,
+    job: &'a str,
+) -> impl Iterator<Item = &'a Tombstone<V>> {
+    let own = state.tombstones.get(job).is_some_and(|t| t.job == job);
     state
         .tombstones_by_job
-        .get(job)
-        .into_iter()
-        .flatten()
+        .names(job, own)
         .filter_map(|name| state.tombstones.get(name))
 }
 
@@ -485,17 +522,15 @@ where
 
 fn upsert<V>(state: &mut State<V>, entry: Entry<V>) {
     drop_tombstone(state, &entry.name);
-    if let Some(previous) = state.objects.get(&entry.name)
-        && previous.job != entry.job
-        && let Some(names) = state.by_job.get_mut(&previous.job)
-    {
-        names.remove(&entry.name);
+    match state.objects.get(&entry.name) {
+        Some(previous) if previous.job == entry.job => {}
+        Some(previous) => {
+            let job = previous.job.clone();
+            state.by_job.remove(&job, &entry.name);
+            state.by_job.insert(&entry.job, &entry.name);
+        }
+        None => state.by_job.insert(&entry.job, &entry.name),
     }
-    state
-        .by_job
-        .entry(entry.job.clone())
-        .or_default()
-        .insert(entry.name.clone());
     state.objects.insert(entry.name.clone(), entry);
 }
 
@@ -512,12 +547,7 @@ fn remove<V: Clone>(
         (None, Some(entry)) => (Departure::Vanished, entry),
         (None, None) => return None,
     };
-    if let Some(names) = state.by_job.get_mut(&entry.job) {
-        names.remove(name);
-        if names.is_empty() {
-            state.by_job.remove(&entry.job);
-        }
-    }
+    state.by_job.remove(&entry.job, name);
     let now = Instant::now();
     prune_tombstones(state, now, settings);
     let job = entry.job.clone();
@@ -525,11 +555,7 @@ fn remove<V: Clone>(
     if settings.max_tombstones == 0 {
         return Some(job);
     }
-    state
-        .tombstones_by_job
-        .entry(job.clone())
-        .or_default()
-        .insert(name.to_string());
+    state.tombstones_by_job.insert(&job, name);
     state.tombstones.insert(
         name.to_string(),
         Tombstone {
@@ -548,12 +574,7 @@ fn drop_tombstone<V>(state: &mut State<V>, name: &str) {
     let Some(tombstone) = state.tombstones.remove(name) else {
         return;
     };
-    if let Some(names) = state.tombstones_by_job.get_mut(&tombstone.job) {
-        names.remove(name);
-        if names.is_empty() {
-            state.tombstones_by_job.remove(&tombstone.job);
-        }
-    }
+    state.tombstones_by_job.remove(&tombstone.job, name);
 }
 
 /// Drops tombstones past their time, and the oldest while there are too many.

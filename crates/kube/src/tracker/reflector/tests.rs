@@ -42,8 +42,37 @@ fn initial_list_syncs_and_indexes_by_job() {
     run(&state, watcher::Event::InitDone);
     let state = read(&state);
     assert!(state.health.synced);
-    assert_eq!(state.by_job["j1"].len(), 2);
-    assert_eq!(state.by_job["j2"].len(), 1);
+    assert_eq!(state.by_job.0["j1"].len(), 2);
+    assert_eq!(state.by_job.0["j2"].len(), 1);
+}
+
+#[test]
+fn an_object_named_as_its_job_is_found_without_an_index_entry() {
+    let state = RwLock::new(State::default());
+    run(&state, watcher::Event::Apply(object("j1", "j1", "the job")));
+    run(&state, watcher::Event::Apply(object("p1", "j1", "its pod")));
+    run(
+        &state,
+        watcher::Event::Apply(object("j2", "j3", "another job's")),
+    );
+    {
+        let state = read(&state);
+        assert_eq!(state.by_job.0["j1"], ["p1"]);
+        let views: Vec<&str> = entries_of(&state, "j1").map(|e| e.view.as_str()).collect();
+        assert_eq!(views, ["the job", "its pod"]);
+        // An object named as a job it does not belong to is not that job's.
+        assert_eq!(entries_of(&state, "j2").count(), 0);
+        assert_eq!(entries_of(&state, "j3").count(), 1);
+    }
+    run(&state, watcher::Event::Delete(object("j1", "j1", "ended")));
+    run(&state, watcher::Event::Delete(object("p1", "j1", "gone")));
+    let state = read(&state);
+    assert!(!state.by_job.0.contains_key("j1"));
+    let gone: Vec<&str> = tombstones_of(&state, "j1")
+        .map(|t| t.last.as_str())
+        .collect();
+    assert_eq!(gone, ["ended", "gone"]);
+    assert_eq!(entries_of(&state, "j1").count(), 0);
 }
 
 #[test]
@@ -54,7 +83,7 @@ fn deleted_events_leave_the_final_state() {
     assert_eq!(changed, ["j1"]);
     let state = read(&state);
     assert!(state.objects.is_empty());
-    assert!(state.by_job.is_empty());
+    assert!(state.by_job.0.is_empty());
     let tombstone = &state.tombstones["p1"];
     assert_eq!(tombstone.departure, Departure::Deleted);
     assert_eq!(tombstone.last, "final");
@@ -120,7 +149,7 @@ fn tombstones_are_bounded() {
         assert!(state.tombstones.contains_key(kept), "{kept}");
     }
     assert_eq!(
-        state.tombstones_by_job["j"].len(),
+        state.tombstones_by_job.0["j"].len(),
         3,
         "the index is pruned too"
     );
@@ -143,14 +172,14 @@ fn tombstones_are_found_by_job_until_the_object_returns() {
     run(&state, watcher::Event::Delete(object("p1", "j1", "final")));
     {
         let state = read(&state);
-        let names: Vec<&String> = state.tombstones_by_job["j1"].iter().collect();
+        let names: Vec<&String> = state.tombstones_by_job.0["j1"].iter().collect();
         assert_eq!(names, ["p1"]);
     }
     // The same name again (a new object): its tombstone goes, and so does the index entry.
     run(&state, watcher::Event::Apply(object("p1", "j1", "again")));
     let state = read(&state);
     assert!(state.tombstones.is_empty());
-    assert!(state.tombstones_by_job.is_empty());
+    assert!(state.tombstones_by_job.0.is_empty());
 }
 
 #[test]
