@@ -10,6 +10,12 @@ use jiff::Timestamp;
 use kubeferry_core::JobState;
 use tokio::sync::broadcast;
 
+use crate::tracker::lock;
+
+/// How many of a namespace's jobs its settler settles side by side (each at most a few
+/// requests: a record's create, a suspend).
+pub(crate) const SETTLED_AT_ONCE: usize = 8;
+
 /// One notification of the watches: a job changed, or some were missed.
 pub(crate) type Change = std::result::Result<String, broadcast::error::RecvError>;
 
@@ -45,17 +51,18 @@ pub(crate) fn retry_delay(error: &crate::Error, interval: Duration) -> Duration 
 
 /// When each job is to be looked at again: the instant its mapping's answer changes by time
 /// alone, or a failed write is due again. The mapping's deadlines are wall-clock instants.
+/// Jobs settled side by side arm them too.
 #[derive(Default)]
-pub(crate) struct Timers(BTreeMap<Timestamp, BTreeSet<String>>);
+pub(crate) struct Timers(Mutex<BTreeMap<Timestamp, BTreeSet<String>>>);
 
 impl Timers {
     /// Looks at `job` again at `at`.
-    pub(crate) fn arm(&mut self, at: Timestamp, job: &str) {
-        self.0.entry(at).or_default().insert(job.to_string());
+    pub(crate) fn arm(&self, at: Timestamp, job: &str) {
+        lock(&self.0).entry(at).or_default().insert(job.to_string());
     }
 
     /// Looks at `job` again `after` from now.
-    pub(crate) fn arm_after(&mut self, after: Duration, job: &str) {
+    pub(crate) fn arm_after(&self, after: Duration, job: &str) {
         let now = Timestamp::now();
         let at = jiff::SignedDuration::try_from(after)
             .ok()
@@ -66,10 +73,11 @@ impl Timers {
 
     /// Sleeps until the earliest timer; forever without one.
     pub(crate) async fn next(&self) {
-        match self.0.first_key_value() {
-            Some((at, _)) => {
+        let earliest = lock(&self.0).first_key_value().map(|(at, _)| *at);
+        match earliest {
+            Some(at) => {
                 let wait = Timestamp::now()
-                    .duration_until(*at)
+                    .duration_until(at)
                     .try_into()
                     .unwrap_or(Duration::ZERO);
                 tokio::time::sleep(wait).await;
@@ -79,10 +87,11 @@ impl Timers {
     }
 
     /// Takes the jobs whose timers ran out by now.
-    pub(crate) fn take_due(&mut self) -> BTreeSet<String> {
+    pub(crate) fn take_due(&self) -> BTreeSet<String> {
         let now = Timestamp::now();
         let mut due = BTreeSet::new();
-        while let Some(entry) = self.0.first_entry() {
+        let mut timers = lock(&self.0);
+        while let Some(entry) = timers.first_entry() {
             if *entry.key() > now {
                 break;
             }
@@ -154,7 +163,7 @@ mod tests {
 
     #[tokio::test]
     async fn timers_give_their_jobs_once_due_and_not_before() {
-        let mut timers = Timers::default();
+        let timers = Timers::default();
         timers.arm_after(Duration::from_secs(3600), "later");
         timers.arm_after(Duration::ZERO, "now");
         timers.arm(

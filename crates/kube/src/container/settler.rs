@@ -24,7 +24,7 @@ use super::tracker::{NamespaceWatch, listed_pods};
 use crate::cluster::{Cluster, Op};
 use crate::error::Result;
 use crate::objects::Objects;
-use crate::settling::{JobStates, Timers, merged, retry_delay};
+use crate::settling::{JobStates, SETTLED_AT_ONCE, Timers, merged, retry_delay};
 use crate::tracker::{Departure, lock, reported_key};
 
 const JOBS: &str = "jobs.batch";
@@ -63,7 +63,7 @@ impl Task {
         mut requests: mpsc::UnboundedReceiver<Request>,
     ) {
         let mut changes = merged(changes);
-        let mut timers = Timers::default();
+        let timers = Timers::default();
         let mut janitor = tokio::time::interval_at(
             tokio::time::Instant::now() + self.context.janitor_interval,
             self.context.janitor_interval,
@@ -79,7 +79,7 @@ impl Task {
             tokio::select! {
                 request = requests.recv() => {
                     let Some(request) = request else { return };
-                    let settled = self.settle(&request.job, &request.pods, &mut timers).await;
+                    let settled = self.settle(&request.job, &request.pods, &timers).await;
                     let _ = request.done.send(settled);
                     continue;
                 }
@@ -132,32 +132,41 @@ impl Task {
                 }
                 due.append(&mut deferred);
             }
-            for name in due {
-                let Some(watch) = self.watch.upgrade() else {
-                    return;
-                };
-                let Some(entry) = watch.jobs.get(&name) else {
-                    self.states.set(&name, None);
-                    // A Job deleted (cancelled, expired, removed by someone): its final state
-                    // tells its outcome, which is recorded if it was not yet.
-                    let deleted = watch
-                        .jobs
-                        .tombstone(&name)
-                        .filter(|tombstone| tombstone.departure == Departure::Deleted);
-                    if let Some(tombstone) = deleted {
-                        let pods = watch.pods_of(&name);
-                        drop(watch);
-                        self.settle_deleted(&tombstone.last, &pods, &mut timers)
-                            .await;
-                    }
-                    continue;
-                };
+            if self.watch.strong_count() == 0 {
+                return;
+            }
+            // Jobs are settled side by side: many ending at once (a burst of outcomes to
+            // record) wait for a few round trips, not for one each in turn.
+            futures::stream::iter(due)
+                .for_each_concurrent(SETTLED_AT_ONCE, |name| self.settle_named(name, &timers))
+                .await;
+        }
+    }
+
+    /// Settles the job named `name` as the watches hold it, or as it was when it was deleted.
+    async fn settle_named(&self, name: String, timers: &Timers) {
+        let Some(watch) = self.watch.upgrade() else {
+            return;
+        };
+        let Some(entry) = watch.jobs.get(&name) else {
+            self.states.set(&name, None);
+            // A Job deleted (cancelled, expired, removed by someone): its final state tells
+            // its outcome, which is recorded if it was not yet.
+            let deleted = watch
+                .jobs
+                .tombstone(&name)
+                .filter(|tombstone| tombstone.departure == Departure::Deleted);
+            if let Some(tombstone) = deleted {
                 let pods = watch.pods_of(&name);
                 drop(watch);
-                if let Err(error) = self.settle(&entry.view, &pods, &mut timers).await {
-                    debug!(message = "could not settle a job; will retry", namespace = %self.namespace, job = %name, %error);
-                }
+                self.settle_deleted(&tombstone.last, &pods, timers).await;
             }
+            return;
+        };
+        let pods = watch.pods_of(&name);
+        drop(watch);
+        if let Err(error) = self.settle(&entry.view, &pods, timers).await {
+            debug!(message = "could not settle a job; will retry", namespace = %self.namespace, job = %name, %error);
         }
     }
 
@@ -177,7 +186,7 @@ impl Task {
 
     /// Maps one job as observed and carries out what the mapping asks for; arms the job's
     /// timer for when its answer next changes by time alone, or for a retry.
-    async fn settle(&self, job: &JobView, pods: &[PodView], timers: &mut Timers) -> Result<()> {
+    async fn settle(&self, job: &JobView, pods: &[PodView], timers: &Timers) -> Result<()> {
         let key = reported_key(&job.namespace, &job.name);
         let version = job.resource_version.as_deref();
         let previous = {
@@ -345,7 +354,7 @@ impl Task {
 
     /// Keeps the outcome record of a job that ended (nothing when it is kept already); a
     /// failed write is tried again at the retry interval.
-    async fn keep(&self, job: &JobView, outcome: &ExecutionInfo, timers: &mut Timers) {
+    async fn keep(&self, job: &JobView, outcome: &ExecutionInfo, timers: &Timers) {
         let record = OutcomeRecord {
             kind: JobKind::Job,
             object: job.name.clone(),
@@ -363,7 +372,7 @@ impl Task {
 
     /// Keeps the outcome of a deleted Job, from its final state and its pods' (a cancel, an
     /// expiry, a removal by someone), if it has one and it is not recorded yet.
-    async fn settle_deleted(&self, job: &JobView, pods: &[PodView], timers: &mut Timers) {
+    async fn settle_deleted(&self, job: &JobView, pods: &[PodView], timers: &Timers) {
         let key = reported_key(&job.namespace, &job.name);
         let previous = lock(&self.context.reported).get(&key);
         let observation = JobObservation::Vanished {

@@ -45,7 +45,7 @@ async fn run(
     mut requests: mpsc::UnboundedReceiver<Request>,
     states: Arc<JobStates>,
 ) {
-    let mut timers = Timers::default();
+    let timers = Timers::default();
     // The operators whose applications are watched can grow (a job of an operator discovered
     // later): the notifications are merged again when they do.
     let mut subscribed: Option<usize> = None;
@@ -77,7 +77,7 @@ async fn run(
                         .evaluate(&request.id, request.found, Acting::Carry)
                         .await
                         .map(|evaluated| {
-                            arm(&mut timers, &request.id.name, &evaluated);
+                            arm(&timers, &request.id.name, &evaluated);
                             let present = watch
                                 .upgrade()
                                 .is_some_and(|watch| watch.holds(&request.id.name));
@@ -133,7 +133,7 @@ async fn run(
             drop(held);
             match jobs.evaluate(&id, found, Acting::Carry).await {
                 Ok(evaluated) => {
-                    arm(&mut timers, &app, &evaluated);
+                    arm(&timers, &app, &evaluated);
                     // Counted while its application is there (a deleted one's outcome stands,
                     // but it is no longer a job the cluster holds).
                     let present = watch.upgrade().is_some_and(|watch| watch.holds(&app));
@@ -151,7 +151,7 @@ async fn run(
 }
 
 /// Arms the application's timer for when its answer next changes by time alone.
-fn arm(timers: &mut Timers, app: &str, evaluated: &super::Evaluated) {
+fn arm(timers: &Timers, app: &str, evaluated: &super::Evaluated) {
     if let Some(at) = evaluated.recheck_at {
         timers.arm(at, app);
     }
