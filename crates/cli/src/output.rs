@@ -148,23 +148,10 @@ pub fn print_statuses(
             print_text(&names)?;
         }
         Format::Table | Format::Wide if !statuses.is_empty() => {
-            let wide = *format == Format::Wide;
-            // Indexed jobs get a column with where their indexes stand; other tables are as
-            // they always were.
-            if statuses.iter().any(|(_, info)| info.indexes.is_some()) {
-                let mut table = status_table(wide);
-                table.insert_column_before_last("INDEXES");
-                for (id, info) in statuses {
-                    let mut cells = status_cells(id, info, wide);
-                    cells.insert(cells.len() - 1, index_cell(info));
-                    table.row(cells);
-                }
-                print_text(&table.render())?;
-                return Ok(());
-            }
-            let mut table = status_table(wide);
+            let columns = StatusColumns::for_statuses(statuses, *format == Format::Wide);
+            let mut table = columns.table();
             for (id, info) in statuses {
-                table.row(status_cells(id, info, wide));
+                table.row(columns.cells(id, info));
             }
             print_text(&table.render())?;
         }
@@ -195,6 +182,42 @@ pub fn print_final(format: &Format, id: &ExecutionId, info: &ExecutionInfo) -> a
             println!("{}", final_line(id, info));
             Ok(())
         }
+    }
+}
+
+/// Which columns a status table has: `wide` adds how long the job ran, and indexed jobs get a
+/// column with where their indexes stand (other tables are as they always were).
+#[derive(Clone, Copy, Debug)]
+pub struct StatusColumns {
+    wide: bool,
+    indexed: bool,
+}
+
+impl StatusColumns {
+    /// The columns for these statuses.
+    pub fn for_statuses(statuses: &[(&ExecutionId, ExecutionInfo)], wide: bool) -> Self {
+        StatusColumns {
+            wide,
+            indexed: statuses.iter().any(|(_, info)| info.indexes.is_some()),
+        }
+    }
+
+    /// An empty table with these columns.
+    pub fn table(self) -> Table {
+        let mut table = status_table(self.wide);
+        if self.indexed {
+            table.insert_column_before_last("INDEXES");
+        }
+        table
+    }
+
+    /// A status as a row of these columns.
+    pub fn cells(self, id: &ExecutionId, info: &ExecutionInfo) -> Vec<String> {
+        let mut cells = status_cells(id, info, self.wide);
+        if self.indexed {
+            cells.insert(cells.len() - 1, index_cell(info));
+        }
+        cells
     }
 }
 

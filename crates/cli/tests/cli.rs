@@ -203,6 +203,21 @@ async fn an_indexed_job_shows_its_indexes_and_logs_by_index() {
         lines.next().unwrap_or_default().contains("5/5 succeeded"),
         "{table}"
     );
+    // Watched, the rows have the same column.
+    let output = run(kubeferry(kubeconfig).args(["status", "-w", "--until-done", &id])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    let mut lines = table.lines();
+    let header = lines.next().unwrap_or_default();
+    assert!(
+        header.contains(" INDEXES ") && header.ends_with("MESSAGE"),
+        "{table}"
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert!(
+        !rows.is_empty() && rows.iter().all(|row| row.contains("5/5 succeeded")),
+        "{table}"
+    );
 
     let output = run(kubeferry(kubeconfig).args(["logs", &id, "--index", "3"])).await;
     assert!(output.status.success(), "{}", text(&output.stderr));

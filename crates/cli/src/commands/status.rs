@@ -11,8 +11,7 @@ use crate::commands::list::{News, waiter};
 use crate::commands::parse_id;
 use crate::connect::{Fallback, connect};
 use crate::output::{
-    StatusRow, Structured, print_statuses, print_structured, print_text, render_row, status_cells,
-    status_table,
+    StatusColumns, StatusRow, Structured, print_statuses, print_structured, print_text, render_row,
 };
 
 /// Runs `kubeferry status`.
@@ -52,10 +51,11 @@ pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
             ExitCode::SUCCESS
         });
     }
+    let columns = StatusColumns::for_statuses(&found, *format == Format::Wide);
     let widths = {
-        let mut table = status_table(*format == Format::Wide);
+        let mut table = columns.table();
         for (id, info) in &found {
-            table.row(status_cells(id, info, *format == Format::Wide));
+            table.row(columns.cells(id, info));
         }
         table.widths()
     };
@@ -85,7 +85,7 @@ pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
             Some(news) = news.recv() => match news {
                 News::Status(id, info) => {
                     if shown.get(&id) != Some(&info) {
-                        print_change(format, Some(&widths), &id, &info)?;
+                        print_change(format, Some((&widths, columns)), &id, &info)?;
                         shown.insert(id, info);
                     }
                 }
@@ -111,16 +111,21 @@ pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
 /// One status as a row under the table (or an id, a JSON document, ...).
 fn print_change(
     format: &Format,
-    widths: Option<&[usize]>,
+    table: Option<(&[usize], StatusColumns)>,
     id: &ExecutionId,
     info: &ExecutionInfo,
 ) -> anyhow::Result<()> {
     let row = StatusRow { id, status: info };
     match format {
-        Format::Table | Format::Wide => print_text(&render_row(
-            widths.unwrap_or_default(),
-            &status_cells(id, info, *format == Format::Wide),
-        )),
+        Format::Table | Format::Wide => {
+            let (widths, columns) = table.unwrap_or_else(|| {
+                (
+                    &[],
+                    StatusColumns::for_statuses(&[], *format == Format::Wide),
+                )
+            });
+            print_text(&render_row(widths, &columns.cells(id, info)))
+        }
         Format::Name => print_text(&format!("{id}\n")),
         Format::Json => print_structured(Structured::Json, &row),
         Format::Yaml => {
