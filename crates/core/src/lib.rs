@@ -9,6 +9,7 @@ pub mod duration;
 pub mod id;
 pub mod indexes;
 pub mod marks;
+mod named;
 pub mod observation;
 pub mod record;
 pub mod spark;

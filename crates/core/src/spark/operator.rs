@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::named::names;
+
 /// The kind of every SparkApplication, of either operator.
 pub const SPARK_APPLICATION_KIND: &str = "SparkApplication";
 /// The plural resource name of SparkApplications, of either operator.
@@ -28,23 +30,11 @@ pub enum SparkOperator {
     Kubeflow,
 }
 
+names!(SparkOperator: Apache = "apache", Kubeflow = "kubeflow");
+
 impl SparkOperator {
     /// Both operators, in the order they are documented.
     pub const ALL: [SparkOperator; 2] = [SparkOperator::Apache, SparkOperator::Kubeflow];
-
-    /// Every operator with its name in job files and configuration.
-    pub const NAMES: [(&'static str, SparkOperator); 2] = [
-        ("apache", SparkOperator::Apache),
-        ("kubeflow", SparkOperator::Kubeflow),
-    ];
-
-    /// The name in job files and configuration: `apache` or `kubeflow`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SparkOperator::Apache => "apache",
-            SparkOperator::Kubeflow => "kubeflow",
-        }
-    }
 
     /// The API group of its SparkApplication.
     pub fn group(self) -> &'static str {

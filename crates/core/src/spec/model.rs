@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Serialize, Serializer};
 
 use super::quantity::Quantity;
+use crate::named::names;
 
 /// A container job: one container run once to completion by a `batch/v1` Job.
 ///
@@ -187,23 +188,7 @@ pub enum PullPolicy {
     Never,
 }
 
-impl PullPolicy {
-    /// Every policy with its name in job files (and in Kubernetes).
-    pub const NAMES: [(&'static str, PullPolicy); 3] = [
-        ("Always", PullPolicy::Always),
-        ("IfNotPresent", PullPolicy::IfNotPresent),
-        ("Never", PullPolicy::Never),
-    ];
-
-    /// The Kubernetes name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PullPolicy::Always => "Always",
-            PullPolicy::IfNotPresent => "IfNotPresent",
-            PullPolicy::Never => "Never",
-        }
-    }
-}
+names!(PullPolicy: Always = "Always", IfNotPresent = "IfNotPresent", Never = "Never");
 
 /// One environment variable.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -253,18 +238,18 @@ pub enum PodField {
     ServiceAccount,
 }
 
-impl PodField {
-    /// Every field with its name in job files.
-    pub const NAMES: [(&'static str, PodField); 7] = [
-        ("podName", PodField::PodName),
-        ("namespace", PodField::Namespace),
-        ("podUID", PodField::PodUid),
-        ("podIP", PodField::PodIp),
-        ("nodeName", PodField::NodeName),
-        ("nodeIP", PodField::NodeIp),
-        ("serviceAccount", PodField::ServiceAccount),
-    ];
+names!(
+    PodField:
+    PodName = "podName",
+    Namespace = "namespace",
+    PodUid = "podUID",
+    PodIp = "podIP",
+    NodeName = "nodeName",
+    NodeIp = "nodeIP",
+    ServiceAccount = "serviceAccount",
+);
 
+impl PodField {
     /// The downward API `fieldPath`.
     pub fn field_path(self) -> &'static str {
         match self {
@@ -423,11 +408,9 @@ pub enum GpuVendor {
     Amd,
 }
 
-impl GpuVendor {
-    /// Every vendor with its name in job files.
-    pub const NAMES: [(&'static str, GpuVendor); 2] =
-        [("nvidia", GpuVendor::Nvidia), ("amd", GpuVendor::Amd)];
+names!(GpuVendor: Nvidia = "nvidia", Amd = "amd");
 
+impl GpuVendor {
     /// The extended resource the vendor's device plugin advertises.
     pub fn resource_name(self) -> &'static str {
         match self {
@@ -446,13 +429,7 @@ pub enum Qos {
     Guaranteed,
 }
 
-impl Qos {
-    /// Every class with its name in job files.
-    pub const NAMES: [(&'static str, Qos); 2] = [
-        ("Burstable", Qos::Burstable),
-        ("Guaranteed", Qos::Guaranteed),
-    ];
-}
+names!(Qos: Burstable = "Burstable", Guaranteed = "Guaranteed");
 
 /// Which pod failures end the job at once, and which do not count against `retries`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -508,21 +485,7 @@ pub enum TolerationOperator {
     Exists,
 }
 
-impl TolerationOperator {
-    /// Every operator with its name in job files (and in Kubernetes).
-    pub const NAMES: [(&'static str, TolerationOperator); 2] = [
-        ("Equal", TolerationOperator::Equal),
-        ("Exists", TolerationOperator::Exists),
-    ];
-
-    /// The Kubernetes name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TolerationOperator::Equal => "Equal",
-            TolerationOperator::Exists => "Exists",
-        }
-    }
-}
+names!(TolerationOperator: Equal = "Equal", Exists = "Exists");
 
 /// A taint effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -535,23 +498,12 @@ pub enum TaintEffect {
     NoExecute,
 }
 
-impl TaintEffect {
-    /// Every effect with its name in job files (and in Kubernetes).
-    pub const NAMES: [(&'static str, TaintEffect); 3] = [
-        ("NoSchedule", TaintEffect::NoSchedule),
-        ("PreferNoSchedule", TaintEffect::PreferNoSchedule),
-        ("NoExecute", TaintEffect::NoExecute),
-    ];
-
-    /// The Kubernetes name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaintEffect::NoSchedule => "NoSchedule",
-            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
-            TaintEffect::NoExecute => "NoExecute",
-        }
-    }
-}
+names!(
+    TaintEffect:
+    NoSchedule = "NoSchedule",
+    PreferNoSchedule = "PreferNoSchedule",
+    NoExecute = "NoExecute",
+);
 
 /// A memory-backed scratch directory (an `emptyDir` with medium Memory).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

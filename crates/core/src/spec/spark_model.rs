@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Serialize, Serializer};
 
 use super::model::PullPolicy;
+use crate::named::names;
 use crate::spark::SparkOperator;
 
 /// A Spark application: a driver and its executors, run by one of the Spark operators.
@@ -225,21 +226,7 @@ pub enum SparkRestartPolicy {
     OnFailure,
 }
 
-impl SparkRestartPolicy {
-    /// Every policy with its name in job files (and in both operators).
-    pub const NAMES: [(&'static str, SparkRestartPolicy); 2] = [
-        ("Never", SparkRestartPolicy::Never),
-        ("OnFailure", SparkRestartPolicy::OnFailure),
-    ];
-
-    /// The operators' name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SparkRestartPolicy::Never => "Never",
-            SparkRestartPolicy::OnFailure => "OnFailure",
-        }
-    }
-}
+names!(SparkRestartPolicy: Never = "Never", OnFailure = "OnFailure");
 
 /// Whether the apache operator keeps the driver and its resources after the application ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -252,23 +239,7 @@ pub enum RetainPolicy {
     Never,
 }
 
-impl RetainPolicy {
-    /// Every policy with its name in job files (and in the apache operator).
-    pub const NAMES: [(&'static str, RetainPolicy); 3] = [
-        ("Always", RetainPolicy::Always),
-        ("OnFailure", RetainPolicy::OnFailure),
-        ("Never", RetainPolicy::Never),
-    ];
-
-    /// The operator's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RetainPolicy::Always => "Always",
-            RetainPolicy::OnFailure => "OnFailure",
-            RetainPolicy::Never => "Never",
-        }
-    }
-}
+names!(RetainPolicy: Always = "Always", OnFailure = "OnFailure", Never = "Never");
 
 /// What runs the application, decided by the main application file's extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
