@@ -160,6 +160,9 @@ pub struct TimeoutsFile {
     pub pod_status_wait: Option<String>,
     /// How long deleted jobs are remembered by the watch cache.
     pub tombstone: Option<String>,
+    /// How long a job the API server said it does not have is answered "no such job" without
+    /// asking again (while the watches are current).
+    pub absent: Option<String>,
     /// How long a job's outcome record is kept after it ended (a job id submitted again within
     /// it answers the first run and never runs twice).
     pub outcome_retention: Option<String>,
@@ -279,6 +282,9 @@ pub struct Timeouts {
     pub pod_status_wait: Duration,
     /// How long deleted jobs are remembered by the watch cache.
     pub tombstone: Duration,
+    /// How long a job the API server said it does not have is answered "no such job" without
+    /// asking again (while the watches are current).
+    pub absent: Duration,
     /// How long a job's outcome record is kept after it ended.
     pub outcome_retention: Duration,
     /// How long a SparkApplication may go without any status before the job fails.
@@ -315,6 +321,7 @@ impl Default for Timeouts {
             pending: None,
             pod_status_wait: Duration::from_secs(10),
             tombstone: Duration::from_secs(15 * 60),
+            absent: Duration::from_secs(10),
             outcome_retention: Duration::from_secs(7 * 24 * 3600),
             no_status: Duration::from_secs(10 * 60),
             keep_alive: Duration::from_secs(15),
@@ -447,7 +454,7 @@ fn upper_snake(key: &str) -> String {
 
 impl TimeoutsFile {
     /// Every key with its slot.
-    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 21] {
+    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 22] {
         [
             ("request", &mut self.request),
             ("shutdown", &mut self.shutdown),
@@ -467,6 +474,7 @@ impl TimeoutsFile {
             ("pending", &mut self.pending),
             ("podStatusWait", &mut self.pod_status_wait),
             ("tombstone", &mut self.tombstone),
+            ("absent", &mut self.absent),
             ("outcomeRetention", &mut self.outcome_retention),
             ("noStatus", &mut self.no_status),
             ("keepAlive", &mut self.keep_alive),
@@ -855,7 +863,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
     let mut t = Timeouts::default();
-    let fields: [(&str, &Option<String>, &mut Duration); 20] = [
+    let fields: [(&str, &Option<String>, &mut Duration); 21] = [
         ("request", &file.request, &mut t.request),
         ("shutdown", &file.shutdown, &mut t.shutdown),
         ("drain", &file.drain, &mut t.drain),
@@ -886,6 +894,7 @@ fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
             &mut t.pod_status_wait,
         ),
         ("tombstone", &file.tombstone, &mut t.tombstone),
+        ("absent", &file.absent, &mut t.absent),
         (
             "outcomeRetention",
             &file.outcome_retention,

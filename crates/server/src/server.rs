@@ -80,6 +80,7 @@ pub fn executor_settings(
     let reflector = ReflectorSettings {
         watch_timeout: t.watch,
         tombstone_ttl: t.tombstone,
+        absent_ttl: t.absent,
         ..ReflectorSettings::default()
     };
     let executor = ExecutorSettings {

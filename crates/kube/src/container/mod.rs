@@ -174,6 +174,7 @@ impl ContainerJobs {
             return Ok(self.id(namespace, &name));
         }
         self.submitted.insert(format!("{namespace}/{name}"));
+        self.namespaces.forget_absent(namespace, &name);
         let created = self
             .objects(namespace)
             .create_or_adopt(&self.cluster, &manifest, job_id, &spec.hash())
@@ -221,11 +222,27 @@ impl ContainerJobs {
             {
                 self.cached(&watch, id)
             }
+            // The server said a moment ago it has no such Job, and the watch, current since,
+            // has not delivered one.
+            None if watch.is_current()
+                && self.namespaces.absent_lately(
+                    &id.namespace,
+                    &id.name,
+                    self.settings.reflector.absent_ttl,
+                ) =>
+            {
+                None
+            }
             // A miss: a Job created a moment ago (perhaps by another replica) that the watch
             // has not delivered yet, or a watch that has not synced. One GET settles it.
             None => {
                 debug!(message = "cache miss", id = %id, synced);
-                self.fetch(&watch, id).await?
+                let current = watch.is_current();
+                let fetched = self.fetch(&watch, id).await?;
+                if fetched.is_none() && current {
+                    self.namespaces.note_absent(&id.namespace, &id.name);
+                }
+                fetched
             }
         };
         let Some((observed, pods)) = found else {

@@ -387,6 +387,7 @@ impl SparkJobs {
             check_resubmission(&record, KIND, namespace, &name, job_id, &spec.hash())?;
             return Ok(self.id(namespace, &name));
         }
+        self.namespaces.forget_absent(namespace, &name);
         let object: DynamicObject =
             serde_json::from_value(manifest).map_err(|source| Error::Manifest {
                 operation: format!("build SparkApplication {namespace}/{name}"),
@@ -467,9 +468,24 @@ impl SparkJobs {
         if let Some(found) = self.cached(watch, id).await {
             return Ok(Some(found));
         }
+        // The watches of every operator's applications, current, would have delivered one
+        // created since the server last said it has none.
+        let current = watch.watched().iter().all(|(_, apps)| apps.is_current());
+        if current
+            && self.namespaces.absent_lately(
+                &id.namespace,
+                &id.name,
+                self.settings.reflector.absent_ttl,
+            )
+        {
+            return Ok(None);
+        }
         debug!(message = "cache miss", id = %id, synced);
         self.cluster.check_reachable()?;
         let Some((operator, view)) = self.get(id).await? else {
+            if current {
+                self.namespaces.note_absent(&id.namespace, &id.name);
+            }
             return Ok(None);
         };
         watch.apps_of(operator);

@@ -3,18 +3,24 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use kubeferry_core::ExecutionInfo;
 
-use super::LastReported;
+use super::{LastReported, Recent};
 
 /// How many jobs' last answers a kind remembers (the oldest go first).
 const REPORTED_CAPACITY: usize = 100_000;
+
+/// How many absent jobs a kind remembers (the oldest go first).
+const ABSENT_CAPACITY: usize = 10_000;
 
 /// A kind's watches by namespace (`W`: what it watches in one namespace), and its last answers.
 pub(crate) struct Namespaces<W> {
     watches: Mutex<HashMap<String, Arc<W>>>,
     reported: Arc<Mutex<LastReported>>,
+    /// Jobs the API server said lately it does not have, by `namespace/name`.
+    absent: Recent,
 }
 
 impl<W> Default for Namespaces<W> {
@@ -22,6 +28,7 @@ impl<W> Default for Namespaces<W> {
         Self {
             watches: Mutex::default(),
             reported: Arc::new(Mutex::new(LastReported::new(REPORTED_CAPACITY))),
+            absent: Recent::new(ABSENT_CAPACITY),
         }
     }
 }
@@ -47,6 +54,25 @@ impl<W> Namespaces<W> {
             .iter()
             .map(|(namespace, watch)| (namespace.clone(), watch.clone()))
             .collect()
+    }
+
+    /// Whether the API server said less than `ttl` ago that it does not have the job.
+    pub(crate) fn absent_lately(&self, namespace: &str, name: &str, ttl: Duration) -> bool {
+        self.absent
+            .contains_within(&reported_key(namespace, name), ttl)
+    }
+
+    /// Notes that the API server said it does not have the job.
+    pub(crate) fn note_absent(&self, namespace: &str, name: &str) {
+        let key = reported_key(namespace, name);
+        // Noted again: the period starts anew.
+        self.absent.remove(&key);
+        self.absent.insert(key);
+    }
+
+    /// Forgets that the job was absent (it is being created).
+    pub(crate) fn forget_absent(&self, namespace: &str, name: &str) {
+        self.absent.remove(&reported_key(namespace, name));
     }
 
     /// The last answers, shared with whoever else answers for the kind (its settlers).

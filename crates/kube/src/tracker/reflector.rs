@@ -74,6 +74,11 @@ pub struct ReflectorSettings {
     /// watch is retried for as long as it is needed). client-go's reflector backs off from
     /// 800 ms to 30 s.
     pub restart: RetryPolicy,
+    /// How long a job the API server said it does not have is answered "no such job" without
+    /// asking the server again, while the namespace's watches are current (they deliver a job
+    /// created since within moments): a caller polling unknown ids costs one request per id
+    /// and period, not one per question.
+    pub absent_ttl: Duration,
 }
 
 impl Default for ReflectorSettings {
@@ -88,6 +93,7 @@ impl Default for ReflectorSettings {
                 cap: Duration::from_secs(30),
                 deadline: Duration::MAX,
             },
+            absent_ttl: Duration::from_secs(10),
         }
     }
 }

@@ -97,7 +97,11 @@ async fn throttling_is_retried_after_the_servers_delay() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_about_the_request_are_not_retried() {
-    let env = Env::start().await;
+    let env = Env::start_with(
+        SimConfig::for_tests(),
+        Settings::fast().asking_for_unknown_jobs_every_time(),
+    )
+    .await;
     // Synced watches, so that a status of an unknown job is one GET.
     let unknown = id_of("unknown-0a1b2c3d");
     assert!(
@@ -143,7 +147,8 @@ async fn an_unreachable_server_fails_status_queries_fast() {
         },
         ..Settings::fast()
     }
-    .with_retry(|retry| retry.deadline = Duration::from_millis(200));
+    .with_retry(|retry| retry.deadline = Duration::from_millis(200))
+    .asking_for_unknown_jobs_every_time();
     let env = Env::start_with(SimConfig::for_tests(), settings).await;
     let unknown = id_of("unknown-0a1b2c3d");
     // Synced watches, so that a status of an unknown job is one GET.

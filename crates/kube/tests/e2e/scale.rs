@@ -65,3 +65,43 @@ async fn waiting_on_many_jobs_costs_the_watches_not_a_poll_per_job() {
         "{counters:#?}"
     );
 }
+
+/// A caller polling an id this cluster never ran (or ran so long ago that its record expired)
+/// costs one GET per period, not one per question; submitting under that id is not hindered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_an_unknown_id_costs_one_request_per_period() {
+    let mut settings = Settings::fast();
+    settings.executor.container.reflector.absent_ttl = std::time::Duration::from_secs(2);
+    let env = Env::start_with(kubeferry_sim::SimConfig::for_tests(), settings).await;
+    let spec = spec_of(&shell("later", "echo here", ""));
+    let job_id = "submitted-later";
+    let id = id_of(&kubeferry_core::marks::object_name("", job_id));
+    let watch = env.executor.container_jobs().watch(NS);
+    eventually("the namespace's watches to be current", || async {
+        watch.is_current().then_some(())
+    })
+    .await;
+    env.sim.reset_counters();
+    for _ in 0..100 {
+        let error = env.executor.status(&id).await.unwrap_err();
+        assert!(error.is_no_such_job(), "{error}");
+    }
+    let counters = env.sim.counters();
+    assert_eq!(
+        env.sim.request_count("get", "jobs.batch"),
+        1,
+        "{counters:#?}"
+    );
+    // Past the period, the server is asked again.
+    eventually("a second GET once the period ran out", || async {
+        assert!(env.executor.status(&id).await.unwrap_err().is_no_such_job());
+        (env.sim.request_count("get", "jobs.batch") == 2).then_some(())
+    })
+    .await;
+    // The id submitted now is found at once, whatever was noted of it.
+    let submitted = env.executor.submit(&spec, job_id, NS).await.unwrap();
+    assert_eq!(submitted, id);
+    env.executor.status(&id).await.unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+}

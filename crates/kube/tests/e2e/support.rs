@@ -57,6 +57,13 @@ impl Settings {
         }
     }
 
+    /// The same with every status of an unknown job asking the server (no period in which
+    /// the server's "no such job" is answered from memory): for tests of that request.
+    pub fn asking_for_unknown_jobs_every_time(mut self) -> Settings {
+        self.executor.container.reflector.absent_ttl = Duration::ZERO;
+        self
+    }
+
     /// The same with another mapping.
     pub fn with_mapping(mut self, change: impl FnOnce(&mut MappingConfig)) -> Settings {
         change(&mut self.executor.container.mapping);

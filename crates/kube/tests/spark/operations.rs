@@ -209,3 +209,32 @@ async fn status_queries_only_read() {
         ]
     );
 }
+
+/// A caller polling an id this cluster never ran costs one lookup (a GET of each operator's
+/// application) per period, not one per question.
+#[tokio::test]
+async fn polling_an_unknown_application_costs_one_lookup_per_period() {
+    let env = Env::start_with(spark_config(), Settings::fast()).await;
+    let id = kubeferry_core::ExecutionId::new(
+        crate::cluster::CLUSTER,
+        kubeferry_core::JobKind::SparkApp,
+        NS,
+        "never-ran",
+    );
+    let watch = env.executor.spark_jobs().watch(NS).await.unwrap();
+    eventually(
+        "every operator's applications watched and current",
+        || async {
+            let watched = watch.watched();
+            (watched.len() == 2 && watched.iter().all(|(_, apps)| apps.is_current())).then_some(())
+        },
+    )
+    .await;
+    env.sim.reset_counters();
+    for _ in 0..100 {
+        let error = env.executor.status(&id).await.unwrap_err();
+        assert!(error.is_no_such_job(), "{error}");
+    }
+    let counters = env.sim.counters();
+    assert_eq!(env.sim.request_count("get", ""), 2, "{counters:#?}");
+}

@@ -202,6 +202,7 @@ pub fn fast_timeouts() -> Timeouts {
         pending: None,
         pod_status_wait: Duration::from_millis(500),
         tombstone: Duration::from_secs(900),
+        absent: Duration::from_secs(10),
         outcome_retention: Duration::from_secs(7 * 24 * 3600),
         no_status: Duration::from_secs(600),
         keep_alive: Duration::from_secs(1),
