@@ -10,5 +10,5 @@ mod reported;
 pub(crate) use namespaces::{Namespaces, lock, reported_key};
 pub(crate) use recent::Recent;
 pub(crate) use reflector::{Departure, Entry, Reflector, refusal_of};
-pub use reflector::{ReflectorSettings, WatchHealth};
+pub use reflector::{ReflectorSettings, Refusal, WatchHealth};
 pub(crate) use reported::LastReported;

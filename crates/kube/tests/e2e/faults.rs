@@ -447,23 +447,34 @@ fn quickly_restarted() -> Settings {
     settings
 }
 
+/// The health of each of the namespace's watches, as readiness reads it: Jobs, pods, the Job
+/// controller's refusals and the outcome records (the last two silent by design).
+fn healths(env: &Env) -> Vec<(String, kubeferry_kube::tracker::WatchHealth)> {
+    let healths: Vec<_> = env
+        .executor
+        .health()
+        .into_iter()
+        .filter(|(namespace, _, _)| namespace == NS)
+        .map(|(_, resource, health)| (resource, health))
+        .collect();
+    assert_eq!(healths.len(), NAMESPACE_WATCHES, "{healths:?}");
+    healths
+}
+
 /// Whether every watch of the namespace is listed, watching and not failing.
 fn all_current(env: &Env) -> bool {
     let watch = env.executor.container_jobs().watch(NS);
-    let events = watch.refusals.health();
-    watch.is_current() && events.synced && events.failing.is_none()
+    watch.is_current()
+        && healths(env)
+            .iter()
+            .all(|(_, health)| health.synced && health.failing.is_none())
 }
 
 /// Whether every watch of the namespace has failed.
 fn all_failing(env: &Env) -> bool {
-    let watch = env.executor.container_jobs().watch(NS);
-    [
-        watch.jobs.health(),
-        watch.pods.health(),
-        watch.refusals.health(),
-    ]
-    .iter()
-    .all(|health| health.failing.is_some())
+    healths(env)
+        .iter()
+        .all(|(_, health)| health.failing.is_some())
 }
 
 /// A namespace with one finished job, its watches quickly restarted and current.
