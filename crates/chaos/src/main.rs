@@ -97,7 +97,8 @@ struct Args {
     /// Start no further seed once this much time has passed (e.g. 90s, 10m).
     #[arg(long, value_name = "DURATION")]
     budget: Option<String>,
-    /// How long after the faults stop every replica must be ready.
+    /// How long after the faults stop every replica must be ready (the replicas' watches are
+    /// started again after a backoff of at most 5 s).
     #[arg(long, default_value = "20s", value_name = "DURATION")]
     ready_bound: String,
     /// How long after the faults stop every job must be terminal on every replica.

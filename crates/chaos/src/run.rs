@@ -75,10 +75,13 @@ pub struct Outcome {
     pub after_quiet: [Duration; 3],
 }
 
+/// The replicas' longest backoff before a failed watch is started again.
+const WATCH_RESTART_CAP: Duration = Duration::from_secs(5);
+
 /// Replica timings: the service's defaults (what a deployment runs), shortened only where a
 /// run of seconds would otherwise wait minutes: the image pull and container-creation graces,
 /// the window in which reads fail fast after the API server was unreachable, the recheck
-/// interval and the shutdown timeout.
+/// interval, the watches' longest restart backoff and the shutdown timeout.
 fn timeouts() -> Timeouts {
     Timeouts {
         shutdown: Duration::from_secs(2),
@@ -86,6 +89,9 @@ fn timeouts() -> Timeouts {
         recheck: Duration::from_millis(200),
         image_pull_grace: Duration::from_secs(1),
         create_container_error_grace: Duration::from_secs(1),
+        // Readiness after the faults is checked within --ready-bound, which must leave room
+        // for the longest restart backoff of a watch that failed many times.
+        watch_restart: WATCH_RESTART_CAP,
         ..Timeouts::default()
     }
 }

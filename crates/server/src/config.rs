@@ -158,6 +158,8 @@ pub struct TimeoutsFile {
     pub pending: Option<String>,
     /// How long a Job's verdict waits for its pod's final status.
     pub pod_status_wait: Option<String>,
+    /// The longest backoff before a failed watch is started again (it grows to this).
+    pub watch_restart: Option<String>,
     /// How long deleted jobs are remembered by the watch cache.
     pub tombstone: Option<String>,
     /// How long a job the API server said it does not have is answered "no such job" without
@@ -280,6 +282,9 @@ pub struct Timeouts {
     pub pending: Option<Duration>,
     /// How long a Job's verdict waits for its pod's final status.
     pub pod_status_wait: Duration,
+    /// The longest backoff before a failed watch is started again (it grows to this from
+    /// 800 ms, with full jitter, as client-go's reflector does).
+    pub watch_restart: Duration,
     /// How long deleted jobs are remembered by the watch cache.
     pub tombstone: Duration,
     /// How long a job the API server said it does not have is answered "no such job" without
@@ -320,6 +325,7 @@ impl Default for Timeouts {
             create_container_error_grace: Duration::from_secs(180),
             pending: None,
             pod_status_wait: Duration::from_secs(10),
+            watch_restart: Duration::from_secs(30),
             tombstone: Duration::from_secs(15 * 60),
             absent: Duration::from_secs(10),
             outcome_retention: Duration::from_secs(7 * 24 * 3600),
@@ -454,7 +460,7 @@ fn upper_snake(key: &str) -> String {
 
 impl TimeoutsFile {
     /// Every key with its slot.
-    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 22] {
+    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 23] {
         [
             ("request", &mut self.request),
             ("shutdown", &mut self.shutdown),
@@ -473,6 +479,7 @@ impl TimeoutsFile {
             ),
             ("pending", &mut self.pending),
             ("podStatusWait", &mut self.pod_status_wait),
+            ("watchRestart", &mut self.watch_restart),
             ("tombstone", &mut self.tombstone),
             ("absent", &mut self.absent),
             ("outcomeRetention", &mut self.outcome_retention),
@@ -863,7 +870,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
     let mut t = Timeouts::default();
-    let fields: [(&str, &Option<String>, &mut Duration); 21] = [
+    let fields: [(&str, &Option<String>, &mut Duration); 22] = [
         ("request", &file.request, &mut t.request),
         ("shutdown", &file.shutdown, &mut t.shutdown),
         ("drain", &file.drain, &mut t.drain),
@@ -893,6 +900,7 @@ fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
             &file.pod_status_wait,
             &mut t.pod_status_wait,
         ),
+        ("watchRestart", &file.watch_restart, &mut t.watch_restart),
         ("tombstone", &file.tombstone, &mut t.tombstone),
         ("absent", &file.absent, &mut t.absent),
         (

@@ -81,6 +81,10 @@ pub fn executor_settings(
         watch_timeout: t.watch,
         tombstone_ttl: t.tombstone,
         absent_ttl: t.absent,
+        restart: RetryPolicy {
+            cap: t.watch_restart,
+            ..ReflectorSettings::default().restart
+        },
         ..ReflectorSettings::default()
     };
     let executor = ExecutorSettings {

@@ -99,7 +99,7 @@ fn tempfile_dir() -> PathBuf {
 #[test]
 fn spark_jobs_get_the_configured_settings_and_each_cluster_its_operator() {
     use kubeferry_core::spark::SparkOperator;
-    let text = "auth: {anonymous: true}\nnamePrefix: kf\nclusters:\n  - {name: a, inCluster: true, sparkOperator: kubeflow}\n  - {name: b, inCluster: true}\ntimeouts: {watch: 42s, tombstone: 7m, absent: 3s, sync: 3s, recheck: 70ms, noStatus: 4m}\n";
+    let text = "auth: {anonymous: true}\nnamePrefix: kf\nclusters:\n  - {name: a, inCluster: true, sparkOperator: kubeflow}\n  - {name: b, inCluster: true}\ntimeouts: {watch: 42s, watchRestart: 9s, tombstone: 7m, absent: 3s, sync: 3s, recheck: 70ms, noStatus: 4m}\n";
     let file = FileConfig::parse(std::path::Path::new("kubeferry.yaml"), text).unwrap();
     let config = Config::resolve(file, Overrides::default()).unwrap();
     let seconds = std::time::Duration::from_secs;
@@ -118,6 +118,7 @@ fn spark_jobs_get_the_configured_settings_and_each_cluster_its_operator() {
             assert_eq!(reflector.watch_timeout, seconds(42));
             assert_eq!(reflector.tombstone_ttl, seconds(420));
             assert_eq!(reflector.absent_ttl, seconds(3));
+            assert_eq!(reflector.restart.cap, seconds(9));
         }
         assert_eq!(spark.sync_timeout, seconds(3));
         assert_eq!(container.sync_timeout, seconds(3));

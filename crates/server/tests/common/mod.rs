@@ -201,6 +201,7 @@ pub fn fast_timeouts() -> Timeouts {
         create_container_error_grace: Duration::from_secs(1),
         pending: None,
         pod_status_wait: Duration::from_millis(500),
+        watch_restart: Duration::from_secs(30),
         tombstone: Duration::from_secs(900),
         absent: Duration::from_secs(10),
         outcome_retention: Duration::from_secs(7 * 24 * 3600),
