@@ -12,6 +12,9 @@
 mod common;
 mod decode;
 mod error;
+mod jobset_decode;
+mod jobset_model;
+mod jobset_validate;
 mod model;
 mod names;
 pub mod quantity;
@@ -25,8 +28,11 @@ use std::ops::Deref;
 
 use serde::Serialize;
 
-pub use decode::{CONTAINER_JOB_KIND, SPARK_JOB_KIND};
+pub use decode::{CONTAINER_JOB_KIND, JOBSET_KIND, SPARK_JOB_KIND};
 pub use error::{Problem, ProblemKind, SpecError};
+pub use jobset_model::{
+    JobSetJob, JobSetSuccessPolicy, ReplicatedJob, StartupOrder, SuccessOperator,
+};
 pub use model::{
     CPU, ContainerJob, EPHEMERAL_STORAGE, EnvValue, EnvVar, GpuVendor, Limits, MEMORY,
     PodFailurePolicy, PodField, PullPolicy, Qos, ResourceRequirements, Resources,
@@ -236,11 +242,95 @@ impl Deref for SparkJobSpec {
     }
 }
 
+/// A JobSet that passed validation. Read its fields through [`Deref`] to [`JobSetJob`]; it
+/// cannot be changed, only rebuilt through [`JobSetSpec::new`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobSetSpec(JobSetJob);
+
+impl JobSetSpec {
+    /// Validates a JobSet built in code. Problems name fields but have no position.
+    pub fn new(job: JobSetJob) -> Result<Self, SpecError> {
+        let found = jobset_validate::jobset_job(&job);
+        if found.is_empty() {
+            return Ok(Self(job));
+        }
+        Err(unplaced(found))
+    }
+
+    /// The spec's data.
+    pub fn into_inner(self) -> JobSetJob {
+        self.0
+    }
+
+    /// A hash of what the spec asks for, for the `kubeferry.dev/spec-hash` annotation, with
+    /// the same guarantees as [`ContainerJobSpec::hash`] (the order of the replicated jobs
+    /// counts: it is their startup order).
+    pub fn hash(&self) -> String {
+        canonical_hash(JOBSET_KIND, &self.0)
+    }
+}
+
+impl Deref for JobSetSpec {
+    type Target = JobSetJob;
+
+    fn deref(&self) -> &JobSetJob {
+        &self.0
+    }
+}
+
+/// A job file of one of `kinds`, decoded and validated.
+// One per loaded file, moved once: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+enum Loaded {
+    Container(ContainerJobSpec),
+    Spark(SparkJobSpec),
+    JobSet(JobSetSpec),
+}
+
 /// Loads a job file: renders `text` as a template with `params`, parses it (as strict JSON
 /// first when `source_name` ends in `.json`, then as YAML), decodes and validates it.
 ///
 /// `source_name` names the file in errors (e.g. `hello.yaml`, or `<stdin>`).
 pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, SpecError> {
+    match load_as(source_name, text, params, decode::LOADED_KINDS)? {
+        Loaded::Container(spec) => Ok(JobSpec::Container(spec)),
+        Loaded::Spark(spec) => Ok(JobSpec::Spark(spec)),
+        Loaded::JobSet(_) => Err(wrong_kind(source_name, "ContainerJob or SparkJob")),
+    }
+}
+
+/// Loads a `kind: JobSet` file as [`load`] loads the other kinds: renders, parses, decodes and
+/// validates it, and returns every problem at once at its place. (JobSets are not among the
+/// kinds [`load`] returns while no backend runs them.)
+pub fn load_jobset(
+    source_name: &str,
+    text: &str,
+    params: &Params,
+) -> Result<JobSetSpec, SpecError> {
+    const KINDS: &[(&str, decode::JobFileKind)] = &[(JOBSET_KIND, decode::JobFileKind::JobSet)];
+    match load_as(source_name, text, params, KINDS)? {
+        Loaded::JobSet(spec) => Ok(spec),
+        Loaded::Container(_) | Loaded::Spark(_) => Err(wrong_kind(source_name, JOBSET_KIND)),
+    }
+}
+
+/// A file of a kind the caller did not ask for.
+fn wrong_kind(source_name: &str, expected: &str) -> SpecError {
+    let problem = Problem {
+        position: None,
+        path: "kind".into(),
+        kind: ProblemKind::Value,
+        message: format!("must be {expected}"),
+    };
+    SpecError::new(source_name, vec![problem])
+}
+
+fn load_as(
+    source_name: &str,
+    text: &str,
+    params: &Params,
+    kinds: &[(&'static str, decode::JobFileKind)],
+) -> Result<Loaded, SpecError> {
     let rendered = template::render(text, params)
         .map_err(|error| SpecError::from_template(source_name, error))?;
     let locator = Locator {
@@ -275,7 +365,7 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
         }
     };
     let mut decoder = decode::Decoder::default();
-    let job = decoder.job(&root);
+    let job = decoder.job(&root, kinds);
     let mut found = std::mem::take(&mut decoder.found);
     let Some(job) = job else {
         if found.is_empty() {
@@ -295,6 +385,7 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
         let validated = match &job {
             decode::Decoded::Container(job) => validate::container_job(job),
             decode::Decoded::Spark(job) => spark_validate::spark_job(job),
+            decode::Decoded::JobSet(job) => jobset_validate::jobset_job(job),
         };
         let explained: Vec<&Path> = found
             .iter()
@@ -316,11 +407,15 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
     let (found, spec) = match job {
         decode::Decoded::Container(job) => (
             validate::container_job(&job),
-            JobSpec::Container(ContainerJobSpec(job)),
+            Loaded::Container(ContainerJobSpec(job)),
         ),
         decode::Decoded::Spark(job) => (
             spark_validate::spark_job(&job),
-            JobSpec::Spark(SparkJobSpec(job)),
+            Loaded::Spark(SparkJobSpec(job)),
+        ),
+        decode::Decoded::JobSet(job) => (
+            jobset_validate::jobset_job(&job),
+            Loaded::JobSet(JobSetSpec(job)),
         ),
     };
     if !found.is_empty() {
@@ -378,6 +473,8 @@ fn offset_of(decoder: &decode::Decoder, path: &Path, at_key: bool) -> Option<usi
     None
 }
 
+#[cfg(test)]
+mod jobset_tests;
 #[cfg(test)]
 mod spark_tests;
 #[cfg(test)]
