@@ -234,6 +234,29 @@ mod tests {
     }
 
     #[test]
+    fn jobset_names_are_short_dns1035_labels() {
+        for id in [
+            "train",
+            "42-nightly",
+            &"x".repeat(200),
+            "---",
+            "Train Run/7",
+        ] {
+            let name = jobset_object_name(id);
+            assert!(is_dns_label(&name), "{id:?} -> {name}");
+            assert!(name.len() <= MAX_JOBSET_NAME_LEN, "{id:?} -> {name}");
+            assert!(name.starts_with(|c: char| c.is_ascii_lowercase()), "{name}");
+            assert_eq!(name, jobset_object_name(id));
+        }
+        assert!(jobset_object_name("train").starts_with("train-"));
+        assert!(jobset_object_name("42-nightly").starts_with("js-42-nightly-"));
+        // Long ids keep their hash, so two of them never share a name.
+        let a = jobset_object_name(&format!("{}a", "x".repeat(100)));
+        let b = jobset_object_name(&format!("{}b", "x".repeat(100)));
+        assert_ne!(a, b);
+    }
+
+    #[test]
     fn dns1035_names_start_with_a_letter() {
         for (prefix, id) in [
             ("", "42-nightly"),
