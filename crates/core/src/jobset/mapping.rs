@@ -9,7 +9,7 @@
 use jiff::Timestamp;
 
 use super::view::{ChildJobView, JobSetConditionView, JobSetStatus, JobSetStatusView, JobSetView};
-use crate::container::view::{ConditionStatus, PodView};
+use crate::container::view::{ConditionStatus, JobView, PodView};
 use crate::container::{ContainerAction, MappingConfig, container_status};
 use crate::observation::{self, Action, Mapped, Observation};
 use crate::status::{
@@ -91,7 +91,20 @@ pub fn jobset_status(
         .iter()
         .filter(|job| jobset.owns(job))
         .map(|job| {
-            let mapped = container_status(&Observation::Present(&job.job), pods, now, config, None);
+            // The JobSet webhook makes its Jobs Indexed (for the pods' hostnames); a Job of one
+            // pod is read as the single-pod Job it is, its pod's end its own.
+            let single;
+            let view = match job.job.indexed.as_deref() {
+                Some(indexed) if indexed.completions <= 1 => {
+                    single = JobView {
+                        indexed: None,
+                        ..job.job.clone()
+                    };
+                    &single
+                }
+                _ => &job.job,
+            };
+            let mapped = container_status(&Observation::Present(view), pods, now, config, None);
             Child { job, mapped }
         })
         .collect();
@@ -422,6 +435,7 @@ impl Mapper<'_> {
             .clone()
             .unwrap_or_else(|| "the JobSet failed".to_string());
         let after = match (condition.reason.as_deref(), status.restarts) {
+            (_, 0) => String::new(),
             (Some("ReachedMaxRestarts"), 1) => " after 1 restart".to_string(),
             (Some("ReachedMaxRestarts"), n) => format!(" after {n} restarts"),
             _ => String::new(),

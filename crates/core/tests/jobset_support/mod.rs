@@ -1,7 +1,8 @@
 //! Real-looking JobSets, child Jobs and pods for the JobSet status tests, built as the JobSet
 //! controller (kubernetes-sigs/jobset, `jobset.x-k8s.io/v1alpha2`), the Job controller and the
 //! kubelet of Kubernetes 1.33 write them: the JobSet's labels on every Job and pod, Jobs
-//! named `<jobset>-<replicated job>-<index>`, one pod each.
+//! named `<jobset>-<replicated job>-<index>`, one pod each, Indexed (the JobSet webhook's
+//! default `completionMode`).
 
 #![allow(dead_code)]
 
@@ -175,10 +176,11 @@ pub fn child(replicated_job: &str, index: u32, attempt: u32, pod: Pod1) -> (Valu
             "creationTimestamp": time(i64::from(attempt) * 100),
             "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": NAME, "uid": UID, "controller": true, "blockOwnerDeletion": true}],
         },
-        "spec": {"backoffLimit": 0, "completions": 1, "parallelism": 1, "completionMode": "NonIndexed", "suspend": false},
+        "spec": {"backoffLimit": 0, "completions": 1, "parallelism": 1, "completionMode": "Indexed", "suspend": false},
         "status": {
             "conditions": conditions, "succeeded": succeeded, "failed": failed, "active": active,
             "startTime": start.map(|s| time(s - 1)),
+            "completedIndexes": if succeeded > 0 { "0" } else { "" },
         },
     });
     let Some(started) = start else {
@@ -204,6 +206,9 @@ pub fn child(replicated_job: &str, index: u32, attempt: u32, pod: Pod1) -> (Valu
         ),
         Pod1::None => unreachable!("no pod"),
     };
+    let mut pod_labels = labels.clone();
+    pod_labels["batch.kubernetes.io/job-completion-index"] = json!("0");
+    pod_labels["batch.kubernetes.io/job-name"] = json!(name);
     let pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -212,8 +217,8 @@ pub fn child(replicated_job: &str, index: u32, attempt: u32, pod: Pod1) -> (Valu
             "namespace": "ml",
             "uid": format!("{job_uid}-pod"),
             "creationTimestamp": time(started - 1),
-            "labels": labels,
-            "annotations": labels,
+            "labels": pod_labels,
+            "annotations": pod_labels,
             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": job_uid, "controller": true, "blockOwnerDeletion": true}],
         },
         "spec": {
