@@ -12,10 +12,13 @@
 //! - `failurePolicy.maxRestarts`, `successPolicy`, `startupPolicy.startupPolicyOrder` and
 //!   `network.enableDNSHostnames` are always written (with JobSet's defaults where the spec is
 //!   silent), so the object says what runs without the webhook's defaults.
-//! - The same marks as a container job's Job: labels `app.kubernetes.io/managed-by=kubeferry`
-//!   and `kubeferry.dev/job-id` on the JobSet and on its Jobs' pod templates (so pods are found
-//!   by label; the JobSet controller adds its own `jobset.sigs.k8s.io/` labels to both), the
-//!   full job id as an annotation on all of them and the spec hash on the JobSet.
+//! - The JobSet carries the same marks as a container job's Job: the labels
+//!   `app.kubernetes.io/managed-by=kubeferry` and `kubeferry.dev/job-id`, the full job id and
+//!   the spec hash as annotations. Its Jobs and their pods carry the job id (label and
+//!   annotation; the JobSet controller adds its own `jobset.sigs.k8s.io/` labels to both) but
+//!   not the managed-by label: kubeferry selects its container jobs' Jobs and pods by that
+//!   label, and a child Job carrying it would be listed, settled and swept as a container job
+//!   of its own.
 
 use k8s_openapi::api::batch::v1::JobSpec as K8sJobSpec;
 use k8s_openapi::api::core::v1::{
@@ -61,8 +64,10 @@ pub fn jobset_manifest(
     let mut jobset_annotations = annotations.clone();
     jobset_annotations.insert(SPEC_HASH_ANNOTATION.to_string(), spec.hash());
 
+    let mut child_labels = labels.clone();
+    child_labels.remove(MANAGED_BY_LABEL);
     let template_meta = ObjectMeta {
-        labels: Some(labels.clone()),
+        labels: Some(child_labels),
         annotations: Some(annotations.clone()),
         ..ObjectMeta::default()
     };

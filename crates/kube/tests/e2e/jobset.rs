@@ -19,7 +19,7 @@ use kubeferry_kube::manifest::jobset::{api_resource, jobset_manifest};
 use kubeferry_sim::{CrdBundle, SimCluster, SimConfig};
 use serde_json::json;
 
-use crate::support::{DEADLINE, Gate, NS, client_as};
+use crate::support::{DEADLINE, Gate, NS, Settings, client_as, eventually, executor_as};
 
 /// As a container job's pod is OOM-killed in the other tests: 256 MiB against a 64 MiB limit.
 const OOM: &str = "python3 -c 'import time; x = b\"x\" * (256 * 1024 * 1024); time.sleep(30)'";
@@ -148,6 +148,15 @@ async fn every_replicated_job_succeeds() {
         rjob("workers", 2, "echo working", "")
     );
     let run = Run::start(&yaml, "train-all").await;
+    // The set's Jobs are not container jobs: the container backend lists none of them.
+    let executor = executor_as(&run.sim, run.sim.admin_token(), &Settings::fast()).await;
+    eventually("the JobSet's Jobs", || async {
+        let (_, jobs, _) = run.observe().await;
+        (!jobs.is_empty()).then_some(())
+    })
+    .await;
+    let listed = executor.list(NS, None).await.expect("the jobs are listed");
+    assert!(listed.is_empty(), "{listed:?}");
     let (outcome, seen) = run.outcome().await;
     assert_eq!(
         (outcome.state, outcome.reason),

@@ -71,14 +71,24 @@ fn the_jobset_and_its_pods_carry_kubeferrys_marks() {
     let name = marks::jobset_object_name(JOB_ID);
     assert_eq!(jobset["metadata"]["name"], json!(name));
     assert_eq!(jobset["metadata"]["namespace"], json!("ml"));
+    assert_eq!(
+        jobset["metadata"]["labels"][MANAGED_BY_LABEL],
+        json!(MANAGED_BY_VALUE)
+    );
     for meta in [
         &jobset["metadata"],
         &jobset["spec"]["replicatedJobs"][0]["template"]["metadata"],
         &jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"],
     ] {
-        assert_eq!(meta["labels"][MANAGED_BY_LABEL], json!(MANAGED_BY_VALUE));
         assert_eq!(meta["labels"][JOB_ID_LABEL], json!(JOB_ID));
         assert_eq!(meta["annotations"][JOB_ID_ANNOTATION], json!(JOB_ID));
+    }
+    // The Jobs and pods are not container jobs': they lack the label those are selected by.
+    for meta in [
+        &jobset["spec"]["replicatedJobs"][0]["template"]["metadata"],
+        &jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"],
+    ] {
+        assert_eq!(meta["labels"].get(MANAGED_BY_LABEL), None, "{meta}");
     }
     assert_eq!(
         jobset["metadata"]["annotations"][SPEC_HASH_ANNOTATION],
