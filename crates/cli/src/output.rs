@@ -149,14 +149,26 @@ pub fn print_statuses(
         }
         Format::Table | Format::Wide if !statuses.is_empty() => {
             let wide = *format == Format::Wide;
-            // Indexed jobs get a column with where their indexes stand; other tables are as
-            // they always were.
-            if statuses.iter().any(|(_, info)| info.indexes.is_some()) {
+            // Indexed jobs get a column with where their indexes stand, JobSets one with where
+            // their replicated jobs stand; other tables are as they always were.
+            let with_indexes = statuses.iter().any(|(_, info)| info.indexes.is_some());
+            let with_replicas = statuses.iter().any(|(_, info)| info.replicas.is_some());
+            if with_indexes || with_replicas {
                 let mut table = status_table(wide);
-                table.insert_column_before_last("INDEXES");
+                if with_indexes {
+                    table.insert_column_before_last("INDEXES");
+                }
+                if with_replicas {
+                    table.insert_column_before_last("REPLICAS");
+                }
                 for (id, info) in statuses {
                     let mut cells = status_cells(id, info, wide);
-                    cells.insert(cells.len() - 1, index_cell(info));
+                    if with_indexes {
+                        cells.insert(cells.len() - 1, index_cell(info));
+                    }
+                    if with_replicas {
+                        cells.insert(cells.len() - 1, replica_cell(info));
+                    }
                     table.row(cells);
                 }
                 print_text(&table.render())?;
@@ -242,6 +254,15 @@ pub fn index_cell(info: &ExecutionInfo) -> String {
         }
     }
     cell
+}
+
+/// Where a JobSet's replicated jobs stand, in a table cell: `leader 1/1 succeeded; workers 1/2
+/// succeeded, 1 failed; restarted 1 time` (empty for other jobs).
+pub fn replica_cell(info: &ExecutionInfo) -> String {
+    info.replicas
+        .as_ref()
+        .map(|replicas| replicas.counts())
+        .unwrap_or_default()
 }
 
 /// How long the job ran (so far), as kubectl prints ages: `45s`, `3m12s`, `2h5m`; empty before

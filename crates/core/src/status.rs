@@ -309,9 +309,9 @@ pub struct ExecutionInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indexes: Option<IndexSummary>,
     /// For a JobSet: its restarts and where the Jobs of each replicated job stand. Absent for
-    /// every other job.
+    /// every other job (boxed: every other job's status stays as small as it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicas: Option<ReplicaSummary>,
+    pub replicas: Option<Box<ReplicaSummary>>,
 }
 
 /// Where a JobSet stands: how often it was restarted, its terminal state as the JobSet

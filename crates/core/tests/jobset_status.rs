@@ -56,7 +56,7 @@ fn summary(
 }
 
 fn with_summary(mut info: ExecutionInfo, summary: ReplicaSummary) -> ExecutionInfo {
-    info.replicas = Some(summary);
+    info.replicas = Some(Box::new(summary));
     info
 }
 

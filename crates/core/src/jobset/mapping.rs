@@ -209,7 +209,7 @@ impl Mapper<'_> {
         // A recorded outcome is reported as it was recorded (with the summary of then).
         let recorded = matches!(self.jobset.recorded_outcome, Some(Ok(_)));
         if !recorded && mapped.info.replicas.is_none() {
-            mapped.info.replicas = status.map(|s| self.summary(s));
+            mapped.info.replicas = status.map(|s| Box::new(self.summary(s)));
         }
         if !warnings.is_empty() && mapped.warning.is_none() {
             mapped.warning = Some(warnings.join("; "));
@@ -332,7 +332,7 @@ impl Mapper<'_> {
                 .is_some_and(|m| m.action == Some(ContainerAction::RecordOutcomeAndStop))
         }) {
             let mut outcome = self.blame(child, "");
-            outcome.replicas = Some(self.summary(status));
+            outcome.replicas = Some(Box::new(self.summary(status)));
             let info = self.in_progress_info(&format!(
                 "{}; recording the outcome and deleting the JobSet",
                 outcome.message

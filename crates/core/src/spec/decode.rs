@@ -131,16 +131,17 @@ const HINTS: &[Hint] = &[
 
 /// The kinds of job file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum JobFileKind {
+enum JobFileKind {
     Container,
     Spark,
     JobSet,
 }
 
-/// The kinds of job file [`super::load`] reads.
-pub(crate) const LOADED_KINDS: &[(&str, JobFileKind)] = &[
+/// The kinds of job file, by their `kind`.
+const KINDS: &[(&str, JobFileKind)] = &[
     (CONTAINER_JOB_KIND, JobFileKind::Container),
     (SPARK_JOB_KIND, JobFileKind::Spark),
+    (JOBSET_KIND, JobFileKind::JobSet),
 ];
 
 /// A decoded job file, of either kind.
@@ -468,11 +469,7 @@ impl Decoder {
     /// Reads a job file's root object, of the kind its `kind` field names (a container job when
     /// it names none, or one this version does not know). `None` when nothing usable was found
     /// (problems say why).
-    pub(crate) fn job(
-        &mut self,
-        root: &Node,
-        kinds: &[(&'static str, JobFileKind)],
-    ) -> Option<Decoded> {
+    pub(crate) fn job(&mut self, root: &Node) -> Option<Decoded> {
         let path = Path::root();
         let Value::Map(entries) = &root.value else {
             let message = format!(
@@ -489,7 +486,7 @@ impl Decoder {
         {
             // A kind this version does not know: its problem explains the file; the fields of
             // a kind it was not meant to be would only add noise.
-            Some(entry) => self.choice(&entry.value, &path.field("kind"), kinds)?,
+            Some(entry) => self.choice(&entry.value, &path.field("kind"), KINDS)?,
             None => JobFileKind::Container,
         };
         match kind {

@@ -6,14 +6,15 @@ use std::time::Duration;
 use super::*;
 
 fn jobset(source: &str, text: &str) -> JobSetSpec {
-    match load_jobset(source, text, &Params::new()) {
-        Ok(spec) => spec,
+    match load(source, text, &Params::new()) {
+        Ok(JobSpec::JobSet(spec)) => spec,
+        Ok(other) => panic!("{source} is not a JobSet: {other:?}"),
         Err(error) => panic!("{source} should load:\n{error}"),
     }
 }
 
 fn error(source: &str, text: &str) -> String {
-    match load_jobset(source, text, &Params::new()) {
+    match load(source, text, &Params::new()) {
         Ok(spec) => panic!("{source} should not load: {spec:?}"),
         Err(error) => error.to_string(),
     }
@@ -275,11 +276,15 @@ labels: {jobset.sigs.k8s.io/jobset-name: x, kueue.x-k8s.io/queue-name: q, kubefe
 }
 
 #[test]
-fn load_does_not_take_jobsets_until_a_backend_runs_them() {
-    let error = load("t.yaml", LEADER_WORKERS, &Params::new()).unwrap_err();
+fn a_jobset_file_is_a_job_of_the_jobset_kind() {
+    let spec = JobSpec::JobSet(jobset("t.yaml", LEADER_WORKERS));
+    assert_eq!(spec.kind(), JobKind::JobSet);
+    assert_eq!(spec.name(), "train");
+    assert_eq!(spec.namespace(), None);
+    let error = load("t.yaml", "kind: JobSets\nname: x\n", &Params::new()).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "t.yaml:1:7: kind: \"JobSet\" is not one of ContainerJob, SparkJob"
+        "t.yaml:1:7: kind: \"JobSets\" is not one of ContainerJob, SparkJob, JobSet; did you mean JobSet?"
     );
 }
 

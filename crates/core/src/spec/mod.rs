@@ -71,6 +71,8 @@ pub enum JobSpec {
     Container(ContainerJobSpec),
     /// A Spark application (`kind: SparkJob`).
     Spark(SparkJobSpec),
+    /// A JobSet (`kind: JobSet`).
+    JobSet(JobSetSpec),
 }
 
 impl JobSpec {
@@ -79,6 +81,7 @@ impl JobSpec {
         match self {
             JobSpec::Container(spec) => &spec.name,
             JobSpec::Spark(spec) => &spec.name,
+            JobSpec::JobSet(spec) => &spec.name,
         }
     }
 
@@ -87,6 +90,7 @@ impl JobSpec {
         match self {
             JobSpec::Container(spec) => spec.namespace.as_deref(),
             JobSpec::Spark(spec) => spec.namespace.as_deref(),
+            JobSpec::JobSet(spec) => spec.namespace.as_deref(),
         }
     }
 
@@ -114,6 +118,7 @@ impl JobSpec {
         match self {
             JobSpec::Container(_) => JobKind::Job,
             JobSpec::Spark(_) => JobKind::SparkApp,
+            JobSpec::JobSet(_) => JobKind::JobSet,
         }
     }
 
@@ -122,6 +127,7 @@ impl JobSpec {
         match self {
             JobSpec::Container(spec) => spec.hash(),
             JobSpec::Spark(spec) => spec.hash(),
+            JobSpec::JobSet(spec) => spec.hash(),
         }
     }
 }
@@ -278,59 +284,11 @@ impl Deref for JobSetSpec {
     }
 }
 
-/// A job file of one of `kinds`, decoded and validated.
-// One per loaded file, moved once: boxing would only add an allocation.
-#[allow(clippy::large_enum_variant)]
-enum Loaded {
-    Container(ContainerJobSpec),
-    Spark(SparkJobSpec),
-    JobSet(JobSetSpec),
-}
-
 /// Loads a job file: renders `text` as a template with `params`, parses it (as strict JSON
 /// first when `source_name` ends in `.json`, then as YAML), decodes and validates it.
 ///
 /// `source_name` names the file in errors (e.g. `hello.yaml`, or `<stdin>`).
 pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, SpecError> {
-    match load_as(source_name, text, params, decode::LOADED_KINDS)? {
-        Loaded::Container(spec) => Ok(JobSpec::Container(spec)),
-        Loaded::Spark(spec) => Ok(JobSpec::Spark(spec)),
-        Loaded::JobSet(_) => Err(wrong_kind(source_name, "ContainerJob or SparkJob")),
-    }
-}
-
-/// Loads a `kind: JobSet` file as [`load`] loads the other kinds: renders, parses, decodes and
-/// validates it, and returns every problem at once at its place. (JobSets are not among the
-/// kinds [`load`] returns while no backend runs them.)
-pub fn load_jobset(
-    source_name: &str,
-    text: &str,
-    params: &Params,
-) -> Result<JobSetSpec, SpecError> {
-    const KINDS: &[(&str, decode::JobFileKind)] = &[(JOBSET_KIND, decode::JobFileKind::JobSet)];
-    match load_as(source_name, text, params, KINDS)? {
-        Loaded::JobSet(spec) => Ok(spec),
-        Loaded::Container(_) | Loaded::Spark(_) => Err(wrong_kind(source_name, JOBSET_KIND)),
-    }
-}
-
-/// A file of a kind the caller did not ask for.
-fn wrong_kind(source_name: &str, expected: &str) -> SpecError {
-    let problem = Problem {
-        position: None,
-        path: "kind".into(),
-        kind: ProblemKind::Value,
-        message: format!("must be {expected}"),
-    };
-    SpecError::new(source_name, vec![problem])
-}
-
-fn load_as(
-    source_name: &str,
-    text: &str,
-    params: &Params,
-    kinds: &[(&'static str, decode::JobFileKind)],
-) -> Result<Loaded, SpecError> {
     let rendered = template::render(text, params)
         .map_err(|error| SpecError::from_template(source_name, error))?;
     let locator = Locator {
@@ -365,7 +323,7 @@ fn load_as(
         }
     };
     let mut decoder = decode::Decoder::default();
-    let job = decoder.job(&root, kinds);
+    let job = decoder.job(&root);
     let mut found = std::mem::take(&mut decoder.found);
     let Some(job) = job else {
         if found.is_empty() {
@@ -407,15 +365,15 @@ fn load_as(
     let (found, spec) = match job {
         decode::Decoded::Container(job) => (
             validate::container_job(&job),
-            Loaded::Container(ContainerJobSpec(job)),
+            JobSpec::Container(ContainerJobSpec(job)),
         ),
         decode::Decoded::Spark(job) => (
             spark_validate::spark_job(&job),
-            Loaded::Spark(SparkJobSpec(job)),
+            JobSpec::Spark(SparkJobSpec(job)),
         ),
         decode::Decoded::JobSet(job) => (
             jobset_validate::jobset_job(&job),
-            Loaded::JobSet(JobSetSpec(job)),
+            JobSpec::JobSet(JobSetSpec(job)),
         ),
     };
     if !found.is_empty() {

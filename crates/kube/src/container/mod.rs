@@ -622,6 +622,7 @@ impl Kind for ContainerJobs {
                 container: MAIN_CONTAINER.to_string(),
                 started: has_started(pod),
                 index: pod.completion_index,
+                replica: None,
             })
             .collect())
     }

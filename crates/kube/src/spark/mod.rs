@@ -1142,6 +1142,7 @@ impl Kind for SparkJobs {
                 container: DRIVER_CONTAINER.to_string(),
                 started: has_started(driver),
                 index: None,
+                replica: None,
             })
             .collect())
     }

@@ -3,7 +3,7 @@
 //! so nothing is redacted).
 
 use kubeferry_core::marks;
-use kubeferry_core::spec::load_jobset;
+use kubeferry_core::spec::{JobSpec, load};
 use kubeferry_core::template::Params;
 
 use super::*;
@@ -11,7 +11,11 @@ use super::*;
 const JOB_ID: &str = "metaflow-run-7";
 
 fn spec(text: &str) -> JobSetSpec {
-    load_jobset("test.yaml", text, &Params::new()).unwrap_or_else(|e| panic!("{e}"))
+    match load("test.yaml", text, &Params::new()) {
+        Ok(JobSpec::JobSet(spec)) => spec,
+        Ok(other) => panic!("not a JobSet: {other:?}"),
+        Err(error) => panic!("{error}"),
+    }
 }
 
 fn build(text: &str) -> Value {
@@ -23,8 +27,7 @@ fn build(text: &str) -> Value {
     )
 }
 
-/// The JobSet file of `kubeferry-core`'s spec fixtures.
-const EXAMPLE: &str = include_str!("../../../../core/tests/fixtures/spec/jobset.yaml");
+const EXAMPLE: &str = include_str!("../../../../../examples/jobset.yaml");
 
 const MINIMAL: &str = "\
 kind: JobSet
