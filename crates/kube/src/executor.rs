@@ -142,9 +142,10 @@ impl Executor {
         for kind in JobKind::ALL {
             receivers.push((kind, records.subscribe()));
         }
-        // JobSets of the namespace are followed once a JobSet of it was asked about (no
-        // discovery request for clusters that run none).
-        if let Some(watch) = self.jobset.existing(namespace) {
+        // The JobSets' watches, on a cluster that serves them.
+        if self.jobset.installed().await.unwrap_or(false)
+            && let Ok(watch) = self.jobset.watch(namespace).await
+        {
             receivers.extend(
                 watch
                     .subscribe()
@@ -403,8 +404,8 @@ impl Executor {
     }
 
     /// Follows which managed jobs of a namespace, of every kind, match a label selector (see
-    /// [`ContainerJobs::matching`] and [`SparkJobs::matching`]); `Listed` comes once both
-    /// kinds have listed.
+    /// [`ContainerJobs::matching`], [`SparkJobs::matching`] and [`JobSets::matching`]); `Listed`
+    /// comes once every kind has listed.
     pub fn matching(
         &self,
         namespace: &str,
@@ -413,6 +414,7 @@ impl Executor {
         crate::selector::merge(vec![
             self.container.matching(namespace, selector).boxed(),
             self.spark.matching(namespace, selector).boxed(),
+            self.jobset.matching(namespace, selector).boxed(),
         ])
     }
 

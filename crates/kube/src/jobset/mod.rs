@@ -90,6 +90,8 @@ pub struct JobSets {
     records: Arc<Records>,
     /// Whether the cluster serves the JobSet CRD, and since when that is known.
     installed: Mutex<Option<(Instant, bool)>>,
+    /// Held while discovery asks: concurrent callers wait for its answer, not ask again.
+    discovering: tokio::sync::Mutex<()>,
     /// The warnings logged, each once.
     warned: Recent,
     /// Copies of JobSets (name and resourceVersion) an action found gone.
@@ -176,6 +178,7 @@ impl JobSets {
             settings,
             namespaces: Namespaces::default(),
             installed: Mutex::new(None),
+            discovering: tokio::sync::Mutex::new(()),
             warned: Recent::new(10_000),
             found_gone: Recent::new(10_000),
             settlers: Mutex::default(),
@@ -198,10 +201,17 @@ impl JobSets {
 
     /// Whether the cluster serves the JobSet CRD (discovery, cached).
     pub async fn installed(&self) -> Result<bool> {
-        if let Some((at, installed)) = &*lock(&self.installed)
-            && at.elapsed() < self.settings.discovery_ttl
-        {
-            return Ok(*installed);
+        let known = || {
+            lock(&self.installed)
+                .filter(|(at, _)| at.elapsed() < self.settings.discovery_ttl)
+                .map(|(_, installed)| installed)
+        };
+        if let Some(installed) = known() {
+            return Ok(installed);
+        }
+        let _discovering = self.discovering.lock().await;
+        if let Some(installed) = known() {
+            return Ok(installed);
         }
         let api_version = format!("{JOBSET_GROUP}/{JOBSET_VERSION}");
         let op = Op::named("get", "apis", "", &api_version);
@@ -794,6 +804,53 @@ impl JobSets {
         let op = Op::collection("list", RESOURCE, namespace.unwrap_or(ALL_NAMESPACES));
         let list = self.cluster.call(&op, true, || api.list(&params)).await?;
         Ok(list.items)
+    }
+
+    /// Follows which managed JobSets of `namespace` match `selector`, as
+    /// [`crate::container::ContainerJobs::matching`] does for Jobs: one watch of JobSets for as
+    /// long as the stream is read, none on a cluster that does not serve them (the stream then
+    /// only says it has listed). While discovery fails, it is tried again with backoff and the
+    /// stream does not report its listing done.
+    pub fn matching(
+        self: &Arc<Self>,
+        namespace: &str,
+        selector: &str,
+    ) -> impl futures::Stream<Item = crate::selector::SelectorEvent> + Send + 'static {
+        use futures::StreamExt;
+        let jobs = self.clone();
+        let namespace = namespace.to_string();
+        let selector = crate::selector::managed(selector);
+        futures::stream::once(async move {
+            let mut attempt = 0;
+            let installed = loop {
+                match jobs.installed().await {
+                    Ok(installed) => break installed,
+                    Err(error) => {
+                        let retry = &jobs.cluster.settings().retry;
+                        let delay = retry.backoff(attempt).max(retry.base);
+                        warn!(message = "cannot discover whether the cluster serves JobSets; trying again", namespace = %namespace, %error, retry_in = ?delay);
+                        tokio::time::sleep(delay).await;
+                        attempt = attempt.saturating_add(1);
+                    }
+                }
+            };
+            let watches = if installed {
+                vec![
+                    crate::selector::label_watch(
+                        jobs.objects(&namespace).api,
+                        JobKind::JobSet,
+                        &namespace,
+                        &selector,
+                        jobs.settings.reflector.watch_timeout,
+                    )
+                    .boxed(),
+                ]
+            } else {
+                Vec::new()
+            };
+            crate::selector::merge(watches)
+        })
+        .flatten()
     }
 
     /// The first replicated job of the job's JobSet, as its spec lists them (the one whose

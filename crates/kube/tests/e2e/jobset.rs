@@ -4,10 +4,11 @@
 //! then succeeds; past `maxRestarts` it fails saying so; `successPolicy: Any` ends it early;
 //! a cancel; the replicas' logs; a cluster that does not serve JobSets.
 
+use futures::StreamExt;
 use kubeferry_core::spec::{JobSpec, Params, load};
 use kubeferry_core::{ExecutionId, JobKind, JobState, Reason};
-use kubeferry_kube::Error;
 use kubeferry_kube::logs::TailOptions;
+use kubeferry_kube::{Error, SelectorEvent};
 use kubeferry_sim::{CrdBundle, SimConfig};
 
 use crate::support::{Env, Gate, NS, Settings, eventually, is, status_until};
@@ -288,6 +289,32 @@ async fn a_cancelled_set_is_cancelled() {
         (pods == 0 && jobsets == 0).then_some(())
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selector_follows_jobsets_with_the_other_kinds() {
+    let env = jobset_env().await;
+    let gate = Gate::new();
+    let yaml = jobset(
+        "train",
+        "labels: {team: ml}\n",
+        &[rjob("leader", 1, &gate.wait("never"), "")],
+    );
+    let id = submit(&env, &yaml, "train-selected").await;
+    let mut events = Box::pin(env.executor.matching(NS, "team=ml"));
+    let mut seen = Vec::new();
+    while !seen.contains(&SelectorEvent::Listed) {
+        let event = tokio::time::timeout(crate::support::DEADLINE, events.next())
+            .await
+            .expect("the selector lists within the deadline")
+            .expect("the stream goes on");
+        seen.push(event);
+    }
+    assert!(
+        seen.contains(&SelectorEvent::Matches(JobKind::JobSet, id.name.clone())),
+        "{seen:?}"
+    );
+    env.executor.cancel(&id).await.expect("cancelled");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
