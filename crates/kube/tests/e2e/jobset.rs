@@ -318,6 +318,38 @@ async fn a_selector_follows_jobsets_with_the_other_kinds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobset_whose_job_id_is_unknown_is_swept() {
+    let env = jobset_env().await;
+    let gate = Gate::new();
+    let yaml = jobset("train", "", &[rjob("leader", 1, &gate.wait("never"), "")]);
+    let known = submit(&env, &yaml, "train-known").await;
+    let orphan = submit(&env, &yaml, "train-orphan").await;
+    let ids = std::collections::HashSet::from(["train-known".to_string()]);
+    let found = env.executor.sweep(NS, &ids, false).await.expect("swept");
+    let listed: Vec<(&ExecutionId, Option<&str>, bool)> = found
+        .iter()
+        .map(|o| (&o.id, o.job_id.as_deref(), o.deleted))
+        .collect();
+    assert_eq!(listed, [(&orphan, Some("train-orphan"), false)]);
+    let deleted = env.executor.sweep(NS, &ids, true).await.expect("swept");
+    assert_eq!(deleted.len(), 1);
+    assert!(deleted[0].deleted);
+    eventually("the orphan JobSet to go", || async {
+        let gone = env
+            .sim
+            .object("jobset.x-k8s.io", "jobsets", NS, &orphan.name)
+            .is_none();
+        gone.then_some(())
+    })
+    .await;
+    assert!(
+        env.sim
+            .object("jobset.x-k8s.io", "jobsets", NS, &known.name)
+            .is_some()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_without_jobsets_runs_none_and_lists_the_other_kinds() {
     let env = Env::start().await;
     let spec = match load(
