@@ -116,6 +116,54 @@ def test_index_summary_decoding() -> None:
         )
 
 
+def test_replica_summary_decoding() -> None:
+    info = decode_as(
+        JobInfo,
+        {
+            "id": "sim/jobset/default/train-1",
+            "state": "FAILED",
+            "reason": "OomKilled",
+            "exitCode": 137,
+            "replicas": {
+                "restarts": 1,
+                "terminalState": "Failed",
+                "replicatedJobs": [
+                    {
+                        "name": "leader",
+                        "replicas": 1,
+                        "ready": 1,
+                        "succeeded": 0,
+                        "failed": 0,
+                        "active": 1,
+                        "suspended": 0,
+                    },
+                    {
+                        "name": "workers",
+                        "replicas": 2,
+                        "ready": 1,
+                        "succeeded": 0,
+                        "failed": 1,
+                        "active": 1,
+                        "suspended": 0,
+                    },
+                ],
+            },
+        },
+    )
+    assert info.replicas is not None
+    assert (info.replicas.restarts, info.replicas.terminal_state) == (1, "Failed")
+    workers = info.replicas.replicated_jobs[1]
+    assert (workers.name, workers.replicas, workers.failed, workers.active) == ("workers", 2, 1, 1)
+    # Every other job has no replica summary.
+    plain = decode_as(JobInfo, {"id": "a/b/c/d", "state": "QUEUED", "reason": "Pending"})
+    assert plain.replicas is None
+    with pytest.raises(ProtocolError, match=r"Replicas\.replicatedJobs: missing"):
+        decode_as(
+            JobInfo,
+            {"id": "a/b/c/d", "state": "QUEUED", "reason": "Pending", "replicas": {"restarts": 0}},
+        )
+
+
 @pytest.mark.parametrize(
     ("data", "named"),
     [

@@ -15,7 +15,7 @@ use kubeferry::kube::cluster::Kubeconfig;
 use kubeferry::kube::logs::TailOptions;
 use kubeferry::kube::{Cluster, ClusterSettings, Executor, ExecutorSettings};
 use kubeferry::{ExecutionId, JobState};
-use kubeferry_sim::{NodeConfig, SimCluster, SimConfig};
+use kubeferry_sim::{CrdBundle, NodeConfig, SimCluster, SimConfig};
 
 #[derive(Parser)]
 #[command(about = "kubeferry's benchmarks against the simulated cluster")]
@@ -68,6 +68,12 @@ enum Bench {
         #[arg(long, default_value_t = 100)]
         parallelism: usize,
     },
+    /// API requests while one JobSet of a leader and many workers runs to its end.
+    Jobset {
+        /// Workers (the `workers` replicated job's replicas).
+        #[arg(long, default_value_t = 100)]
+        workers: usize,
+    },
     /// Every benchmark with its default size.
     All,
     /// Internal: track every job of a namespace and print this process's resident memory.
@@ -91,11 +97,13 @@ async fn main() -> anyhow::Result<()> {
             indexes,
             parallelism,
         } => indexed(indexes, parallelism).await,
+        Bench::Jobset { workers } => jobset(workers).await,
         Bench::All => {
             submit(1000, 8).await?;
             latency(1000, 50).await?;
             tracking(1000, Duration::from_secs(60)).await?;
             indexed(1000, 100).await?;
+            jobset(100).await?;
             memory(10_000).await
         }
         Bench::MemoryProbe { kubeconfig, ids } => memory_probe(&kubeconfig, &ids).await,
@@ -104,6 +112,11 @@ async fn main() -> anyhow::Result<()> {
 
 /// A simulated cluster big enough for `pods` pods at once.
 async fn sim(pods: usize) -> anyhow::Result<SimCluster> {
+    sim_with(pods, Vec::new()).await
+}
+
+/// [`sim`] with these CRD bundles installed.
+async fn sim_with(pods: usize, crd_bundles: Vec<CrdBundle>) -> anyhow::Result<SimCluster> {
     let nodes = pods.div_ceil(500).max(1);
     let config = SimConfig {
         nodes: (1..=nodes)
@@ -114,6 +127,7 @@ async fn sim(pods: usize) -> anyhow::Result<SimCluster> {
                 ..NodeConfig::named(format!("sim-node-{i}"))
             })
             .collect(),
+        crd_bundles,
         ..SimConfig::default()
     };
     Ok(SimCluster::start(config).await?)
@@ -268,6 +282,68 @@ async fn indexed(indexes: usize, parallelism: usize) -> anyhow::Result<()> {
     anyhow::ensure!(
         outcome.state == JobState::Succeeded,
         "the indexed job ended {outcome:?}"
+    );
+    sim.shutdown().await;
+    Ok(())
+}
+
+/// Requests kubeferry makes while one JobSet of a leader and `workers` workers runs to its
+/// end, waited on and asked for its status all along: the namespace's watches alone, nothing
+/// per Job or pod.
+async fn jobset(workers: usize) -> anyhow::Result<()> {
+    let sim = sim_with(workers + 1, vec![CrdBundle::JobSet]).await?;
+    let executor = executor(&sim).await?;
+    let text = format!(
+        "kind: JobSet\nname: gang\nreplicatedJobs:\n  - {{name: leader, image: busybox, command: [sh, -c, 'sleep 0.2; echo leading']}}\n  - {{name: workers, replicas: {workers}, image: busybox, command: [sh, -c, 'sleep 0.2; echo working']}}\n"
+    );
+    let spec = spec::load("bench.yaml", &text, &Default::default())?;
+    sim.reset_counters();
+    let started = Instant::now();
+    let id = executor.submit(&spec, "bench-jobset", "default").await?;
+    let mut statuses = 0u64;
+    let outcome = executor
+        .wait(&id, Some(Duration::from_secs(1800)), |_| statuses += 1)
+        .await?;
+    let elapsed = started.elapsed();
+    // Status queries all along are answered from the cache.
+    for _ in 0..100 {
+        executor.status(&id).await?;
+    }
+    let counters = sim.counters();
+    let requests: u64 = counters.values().sum();
+    let summary = outcome
+        .replicas
+        .as_ref()
+        .map(|r| r.counts())
+        .unwrap_or_default();
+    print_table(
+        &format!(
+            "JobSet: a leader and {workers} workers, from submit to its end ({:.0} s)",
+            elapsed.as_secs_f64()
+        ),
+        &[
+            ("outcome", format!("{} ({summary})", outcome.state)),
+            ("statuses seen by the wait", statuses.to_string()),
+            ("API requests by kubeferry", requests.to_string()),
+            (
+                "requests per worker",
+                format!("{:.4}", requests as f64 / workers as f64),
+            ),
+            (
+                "goal",
+                "the namespace's watches and the create, nothing per Job or pod".to_string(),
+            ),
+        ],
+    );
+    for (key, count) in counters {
+        println!(
+            "    {:<8} {:<20} {:<40} {count}",
+            key.verb, key.resource, key.user
+        );
+    }
+    anyhow::ensure!(
+        outcome.state == JobState::Succeeded,
+        "the JobSet ended {outcome:?}"
     );
     sim.shutdown().await;
     Ok(())

@@ -246,9 +246,13 @@ pub struct LogsArgs {
     #[arg(short = 'p', long)]
     pub previous: bool,
     /// For an indexed job: the log of this index's pods (its newest attempt, or with
-    /// --previous the one before).
+    /// --previous the one before). For a JobSet: the Job of this index of the replicated job
+    /// (default 0).
     #[arg(long, value_name = "N")]
     pub index: Option<u32>,
+    /// For a JobSet: the log of this replicated job's pods (default: the first replicated job).
+    #[arg(long, value_name = "NAME")]
+    pub replica: Option<String>,
 }
 
 /// `kubeferry list`.

@@ -11,7 +11,7 @@ use kubeferry::kube::{
     Cluster, ClusterSettings, Executor, ExecutorSettings, KubeconfigLocation, generate_job_id,
 };
 use kubeferry_sim::controllers::spark::with_spark_operators;
-use kubeferry_sim::{SimCluster, SimConfig};
+use kubeferry_sim::{CrdBundle, SimCluster, SimConfig};
 
 /// The cluster and namespace, chosen as kubectl chooses them.
 #[derive(Debug, Clone, Args)]
@@ -127,7 +127,11 @@ pub async fn connect(args: &ClusterArgs, fallback: Fallback) -> anyhow::Result<C
             eprintln!(
                 "kubeferry: no cluster configured (no --kubeconfig, $KUBECONFIG or ~/.kube/config): running on an embedded simulated cluster"
             );
-            let sim = SimCluster::start(with_spark_operators(SimConfig::default()))
+            // The embedded cluster runs every kind: the Spark operators and the JobSet
+            // controller are installed.
+            let mut sim_config = with_spark_operators(SimConfig::default());
+            sim_config.crd_bundles.push(CrdBundle::JobSet);
+            let sim = SimCluster::start(sim_config)
                 .await
                 .context("cannot start the embedded simulated cluster")?;
             let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml(EMBEDDED_CLUSTER))

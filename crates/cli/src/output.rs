@@ -185,12 +185,14 @@ pub fn print_final(format: &Format, id: &ExecutionId, info: &ExecutionInfo) -> a
     }
 }
 
-/// Which columns a status table has: `wide` adds how long the job ran, and indexed jobs get a
-/// column with where their indexes stand (other tables are as they always were).
+/// Which columns a status table has: `wide` adds how long the job ran, indexed jobs get a
+/// column with where their indexes stand, JobSets one with where their replicated jobs stand
+/// (other tables are as they always were).
 #[derive(Clone, Copy, Debug)]
 pub struct StatusColumns {
     wide: bool,
     indexed: bool,
+    replicated: bool,
 }
 
 impl StatusColumns {
@@ -199,6 +201,7 @@ impl StatusColumns {
         StatusColumns {
             wide,
             indexed: statuses.iter().any(|(_, info)| info.indexes.is_some()),
+            replicated: statuses.iter().any(|(_, info)| info.replicas.is_some()),
         }
     }
 
@@ -208,6 +211,9 @@ impl StatusColumns {
         if self.indexed {
             table.insert_column_before_last("INDEXES");
         }
+        if self.replicated {
+            table.insert_column_before_last("REPLICAS");
+        }
         table
     }
 
@@ -216,6 +222,9 @@ impl StatusColumns {
         let mut cells = status_cells(id, info, self.wide);
         if self.indexed {
             cells.insert(cells.len() - 1, index_cell(info));
+        }
+        if self.replicated {
+            cells.insert(cells.len() - 1, replica_cell(info));
         }
         cells
     }
@@ -265,6 +274,15 @@ pub fn index_cell(info: &ExecutionInfo) -> String {
         }
     }
     cell
+}
+
+/// Where a JobSet's replicated jobs stand, in a table cell: `leader 1/1 succeeded; workers 1/2
+/// succeeded, 1 failed; restarted 1 time` (empty for other jobs).
+pub fn replica_cell(info: &ExecutionInfo) -> String {
+    info.replicas
+        .as_ref()
+        .map(|replicas| replicas.counts())
+        .unwrap_or_default()
 }
 
 /// How long the job ran (so far), as kubectl prints ages: `45s`, `3m12s`, `2h5m`; empty before

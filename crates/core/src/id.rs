@@ -12,17 +12,20 @@ pub enum JobKind {
     Job,
     /// A Spark application: a `SparkApplication` of one of the Spark operators.
     SparkApp,
+    /// A JobSet (`jobset.x-k8s.io/v1alpha2`): replicated Jobs run together.
+    JobSet,
 }
 
 impl JobKind {
     /// All kinds, in the order they are documented.
-    pub const ALL: [JobKind; 2] = [JobKind::Job, JobKind::SparkApp];
+    pub const ALL: [JobKind; 3] = [JobKind::Job, JobKind::SparkApp, JobKind::JobSet];
 
     /// The kind as it appears in an execution id.
     pub fn as_str(self) -> &'static str {
         match self {
             JobKind::Job => "job",
             JobKind::SparkApp => "sparkapp",
+            JobKind::JobSet => "jobset",
         }
     }
 }

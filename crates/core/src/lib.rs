@@ -8,6 +8,7 @@ pub mod container;
 pub mod duration;
 pub mod id;
 pub mod indexes;
+pub mod jobset;
 pub mod marks;
 mod named;
 pub mod observation;

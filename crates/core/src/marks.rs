@@ -118,6 +118,27 @@ pub fn job_id_label_value(job_id: &str) -> String {
 /// plus a short hash of the full id so that truncation or sanitising can never make two ids
 /// share a name. `prefix` (itself a DNS label, possibly empty) goes first.
 pub fn object_name(prefix: &str, job_id: &str) -> String {
+    object_name_within(prefix, job_id, MAX_NAME_LEN)
+}
+
+/// The longest name of a JobSet kubeferry creates: the JobSet controller names its Jobs
+/// `<jobset>-<replicated job>-<index>` and their pods' hostnames add `-<pod index>`, all within
+/// a DNS label's 63 characters; the rest is left to the replicated jobs' names.
+pub const MAX_JOBSET_NAME_LEN: usize = 30;
+
+/// The deterministic name of a JobSet for a job id: [`object_name`] within
+/// [`MAX_JOBSET_NAME_LEN`] characters, made a DNS-1035 label (starting with a letter, `js-`
+/// put first when the id does not give one): the JobSet webhook requires its child Jobs' names
+/// to be DNS-1035 labels.
+pub fn jobset_object_name(job_id: &str) -> String {
+    let name = object_name_within("", job_id, MAX_JOBSET_NAME_LEN);
+    if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return name;
+    }
+    object_name_within("js", job_id, MAX_JOBSET_NAME_LEN)
+}
+
+fn object_name_within(prefix: &str, job_id: &str, max_len: usize) -> String {
     let hash = short_hash(job_id, 8);
     let mut base = String::new();
     if !prefix.is_empty() {
@@ -135,7 +156,7 @@ pub fn object_name(prefix: &str, job_id: &str) -> String {
             last_dash = true;
         }
     }
-    let room = MAX_NAME_LEN - hash.len() - 1;
+    let room = max_len.min(MAX_NAME_LEN).saturating_sub(hash.len() + 1);
     base.truncate(room);
     let base = base.trim_matches('-');
     let name = if base.is_empty() {
@@ -210,6 +231,29 @@ mod tests {
             }
         }
         assert!(object_name("", "hello").starts_with("hello-"));
+    }
+
+    #[test]
+    fn jobset_names_are_short_dns1035_labels() {
+        for id in [
+            "train",
+            "42-nightly",
+            &"x".repeat(200),
+            "---",
+            "Train Run/7",
+        ] {
+            let name = jobset_object_name(id);
+            assert!(is_dns_label(&name), "{id:?} -> {name}");
+            assert!(name.len() <= MAX_JOBSET_NAME_LEN, "{id:?} -> {name}");
+            assert!(name.starts_with(|c: char| c.is_ascii_lowercase()), "{name}");
+            assert_eq!(name, jobset_object_name(id));
+        }
+        assert!(jobset_object_name("train").starts_with("train-"));
+        assert!(jobset_object_name("42-nightly").starts_with("js-42-nightly-"));
+        // Long ids keep their hash, so two of them never share a name.
+        let a = jobset_object_name(&format!("{}a", "x".repeat(100)));
+        let b = jobset_object_name(&format!("{}b", "x".repeat(100)));
+        assert_ne!(a, b);
     }
 
     #[test]

@@ -70,6 +70,7 @@ impl OutcomeRecord {
         let kind = match data.get(KIND_KEY)?.as_str() {
             "job" => JobKind::Job,
             "sparkapp" => JobKind::SparkApp,
+            "jobset" => JobKind::JobSet,
             _ => return None,
         };
         let outcome: ExecutionInfo = serde_json::from_str(data.get(OUTCOME_KEY)?).ok()?;

@@ -308,6 +308,76 @@ pub struct ExecutionInfo {
     /// For an indexed job: where its indexes stand. Absent for every other job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indexes: Option<IndexSummary>,
+    /// For a JobSet: its restarts and where the Jobs of each replicated job stand. Absent for
+    /// every other job (boxed: every other job's status stays as small as it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<Box<ReplicaSummary>>,
+}
+
+/// Where a JobSet stands: how often it was restarted, its terminal state as the JobSet
+/// reports it, and the counts of each replicated job's Jobs (the JobSet's
+/// `status.replicatedJobsStatus`, of the current restart).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaSummary {
+    /// How many times the whole set was restarted (`status.restarts`).
+    pub restarts: u32,
+    /// `status.terminalState` (`Completed`, `Failed`) once the JobSet has ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_state: Option<String>,
+    /// Each replicated job, in the spec's order.
+    pub replicated_jobs: Vec<ReplicatedJobCounts>,
+}
+
+/// How the Jobs of one replicated job of a JobSet stand.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicatedJobCounts {
+    /// The replicated job's name.
+    pub name: String,
+    /// How many Jobs it has (`replicas`).
+    pub replicas: u32,
+    /// Jobs whose pods are all ready (or succeeded).
+    pub ready: u32,
+    /// Jobs that succeeded.
+    pub succeeded: u32,
+    /// Jobs that failed.
+    pub failed: u32,
+    /// Jobs with a pod still running or pending.
+    pub active: u32,
+    /// Jobs that are suspended.
+    pub suspended: u32,
+}
+
+impl ReplicaSummary {
+    /// The counts in a few words: `leader 1/1 succeeded; workers 1/2 succeeded, 1 failed;
+    /// restarted 1 time`.
+    pub fn counts(&self) -> String {
+        let mut parts: Vec<String> = self
+            .replicated_jobs
+            .iter()
+            .map(|r| {
+                let mut text = format!("{} {}/{} succeeded", r.name, r.succeeded, r.replicas);
+                for (n, what) in [
+                    (r.failed, "failed"),
+                    (r.active, "active"),
+                    (r.ready, "ready"),
+                    (r.suspended, "suspended"),
+                ] {
+                    if n > 0 {
+                        text.push_str(&format!(", {n} {what}"));
+                    }
+                }
+                text
+            })
+            .collect();
+        match self.restarts {
+            0 => {}
+            1 => parts.push("restarted 1 time".to_string()),
+            n => parts.push(format!("restarted {n} times")),
+        }
+        parts.join("; ")
+    }
 }
 
 /// Where the indexes of an indexed job stand: counts that add up to `completions`, the Job's
@@ -391,6 +461,7 @@ impl ExecutionInfo {
             started_at: None,
             finished_at: None,
             indexes: None,
+            replicas: None,
         }
     }
 

@@ -1,4 +1,4 @@
-//! Every job file in `examples/` loads and validates, the container and the Spark ones.
+//! Every job file in `examples/` loads and validates: the container, Spark and JobSet ones.
 
 use std::path::Path;
 
@@ -13,6 +13,7 @@ fn every_example_validates() {
     params.insert("who".to_string(), "tester".to_string());
     let mut loaded = Vec::new();
     let mut spark = Vec::new();
+    let mut jobsets = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("examples/ exists") {
         let path = entry.expect("a directory entry").path();
         let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
@@ -30,6 +31,7 @@ fn every_example_validates() {
         match load(&name, &text, &params) {
             Ok(JobSpec::Container(spec)) => loaded.push((name, spec)),
             Ok(JobSpec::Spark(spec)) => spark.push((name, spec)),
+            Ok(JobSpec::JobSet(spec)) => jobsets.push((name, spec)),
             Err(error) => panic!("{name} does not validate:\n{error}"),
         }
     }
@@ -66,6 +68,13 @@ fn every_example_validates() {
     for (name, spec) in &loaded {
         if name != "full.yaml" {
             assert_eq!(spec.command, ["sh", "-c"], "{name}");
+        }
+    }
+    let jobset_names: Vec<&str> = jobsets.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(jobset_names, ["jobset.yaml"], "the JobSet examples");
+    for (name, spec) in &jobsets {
+        for rjob in &spec.replicated_jobs {
+            assert_eq!(rjob.command, ["sh", "-c"], "{name} {}", rjob.name);
         }
     }
 }

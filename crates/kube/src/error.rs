@@ -144,6 +144,13 @@ pub enum Error {
         /// What is missing, and what to do about it.
         detail: String,
     },
+    /// The cluster does not serve the JobSet CRD (`jobset.x-k8s.io/v1alpha2`). Nothing was
+    /// created.
+    #[error("cannot run the JobSet: {detail}")]
+    JobSetUnavailable {
+        /// What is missing, and what to do about it.
+        detail: String,
+    },
     /// A job spec the target cannot run as it is (a field the chosen Spark operator cannot
     /// honour); nothing was created.
     #[error(transparent)]

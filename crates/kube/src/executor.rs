@@ -14,6 +14,7 @@ use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
+use crate::jobset::{JobSetSettings, JobSets};
 use crate::kind::{Kind, Watches};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::protocol;
@@ -28,6 +29,8 @@ pub struct ExecutorSettings {
     pub container: ContainerSettings,
     /// Spark jobs.
     pub spark: SparkSettings,
+    /// JobSets.
+    pub jobset: JobSetSettings,
     /// The durable outcome records of every kind.
     pub records: RecordSettings,
 }
@@ -52,6 +55,7 @@ pub struct Executor {
     cluster: Cluster,
     container: Arc<ContainerJobs>,
     spark: Arc<SparkJobs>,
+    jobset: Arc<JobSets>,
     records: Arc<Records>,
 }
 
@@ -70,10 +74,12 @@ impl Executor {
             records.clone(),
         ));
         let spark = SparkJobs::new(cluster.clone(), settings.spark, records.clone());
+        let jobset = JobSets::new(cluster.clone(), settings.jobset, records.clone());
         Self {
             cluster,
             container,
             spark,
+            jobset,
             records,
         }
     }
@@ -93,6 +99,12 @@ impl Executor {
     #[cfg(feature = "internals")]
     pub fn spark_jobs(&self) -> &SparkJobs {
         &self.spark
+    }
+
+    /// The JobSet backend.
+    #[cfg(feature = "internals")]
+    pub fn jobsets(&self) -> &JobSets {
+        &self.jobset
     }
 
     /// Starts watching the container jobs of `namespace`, if that is not done yet: its first
@@ -130,6 +142,17 @@ impl Executor {
         for kind in JobKind::ALL {
             receivers.push((kind, records.subscribe()));
         }
+        // The JobSets' watches, on a cluster that serves them.
+        if self.jobset.installed().await.unwrap_or(false)
+            && let Ok(watch) = self.jobset.watch(namespace).await
+        {
+            receivers.extend(
+                watch
+                    .subscribe()
+                    .into_iter()
+                    .map(|receiver| (JobKind::JobSet, receiver)),
+            );
+        }
         match self.spark.watch(namespace).await {
             Ok(watch) => {
                 receivers.extend(
@@ -154,6 +177,9 @@ impl Executor {
         if let Some(spark) = &spark {
             watches.extend(spark.health());
         }
+        if let Some(jobset) = self.jobset.existing(namespace) {
+            watches.extend(jobset.health());
+        }
         (watches, spark.is_some())
     }
 
@@ -161,6 +187,7 @@ impl Executor {
     pub fn health(&self) -> Vec<(String, String, WatchHealth)> {
         let mut all = health_of(&*self.container);
         all.extend(health_of(&*self.spark));
+        all.extend(health_of(&*self.jobset));
         all.extend(self.records.health());
         all
     }
@@ -207,6 +234,7 @@ impl Executor {
         match spec {
             JobSpec::Container(spec) => self.container.submit(spec, job_id, namespace).await,
             JobSpec::Spark(spec) => self.spark.submit(spec, job_id, namespace).await,
+            JobSpec::JobSet(spec) => self.jobset.submit(spec, job_id, namespace).await,
         }
     }
 
@@ -216,6 +244,7 @@ impl Executor {
         match id.kind {
             JobKind::Job => self.container.status(id).await,
             JobKind::SparkApp => self.spark.status(id).await,
+            JobKind::JobSet => self.jobset.status(id).await,
         }
     }
 
@@ -231,6 +260,7 @@ impl Executor {
         match id.kind {
             JobKind::Job => protocol::wait(&*self.container, id, timeout, on_change).await,
             JobKind::SparkApp => protocol::wait(&*self.spark, id, timeout, on_change).await,
+            JobKind::JobSet => protocol::wait(&*self.jobset, id, timeout, on_change).await,
         }
     }
 
@@ -242,6 +272,7 @@ impl Executor {
         match id.kind {
             JobKind::Job => protocol::cancel(&*self.container, id).await,
             JobKind::SparkApp => protocol::cancel(&*self.spark, id).await,
+            JobKind::JobSet => protocol::cancel(&*self.jobset, id).await,
         }
     }
 
@@ -253,6 +284,10 @@ impl Executor {
         match id.kind {
             JobKind::Job => protocol::tail(&*self.container, id, options).await,
             JobKind::SparkApp => protocol::tail(&*self.spark, id, options).await,
+            JobKind::JobSet => {
+                let options = self.jobset_log_defaults(id, options.clone()).await?;
+                protocol::tail(&*self.jobset, id, &options).await
+            }
         }
     }
 
@@ -266,6 +301,44 @@ impl Executor {
         Ok(match id.kind {
             JobKind::Job => protocol::follow(self.container.clone(), id.clone(), options).boxed(),
             JobKind::SparkApp => protocol::follow(self.spark.clone(), id.clone(), options).boxed(),
+            JobKind::JobSet => {
+                let jobsets = self.jobset.clone();
+                let id = id.clone();
+                futures::stream::once(async move {
+                    let (replica, index) =
+                        match log_defaults(&jobsets, &id, options.replica.clone(), options.index)
+                            .await
+                        {
+                            Ok(defaults) => defaults,
+                            Err(error) => {
+                                return futures::stream::once(async { Err(error) }).boxed();
+                            }
+                        };
+                    let options = FollowOptions {
+                        replica,
+                        index,
+                        ..options
+                    };
+                    protocol::follow(jobsets, id, options).boxed()
+                })
+                .flatten()
+                .boxed()
+            }
+        })
+    }
+
+    /// A JobSet's log options with their defaults: the first replicated job, its Job 0.
+    async fn jobset_log_defaults(
+        &self,
+        id: &ExecutionId,
+        options: TailOptions,
+    ) -> Result<TailOptions> {
+        let (replica, index) =
+            log_defaults(&self.jobset, id, options.replica.clone(), options.index).await?;
+        Ok(TailOptions {
+            replica,
+            index,
+            ..options
         })
     }
 
@@ -278,6 +351,7 @@ impl Executor {
         for (namespace, state, count) in Kind::jobs_by_state(&*self.container)
             .into_iter()
             .chain(Kind::jobs_by_state(&*self.spark))
+            .chain(Kind::jobs_by_state(&*self.jobset))
         {
             let slot = JobState::ALL.iter().position(|s| *s == state).unwrap_or(0);
             counts.entry(namespace).or_default()[slot] += count;
@@ -298,7 +372,9 @@ impl Executor {
     pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
         let container = protocol::list(&*self.container, Some(namespace), selector).await;
         let spark = protocol::list(&*self.spark, Some(namespace), selector).await;
-        let mut jobs = either_kind(container, spark, "jobs not listed")?;
+        let jobsets = protocol::list(&*self.jobset, Some(namespace), selector).await;
+        let jobs = either_kind(container, spark, "jobs not listed")?;
+        let mut jobs = with_jobsets(jobs, jobsets, "jobs not listed")?;
         jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(jobs)
     }
@@ -315,19 +391,21 @@ impl Executor {
             .installed()
             .await
             .is_ok_and(|operators| !operators.is_empty());
-        let mut jobs = if spark_installed {
+        let jobs = if spark_installed {
             let spark = protocol::list(&*self.spark, None, selector).await;
             either_kind(container, spark, "jobs not listed")?
         } else {
             container?
         };
+        let jobsets = protocol::list(&*self.jobset, None, selector).await;
+        let mut jobs = with_jobsets(jobs, jobsets, "jobs not listed")?;
         jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(jobs)
     }
 
     /// Follows which managed jobs of a namespace, of every kind, match a label selector (see
-    /// [`ContainerJobs::matching`] and [`SparkJobs::matching`]); `Listed` comes once both
-    /// kinds have listed.
+    /// [`ContainerJobs::matching`], [`SparkJobs::matching`] and [`JobSets::matching`]); `Listed`
+    /// comes once every kind has listed.
     pub fn matching(
         &self,
         namespace: &str,
@@ -336,6 +414,7 @@ impl Executor {
         crate::selector::merge(vec![
             self.container.matching(namespace, selector).boxed(),
             self.spark.matching(namespace, selector).boxed(),
+            self.jobset.matching(namespace, selector).boxed(),
         ])
     }
 
@@ -349,9 +428,26 @@ impl Executor {
     ) -> Result<Vec<Orphan>> {
         let container = protocol::sweep(&*self.container, namespace, known, delete).await;
         let spark = protocol::sweep(&*self.spark, namespace, known, delete).await;
+        let jobsets = protocol::sweep(&*self.jobset, namespace, known, delete).await;
         // Outcome records are not orphans: they are bounded, and expire after their retention.
-        either_kind(container, spark, "jobs not swept")
+        let orphans = either_kind(container, spark, "jobs not swept")?;
+        with_jobsets(orphans, jobsets, "jobs not swept")
     }
+}
+
+/// The replicated job and Job index whose log a JobSet's log is: the ones asked for, else the
+/// first replicated job of the JobSet's spec and its Job 0.
+async fn log_defaults(
+    jobsets: &JobSets,
+    id: &ExecutionId,
+    replica: Option<String>,
+    index: Option<u32>,
+) -> Result<(Option<String>, Option<u32>)> {
+    let replica = match replica {
+        Some(replica) => Some(replica),
+        None => jobsets.first_replicated_job(id).await?,
+    };
+    Ok((replica, Some(index.unwrap_or(0))))
 }
 
 /// The health of every watch of every namespace `jobs` watches: namespace, resource, health.
@@ -385,6 +481,23 @@ fn either_kind<T>(container: Result<Vec<T>>, spark: Result<Vec<T>>, what: &str) 
             Ok(a)
         }
         (Err(error), _) | (_, Err(error)) => Err(error),
+    }
+}
+
+/// The other kinds' results with the JobSets'. JobSets kubeferry may not list are left out with
+/// a warning (a cluster that does not serve JobSets lists none and asks nothing of them).
+fn with_jobsets<T>(jobs: Vec<T>, jobsets: Result<Vec<T>>, what: &str) -> Result<Vec<T>> {
+    match jobsets {
+        Ok(jobsets) => {
+            let mut jobs = jobs;
+            jobs.extend(jobsets);
+            Ok(jobs)
+        }
+        Err(error @ Error::Forbidden { .. }) => {
+            warn!(message = what, kind = "jobset", %error);
+            Ok(jobs)
+        }
+        Err(error) => Err(error),
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! # The shape of a kind of job
 //!
-//! A kind of job (a container Job, a SparkApplication) is one module per layer, and implements
+//! A kind of job (a container Job, a SparkApplication, a JobSet) is one module per layer, and implements
 //! one trait, `kind::Kind` (in the spirit of Kueue's `GenericJob`):
 //!
 //! - in `kubeferry-core`, its lean views and its pure mapping (`container`, `spark`), over the
@@ -35,6 +35,7 @@ pub mod cluster;
 mod container;
 pub mod error;
 pub mod executor;
+mod jobset;
 mod kind;
 pub mod logs;
 pub mod manifest;
@@ -53,6 +54,7 @@ pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation, Op};
 pub use container::{ContainerSettings, SelectorEvent};
 pub use error::{Error, Result};
 pub use executor::{Executor, ExecutorSettings, Placement, generate_job_id};
+pub use jobset::JobSetSettings;
 pub use manifest::{MAIN_CONTAINER, job_manifest};
 pub use records::RecordSettings;
 pub use retry::RetryPolicy;
@@ -65,6 +67,8 @@ pub use spark::SparkSettings;
 pub mod internals {
     pub use crate::container::ContainerJobs;
     pub use crate::container::tracker::NamespaceWatch;
+    pub use crate::jobset::JobSets;
+    pub use crate::jobset::tracker::JobSetNamespaceWatch;
     pub use crate::spark::SparkJobs;
     pub use crate::spark::tracker::SparkNamespaceWatch;
 }

@@ -41,8 +41,12 @@ pub struct TailOptions {
     pub bytes: Option<u64>,
     /// The previous attempt's container (after a restart).
     pub previous: bool,
-    /// Only the attempts of this index of an indexed job (`None`: every attempt).
+    /// Only the attempts of this index of an indexed job, or of this Job index of a JobSet's
+    /// replicated job (`None`: every attempt).
     pub index: Option<u32>,
+    /// Only the attempts of this replicated job of a JobSet (`None`: for a JobSet, its first
+    /// replicated job).
+    pub replica: Option<String>,
 }
 
 /// Reads the end of a container's log.
@@ -87,8 +91,12 @@ pub struct FollowOptions {
     /// How long a stream may stay silent before the container is looked at again (and the
     /// stream re-opened if it still runs).
     pub idle_recheck: Duration,
-    /// Only the attempts of this index of an indexed job (`None`: every attempt).
+    /// Only the attempts of this index of an indexed job, or of this Job index of a JobSet's
+    /// replicated job (`None`: every attempt).
     pub index: Option<u32>,
+    /// Only the attempts of this replicated job of a JobSet (`None`: for a JobSet, its first
+    /// replicated job).
+    pub replica: Option<String>,
 }
 
 impl Default for FollowOptions {
@@ -98,6 +106,7 @@ impl Default for FollowOptions {
             reopen_delay: Duration::from_millis(500),
             idle_recheck: Duration::from_secs(60),
             index: None,
+            replica: None,
         }
     }
 }

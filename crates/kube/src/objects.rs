@@ -249,8 +249,11 @@ pub(crate) struct Attempt {
     pub(crate) container: String,
     /// Whether the container has started (so it has a log).
     pub(crate) started: bool,
-    /// The pod's index in an indexed job.
+    /// The pod's index in an indexed job; its Job's index within its replicated job in a
+    /// JobSet.
     pub(crate) index: Option<u32>,
+    /// The pod's replicated job in a JobSet.
+    pub(crate) replica: Option<String>,
 }
 
 #[cfg(test)]

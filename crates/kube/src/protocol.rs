@@ -278,7 +278,14 @@ pub(crate) async fn tail<J: Kind>(
         .attempts(id)
         .await?
         .into_iter()
-        .filter(|a| a.started && options.index.is_none_or(|index| a.index == Some(index)))
+        .filter(|a| {
+            a.started
+                && options.index.is_none_or(|index| a.index == Some(index))
+                && options
+                    .replica
+                    .as_ref()
+                    .is_none_or(|replica| a.replica.as_ref() == Some(replica))
+        })
         .collect();
     let back = usize::from(options.previous);
     let Some(attempt) = attempts.iter().rev().nth(back) else {
@@ -340,6 +347,10 @@ async fn follow_into<J: Kind>(
             !followed.contains(&a.uid)
                 && (info.is_terminal() || a.started)
                 && options.index.is_none_or(|index| a.index == Some(index))
+                && options
+                    .replica
+                    .as_ref()
+                    .is_none_or(|replica| a.replica.as_ref() == Some(replica))
         });
         if let Some(attempt) = next {
             followed.insert(attempt.uid.clone());

@@ -91,6 +91,36 @@ pub const SPARK_JOB_PERMISSIONS: &[Permission] = &[
     OUTCOME_RECORDS,
 ];
 
+/// What JobSets need: their JobSets, the JobSets' Jobs and those Jobs' pods (the JobSet
+/// controller creates and deletes them; kubeferry only reads them).
+pub const JOBSET_PERMISSIONS: &[Permission] = &[
+    Permission {
+        group: "jobset.x-k8s.io",
+        resource: "jobsets",
+        verbs: &["create", "get", "list", "watch", "patch", "delete"],
+        why: "submit, track (one watch of JobSets per namespace), mark and cancel JobSets",
+    },
+    Permission {
+        group: "batch",
+        resource: "jobs",
+        verbs: &["list", "watch"],
+        why: "track the JobSets' Jobs (one watch per namespace: which Job failed, and why)",
+    },
+    Permission {
+        group: "",
+        resource: "pods",
+        verbs: &["list", "watch"],
+        why: "track the JobSets' pods (one watch per namespace: exit codes, OOM kills, waiting reasons) and find their logs",
+    },
+    Permission {
+        group: "",
+        resource: "pods/log",
+        verbs: &["get"],
+        why: "read and follow the replicas' logs",
+    },
+    OUTCOME_RECORDS,
+];
+
 /// The permissions for the given kinds of jobs, each (group, resource, verbs) once. [`role`]
 /// merges the verbs of each resource into one rule.
 pub fn permissions(kinds: &[JobKind]) -> Vec<Permission> {
@@ -99,6 +129,7 @@ pub fn permissions(kinds: &[JobKind]) -> Vec<Permission> {
         let table = match kind {
             JobKind::Job => CONTAINER_JOB_PERMISSIONS,
             JobKind::SparkApp => SPARK_JOB_PERMISSIONS,
+            JobKind::JobSet => JOBSET_PERMISSIONS,
         };
         for permission in table {
             let known = merged.iter().any(|p| {
@@ -265,10 +296,25 @@ mod tests {
     }
 
     #[test]
+    fn jobsets_need_exactly_this() {
+        assert_eq!(
+            rules(&[JobKind::JobSet]),
+            [
+                "jobset.x-k8s.io:jobsets:create,get,list,watch,patch,delete",
+                "batch:jobs:list,watch",
+                ":pods:list,watch",
+                ":pods/log:get",
+                ":configmaps:create,get,list,watch,delete",
+            ]
+        );
+    }
+
+    #[test]
     fn permissions_merge_without_duplicates() {
         for kinds in [
             vec![JobKind::Job],
             vec![JobKind::SparkApp],
+            vec![JobKind::JobSet],
             JobKind::ALL.to_vec(),
         ] {
             let once = permissions(&kinds);

@@ -19,7 +19,7 @@ pub struct ErrorBody {
     /// `bad_execution_id`, `unauthorized`, `forbidden`, `no_such_job`, `no_such_template`,
     /// `not_found`, `method_not_allowed`, `name_taken`, `body_too_large`,
     /// `unsupported_media_type`, `wrong_cluster`, `invalid_spec`, `spark_unavailable`,
-    /// `kubernetes_rejected`, `kubernetes_forbidden`, `kubernetes_error`,
+    /// `jobset_unavailable`, `kubernetes_rejected`, `kubernetes_forbidden`, `kubernetes_error`,
     /// `kubernetes_unreachable`, `timeout`, `shutting_down`, `internal`.
     #[schema(example = "invalid_spec")]
     pub code: String,
@@ -197,6 +197,13 @@ impl From<KubeError> for ApiError {
             KubeError::SparkUnavailable { .. } => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "spark_unavailable",
+                message,
+            )
+            .field("spec"),
+            // A cluster that does not serve JobSets: nothing was created.
+            KubeError::JobSetUnavailable { .. } => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "jobset_unavailable",
                 message,
             )
             .field("spec"),

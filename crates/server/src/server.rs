@@ -10,8 +10,8 @@ use kubeferry_core::container::MappingConfig;
 use kubeferry_core::spark::SparkMappingConfig;
 use kubeferry_kube::tracker::ReflectorSettings;
 use kubeferry_kube::{
-    ClusterSettings, ContainerSettings, Executor, ExecutorSettings, RecordSettings, RetryPolicy,
-    SparkSettings,
+    ClusterSettings, ContainerSettings, Executor, ExecutorSettings, JobSetSettings, RecordSettings,
+    RetryPolicy, SparkSettings,
 };
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -111,6 +111,22 @@ pub fn executor_settings(
             name_prefix: config.name_prefix.clone(),
             default_operator: cluster_config.spark_operator,
             ..SparkSettings::default()
+        },
+        jobset: JobSetSettings {
+            mapping: MappingConfig {
+                image_pull_grace: t.image_pull_grace,
+                create_container_error_grace: t.create_container_error_grace,
+                pending_timeout: t.pending,
+                pod_status_wait: t.pod_status_wait,
+            },
+            reflector: ReflectorSettings {
+                watch_timeout: t.watch,
+                tombstone_ttl: t.tombstone,
+                ..ReflectorSettings::default()
+            },
+            sync_timeout: t.sync,
+            recheck_interval: t.recheck,
+            ..JobSetSettings::default()
         },
         records: RecordSettings {
             retention: t.outcome_retention,

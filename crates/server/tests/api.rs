@@ -1416,6 +1416,9 @@ async fn twenty_jobs_cost_twenty_creates_and_the_namespaces_watches() {
         // Which Spark operators the cluster serves.
         ("get", "/apis/spark.apache.org/v1", 1),
         ("get", "/apis/sparkoperator.k8s.io/v1beta2", 1),
+        // Whether it serves JobSets (asked by the snapshot's list; it serves none, so nothing
+        // more is asked of them).
+        ("get", "/apis/jobset.x-k8s.io/v1alpha2", 1),
     ]
     .into_iter()
     .map(|(verb, resource, count)| ((verb.to_string(), resource.to_string()), count))

@@ -225,11 +225,20 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
     let list = |made: &[(&str, u64)]| -> std::collections::BTreeMap<String, u64> {
         made.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     };
-    // Without a Spark operator: the Jobs and their pods.
+    // Without a Spark operator: the Jobs and their pods, and whether the cluster serves
+    // JobSets (it serves none: nothing more is asked of them; the answer is kept a while, so
+    // the sweep asks nothing).
     let sim = Sim::start().await;
     let service = sim.serve().await;
     let (listing, sweep) = list_and_sweep_requests(&sim, &service.api).await;
-    assert_eq!(listing, list(&[("list jobs.batch", 1), ("list pods", 1)]));
+    assert_eq!(
+        listing,
+        list(&[
+            ("get /apis/jobset.x-k8s.io/v1alpha2", 1),
+            ("list jobs.batch", 1),
+            ("list pods", 1)
+        ])
+    );
     assert_eq!(sweep, list(&[("list jobs.batch", 1)]));
     service.stop().await;
 
@@ -240,6 +249,7 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
     assert_eq!(
         listing,
         list(&[
+            ("get /apis/jobset.x-k8s.io/v1alpha2", 1),
             ("list jobs.batch", 1),
             ("list pods", 2),
             ("list sparkapplications.spark.apache.org", 1),

@@ -181,25 +181,39 @@ class Client:
         *,
         previous: bool = False,
         index: int | None = None,
+        replica: str | None = None,
     ) -> LogTail:
         """The end of the newest attempt's log: at most ``lines`` lines and ``bytes`` bytes
-        (``previous``: the attempt before it; ``index``: of that index of an indexed job). A
-        log that cannot be read is an empty ``log`` with a ``warning``, never an error."""
-        query: dict[str, Any] = {"lines": lines, "bytes": bytes, "index": index}
+        (``previous``: the attempt before it; ``index``: of that index of an indexed job, or of
+        that Job of a JobSet's replicated job; ``replica``: of that replicated job of a JobSet,
+        the first one by default). A log that cannot be read is an empty ``log`` with a
+        ``warning``, never an error."""
+        query: dict[str, Any] = {
+            "lines": lines,
+            "bytes": bytes,
+            "index": index,
+            "replica": replica,
+        }
         if previous:
             query["previous"] = True
         return self._json("getJobLogs", LogTail, path=_id_params(job), query=query)
 
     def follow(
-        self, job: JobRef, lines: int | None = None, *, index: int | None = None
+        self,
+        job: JobRef,
+        lines: int | None = None,
+        *,
+        index: int | None = None,
+        replica: str | None = None,
     ) -> Generator[str, None, None]:
         """The job's log as it is written, line by line (without the line ends), until its
         container ends; starting with the last ``lines`` lines if given, else from the start
-        (``index``: only that index's pods of an indexed job). A connection that drops mid-way
-        raises TransportError (a log cannot be resumed where it broke off without repeating
-        lines)."""
+        (``index``: only that index's pods of an indexed job, or that Job of a JobSet's
+        replicated job; ``replica``: that replicated job of a JobSet). A connection that drops
+        mid-way raises TransportError (a log cannot be resumed where it broke off without
+        repeating lines)."""
         path = _id_params(job)
-        query = {"follow": True, "lines": lines, "index": index}
+        query = {"follow": True, "lines": lines, "index": index, "replica": replica}
         response = self._open("getJobLogs", path=path, query=query)
         return self._log_lines(response)
 

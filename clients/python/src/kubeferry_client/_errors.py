@@ -110,7 +110,8 @@ class WrongCluster(ApiError):
 
 class InvalidSpec(ApiError):
     """422: the spec or template is invalid (`invalid_spec`, every problem in `problems`), no
-    Spark operator can run it (`spark_unavailable`), or Kubernetes refused it."""
+    Spark operator can run it (`spark_unavailable`), the cluster does not serve JobSets
+    (`jobset_unavailable`), or Kubernetes refused it."""
 
 
 class Unavailable(ApiError):

@@ -205,6 +205,41 @@ class Indexes:
 
 
 @dataclasses.dataclass(frozen=True)
+class ReplicatedJobCounts:
+    """How the Jobs of one replicated job of a JobSet stand."""
+
+    name: str = _wire("name")
+    """The replicated job's name."""
+    replicas: int = _wire("replicas")
+    """How many Jobs it has."""
+    ready: int = _wire("ready")
+    """Jobs whose pods are all ready (or succeeded)."""
+    succeeded: int = _wire("succeeded")
+    """Jobs that succeeded."""
+    failed: int = _wire("failed")
+    """Jobs that failed."""
+    active: int = _wire("active")
+    """Jobs with a pod still running or pending."""
+    suspended: int = _wire("suspended")
+    """Jobs that are suspended."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Replicas:
+    """Where a JobSet stands: its restarts, its terminal state and each replicated job's
+    Jobs."""
+
+    restarts: int = _wire("restarts")
+    """How many times the whole set was restarted."""
+    replicated_jobs: list[ReplicatedJobCounts] = _wire(
+        "replicatedJobs", _list_of(ReplicatedJobCounts)
+    )
+    """Each replicated job, in the spec's order."""
+    terminal_state: str | None = _wire("terminalState", default=None)
+    """The JobSet's terminal state (``Completed``, ``Failed``) once it has ended."""
+
+
+@dataclasses.dataclass(frozen=True)
 class JobInfo:
     """A job's execution info."""
 
@@ -228,6 +263,9 @@ class JobInfo:
     """When the job reached its final state."""
     indexes: Indexes | None = _wire("indexes", _optional(_as(Indexes)), default=None)
     """For an indexed job: where its indexes stand (``None`` for every other job)."""
+    replicas: Replicas | None = _wire("replicas", _optional(_as(Replicas)), default=None)
+    """For a JobSet: its restarts and where each replicated job's Jobs stand (``None`` for
+    every other job)."""
 
     @property
     def is_final(self) -> bool:
@@ -446,6 +484,8 @@ SCHEMAS: dict[str, type[Any]] = {
     "JobInfo": JobInfo,
     "Indexes": Indexes,
     "IndexFailureInfo": IndexFailureInfo,
+    "Replicas": Replicas,
+    "ReplicatedJobCounts": ReplicatedJobCounts,
     "Submitted": Submitted,
     "CancelResult": CancelResult,
     "LogTail": LogTail,

@@ -49,7 +49,7 @@ OPERATIONS: dict[str, Operation] = {
     "getJobLogs": Operation(
         "GET",
         _JOB + "/logs",
-        query=frozenset({"lines", "bytes", "previous", "follow", "index"}),
+        query=frozenset({"lines", "bytes", "previous", "follow", "index", "replica"}),
         answer="LogTail",
     ),
     "watchJob": Operation("GET", _JOB + "/events", answer="JobInfo", kind="sse"),

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use futures::StreamExt;
+use kubeferry::JobKind;
 use kubeferry::kube::logs::{FollowOptions, TailOptions};
 
 use crate::args::{Cli, LogsArgs};
@@ -13,9 +14,15 @@ use crate::connect::{Fallback, connect};
 /// Runs `kubeferry logs`.
 pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
     let id = parse_id(&args.id, cli.cluster.namespace.as_deref())?;
-    if args.index.is_some() && id.kind != kubeferry::JobKind::Job {
+    if args.index.is_some() && !matches!(id.kind, JobKind::Job | JobKind::JobSet) {
         return Err(crate::UsageError(format!(
-            "--index is only for indexed container jobs; {id} is not a container job"
+            "--index is only for indexed container jobs and JobSets; {id} is neither"
+        ))
+        .into());
+    }
+    if args.replica.is_some() && id.kind != JobKind::JobSet {
+        return Err(crate::UsageError(format!(
+            "--replica is only for JobSets; {id} is not a JobSet"
         ))
         .into());
     }
@@ -28,6 +35,7 @@ pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
         let options = FollowOptions {
             tail_lines: args.tail,
             index: args.index,
+            replica: args.replica.clone(),
             ..FollowOptions::default()
         };
         let mut lines = Box::pin(executor.follow(&id, options)?);
@@ -43,6 +51,7 @@ pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
             bytes: args.limit_bytes,
             previous: args.previous,
             index: args.index,
+            replica: args.replica.clone(),
         };
         let text = executor.tail(&id, &options).await?;
         std::io::stdout().lock().write_all(text.as_bytes())?;

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use super::error::{Found, Path, ProblemKind};
+use super::jobset_model::JobSetJob;
 use super::model::{
     ContainerJob, EnvValue, EnvVar, GpuVendor, Limits, PodFailurePolicy, PodField, PullPolicy, Qos,
     Resources, SecurityContext, Sidecar, SuccessPolicyRule, TaintEffect, Tmpfs, Toleration,
@@ -19,6 +20,8 @@ use super::tree::{Node, Value};
 pub const CONTAINER_JOB_KIND: &str = "ContainerJob";
 /// The `kind` of a Spark job file.
 pub const SPARK_JOB_KIND: &str = "SparkJob";
+/// The `kind` of a JobSet file.
+pub const JOBSET_KIND: &str = "JobSet";
 
 const CONTAINER_FIELDS: &[&str] = &[
     "kind",
@@ -131,7 +134,15 @@ const HINTS: &[Hint] = &[
 enum JobFileKind {
     Container,
     Spark,
+    JobSet,
 }
+
+/// The kinds of job file, by their `kind`.
+const KINDS: &[(&str, JobFileKind)] = &[
+    (CONTAINER_JOB_KIND, JobFileKind::Container),
+    (SPARK_JOB_KIND, JobFileKind::Spark),
+    (JOBSET_KIND, JobFileKind::JobSet),
+];
 
 /// A decoded job file, of either kind.
 // One per loaded file, moved once: boxing would only add an allocation.
@@ -141,6 +152,8 @@ pub(crate) enum Decoded {
     Container(ContainerJob),
     /// `kind: SparkJob`.
     Spark(SparkJob),
+    /// `kind: JobSet`.
+    JobSet(JobSetJob),
 }
 
 /// A suggestion for an unknown field: (where, name, what to write instead).
@@ -466,10 +479,6 @@ impl Decoder {
             self.problem(root.offset, &path, ProblemKind::Type, message);
             return None;
         };
-        let kinds = [
-            (CONTAINER_JOB_KIND, JobFileKind::Container),
-            (SPARK_JOB_KIND, JobFileKind::Spark),
-        ];
         let kind = match entries
             .iter()
             .find(|entry| entry.key == "kind")
@@ -477,11 +486,12 @@ impl Decoder {
         {
             // A kind this version does not know: its problem explains the file; the fields of
             // a kind it was not meant to be would only add noise.
-            Some(entry) => self.choice(&entry.value, &path.field("kind"), &kinds)?,
+            Some(entry) => self.choice(&entry.value, &path.field("kind"), KINDS)?,
             None => JobFileKind::Container,
         };
         match kind {
             JobFileKind::Spark => self.spark_job(root).map(Decoded::Spark),
+            JobFileKind::JobSet => self.jobset_job(root).map(Decoded::JobSet),
             JobFileKind::Container => self.container_job(root).map(Decoded::Container),
         }
     }
@@ -555,7 +565,7 @@ impl Decoder {
     }
 
     /// A count Kubernetes keeps in an int32: 0 to 2^31-1.
-    fn count(&mut self, node: &Node, path: &Path) -> Option<u32> {
+    pub(super) fn count(&mut self, node: &Node, path: &Path) -> Option<u32> {
         self.integer(node, path, 0, i64::from(i32::MAX))
             .and_then(|n| u32::try_from(n).ok())
     }
@@ -619,7 +629,7 @@ impl Decoder {
         Some(out)
     }
 
-    fn env(&mut self, node: &Node, path: &Path) -> Option<Vec<EnvVar>> {
+    pub(super) fn env(&mut self, node: &Node, path: &Path) -> Option<Vec<EnvVar>> {
         let expected = "a mapping of variable names to values";
         let entries = self.map(node, path, expected, |d, n, p| match &n.value {
             Value::Map(_) => {
@@ -639,7 +649,7 @@ impl Decoder {
         )
     }
 
-    fn resources(&mut self, node: &Node, path: &Path) -> Option<Resources> {
+    pub(super) fn resources(&mut self, node: &Node, path: &Path) -> Option<Resources> {
         let f = self.fields(node, path, RESOURCE_FIELDS)?;
         Some(Resources {
             cpu: self.optional(&f, "cpu", Self::quantity),
@@ -759,9 +769,11 @@ fn unknown_field(
     known: &[&'static str],
 ) -> (String, Option<&'static str>) {
     let place = path.to_string();
+    // A hint for the items of a list names the list (`replicatedJobs`, not `replicatedJobs[0]`).
+    let place_in_any_item = path.without_indexes().to_string();
     let hint = hints
         .iter()
-        .find(|(at, name, _)| *at == place && *name == key)
+        .find(|(at, name, _)| (*at == place || *at == place_in_any_item) && *name == key)
         .map(|(_, _, suggestion)| *suggestion);
     // A hint that names a field of this object explains that field's absence too.
     let suggestion = hint

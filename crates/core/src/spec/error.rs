@@ -158,6 +158,18 @@ impl Path {
         Some(Self(parent))
     }
 
+    /// The path with its list indexes left out: `replicatedJobs[1].resources` becomes
+    /// `replicatedJobs.resources`, which names the field in every item of the list.
+    pub(crate) fn without_indexes(&self) -> Self {
+        Self(
+            self.0
+                .iter()
+                .filter(|segment| !matches!(segment, Segment::Index(_)))
+                .cloned()
+                .collect(),
+        )
+    }
+
     fn with(&self, segment: Segment) -> Self {
         let mut segments = self.0.clone();
         segments.push(segment);

@@ -12,6 +12,9 @@
 mod common;
 mod decode;
 mod error;
+mod jobset_decode;
+mod jobset_model;
+mod jobset_validate;
 mod model;
 mod names;
 pub mod quantity;
@@ -25,8 +28,11 @@ use std::ops::Deref;
 
 use serde::Serialize;
 
-pub use decode::{CONTAINER_JOB_KIND, SPARK_JOB_KIND};
+pub use decode::{CONTAINER_JOB_KIND, JOBSET_KIND, SPARK_JOB_KIND};
 pub use error::{Problem, ProblemKind, SpecError};
+pub use jobset_model::{
+    JobSetJob, JobSetSuccessPolicy, ReplicatedJob, StartupOrder, SuccessOperator,
+};
 pub use model::{
     CPU, ContainerJob, EPHEMERAL_STORAGE, EnvValue, EnvVar, GpuVendor, Limits, MEMORY,
     PodFailurePolicy, PodField, PullPolicy, Qos, ResourceRequirements, Resources,
@@ -65,6 +71,8 @@ pub enum JobSpec {
     Container(ContainerJobSpec),
     /// A Spark application (`kind: SparkJob`).
     Spark(SparkJobSpec),
+    /// A JobSet (`kind: JobSet`).
+    JobSet(JobSetSpec),
 }
 
 impl JobSpec {
@@ -73,6 +81,7 @@ impl JobSpec {
         match self {
             JobSpec::Container(spec) => &spec.name,
             JobSpec::Spark(spec) => &spec.name,
+            JobSpec::JobSet(spec) => &spec.name,
         }
     }
 
@@ -81,6 +90,7 @@ impl JobSpec {
         match self {
             JobSpec::Container(spec) => spec.namespace.as_deref(),
             JobSpec::Spark(spec) => spec.namespace.as_deref(),
+            JobSpec::JobSet(spec) => spec.namespace.as_deref(),
         }
     }
 
@@ -108,6 +118,7 @@ impl JobSpec {
         match self {
             JobSpec::Container(_) => JobKind::Job,
             JobSpec::Spark(_) => JobKind::SparkApp,
+            JobSpec::JobSet(_) => JobKind::JobSet,
         }
     }
 
@@ -116,6 +127,7 @@ impl JobSpec {
         match self {
             JobSpec::Container(spec) => spec.hash(),
             JobSpec::Spark(spec) => spec.hash(),
+            JobSpec::JobSet(spec) => spec.hash(),
         }
     }
 }
@@ -236,6 +248,42 @@ impl Deref for SparkJobSpec {
     }
 }
 
+/// A JobSet that passed validation. Read its fields through [`Deref`] to [`JobSetJob`]; it
+/// cannot be changed, only rebuilt through [`JobSetSpec::new`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobSetSpec(JobSetJob);
+
+impl JobSetSpec {
+    /// Validates a JobSet built in code. Problems name fields but have no position.
+    pub fn new(job: JobSetJob) -> Result<Self, SpecError> {
+        let found = jobset_validate::jobset_job(&job);
+        if found.is_empty() {
+            return Ok(Self(job));
+        }
+        Err(unplaced(found))
+    }
+
+    /// The spec's data.
+    pub fn into_inner(self) -> JobSetJob {
+        self.0
+    }
+
+    /// A hash of what the spec asks for, for the `kubeferry.dev/spec-hash` annotation, with
+    /// the same guarantees as [`ContainerJobSpec::hash`] (the order of the replicated jobs
+    /// counts: it is their startup order).
+    pub fn hash(&self) -> String {
+        canonical_hash(JOBSET_KIND, &self.0)
+    }
+}
+
+impl Deref for JobSetSpec {
+    type Target = JobSetJob;
+
+    fn deref(&self) -> &JobSetJob {
+        &self.0
+    }
+}
+
 /// Loads a job file: renders `text` as a template with `params`, parses it (as strict JSON
 /// first when `source_name` ends in `.json`, then as YAML), decodes and validates it.
 ///
@@ -295,6 +343,7 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
         let validated = match &job {
             decode::Decoded::Container(job) => validate::container_job(job),
             decode::Decoded::Spark(job) => spark_validate::spark_job(job),
+            decode::Decoded::JobSet(job) => jobset_validate::jobset_job(job),
         };
         let explained: Vec<&Path> = found
             .iter()
@@ -321,6 +370,10 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
         decode::Decoded::Spark(job) => (
             spark_validate::spark_job(&job),
             JobSpec::Spark(SparkJobSpec(job)),
+        ),
+        decode::Decoded::JobSet(job) => (
+            jobset_validate::jobset_job(&job),
+            JobSpec::JobSet(JobSetSpec(job)),
         ),
     };
     if !found.is_empty() {
@@ -378,6 +431,8 @@ fn offset_of(decoder: &decode::Decoder, path: &Path, at_key: bool) -> Option<usi
     None
 }
 
+#[cfg(test)]
+mod jobset_tests;
 #[cfg(test)]
 mod spark_tests;
 #[cfg(test)]

@@ -247,7 +247,7 @@ fn reports_errors_with_file_line_column_and_field() {
         (
             "hello.yaml",
             "kind: ContainerJbo\nname: x\nimage: y\n",
-            r#"hello.yaml:1:7: kind: "ContainerJbo" is not one of ContainerJob, SparkJob; did you mean ContainerJob?"#,
+            r#"hello.yaml:1:7: kind: "ContainerJbo" is not one of ContainerJob, SparkJob, JobSet; did you mean ContainerJob?"#,
         ),
     ];
     for (source, text, want) in cases {

@@ -142,7 +142,7 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
 
 /// Label keys that Kubernetes, the Job controller or Kueue set (where the format has a field,
 /// it says which).
-fn job_reserved(key: &str) -> Result<(), String> {
+pub(super) fn job_reserved(key: &str) -> Result<(), String> {
     let prefix = key.rsplit_once('/').map(|(prefix, _)| prefix);
     if key == KUEUE_QUEUE_LABEL {
         return Err(format!(
@@ -182,7 +182,7 @@ fn cpu_amount(c: &mut Checks, path: Path, quantity: &Quantity) {
 }
 
 /// Environment variables: valid names, each once.
-fn env(c: &mut Checks, path: &Path, vars: &[EnvVar]) {
+pub(super) fn env(c: &mut Checks, path: &Path, vars: &[EnvVar]) {
     let mut names = BTreeSet::new();
     for var in vars {
         let path = path.key(&var.name);
@@ -193,7 +193,7 @@ fn env(c: &mut Checks, path: &Path, vars: &[EnvVar]) {
     }
 }
 
-fn resources(c: &mut Checks, r: &Resources, path: Path) {
+pub(super) fn resources(c: &mut Checks, r: &Resources, path: Path) {
     let limits_path = path.field("limits");
     if let Some(cpu) = &r.cpu {
         cpu_amount(c, path.field("cpu"), cpu);

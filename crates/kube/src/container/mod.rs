@@ -632,6 +632,7 @@ impl Kind for ContainerJobs {
                 container: MAIN_CONTAINER.to_string(),
                 started: pod.main.as_ref().is_some_and(ContainerView::has_started),
                 index: pod.completion_index,
+                replica: None,
             })
             .collect())
     }

@@ -1161,6 +1161,7 @@ impl Kind for SparkJobs {
                     .as_ref()
                     .is_some_and(ContainerView::has_started),
                 index: None,
+                replica: None,
             })
             .collect())
     }

@@ -17,6 +17,7 @@ fn tail(lines: Option<u64>, bytes: Option<u64>) -> TailOptions {
         bytes,
         previous: false,
         index: None,
+        replica: None,
     }
 }
 

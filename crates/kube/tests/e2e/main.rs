@@ -14,6 +14,7 @@ mod cancel;
 mod faults;
 mod fidelity;
 mod indexed;
+mod jobset;
 mod logs;
 mod outcomes;
 mod rbac;

@@ -127,7 +127,7 @@ async fn orphans_are_listed_and_deleted_only_when_asked() {
     let mut foreign = serde_json::to_value(kubeferry_kube::job_manifest(
         match &spec {
             kubeferry_core::JobSpec::Container(spec) => spec,
-            kubeferry_core::JobSpec::Spark(_) => panic!("a container job"),
+            other => panic!("a container job: {other:?}"),
         },
         "foreign",
         "foreign",

@@ -17,7 +17,8 @@ use kubeferry_core::spec::{self, JobSpec, Params};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use kubeferry_kube::cluster::Kubeconfig;
 use kubeferry_kube::{
-    ContainerSettings, Executor, ExecutorSettings, RetryPolicy, generate_job_id, job_manifest,
+    ContainerSettings, Executor, ExecutorSettings, JobSetSettings, RetryPolicy, generate_job_id,
+    job_manifest,
 };
 use kubeferry_sim::{SimCluster, SimConfig};
 
@@ -51,6 +52,18 @@ impl Settings {
                     name_prefix: String::new(),
                     janitor_interval: Duration::from_millis(100),
                     refusal_freshness: Duration::from_secs(600),
+                },
+                jobset: JobSetSettings {
+                    mapping: MappingConfig {
+                        image_pull_grace: Duration::from_millis(300),
+                        create_container_error_grace: Duration::from_millis(300),
+                        pending_timeout: None,
+                        pod_status_wait: Duration::from_secs(2),
+                    },
+                    reflector: fast_reflector(),
+                    sync_timeout: Duration::from_secs(5),
+                    recheck_interval: Duration::from_millis(50),
+                    ..JobSetSettings::default()
                 },
                 ..ExecutorSettings::default()
             },

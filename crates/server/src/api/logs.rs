@@ -29,6 +29,7 @@ fn concerns_the_job(error: &KubeError) -> bool {
         KubeError::NoSuchJob { .. }
             | KubeError::WrongCluster { .. }
             | KubeError::SparkUnavailable { .. }
+            | KubeError::JobSetUnavailable { .. }
             | KubeError::Id(_)
     )
 }
@@ -50,7 +51,8 @@ fn concerns_the_job(error: &KubeError) -> bool {
         ("bytes" = Option<u64>, Query, description = "At most this many bytes from the end (default and maximum: limits.maxLogBytes); not with follow"),
         ("previous" = Option<bool>, Query, description = "The attempt before the newest (after a retry)"),
         ("follow" = Option<bool>, Query, description = "Stream the log as text/plain until the container ends"),
-        ("index" = Option<u32>, Query, description = "For an indexed job: the log of this index's pods (its newest attempt, or with previous the one before)"),
+        ("index" = Option<u32>, Query, description = "For an indexed job: the log of this index's pods (its newest attempt, or with previous the one before). For a JobSet: the Job of this index of the replicated job (default 0)"),
+        ("replica" = Option<String>, Query, description = "For a JobSet: the log of this replicated job's pods (default: the first replicated job)"),
     ),
     responses(
         (status = 200, description = "The end of the log (JSON), or the followed log (text/plain)",
@@ -80,13 +82,22 @@ pub async fn logs(
                 .map_err(|_| ApiError::bad_parameter("index", format!("{index} is too large")))
         })
         .transpose()?;
-    q.finish(&["lines", "bytes", "previous", "follow", "index"])?;
+    let replica = q.string("replica")?;
+    q.finish(&["lines", "bytes", "previous", "follow", "index", "replica"])?;
     let (id, executor) = resolve(&app, &principal, &path)?;
-    if index.is_some() && id.kind != kubeferry_core::JobKind::Job {
+    if index.is_some()
+        && !matches!(
+            id.kind,
+            kubeferry_core::JobKind::Job | kubeferry_core::JobKind::JobSet
+        )
+    {
         return Err(ApiError::bad_parameter(
             "index",
-            "only for container jobs (an indexed job's pods have indexes)",
+            "only for container jobs and JobSets (an indexed job's pods have indexes, a JobSet's Jobs too)",
         ));
+    }
+    if replica.is_some() && id.kind != kubeferry_core::JobKind::JobSet {
+        return Err(ApiError::bad_parameter("replica", "only for JobSets"));
     }
 
     if follow {
@@ -103,6 +114,7 @@ pub async fn logs(
             reopen_delay: app.timeouts.follow_reopen,
             idle_recheck: app.timeouts.follow_idle,
             index,
+            replica,
         };
         let stream = executor.follow(&id, options)?;
         let log_id = id.clone();
@@ -137,6 +149,7 @@ pub async fn logs(
         bytes: Some(bytes.map_or(max, |b| b.min(max))),
         previous,
         index,
+        replica,
     };
     let tail = match executor.tail(&id, &options).await {
         Ok(log) => LogTail { log, warning: None },

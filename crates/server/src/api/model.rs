@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use kubeferry_core::status::{FailureClass, IndexFailure, IndexSummary};
+use kubeferry_core::status::{FailureClass, IndexFailure, IndexSummary, ReplicaSummary};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use kubeferry_kube::{JobSummary, Orphan};
 use serde::{Deserialize, Serialize};
@@ -152,6 +152,65 @@ pub struct JobInfo {
     /// For an indexed job: where its indexes stand (absent for every other job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indexes: Option<Indexes>,
+    /// For a JobSet: its restarts and where each replicated job's Jobs stand (absent for every
+    /// other job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<Replicas>,
+}
+
+/// Where a JobSet stands: its restarts, its terminal state and each replicated job's Jobs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Replicas {
+    /// How many times the whole set was restarted.
+    pub restarts: u32,
+    /// The JobSet's terminal state (`Completed`, `Failed`) once it has ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_state: Option<String>,
+    /// Each replicated job, in the spec's order.
+    pub replicated_jobs: Vec<ReplicatedJobCounts>,
+}
+
+/// How the Jobs of one replicated job of a JobSet stand.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicatedJobCounts {
+    /// The replicated job's name.
+    pub name: String,
+    /// How many Jobs it has.
+    pub replicas: u32,
+    /// Jobs whose pods are all ready (or succeeded).
+    pub ready: u32,
+    /// Jobs that succeeded.
+    pub succeeded: u32,
+    /// Jobs that failed.
+    pub failed: u32,
+    /// Jobs with a pod still running or pending.
+    pub active: u32,
+    /// Jobs that are suspended.
+    pub suspended: u32,
+}
+
+impl From<ReplicaSummary> for Replicas {
+    fn from(summary: ReplicaSummary) -> Self {
+        Self {
+            restarts: summary.restarts,
+            terminal_state: summary.terminal_state,
+            replicated_jobs: summary
+                .replicated_jobs
+                .into_iter()
+                .map(|r| ReplicatedJobCounts {
+                    name: r.name,
+                    replicas: r.replicas,
+                    ready: r.ready,
+                    succeeded: r.succeeded,
+                    failed: r.failed,
+                    active: r.active,
+                    suspended: r.suspended,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Where the indexes of an indexed job stand.
@@ -240,6 +299,7 @@ impl JobInfo {
             finished_at: info.finished_at,
             failure_class,
             indexes: info.indexes.map(Into::into),
+            replicas: info.replicas.map(|r| (*r).into()),
         }
     }
 }

@@ -1,0 +1,200 @@
+//! Decoding a `kind: JobSet` file's tree into a [`JobSetJob`], with the same reporting as
+//! container jobs: types, unknown fields (with a suggestion) and missing fields, each at its
+//! place.
+
+use super::decode::{Decoder, Hint};
+use super::error::Path;
+use super::jobset_model::{
+    JobSetJob, JobSetSuccessPolicy, ReplicatedJob, StartupOrder, SuccessOperator,
+};
+use super::model::PullPolicy;
+use super::tree::{Node, Value};
+
+const JOBSET_FIELDS: &[&str] = &[
+    "kind",
+    "name",
+    "namespace",
+    "imagePullSecrets",
+    "serviceAccount",
+    "replicatedJobs",
+    "failurePolicy",
+    "successPolicy",
+    "startupPolicy",
+    "network",
+    "ttlAfterFinished",
+    "labels",
+    "annotations",
+];
+const REPLICATED_JOB_FIELDS: &[&str] = &[
+    "name",
+    "replicas",
+    "image",
+    "imagePullPolicy",
+    "command",
+    "args",
+    "workingDir",
+    "env",
+    "secrets",
+    "resources",
+    "port",
+];
+const FAILURE_POLICY_FIELDS: &[&str] = &["maxRestarts"];
+const SUCCESS_POLICY_FIELDS: &[&str] = &["operator", "targetReplicatedJobs"];
+const NETWORK_FIELDS: &[&str] = &["enableDNSHostnames"];
+
+/// Names from JobSet manifests and container job files that users reach for, and what this
+/// format calls them.
+const JOBSET_HINTS: &[Hint] = &[
+    (
+        "",
+        "spec",
+        "the fields directly at the top (replicatedJobs, failurePolicy, ...)",
+    ),
+    ("", "replicas", "replicatedJobs[].replicas"),
+    ("", "jobs", "replicatedJobs"),
+    ("", "image", "replicatedJobs[].image"),
+    ("", "command", "replicatedJobs[].command"),
+    ("", "args", "replicatedJobs[].args"),
+    ("", "env", "replicatedJobs[].env"),
+    ("", "resources", "replicatedJobs[].resources"),
+    ("", "maxRestarts", "failurePolicy.maxRestarts"),
+    ("", "retries", "failurePolicy.maxRestarts"),
+    ("", "startupPolicyOrder", "startupPolicy"),
+    ("", "enableDNSHostnames", "network.enableDNSHostnames"),
+    ("", "ttlSecondsAfterFinished", "ttlAfterFinished"),
+    ("", "serviceAccountName", "serviceAccount"),
+    (
+        "network",
+        "subdomain",
+        "enableDNSHostnames (the subdomain is the JobSet's name)",
+    ),
+    (
+        "replicatedJobs",
+        "template",
+        "the container fields directly in the replicated job",
+    ),
+    ("replicatedJobs", "count", "replicas"),
+    ("replicatedJobs", "entrypoint", "command"),
+    ("replicatedJobs", "arguments", "args"),
+    ("replicatedJobs", "cpu", "resources.cpu"),
+    ("replicatedJobs", "memory", "resources.memory"),
+    ("replicatedJobs", "gpu", "resources.gpu"),
+    (
+        "replicatedJobs",
+        "retries",
+        "failurePolicy.maxRestarts (the whole set restarts)",
+    ),
+    ("failurePolicy", "backoffLimit", "maxRestarts"),
+    (
+        "failurePolicy",
+        "rules",
+        "maxRestarts (rules are not supported)",
+    ),
+    ("successPolicy", "targets", "targetReplicatedJobs"),
+    (
+        "startupPolicy",
+        "startupPolicyOrder",
+        "startupPolicy: InOrder (a plain value)",
+    ),
+];
+
+impl Decoder {
+    /// Reads a JobSet's root object (its `kind` was read by [`Decoder::job`]).
+    pub(super) fn jobset_job(&mut self, root: &Node) -> Option<JobSetJob> {
+        self.hints = JOBSET_HINTS;
+        let path = Path::root();
+        let f = self.fields(root, &path, JOBSET_FIELDS)?;
+        let (name, namespace) = self.identity(&f);
+        let replicated_jobs = self
+            .required(&f, "replicatedJobs", Self::replicated_jobs)
+            .unwrap_or_default();
+        let (labels, annotations) = self.metadata(&f);
+        let failure_policy = self.optional(&f, "failurePolicy", |d, n, p| {
+            let f = d.fields(n, p, FAILURE_POLICY_FIELDS)?;
+            d.optional(&f, "maxRestarts", Self::count)
+        });
+        let enable_dns_hostnames = self.optional(&f, "network", |d, n, p| {
+            let f = d.fields(n, p, NETWORK_FIELDS)?;
+            d.optional(&f, "enableDNSHostnames", Self::boolean)
+        });
+        Some(JobSetJob {
+            name,
+            namespace,
+            image_pull_secrets: self
+                .optional(&f, "imagePullSecrets", Self::strings)
+                .unwrap_or_default(),
+            service_account: self.optional(&f, "serviceAccount", Self::string),
+            replicated_jobs,
+            max_restarts: failure_policy.unwrap_or(0),
+            success_policy: self.optional(&f, "successPolicy", Self::jobset_success_policy),
+            startup_policy: self.optional(&f, "startupPolicy", |d, n, p| {
+                d.choice(n, p, &StartupOrder::NAMES)
+            }),
+            enable_dns_hostnames,
+            ttl_after_finished: self.optional(&f, "ttlAfterFinished", Self::duration),
+            labels,
+            annotations,
+        })
+    }
+
+    fn replicated_jobs(&mut self, node: &Node, path: &Path) -> Option<Vec<ReplicatedJob>> {
+        let Value::Seq(items) = &node.value else {
+            self.type_error(
+                node,
+                path,
+                "a list of replicated jobs ({name, replicas, image, ...})",
+            );
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let item_path = path.index(i);
+            let Some(f) = self.fields(item, &item_path, REPLICATED_JOB_FIELDS) else {
+                continue;
+            };
+            out.push(ReplicatedJob {
+                name: self.required(&f, "name", Self::string).unwrap_or_default(),
+                replicas: self
+                    .optional(&f, "replicas", |d, n, p| {
+                        d.integer(n, p, 1, i64::from(i32::MAX))
+                            .and_then(|n| u32::try_from(n).ok())
+                    })
+                    .unwrap_or(1),
+                image: self.required(&f, "image", Self::string).unwrap_or_default(),
+                image_pull_policy: self.optional(&f, "imagePullPolicy", |d, n, p| {
+                    d.choice(n, p, &PullPolicy::NAMES)
+                }),
+                command: self
+                    .optional(&f, "command", Self::strings)
+                    .unwrap_or_default(),
+                args: self.optional(&f, "args", Self::strings).unwrap_or_default(),
+                working_dir: self.optional(&f, "workingDir", Self::string),
+                env: self.optional(&f, "env", Self::env).unwrap_or_default(),
+                secrets: self
+                    .optional(&f, "secrets", Self::strings)
+                    .unwrap_or_default(),
+                resources: self
+                    .optional(&f, "resources", Self::resources)
+                    .unwrap_or_default(),
+                port: self
+                    .optional(&f, "port", |d, n, p| d.integer(n, p, 1, 65535))
+                    .and_then(|n| u16::try_from(n).ok()),
+            });
+        }
+        Some(out)
+    }
+
+    fn jobset_success_policy(&mut self, node: &Node, path: &Path) -> Option<JobSetSuccessPolicy> {
+        let f = self.fields(node, path, SUCCESS_POLICY_FIELDS)?;
+        let operator = self.required(&f, "operator", |d, n, p| {
+            d.choice(n, p, &SuccessOperator::NAMES)
+        });
+        let target_replicated_jobs = self
+            .optional(&f, "targetReplicatedJobs", Self::strings)
+            .unwrap_or_default();
+        Some(JobSetSuccessPolicy {
+            operator: operator?,
+            target_replicated_jobs,
+        })
+    }
+}

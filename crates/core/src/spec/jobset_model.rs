@@ -1,0 +1,166 @@
+//! The JobSet spec as data: what a `kind: JobSet` file says, after decoding, before and after
+//! validation (see [`super::JobSetSpec`] for the validated form).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+
+use super::model::{EnvVar, PullPolicy, Resources};
+
+/// A JobSet: groups of identical Jobs (replicated jobs, e.g. a leader and its workers) run
+/// together by the JobSet controller (`jobset.x-k8s.io/v1alpha2`), restarted together on a
+/// failure and finished by a success policy.
+///
+/// Field names in job files are the camelCase forms of these. Empty collections and `None`
+/// mean "not given"; see `crates/core/SPEC.md` for every field.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSetJob {
+    /// The job's name, a DNS-1123 label (the object name is derived from the job id).
+    pub name: String,
+    /// The namespace; the caller's (context's) namespace when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Names of Secrets holding registry credentials, for every pod.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<String>,
+    /// The service account every pod runs as; the namespace's `default` when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<String>,
+    /// The groups of Jobs, in order: with `startupPolicy: InOrder` each starts once the one
+    /// before it runs.
+    pub replicated_jobs: Vec<ReplicatedJob>,
+    /// How many times the whole set is restarted after a child Job fails
+    /// (`failurePolicy.maxRestarts`); 0: the first failure fails the job.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_restarts: u32,
+    /// When the set has succeeded; every Job of every replicated job when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success_policy: Option<JobSetSuccessPolicy>,
+    /// The order the replicated jobs start in; JobSet's default (`AnyOrder`) when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_policy: Option<StartupOrder>,
+    /// Whether pods get DNS names (`<pod hostname>.<subdomain>`) through a headless Service
+    /// (`network.enableDNSHostnames`); JobSet's default (true) when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enable_dns_hostnames: Option<bool>,
+    /// How long a finished JobSet is kept before the JobSet controller deletes it
+    /// (`ttlSecondsAfterFinished`).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
+    pub ttl_after_finished: Option<Duration>,
+    /// Labels for the JobSet, its Jobs and their pods.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations for the JobSet, its Jobs and their pods.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A group of identical Jobs of a JobSet, each running one pod of the same container.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicatedJob {
+    /// The group's name (`leader`, `workers`), a DNS-1035 label; its Jobs are
+    /// `<jobset>-<name>-<index>`.
+    pub name: String,
+    /// How many Jobs the group has (1 when not given).
+    pub replicas: u32,
+    /// The container image reference.
+    pub image: String,
+    /// When the kubelet pulls the image; Kubernetes' default when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<PullPolicy>,
+    /// The entrypoint; the image's own when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Arguments to the entrypoint.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// The working directory (absolute); the image's own when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    /// Environment variables, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+    /// Secrets whose keys all become environment variables (`envFrom.secretRef`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
+    /// Compute resources of each pod.
+    #[serde(skip_serializing_if = "Resources::is_empty")]
+    pub resources: Resources,
+    /// A port the container listens on (reachable through the pod's DNS name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+}
+
+/// When a JobSet has succeeded: `operator` over the Jobs of the target replicated jobs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSetSuccessPolicy {
+    /// All of the target Jobs must succeed, or any one of them.
+    pub operator: SuccessOperator,
+    /// The replicated jobs whose Jobs count; every one when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub target_replicated_jobs: Vec<String>,
+}
+
+/// How a JobSet's success policy counts its target Jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum SuccessOperator {
+    /// Every target Job must succeed.
+    All,
+    /// One target Job succeeding is enough; the others are stopped.
+    Any,
+}
+
+impl SuccessOperator {
+    /// Every operator with its name in job files (and in JobSet).
+    pub const NAMES: [(&'static str, SuccessOperator); 2] =
+        [("All", SuccessOperator::All), ("Any", SuccessOperator::Any)];
+
+    /// The JobSet name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SuccessOperator::All => "All",
+            SuccessOperator::Any => "Any",
+        }
+    }
+}
+
+/// The order in which a JobSet's replicated jobs start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum StartupOrder {
+    /// All at once.
+    AnyOrder,
+    /// Each replicated job once every pod of the one before it is ready (a leader first).
+    InOrder,
+}
+
+impl StartupOrder {
+    /// Every order with its name in job files (and in JobSet's `startupPolicyOrder`).
+    pub const NAMES: [(&'static str, StartupOrder); 2] = [
+        ("AnyOrder", StartupOrder::AnyOrder),
+        ("InOrder", StartupOrder::InOrder),
+    ];
+
+    /// The JobSet name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartupOrder::AnyOrder => "AnyOrder",
+            StartupOrder::InOrder => "InOrder",
+        }
+    }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Durations hash and print as whole seconds.
+fn seconds<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(d) => serializer.serialize_u64(d.as_secs()),
+        None => serializer.serialize_none(),
+    }
+}
