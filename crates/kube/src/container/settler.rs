@@ -151,15 +151,15 @@ impl Task {
         let Some(entry) = watch.jobs.get(&name) else {
             self.states.set(&name, None);
             // A Job deleted (cancelled, expired, removed by someone): its final state tells
-            // its outcome, which is recorded if it was not yet.
-            let deleted = watch
-                .jobs
-                .tombstone(&name)
-                .filter(|tombstone| tombstone.departure == Departure::Deleted);
-            if let Some(tombstone) = deleted {
+            // its outcome, which is recorded if it was not yet. One found missing by a relist
+            // (deleted while the watch was down) tells it only where its last state does (a
+            // cancel mark, a verdict).
+            if let Some(tombstone) = watch.jobs.tombstone(&name) {
                 let pods = watch.pods_of(&name);
                 drop(watch);
-                self.settle_deleted(&tombstone.last, &pods, timers).await;
+                let final_state = tombstone.departure == Departure::Deleted;
+                self.settle_deleted(&tombstone.last, &pods, final_state, timers)
+                    .await;
             }
             return;
         };
@@ -372,12 +372,18 @@ impl Task {
 
     /// Keeps the outcome of a deleted Job, from its final state and its pods' (a cancel, an
     /// expiry, a removal by someone), if it has one and it is not recorded yet.
-    async fn settle_deleted(&self, job: &JobView, pods: &[PodView], timers: &Timers) {
+    async fn settle_deleted(
+        &self,
+        job: &JobView,
+        pods: &[PodView],
+        final_state: bool,
+        timers: &Timers,
+    ) {
         let key = reported_key(&job.namespace, &job.name);
         let previous = lock(&self.context.reported).get(&key);
         let observation = JobObservation::Vanished {
             last_seen: job,
-            final_state: true,
+            final_state,
         };
         let Some(mapped) = container_status(
             &observation,

@@ -533,3 +533,71 @@ async fn every_watch_is_current_again_once_the_server_stops_refusing_to_start_it
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_job_deleted_while_the_watches_were_down_is_recorded_cancelled() {
+    // A replica that marked a job cancelled and deleted it died before recording; the other
+    // replica saw the mark, then its watches were down while the Job went. Its relist finds
+    // the Job missing: the mark it saw tells what became of it, and that is recorded, so no
+    // process ever answers "no such job" for it.
+    let env = Env::start_with(SimConfig::for_tests(), quickly_restarted()).await;
+    let gate = Gate::new();
+    let id = env.submit(&shell("marked", &gate.wait("never"), "")).await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> =
+        kube::Api::namespaced(env.admin_client().await, NS);
+    let mark = serde_json::json!({"metadata": {"annotations": {
+        kubeferry_core::marks::CANCEL_ANNOTATION: jiff::Timestamp::now().to_string()
+    }}});
+    jobs.patch(
+        &id.name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&mark),
+    )
+    .await
+    .unwrap();
+    let watch = env.executor.container_jobs().watch(NS);
+    eventually("the watch to see the mark", || async {
+        watch
+            .jobs
+            .get(&id.name)
+            .and_then(|entry| entry.view.meta.cancel_mark)
+    })
+    .await;
+    env.watches_open(NAMESPACE_WATCHES).await;
+    let refusing = env.sim.add_fault(
+        FaultRule::new(error(503, None))
+            .verbs(&["list", "watch"])
+            .resources(&["jobs.batch"]),
+    );
+    env.sim.cut_watches();
+    eventually("the Jobs watch to fail", || async {
+        watch.jobs.health().failing.map(|_| ())
+    })
+    .await;
+    env.delete_job_as_admin(&id).await;
+    eventually("the Job to be gone", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
+    env.sim.remove_fault(refusing);
+    eventually("the outcome record", || async {
+        env.sim
+            .object(
+                "",
+                "configmaps",
+                NS,
+                &kubeferry_core::record::record_name(JobKind::Job, &id.name),
+            )
+            .map(|_| ())
+    })
+    .await;
+    let fresh = env.fresh_executor().await;
+    let answer = fresh.status(&id).await.unwrap();
+    assert_eq!(answer.state, JobState::Cancelled, "{answer:?}");
+    assert_eq!(
+        env.executor.status(&id).await.unwrap().state,
+        JobState::Cancelled
+    );
+}
