@@ -20,7 +20,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams};
-use kubeferry_core::container::{ContainerStateView, MappingConfig};
+use kubeferry_core::container::{ContainerView, MappingConfig};
 use kubeferry_core::jobset::{
     ChildJobView, JOBSET_GROUP, JOBSET_NAME_LABEL, JOBSET_VERSION, JOBSETS, JobSetAction,
     JobSetObservation, JobSetView, jobset_status,
@@ -449,7 +449,10 @@ impl JobSets {
         namespace: Option<&str>,
         selector: &str,
     ) -> Result<ChildrenListed> {
-        let selector = format!("{},{selector}", children_selector());
+        let selector = match selector {
+            "" => children_selector(),
+            narrower => format!("{},{narrower}", children_selector()),
+        };
         let params = ListParams::default().labels(&selector);
         let scope = namespace.unwrap_or(ALL_NAMESPACES);
         let (jobs_api, pods_api): (Api<Job>, Api<Pod>) = match namespace {
@@ -669,8 +672,7 @@ impl JobSets {
             Observed::Present(view) => view.resource_version.as_deref(),
             Observed::Vanished(..) => None,
         };
-        self.namespaces
-            .remember(&id.namespace, &id.name, info, None, version);
+        self.remember(id, info, version);
     }
 
     /// Keeps the outcome record of a job that ended (nothing when it is kept already).
@@ -1021,7 +1023,11 @@ impl Kind for JobSets {
                 pod: pod.view.name.clone(),
                 uid: pod.view.uid.clone(),
                 container: MAIN_CONTAINER.to_string(),
-                started: has_started(pod),
+                started: pod
+                    .view
+                    .main
+                    .as_ref()
+                    .is_some_and(ContainerView::has_started),
                 index: Some(pod.index),
                 replica: Some(pod.replicated_job.clone()),
             })
@@ -1032,16 +1038,6 @@ impl Kind for JobSets {
 /// The view of a JobSet object.
 fn view_of(object: &DynamicObject) -> JobSetView {
     JobSetView::from_parts(&object.metadata, &object.data)
-}
-
-/// Whether a pod's main container has started (so it has a log to follow).
-fn has_started(pod: &ChildPod) -> bool {
-    pod.view.main.as_ref().is_some_and(|c| {
-        matches!(
-            c.state,
-            ContainerStateView::Running { .. } | ContainerStateView::Terminated(_)
-        ) || c.last_terminated.is_some()
-    })
 }
 
 /// One copy of a JobSet: its namespace, name and resourceVersion.

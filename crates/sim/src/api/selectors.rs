@@ -49,11 +49,7 @@ fn split_top_level(text: &str) -> Vec<String> {
         }
     }
     parts.push(current);
-    parts
-        .into_iter()
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect()
+    parts.into_iter().map(|p| p.trim().to_string()).collect()
 }
 
 fn is_label_key(key: &str) -> bool {
@@ -102,7 +98,18 @@ impl LabelSelector {
     /// Parses the query-string form (`app=web,tier in (a,b),!canary`).
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut requirements = Vec::new();
-        for part in split_top_level(text) {
+        if text.trim().is_empty() {
+            return Ok(LabelSelector { requirements });
+        }
+        for (n, part) in split_top_level(text).into_iter().enumerate() {
+            // As the API server's parser: an empty term (`a,`, `a,,b`, `,a`) is an error.
+            if part.is_empty() {
+                return Err(if n == 0 {
+                    "found ',', expected: !, identifier, or 'end of string'".to_string()
+                } else {
+                    "found '', expected: identifier after ','".to_string()
+                });
+            }
             requirements.push(parse_requirement(&part)?);
         }
         Ok(LabelSelector { requirements })
@@ -376,6 +383,18 @@ mod tests {
         for text in ["app=-web", "app in web", "=x", "n>x"] {
             assert!(LabelSelector::parse(text).is_err(), "{text}");
         }
+        // Empty terms, as the API server's parser words them; an empty selector is none.
+        for (text, error) in [
+            ("app=web,", "found '', expected: identifier after ','"),
+            ("app=web,,tier", "found '', expected: identifier after ','"),
+            (
+                ",app=web",
+                "found ',', expected: !, identifier, or 'end of string'",
+            ),
+        ] {
+            assert_eq!(LabelSelector::parse(text), Err(error.to_string()), "{text}");
+        }
+        assert_eq!(LabelSelector::parse(" "), Ok(LabelSelector::default()));
     }
 
     #[test]
