@@ -124,7 +124,7 @@ pub fn object_name(prefix: &str, job_id: &str) -> String {
 /// The longest name of a JobSet kubeferry creates: the JobSet controller names its Jobs
 /// `<jobset>-<replicated job>-<index>` and their pods' hostnames add `-<pod index>`, all within
 /// a DNS label's 63 characters; the rest is left to the replicated jobs' names.
-pub const MAX_JOBSET_NAME_LEN: usize = 30;
+pub(crate) const MAX_JOBSET_NAME_LEN: usize = 30;
 
 /// The deterministic name of a JobSet for a job id: [`object_name`] within
 /// [`MAX_JOBSET_NAME_LEN`] characters, made a DNS-1035 label (starting with a letter, `js-`

@@ -45,15 +45,6 @@ pub enum JobSetAction {
     },
 }
 
-impl JobSetAction {
-    /// The outcome to report once the action succeeded.
-    pub fn outcome(&self) -> &ExecutionInfo {
-        match self {
-            JobSetAction::RecordOutcomeAndDelete { outcome } => outcome,
-        }
-    }
-}
-
 impl Action for JobSetAction {
     fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo> {
         match self {
@@ -486,9 +477,11 @@ impl Mapper<'_> {
         {
             return Some(child);
         }
-        self.current()
-            .filter(|c| c.failed())
-            .min_by_key(|c| c.info().and_then(|i| i.finished_at))
+        // The first to fail; one whose end is not known yet goes last.
+        self.current().filter(|c| c.failed()).min_by_key(|c| {
+            let finished_at = c.info().and_then(|i| i.finished_at);
+            (finished_at.is_none(), finished_at)
+        })
     }
 
     /// A failure of the set caused by `child`: its reason and exit code, its message with its

@@ -134,7 +134,7 @@ impl From<&Job> for ChildJobView {
 
 impl ChildJobView {
     /// The Job's place in its set, in words: `workers index 1 (Job train-workers-1)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{} index {} (Job {})",
             self.replicated_job, self.index, self.job.name

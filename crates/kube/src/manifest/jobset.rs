@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 use super::{MAIN_CONTAINER, container_ports, env_vars, non_empty, resource_requirements};
 
 /// The Kubernetes API resource of JobSets, for a kube `Api<DynamicObject>`.
-pub fn api_resource() -> ApiResource {
+pub(crate) fn api_resource() -> ApiResource {
     ApiResource {
         group: JOBSET_GROUP.to_string(),
         version: JOBSET_VERSION.to_string(),
