@@ -317,6 +317,24 @@ fn an_image_that_cannot_be_pulled_holds_the_set_then_fails_it_naming_the_replica
 }
 
 #[test]
+fn the_jobs_of_a_restart_the_controller_already_counted_decide_nothing() {
+    // The controller counted restart 1 and is deleting restart 0's Jobs; one of those still
+    // shows a pod that could never pull its image. That is the old restart's: no outcome is
+    // decided from it.
+    let status = json!({"restarts": 1,
+        "replicatedJobsStatus": counts(&[("leader", 0, 0, 0, 1), ("workers", 0, 0, 0, 2)])});
+    let children = [
+        child("leader", 0, 0, Pod1::None),
+        child("workers", 0, 0, Pod1::ImagePull(3)),
+    ];
+    let grace = MappingConfig::default().image_pull_grace;
+    let late = at(10 + i64::try_from(grace.as_secs()).unwrap());
+    let mapped = map(&jobset(status), &children, Seen::Present, late, None).expect("mapped");
+    assert_eq!(mapped.action, None, "{mapped:?}");
+    assert!(!mapped.info.is_terminal(), "{mapped:?}");
+}
+
+#[test]
 fn a_recorded_outcome_counts_once_the_set_is_deleted() {
     let outcome = expect(JobState::Failed, Reason::ImagePullFailed)
         .message("workers index 0 failed: the image cannot be pulled")

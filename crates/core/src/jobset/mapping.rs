@@ -365,14 +365,21 @@ impl Mapper<'_> {
         }
     }
 
-    /// The child Jobs of the newest restart the children show.
+    /// The child Jobs of the current restart: the newest the children or the JobSet's status
+    /// show (once the controller counted a restart, the Jobs of the one before are on their
+    /// way out, whatever they still show).
     fn current(&self) -> impl Iterator<Item = &Child<'_>> {
+        let counted = match &self.jobset.status {
+            JobSetStatus::Read(status) => status.restarts,
+            JobSetStatus::Unreadable(_) => 0,
+        };
         let newest = self
             .children
             .iter()
             .map(|c| c.job.restart_attempt)
             .max()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .max(counted);
         self.children
             .iter()
             .filter(move |c| c.job.restart_attempt == newest)
