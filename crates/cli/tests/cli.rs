@@ -171,6 +171,25 @@ async fn submit_status_wait_logs_list_and_cancel() {
 }
 
 #[tokio::test]
+async fn the_sidecar_example_runs_on_the_embedded_cluster_and_its_container_decides() {
+    let home = tempfile::tempdir().unwrap();
+    let output =
+        run(kubeferry_without_cluster(home.path()).args(["run", "-f", &example("sidecar.yaml")]))
+            .await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    // The log followed is the job's container's, not the sidecar's.
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[..2], ["working beside a sidecar", "done"], "{stdout}");
+    let last = lines.last().unwrap();
+    assert!(
+        last.starts_with("sim/job/default/with-sidecar-")
+            && last.contains(" SUCCEEDED (Completed, exit code 0"),
+        "{last}"
+    );
+}
+
+#[tokio::test]
 async fn an_indexed_job_shows_its_indexes_and_logs_by_index() {
     let cluster = cluster().await;
     let kubeconfig = &cluster.kubeconfig;
