@@ -473,6 +473,45 @@ fn evicted_by_eviction_api() {
 }
 
 #[test]
+fn disrupted_by_the_fail_job_rule() {
+    // A job without retries gets a FailJob rule on DisruptionTarget (the manifest's): the
+    // verdict names the disruption. The pod, while seen, tells how.
+    assert_reports(
+        map("disrupted_by_fail_job_rule", Seen::Present, at(280)),
+        expect(JobState::Failed, Reason::Evicted)
+            .message("Eviction API: evicting")
+            .exit_code(143)
+            .started(5)
+            .finished(272),
+    );
+    // Once the pod is gone (a drain removes it), the verdict alone still says the job was
+    // disrupted, not failed by its own work.
+    let (job, _) = views("disrupted_by_fail_job_rule");
+    let pod = pod_name("disrupted_by_fail_job_rule");
+    let mapped = map_views(
+        &job,
+        &[],
+        Seen::Present,
+        at(280),
+        &MappingConfig::default(),
+        None,
+    )
+    .expect("mapped");
+    assert_eq!(
+        (mapped.info.state, mapped.info.reason, mapped.info.exit_code),
+        (JobState::Failed, Reason::Disrupted, None),
+        "{mapped:?}"
+    );
+    assert_eq!(
+        mapped.info.message,
+        format!(
+            "Pod batch-jobs/{pod} has condition DisruptionTarget matching FailJob rule at index 0"
+        )
+    );
+    assert!(mapped.info.reason.is_retryable());
+}
+
+#[test]
 fn preempted() {
     assert_reports(
         map("preempted", Seen::Present, at(280)),

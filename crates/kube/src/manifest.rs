@@ -131,9 +131,20 @@ fn pod_failure_policy(spec: &ContainerJobSpec) -> Option<K8sPodFailurePolicy> {
     let mut rules = Vec::new();
     // First, so that a disrupted pod is never taken for a listed exit code (an evicted
     // container is killed and may exit 137 or 143).
-    if policy.ignore_disruptions {
+    // Without retries a disrupted pod fails the job either way; a rule that says so puts the
+    // disruption in the Job's own verdict (`Pod <ns>/<pod> has condition DisruptionTarget
+    // matching FailJob rule ...`), which outlives the pod: a replica that never saw the pod
+    // still knows the job was disrupted, not failed by its own work.
+    let on_disruption = if policy.ignore_disruptions {
+        Some("Ignore")
+    } else if spec.retries == 0 && !spec.indexed {
+        Some("FailJob")
+    } else {
+        None
+    };
+    if let Some(action) = on_disruption {
         rules.push(PodFailurePolicyRule {
-            action: "Ignore".to_string(),
+            action: action.to_string(),
             on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
                 type_: DISRUPTION_TARGET.to_string(),
                 status: "True".to_string(),

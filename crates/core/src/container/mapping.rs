@@ -183,6 +183,11 @@ struct Mapper<'a> {
 }
 
 /// Why an attempt failed.
+/// What the Job controller's verdict says when a pod's `DisruptionTarget` condition matched a
+/// FailJob rule (pkg/controller/job/pod_failure_policy.go: "Pod %s/%s has condition %v
+/// matching %v rule at index %d").
+const DISRUPTION_RULE_MATCH: &str = "has condition DisruptionTarget matching FailJob rule";
+
 struct Cause {
     reason: Reason,
     message: String,
@@ -506,6 +511,16 @@ impl<'a> Mapper<'a> {
                 message: or_default(job_message, "the job ran out of time"),
                 exit_code: None,
             },
+            // The rule kubeferry adds for jobs without retries: a disrupted pod failed the
+            // job. The pod, while it is seen, tells how (and whether its container had failed
+            // on its own first); the verdict alone still tells it was a disruption.
+            Some("PodFailurePolicy") if job_message.contains(DISRUPTION_RULE_MATCH) => newest
+                .and_then(|pod| self.attempt_cause(pod, verdict.at))
+                .unwrap_or_else(|| Cause {
+                    reason: Reason::Disrupted,
+                    message: job_message.to_string(),
+                    exit_code: None,
+                }),
             Some("PodFailurePolicy") => Cause {
                 reason: Reason::PodFailurePolicy,
                 message: or_default(job_message, "the pod failure policy failed the job"),
