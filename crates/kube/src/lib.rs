@@ -34,6 +34,7 @@ mod answers;
 pub mod cluster;
 mod container;
 pub mod error;
+mod evaluating;
 pub mod executor;
 mod jobset;
 mod kind;

@@ -9,10 +9,8 @@
 //! as the other kinds (`crate::protocol`). A cluster that does not serve the JobSet CRD runs no
 //! JobSets ([`Error::JobSetUnavailable`]) and lists none.
 
-mod settler;
 pub mod tracker;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -34,6 +32,7 @@ use tracing::{debug, info, warn};
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
+use crate::evaluating::{EvaluatedWatch, Evaluates, Settlers};
 use crate::kind::{Kind, Listed, ManagedObjects};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
@@ -97,13 +96,7 @@ pub struct JobSets {
     /// Copies of JobSets (name and resourceVersion) an action found gone.
     found_gone: Recent,
     /// Each watched namespace's settler, the one writer of its jobs.
-    settlers: Mutex<HashMap<String, NamespaceSettler>>,
-}
-
-/// A watched namespace's settler, and its jobs by state.
-struct NamespaceSettler {
-    requests: tokio::sync::mpsc::UnboundedSender<settler::Request>,
-    states: Arc<crate::settling::JobStates>,
+    settlers: Settlers<JobSets>,
 }
 
 /// Whether a mapping's actions are carried out now (the settler does) or handed to the
@@ -181,7 +174,7 @@ impl JobSets {
             discovering: tokio::sync::Mutex::new(()),
             warned: Recent::new(10_000),
             found_gone: Recent::new(10_000),
-            settlers: Mutex::default(),
+            settlers: Settlers::default(),
         })
     }
 
@@ -257,53 +250,15 @@ impl JobSets {
                 })
             }
         };
-        self.settler(namespace, &watch);
+        self.settlers.start(&self.me, namespace, &watch);
         Ok(watch)
-    }
-
-    /// The settler of a watched namespace, started if it is not yet.
-    fn settler(
-        &self,
-        namespace: &str,
-        watch: &Arc<JobSetNamespaceWatch>,
-    ) -> tokio::sync::mpsc::UnboundedSender<settler::Request> {
-        lock(&self.settlers)
-            .entry(namespace.to_string())
-            .or_insert_with(|| {
-                let states = Arc::new(crate::settling::JobStates::default());
-                NamespaceSettler {
-                    requests: settler::start(
-                        self.me.clone(),
-                        namespace,
-                        Arc::downgrade(watch),
-                        states.clone(),
-                    ),
-                    states,
-                }
-            })
-            .requests
-            .clone()
     }
 
     /// Hands a job whose mapping asks for an action (or whose outcome is still to be recorded)
     /// to its namespace's settler, and answers what the settler decided.
     async fn settle_now(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
         let watch = self.watch(&id.namespace).await?;
-        let (done, answer) = tokio::sync::oneshot::channel();
-        let request = settler::Request {
-            id: id.clone(),
-            found,
-            done,
-        };
-        if let Err(returned) = self.settler(&id.namespace, &watch).send(request) {
-            warn!(message = "the namespace's settler had stopped; starting it again", id = %id);
-            lock(&self.settlers).remove(&id.namespace);
-            let _ = self.settler(&id.namespace, &watch).send(returned.0);
-        }
-        answer.await.map_err(|_| Error::Contended {
-            operation: format!("status {id}"),
-            message: "the namespace's settler stopped while deciding the job; ask again".into(),
-        })?
+        self.settlers.settle_now(&self.me, &watch, id, found).await
     }
 
     /// Creates the JobSet for `spec` under `job_id` in `namespace`, or adopts the one a lost
@@ -946,16 +901,7 @@ impl Kind for JobSets {
     }
 
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        lock(&self.settlers)
-            .iter()
-            .flat_map(|(namespace, settler)| {
-                settler
-                    .states
-                    .counts()
-                    .into_iter()
-                    .map(|(state, count)| (namespace.clone(), state, count))
-            })
-            .collect()
+        self.settlers.jobs_by_state()
     }
 
     fn cluster(&self) -> &Cluster {
@@ -1048,4 +994,41 @@ fn copy_key(view: &JobSetView) -> String {
         view.name,
         view.resource_version.as_deref().unwrap_or("")
     )
+}
+
+impl Evaluates for JobSets {
+    async fn observed(&self, watch: &JobSetNamespaceWatch, id: &ExecutionId) -> Option<Found> {
+        self.cached(watch, id)
+    }
+
+    async fn carry_out(
+        &self,
+        id: &ExecutionId,
+        found: Found,
+    ) -> Result<(ExecutionInfo, Option<Timestamp>)> {
+        let evaluated = self.evaluate(id, found, Acting::Carry).await?;
+        Ok((evaluated.info, evaluated.recheck_at))
+    }
+
+    fn retry_interval(&self) -> Duration {
+        self.settings.recheck_interval
+    }
+}
+
+impl EvaluatedWatch for JobSetNamespaceWatch {
+    fn holds(&self, name: &str) -> bool {
+        JobSetNamespaceWatch::holds(self, name)
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.jobsets
+            .all()
+            .into_iter()
+            .map(|entry| entry.name)
+            .collect()
+    }
+
+    fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
+        None
+    }
 }

@@ -12,10 +12,8 @@
 //! Submission, cancel, waiting and logs follow the same protocols as container jobs
 //! (`crate::protocol`).
 
-mod settler;
 pub mod tracker;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -40,6 +38,7 @@ use tracing::{debug, info, warn};
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
+use crate::evaluating::{EvaluatedWatch, Evaluates, Settlers};
 use crate::kind::{Kind, Listed, ManagedObjects};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Deletion, Objects};
@@ -122,13 +121,7 @@ pub struct SparkJobs {
     /// from then on rather than acted on again while a stalled watch still holds them.
     found_gone: Recent,
     /// Each watched namespace's settler, the one writer of its jobs.
-    settlers: Mutex<HashMap<String, NamespaceSettler>>,
-}
-
-/// A watched namespace's settler, and its jobs by state.
-struct NamespaceSettler {
-    requests: tokio::sync::mpsc::UnboundedSender<settler::Request>,
-    states: Arc<crate::settling::JobStates>,
+    settlers: Settlers<SparkJobs>,
 }
 
 /// Whether a mapping's actions are carried out now (the settler does) or handed to the
@@ -207,7 +200,7 @@ impl SparkJobs {
             installed: Mutex::new(None),
             warned: Recent::new(10_000),
             found_gone: Recent::new(10_000),
-            settlers: Mutex::default(),
+            settlers: Settlers::default(),
         })
     }
 
@@ -306,55 +299,15 @@ impl SparkJobs {
                 watch
             }
         };
-        self.settler(namespace, &watch);
+        self.settlers.start(&self.me, namespace, &watch);
         Ok(watch)
-    }
-
-    /// The settler of a watched namespace, started if it is not yet.
-    fn settler(
-        &self,
-        namespace: &str,
-        watch: &Arc<SparkNamespaceWatch>,
-    ) -> tokio::sync::mpsc::UnboundedSender<settler::Request> {
-        lock(&self.settlers)
-            .entry(namespace.to_string())
-            .or_insert_with(|| {
-                let states = Arc::new(crate::settling::JobStates::default());
-                NamespaceSettler {
-                    requests: settler::start(
-                        self.me.clone(),
-                        namespace,
-                        Arc::downgrade(watch),
-                        states.clone(),
-                    ),
-                    states,
-                }
-            })
-            .requests
-            .clone()
     }
 
     /// Hands a job whose mapping asks for an action to its namespace's settler, and answers
     /// what the settler decided.
     async fn settle_now(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
         let watch = self.watch(&id.namespace).await?;
-        let (done, answer) = tokio::sync::oneshot::channel();
-        let request = settler::Request {
-            id: id.clone(),
-            found,
-            done,
-        };
-        if let Err(returned) = self.settler(&id.namespace, &watch).send(request) {
-            // The settler runs as long as the namespace's watches; one that stopped is started
-            // again rather than leaving the job undecided.
-            warn!(message = "the namespace's settler had stopped; starting it again", id = %id);
-            lock(&self.settlers).remove(&id.namespace);
-            let _ = self.settler(&id.namespace, &watch).send(returned.0);
-        }
-        answer.await.map_err(|_| Error::Contended {
-            operation: format!("status {id}"),
-            message: "the namespace's settler stopped while deciding the job; ask again".into(),
-        })?
+        self.settlers.settle_now(&self.me, &watch, id, found).await
     }
 
     /// Creates the SparkApplication for `spec` under `job_id` in `namespace`, or adopts the
@@ -1073,16 +1026,7 @@ impl Kind for SparkJobs {
     }
 
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        lock(&self.settlers)
-            .iter()
-            .flat_map(|(namespace, settler)| {
-                settler
-                    .states
-                    .counts()
-                    .into_iter()
-                    .map(|(state, count)| (namespace.clone(), state, count))
-            })
-            .collect()
+        self.settlers.jobs_by_state()
     }
 
     fn cluster(&self) -> &Cluster {
@@ -1188,6 +1132,42 @@ fn present_version(observed: &Observed) -> Option<&str> {
     match observed {
         Observed::Present(view) => view.resource_version.as_deref(),
         Observed::Vanished(..) => None,
+    }
+}
+
+impl Evaluates for SparkJobs {
+    async fn observed(&self, watch: &SparkNamespaceWatch, id: &ExecutionId) -> Option<Found> {
+        self.cached(watch, id).await
+    }
+
+    async fn carry_out(
+        &self,
+        id: &ExecutionId,
+        found: Found,
+    ) -> Result<(ExecutionInfo, Option<Timestamp>)> {
+        let evaluated = self.evaluate(id, found, Acting::Carry).await?;
+        Ok((evaluated.info, evaluated.recheck_at))
+    }
+
+    fn retry_interval(&self) -> Duration {
+        self.settings.recheck_interval
+    }
+}
+
+impl EvaluatedWatch for SparkNamespaceWatch {
+    fn holds(&self, name: &str) -> bool {
+        SparkNamespaceWatch::holds(self, name)
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.watched()
+            .iter()
+            .flat_map(|(_, apps)| apps.all().into_iter().map(|entry| entry.name))
+            .collect()
+    }
+
+    fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
+        Some(self.operators_changed())
     }
 }
 
