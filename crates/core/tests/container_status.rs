@@ -484,15 +484,27 @@ fn disrupted_by_the_fail_job_rule() {
             .started(5)
             .finished(272),
     );
-    // Once the pod is gone (a drain removes it), the verdict alone still says the job was
-    // disrupted, not failed by its own work.
+    // Once the pod is gone (a drain removes it), the verdict waits a moment for a replica
+    // that saw the pod to record it, as any verdict does; then the verdict alone still says
+    // the job was disrupted, not failed by its own work.
     let (job, _) = views("disrupted_by_fail_job_rule");
     let pod = pod_name("disrupted_by_fail_job_rule");
-    let mapped = map_views(
+    let waiting = map_views(
         &job,
         &[],
         Seen::Present,
         at(280),
+        &MappingConfig::default(),
+        None,
+    )
+    .expect("mapped");
+    assert!(!waiting.info.is_terminal(), "{waiting:?}");
+    let after = waiting.recheck_at.expect("the end of the wait");
+    let mapped = map_views(
+        &job,
+        &[],
+        Seen::Present,
+        after,
         &MappingConfig::default(),
         None,
     )

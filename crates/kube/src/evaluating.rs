@@ -18,6 +18,20 @@ use crate::kind::{Kind, Watches};
 use crate::settling::{Change, JobStates, Timers, merged, retry_delay};
 use crate::tracker::lock;
 
+/// Whether a mapping's actions are carried out now (the settler does) or handed to the
+/// namespace's settler (a status query, a wait or a list does: they write nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Acting {
+    Carry,
+    Delegate,
+}
+
+/// A job's status, and when time alone next changes it.
+pub(crate) struct Evaluated {
+    pub(crate) info: ExecutionInfo,
+    pub(crate) recheck_at: Option<Timestamp>,
+}
+
 /// What a kind's settler needs of its kind: the job's observation from the cache, and an
 /// evaluation of it that carries out what it asks for.
 pub(crate) trait Evaluates: Kind<Watches: EvaluatedWatch, Found: 'static> {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use kubeferry_core::observation::Observation;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::sync::broadcast;
 
@@ -40,6 +41,34 @@ pub(crate) struct Listed<F> {
     pub(crate) attempts: usize,
     /// What the kind maps the status from.
     pub(crate) found: F,
+}
+
+/// A job's object as observed, owning its view `V`: present, or gone (`true`: its final
+/// state is known, as a DELETED event delivers it).
+#[derive(Clone, Debug)]
+pub(crate) enum Observed<V> {
+    Present(V),
+    Vanished(V, bool),
+}
+
+impl<V> Observed<V> {
+    /// The view, present or last seen.
+    pub(crate) fn view(&self) -> &V {
+        match self {
+            Observed::Present(view) | Observed::Vanished(view, _) => view,
+        }
+    }
+
+    /// The observation the kind's mapping reads.
+    pub(crate) fn as_observation(&self) -> Observation<'_, V> {
+        match self {
+            Observed::Present(view) => Observation::Present(view),
+            Observed::Vanished(view, final_state) => Observation::Vanished {
+                last_seen: view,
+                final_state: *final_state,
+            },
+        }
+    }
 }
 
 /// The managed objects of one resource of a namespace, with where they live.

@@ -450,7 +450,8 @@ impl<'a> Mapper<'a> {
         } else if matches!(
             verdict.reason,
             Some("DeadlineExceeded" | "PodFailurePolicy")
-        ) {
+        ) && !self.disruption_verdict(verdict)
+        {
             // The Job's own reason names the cause; its pods may legitimately still run.
             false
         } else {
@@ -462,6 +463,15 @@ impl<'a> Mapper<'a> {
                 .last()
                 .is_none_or(|pod| !has_ended(pod) && pod.deletion_timestamp.is_none())
         }
+    }
+
+    /// Whether the verdict is the disruption rule's (a pod's `DisruptionTarget` condition
+    /// matched the FailJob rule kubeferry gives jobs without retries): the pod tells how.
+    fn disruption_verdict(&self, verdict: &Verdict<'_>) -> bool {
+        verdict.reason == Some("PodFailurePolicy")
+            && verdict
+                .message
+                .is_some_and(|message| message.contains(DISRUPTION_RULE_MATCH))
     }
 
     fn succeeded(&self, verdict: &Verdict<'_>) -> Mapped {
@@ -514,7 +524,7 @@ impl<'a> Mapper<'a> {
             // The rule kubeferry adds for jobs without retries: a disrupted pod failed the
             // job. The pod, while it is seen, tells how (and whether its container had failed
             // on its own first); the verdict alone still tells it was a disruption.
-            Some("PodFailurePolicy") if job_message.contains(DISRUPTION_RULE_MATCH) => newest
+            Some("PodFailurePolicy") if self.disruption_verdict(verdict) => newest
                 .and_then(|pod| self.attempt_cause(pod, verdict.at))
                 .unwrap_or_else(|| Cause {
                     reason: Reason::Disrupted,

@@ -14,8 +14,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use kubeferry_core::container::{
-    ContainerView, JobObservation, JobView, MAIN_CONTAINER, MappingConfig, PodView,
-    container_status, oldest_attempt_first,
+    ContainerView, JobView, MAIN_CONTAINER, MappingConfig, PodView, container_status,
+    oldest_attempt_first,
 };
 use kubeferry_core::marks::{MANAGED_SELECTOR, object_name};
 use kubeferry_core::spec::ContainerJobSpec;
@@ -691,23 +691,8 @@ impl Kind for ContainerJobs {
     }
 }
 
-/// A Job as observed, owning its view.
-enum Observed {
-    Present(JobView),
-    Vanished(JobView, bool),
-}
-
-impl Observed {
-    fn as_observation(&self) -> JobObservation<'_> {
-        match self {
-            Observed::Present(view) => JobObservation::Present(view),
-            Observed::Vanished(view, final_state) => JobObservation::Vanished {
-                last_seen: view,
-                final_state: *final_state,
-            },
-        }
-    }
-}
+/// The job's object as observed.
+type Observed = crate::kind::Observed<JobView>;
 
 #[cfg(test)]
 mod tests;

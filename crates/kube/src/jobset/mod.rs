@@ -21,7 +21,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kubeferry_core::container::{ContainerView, MappingConfig};
 use kubeferry_core::jobset::{
     ChildJobView, JOBSET_GROUP, JOBSET_NAME_LABEL, JOBSET_VERSION, JOBSETS, JobSetAction,
-    JobSetObservation, JobSetView, jobset_status,
+    JobSetView, jobset_status,
 };
 use kubeferry_core::marks::{MANAGED_SELECTOR, OUTCOME_ANNOTATION, jobset_object_name};
 use kubeferry_core::record::OutcomeRecord;
@@ -32,7 +32,7 @@ use tracing::{debug, info, warn};
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
-use crate::evaluating::{EvaluatedWatch, Evaluates, Settlers};
+use crate::evaluating::{Acting, Evaluated, EvaluatedWatch, Evaluates, Settlers};
 use crate::kind::{Kind, Listed, ManagedObjects};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
@@ -99,44 +99,8 @@ pub struct JobSets {
     settlers: Settlers<JobSets>,
 }
 
-/// Whether a mapping's actions are carried out now (the settler does) or handed to the
-/// namespace's settler (a status query, a wait or a list does: they write nothing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Acting {
-    Carry,
-    Delegate,
-}
-
-/// A job's status, and when time alone next changes it.
-struct Evaluated {
-    info: ExecutionInfo,
-    recheck_at: Option<Timestamp>,
-}
-
-/// A JobSet as observed: present, or gone (`true`: its final state is known).
-#[derive(Clone, Debug)]
-enum Observed {
-    Present(JobSetView),
-    Vanished(JobSetView, bool),
-}
-
-impl Observed {
-    fn view(&self) -> &JobSetView {
-        match self {
-            Observed::Present(view) | Observed::Vanished(view, _) => view,
-        }
-    }
-
-    fn as_observation(&self) -> JobSetObservation<'_> {
-        match self {
-            Observed::Present(view) => JobSetObservation::Present(view),
-            Observed::Vanished(view, final_state) => JobSetObservation::Vanished {
-                last_seen: view,
-                final_state: *final_state,
-            },
-        }
-    }
-}
+/// The job's object as observed.
+type Observed = crate::kind::Observed<JobSetView>;
 
 /// What is known of a job: its JobSet, the set's Jobs and their pods.
 pub(crate) struct Found {

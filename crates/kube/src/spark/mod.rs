@@ -27,8 +27,8 @@ use kubeferry_core::marks::{
 };
 use kubeferry_core::record::OutcomeRecord;
 use kubeferry_core::spark::{
-    AppObservation, DRIVER_CONTAINER, DriverView, SparkAction, SparkAppView, SparkMappingConfig,
-    SparkOperator, spark_status,
+    DRIVER_CONTAINER, DriverView, SparkAction, SparkAppView, SparkMappingConfig, SparkOperator,
+    spark_status,
 };
 use kubeferry_core::spec::SparkJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
@@ -38,7 +38,7 @@ use tracing::{debug, info, warn};
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
-use crate::evaluating::{EvaluatedWatch, Evaluates, Settlers};
+use crate::evaluating::{Acting, Evaluated, EvaluatedWatch, Evaluates, Settlers};
 use crate::kind::{Kind, Listed, ManagedObjects};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Deletion, Objects};
@@ -124,44 +124,8 @@ pub struct SparkJobs {
     settlers: Settlers<SparkJobs>,
 }
 
-/// Whether a mapping's actions are carried out now (the settler does) or handed to the
-/// namespace's settler (a status query, a wait or a list does: they write nothing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Acting {
-    Carry,
-    Delegate,
-}
-
-/// A job's status, and when time alone next changes it.
-struct Evaluated {
-    info: ExecutionInfo,
-    recheck_at: Option<Timestamp>,
-}
-
-/// A SparkApplication as observed: present, or gone (`true`: its final state is known).
-#[derive(Clone, Debug)]
-enum Observed {
-    Present(SparkAppView),
-    Vanished(SparkAppView, bool),
-}
-
-impl Observed {
-    fn view(&self) -> &SparkAppView {
-        match self {
-            Observed::Present(view) | Observed::Vanished(view, _) => view,
-        }
-    }
-
-    fn as_observation(&self) -> AppObservation<'_> {
-        match self {
-            Observed::Present(view) => AppObservation::Present(view),
-            Observed::Vanished(view, final_state) => AppObservation::Vanished {
-                last_seen: view,
-                final_state: *final_state,
-            },
-        }
-    }
-}
+/// The job's object as observed.
+type Observed = crate::kind::Observed<SparkAppView>;
 
 /// What is known of a job: its application (of which operator) and its driver pods, or why
 /// they could not be looked up.
