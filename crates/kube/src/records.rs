@@ -260,6 +260,9 @@ impl Records {
 
     /// Answers `namespace`'s waiting lookups, a LIST at a time, until none are left.
     async fn read_lookups(self: Arc<Self>, namespace: String) {
+        // Submissions started together reach their lookups a moment apart: they are let in
+        // before the first read.
+        tokio::task::yield_now().await;
         loop {
             let batch: Vec<Lookup> = {
                 let mut lookups = lock(&self.lookups);
