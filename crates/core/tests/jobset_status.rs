@@ -263,6 +263,44 @@ fn a_restart_after_a_failure_keeps_the_set_running_and_says_why() {
 }
 
 #[test]
+fn the_restarts_left_are_those_the_controller_counts_towards_max_restarts() {
+    // Two restarts so far, of which none counted towards maxRestarts (a failure policy rule
+    // that restarts without counting): a worker of the current restart failed, one restart
+    // is left, not none.
+    let status = json!({
+        "restarts": 2,
+        "restartsCountTowardsMax": 0,
+        "replicatedJobsStatus": counts(&[("leader", 0, 0, 1, 0), ("workers", 0, 0, 1, 1)]),
+    });
+    let children = [
+        child("leader", 0, 2, Pod1::Running(40)),
+        child("workers", 0, 2, Pod1::Exited(41, 45, 1)),
+    ];
+    let mapped = map(&jobset(status), &children, Seen::Present, at(46), None).expect("mapped");
+    assert_eq!(mapped.info.state, JobState::Started, "{mapped:?}");
+    assert!(
+        mapped.info.message.contains("1 restart(s) left"),
+        "{}",
+        mapped.info.message
+    );
+    // A controller that does not count separately: its restarts count.
+    let status = json!({
+        "restarts": 1,
+        "replicatedJobsStatus": counts(&[("leader", 0, 0, 1, 0), ("workers", 0, 0, 1, 1)]),
+    });
+    let children = [
+        child("leader", 0, 1, Pod1::Running(40)),
+        child("workers", 0, 1, Pod1::Exited(41, 45, 1)),
+    ];
+    let mapped = map(&jobset(status), &children, Seen::Present, at(46), None).expect("mapped");
+    assert!(
+        mapped.info.message.contains("0 restart(s) left"),
+        "{}",
+        mapped.info.message
+    );
+}
+
+#[test]
 fn an_image_that_cannot_be_pulled_holds_the_set_then_fails_it_naming_the_replica() {
     let name = jobset_support::NAME;
     let status =

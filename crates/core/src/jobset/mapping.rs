@@ -535,7 +535,10 @@ impl Mapper<'_> {
                 restarting.message.as_deref().unwrap_or("a Job failed")
             ));
         } else if let Some(failed) = self.current().find(|c| c.failed()) {
-            let restarts_left = self.jobset.max_restarts.saturating_sub(status.restarts);
+            let restarts_left = self
+                .jobset
+                .max_restarts
+                .saturating_sub(status.restarts_towards_max);
             notes.push(format!(
                 "{} failed ({}); {restarts_left} restart(s) left",
                 failed.job.describe(),

@@ -61,6 +61,10 @@ pub struct JobSetStatusView {
     pub conditions: Vec<JobSetConditionView>,
     /// `status.restarts`.
     pub restarts: u32,
+    /// The restarts that count against `failurePolicy.maxRestarts`:
+    /// `status.restartsCountTowardsMax`, or `status.restarts` from a controller that does
+    /// not write it.
+    pub restarts_towards_max: u32,
     /// `status.terminalState` (`Completed`, `Failed`).
     pub terminal_state: Option<String>,
     /// `status.replicatedJobsStatus`.
@@ -203,6 +207,8 @@ struct RawStatus {
     #[serde(default)]
     restarts: Option<u32>,
     #[serde(default)]
+    restarts_count_towards_max: Option<u32>,
+    #[serde(default)]
     terminal_state: Option<String>,
     #[serde(default)]
     replicated_jobs_status: Option<Vec<RawReplicatedJobStatus>>,
@@ -256,6 +262,7 @@ fn read_status(status: Option<&Value>) -> JobSetStatus {
                 })
                 .collect(),
             restarts: raw.restarts.unwrap_or(0),
+            restarts_towards_max: raw.restarts_count_towards_max.or(raw.restarts).unwrap_or(0),
             terminal_state: raw.terminal_state.filter(|s| !s.is_empty()),
             replicated_jobs: raw
                 .replicated_jobs_status
