@@ -1,22 +1,31 @@
-//! The settler of the kinds whose status query evaluates an observation and hands what it asks
-//! for to the namespace's settler (SparkApplications, JobSets), written once over [`Evaluates`].
+//! The kinds whose status query evaluates an observation and hands what it asks for to the
+//! namespace's settler (SparkApplications, JobSets), written once over [`Evaluates`]: the
+//! status query, the lookup on a cache miss, the evaluation loop, the record-then-delete of an
+//! outcome kubeferry decided, the outcome record, and the settler of each namespace. A kind
+//! brings its views, what its mapping reads besides its object, its mapping and its actions.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
-use kubeferry_core::{ExecutionId, ExecutionInfo};
+use kube::api::DynamicObject;
+use kubeferry_core::marks::OUTCOME_ANNOTATION;
+use kubeferry_core::observation::{ManagedMeta, Mapped};
+use kubeferry_core::record::OutcomeRecord;
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use tokio::sync::{mpsc, oneshot};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
-use crate::kind::{Kind, Watches};
+use crate::kind::{Kind, Observed, Watches};
+use crate::objects::{Deletion, Objects};
 use crate::settling::{Change, JobStates, Timers, merged, retry_delay};
-use crate::tracker::lock;
+use crate::tracker::{Recent, lock};
 
 /// Whether a mapping's actions are carried out now (the settler does) or handed to the
 /// namespace's settler (a status query, a wait or a list does: they write nothing).
@@ -32,9 +41,117 @@ pub(crate) struct Evaluated {
     pub(crate) recheck_at: Option<Timestamp>,
 }
 
-/// What a kind's settler needs of its kind: the job's observation from the cache, and an
-/// evaluation of it that carries out what it asks for.
-pub(crate) trait Evaluates: Kind<Watches: EvaluatedWatch, Found: 'static> {
+/// What is known of a job: its object as observed (`V`, the kind's view), and what else its
+/// mapping reads (`P`: a JobSet's Jobs and pods, an application's driver pods).
+pub(crate) struct Found<V, P> {
+    pub(crate) observed: Observed<V>,
+    pub(crate) parts: P,
+    /// Whether the parts were listed from the API server just now (not from a cache).
+    pub(crate) listed: bool,
+}
+
+/// What carrying out an action came to.
+pub(crate) enum Acted<V> {
+    /// Done: the action's outcome may be reported.
+    Done,
+    /// The object changed or went: map this instead.
+    Remap(Box<Observed<V>>),
+    /// It failed; the job is not decided yet.
+    Failed(Error),
+}
+
+/// What an evaluating kind keeps besides its settings: its settlers, and what it saw.
+pub(crate) struct Evaluating<K: Evaluates> {
+    /// The kind, for the settlers it starts.
+    me: Weak<K>,
+    /// Each watched namespace's settler, the one writer of its jobs.
+    settlers: Settlers<K>,
+    /// The warnings logged, each once.
+    warned: Recent,
+    /// Copies of objects (namespace, name and resourceVersion) an action found gone.
+    found_gone: Recent,
+    /// How long a status query waits for a namespace's first list.
+    sync_timeout: Duration,
+    /// How long the server's "no such object" stands while the watch is current.
+    absent_ttl: Duration,
+}
+
+impl<K: Evaluates> Evaluating<K> {
+    pub(crate) fn new(me: Weak<K>, sync_timeout: Duration, absent_ttl: Duration) -> Self {
+        Self {
+            me,
+            settlers: Settlers::default(),
+            warned: Recent::new(10_000),
+            found_gone: Recent::new(10_000),
+            sync_timeout,
+            absent_ttl,
+        }
+    }
+
+    /// Starts the settler of `namespace` over `watch`, if it is not running.
+    pub(crate) fn start(&self, namespace: &str, watch: &Arc<K::Watches>) {
+        self.settlers.start(&self.me, namespace, watch);
+    }
+
+    /// How many jobs are in each state, by namespace, as the settlers last mapped them.
+    pub(crate) fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
+        self.settlers.jobs_by_state()
+    }
+
+    /// Logs `what` about the job once.
+    pub(crate) fn warn_once(&self, id: &ExecutionId, what: &str, detail: &str) {
+        if self.warned.insert(format!("{id} {what} {detail}")) {
+            warn!(message = what, id = %id, detail);
+        }
+    }
+}
+
+/// One copy of an object: its namespace, name and resourceVersion.
+fn copy_key(meta: &ManagedMeta) -> String {
+    format!(
+        "{}/{}@{}",
+        meta.namespace,
+        meta.name,
+        meta.resource_version.as_deref().unwrap_or("")
+    )
+}
+
+/// The resourceVersion of an object still present (a vanished one's last copy says nothing
+/// about how fresh an answer is).
+fn present_version<V: Deref<Target = ManagedMeta>>(observed: &Observed<V>) -> Option<&str> {
+    match observed {
+        Observed::Present(view) => view.resource_version.as_deref(),
+        Observed::Vanished(..) => None,
+    }
+}
+
+/// `after` from now, as a recheck time.
+fn after(after: Duration) -> Option<Timestamp> {
+    jiff::SignedDuration::try_from(after)
+        .ok()
+        .and_then(|after| Timestamp::now().checked_add(after).ok())
+}
+
+/// A kind whose status query evaluates an observation: what it brings, and everything written
+/// once over it.
+pub(crate) trait Evaluates:
+    Sized
+    + Kind<
+        Object = DynamicObject,
+        Watches: EvaluatedWatch,
+        Found = Found<<Self as Evaluates>::View, <Self as Evaluates>::Parts>,
+    >
+{
+    /// The lean view of the kind's object.
+    type View: Deref<Target = ManagedMeta> + Clone + Send + Sync + 'static;
+    /// What the mapping reads besides the object.
+    type Parts: Send + 'static;
+    /// What the mapping asks to be done before an outcome stands.
+    type Action: Send + Sync;
+
+    /// Its settlers and what it saw.
+    fn evaluating(&self) -> &Evaluating<Self>;
+
     /// What the namespace's watches know of the job, if they saw it.
     fn observed(
         &self,
@@ -42,25 +159,445 @@ pub(crate) trait Evaluates: Kind<Watches: EvaluatedWatch, Found: 'static> {
         id: &ExecutionId,
     ) -> impl Future<Output = Option<Self::Found>> + Send;
 
-    /// Maps the job as observed and carries out what the mapping asks for: its answer, and
-    /// when time alone next changes it.
+    /// What a status query needs besides what the watches know: the parts listed when their
+    /// watches are not current. Nothing by default.
+    fn complete(
+        &self,
+        _watch: &Self::Watches,
+        _id: &ExecutionId,
+        found: Self::Found,
+    ) -> impl Future<Output = Result<Self::Found>> + Send {
+        async move { Ok(found) }
+    }
+
+    /// The job's object and parts read from the API server; `None` when there is no object.
+    fn fetched(
+        &self,
+        watch: &Self::Watches,
+        id: &ExecutionId,
+    ) -> impl Future<Output = Result<Option<Self::Found>>> + Send;
+
+    /// The kind's mapping of the job as observed.
+    fn map(
+        &self,
+        id: &ExecutionId,
+        observed: &Observed<Self::View>,
+        parts: &Self::Parts,
+        previous: Option<&ExecutionInfo>,
+    ) -> Option<Mapped<Self::Action>>;
+
+    /// The parts as the API server lists them now, when that tells something the cache did
+    /// not (their watches may lag the object's); `None` when the listing failed or is the same.
+    fn relisted(
+        &self,
+        id: &ExecutionId,
+        view: &Self::View,
+        parts: &Self::Parts,
+    ) -> impl Future<Output = Option<Self::Parts>> + Send;
+
+    /// Carries out what the mapping asks for before it may report an outcome.
+    fn act(
+        &self,
+        id: &ExecutionId,
+        view: &Self::View,
+        action: &Self::Action,
+    ) -> impl Future<Output = Acted<Self::View>> + Send;
+
+    /// The outcome an action reports once done.
+    fn outcome_of(action: &Self::Action) -> &ExecutionInfo;
+
+    /// Where the object of `view` lives.
+    fn objects_of(&self, view: &Self::View) -> Objects<DynamicObject>;
+
+    /// The view of `object`, another copy of the object `like` shows.
+    fn view_of(&self, like: &Self::View, object: &DynamicObject) -> Self::View;
+
+    /// Adds to a status what the parts could not tell (nothing by default).
+    fn note(&self, _parts: &Self::Parts, _info: &mut ExecutionInfo) {}
+
+    /// How soon a job whose settling failed is looked at again.
+    fn retry_interval(&self) -> Duration {
+        self.recheck_interval()
+    }
+
+    /// The job's status, from the watch cache (one GET on a miss); writes nothing.
+    fn evaluated_status(
+        &self,
+        id: &ExecutionId,
+    ) -> impl Future<Output = Result<ExecutionInfo>> + Send {
+        async move {
+            let watch = self.watch(&id.namespace).await?;
+            let synced = watch.wait_synced(self.evaluating().sync_timeout).await;
+            if let Some(answer) = self.final_answer(id).await {
+                return Ok(answer);
+            }
+            let Some(found) = self.observe(&watch, id, synced).await? else {
+                return Err(self.no_such_job(id, &watch));
+            };
+            Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
+        }
+    }
+
+    /// The status of a job a list found (writes nothing).
+    fn answer(
+        &self,
+        id: &ExecutionId,
+        found: Self::Found,
+    ) -> impl Future<Output = Result<ExecutionInfo>> + Send {
+        async move {
+            if let Some(answer) = self.final_answer(id).await {
+                return Ok(answer);
+            }
+            Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
+        }
+    }
+
+    /// What is known of a job: from the cache, else (an object created a moment ago by another
+    /// replica, or a cache not synced yet) straight from the API server.
+    fn observe(
+        &self,
+        watch: &Self::Watches,
+        id: &ExecutionId,
+        synced: bool,
+    ) -> impl Future<Output = Result<Option<Self::Found>>> + Send {
+        async move {
+            if let Some(found) = self.observed(watch, id).await {
+                return self.complete(watch, id, found).await.map(Some);
+            }
+            // The watches, current, would have delivered an object created since the server
+            // last said it has none.
+            let current = watch.objects_current();
+            if current
+                && self.namespaces().absent_lately(
+                    &id.namespace,
+                    &id.name,
+                    self.evaluating().absent_ttl,
+                )
+            {
+                return Ok(None);
+            }
+            debug!(message = "cache miss", id = %id, synced);
+            self.cluster().check_reachable()?;
+            let found = self.fetched(watch, id).await?;
+            if found.is_none() && current {
+                self.namespaces().note_absent(&id.namespace, &id.name);
+            }
+            Ok(found)
+        }
+    }
+
+    /// "No such job", saying whether the watches saw the object deleted.
+    fn no_such_job(&self, id: &ExecutionId, watch: &Self::Watches) -> Error {
+        let hint = if watch.deleted(&id.name) {
+            format!(
+                " (its {} was deleted: cancelled through another replica, expired after its TTL, or removed by someone else)",
+                Self::NOUN
+            )
+        } else {
+            " (never created on this cluster, or already removed: cancelled, deleted, or expired after its TTL)".to_string()
+        };
+        Error::NoSuchJob {
+            id: id.clone(),
+            hint,
+        }
+    }
+
+    /// Maps the job as observed and carries out what the mapping asks for (the settler):
+    /// its answer, and when time alone next changes it.
     fn carry_out(
         &self,
         id: &ExecutionId,
         found: Self::Found,
-    ) -> impl Future<Output = Result<(ExecutionInfo, Option<Timestamp>)>> + Send;
+    ) -> impl Future<Output = Result<(ExecutionInfo, Option<Timestamp>)>> + Send {
+        async move {
+            let evaluated = self.evaluate(id, found, Acting::Carry).await?;
+            Ok((evaluated.info, evaluated.recheck_at))
+        }
+    }
 
-    /// How soon a job whose settling failed is looked at again.
-    fn retry_interval(&self) -> Duration;
+    /// Maps an observation and remembers the answer. The action the mapping asks for, and the
+    /// first record of an outcome, are the namespace's settler's: with [`Acting::Delegate`] (a
+    /// status query, a wait, a list) such a job is handed to it and the answer is the
+    /// settler's.
+    fn evaluate(
+        &self,
+        id: &ExecutionId,
+        found: Self::Found,
+        acting: Acting,
+    ) -> impl Future<Output = Result<Evaluated>> + Send {
+        async move {
+            let state = self.evaluating();
+            let previous = self.namespaces().last_reported(&id.namespace, &id.name);
+            let Found {
+                mut observed,
+                mut parts,
+                mut listed,
+            } = found;
+            // A watch cache lagging a fresh read: its older copy tells nothing new.
+            if let (Some(previous), Observed::Present(view)) = (&previous, &observed)
+                && self.namespaces().is_older(
+                    &id.namespace,
+                    &id.name,
+                    view.resource_version.as_deref(),
+                )
+            {
+                return Ok(Evaluated {
+                    info: previous.clone(),
+                    recheck_at: None,
+                });
+            }
+            // A copy an action already found gone (a stalled watch still holds it) is gone.
+            if let Observed::Present(view) = &observed
+                && state.found_gone.contains(&copy_key(view))
+            {
+                observed = Observed::Vanished(view.clone(), false);
+            }
+            // A changed or vanished object is mapped again; a few rounds settle it.
+            for _ in 0..4 {
+                let Some(mapped) = self.map(id, &observed, &parts, previous.as_ref()) else {
+                    return Err(Error::NoSuchJob {
+                        id: id.clone(),
+                        hint: format!(
+                            " (its {} is gone and what became of it is unknown: if it was being cancelled, it was cancelled)",
+                            Self::NOUN
+                        ),
+                    });
+                };
+                // The outcome's details (exit codes, times, the culprit) come from the parts as
+                // of the outcome; their watches may lag the object's, so they are listed once
+                // before an outcome is first reported, and every replica reports the same.
+                let deciding = mapped.info.is_terminal() || mapped.action.is_some();
+                if deciding && !listed && previous.as_ref().is_none_or(|p| !p.is_terminal()) {
+                    listed = true;
+                    if let Some(fresh) = self.relisted(id, observed.view(), &parts).await {
+                        parts = fresh;
+                        continue;
+                    }
+                }
+                let unrecorded = acting == Acting::Delegate
+                    && self
+                        .awaits_record(id, &mapped.info, previous.as_ref())
+                        .await;
+                if acting == Acting::Delegate && (mapped.action.is_some() || unrecorded) {
+                    // What stands until the settler is done: never an outcome it has not
+                    // recorded.
+                    let holding = if mapped.info.is_terminal() {
+                        previous.clone().unwrap_or_else(|| {
+                            ExecutionInfo::new(JobState::Queued, Reason::Pending)
+                        })
+                    } else {
+                        mapped.info.clone()
+                    };
+                    let found = Found {
+                        observed,
+                        parts,
+                        listed,
+                    };
+                    // Bounded: a settler held up by a slow API server must not hold the question.
+                    let info =
+                        match tokio::time::timeout(state.sync_timeout, self.settle_now(id, found))
+                            .await
+                        {
+                            Ok(settled) => settled?,
+                            Err(_) => ExecutionInfo {
+                                message: format!(
+                                    "{}; not done yet: the namespace's settler is still busy",
+                                    holding.message
+                                ),
+                                ..holding
+                            },
+                        };
+                    return Ok(Evaluated {
+                        info,
+                        recheck_at: None,
+                    });
+                }
+                if let Some(warning) = &mapped.warning {
+                    state.warn_once(id, "unreadable status", warning);
+                }
+                let recheck_at = mapped.recheck_at;
+                let mut info = mapped.info;
+                if let Some(action) = &mapped.action {
+                    match self.act(id, observed.view(), action).await {
+                        Acted::Done => info = Self::outcome_of(action).clone(),
+                        Acted::Remap(next) => {
+                            if matches!(*next, Observed::Vanished(_, false)) {
+                                state.found_gone.insert(copy_key(observed.view()));
+                            }
+                            observed = *next;
+                            continue;
+                        }
+                        Acted::Failed(error) => {
+                            warn!(message = "could not act on the job's status; will retry", id = %id, %error);
+                            let forbidden = matches!(error, Error::Forbidden { .. });
+                            if !forbidden {
+                                // Remembered with why, for whoever is answered from it before
+                                // the next try.
+                                info.message = format!("{}; not done yet: {error}", info.message);
+                            }
+                            self.remember(id, &info, present_version(&observed));
+                            if forbidden {
+                                // A missing permission does not go away by itself: say so.
+                                return Err(error);
+                            }
+                            return Ok(Evaluated {
+                                info,
+                                recheck_at: after(self.recheck_interval()),
+                            });
+                        }
+                    }
+                }
+                if !info.is_terminal() {
+                    self.note(&parts, &mut info);
+                }
+                self.remember(id, &info, present_version(&observed));
+                // What stands: an answer computed at the same time from a newer copy wins.
+                let info = self
+                    .namespaces()
+                    .last_reported(&id.namespace, &id.name)
+                    .unwrap_or(info);
+                let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
+                if acting == Acting::Carry
+                    && info.is_terminal()
+                    && let Err(error) = self.keep(id, observed.view(), &info).await
+                {
+                    warn!(message = "could not keep an outcome record; will retry", id = %id, %error);
+                    recheck_at = after(retry_delay(&error, self.recheck_interval()));
+                }
+                return Ok(Evaluated { info, recheck_at });
+            }
+            Err(Error::Contended {
+                operation: format!("status {id}"),
+                message: format!(
+                    "the {} kept changing while kubeferry acted on it; ask again",
+                    Self::NOUN
+                ),
+            })
+        }
+    }
+
+    /// Hands a job whose mapping asks for an action (or whose outcome is still to be recorded)
+    /// to its namespace's settler, and answers what the settler decided.
+    fn settle_now(
+        &self,
+        id: &ExecutionId,
+        found: Self::Found,
+    ) -> impl Future<Output = Result<ExecutionInfo>> + Send {
+        async move {
+            let watch = self.watch(&id.namespace).await?;
+            let state = self.evaluating();
+            state
+                .settlers
+                .settle_now(&state.me, &watch, id, found)
+                .await
+        }
+    }
+
+    /// Keeps the outcome record of a job that ended (nothing when it is kept already).
+    fn keep(
+        &self,
+        id: &ExecutionId,
+        view: &Self::View,
+        outcome: &ExecutionInfo,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let record = OutcomeRecord {
+            kind: Self::JOB_KIND,
+            object: view.name.clone(),
+            job_id: view.job_id.clone(),
+            spec_hash: view.spec_hash.clone(),
+            outcome: outcome.clone(),
+            recorded_at: Some(Timestamp::now()),
+            cancelled_by: None,
+        };
+        async move { self.records().keep(&id.namespace, record).await.map(|_| ()) }
+    }
+
+    /// Records an outcome kubeferry decided on the object, then deletes it; only then may the
+    /// outcome be reported.
+    fn record_and_delete(
+        &self,
+        id: &ExecutionId,
+        view: &Self::View,
+        outcome: &ExecutionInfo,
+    ) -> impl Future<Output = Acted<Self::View>> + Send {
+        async move {
+            let objects = self.objects_of(view);
+            let cluster = self.cluster();
+            let mut last = view.clone();
+            if !matches!(view.recorded_outcome, Some(Ok(_))) {
+                let record = kubeferry_core::marks::outcome_record(outcome);
+                match objects
+                    .annotate(
+                        cluster,
+                        &id.name,
+                        view.resource_version.as_deref(),
+                        OUTCOME_ANNOTATION,
+                        &record,
+                        true,
+                    )
+                    .await
+                {
+                    Ok(patched) => last = self.view_of(view, &patched),
+                    Err(error) if error.is_conflict() => return self.reread(id, view).await,
+                    Err(error) if error.is_not_found() => {
+                        return Acted::Remap(Box::new(Observed::Vanished(view.clone(), false)));
+                    }
+                    Err(error) => return Acted::Failed(error),
+                }
+                info!(message = "recorded an outcome kubeferry decided", id = %id, state = %outcome.state, reason = %outcome.reason);
+            }
+            match objects
+                .delete(
+                    cluster,
+                    &id.name,
+                    &last.uid,
+                    last.resource_version.as_deref(),
+                )
+                .await
+            {
+                Ok(Deletion::Deleted) => {
+                    info!(message = "deleted the object after recording its outcome", id = %id, kind = Self::NOUN);
+                    Acted::Done
+                }
+                Ok(Deletion::Gone) => Acted::Remap(Box::new(Observed::Vanished(last, false))),
+                Ok(Deletion::Conflict) => self.reread(id, &last).await,
+                Err(error) => Acted::Failed(error),
+            }
+        }
+    }
+
+    /// The object as it is now, to be mapped again.
+    fn reread(
+        &self,
+        id: &ExecutionId,
+        last: &Self::View,
+    ) -> impl Future<Output = Acted<Self::View>> + Send {
+        async move {
+            match self.objects_of(last).get(self.cluster(), &id.name).await {
+                Ok(Some(object)) => {
+                    Acted::Remap(Box::new(Observed::Present(self.view_of(last, &object))))
+                }
+                Ok(None) => Acted::Remap(Box::new(Observed::Vanished(last.clone(), false))),
+                Err(error) => Acted::Failed(error),
+            }
+        }
+    }
 }
 
-/// What such a settler needs of a namespace's watches.
+/// What such a kind needs of a namespace's watches.
 pub(crate) trait EvaluatedWatch: Watches {
-    /// Whether the watches hold the job's object (its outcome is counted while they do).
-    fn holds(&self, name: &str) -> bool;
-
     /// Every job whose object the watches hold.
     fn names(&self) -> Vec<String>;
+
+    /// Whether the watches of the kind's objects are current (their lists complete, their
+    /// streams open).
+    fn objects_current(&self) -> bool;
+
+    /// Whether the watches saw the object `name` deleted.
+    fn deleted(&self, name: &str) -> bool;
+
+    /// Waits until the watches have listed once; `false` when `timeout` ran out first.
+    fn wait_synced(&self, timeout: Duration) -> impl Future<Output = bool> + Send;
 
     /// How many watches notify of changes now, when that can grow (a Spark operator
     /// discovered later): the settler subscribes again when it does.

@@ -15,7 +15,7 @@ use tokio::sync::broadcast;
 use crate::cluster::Cluster;
 use crate::error::Result;
 use crate::objects::{Attempt, Current, Object, Objects};
-use crate::records::Records;
+use crate::records::{Records, check_resubmission};
 use crate::tracker::{Namespaces, WatchHealth};
 
 /// What a kind watches in one namespace.
@@ -25,6 +25,9 @@ pub(crate) trait Watches: Send + Sync + 'static {
 
     /// The health of every watch, by the resource it watches, most needed first.
     fn health(&self) -> Vec<(String, WatchHealth)>;
+
+    /// Whether the watches hold the object `name` (not deleted yet, as far as they know).
+    fn holds(&self, name: &str) -> bool;
 }
 
 /// One job as a list found it: what its summary shows, and what its status is mapped from.
@@ -85,6 +88,8 @@ pub(crate) trait Kind: Send + Sync + 'static {
 
     /// The kind, as execution ids name it.
     const JOB_KIND: JobKind;
+    /// Its object, as messages name it.
+    const NOUN: &'static str;
 
     /// The cluster.
     fn cluster(&self) -> &Cluster;
@@ -140,7 +145,11 @@ pub(crate) trait Kind: Send + Sync + 'static {
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)>;
 
     /// Whether the watch cache holds the job's object (not deleted yet, as far as it knows).
-    fn holds(&self, id: &ExecutionId) -> bool;
+    fn holds(&self, id: &ExecutionId) -> bool {
+        self.namespaces()
+            .existing(&id.namespace)
+            .is_some_and(|watch| watch.holds(&id.name))
+    }
 
     /// The execution id of the job whose object is `name` in `namespace`.
     fn id(&self, namespace: &str, name: &str) -> ExecutionId {
@@ -157,6 +166,31 @@ pub(crate) trait Kind: Send + Sync + 'static {
             // An outcome is answered once recorded: its record is a change too.
             changes.push(self.records().watch(&id.namespace).subscribe());
             Ok(changes)
+        }
+    }
+
+    /// The run `job_id` already had here, if its outcome is recorded (its object may be gone):
+    /// a job id never runs twice, and the same spec submitted again answers with that run. A
+    /// different spec under the same job id is refused. `None`: the job id may be created.
+    fn ran_before(
+        &self,
+        namespace: &str,
+        name: &str,
+        job_id: &str,
+        spec_hash: &str,
+    ) -> impl Future<Output = Result<Option<ExecutionId>>> + Send {
+        async move {
+            let Some(record) = self
+                .records()
+                .lookup(namespace, Self::JOB_KIND, name, job_id)
+                .await?
+            else {
+                // The server may have said a moment ago it has no such object: it will now.
+                self.namespaces().forget_absent(namespace, name);
+                return Ok(None);
+            };
+            check_resubmission(&record, Self::NOUN, namespace, name, job_id, spec_hash)?;
+            Ok(Some(self.id(namespace, name)))
         }
     }
 

@@ -236,6 +236,9 @@ pub(crate) struct Current<K> {
     pub(crate) meta: ObjectMeta,
     /// The job's status, from this very object.
     pub(crate) status: ExecutionInfo,
+    /// Whether the status was mapped from the job's pods as the API server lists them now
+    /// (`false`: they could not be listed, and a cache stood in for them).
+    pub(crate) fresh: bool,
 }
 
 /// One run of a job's main container: a pod, oldest first in [`Jobs::attempts`].

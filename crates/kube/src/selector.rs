@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::fmt::Debug;
+use std::future::Future;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
@@ -15,6 +16,9 @@ use kubeferry_core::JobKind;
 use kubeferry_core::marks::MANAGED_SELECTOR;
 use serde::de::DeserializeOwned;
 use tracing::warn;
+
+use crate::cluster::Cluster;
+use crate::error::Result;
 
 /// A change in which managed jobs of a namespace match a label selector.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,6 +151,42 @@ pub(crate) fn merge(
             futures::future::ready(event)
         })
         .boxed()
+}
+
+/// The merged watches `watches` builds from what `discover` finds out (which resources the
+/// cluster serves). While discovery fails (the API server unreachable, discovery refused), it
+/// is tried again with the cluster's backoff, each failure logged as `failing`, and the stream
+/// does not report its listing done.
+pub(crate) fn after_discovery<T, D, F, W>(
+    cluster: Cluster,
+    namespace: String,
+    failing: &'static str,
+    discover: D,
+    watches: W,
+) -> impl Stream<Item = SelectorEvent> + Send + 'static
+where
+    D: Fn() -> F + Send + 'static,
+    T: Send,
+    F: Future<Output = Result<T>> + Send,
+    W: FnOnce(T) -> Vec<BoxStream<'static, SelectorEvent>> + Send + 'static,
+{
+    futures::stream::once(async move {
+        let mut attempt = 0;
+        let found = loop {
+            match discover().await {
+                Ok(found) => break found,
+                Err(error) => {
+                    let retry = &cluster.settings().retry;
+                    let delay = retry.backoff(attempt).max(retry.base);
+                    warn!(message = failing, namespace = %namespace, %error, retry_in = ?delay);
+                    tokio::time::sleep(delay).await;
+                    attempt = attempt.saturating_add(1);
+                }
+            }
+        };
+        merge(watches(found))
+    })
+    .flatten()
 }
 
 #[cfg(test)]

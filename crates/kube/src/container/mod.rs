@@ -27,7 +27,7 @@ use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::kind::{Kind, Listed, ManagedObjects};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
-use crate::records::{Records, check_resubmission};
+use crate::records::Records;
 use crate::tracker::{Namespaces, Recent, ReflectorSettings};
 use inbox::SettlerContext;
 use tracker::{NamespaceWatch, WatchStarter};
@@ -165,16 +165,13 @@ impl ContainerJobs {
         self.watch(namespace);
         // A job id whose run ended (and whose Job may be gone) answers that run: it never
         // runs twice.
-        if let Some(record) = self
-            .records
-            .lookup(namespace, JobKind::Job, &name, job_id)
+        if let Some(ran) = self
+            .ran_before(namespace, &name, job_id, &spec.hash())
             .await?
         {
-            check_resubmission(&record, "Job", namespace, &name, job_id, &spec.hash())?;
-            return Ok(self.id(namespace, &name));
+            return Ok(ran);
         }
         self.submitted.insert(format!("{namespace}/{name}"));
-        self.namespaces.forget_absent(namespace, &name);
         let created = self
             .objects(namespace)
             .create_or_adopt(&self.cluster, &manifest, job_id, &spec.hash())
@@ -568,9 +565,9 @@ impl ContainerJobs {
     async fn current(&self, id: &ExecutionId, job: Job) -> Result<Current<Job>> {
         let view = JobView::from(&job);
         let watch = self.watch(&id.namespace);
-        let pods = match self.fresh_pods(&watch, &id.namespace, &id.name).await {
-            Ok(pods) => pods,
-            Err(_) => watch.pods_of(&id.name),
+        let (pods, fresh) = match self.fresh_pods(&watch, &id.namespace, &id.name).await {
+            Ok(pods) => (pods, true),
+            Err(_) => (watch.pods_of(&id.name), false),
         };
         let status = self
             .evaluate(id, &Observed::Present(view), &pods, Timestamp::now())
@@ -579,6 +576,7 @@ impl ContainerJobs {
             objects: self.objects(&id.namespace),
             meta: job.metadata,
             status,
+            fresh,
         })
     }
 }
@@ -589,6 +587,7 @@ impl Kind for ContainerJobs {
     type Found = (JobView, Vec<PodView>);
 
     const JOB_KIND: JobKind = JobKind::Job;
+    const NOUN: &'static str = "Job";
 
     fn cluster(&self) -> &Cluster {
         &self.cluster
@@ -667,12 +666,6 @@ impl Kind for ContainerJobs {
             })
             .await?;
         Ok(vec![(self.objects(namespace), jobs.items)])
-    }
-
-    fn holds(&self, id: &ExecutionId) -> bool {
-        self.namespaces
-            .existing(&id.namespace)
-            .is_some_and(|watch| watch.jobs.get(&id.name).is_some())
     }
 
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {

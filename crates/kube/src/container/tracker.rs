@@ -250,6 +250,11 @@ impl Watches for NamespaceWatch {
             ("events".to_string(), self.refusals.health()),
         ]
     }
+
+    /// Whether a Job of that name is in the cache.
+    fn holds(&self, name: &str) -> bool {
+        self.jobs.get(name).is_some()
+    }
 }
 
 /// A Job's pods as the API server lists them now, with the final states of deleted ones only

@@ -164,11 +164,6 @@ impl JobSetNamespaceWatch {
             self.pods.of_job(name).into_iter().map(|e| e.view).collect(),
         )
     }
-
-    /// Whether a JobSet of that name is in the cache.
-    pub(crate) fn holds(&self, name: &str) -> bool {
-        self.jobsets.get(name).is_some()
-    }
 }
 
 impl Watches for JobSetNamespaceWatch {
@@ -186,5 +181,10 @@ impl Watches for JobSetNamespaceWatch {
             (CHILD_JOBS_WATCH.to_string(), self.jobs.health()),
             (CHILD_PODS_WATCH.to_string(), self.pods.health()),
         ]
+    }
+
+    /// Whether a JobSet of that name is in the cache.
+    fn holds(&self, name: &str) -> bool {
+        self.jobsets.get(name).is_some()
     }
 }

@@ -14,18 +14,15 @@
 
 pub mod tracker;
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
 use kubeferry_core::container::ContainerView;
-use kubeferry_core::marks::{
-    MANAGED_SELECTOR, OUTCOME_ANNOTATION, dns1035_object_name, object_name,
-};
-use kubeferry_core::record::OutcomeRecord;
+use kubeferry_core::marks::{MANAGED_SELECTOR, dns1035_object_name, object_name};
+use kubeferry_core::observation::Mapped;
 use kubeferry_core::spark::{
     DRIVER_CONTAINER, DriverView, SparkAction, SparkAppView, SparkMappingConfig, SparkOperator,
     spark_status,
@@ -33,19 +30,18 @@ use kubeferry_core::spark::{
 use kubeferry_core::spec::SparkJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::time::Instant;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
-use crate::evaluating::{Acting, Evaluated, EvaluatedWatch, Evaluates, Settlers};
+use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
 use crate::kind::{Kind, Listed, ManagedObjects};
 use crate::manifest::spark::{api_resource, spark_application};
-use crate::objects::{Attempt, Current, Deletion, Objects};
-use crate::records::{Records, check_resubmission};
+use crate::objects::{Attempt, Current, Objects};
+use crate::records::Records;
 use crate::selector::SelectorEvent;
-use crate::settling::retry_delay;
-use crate::tracker::{Departure, Namespaces, Recent, ReflectorSettings, lock};
+use crate::tracker::{Departure, Namespaces, ReflectorSettings, lock};
 use tracker::{SparkNamespaceWatch, app_of_pod, driver_pods_selector};
 
 const PODS: &str = "pods";
@@ -106,8 +102,6 @@ pub fn resource(operator: SparkOperator) -> &'static str {
 
 /// The Spark job backend of one cluster.
 pub struct SparkJobs {
-    /// This backend, for the settlers it starts.
-    me: Weak<SparkJobs>,
     cluster: Cluster,
     settings: SparkSettings,
     /// Each watched namespace's watches, and the last answers.
@@ -115,37 +109,36 @@ pub struct SparkJobs {
     /// The outcome records.
     records: Arc<Records>,
     installed: Mutex<Option<(Instant, Vec<SparkOperator>)>>,
-    /// The warnings logged, each once.
-    warned: Recent,
-    /// Copies of applications (name and resourceVersion) an action found gone: mapped as gone
-    /// from then on rather than acted on again while a stalled watch still holds them.
-    found_gone: Recent,
-    /// Each watched namespace's settler, the one writer of its jobs.
-    settlers: Settlers<SparkJobs>,
+    /// Each watched namespace's settler, and what the evaluations saw.
+    evaluating: Evaluating<SparkJobs>,
 }
 
 /// The job's object as observed.
 type Observed = crate::kind::Observed<SparkAppView>;
 
-/// What is known of a job: its application (of which operator) and its driver pods, or why
-/// they could not be looked up.
-pub(crate) struct Found {
-    operator: SparkOperator,
-    observed: Observed,
-    /// The driver pods, or why they could not be looked up.
-    drivers: Result<Vec<DriverView>, String>,
-    /// Whether the driver pods were listed from the API server just now (not from the cache).
-    drivers_listed: bool,
+/// What is known of a job: its application (the view says of which operator) and its
+/// driver pods.
+pub(crate) type Found = crate::evaluating::Found<SparkAppView, Drivers>;
+
+/// An application's driver pods, or why they could not be looked up.
+pub(crate) struct Drivers {
+    pods: Vec<DriverView>,
+    lookup_error: Option<String>,
 }
 
-/// What carrying out an action came to.
-enum Acted {
-    /// Done: the action's outcome may be reported.
-    Done,
-    /// The application changed or went: map this instead.
-    Remap(Box<Observed>),
-    /// It failed; the job is not decided yet.
-    Failed(Error),
+impl Drivers {
+    fn of(looked_up: Result<Vec<DriverView>, String>) -> Self {
+        match looked_up {
+            Ok(pods) => Drivers {
+                pods,
+                lookup_error: None,
+            },
+            Err(error) => Drivers {
+                pods: Vec::new(),
+                lookup_error: Some(error),
+            },
+        }
+    }
 }
 
 impl SparkJobs {
@@ -156,15 +149,16 @@ impl SparkJobs {
         records: Arc<Records>,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
-            me: me.clone(),
+            evaluating: Evaluating::new(
+                me.clone(),
+                settings.sync_timeout,
+                settings.reflector.absent_ttl,
+            ),
             records,
             cluster,
             settings,
             namespaces: Namespaces::default(),
             installed: Mutex::new(None),
-            warned: Recent::new(10_000),
-            found_gone: Recent::new(10_000),
-            settlers: Settlers::default(),
         })
     }
 
@@ -263,15 +257,8 @@ impl SparkJobs {
                 watch
             }
         };
-        self.settlers.start(&self.me, namespace, &watch);
+        self.evaluating.start(namespace, &watch);
         Ok(watch)
-    }
-
-    /// Hands a job whose mapping asks for an action to its namespace's settler, and answers
-    /// what the settler decided.
-    async fn settle_now(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
-        let watch = self.watch(&id.namespace).await?;
-        self.settlers.settle_now(&self.me, &watch, id, found).await
     }
 
     /// Creates the SparkApplication for `spec` under `job_id` in `namespace`, or adopts the
@@ -296,15 +283,12 @@ impl SparkJobs {
         let manifest = spark_application(spec, operator, job_id, &name, namespace)?;
         // A job id whose run ended (and whose application may be gone) answers that run: it
         // never runs twice.
-        if let Some(record) = self
-            .records
-            .lookup(namespace, JobKind::SparkApp, &name, job_id)
+        if let Some(ran) = self
+            .ran_before(namespace, &name, job_id, &spec.hash())
             .await?
         {
-            check_resubmission(&record, KIND, namespace, &name, job_id, &spec.hash())?;
-            return Ok(self.id(namespace, &name));
+            return Ok(ran);
         }
-        self.namespaces.forget_absent(namespace, &name);
         let object: DynamicObject =
             serde_json::from_value(manifest).map_err(|source| Error::Manifest {
                 operation: format!("build SparkApplication {namespace}/{name}"),
@@ -339,81 +323,7 @@ impl SparkJobs {
 
     /// The job's status, from the watch cache (one GET on a miss).
     pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
-        let watch = self.watch(&id.namespace).await?;
-        let synced = watch.wait_synced(self.settings.sync_timeout).await;
-        if let Some(answer) = self.final_answer(id).await {
-            return Ok(answer);
-        }
-        let Some(found) = self.observe(&watch, id, synced).await? else {
-            return Err(self.no_such_job(id, &watch));
-        };
-        Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
-    }
-
-    /// What the watches know of a job, if they saw its application (the driver pods from the
-    /// cache, or listed while their watch is not current).
-    async fn cached(&self, watch: &SparkNamespaceWatch, id: &ExecutionId) -> Option<Found> {
-        let watched = watch.watched();
-        let (operator, observed) = watched
-            .iter()
-            .find_map(|(op, apps)| Some((*op, Observed::Present(apps.get(&id.name)?.view))))
-            .or_else(|| {
-                watched.iter().find_map(|(op, apps)| {
-                    let tombstone = apps.tombstone(&id.name)?;
-                    let final_state = tombstone.departure == Departure::Deleted;
-                    Some((*op, Observed::Vanished(tombstone.last, final_state)))
-                })
-            })?;
-        let (drivers, drivers_listed) =
-            self.drivers(watch, operator, &id.namespace, &id.name).await;
-        Some(Found {
-            operator,
-            observed,
-            drivers,
-            drivers_listed,
-        })
-    }
-
-    /// What is known of a job: from the cache, else (an application created a moment ago by
-    /// another replica, or a cache not synced yet) straight from the API server.
-    async fn observe(
-        &self,
-        watch: &SparkNamespaceWatch,
-        id: &ExecutionId,
-        synced: bool,
-    ) -> Result<Option<Found>> {
-        if let Some(found) = self.cached(watch, id).await {
-            return Ok(Some(found));
-        }
-        // The watches of every operator's applications, current, would have delivered one
-        // created since the server last said it has none.
-        let current = watch.watched().iter().all(|(_, apps)| apps.is_current());
-        if current
-            && self.namespaces.absent_lately(
-                &id.namespace,
-                &id.name,
-                self.settings.reflector.absent_ttl,
-            )
-        {
-            return Ok(None);
-        }
-        debug!(message = "cache miss", id = %id, synced);
-        self.cluster.check_reachable()?;
-        let Some((operator, view)) = self.get(id).await? else {
-            if current {
-                self.namespaces.note_absent(&id.namespace, &id.name);
-            }
-            return Ok(None);
-        };
-        watch.apps_of(operator);
-        let (drivers, drivers_listed) =
-            self.drivers(watch, operator, &id.namespace, &id.name).await;
-        Ok(Some(Found {
-            operator,
-            observed: Observed::Present(view),
-            drivers,
-            drivers_listed,
-        }))
+        self.evaluated_status(id).await
     }
 
     /// The application from the API server, looked up in each operator's group.
@@ -448,12 +358,12 @@ impl SparkJobs {
         operator: SparkOperator,
         namespace: &str,
         app: &str,
-    ) -> (Result<Vec<DriverView>, String>, bool) {
+    ) -> (Drivers, bool) {
         if watch.drivers_synced() {
-            return (Ok(watch.drivers_of(app)), false);
+            return (Drivers::of(Ok(watch.drivers_of(app))), false);
         }
         let listed = self.list_drivers(operator, namespace, app).await;
-        (listed.map_err(|e| e.to_string()), true)
+        (Drivers::of(listed.map_err(|e| e.to_string())), true)
     }
 
     /// The driver pods of an application, listed from the API server.
@@ -470,240 +380,16 @@ impl SparkJobs {
         Ok(pods.items.iter().map(DriverView::from).collect())
     }
 
-    fn no_such_job(&self, id: &ExecutionId, watch: &SparkNamespaceWatch) -> Error {
-        let deleted = watch
-            .watched()
-            .iter()
-            .any(|(_, apps)| apps.tombstone(&id.name).is_some());
-        let hint = if deleted {
-            " (its SparkApplication was deleted: cancelled through another replica, expired after its TTL, or removed by someone else)"
-        } else {
-            " (never created on this cluster, or already removed: cancelled, deleted, or expired after its TTL)"
-        };
-        Error::NoSuchJob {
-            id: id.clone(),
-            hint: hint.to_string(),
-        }
-    }
-
-    /// Maps an observation and remembers the answer. The actions the mapping asks for are
-    /// carried out by the namespace's settler: with [`Acting::Delegate`] (a status query, a
-    /// wait, a list) a job with an action due is handed to it and the answer is the settler's.
-    async fn evaluate(&self, id: &ExecutionId, found: Found, acting: Acting) -> Result<Evaluated> {
-        let previous = self.namespaces.last_reported(&id.namespace, &id.name);
-        let Found {
-            operator,
-            mut observed,
-            drivers,
-            drivers_listed,
-        } = found;
-        // A watch cache lagging a fresh read: its older copy tells nothing new.
-        if let (Some(previous), Observed::Present(view)) = (&previous, &observed)
-            && self
-                .namespaces
-                .is_older(&id.namespace, &id.name, view.resource_version.as_deref())
-        {
-            return Ok(Evaluated {
-                info: previous.clone(),
-                recheck_at: None,
-            });
-        }
-        // A copy an action already found gone (a stalled watch still holds it) is gone.
-        if let Observed::Present(view) = &observed
-            && self.found_gone.contains(&copy_key(view))
-        {
-            observed = Observed::Vanished(view.clone(), false);
-        }
-        let (mut drivers, lookup_error) = match drivers {
-            Ok(drivers) => (drivers, None),
-            Err(error) => {
-                self.warn_once(id, "cannot look up the driver pod", &error);
-                (Vec::new(), Some(error))
-            }
-        };
-        // The outcome's details (exit code, times) come from the driver as of the outcome; the
-        // pod watch may lag the application's, so the drivers are listed once before an
-        // outcome is first reported, and every replica reports the same details.
-        let mut drivers_listed = drivers_listed || lookup_error.is_some();
-        // A changed or vanished application is mapped again; a few rounds settle it.
-        for _ in 0..4 {
-            let Some(mapped) = spark_status(
-                &observed.as_observation(),
-                &drivers,
-                Timestamp::now(),
-                &self.settings.mapping,
-                previous.as_ref(),
-            ) else {
-                return Err(Error::NoSuchJob {
-                    id: id.clone(),
-                    hint: " (its SparkApplication is gone and what became of it is unknown: if it was being cancelled, it was cancelled)".into(),
-                });
-            };
-            let deciding = mapped.info.is_terminal() || mapped.action.is_some();
-            if deciding && !drivers_listed && previous.as_ref().is_none_or(|p| !p.is_terminal()) {
-                drivers_listed = true;
-                let name = &observed.view().name;
-                if let Ok(listed) = self.list_drivers(operator, &id.namespace, name).await
-                    && listed != drivers
-                {
-                    drivers = listed;
-                    continue;
-                }
-            }
-            let unrecorded = acting == Acting::Delegate
-                && self
-                    .awaits_record(id, &mapped.info, previous.as_ref())
-                    .await;
-            if acting == Acting::Delegate && (mapped.action.is_some() || unrecorded) {
-                let found = Found {
-                    operator,
-                    observed,
-                    drivers: match lookup_error {
-                        Some(error) => Err(error),
-                        None => Ok(drivers),
-                    },
-                    drivers_listed,
-                };
-                // What stands until the settler is done: never an outcome it has not recorded.
-                let holding = if mapped.info.is_terminal() {
-                    previous.clone().unwrap_or_else(|| {
-                        ExecutionInfo::new(JobState::Queued, kubeferry_core::Reason::Pending)
-                    })
-                } else {
-                    mapped.info.clone()
-                };
-                // Bounded: a settler held up by a slow API server must not hold the question.
-                let info = match tokio::time::timeout(
-                    self.settings.sync_timeout,
-                    self.settle_now(id, found),
-                )
-                .await
-                {
-                    Ok(settled) => settled?,
-                    Err(_) => ExecutionInfo {
-                        message: format!(
-                            "{}; not done yet: the namespace's settler is still busy",
-                            holding.message
-                        ),
-                        ..holding
-                    },
-                };
-                return Ok(Evaluated {
-                    info,
-                    recheck_at: None,
-                });
-            }
-            if let Some(warning) = &mapped.warning {
-                self.warn_once(id, "unreadable status", warning);
-            }
-            let recheck_at = mapped.recheck_at;
-            let mut info = mapped.info;
-            if let Some(action) = &mapped.action {
-                match self.act(id, operator, observed.view(), action).await {
-                    Acted::Done => info = action.outcome().clone(),
-                    Acted::Remap(next) => {
-                        if matches!(*next, Observed::Vanished(_, false)) {
-                            self.found_gone.insert(copy_key(observed.view()));
-                        }
-                        observed = *next;
-                        continue;
-                    }
-                    Acted::Failed(error) => {
-                        warn!(message = "could not act on the job's status; will retry", id = %id, %error);
-                        if !matches!(error, Error::Forbidden { .. }) {
-                            // Remembered with why, for whoever is answered from it before the
-                            // next try.
-                            info.message = format!("{}; not done yet: {error}", info.message);
-                        }
-                        self.remember_from(id, &info, &observed);
-                        if matches!(error, Error::Forbidden { .. }) {
-                            // A missing permission does not go away by itself: say so.
-                            return Err(error);
-                        }
-                        let retry = jiff::SignedDuration::try_from(self.settings.recheck_interval)
-                            .ok()
-                            .and_then(|after| Timestamp::now().checked_add(after).ok());
-                        return Ok(Evaluated {
-                            info,
-                            recheck_at: retry,
-                        });
-                    }
-                }
-            }
-            if let Some(error) = &lookup_error
-                && !info.is_terminal()
-            {
-                info.message = format!("{} (driver pod not looked up: {error})", info.message);
-            }
-            self.remember_from(id, &info, &observed);
-            // What stands: an answer computed at the same time from a newer copy wins.
-            let info = self
-                .namespaces
-                .last_reported(&id.namespace, &id.name)
-                .unwrap_or(info);
-            let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
-            if acting == Acting::Carry
-                && info.is_terminal()
-                && let Err(error) = self.keep(id, observed.view(), &info).await
-            {
-                warn!(message = "could not keep an outcome record; will retry", id = %id, %error);
-                recheck_at = jiff::SignedDuration::try_from(retry_delay(
-                    &error,
-                    self.settings.recheck_interval,
-                ))
-                .ok()
-                .and_then(|after| Timestamp::now().checked_add(after).ok());
-            }
-            return Ok(Evaluated { info, recheck_at });
-        }
-        Err(Error::Contended {
-            operation: format!("status {id}"),
-            message: "the SparkApplication kept changing while kubeferry acted on it; ask again"
-                .into(),
-        })
-    }
-
-    /// Remembers an answer, computed from `observed`, as the one later answers build on.
-    fn remember_from(&self, id: &ExecutionId, info: &ExecutionInfo, observed: &Observed) {
-        self.namespaces.remember(
-            &id.namespace,
-            &id.name,
-            info,
-            None,
-            present_version(observed),
-        );
-    }
-
-    /// Keeps the outcome record of a job that ended (nothing when it is kept already).
-    async fn keep(
-        &self,
-        id: &ExecutionId,
-        view: &SparkAppView,
-        outcome: &ExecutionInfo,
-    ) -> Result<()> {
-        let record = OutcomeRecord {
-            kind: JobKind::SparkApp,
-            object: view.name.clone(),
-            job_id: view.job_id.clone(),
-            spec_hash: view.spec_hash.clone(),
-            outcome: outcome.clone(),
-            recorded_at: Some(Timestamp::now()),
-            cancelled_by: None,
-        };
-        self.records.keep(&id.namespace, record).await.map(|_| ())
-    }
-
     /// Carries out what the mapping asks for before it may report an outcome.
-    async fn act(
+    async fn act_on(
         &self,
         id: &ExecutionId,
-        operator: SparkOperator,
         view: &SparkAppView,
         action: &SparkAction,
-    ) -> Acted {
+    ) -> Acted<SparkAppView> {
         match action {
             SparkAction::RecordOutcomeAndDeleteApp { outcome } => {
-                self.record_and_delete(id, operator, view, outcome).await
+                self.record_and_delete(id, view, outcome).await
             }
             SparkAction::DeleteDriverPod { name, uid, .. } => {
                 match self.delete_driver(&id.namespace, name, uid).await {
@@ -714,67 +400,6 @@ impl SparkJobs {
                     Err(error) => Acted::Failed(error),
                 }
             }
-        }
-    }
-
-    /// Records an outcome kubeferry decided (no status from the operator) on the application,
-    /// then deletes it; only then may the outcome be reported.
-    async fn record_and_delete(
-        &self,
-        id: &ExecutionId,
-        operator: SparkOperator,
-        view: &SparkAppView,
-        outcome: &ExecutionInfo,
-    ) -> Acted {
-        let objects = self.objects(operator, &id.namespace);
-        let mut last = view.clone();
-        if !matches!(view.recorded_outcome, Some(Ok(_))) {
-            let record = kubeferry_core::marks::outcome_record(outcome);
-            match objects
-                .annotate(
-                    &self.cluster,
-                    &id.name,
-                    view.resource_version.as_deref(),
-                    OUTCOME_ANNOTATION,
-                    &record,
-                    true,
-                )
-                .await
-            {
-                Ok(patched) => last = view_of(operator, &patched),
-                Err(error) if error.is_conflict() => return self.reread(id, view).await,
-                Err(error) if error.is_not_found() => {
-                    return Acted::Remap(Box::new(Observed::Vanished(view.clone(), false)));
-                }
-                Err(error) => return Acted::Failed(error),
-            }
-            info!(message = "recorded an outcome kubeferry decided", id = %id, state = %outcome.state, reason = %outcome.reason);
-        }
-        match objects
-            .delete(
-                &self.cluster,
-                &id.name,
-                &last.uid,
-                last.resource_version.as_deref(),
-            )
-            .await
-        {
-            Ok(Deletion::Deleted) => {
-                info!(message = "deleted a SparkApplication after recording its outcome", id = %id);
-                Acted::Done
-            }
-            Ok(Deletion::Gone) => Acted::Remap(Box::new(Observed::Vanished(last, false))),
-            Ok(Deletion::Conflict) => self.reread(id, &last).await,
-            Err(error) => Acted::Failed(error),
-        }
-    }
-
-    /// The application as it is now, to be mapped again.
-    async fn reread(&self, id: &ExecutionId, last: &SparkAppView) -> Acted {
-        match self.get(id).await {
-            Ok(Some((_, view))) => Acted::Remap(Box::new(Observed::Present(view))),
-            Ok(None) => Acted::Remap(Box::new(Observed::Vanished(last.clone(), false))),
-            Err(error) => Acted::Failed(error),
         }
     }
 
@@ -798,12 +423,6 @@ impl SparkJobs {
             // 409: another pod of that name now; the one that outlived the failure is gone.
             Ok(_) | Err(Error::Api { code: 404, .. }) | Err(Error::Api { code: 409, .. }) => Ok(()),
             Err(error) => Err(error),
-        }
-    }
-
-    fn warn_once(&self, id: &ExecutionId, what: &str, detail: &str) {
-        if self.warned.insert(format!("{id} {what} {detail}")) {
-            warn!(message = what, id = %id, detail);
         }
     }
 
@@ -845,10 +464,9 @@ impl SparkJobs {
                     newest: newest.map(|driver| (driver.view.name.clone(), driver.node.clone())),
                     attempts,
                     found: Found {
-                        operator,
                         observed: Observed::Present(view),
-                        drivers: app_drivers,
-                        drivers_listed: true,
+                        parts: Drivers::of(app_drivers),
+                        listed: true,
                     },
                 });
             }
@@ -906,39 +524,32 @@ impl SparkJobs {
         namespace: &str,
         selector: &str,
     ) -> impl Stream<Item = SelectorEvent> + Send + 'static {
-        let jobs = self.clone();
-        let namespace = namespace.to_string();
-        let selector = crate::selector::managed(selector);
-        futures::stream::once(async move {
-            let mut attempt = 0;
-            let installed = loop {
-                match jobs.installed().await {
-                    Ok(installed) => break installed,
-                    Err(error) => {
-                        let retry = &jobs.cluster.settings().retry;
-                        let delay = retry.backoff(attempt).max(retry.base);
-                        warn!(message = "cannot discover the Spark operators; trying again", namespace = %namespace, %error, retry_in = ?delay);
-                        tokio::time::sleep(delay).await;
-                        attempt = attempt.saturating_add(1);
-                    }
-                }
-            };
-            let watches = installed
-                .into_iter()
-                .map(|operator| {
-                    crate::selector::label_watch(
-                        jobs.objects(operator, &namespace).api,
-                        JobKind::SparkApp,
-                        &namespace,
-                        &selector,
-                        jobs.settings.reflector.watch_timeout,
-                    )
-                    .boxed()
-                })
-                .collect();
-            crate::selector::merge(watches)
-        })
-        .flatten()
+        let (discovering, jobs) = (self.clone(), self.clone());
+        let (ns, selector) = (namespace.to_string(), crate::selector::managed(selector));
+        crate::selector::after_discovery(
+            self.cluster.clone(),
+            namespace.to_string(),
+            "cannot discover the Spark operators; trying again",
+            move || {
+                let jobs = discovering.clone();
+                async move { jobs.installed().await }
+            },
+            move |installed| {
+                installed
+                    .into_iter()
+                    .map(|operator| {
+                        crate::selector::label_watch(
+                            jobs.objects(operator, &ns).api,
+                            JobKind::SparkApp,
+                            &ns,
+                            &selector,
+                            jobs.settings.reflector.watch_timeout,
+                        )
+                        .boxed()
+                    })
+                    .collect()
+            },
+        )
     }
 }
 
@@ -948,6 +559,7 @@ impl Kind for SparkJobs {
     type Found = Found;
 
     const JOB_KIND: JobKind = JobKind::SparkApp;
+    const NOUN: &'static str = KIND;
 
     fn namespaces(&self) -> &Namespaces<SparkNamespaceWatch> {
         &self.namespaces
@@ -966,10 +578,7 @@ impl Kind for SparkJobs {
     }
 
     async fn status_of(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
-        if let Some(answer) = self.final_answer(id).await {
-            return Ok(answer);
-        }
-        Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
+        self.answer(id, found).await
     }
 
     async fn managed(&self, namespace: &str) -> Result<Vec<ManagedObjects<DynamicObject>>> {
@@ -983,14 +592,8 @@ impl Kind for SparkJobs {
         Ok(managed)
     }
 
-    fn holds(&self, id: &ExecutionId) -> bool {
-        self.namespaces
-            .existing(&id.namespace)
-            .is_some_and(|watch| watch.holds(&id.name))
-    }
-
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        self.settlers.jobs_by_state()
+        self.evaluating.jobs_by_state()
     }
 
     fn cluster(&self) -> &Cluster {
@@ -1002,7 +605,7 @@ impl Kind for SparkJobs {
     }
 
     async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
-        SparkJobs::status(self, id).await
+        self.evaluated_status(id).await
     }
 
     async fn read(&self, id: &ExecutionId) -> Result<Option<Current<DynamicObject>>> {
@@ -1012,17 +615,22 @@ impl Kind for SparkJobs {
         let watch = self.watch(&id.namespace).await?;
         watch.apps_of(operator);
         let view = view_of(operator, &object);
-        let (drivers, drivers_listed) = self
-            .drivers(&watch, operator, &id.namespace, &id.name)
-            .await;
+        // The driver pods as the server lists them now; the cache stands in when it cannot.
+        let (parts, listed) = match self.list_drivers(operator, &id.namespace, &id.name).await {
+            Ok(pods) => (Drivers::of(Ok(pods)), true),
+            Err(_) => {
+                self.drivers(&watch, operator, &id.namespace, &id.name)
+                    .await
+            }
+        };
+        let fresh = listed && parts.lookup_error.is_none();
         let status = self
             .evaluate(
                 id,
                 Found {
-                    operator,
                     observed: Observed::Present(view),
-                    drivers,
-                    drivers_listed,
+                    parts,
+                    listed,
                 },
                 Acting::Delegate,
             )
@@ -1032,6 +640,7 @@ impl Kind for SparkJobs {
             objects: self.objects(operator, &id.namespace),
             meta: object.metadata,
             status,
+            fresh,
         }))
     }
 
@@ -1080,54 +689,136 @@ fn view_of(operator: SparkOperator, object: &DynamicObject) -> SparkAppView {
     SparkAppView::from_parts(operator, &object.metadata, &object.data)
 }
 
-/// One copy of an application: its namespace, name and resourceVersion.
-fn copy_key(view: &SparkAppView) -> String {
-    format!(
-        "{}/{}@{}",
-        view.namespace,
-        view.name,
-        view.resource_version.as_deref().unwrap_or("")
-    )
-}
-
-/// The resourceVersion of an application still present (a vanished one's last copy says
-/// nothing about how fresh an answer is).
-fn present_version(observed: &Observed) -> Option<&str> {
-    match observed {
-        Observed::Present(view) => view.resource_version.as_deref(),
-        Observed::Vanished(..) => None,
-    }
-}
-
 impl Evaluates for SparkJobs {
-    async fn observed(&self, watch: &SparkNamespaceWatch, id: &ExecutionId) -> Option<Found> {
-        self.cached(watch, id).await
+    type View = SparkAppView;
+    type Parts = Drivers;
+    type Action = SparkAction;
+
+    fn evaluating(&self) -> &Evaluating<Self> {
+        &self.evaluating
     }
 
-    async fn carry_out(
+    /// What the watches know of a job, if they saw its application (the driver pods from the
+    /// cache, or listed while their watch is not current).
+    async fn observed(&self, watch: &SparkNamespaceWatch, id: &ExecutionId) -> Option<Found> {
+        let watched = watch.watched();
+        let (operator, observed) = watched
+            .iter()
+            .find_map(|(op, apps)| Some((*op, Observed::Present(apps.get(&id.name)?.view))))
+            .or_else(|| {
+                watched.iter().find_map(|(op, apps)| {
+                    let tombstone = apps.tombstone(&id.name)?;
+                    let final_state = tombstone.departure == Departure::Deleted;
+                    Some((*op, Observed::Vanished(tombstone.last, final_state)))
+                })
+            })?;
+        let (parts, listed) = self.drivers(watch, operator, &id.namespace, &id.name).await;
+        Some(Found {
+            observed,
+            parts,
+            listed,
+        })
+    }
+
+    async fn fetched(
+        &self,
+        watch: &SparkNamespaceWatch,
+        id: &ExecutionId,
+    ) -> Result<Option<Found>> {
+        let Some((operator, view)) = self.get(id).await? else {
+            return Ok(None);
+        };
+        watch.apps_of(operator);
+        let (parts, listed) = self.drivers(watch, operator, &id.namespace, &id.name).await;
+        Ok(Some(Found {
+            observed: Observed::Present(view),
+            parts,
+            listed,
+        }))
+    }
+
+    fn map(
         &self,
         id: &ExecutionId,
-        found: Found,
-    ) -> Result<(ExecutionInfo, Option<Timestamp>)> {
-        let evaluated = self.evaluate(id, found, Acting::Carry).await?;
-        Ok((evaluated.info, evaluated.recheck_at))
+        observed: &Observed,
+        drivers: &Drivers,
+        previous: Option<&ExecutionInfo>,
+    ) -> Option<Mapped<SparkAction>> {
+        if let Some(error) = &drivers.lookup_error {
+            self.evaluating
+                .warn_once(id, "cannot look up the driver pod", error);
+        }
+        spark_status(
+            &observed.as_observation(),
+            &drivers.pods,
+            jiff::Timestamp::now(),
+            &self.settings.mapping,
+            previous,
+        )
     }
 
-    fn retry_interval(&self) -> Duration {
-        self.settings.recheck_interval
+    async fn relisted(
+        &self,
+        id: &ExecutionId,
+        view: &SparkAppView,
+        drivers: &Drivers,
+    ) -> Option<Drivers> {
+        let listed = self
+            .list_drivers(view.operator, &id.namespace, &view.name)
+            .await
+            .ok()?;
+        (listed != drivers.pods).then(|| Drivers::of(Ok(listed)))
+    }
+
+    async fn act(
+        &self,
+        id: &ExecutionId,
+        view: &SparkAppView,
+        action: &SparkAction,
+    ) -> Acted<SparkAppView> {
+        self.act_on(id, view, action).await
+    }
+
+    fn outcome_of(action: &SparkAction) -> &ExecutionInfo {
+        action.outcome()
+    }
+
+    fn objects_of(&self, view: &SparkAppView) -> Objects<DynamicObject> {
+        self.objects(view.operator, &view.namespace)
+    }
+
+    fn view_of(&self, like: &SparkAppView, object: &DynamicObject) -> SparkAppView {
+        view_of(like.operator, object)
+    }
+
+    fn note(&self, drivers: &Drivers, info: &mut ExecutionInfo) {
+        if let Some(error) = &drivers.lookup_error {
+            info.message = format!("{} (driver pod not looked up: {error})", info.message);
+        }
     }
 }
 
 impl EvaluatedWatch for SparkNamespaceWatch {
-    fn holds(&self, name: &str) -> bool {
-        SparkNamespaceWatch::holds(self, name)
-    }
-
     fn names(&self) -> Vec<String> {
         self.watched()
             .iter()
             .flat_map(|(_, apps)| apps.all().into_iter().map(|entry| entry.name))
             .collect()
+    }
+
+    /// The watches of every operator's applications.
+    fn objects_current(&self) -> bool {
+        self.watched().iter().all(|(_, apps)| apps.is_current())
+    }
+
+    fn deleted(&self, name: &str) -> bool {
+        self.watched()
+            .iter()
+            .any(|(_, apps)| apps.tombstone(name).is_some())
+    }
+
+    async fn wait_synced(&self, timeout: Duration) -> bool {
+        SparkNamespaceWatch::wait_synced(self, timeout).await
     }
 
     fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>> {

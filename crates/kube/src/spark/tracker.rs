@@ -121,13 +121,6 @@ impl SparkNamespaceWatch {
             .map(|e| e.view)
             .collect()
     }
-
-    /// Whether an application of that name is in the cache (of any operator).
-    pub(crate) fn holds(&self, app: &str) -> bool {
-        self.watched()
-            .iter()
-            .any(|(_, apps)| apps.get(app).is_some())
-    }
 }
 
 impl SparkNamespaceWatch {
@@ -182,6 +175,13 @@ impl Watches for SparkNamespaceWatch {
                 .map(|(op, apps)| (super::resource(*op).to_string(), apps.health())),
         );
         all
+    }
+
+    /// Whether an application of that name is in the cache (of any operator).
+    fn holds(&self, app: &str) -> bool {
+        self.watched()
+            .iter()
+            .any(|(_, apps)| apps.get(app).is_some())
     }
 }
 
