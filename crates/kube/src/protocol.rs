@@ -94,6 +94,17 @@ pub(crate) async fn cancel_from<J: Kind>(
                 Err(error) => return Err(error),
             }
         }
+        // The job as the server shows it now, with its mark: a main container that ended on
+        // its own before the mark (its exit code known, the verdict not in yet; a cache or
+        // the read before the mark may not have shown it) decides the job, not the cancel,
+        // and its settler records that end. Only a job seen running after its mark, its pods
+        // read from the server, is recorded cancelled here.
+        let running_when_marked = match jobs.read(id).await {
+            Ok(Some(now)) => {
+                now.fresh && !now.status.is_terminal() && now.status.exit_code.is_none()
+            }
+            Ok(None) | Err(_) => false,
+        };
         let uid = current.meta.uid.clone().unwrap_or_default();
         current
             .objects
@@ -107,7 +118,7 @@ pub(crate) async fn cancel_from<J: Kind>(
         // A job whose main container had already ended on its own (its exit code known, the
         // verdict not in yet) is decided by that end, not by the cancel: its settler records it.
         let cancelled = cancelled_record::<J>(id, &current);
-        if current.status.exit_code.is_none()
+        if running_when_marked
             && let Err(error) = jobs.records().keep(&id.namespace, cancelled).await
         {
             // The job is stopping all the same; its settler records it from its final state.

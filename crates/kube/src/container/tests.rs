@@ -120,3 +120,88 @@ async fn a_job_that_ends_between_the_read_and_the_mark_keeps_its_outcome() {
     );
     assert_eq!(jobs.status(&id).await.expect("a status"), info);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled() {
+    let sim = SimCluster::start(SimConfig::for_tests())
+        .await
+        .expect("starts");
+    let jobs = backend(&sim).await;
+    let gate = std::env::temp_dir().join(format!("kubeferry-cancel-end-{}", std::process::id()));
+    let _ = std::fs::remove_file(&gate);
+    let yaml = format!(
+        "name: ends\nimage: busybox:1.36\ncommand: [sh, -c, 'while [ ! -e {} ]; do sleep 0.02; done; exit 42']\n",
+        gate.display()
+    );
+    let JobSpec::Container(spec) =
+        spec::load("ends.yaml", &yaml, &Params::default()).expect("valid")
+    else {
+        panic!("a container job");
+    };
+    let id = jobs
+        .submit(&spec, "ends-1", "default")
+        .await
+        .expect("submitted");
+    let mut running = jobs.status(&id).await.expect("a status");
+    while running.state != JobState::Started {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        running = jobs.status(&id).await.expect("a status");
+    }
+
+    // The container ends on its own, and nothing of it reaches this process's watches (its
+    // settler records nothing yet)...
+    sim.stall_watches(Duration::from_secs(3));
+    std::fs::write(&gate, b"").expect("the gate opens");
+    eventually("the Job to fail", || {
+        sim.object("batch", "jobs", "default", &id.name)
+            .filter(|job| {
+                job["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Failed"))
+            })
+    })
+    .await;
+    let _ = std::fs::remove_file(&gate);
+    // ...and the cancel's read before its mark did not see that end either (its pods came from
+    // a cache that had not seen it): the mark goes on the Job as it is now.
+    let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
+    let now = api.get(&id.name).await.expect("the Job");
+    let seen = Current {
+        objects: jobs.objects("default"),
+        meta: now.metadata,
+        status: running,
+        fresh: false,
+    };
+    crate::protocol::cancel_from(&jobs, &id, Some(seen))
+        .await
+        .expect("cancel answers");
+
+    // The end the container reached before the mark decides the job, everywhere.
+    let mut ended = jobs.status(&id).await.expect("a status");
+    let end = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !ended.is_terminal() && tokio::time::Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        ended = jobs.status(&id).await.expect("a status");
+    }
+    assert_eq!(ended.state, JobState::Failed, "{ended:?}");
+    assert_eq!(ended.reason, Reason::Error, "{ended:?}");
+    assert_eq!(ended.exit_code, Some(42), "{ended:?}");
+    let recorded = eventually_async(|| jobs.records.recorded(&id)).await;
+    assert_eq!(recorded.state, JobState::Failed, "{recorded:?}");
+    assert_eq!(recorded.exit_code, Some(42), "{recorded:?}");
+}
+
+/// The value `check` answers, once it answers one.
+async fn eventually_async<T, F>(mut check: impl FnMut() -> F) -> T
+where
+    F: std::future::Future<Output = Option<T>>,
+{
+    let end = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < end, "timed out");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
