@@ -450,20 +450,46 @@ pub(crate) trait Evaluates:
                 if !info.is_terminal() {
                     self.note(&parts, &mut info);
                 }
+                // An outcome stands once recorded, as the record has it (a record another
+                // replica wrote first, a cancel's, wins): it is remembered only then, and
+                // until then what was known before is the answer.
+                if acting == Acting::Delegate {
+                    info = self.as_recorded(id, info, previous.as_ref()).await;
+                }
+                let answered = previous.as_ref().is_some_and(ExecutionInfo::is_terminal);
+                let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
+                if acting == Acting::Carry && info.is_terminal() {
+                    match self.keep(id, observed.view(), &info).await {
+                        Ok(standing) if !answered => info = standing,
+                        Ok(_) => {}
+                        Err(error) if answered => {
+                            warn!(message = "could not keep an outcome record; will retry", id = %id, %error);
+                            recheck_at = after(retry_delay(&error, self.recheck_interval()));
+                        }
+                        Err(error) => {
+                            warn!(message = "could not keep an outcome record; will retry", id = %id, %error);
+                            let known = previous.clone().unwrap_or_else(|| {
+                                ExecutionInfo::new(JobState::Queued, Reason::Pending)
+                            });
+                            return Ok(Evaluated {
+                                info: ExecutionInfo {
+                                    message: format!(
+                                        "{}; {} {}: not recorded yet: {error}",
+                                        known.message, info.state, info.reason
+                                    ),
+                                    ..known
+                                },
+                                recheck_at: after(retry_delay(&error, self.recheck_interval())),
+                            });
+                        }
+                    }
+                }
                 self.remember(id, &info, present_version(&observed));
                 // What stands: an answer computed at the same time from a newer copy wins.
                 let info = self
                     .namespaces()
                     .last_reported(&id.namespace, &id.name)
                     .unwrap_or(info);
-                let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
-                if acting == Acting::Carry
-                    && info.is_terminal()
-                    && let Err(error) = self.keep(id, observed.view(), &info).await
-                {
-                    warn!(message = "could not keep an outcome record; will retry", id = %id, %error);
-                    recheck_at = after(retry_delay(&error, self.recheck_interval()));
-                }
                 return Ok(Evaluated { info, recheck_at });
             }
             Err(Error::Contended {
@@ -493,13 +519,14 @@ pub(crate) trait Evaluates:
         }
     }
 
-    /// Keeps the outcome record of a job that ended (nothing when it is kept already).
+    /// Keeps the outcome record of a job that ended (nothing when it is kept already), and
+    /// answers the outcome that stands.
     fn keep(
         &self,
         id: &ExecutionId,
         view: &Self::View,
         outcome: &ExecutionInfo,
-    ) -> impl Future<Output = Result<()>> + Send {
+    ) -> impl Future<Output = Result<ExecutionInfo>> + Send {
         let record = OutcomeRecord {
             kind: Self::JOB_KIND,
             object: view.name.clone(),
@@ -509,7 +536,7 @@ pub(crate) trait Evaluates:
             recorded_at: Some(Timestamp::now()),
             cancelled_by: None,
         };
-        async move { self.records().keep(&id.namespace, record).await.map(|_| ()) }
+        async move { self.records().keep(&id.namespace, record).await }
     }
 
     /// Records an outcome kubeferry decided on the object, then deletes it; only then may the

@@ -233,6 +233,24 @@ pub(crate) trait Kind: Send + Sync + 'static {
         }
     }
 
+    /// `info`, or, for a first terminal answer of a job whose outcome is recorded, the
+    /// record's outcome: the record stands (another replica's, a cancel's), and every replica
+    /// answers it.
+    fn as_recorded(
+        &self,
+        id: &ExecutionId,
+        info: ExecutionInfo,
+        previous: Option<&ExecutionInfo>,
+    ) -> impl Future<Output = ExecutionInfo> + Send {
+        let first = info.is_terminal() && previous.is_none_or(|p| !p.is_terminal());
+        async move {
+            if first && let Some(recorded) = self.records().recorded(id).await {
+                return recorded;
+            }
+            info
+        }
+    }
+
     /// Remembers an answer given for the job, computed from its object at `version`, as the
     /// one later answers build on (an older copy of the object no longer takes it back).
     fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {

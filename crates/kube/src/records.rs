@@ -315,24 +315,25 @@ impl Records {
     }
 
     /// Records `record` unless the job is recorded already (a record another replica wrote
-    /// first wins: a create of an existing record answers 409, and the existing one is read).
-    /// Nothing is kept where records cannot be (said once).
+    /// first wins: a create of an existing record answers 409, and the existing one is read),
+    /// and answers the outcome that stands: the job's answer from now on, here and on every
+    /// replica. Nothing is kept where records cannot be (said once).
     pub(crate) async fn keep(
         self: &Arc<Self>,
         namespace: &str,
         record: OutcomeRecord,
-    ) -> Result<()> {
+    ) -> Result<ExecutionInfo> {
         let name = record_name(record.kind, &record.object);
         let watch = self.watch(namespace);
         // A watch that has not listed yet (a process just started) cannot tell whether another
         // replica recorded the job already.
         watch.wait_synced(self.sync_timeout).await;
-        if watch.get(&name).is_some() {
-            return Ok(());
+        if let Some(entry) = watch.get(&name) {
+            return Ok(entry.view.outcome);
         }
         let key = format!("{namespace}/{name}");
-        if lock(&self.kept).records.contains_key(&key) {
-            return Ok(());
+        if let Some(kept) = lock(&self.kept).records.get(&key) {
+            return Ok(kept.clone());
         }
         let config_map: ConfigMap =
             serde_json::from_value(record.config_map(namespace)).map_err(|source| {
@@ -351,15 +352,19 @@ impl Records {
         {
             Ok(_) => {
                 info!(message = "recorded an outcome", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason);
-                lock(&self.kept).insert(key, record.outcome);
-                Ok(())
+                lock(&self.kept).insert(key, record.outcome.clone());
+                Ok(record.outcome)
             }
             Err(error) if error.is_conflict() => {
-                let standing = self.fetch(namespace, record.kind, &record.object).await?;
-                if let Some(standing) = standing {
-                    lock(&self.kept).insert(key, standing.outcome);
+                match self.fetch(namespace, record.kind, &record.object).await? {
+                    Some(standing) => {
+                        lock(&self.kept).insert(key, standing.outcome.clone());
+                        Ok(standing.outcome)
+                    }
+                    // Expired between the create and the read: there was one, and this is
+                    // all that is known of it.
+                    None => Ok(record.outcome),
                 }
-                Ok(())
             }
             // Refused for good (no permission, or a server that will not take it): said once,
             // and this process answers the outcome it would have recorded.
@@ -370,8 +375,8 @@ impl Records {
                 }),
             ) => {
                 self.cannot_keep(namespace, &error);
-                lock(&self.kept).insert(key, record.outcome);
-                Ok(())
+                lock(&self.kept).insert(key, record.outcome.clone());
+                Ok(record.outcome)
             }
             Err(error) => Err(error),
         }

@@ -395,6 +395,9 @@ impl ContainerJobs {
         let must_record = mapped.must_record();
         let mut info = mapped.info;
         let unrecorded = self.awaits_record(id, &info, previous.as_ref()).await;
+        if !unrecorded {
+            info = self.as_recorded(id, info, previous.as_ref()).await;
+        }
         if (must_record || unrecorded)
             && let Observed::Present(job) = observed
         {

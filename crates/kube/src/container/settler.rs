@@ -316,8 +316,10 @@ impl Task {
         match written {
             Ok(true) => {
                 self.states.set(&job.name, Some(mapped.info.state));
-                lock(&self.context.reported).put(key, mapped.info.clone(), None, version);
-                self.keep(job, &mapped.info, timers).await;
+                // Answered from here on as recorded (a record written first, a cancel's, wins).
+                if let Some(standing) = self.keep(job, &mapped.info, timers).await {
+                    lock(&self.context.reported).put(key, standing, None, version);
+                }
                 Ok(())
             }
             Ok(false) => {
@@ -352,9 +354,14 @@ impl Task {
         )
     }
 
-    /// Keeps the outcome record of a job that ended (nothing when it is kept already); a
-    /// failed write is tried again at the retry interval.
-    async fn keep(&self, job: &JobView, outcome: &ExecutionInfo, timers: &Timers) {
+    /// Keeps the outcome record of a job that ended (nothing when it is kept already), and
+    /// answers the outcome that stands; a failed write is tried again at the retry interval.
+    async fn keep(
+        &self,
+        job: &JobView,
+        outcome: &ExecutionInfo,
+        timers: &Timers,
+    ) -> Option<ExecutionInfo> {
         let record = OutcomeRecord {
             kind: JobKind::Job,
             object: job.name.clone(),
@@ -364,9 +371,13 @@ impl Task {
             recorded_at: Some(Timestamp::now()),
             cancelled_by: None,
         };
-        if let Err(error) = self.context.records.keep(&self.namespace, record).await {
-            timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
-            warn!(message = "could not keep an outcome record; will retry", namespace = %self.namespace, job = %job.name, %error);
+        match self.context.records.keep(&self.namespace, record).await {
+            Ok(standing) => Some(standing),
+            Err(error) => {
+                timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
+                warn!(message = "could not keep an outcome record; will retry", namespace = %self.namespace, job = %job.name, %error);
+                None
+            }
         }
     }
 

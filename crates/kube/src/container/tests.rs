@@ -205,3 +205,72 @@ where
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_that_finds_the_job_ended_answers_the_outcome_another_replica_recorded() {
+    let sim = SimCluster::start(SimConfig::for_tests())
+        .await
+        .expect("starts");
+    let jobs = backend(&sim).await;
+    let gate = std::env::temp_dir().join(format!("kubeferry-recorded-{}", std::process::id()));
+    let _ = std::fs::remove_file(&gate);
+    let yaml = format!(
+        "name: recorded\nimage: busybox:1.36\ncommand: [sh, -c, 'while [ ! -e {} ]; do sleep 0.02; done; exit 2']\n",
+        gate.display()
+    );
+    let JobSpec::Container(spec) =
+        spec::load("recorded.yaml", &yaml, &Params::default()).expect("valid")
+    else {
+        panic!("a container job");
+    };
+    let id = jobs
+        .submit(&spec, "recorded-1", "default")
+        .await
+        .expect("submitted");
+    let mut running = jobs.status(&id).await.expect("a status");
+    while running.state != JobState::Started {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        running = jobs.status(&id).await.expect("a status");
+    }
+    // Another replica's cancel recorded the job cancelled (its delete still on its way)...
+    let job: Job = Api::namespaced(jobs.cluster.client().clone(), "default")
+        .get(&id.name)
+        .await
+        .expect("the Job");
+    let cancelled = kubeferry_core::record::OutcomeRecord {
+        kind: kubeferry_core::JobKind::Job,
+        object: id.name.clone(),
+        job_id: kubeferry_core::marks::job_id_of(&job.metadata),
+        spec_hash: kubeferry_core::marks::spec_hash_of(&job.metadata),
+        outcome: kubeferry_core::ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
+            .with_message("cancelled through another replica"),
+        recorded_at: Some(jiff::Timestamp::now()),
+        cancelled_by: Some("another-replica".into()),
+    };
+    sim.create("default", cancelled.config_map("default"))
+        .expect("the record is created");
+    // ...and the container ends while this replica's watches see nothing of it.
+    sim.stall_watches(Duration::from_secs(3));
+    std::fs::write(&gate, b"").expect("the gate opens");
+    eventually("the Job to fail", || {
+        sim.object("batch", "jobs", "default", &id.name)
+            .filter(|job| {
+                job["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Failed"))
+            })
+    })
+    .await;
+    let _ = std::fs::remove_file(&gate);
+
+    // This replica's cancel reads the Job, whose own verdict is in: the record stands.
+    let outcome = crate::protocol::cancel(&jobs, &id)
+        .await
+        .expect("cancel answers");
+    let CancelOutcome::AlreadyEnded(info) = outcome else {
+        panic!("expected the recorded outcome, got {outcome:?}");
+    };
+    assert_eq!(info.state, JobState::Cancelled, "{info:?}");
+    let status = jobs.status(&id).await.expect("a status");
+    assert_eq!(status.state, JobState::Cancelled, "{status:?}");
+}
