@@ -133,8 +133,11 @@ pub(crate) async fn cancel_from<J: Kind>(
                 info
             }
             Err(Error::NoSuchJob { .. }) => {
-                ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
-                    .with_message(format!("cancelled; the {kind} was deleted"))
+                let info = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
+                    .with_message(format!("cancelled; the {kind} was deleted"));
+                // This replica's answer from now on: never "no such job" a moment later.
+                jobs.remember(id, &info, None);
+                info
             }
             Err(error) => return Err(error),
         };

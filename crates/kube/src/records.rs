@@ -151,9 +151,12 @@ impl Records {
             self.reflector.clone(),
             |config_map: &ConfigMap| {
                 let record = OutcomeRecord::read(&config_map.metadata, config_map.data.as_ref())?;
+                let name = config_map.metadata.name.clone()?;
+                // Found by name alone: as its own job, a record costs no entry in the index of
+                // the objects by job.
                 Some(Entry {
-                    name: config_map.metadata.name.clone()?,
-                    job: record.object.clone(),
+                    job: name.clone(),
+                    name,
                     view: Kept {
                         outcome: record.outcome,
                         recorded_at: record.recorded_at,
@@ -345,9 +348,11 @@ impl Records {
         let api = self.api(namespace);
         let op = Op::named("create", CONFIGMAPS, namespace, &name);
         let params = PostParams::default();
+        // Tried again when its answer was lost: a create that went through answers 409 then,
+        // and the record that stands is read.
         match self
             .cluster
-            .call(&op, false, || api.create(&params, &config_map))
+            .call(&op, true, || api.create(&params, &config_map))
             .await
         {
             Ok(_) => {
