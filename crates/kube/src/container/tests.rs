@@ -54,32 +54,43 @@ async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// A running job named `name` whose container waits for its gate (a file) to open, then exits
+/// with `exit_code`; the gate's path comes with it.
+async fn gated_job(
+    jobs: &ContainerJobs,
+    name: &str,
+    exit_code: u8,
+) -> (ExecutionId, std::path::PathBuf) {
+    let gate = std::env::temp_dir().join(format!("kubeferry-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&gate);
+    let yaml = format!(
+        "name: {name}\nimage: busybox:1.36\ncommand: [sh, -c, 'while [ ! -e {} ]; do sleep 0.02; done; exit {exit_code}']\n",
+        gate.display()
+    );
+    let JobSpec::Container(spec) =
+        spec::load("gated.yaml", &yaml, &Params::default()).expect("valid")
+    else {
+        panic!("a container job");
+    };
+    let id = jobs
+        .submit(&spec, &format!("{name}-1"), "default")
+        .await
+        .expect("submitted");
+    let mut running = jobs.status(&id).await.expect("a status");
+    while running.state != JobState::Started {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        running = jobs.status(&id).await.expect("a status");
+    }
+    (id, gate)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_that_ends_between_the_read_and_the_mark_keeps_its_outcome() {
     let sim = SimCluster::start(SimConfig::for_tests())
         .await
         .expect("starts");
     let jobs = backend(&sim).await;
-    let gate = std::env::temp_dir().join(format!("kubeferry-cancel-race-{}", std::process::id()));
-    let _ = std::fs::remove_file(&gate);
-    let yaml = format!(
-        "name: race\nimage: busybox:1.36\ncommand: [sh, -c, 'while [ ! -e {} ]; do sleep 0.02; done']\n",
-        gate.display()
-    );
-    let JobSpec::Container(spec) =
-        spec::load("race.yaml", &yaml, &Params::default()).expect("valid")
-    else {
-        panic!("a container job");
-    };
-    let id = jobs
-        .submit(&spec, "race-1", "default")
-        .await
-        .expect("submitted");
-    let mut started = jobs.status(&id).await.expect("a status");
-    while started.state != JobState::Started {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        started = jobs.status(&id).await.expect("a status");
-    }
+    let (id, gate) = gated_job(&jobs, "race", 0).await;
 
     // kubeferry reads the Job while it runs...
     let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
@@ -127,26 +138,8 @@ async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled()
         .await
         .expect("starts");
     let jobs = backend(&sim).await;
-    let gate = std::env::temp_dir().join(format!("kubeferry-cancel-end-{}", std::process::id()));
-    let _ = std::fs::remove_file(&gate);
-    let yaml = format!(
-        "name: ends\nimage: busybox:1.36\ncommand: [sh, -c, 'while [ ! -e {} ]; do sleep 0.02; done; exit 42']\n",
-        gate.display()
-    );
-    let JobSpec::Container(spec) =
-        spec::load("ends.yaml", &yaml, &Params::default()).expect("valid")
-    else {
-        panic!("a container job");
-    };
-    let id = jobs
-        .submit(&spec, "ends-1", "default")
-        .await
-        .expect("submitted");
-    let mut running = jobs.status(&id).await.expect("a status");
-    while running.state != JobState::Started {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        running = jobs.status(&id).await.expect("a status");
-    }
+    let (id, gate) = gated_job(&jobs, "ends", 42).await;
+    let running = jobs.status(&id).await.expect("a status");
 
     // The container ends on its own, and nothing of it reaches this process's watches (its
     // settler records nothing yet)...
@@ -212,26 +205,7 @@ async fn a_cancel_that_finds_the_job_ended_answers_the_outcome_another_replica_r
         .await
         .expect("starts");
     let jobs = backend(&sim).await;
-    let gate = std::env::temp_dir().join(format!("kubeferry-recorded-{}", std::process::id()));
-    let _ = std::fs::remove_file(&gate);
-    let yaml = format!(
-        "name: recorded\nimage: busybox:1.36\ncommand: [sh, -c, 'while [ ! -e {} ]; do sleep 0.02; done; exit 2']\n",
-        gate.display()
-    );
-    let JobSpec::Container(spec) =
-        spec::load("recorded.yaml", &yaml, &Params::default()).expect("valid")
-    else {
-        panic!("a container job");
-    };
-    let id = jobs
-        .submit(&spec, "recorded-1", "default")
-        .await
-        .expect("submitted");
-    let mut running = jobs.status(&id).await.expect("a status");
-    while running.state != JobState::Started {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        running = jobs.status(&id).await.expect("a status");
-    }
+    let (id, gate) = gated_job(&jobs, "recorded", 2).await;
     // Another replica's cancel recorded the job cancelled (its delete still on its way)...
     let job: Job = Api::namespaced(jobs.cluster.client().clone(), "default")
         .get(&id.name)
