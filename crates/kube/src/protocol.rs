@@ -23,7 +23,8 @@ use crate::objects::{Attempt, Current};
 
 /// Cancels a job: returns at once. A job that already ended keeps its outcome. The cancel mark
 /// goes on with a resourceVersion precondition (so an outcome reached meanwhile is seen, not
-/// overwritten), then the object is deleted with its pods. A delete whose response was lost
+/// overwritten), the job is read once more with its pods as the server lists them (one that
+/// ended on its own before the mark keeps that end), then the object is deleted with its pods. A delete whose response was lost
 /// counts once the object is gone or being deleted; the mark is never taken off.
 pub(crate) async fn cancel<J: Kind>(jobs: &J, id: &ExecutionId) -> Result<CancelOutcome> {
     cancel_from(jobs, id, None).await
