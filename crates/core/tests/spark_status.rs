@@ -1169,9 +1169,14 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
             } else {
                 kubeflow_message(end.exit_code)
             };
-            // A Kubeflow application names an eviction only by its driver pod's reason.
+            // Whichever operator, the driver's pod names the disruption (the Kubeflow operator
+            // only says the driver failed): the apache fixture's driver was evicted by the
+            // kubelet (pod reason Evicted), the Kubeflow one's only carries the DisruptionTarget
+            // condition, which names a preemption.
             let reason = match (operator, reason, end.disruption) {
-                (KUBEFLOW, Reason::Evicted, Some(_)) => Reason::SparkFailed,
+                (KUBEFLOW, Reason::Evicted, Some(("PreemptionByScheduler", _))) => {
+                    Reason::Preempted
+                }
                 _ => reason,
             };
             let expected = expect(JobState::Failed, reason)

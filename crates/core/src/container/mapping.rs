@@ -9,7 +9,7 @@ use jiff::Timestamp;
 
 use super::view::{
     ContainerStateView, ContainerView, JobConditionType, JobConditionView, JobView,
-    PodConditionView, PodPhase, PodView, TerminatedView,
+    PodConditionView, PodPhase, PodSummary, PodView, TerminatedView,
 };
 use crate::clock::{Clock, Resolution, deadline};
 use crate::observation::{self, Action, Observation};
@@ -1028,8 +1028,15 @@ fn decided_after(verdict: &Verdict<'_>, stop: Option<Stop>) -> bool {
     verdict.at.is_some_and(|at| at > stopped_at)
 }
 
+/// The reason a pod's disruption gives (evicted, preempted, node lost, disrupted), if it shows
+/// one that was noted by `as_of`: an infrastructure failure, not the job's. A Spark driver's
+/// pod is read as a container job's is.
+pub(crate) fn disruption_reason(pod: &PodSummary, as_of: Option<Timestamp>) -> Option<Reason> {
+    disruption(pod, as_of).map(|cause| cause.reason)
+}
+
 /// A pod's disruption, if it shows one: an infrastructure failure, not the job's.
-fn disruption(pod: &PodView, as_of: Option<Timestamp>) -> Option<Cause> {
+fn disruption(pod: &PodSummary, as_of: Option<Timestamp>) -> Option<Cause> {
     // A disruption noted after the outcome was decided did not cause it.
     let condition = pod.disruption.as_ref().filter(|c| {
         c.status.is_true()

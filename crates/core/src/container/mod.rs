@@ -16,7 +16,9 @@ mod tests;
 pub use mapping::{
     ContainerAction, JobObservation, Mapped, MappingConfig, container_status, oldest_attempt_first,
 };
-pub(crate) use mapping::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
+pub(crate) use mapping::{
+    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary,
+};
 pub use view::{
     COMPLETION_INDEX_KEY, CancelMark, ConditionStatus, ContainerStateView, ContainerView,
     IndexedView, JobConditionType, JobConditionView, JobView, PodConditionView, PodPhase,

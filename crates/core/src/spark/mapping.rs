@@ -14,7 +14,9 @@ use super::reading::{Progress, Reading, ReadingKind, Verdict};
 use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, Resolution, deadline};
 use crate::container::view::{ContainerStateView, ContainerView, PodPhase, TerminatedView};
-use crate::container::{IMAGE_PULL_REASONS, ended_before_disruption, exit_summary};
+use crate::container::{
+    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary,
+};
 use crate::observation::{self, Action, Mapped, Observation};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
@@ -330,20 +332,24 @@ impl<'a> Mapper<'a> {
                     .with_message(verdict.message.clone())
             }
         } else {
-            let evicted = self
+            // The driver's pod disrupted (evicted by the kubelet or the Eviction API, preempted,
+            // lost with its node), as a container job's pod is read: an infrastructure failure.
+            let disrupted = self
                 .live_driver()
-                .is_some_and(|d| d.reason.as_deref() == Some("Evicted"));
+                .and_then(|d| disruption_reason(&d.pod, verdict.at));
             // A driver that failed on its own before its pod was disrupted decides the outcome,
             // as a container job's main container does (STATUS.md): the eviction only found a
             // driver whose work had already ended.
             let failed_on_its_own = ended.is_some_and(|(driver, t)| {
                 t.exit_code != 0 && ended_before_disruption(driver.disruption.as_ref(), t)
             });
-            let reason = match verdict.reason {
-                Reason::SparkFailed | Reason::Evicted if oom => Reason::OomKilled,
-                Reason::Evicted if failed_on_its_own => Reason::SparkFailed,
-                Reason::SparkFailed if evicted && !failed_on_its_own => Reason::Evicted,
-                reason => reason,
+            let reason = match (verdict.reason, disrupted) {
+                (Reason::SparkFailed | Reason::Evicted, _) if oom => Reason::OomKilled,
+                (Reason::Evicted, _) if failed_on_its_own => Reason::SparkFailed,
+                (Reason::SparkFailed | Reason::Evicted, Some(disruption)) if !failed_on_its_own => {
+                    disruption
+                }
+                (reason, _) => reason,
             };
             let mut message = verdict.message.clone();
             if let Some(t) = end.filter(|t| t.exit_code != 0 || t.message.is_some()) {

@@ -366,7 +366,9 @@ impl SparkJobs {
         (Drivers::of(listed.map_err(|e| e.to_string())), true)
     }
 
-    /// The driver pods of an application, listed from the API server.
+    /// The driver pods of an application, listed from the API server, with the final states
+    /// of deleted ones only the watch still knows (a disrupted driver is deleted a moment
+    /// after, and only its final state tells why the application failed).
     async fn list_drivers(
         &self,
         operator: SparkOperator,
@@ -377,7 +379,16 @@ impl SparkJobs {
         let params = ListParams::default().labels(&operator.driver_selector(app));
         let op = Op::collection("list", PODS, namespace);
         let pods = self.cluster.call(&op, true, || api.list(&params)).await?;
-        Ok(pods.items.iter().map(DriverView::from).collect())
+        let mut drivers: Vec<DriverView> = pods.items.iter().map(DriverView::from).collect();
+        if let Some(watch) = self.existing(namespace) {
+            let departed: Vec<DriverView> = watch
+                .departed_drivers_of(app)
+                .into_iter()
+                .filter(|gone| !drivers.iter().any(|d| d.uid == gone.uid))
+                .collect();
+            drivers.extend(departed);
+        }
+        Ok(drivers)
     }
 
     /// Carries out what the mapping asks for before it may report an outcome.
@@ -654,7 +665,7 @@ impl Kind for SparkJobs {
             && watch.wait_synced(self.settings.sync_timeout).await
             && watch.drivers_synced()
         {
-            watch.drivers_of(&id.name)
+            watch.live_drivers_of(&id.name)
         } else {
             let api = self.pods(&id.namespace);
             let params = ListParams::default().labels(&driver_pods_selector());

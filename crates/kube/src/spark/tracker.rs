@@ -17,7 +17,7 @@ use tokio::sync::broadcast;
 use crate::cluster::Cluster;
 use crate::kind::Watches;
 use crate::manifest::spark::api_resource;
-use crate::tracker::{Entry, Reflector, ReflectorSettings, WatchHealth, lock};
+use crate::tracker::{Departure, Entry, Reflector, ReflectorSettings, WatchHealth, lock};
 
 /// How health reports name the watch of driver pods (a second, narrower watch of pods beside
 /// the container jobs' one).
@@ -113,12 +113,32 @@ impl SparkNamespaceWatch {
         self.drivers.health().synced && self.drivers.health().failing.is_none()
     }
 
-    /// The driver pods of the application `app` (of either operator) in the cache.
+    /// The driver pods of the application `app` (of either operator) in the cache, with the
+    /// final states of those deleted lately: a driver drained, preempted or lost with its node
+    /// is deleted a moment after it was disrupted, and only its final state tells why the
+    /// application failed.
     pub fn drivers_of(&self, app: &str) -> Vec<DriverView> {
+        self.drivers
+            .of_job_and_departed(app, |gone| gone.departure == Departure::Deleted)
+    }
+
+    /// The driver pods of the application `app` that exist, as the cache has them (a deleted
+    /// pod's log is gone with it).
+    pub(crate) fn live_drivers_of(&self, app: &str) -> Vec<DriverView> {
         self.drivers
             .of_job(app)
             .into_iter()
             .map(|e| e.view)
+            .collect()
+    }
+
+    /// The final states of the application's driver pods deleted lately.
+    pub(crate) fn departed_drivers_of(&self, app: &str) -> Vec<DriverView> {
+        self.drivers
+            .tombstones_of_job(app)
+            .into_iter()
+            .filter(|gone| gone.departure == Departure::Deleted)
+            .map(|gone| gone.last)
             .collect()
     }
 }

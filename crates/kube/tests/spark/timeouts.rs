@@ -144,3 +144,37 @@ async fn an_evicted_driver_fails_the_job_as_evicted() {
         ["DriverEvicted".to_string(), "ResourceReleased".to_string()]
     );
 }
+
+#[tokio::test]
+async fn a_preempted_kubeflow_driver_fails_the_job_as_preempted_after_its_pod_is_gone() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let spec = spark_pi(SparkOperator::Kubeflow, &format!("args: ['{}']", gate.arg()));
+    let id = env
+        .executor
+        .submit(&spec, &job_id("preempted"), NS)
+        .await
+        .expect("submitted");
+    until_state(&env.executor, &id, JobState::Started).await;
+    let driver = format!("{}-driver", id.name);
+    // The scheduler preempts the driver (DisruptionTarget, then a graceful delete): the Kubeflow
+    // operator only says the driver failed, and the pod that tells why is deleted a moment
+    // later.
+    env.sim
+        .preempt_pod(NS, &driver)
+        .expect("the scheduler preempts the driver");
+    let (end, _) = run_to_end(&env.executor, &id).await;
+    assert_eq!(
+        (end.state, end.reason),
+        (JobState::Failed, Reason::Preempted),
+        "{end:?}"
+    );
+    assert!(end.reason.is_retryable(), "an infrastructure failure");
+    eventually("the driver pod to be gone", || async {
+        env.pod(&driver).is_none().then_some(())
+    })
+    .await;
+    // Another replica, which never saw the driver, answers the same from the outcome record.
+    let other = env.fresh_executor(&env.settings).await;
+    assert_eq!(other.status(&id).await.expect("the outcome record"), end);
+}
