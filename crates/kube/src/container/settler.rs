@@ -239,17 +239,15 @@ impl Task {
         } else if mapped.info.is_terminal()
             && self.worth_recording(watch.as_deref(), job, pods, &mapped.info, now)
         {
-            // The outcome stands whether or not the record goes on (only a replica that never
-            // saw the pods would report the bare verdict), so it is this replica's answer from
-            // now on; and what is recorded is this replica's answer, should a status query
-            // have answered from other views a moment ago.
-            let answer = {
-                let mut reported = lock(&self.context.reported);
-                reported.put(key.clone(), mapped.info.clone(), None, version);
-                reported.get(&key).filter(ExecutionInfo::is_terminal)
-            };
-            let Some(answer) = answer else {
+            // What is recorded is this replica's answer, should a status query have answered
+            // from other views a moment ago. It is this replica's answer from now on once its
+            // outcome record is kept (below), as that record has it: another replica may have
+            // recorded it first, from other views.
+            if lock(&self.context.reported).is_older(&key, version) {
                 // A newer copy was answered from meanwhile: it is judged when it comes.
+                return Ok(());
+            }
+            let Some(answer) = self.answer(&key, &mapped.info) else {
                 return Ok(());
             };
             self.record(job, &answer).await.map(|()| false)
@@ -323,8 +321,10 @@ impl Task {
                 Ok(())
             }
             Ok(false) => {
-                if let Some(answer) = self.answer(&key, &mapped.info) {
-                    self.keep(job, &answer, timers).await;
+                if let Some(answer) = self.answer(&key, &mapped.info)
+                    && let Some(standing) = self.keep(job, &answer, timers).await
+                {
+                    lock(&self.context.reported).put(key, standing, None, version);
                 }
                 Ok(())
             }

@@ -248,3 +248,58 @@ async fn a_cancel_that_finds_the_job_ended_answers_the_outcome_another_replica_r
     let status = jobs.status(&id).await.expect("a status");
     assert_eq!(status.state, JobState::Cancelled, "{status:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_another_replica_recorded_first_is_this_replicas_answer_too() {
+    let sim = SimCluster::start(SimConfig::for_tests())
+        .await
+        .expect("starts");
+    let jobs = backend(&sim).await;
+    let (id, gate) = gated_job(&jobs, "lost", 1).await;
+    let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
+    let job = api.get(&id.name).await.expect("the Job");
+    // Another replica, which never saw the pod's final state, recorded the node's loss first:
+    // no exit code.
+    let first = kubeferry_core::ExecutionInfo::new(JobState::Failed, Reason::NodeLost)
+        .with_message("recorded by another replica");
+    let record = kubeferry_core::record::OutcomeRecord {
+        kind: kubeferry_core::JobKind::Job,
+        object: id.name.clone(),
+        job_id: kubeferry_core::marks::job_id_of(&job.metadata),
+        spec_hash: kubeferry_core::marks::spec_hash_of(&job.metadata),
+        outcome: first.clone(),
+        recorded_at: Some(jiff::Timestamp::now()),
+        cancelled_by: None,
+    };
+    sim.create("default", record.config_map("default"))
+        .expect("the record is created");
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(jobs.cluster.client().clone(), "default");
+    let listed = pods
+        .list(&kube::api::ListParams::default().labels(&format!("job-name={}", id.name)))
+        .await
+        .expect("the pods");
+    let node = listed.items[0]
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.node_name.clone())
+        .expect("scheduled");
+    sim.lose_node(&node).expect("the node is lost");
+    // This replica saw the pod to its end and records the outcome on the Job, with its details.
+    eventually(
+        "this replica's settler to record the outcome on the Job",
+        || {
+            sim.object("batch", "jobs", "default", &id.name)
+                .filter(|job| {
+                    job["metadata"]["annotations"]
+                        .get(kubeferry_core::marks::OUTCOME_ANNOTATION)
+                        .is_some()
+                })
+        },
+    )
+    .await;
+    let _ = std::fs::remove_file(&gate);
+    // The record written first stands, here as everywhere.
+    let answered = jobs.status(&id).await.expect("a status");
+    assert_eq!(answered, first, "{answered:?}");
+}

@@ -149,7 +149,10 @@ async fn an_evicted_driver_fails_the_job_as_evicted() {
 async fn a_preempted_kubeflow_driver_fails_the_job_as_preempted_after_its_pod_is_gone() {
     let env = Env::start().await;
     let gate = Gate::new();
-    let spec = spark_pi(SparkOperator::Kubeflow, &format!("args: ['{}']", gate.arg()));
+    let spec = spark_pi(
+        SparkOperator::Kubeflow,
+        &format!("args: ['{}']", gate.arg()),
+    );
     let id = env
         .executor
         .submit(&spec, &job_id("preempted"), NS)
