@@ -10,10 +10,10 @@
 //!   object carries, `Observation`, `Mapped<A>` whose action `A` is data: record this outcome,
 //!   stop or delete this object), with `recheck_at`, when time alone next changes the answer;
 //! - here, its manifest builder (`manifest`), what it watches in a namespace (`tracker.rs` in
-//!   the kind's module, implementing `kind::Watches`), its settler (`settler.rs`: the one
-//!   writer, carrying out the mapping's actions on watch events and at `recheck_at`, and keeping
-//!   each ended job's outcome record), and its `Kind` implementation: how its objects are
-//!   found, read, listed and mapped.
+//!   the kind's module, implementing `kind::Watches`), its settler (the one writer, carrying
+//!   out the mapping's actions on watch events and at `recheck_at`, and keeping each ended
+//!   job's outcome record: `container/settler.rs`, or the one of `evaluating.rs`), and its
+//!   `Kind` implementation: how its objects are found, read, listed and mapped.
 //!
 //! Everything else is written once over the trait: create-or-adopt, annotate and delete
 //! (`objects.rs`); cancel, wait, tail, follow, list and sweep (`protocol.rs`); the table of
@@ -25,9 +25,14 @@
 //!
 //! 1. `kubeferry-core`: its job file section (`spec`), its views and its mapping, returning
 //!    `Mapped<YourAction>`;
-//! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches), its settler,
-//!    and `impl Kind` (a dozen methods: `watch`, `status`, `read`, `attempts`, `listed`,
-//!    `status_of`, `managed`, ...);
+//! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches), and
+//!    `impl Kind` (a dozen methods: `watch`, `status`, `read`, `attempts`, `listed`,
+//!    `status_of`, `managed`, ...). A kind whose object is a custom resource read whole by its
+//!    mapping (as SparkApplications and JobSets are) implements `evaluating::Evaluates` (what
+//!    its mapping reads besides the object, the mapping, its actions) and gets the status
+//!    query, the lookup on a cache miss, the evaluation loop, the record-then-delete, the
+//!    outcome record and its namespaces' settlers from `evaluating.rs`; container Jobs keep
+//!    their own settler (`container/settler.rs`), their rules being the Job controller's;
 //! 3. one arm per operation in the [`Executor`], its permissions in `rbac`, and its `JobKind`.
 
 mod answers;

@@ -4,7 +4,7 @@
 //! those Jobs' pods (`tracker.rs`), mapped by [`jobset_status`]: the JobSet's conditions decide,
 //! the Job and pod that caused a failure say why. The one action the mapping asks for (record
 //! the outcome of a set whose pod can never start, then delete the set) is carried out by the
-//! namespace's settler (`settler.rs`), which also keeps each ended set's outcome record; a
+//! namespace's settler (`crate::evaluating`), which also keeps each ended set's outcome record; a
 //! status query writes nothing. Submission, cancel, waiting and logs follow the same protocols
 //! as the other kinds (`crate::protocol`). A cluster that does not serve the JobSet CRD runs no
 //! JobSets ([`Error::JobSetUnavailable`]) and lists none.

@@ -5,7 +5,7 @@
 //! before anything is created; the status comes from a label-scoped watch of the
 //! SparkApplications of every installed operator and of their driver pods, mapped by
 //! [`spark_status`]; the [`SparkAction`]s the mapping asks for are carried out by the
-//! namespace's settler (`settler.rs`) before the outcome they carry is reported
+//! namespace's settler (`crate::evaluating`) before the outcome they carry is reported
 //! (record-then-delete for an application the operator never took up; deleting the driver of
 //! a failed application that still runs), and a status query writes nothing; a driver pod that
 //! cannot be looked up (a 403 on `list pods`) is a named error that never holds a job back.
