@@ -24,8 +24,9 @@ use crate::objects::{Attempt, Current};
 /// Cancels a job: returns at once. A job that already ended keeps its outcome. The cancel mark
 /// goes on with a resourceVersion precondition (so an outcome reached meanwhile is seen, not
 /// overwritten), the job is read once more with its pods as the server lists them (one that
-/// ended on its own before the mark keeps that end), then the object is deleted with its pods. A delete whose response was lost
-/// counts once the object is gone or being deleted; the mark is never taken off.
+/// ended on its own before the mark keeps that end), then the object is deleted with its pods.
+/// A delete whose response was lost counts once the object is gone or being deleted; the mark
+/// is never taken off.
 pub(crate) async fn cancel<J: Kind>(jobs: &J, id: &ExecutionId) -> Result<CancelOutcome> {
     cancel_from(jobs, id, None).await
 }
@@ -99,12 +100,14 @@ pub(crate) async fn cancel_from<J: Kind>(
         // its own before the mark (its exit code known, the verdict not in yet; a cache or
         // the read before the mark may not have shown it) decides the job, not the cancel,
         // and its settler records that end. Only a job seen running after its mark, its pods
-        // read from the server, is recorded cancelled here.
+        // read from the server, is recorded cancelled here; should that read fail, the one
+        // before the mark decides, if its pods were read from the server.
         let running_when_marked = match jobs.read(id).await {
-            Ok(Some(now)) => {
-                now.fresh && !now.status.is_terminal() && now.status.exit_code.is_none()
+            Ok(Some(now)) if now.fresh => {
+                !now.status.is_terminal() && now.status.exit_code.is_none()
             }
-            Ok(None) | Err(_) => false,
+            Ok(None) => false,
+            Ok(Some(_)) | Err(_) => current.fresh && current.status.exit_code.is_none(),
         };
         let uid = current.meta.uid.clone().unwrap_or_default();
         current
