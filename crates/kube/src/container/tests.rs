@@ -84,6 +84,45 @@ async fn gated_job(
     (id, gate)
 }
 
+/// Opens the job's gate while this process's watches are stalled: the container fails on its
+/// own, and nothing of it reaches them (its settler records nothing yet) until the Job failed.
+async fn fail_unseen(sim: &SimCluster, id: &ExecutionId, gate: &std::path::Path) {
+    sim.stall_watches(Duration::from_secs(3));
+    std::fs::write(gate, b"").expect("the gate opens");
+    eventually("the Job to fail", || {
+        sim.object("batch", "jobs", "default", &id.name)
+            .filter(|job| {
+                job["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Failed"))
+            })
+    })
+    .await;
+    let _ = std::fs::remove_file(gate);
+}
+
+/// Records `outcome` for the job as another replica would have, straight at the cluster.
+async fn recorded_elsewhere(
+    sim: &SimCluster,
+    jobs: &ContainerJobs,
+    id: &ExecutionId,
+    outcome: &kubeferry_core::ExecutionInfo,
+) {
+    let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
+    let job = api.get(&id.name).await.expect("the Job");
+    let record = kubeferry_core::record::OutcomeRecord {
+        kind: kubeferry_core::JobKind::Job,
+        object: id.name.clone(),
+        job_id: kubeferry_core::marks::job_id_of(&job.metadata),
+        spec_hash: kubeferry_core::marks::spec_hash_of(&job.metadata),
+        outcome: outcome.clone(),
+        recorded_at: Some(jiff::Timestamp::now()),
+        cancelled_by: None,
+    };
+    sim.create("default", record.config_map("default"))
+        .expect("the record is created");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_that_ends_between_the_read_and_the_mark_keeps_its_outcome() {
     let sim = SimCluster::start(SimConfig::for_tests())
@@ -143,18 +182,7 @@ async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled()
 
     // The container ends on its own, and nothing of it reaches this process's watches (its
     // settler records nothing yet)...
-    sim.stall_watches(Duration::from_secs(3));
-    std::fs::write(&gate, b"").expect("the gate opens");
-    eventually("the Job to fail", || {
-        sim.object("batch", "jobs", "default", &id.name)
-            .filter(|job| {
-                job["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Failed"))
-            })
-    })
-    .await;
-    let _ = std::fs::remove_file(&gate);
+    fail_unseen(&sim, &id, &gate).await;
     // ...and the cancel's read before its mark did not see that end either (its pods came from
     // a cache that had not seen it): the mark goes on the Job as it is now.
     let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
@@ -207,35 +235,11 @@ async fn a_cancel_that_finds_the_job_ended_answers_the_outcome_another_replica_r
     let jobs = backend(&sim).await;
     let (id, gate) = gated_job(&jobs, "recorded", 2).await;
     // Another replica's cancel recorded the job cancelled (its delete still on its way)...
-    let job: Job = Api::namespaced(jobs.cluster.client().clone(), "default")
-        .get(&id.name)
-        .await
-        .expect("the Job");
-    let cancelled = kubeferry_core::record::OutcomeRecord {
-        kind: kubeferry_core::JobKind::Job,
-        object: id.name.clone(),
-        job_id: kubeferry_core::marks::job_id_of(&job.metadata),
-        spec_hash: kubeferry_core::marks::spec_hash_of(&job.metadata),
-        outcome: kubeferry_core::ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
-            .with_message("cancelled through another replica"),
-        recorded_at: Some(jiff::Timestamp::now()),
-        cancelled_by: Some("another-replica".into()),
-    };
-    sim.create("default", cancelled.config_map("default"))
-        .expect("the record is created");
+    let cancelled = kubeferry_core::ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
+        .with_message("cancelled through another replica");
+    recorded_elsewhere(&sim, &jobs, &id, &cancelled).await;
     // ...and the container ends while this replica's watches see nothing of it.
-    sim.stall_watches(Duration::from_secs(3));
-    std::fs::write(&gate, b"").expect("the gate opens");
-    eventually("the Job to fail", || {
-        sim.object("batch", "jobs", "default", &id.name)
-            .filter(|job| {
-                job["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Failed"))
-            })
-    })
-    .await;
-    let _ = std::fs::remove_file(&gate);
+    fail_unseen(&sim, &id, &gate).await;
 
     // This replica's cancel reads the Job, whose own verdict is in: the record stands.
     let outcome = crate::protocol::cancel(&jobs, &id)
@@ -256,23 +260,11 @@ async fn an_outcome_another_replica_recorded_first_is_this_replicas_answer_too()
         .expect("starts");
     let jobs = backend(&sim).await;
     let (id, gate) = gated_job(&jobs, "lost", 1).await;
-    let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
-    let job = api.get(&id.name).await.expect("the Job");
     // Another replica, which never saw the pod's final state, recorded the node's loss first:
     // no exit code.
     let first = kubeferry_core::ExecutionInfo::new(JobState::Failed, Reason::NodeLost)
         .with_message("recorded by another replica");
-    let record = kubeferry_core::record::OutcomeRecord {
-        kind: kubeferry_core::JobKind::Job,
-        object: id.name.clone(),
-        job_id: kubeferry_core::marks::job_id_of(&job.metadata),
-        spec_hash: kubeferry_core::marks::spec_hash_of(&job.metadata),
-        outcome: first.clone(),
-        recorded_at: Some(jiff::Timestamp::now()),
-        cancelled_by: None,
-    };
-    sim.create("default", record.config_map("default"))
-        .expect("the record is created");
+    recorded_elsewhere(&sim, &jobs, &id, &first).await;
     let pods: Api<k8s_openapi::api::core::v1::Pod> =
         Api::namespaced(jobs.cluster.client().clone(), "default");
     let listed = pods
