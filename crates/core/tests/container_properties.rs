@@ -100,6 +100,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 active,
                 succeeded,
                 failed,
+                backoff_limit: None,
                 start_time,
                 completion_time,
                 ttl_seconds_after_finished: None,

@@ -825,6 +825,19 @@ impl<'a> Mapper<'a> {
             info.finished_at = deadline(since, timeout);
             return Mapped::recorded_by_kubeferry(info);
         }
+        // Every retry used up: no next attempt comes, the Job controller's verdict does. The
+        // job stays as it was reported (started), not queued again.
+        if retrying
+            && self
+                .job
+                .backoff_limit
+                .is_some_and(|limit| self.job.failed > limit)
+        {
+            return Mapped::of(self.hold_previous(format!(
+                "attempt {} failed and no retry is left; waiting for the Job controller's verdict",
+                self.job.failed
+            )));
+        }
         let waiting = if retrying {
             "waiting for the next attempt's pod"
         } else {

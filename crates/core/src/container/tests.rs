@@ -320,6 +320,54 @@ fn contradicting_verdicts_keep_the_last_status_and_warn() {
 }
 
 #[test]
+fn a_job_without_a_retry_left_stays_started_until_its_verdict() {
+    // The only attempt failed and its pod is gone from view; the Job controller counted it
+    // (status.failed) but has not written its verdict yet.
+    let mut previous = ExecutionInfo::new(JobState::Started, Reason::Running);
+    previous.started_at = Some(at(5));
+    let map_with = |backoff_limit: Option<i32>| {
+        let mut job = job();
+        job.failed = 1;
+        job.backoff_limit = backoff_limit;
+        container_status(
+            &JobObservation::Present(&job),
+            &[],
+            at(70),
+            &MappingConfig::default(),
+            Some(&previous),
+        )
+        .expect("mapped")
+        .info
+    };
+    let exhausted = map_with(Some(0));
+    assert_eq!(
+        (exhausted.state, exhausted.reason),
+        (JobState::Started, Reason::Running),
+        "{exhausted:?}"
+    );
+    assert!(
+        exhausted.message.contains("no retry is left"),
+        "{}",
+        exhausted.message
+    );
+    assert_eq!(exhausted.started_at, Some(at(5)));
+    // With retries left, the next attempt's pod is on its way: queued again.
+    for backoff_limit in [Some(3), None] {
+        let retrying = map_with(backoff_limit);
+        assert_eq!(
+            (retrying.state, retrying.reason),
+            (JobState::Queued, Reason::Pending),
+            "{retrying:?}"
+        );
+        assert!(
+            retrying.message.contains("next attempt"),
+            "{}",
+            retrying.message
+        );
+    }
+}
+
+#[test]
 fn a_condition_status_this_version_cannot_read_warns() {
     let mut job = job();
     let mut odd = condition(JobConditionType::Failed, "BackoffLimitExceeded", 60);

@@ -131,6 +131,9 @@ pub struct JobView {
     pub succeeded: i32,
     /// `status.failed`: failed attempts.
     pub failed: i32,
+    /// `spec.backoffLimit`: how many failed attempts the Job tolerates (the API server fills
+    /// it in); `None` when not set.
+    pub backoff_limit: Option<i32>,
     /// `status.startTime`: when the Job controller started (or last resumed) the Job.
     pub start_time: Option<Timestamp>,
     /// `status.completionTime` (set only on success).
@@ -179,6 +182,7 @@ impl From<&Job> for JobView {
             active: status.and_then(|s| s.active).unwrap_or(0),
             succeeded: status.and_then(|s| s.succeeded).unwrap_or(0),
             failed: status.and_then(|s| s.failed).unwrap_or(0),
+            backoff_limit: job.spec.as_ref().and_then(|spec| spec.backoff_limit),
             start_time: time(status.and_then(|s| s.start_time.as_ref())),
             completion_time: time(status.and_then(|s| s.completion_time.as_ref())),
             ttl_seconds_after_finished: job
