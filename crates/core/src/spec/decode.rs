@@ -325,8 +325,21 @@ impl Decoder {
     }
 
     pub(super) fn strings(&mut self, node: &Node, path: &Path) -> Option<Vec<String>> {
+        self.list(node, path, "a list of strings", |d, n, p| {
+            d.scalar(n, p, "a string").map(str::to_string)
+        })
+    }
+
+    /// A list whose items `decode` reads; `None` when any item is wrong (each is reported).
+    fn list<T>(
+        &mut self,
+        node: &Node,
+        path: &Path,
+        expected: &str,
+        mut decode: impl FnMut(&mut Self, &Node, &Path) -> Option<T>,
+    ) -> Option<Vec<T>> {
         let Value::Seq(items) = &node.value else {
-            self.type_error(node, path, "a list of strings");
+            self.type_error(node, path, expected);
             return None;
         };
         let mut out = Vec::with_capacity(items.len());
@@ -334,8 +347,8 @@ impl Decoder {
         for (i, item) in items.iter().enumerate() {
             let item_path = path.index(i);
             self.values.insert(item_path.clone(), item.offset);
-            match self.scalar(item, &item_path, "a string") {
-                Some(s) => out.push(s.to_string()),
+            match decode(self, item, &item_path) {
+                Some(value) => out.push(value),
                 None => ok = false,
             }
         }
@@ -366,6 +379,29 @@ impl Decoder {
             }
         }
         ok.then_some(out)
+    }
+
+    /// A list of objects with the fields `known`, each read by `decode`; an item that is not
+    /// such an object is reported and left out, as its field errors are.
+    pub(super) fn objects<T>(
+        &mut self,
+        node: &Node,
+        path: &Path,
+        expected: &str,
+        known: &'static [&'static str],
+        mut decode: impl FnMut(&mut Self, &Fields<'_>) -> T,
+    ) -> Option<Vec<T>> {
+        let Value::Seq(items) = &node.value else {
+            self.type_error(node, path, expected);
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            if let Some(f) = self.fields(item, &path.index(i), known) {
+                out.push(decode(self, &f));
+            }
+        }
+        Some(out)
     }
 
     pub(super) fn string_map(
@@ -407,21 +443,9 @@ impl Decoder {
     }
 
     fn integers(&mut self, node: &Node, path: &Path, min: i64, max: i64) -> Option<Vec<i64>> {
-        let Value::Seq(items) = &node.value else {
-            self.type_error(node, path, "a list of whole numbers");
-            return None;
-        };
-        let mut out = Vec::with_capacity(items.len());
-        let mut ok = true;
-        for (i, item) in items.iter().enumerate() {
-            let item_path = path.index(i);
-            self.values.insert(item_path.clone(), item.offset);
-            match self.integer(item, &item_path, min, max) {
-                Some(n) => out.push(n),
-                None => ok = false,
-            }
-        }
-        ok.then_some(out)
+        self.list(node, path, "a list of whole numbers", |d, n, p| {
+            d.integer(n, p, min, max)
+        })
     }
 
     pub(super) fn boolean(&mut self, node: &Node, path: &Path) -> Option<bool> {
@@ -571,62 +595,44 @@ impl Decoder {
     }
 
     fn success_policy(&mut self, node: &Node, path: &Path) -> Option<Vec<SuccessPolicyRule>> {
-        let Value::Seq(items) = &node.value else {
-            self.type_error(
-                node,
-                path,
-                "a list of rules ({succeededIndexes, succeededCount})",
-            );
-            return None;
-        };
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let item_path = path.index(i);
-            let Some(f) = self.fields(item, &item_path, SUCCESS_RULE_FIELDS) else {
-                continue;
-            };
-            out.push(SuccessPolicyRule {
-                succeeded_indexes: self.optional(&f, "succeededIndexes", Self::string),
-                succeeded_count: self.optional(&f, "succeededCount", Self::count),
-            });
-        }
-        Some(out)
+        self.objects(
+            node,
+            path,
+            "a list of rules ({succeededIndexes, succeededCount})",
+            SUCCESS_RULE_FIELDS,
+            |d, f| SuccessPolicyRule {
+                succeeded_indexes: d.optional(f, "succeededIndexes", Self::string),
+                succeeded_count: d.optional(f, "succeededCount", Self::count),
+            },
+        )
     }
 
     fn sidecars(&mut self, node: &Node, path: &Path) -> Option<Vec<Sidecar>> {
-        let Value::Seq(items) = &node.value else {
-            self.type_error(node, path, "a list of containers");
-            return None;
-        };
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let item_path = path.index(i);
-            let Some(f) = self.fields(item, &item_path, SIDECAR_FIELDS) else {
-                continue;
-            };
-            out.push(Sidecar {
-                name: self.required(&f, "name", Self::string).unwrap_or_default(),
-                image: self.required(&f, "image", Self::string).unwrap_or_default(),
-                image_pull_policy: self.optional(&f, "imagePullPolicy", |d, n, p| {
+        self.objects(
+            node,
+            path,
+            "a list of containers",
+            SIDECAR_FIELDS,
+            |d, f| Sidecar {
+                name: d.required(f, "name", Self::string).unwrap_or_default(),
+                image: d.required(f, "image", Self::string).unwrap_or_default(),
+                image_pull_policy: d.optional(f, "imagePullPolicy", |d, n, p| {
                     d.choice(n, p, &PullPolicy::NAMES)
                 }),
-                command: self
-                    .optional(&f, "command", Self::strings)
+                command: d.optional(f, "command", Self::strings).unwrap_or_default(),
+                args: d.optional(f, "args", Self::strings).unwrap_or_default(),
+                env: d.optional(f, "env", Self::env).unwrap_or_default(),
+                resources: d
+                    .optional(f, "resources", Self::resources)
                     .unwrap_or_default(),
-                args: self.optional(&f, "args", Self::strings).unwrap_or_default(),
-                env: self.optional(&f, "env", Self::env).unwrap_or_default(),
-                resources: self
-                    .optional(&f, "resources", Self::resources)
-                    .unwrap_or_default(),
-                ports: self
-                    .optional(&f, "ports", |d, n, p| d.integers(n, p, 1, 65535))
+                ports: d
+                    .optional(f, "ports", |d, n, p| d.integers(n, p, 1, 65535))
                     .unwrap_or_default()
                     .into_iter()
                     .filter_map(|port| u16::try_from(port).ok())
                     .collect(),
-            });
-        }
-        Some(out)
+            },
+        )
     }
 
     pub(super) fn env(&mut self, node: &Node, path: &Path) -> Option<Vec<EnvVar>> {
@@ -711,29 +717,23 @@ impl Decoder {
     }
 
     fn tolerations(&mut self, node: &Node, path: &Path) -> Option<Vec<Toleration>> {
-        let Value::Seq(items) = &node.value else {
-            self.type_error(node, path, "a list of tolerations");
-            return None;
-        };
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let item_path = path.index(i);
-            let Some(f) = self.fields(item, &item_path, TOLERATION_FIELDS) else {
-                continue;
-            };
-            out.push(Toleration {
-                key: self.optional(&f, "key", Self::string),
-                operator: self.optional(&f, "operator", |d, n, p| {
+        self.objects(
+            node,
+            path,
+            "a list of tolerations",
+            TOLERATION_FIELDS,
+            |d, f| Toleration {
+                key: d.optional(f, "key", Self::string),
+                operator: d.optional(f, "operator", |d, n, p| {
                     d.choice(n, p, &TolerationOperator::NAMES)
                 }),
-                value: self.optional(&f, "value", Self::string),
-                effect: self.optional(&f, "effect", |d, n, p| d.choice(n, p, &TaintEffect::NAMES)),
-                toleration_seconds: self.optional(&f, "tolerationSeconds", |d, n, p| {
+                value: d.optional(f, "value", Self::string),
+                effect: d.optional(f, "effect", |d, n, p| d.choice(n, p, &TaintEffect::NAMES)),
+                toleration_seconds: d.optional(f, "tolerationSeconds", |d, n, p| {
                     d.integer(n, p, i64::MIN, i64::MAX)
                 }),
-            });
-        }
-        Some(out)
+            },
+        )
     }
 
     fn tmpfs(&mut self, node: &Node, path: &Path) -> Option<Tmpfs> {

@@ -8,7 +8,7 @@ use super::jobset_model::{
     JobSetJob, JobSetSuccessPolicy, ReplicatedJob, StartupOrder, SuccessOperator,
 };
 use super::model::PullPolicy;
-use super::tree::{Node, Value};
+use super::tree::Node;
 
 const JOBSET_FIELDS: &[&str] = &[
     "kind",
@@ -138,50 +138,36 @@ impl Decoder {
     }
 
     fn replicated_jobs(&mut self, node: &Node, path: &Path) -> Option<Vec<ReplicatedJob>> {
-        let Value::Seq(items) = &node.value else {
-            self.type_error(
-                node,
-                path,
-                "a list of replicated jobs ({name, replicas, image, ...})",
-            );
-            return None;
-        };
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let item_path = path.index(i);
-            let Some(f) = self.fields(item, &item_path, REPLICATED_JOB_FIELDS) else {
-                continue;
-            };
-            out.push(ReplicatedJob {
-                name: self.required(&f, "name", Self::string).unwrap_or_default(),
-                replicas: self
-                    .optional(&f, "replicas", |d, n, p| {
+        self.objects(
+            node,
+            path,
+            "a list of replicated jobs ({name, replicas, image, ...})",
+            REPLICATED_JOB_FIELDS,
+            |d, f| ReplicatedJob {
+                name: d.required(f, "name", Self::string).unwrap_or_default(),
+                replicas: d
+                    .optional(f, "replicas", |d, n, p| {
                         d.integer(n, p, 1, i64::from(i32::MAX))
                             .and_then(|n| u32::try_from(n).ok())
                     })
                     .unwrap_or(1),
-                image: self.required(&f, "image", Self::string).unwrap_or_default(),
-                image_pull_policy: self.optional(&f, "imagePullPolicy", |d, n, p| {
+                image: d.required(f, "image", Self::string).unwrap_or_default(),
+                image_pull_policy: d.optional(f, "imagePullPolicy", |d, n, p| {
                     d.choice(n, p, &PullPolicy::NAMES)
                 }),
-                command: self
-                    .optional(&f, "command", Self::strings)
+                command: d.optional(f, "command", Self::strings).unwrap_or_default(),
+                args: d.optional(f, "args", Self::strings).unwrap_or_default(),
+                working_dir: d.optional(f, "workingDir", Self::string),
+                env: d.optional(f, "env", Self::env).unwrap_or_default(),
+                secrets: d.optional(f, "secrets", Self::strings).unwrap_or_default(),
+                resources: d
+                    .optional(f, "resources", Self::resources)
                     .unwrap_or_default(),
-                args: self.optional(&f, "args", Self::strings).unwrap_or_default(),
-                working_dir: self.optional(&f, "workingDir", Self::string),
-                env: self.optional(&f, "env", Self::env).unwrap_or_default(),
-                secrets: self
-                    .optional(&f, "secrets", Self::strings)
-                    .unwrap_or_default(),
-                resources: self
-                    .optional(&f, "resources", Self::resources)
-                    .unwrap_or_default(),
-                port: self
-                    .optional(&f, "port", |d, n, p| d.integer(n, p, 1, 65535))
+                port: d
+                    .optional(f, "port", |d, n, p| d.integer(n, p, 1, 65535))
                     .and_then(|n| u16::try_from(n).ok()),
-            });
-        }
-        Some(out)
+            },
+        )
     }
 
     fn jobset_success_policy(&mut self, node: &Node, path: &Path) -> Option<JobSetSuccessPolicy> {
