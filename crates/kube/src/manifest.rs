@@ -66,6 +66,37 @@ pub(crate) const PVC_VOLUME_PREFIX: &str = "pvc-";
 /// node drain or shutdown).
 const DISRUPTION_TARGET: &str = "DisruptionTarget";
 
+/// The labels and annotations a managed object and its pods carry: the job file's, with
+/// kubeferry's marks (the managed-by and job id labels, the job id annotation); the object's
+/// own annotations add the spec's hash.
+pub(crate) struct Marks {
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) annotations: BTreeMap<String, String>,
+    pub(crate) object_annotations: BTreeMap<String, String>,
+}
+
+impl Marks {
+    pub(crate) fn new(
+        labels: &BTreeMap<String, String>,
+        annotations: &BTreeMap<String, String>,
+        job_id: &str,
+        spec_hash: String,
+    ) -> Self {
+        let mut labels = labels.clone();
+        labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
+        labels.insert(JOB_ID_LABEL.to_string(), job_id_label_value(job_id));
+        let mut annotations = annotations.clone();
+        annotations.insert(JOB_ID_ANNOTATION.to_string(), job_id.to_string());
+        let mut object_annotations = annotations.clone();
+        object_annotations.insert(SPEC_HASH_ANNOTATION.to_string(), spec_hash);
+        Marks {
+            labels,
+            annotations,
+            object_annotations,
+        }
+    }
+}
+
 /// Builds the Job that runs `spec` for the caller's `job_id`, named `object_name` (see
 /// [`kubeferry_core::marks::object_name`]) in `namespace` (the spec's, or the caller's default).
 pub fn job_manifest(
@@ -74,17 +105,15 @@ pub fn job_manifest(
     object_name: &str,
     namespace: &str,
 ) -> Job {
-    let mut pod_labels = spec.labels.clone();
-    pod_labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
-    pod_labels.insert(JOB_ID_LABEL.to_string(), job_id_label_value(job_id));
+    let Marks {
+        labels: pod_labels,
+        annotations: pod_annotations,
+        object_annotations: job_annotations,
+    } = Marks::new(&spec.labels, &spec.annotations, job_id, spec.hash());
     let mut job_labels = pod_labels.clone();
     if let Some(queue) = &spec.queue {
         job_labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());
     }
-    let mut pod_annotations = spec.annotations.clone();
-    pod_annotations.insert(JOB_ID_ANNOTATION.to_string(), job_id.to_string());
-    let mut job_annotations = pod_annotations.clone();
-    job_annotations.insert(SPEC_HASH_ANNOTATION.to_string(), spec.hash());
 
     Job {
         metadata: ObjectMeta {
@@ -242,17 +271,7 @@ fn pod_spec(spec: &ContainerJobSpec) -> PodSpec {
 fn container(spec: &ContainerJobSpec, volume_mounts: Vec<VolumeMount>) -> Container {
     let resources = resource_requirements(&spec.resources);
     let env = env_vars(&spec.env);
-    let env_from = spec
-        .secrets
-        .iter()
-        .map(|name| EnvFromSource {
-            secret_ref: Some(SecretEnvSource {
-                name: name.clone(),
-                optional: None,
-            }),
-            ..EnvFromSource::default()
-        })
-        .collect();
+    let env_from = secret_env(&spec.secrets);
     let security = &spec.security_context;
     let security_context = (!security.is_empty()).then(|| K8sSecurityContext {
         privileged: security.privileged,
@@ -308,6 +327,20 @@ fn resource_requirements(resources: &Resources) -> Option<K8sResourceRequirement
             ..K8sResourceRequirements::default()
         }
     })
+}
+
+/// Every key of each Secret as an environment variable of the container.
+fn secret_env(secrets: &[String]) -> Vec<EnvFromSource> {
+    secrets
+        .iter()
+        .map(|name| EnvFromSource {
+            secret_ref: Some(SecretEnvSource {
+                name: name.clone(),
+                optional: None,
+            }),
+            ..EnvFromSource::default()
+        })
+        .collect()
 }
 
 /// Environment variables: literal values, and pod fields through the downward API.

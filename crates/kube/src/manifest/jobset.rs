@@ -21,20 +21,17 @@
 //!   of its own.
 
 use k8s_openapi::api::batch::v1::JobSpec as K8sJobSpec;
-use k8s_openapi::api::core::v1::{
-    Container, EnvFromSource, LocalObjectReference, PodSpec, PodTemplateSpec, SecretEnvSource,
-};
+use k8s_openapi::api::core::v1::{Container, LocalObjectReference, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::ApiResource;
 use kubeferry_core::jobset::{JOBSET_GROUP, JOBSET_KIND, JOBSET_VERSION, JOBSETS};
-use kubeferry_core::marks::{
-    JOB_ID_ANNOTATION, JOB_ID_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SPEC_HASH_ANNOTATION,
-    job_id_label_value,
-};
+use kubeferry_core::marks::MANAGED_BY_LABEL;
 use kubeferry_core::spec::{JobSetSpec, ReplicatedJob, StartupOrder, SuccessOperator};
 use serde_json::{Value, json};
 
-use super::{MAIN_CONTAINER, container_ports, env_vars, non_empty, resource_requirements};
+use super::{
+    MAIN_CONTAINER, Marks, container_ports, env_vars, non_empty, resource_requirements, secret_env,
+};
 
 /// The Kubernetes API resource of JobSets, for a kube `Api<DynamicObject>`.
 pub(crate) fn api_resource() -> ApiResource {
@@ -56,13 +53,11 @@ pub fn jobset_manifest(
     object_name: &str,
     namespace: &str,
 ) -> Value {
-    let mut labels = spec.labels.clone();
-    labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
-    labels.insert(JOB_ID_LABEL.to_string(), job_id_label_value(job_id));
-    let mut annotations = spec.annotations.clone();
-    annotations.insert(JOB_ID_ANNOTATION.to_string(), job_id.to_string());
-    let mut jobset_annotations = annotations.clone();
-    jobset_annotations.insert(SPEC_HASH_ANNOTATION.to_string(), spec.hash());
+    let Marks {
+        labels,
+        annotations,
+        object_annotations: jobset_annotations,
+    } = Marks::new(&spec.labels, &spec.annotations, job_id, spec.hash());
 
     let mut child_labels = labels.clone();
     child_labels.remove(MANAGED_BY_LABEL);
@@ -144,17 +139,7 @@ fn job_spec(spec: &JobSetSpec, rjob: &ReplicatedJob, template_meta: &ObjectMeta)
 }
 
 fn container(rjob: &ReplicatedJob) -> Container {
-    let env_from = rjob
-        .secrets
-        .iter()
-        .map(|name| EnvFromSource {
-            secret_ref: Some(SecretEnvSource {
-                name: name.clone(),
-                optional: None,
-            }),
-            ..EnvFromSource::default()
-        })
-        .collect();
+    let env_from = secret_env(&rjob.secrets);
     Container {
         name: MAIN_CONTAINER.to_string(),
         image: Some(rjob.image.clone()),

@@ -35,13 +35,11 @@ use std::time::Duration;
 
 use kube::api::ApiResource;
 use kubeferry_core::SpecError;
-use kubeferry_core::marks::{
-    JOB_ID_ANNOTATION, JOB_ID_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SPEC_HASH_ANNOTATION,
-    job_id_label_value,
-};
 use kubeferry_core::spark::{SPARK_APPLICATION_KIND, SPARK_APPLICATIONS, SparkOperator};
 use kubeferry_core::spec::{SparkAppType, SparkJobSpec, SparkRestartPolicy};
 use serde_json::{Map, Value, json};
+
+use super::Marks;
 
 /// The wait before a restart when the spec gives none (the apache operator's own default).
 pub const DEFAULT_RETRY_INTERVAL: Duration = Duration::from_secs(30);
@@ -69,7 +67,8 @@ pub fn spark_application(
     namespace: &str,
 ) -> Result<Value, SpecError> {
     spec.check_operator(operator)?;
-    let marks = Marks::new(spec, job_id);
+    // The application carries its pods' labels, and its own annotations.
+    let marks = Marks::new(&spec.labels, &spec.annotations, job_id, spec.hash());
     let body = match operator {
         SparkOperator::Apache => apache_spec(spec, &marks),
         SparkOperator::Kubeflow => kubeflow_spec(spec, &marks),
@@ -80,41 +79,16 @@ pub fn spark_application(
         "metadata": {
             "name": object_name,
             "namespace": namespace,
-            "labels": marks.app_labels,
-            "annotations": marks.app_annotations,
+            "labels": marks.labels,
+            "annotations": marks.object_annotations,
         },
         "spec": body,
     }))
 }
 
-/// The labels and annotations of the application and of its pods.
-struct Marks {
-    app_labels: BTreeMap<String, String>,
-    app_annotations: BTreeMap<String, String>,
-    pod_labels: BTreeMap<String, String>,
-    pod_annotations: BTreeMap<String, String>,
-}
-
-impl Marks {
-    fn new(spec: &SparkJobSpec, job_id: &str) -> Self {
-        let mut pod_labels = spec.labels.clone();
-        pod_labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
-        pod_labels.insert(JOB_ID_LABEL.to_string(), job_id_label_value(job_id));
-        let mut pod_annotations = spec.annotations.clone();
-        pod_annotations.insert(JOB_ID_ANNOTATION.to_string(), job_id.to_string());
-        let mut app_annotations = pod_annotations.clone();
-        app_annotations.insert(SPEC_HASH_ANNOTATION.to_string(), spec.hash());
-        Marks {
-            app_labels: pod_labels.clone(),
-            app_annotations,
-            pod_labels,
-            pod_annotations,
-        }
-    }
-
-    fn pod_metadata(&self) -> Value {
-        json!({"labels": self.pod_labels, "annotations": self.pod_annotations})
-    }
+/// The labels and annotations of a driver's or an executor's pod.
+fn pod_metadata(marks: &Marks) -> Value {
+    json!({"labels": marks.labels, "annotations": marks.annotations})
 }
 
 fn apache_spec(spec: &SparkJobSpec, marks: &Marks) -> Value {
@@ -205,7 +179,7 @@ fn apache_spec(spec: &SparkJobSpec, marks: &Marks) -> Value {
     for side in ["driverSpec", "executorSpec"] {
         body.insert(
             side.into(),
-            json!({"podTemplateSpec": {"metadata": marks.pod_metadata()}}),
+            json!({"podTemplateSpec": {"metadata": pod_metadata(marks)}}),
         );
     }
     body.insert("applicationTolerations".into(), apache_tolerations(spec));
@@ -323,8 +297,8 @@ fn kubeflow_spec(spec: &SparkJobSpec, marks: &Marks) -> Value {
                 .collect();
             fields.insert("env".into(), Value::Array(env));
         }
-        fields.insert("labels".into(), json!(marks.pod_labels));
-        fields.insert("annotations".into(), json!(marks.pod_annotations));
+        fields.insert("labels".into(), json!(marks.labels));
+        fields.insert("annotations".into(), json!(marks.annotations));
         body.insert(side.into(), Value::Object(fields));
     }
     let policy = spec.restart_policy.unwrap_or(SparkRestartPolicy::Never);

@@ -2,7 +2,9 @@
 //! operator, the marks that make the application and its pods findable, and snapshots of
 //! whole objects (the function is deterministic, so nothing is redacted).
 
-use kubeferry_core::marks;
+use kubeferry_core::marks::{
+    self, JOB_ID_ANNOTATION, JOB_ID_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SPEC_HASH_ANNOTATION,
+};
 use kubeferry_core::spec::{JobSpec, load};
 use kubeferry_core::template::Params;
 use serde_json::json;
