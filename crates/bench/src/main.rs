@@ -235,20 +235,13 @@ async fn indexed(indexes: usize, parallelism: usize) -> anyhow::Result<()> {
         "sleep 0.2; echo shard $JOB_COMPLETION_INDEX",
         &format!("indexed: true\ncompletions: {indexes}\nparallelism: {parallelism}\n"),
     )?;
-    sim.reset_counters();
-    let started = Instant::now();
-    let id = executor.submit(&spec, "bench-indexed", "default").await?;
-    let mut statuses = 0u64;
-    let outcome = executor
-        .wait(&id, Some(Duration::from_secs(1800)), |_| statuses += 1)
-        .await?;
-    let elapsed = started.elapsed();
-    // Status queries all along are answered from the cache.
-    for _ in 0..100 {
-        executor.status(&id).await?;
-    }
-    let counters = sim.counters();
-    let requests: u64 = counters.values().sum();
+    let Counted {
+        outcome,
+        statuses,
+        elapsed,
+        counters,
+        requests,
+    } = run_counted(&sim, &executor, &spec, "bench-indexed").await?;
     let summary = outcome
         .indexes
         .as_ref()
@@ -273,12 +266,7 @@ async fn indexed(indexes: usize, parallelism: usize) -> anyhow::Result<()> {
             ),
         ],
     );
-    for (key, count) in counters {
-        println!(
-            "    {:<8} {:<20} {:<40} {count}",
-            key.verb, key.resource, key.user
-        );
-    }
+    print_counters(counters);
     anyhow::ensure!(
         outcome.state == JobState::Succeeded,
         "the indexed job ended {outcome:?}"
@@ -297,20 +285,13 @@ async fn jobset(workers: usize) -> anyhow::Result<()> {
         "kind: JobSet\nname: gang\nreplicatedJobs:\n  - {{name: leader, image: busybox, command: [sh, -c, 'sleep 0.2; echo leading']}}\n  - {{name: workers, replicas: {workers}, image: busybox, command: [sh, -c, 'sleep 0.2; echo working']}}\n"
     );
     let spec = spec::load("bench.yaml", &text, &Default::default())?;
-    sim.reset_counters();
-    let started = Instant::now();
-    let id = executor.submit(&spec, "bench-jobset", "default").await?;
-    let mut statuses = 0u64;
-    let outcome = executor
-        .wait(&id, Some(Duration::from_secs(1800)), |_| statuses += 1)
-        .await?;
-    let elapsed = started.elapsed();
-    // Status queries all along are answered from the cache.
-    for _ in 0..100 {
-        executor.status(&id).await?;
-    }
-    let counters = sim.counters();
-    let requests: u64 = counters.values().sum();
+    let Counted {
+        outcome,
+        statuses,
+        elapsed,
+        counters,
+        requests,
+    } = run_counted(&sim, &executor, &spec, "bench-jobset").await?;
     let summary = outcome
         .replicas
         .as_ref()
@@ -335,18 +316,62 @@ async fn jobset(workers: usize) -> anyhow::Result<()> {
             ),
         ],
     );
-    for (key, count) in counters {
-        println!(
-            "    {:<8} {:<20} {:<40} {count}",
-            key.verb, key.resource, key.user
-        );
-    }
+    print_counters(counters);
     anyhow::ensure!(
         outcome.state == JobState::Succeeded,
         "the JobSet ended {outcome:?}"
     );
     sim.shutdown().await;
     Ok(())
+}
+
+/// What one job cost, run from submission to its end and asked for its status along the way.
+struct Counted {
+    outcome: kubeferry::ExecutionInfo,
+    statuses: u64,
+    elapsed: Duration,
+    counters: std::collections::BTreeMap<kubeferry_sim::CounterKey, u64>,
+    requests: u64,
+}
+
+/// Submits `spec` as `job_id`, waits for its end, then asks its status 100 times (answered
+/// from the cache), counting every API request from the submission on.
+async fn run_counted(
+    sim: &SimCluster,
+    executor: &Executor,
+    spec: &JobSpec,
+    job_id: &str,
+) -> anyhow::Result<Counted> {
+    sim.reset_counters();
+    let started = Instant::now();
+    let id = executor.submit(spec, job_id, "default").await?;
+    let mut statuses = 0u64;
+    let outcome = executor
+        .wait(&id, Some(Duration::from_secs(1800)), |_| statuses += 1)
+        .await?;
+    let elapsed = started.elapsed();
+    for _ in 0..100 {
+        executor.status(&id).await?;
+    }
+    let counters = sim.counters();
+    let requests = counters.values().sum();
+    Ok(Counted {
+        outcome,
+        statuses,
+        elapsed,
+        counters,
+        requests,
+    })
+}
+
+/// The requests counted, by verb, resource and client.
+fn print_counters(counters: std::collections::BTreeMap<kubeferry_sim::CounterKey, u64>) {
+    for (key, count) in counters {
+        println!(
+            "    {:<8} {:<20} {:<40} {count}",
+            key.verb, key.resource, key.user
+        );
+    }
 }
 
 async fn wait_all_started(executor: &Executor, ids: &[ExecutionId]) -> anyhow::Result<()> {
