@@ -238,6 +238,8 @@ async fn a_cancel_that_finds_the_job_ended_answers_the_outcome_another_replica_r
     let cancelled = kubeferry_core::ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
         .with_message("cancelled through another replica");
     recorded_elsewhere(&sim, &jobs, &id, &cancelled).await;
+    // (which this replica's watch of records has delivered)...
+    eventually_async(|| jobs.records.recorded(&id)).await;
     // ...and the container ends while this replica's watches see nothing of it.
     fail_unseen(&sim, &id, &gate).await;
 
