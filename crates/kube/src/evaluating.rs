@@ -374,19 +374,26 @@ pub(crate) trait Evaluates:
                         continue;
                     }
                 }
-                let unrecorded = acting == Acting::Delegate
-                    && self
-                        .awaits_record(id, &mapped.info, previous.as_ref())
-                        .await;
+                // A query answers an outcome as recorded (the record written first stands); one
+                // not recorded yet is the settler's to record first.
+                let (mut info, unrecorded) = match acting {
+                    Acting::Delegate => {
+                        match self.standing(id, mapped.info, previous.as_ref()).await {
+                            Ok(standing) => (standing, false),
+                            Err(unrecorded) => (unrecorded, true),
+                        }
+                    }
+                    Acting::Carry => (mapped.info, false),
+                };
                 if acting == Acting::Delegate && (mapped.action.is_some() || unrecorded) {
                     // What stands until the settler is done: never an outcome it has not
                     // recorded.
-                    let holding = if mapped.info.is_terminal() {
+                    let holding = if info.is_terminal() {
                         previous.clone().unwrap_or_else(|| {
                             ExecutionInfo::new(JobState::Queued, Reason::Pending)
                         })
                     } else {
-                        mapped.info.clone()
+                        info
                     };
                     let found = Found {
                         observed,
@@ -416,7 +423,6 @@ pub(crate) trait Evaluates:
                     state.warn_once(id, "unreadable status", warning);
                 }
                 let recheck_at = mapped.recheck_at;
-                let mut info = mapped.info;
                 if let Some(action) = &mapped.action {
                     match self.act(id, observed.view(), action).await {
                         Acted::Done => info = Self::outcome_of(action).clone(),
@@ -450,12 +456,9 @@ pub(crate) trait Evaluates:
                 if !info.is_terminal() {
                     self.note(&parts, &mut info);
                 }
-                // An outcome stands once recorded, as the record has it (a record another
-                // replica wrote first, a cancel's, wins): it is remembered only then, and
-                // until then what was known before is the answer.
-                if acting == Acting::Delegate {
-                    info = self.as_recorded(id, info, previous.as_ref()).await;
-                }
+                // The settler's outcome stands once recorded, as the record has it (a record
+                // another replica wrote first, a cancel's, wins): it is remembered only then,
+                // and until then what was known before is the answer.
                 let answered = previous.as_ref().is_some_and(ExecutionInfo::is_terminal);
                 let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
                 if acting == Acting::Carry && info.is_terminal() {

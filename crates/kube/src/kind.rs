@@ -216,38 +216,27 @@ pub(crate) trait Kind: Send + Sync + 'static {
         }
     }
 
-    /// Whether `info` is an outcome this replica would answer for the first time that is not
-    /// recorded yet: it is answered once recorded (the settler records it a moment after the
-    /// watch shows it), so that every replica and every later process answers the same.
-    fn awaits_record(
-        &self,
-        id: &ExecutionId,
-        info: &ExecutionInfo,
-        previous: Option<&ExecutionInfo>,
-    ) -> impl Future<Output = bool> + Send {
-        let first = info.is_terminal() && previous.is_none_or(|p| !p.is_terminal());
-        async move {
-            first
-                && self.records().may_keep(&id.namespace)
-                && self.records().recorded(id).await.is_none()
-        }
-    }
-
-    /// `info`, or, for a first terminal answer of a job whose outcome is recorded, the
-    /// record's outcome: the record stands (another replica's, a cancel's), and every replica
-    /// answers it.
-    fn as_recorded(
+    /// The answer `info` stands as (`Ok`): for an outcome this replica would answer for the
+    /// first time, the outcome the job's record holds (the record written first stands:
+    /// another replica's, a cancel's), else `info` itself. `Err(info)`: such an outcome not
+    /// recorded yet, answered once the settler recorded it (a moment after the watch shows
+    /// it), so that every replica and every later process answers the same.
+    fn standing(
         &self,
         id: &ExecutionId,
         info: ExecutionInfo,
         previous: Option<&ExecutionInfo>,
-    ) -> impl Future<Output = ExecutionInfo> + Send {
+    ) -> impl Future<Output = std::result::Result<ExecutionInfo, ExecutionInfo>> + Send {
         let first = info.is_terminal() && previous.is_none_or(|p| !p.is_terminal());
         async move {
-            if first && let Some(recorded) = self.records().recorded(id).await {
-                return recorded;
+            if !first {
+                return Ok(info);
             }
-            info
+            match self.records().recorded(id).await {
+                Some(recorded) => Ok(recorded),
+                None if self.records().may_keep(&id.namespace) => Err(info),
+                None => Ok(info),
+            }
         }
     }
 

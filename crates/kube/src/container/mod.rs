@@ -393,11 +393,10 @@ impl ContainerJobs {
             });
         };
         let must_record = mapped.must_record();
-        let mut info = mapped.info;
-        let unrecorded = self.awaits_record(id, &info, previous.as_ref()).await;
-        if !unrecorded {
-            info = self.as_recorded(id, info, previous.as_ref()).await;
-        }
+        let (mut info, unrecorded) = match self.standing(id, mapped.info, previous.as_ref()).await {
+            Ok(standing) => (standing, false),
+            Err(unrecorded) => (unrecorded, true),
+        };
         if (must_record || unrecorded)
             && let Observed::Present(job) = observed
         {
