@@ -314,10 +314,11 @@ impl Task {
         match written {
             Ok(true) => {
                 self.states.set(&job.name, Some(mapped.info.state));
-                // Answered from here on as recorded (a record written first, a cancel's, wins).
-                if let Some(standing) = self.keep(job, &mapped.info, timers).await {
-                    lock(&self.context.reported).put(key, standing, None, version);
-                }
+                // An outcome kubeferry decided stands as soon as it is recorded on the Job (any
+                // replica that reads the Job answers it): this replica's answer from now on,
+                // before its outcome record is kept.
+                lock(&self.context.reported).put(key, mapped.info.clone(), None, version);
+                self.keep(job, &mapped.info, timers).await;
                 Ok(())
             }
             Ok(false) => {
