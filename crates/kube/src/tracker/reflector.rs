@@ -159,7 +159,10 @@ pub(crate) fn refusal_of(error: &watcher::Error) -> Option<(&'static str, String
 }
 
 struct State<V> {
-    objects: HashMap<String, Entry<V>>,
+    /// Boxed: a map keeps room for up to twice the entries it holds, and an entry (a Job's
+    /// view: 624 bytes, a pod's: 768) is far larger than a pointer. The memory benchmark's
+    /// 10,000 Jobs, pods and outcome records took 94.7 MB unboxed, 74-75 MB boxed.
+    objects: HashMap<String, Box<Entry<V>>>,
     by_job: JobIndex,
     tombstones: HashMap<String, Tombstone<V>>,
     /// Tombstone names by the job they belonged to.
@@ -298,7 +301,10 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
 
     /// One object's entry.
     pub fn get(&self, name: &str) -> Option<Entry<V>> {
-        read(&self.state).objects.get(name).cloned()
+        read(&self.state)
+            .objects
+            .get(name)
+            .map(|entry| Entry::clone(entry))
     }
 
     /// How one object went away, if it was watched and is gone.
@@ -329,7 +335,11 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
 
     /// Every entry (for listing).
     pub fn all(&self) -> Vec<Entry<V>> {
-        read(&self.state).objects.values().cloned().collect()
+        read(&self.state)
+            .objects
+            .values()
+            .map(|entry| Entry::clone(entry))
+            .collect()
     }
 
     /// How many objects are kept (for this crate's tests).
@@ -392,7 +402,7 @@ fn entries_of<'a, V>(state: &'a State<V>, job: &'a str) -> impl Iterator<Item = 
     state
         .by_job
         .names(job, own)
-        .filter_map(|name| state.objects.get(name))
+        .filter_map(|name| state.objects.get(name).map(Box::as_ref))
 }
 
 fn tombstones_of<'a, V>(
@@ -537,7 +547,7 @@ fn upsert<V>(state: &mut State<V>, entry: Entry<V>) {
         }
         None => state.by_job.insert(&entry.job, &entry.name),
     }
-    state.objects.insert(entry.name.clone(), entry);
+    state.objects.insert(entry.name.clone(), Box::new(entry));
 }
 
 /// Removes an object, leaving a tombstone; `final_state` is the DELETED event's object.
@@ -547,7 +557,7 @@ fn remove<V: Clone>(
     final_state: Option<Entry<V>>,
     settings: &ReflectorSettings,
 ) -> Option<String> {
-    let previous = state.objects.remove(name);
+    let previous = state.objects.remove(name).map(|entry| *entry);
     let (departure, entry) = match (final_state, previous) {
         (Some(entry), _) => (Departure::Deleted, entry),
         (None, Some(entry)) => (Departure::Vanished, entry),

@@ -9,7 +9,8 @@ use kubeferry_core::{ExecutionInfo, JobState};
 /// The last status reported per job, bounded: the oldest entries go first.
 pub struct LastReported {
     capacity: usize,
-    entries: HashMap<String, Reported>,
+    /// Boxed, as the reflectors' entries are: a map keeps room for more entries than it holds.
+    entries: HashMap<String, Box<Reported>>,
     order: VecDeque<String>,
 }
 
@@ -92,7 +93,7 @@ impl LastReported {
                     warning: warning.map(str::to_string),
                     version,
                 };
-                self.entries.insert(key.clone(), reported);
+                self.entries.insert(key.clone(), Box::new(reported));
                 self.order.push_back(key);
                 warning.is_some()
             }
