@@ -59,6 +59,10 @@ impl<'a, V> Observation<'a, V> {
 /// What a kind's mapping answers for one observation: the status, and what must be done
 /// (the kind's actions, `A`, as data) before its outcome stands. The settler carries actions
 /// out; a status query only reads.
+///
+/// Its status is never terminal while an action is set: until the action has succeeded the
+/// caller reports [`Mapped::info`], and once it has, the outcome the action carries. A failed
+/// action is simply repeated on the next observation, since the mapping asks for it again.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mapped<A> {
     /// The status to report now (see each kind's action for what it is while one is set).

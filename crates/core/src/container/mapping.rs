@@ -46,8 +46,6 @@ impl Default for MappingConfig {
 }
 
 /// What is known of the Job itself.
-///
-/// A Job that was never seen is not mapped at all: the caller answers "no such job".
 pub type JobObservation<'a> = Observation<'a, JobView>;
 
 /// The result of mapping a container job's observation.

@@ -17,18 +17,12 @@ use crate::status::{
 };
 
 /// What is known of the JobSet itself.
-///
-/// A JobSet that was never seen is not mapped at all: the caller answers "no such job".
 pub type JobSetObservation<'a> = Observation<'a, JobSetView>;
 
-/// The result of mapping a JobSet's observation. Its status is never terminal while an action
-/// is set.
+/// The result of mapping a JobSet's observation.
 pub type JobSetMapped = Mapped<JobSetAction>;
 
-/// Writes the caller must make before it reports an outcome. Until the action has succeeded
-/// the caller reports [`Mapped::info`] (non-terminal); once it has, it reports `outcome`. A
-/// failed action is simply repeated on the next observation, since the mapping asks for it
-/// again.
+/// What the settler must do before a JobSet's outcome stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JobSetAction {
     /// A pod of the set cannot start for good (its image cannot be pulled, its container

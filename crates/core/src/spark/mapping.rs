@@ -38,18 +38,12 @@ impl Default for SparkMappingConfig {
 }
 
 /// What is known of the SparkApplication itself.
-///
-/// An application that was never seen is not mapped at all: the caller answers "no such job".
 pub type AppObservation<'a> = Observation<'a, SparkAppView>;
 
-/// The result of mapping a Spark job's observation. Its status is never terminal while an
-/// action is set.
+/// The result of mapping a Spark job's observation.
 pub type SparkMapped = Mapped<SparkAction>;
 
-/// Writes the caller must make before it reports an outcome. Until an action has succeeded the
-/// caller reports [`Mapped::info`] (non-terminal); once it has, it reports the action's
-/// `outcome`. A failed action is simply repeated on the next observation, since the mapping
-/// asks for it again.
+/// What the settler must do before a Spark job's outcome stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SparkAction {
     /// The operator wrote no status within the no-status timeout (or another replica already

@@ -81,12 +81,7 @@ async fn polling_an_unknown_id_costs_one_request_per_period() {
         watch.is_current().then_some(())
     })
     .await;
-    env.sim.reset_counters();
-    for _ in 0..100 {
-        let error = env.executor.status(&id).await.unwrap_err();
-        assert!(error.is_no_such_job(), "{error}");
-    }
-    let counters = env.sim.counters();
+    let counters = crate::reads::poll_unknown(&env.executor, &env.sim, &id, 100).await;
     assert_eq!(
         env.sim.request_count("get", "jobs.batch"),
         1,

@@ -30,3 +30,19 @@ pub async fn answers_reading_only(
     );
     answers
 }
+
+/// Asks `times` for the status of `id`, which names no job: each answer must be "no such job".
+/// Returns the requests counted by the simulated cluster meanwhile.
+pub async fn poll_unknown(
+    executor: &Executor,
+    sim: &SimCluster,
+    id: &ExecutionId,
+    times: usize,
+) -> std::collections::BTreeMap<kubeferry_sim::CounterKey, u64> {
+    sim.reset_counters();
+    for _ in 0..times {
+        let error = executor.status(id).await.unwrap_err();
+        assert!(error.is_no_such_job(), "{error}");
+    }
+    sim.counters()
+}

@@ -230,11 +230,6 @@ async fn polling_an_unknown_application_costs_one_lookup_per_period() {
         },
     )
     .await;
-    env.sim.reset_counters();
-    for _ in 0..100 {
-        let error = env.executor.status(&id).await.unwrap_err();
-        assert!(error.is_no_such_job(), "{error}");
-    }
-    let counters = env.sim.counters();
+    let counters = crate::reads::poll_unknown(&env.executor, &env.sim, &id, 100).await;
     assert_eq!(env.sim.request_count("get", ""), 2, "{counters:#?}");
 }
