@@ -344,6 +344,25 @@ fn no_driver_view_still_reaches_the_outcome() {
             .exit_code(137)
             .finished(41),
     );
+    // A driver the kubelet could not find when its pod was stopped did not end on its own:
+    // the operator's `ContainerStatusUnknown` says the pod was disrupted.
+    assert_reports(
+        map_without_driver(KUBEFLOW, "driver_lost", Seen::Present, at(3600)),
+        expect(JobState::Failed, Reason::Disrupted)
+            .message("the application failed: driver container failed with ExitCode: 137, Reason: ContainerStatusUnknown")
+            .exit_code(137)
+            .finished(35),
+    );
+    // As is one the kubelet stopped with SIGTERM (143) or SIGKILL (137).
+    assert_reports(
+        map_without_driver(KUBEFLOW, "driver_evicted", Seen::Present, at(3600)),
+        expect(JobState::Failed, Reason::Disrupted)
+            .message(
+                "the application failed: driver container failed with ExitCode: 143, Reason: Error",
+            )
+            .exit_code(143)
+            .finished(35),
+    );
     assert_reports(
         map_without_driver(KUBEFLOW, "completed", Seen::Present, at(3600)),
         expect(JobState::Succeeded, Reason::Completed).finished(66),
@@ -619,6 +638,14 @@ fn kubeflow_outcomes() {
             .exit_code(143)
             .started(5)
             .finished(33),
+    );
+    // With its pod in view, the pod's disruption names the cause: its node was lost.
+    assert_reports(
+        map(KUBEFLOW, "driver_lost", Seen::Present, at(3600)),
+        expect(JobState::Failed, Reason::NodeLost)
+            .message("the application failed: driver container failed with ExitCode: 137, Reason: ContainerStatusUnknown (driver: ContainerStatusUnknown, exit code 137: The container could not be located when the pod was deleted.  The container used to be Running)")
+            .exit_code(137)
+            .finished(35),
     );
     assert_reports(
         map(KUBEFLOW, "failed_submission", Seen::Present, at(3600)),

@@ -1104,13 +1104,17 @@ fn disruption_began(disruption: Option<&PodConditionView>) -> Option<Timestamp> 
         .and_then(|c| c.last_transition_time)
 }
 
+/// The kubelet's reason for a container it could not find any more when its pod was stopped
+/// (exit code 137).
+pub(crate) const CONTAINER_STATUS_UNKNOWN: &str = "ContainerStatusUnknown";
+
 /// Whether a container's exit looks like the stop of a disruption: the kubelet stops a
 /// container with SIGTERM, then SIGKILL after the grace period (exit code 128 + signal, 143 or
 /// 137), and reports one it could not find any more as `ContainerStatusUnknown` (137).
 fn looks_stopped(t: &TerminatedView) -> bool {
     t.signal.is_some()
         || matches!(t.exit_code, 137 | 143)
-        || t.reason.as_deref() == Some("ContainerStatusUnknown")
+        || t.reason.as_deref() == Some(CONTAINER_STATUS_UNKNOWN)
 }
 
 /// Whether a container ended on its own before its pod's disruption (the pod's

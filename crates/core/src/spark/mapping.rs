@@ -15,7 +15,8 @@ use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, Resolution, deadline};
 use crate::container::view::{ContainerStateView, ContainerView, PodPhase, TerminatedView};
 use crate::container::{
-    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary,
+    CONTAINER_STATUS_UNKNOWN, IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption,
+    exit_summary,
 };
 use crate::observation::{self, Action, Mapped, Observation};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
@@ -337,12 +338,23 @@ impl<'a> Mapper<'a> {
             let failed_on_its_own = ended.is_some_and(|(driver, t)| {
                 t.exit_code != 0 && ended_before_disruption(driver.disruption.as_ref(), t)
             });
+            // Without the driver's pod, the operator's words may still say that its pod was
+            // stopped from outside (deleted, evicted, its node lost) before the verdict: the
+            // kubelet's `ContainerStatusUnknown` (a container it could not find any more), or
+            // the exit of a SIGTERM (143) or of the SIGKILL after the grace period (137, not an
+            // OOM kill: that one says `OOMKilled`), the same exits that read as a disruption's
+            // stop for a container job. A driver ends so only when its pod is stopped.
+            let stopped = hint.is_some_and(|h| {
+                h.reason.as_deref() == Some(CONTAINER_STATUS_UNKNOWN)
+                    || matches!(h.exit_code, 137 | 143)
+            });
             let reason = match (verdict.reason, disrupted) {
                 (Reason::SparkFailed | Reason::Evicted, _) if oom => Reason::OomKilled,
                 (Reason::Evicted, _) if failed_on_its_own => Reason::SparkFailed,
                 (Reason::SparkFailed | Reason::Evicted, Some(disruption)) if !failed_on_its_own => {
                     disruption
                 }
+                (Reason::SparkFailed, None) if stopped => Reason::Disrupted,
                 (reason, _) => reason,
             };
             let mut message = verdict.message.clone();
