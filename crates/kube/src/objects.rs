@@ -239,6 +239,9 @@ pub(crate) struct Current<K> {
     /// Whether the status was mapped from the job's pods as the API server lists them now
     /// (`false`: they could not be listed, and a cache stood in for them).
     pub(crate) fresh: bool,
+    /// Whether the object itself says its work ended, its verdict perhaps not in yet (a Job's
+    /// counts: its pods, and their exit codes, may be gone).
+    pub(crate) ended: bool,
 }
 
 /// One run of a job's main container: a pod, oldest first in [`Jobs::attempts`].

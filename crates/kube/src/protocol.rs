@@ -102,7 +102,21 @@ pub(crate) async fn cancel_from<J: Kind>(
         // and its settler records that end. Only a job seen running after its mark, its pods
         // read from the server, is recorded cancelled here; should that read fail, the one
         // before the mark decides, if its pods were read from the server.
-        let running_when_marked = match jobs.read(id).await {
+        let reread = jobs.read(id).await;
+        // The object's own word that the work ended (a Job counting its attempt succeeded, or
+        // out of retries, after a drain took the pod and its exit code away): the cancel has
+        // nothing left to stop, and the verdict on its way is the job's outcome.
+        let ended = match &reread {
+            Ok(Some(now)) => now.ended,
+            Ok(None) | Err(_) => current.ended,
+        };
+        if ended {
+            info!(message = "cancel requested after the job's work ended", id = %id);
+            let info = accepted(jobs.status(id).await?);
+            jobs.remember(id, &info, marked_version.as_deref());
+            return Ok(CancelOutcome::Requested(info));
+        }
+        let running_when_marked = match reread {
             Ok(Some(now)) if now.fresh => {
                 !now.status.is_terminal() && now.status.exit_code.is_none()
             }

@@ -694,3 +694,32 @@ fn of_two_attempts_created_in_one_second_the_ended_one_is_older() {
     pods.sort_by(oldest_attempt_first);
     assert_eq!(pods.map(|p| p.pod.name), ["z-older", "a-second"]);
 }
+
+/// A Job whose pods are gone still says by its counts whether its work ended: a cancel marked
+/// then stops nothing, and the end is the job's own.
+#[test]
+fn a_jobs_counts_say_whether_its_work_ended() {
+    let job = |spec: serde_json::Value, status: serde_json::Value| {
+        let job: Job = serde_json::from_value(json!({
+            "metadata": {"name": "j"}, "spec": spec, "status": status,
+        }))
+        .expect("a Job");
+        JobView::from(&job)
+    };
+    let template = json!({"spec": {"containers": [{"name": "main"}]}});
+    let plain = |status| job(json!({"backoffLimit": 1, "template": template}), status);
+    assert!(!plain(json!({"active": 1})).counts_ended());
+    assert!(plain(json!({"succeeded": 1})).counts_ended());
+    // One failed attempt of two allowed: a retry comes.
+    assert!(!plain(json!({"failed": 1})).counts_ended());
+    assert!(plain(json!({"failed": 2})).counts_ended());
+    let indexed = |status| {
+        job(
+            json!({"completionMode": "Indexed", "completions": 3, "backoffLimit": 6,
+                   "template": template}),
+            status,
+        )
+    };
+    assert!(!indexed(json!({"succeeded": 2, "completedIndexes": "0-1"})).counts_ended());
+    assert!(indexed(json!({"succeeded": 3, "completedIndexes": "0-2"})).counts_ended());
+}

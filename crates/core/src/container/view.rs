@@ -222,6 +222,17 @@ fn indexed(job: &Job) -> Option<Box<IndexedView>> {
 }
 
 impl JobView {
+    /// Whether the Job's own counts say its work ended, its verdict perhaps not in yet: every
+    /// completion succeeded, or a failed attempt used up its retries. Its pods may be gone by
+    /// then (a drain, the pod GC), their exit codes with them; a cancel marked now stops
+    /// nothing.
+    pub fn counts_ended(&self) -> bool {
+        let completions = self.indexed.as_ref().map_or(1, |indexed| {
+            i32::try_from(indexed.completions).unwrap_or(i32::MAX)
+        });
+        self.succeeded >= completions || self.backoff_limit.is_some_and(|limit| self.failed > limit)
+    }
+
     /// Whether `pod` is one of this Job's attempts: its controller is this Job (a pod of an
     /// earlier Job of the same name is not), or either uid is unknown.
     pub fn owns(&self, pod: &PodView) -> bool {

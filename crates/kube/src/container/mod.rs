@@ -566,6 +566,7 @@ impl ContainerJobs {
     /// lists them now (and the final states of deleted ones the watch still knows).
     async fn current(&self, id: &ExecutionId, job: Job) -> Result<Current<Job>> {
         let view = JobView::from(&job);
+        let ended = view.counts_ended();
         let watch = self.watch(&id.namespace);
         let (pods, fresh) = match self.fresh_pods(&watch, &id.namespace, &id.name).await {
             Ok(pods) => (pods, true),
@@ -579,6 +580,7 @@ impl ContainerJobs {
             meta: job.metadata,
             status,
             fresh,
+            ended,
         })
     }
 }

@@ -192,6 +192,7 @@ async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled()
         meta: now.metadata,
         status: running,
         fresh: false,
+        ended: false,
     };
     crate::protocol::cancel_from(&jobs, &id, Some(seen))
         .await
@@ -210,6 +211,60 @@ async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled()
     let recorded = eventually_async(|| jobs.records.recorded(&id)).await;
     assert_eq!(recorded.state, JobState::Failed, "{recorded:?}");
     assert_eq!(recorded.exit_code, Some(42), "{recorded:?}");
+}
+
+/// A cancel that finds the Job's own counts saying its work ended (its attempt counted
+/// succeeded or out of retries, the pod perhaps drained away with its exit code, the verdict
+/// not in yet) has nothing left to stop: it marks the Job, deletes nothing and records nothing,
+/// and the job's own verdict becomes its outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_that_finds_the_work_ended_by_the_jobs_counts_deletes_nothing() {
+    let sim = SimCluster::start(SimConfig::for_tests())
+        .await
+        .expect("starts");
+    let jobs = backend(&sim).await;
+    let (id, gate) = gated_job(&jobs, "counted", 0).await;
+    let running = jobs.status(&id).await.expect("a status");
+    let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
+    let now = api.get(&id.name).await.expect("the Job");
+    // The Job as read before the mark counted its attempt succeeded; the read after the mark
+    // is refused, so that one decides.
+    let seen = Current {
+        objects: jobs.objects("default"),
+        meta: now.metadata,
+        status: running,
+        fresh: true,
+        ended: true,
+    };
+    sim.add_fault(
+        kubeferry_sim::FaultRule::new(kubeferry_sim::FaultAction::Error {
+            code: 403,
+            message: None,
+            retry_after_seconds: None,
+        })
+        .verbs(&["get"])
+        .resources(&["jobs.batch"])
+        .times(1),
+    );
+    sim.reset_counters();
+    let answer = crate::protocol::cancel_from(&jobs, &id, Some(seen))
+        .await
+        .expect("cancel answers");
+    let CancelOutcome::Requested(info) = answer else {
+        panic!("accepted: {answer:?}");
+    };
+    assert_eq!(info.state, JobState::Cancelling, "{info:?}");
+    assert_eq!(sim.request_count("delete", "jobs.batch"), 0);
+    assert_eq!(sim.request_count("create", "configmaps"), 0);
+    // The job's own end is its outcome.
+    std::fs::write(&gate, b"").expect("the gate opens");
+    let ended = eventually_async(|| async {
+        Some(jobs.status(&id).await.expect("a status")).filter(|info| info.is_terminal())
+    })
+    .await;
+    let _ = std::fs::remove_file(&gate);
+    assert_eq!(ended.state, JobState::Succeeded, "{ended:?}");
+    assert_eq!(ended.exit_code, Some(0), "{ended:?}");
 }
 
 /// The value `check` answers, once it answers one.

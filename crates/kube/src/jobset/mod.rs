@@ -518,6 +518,8 @@ impl Kind for JobSets {
             meta: object.metadata,
             status,
             fresh: true,
+            // The JobSet's status says it once its verdict is in: nothing before that does.
+            ended: false,
         }))
     }
 

@@ -652,6 +652,8 @@ impl Kind for SparkJobs {
             meta: object.metadata,
             status,
             fresh,
+            // The operator's status says it once its verdict is in: nothing before that does.
+            ended: false,
         }))
     }
 
