@@ -363,6 +363,13 @@ fn no_driver_view_still_reaches_the_outcome() {
             .exit_code(143)
             .finished(35),
     );
+    // As is one whose pod the operator found gone before it saw the driver end.
+    assert_reports(
+        map_without_driver(KUBEFLOW, "driver_pod_not_found", Seen::Present, at(3600)),
+        expect(JobState::Failed, Reason::Disrupted)
+            .message("the application failed: driver pod not found")
+            .finished(35),
+    );
     assert_reports(
         map_without_driver(KUBEFLOW, "completed", Seen::Present, at(3600)),
         expect(JobState::Succeeded, Reason::Completed).finished(66),

@@ -136,6 +136,7 @@ pub(super) fn read<'a>(app: &SparkAppView, status: &'a ApacheStatus, stopped: bo
                         at: current.last_transition_time,
                         recorded_driver: recorded_driver(attempt),
                         exit_hint: None,
+                        driver_pod_gone: false,
                     })
                 }
             }
@@ -188,6 +189,7 @@ fn verdict<'a>(state: &'a ApacheState, attempt: &'a [ApacheState]) -> Verdict<'a
         at: state.last_transition_time,
         recorded_driver: state.driver.as_deref().or_else(|| recorded_driver(attempt)),
         exit_hint: None,
+        driver_pod_gone: false,
     }
 }
 

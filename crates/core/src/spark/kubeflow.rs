@@ -96,6 +96,7 @@ pub(super) fn read<'a>(app: &SparkAppView, status: &'a KubeflowStatus) -> Readin
             at: status.termination_time,
             recorded_driver: None,
             exit_hint: None,
+            driver_pod_gone: false,
         }),
         Failed => ReadingKind::Outcome(Verdict {
             succeeded: false,
@@ -104,6 +105,7 @@ pub(super) fn read<'a>(app: &SparkAppView, status: &'a KubeflowStatus) -> Readin
             at: status.termination_time,
             recorded_driver: None,
             exit_hint: error.and_then(exit_hint),
+            driver_pod_gone: error == Some(DRIVER_POD_NOT_FOUND),
         }),
         Other(name) => ReadingKind::Progress {
             state: Progress::StartedIfKnown,
@@ -115,6 +117,9 @@ pub(super) fn read<'a>(app: &SparkAppView, status: &'a KubeflowStatus) -> Readin
     };
     Reading::of(kind)
 }
+
+/// The operator's error when the driver's pod went away before it saw the driver end.
+const DRIVER_POD_NOT_FOUND: &str = "driver pod not found";
 
 /// The driver's end as the operator words it when the driver container failed:
 /// `driver container failed with ExitCode: <code>, Reason: <reason>`.

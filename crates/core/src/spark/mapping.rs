@@ -343,11 +343,14 @@ impl<'a> Mapper<'a> {
             // kubelet's `ContainerStatusUnknown` (a container it could not find any more), or
             // the exit of a SIGTERM (143) or of the SIGKILL after the grace period (137, not an
             // OOM kill: that one says `OOMKilled`), the same exits that read as a disruption's
-            // stop for a container job. A driver ends so only when its pod is stopped.
-            let stopped = hint.is_some_and(|h| {
-                h.reason.as_deref() == Some(CONTAINER_STATUS_UNKNOWN)
-                    || matches!(h.exit_code, 137 | 143)
-            });
+            // stop for a container job (a driver ends so only when its pod is stopped); or
+            // Kubeflow's `driver pod not found`, the driver's pod gone before the operator saw
+            // it end (a pod that ends on its own stays until its application goes).
+            let stopped = (verdict.driver_pod_gone && end.is_none())
+                || hint.is_some_and(|h| {
+                    h.reason.as_deref() == Some(CONTAINER_STATUS_UNKNOWN)
+                        || matches!(h.exit_code, 137 | 143)
+                });
             let reason = match (verdict.reason, disrupted) {
                 (Reason::SparkFailed | Reason::Evicted, _) if oom => Reason::OomKilled,
                 (Reason::Evicted, _) if failed_on_its_own => Reason::SparkFailed,

@@ -67,6 +67,9 @@ pub(super) struct Verdict<'a> {
     /// The driver's exit code and termination reason as the operator's message gives them
     /// (Kubeflow), used when no driver status is known.
     pub(super) exit_hint: Option<ExitHint>,
+    /// Whether the operator says the driver's pod went away before it saw the driver end
+    /// (Kubeflow's `driver pod not found`): deleted from outside (a drain, a lost node, someone).
+    pub(super) driver_pod_gone: bool,
 }
 
 /// A driver's end as an operator's message tells it.
