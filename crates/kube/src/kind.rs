@@ -77,6 +77,24 @@ impl<V> Observed<V> {
 /// The managed objects of one resource of a namespace, with where they live.
 pub(crate) type ManagedObjects<K> = (Objects<K>, Vec<K>);
 
+/// What every kind keeps alike: its cluster, each watched namespace's watches and last
+/// answers, and the outcome records (every kind's).
+pub(crate) struct KindBase<W> {
+    pub(crate) cluster: Cluster,
+    pub(crate) namespaces: Namespaces<W>,
+    pub(crate) records: Arc<Records>,
+}
+
+impl<W> KindBase<W> {
+    pub(crate) fn new(cluster: Cluster, records: Arc<Records>) -> Self {
+        Self {
+            cluster,
+            namespaces: Namespaces::default(),
+            records,
+        }
+    }
+}
+
 /// A kind of job: how its objects are found, watched, read and mapped.
 pub(crate) trait Kind: Send + Sync + 'static {
     /// The object a job of this kind runs as.
@@ -91,17 +109,26 @@ pub(crate) trait Kind: Send + Sync + 'static {
     /// Its object, as messages name it.
     const NOUN: &'static str;
 
+    /// What it keeps as every kind does.
+    fn base(&self) -> &KindBase<Self::Watches>;
+
     /// The cluster.
-    fn cluster(&self) -> &Cluster;
+    fn cluster(&self) -> &Cluster {
+        &self.base().cluster
+    }
 
     /// How often a waiter looks again when nothing changes (time-based rules).
     fn recheck_interval(&self) -> Duration;
 
     /// The watched namespaces and the last answers.
-    fn namespaces(&self) -> &Namespaces<Self::Watches>;
+    fn namespaces(&self) -> &Namespaces<Self::Watches> {
+        &self.base().namespaces
+    }
 
     /// The outcome records (every kind's).
-    fn records(&self) -> &Arc<Records>;
+    fn records(&self) -> &Arc<Records> {
+        &self.base().records
+    }
 
     /// The watches of `namespace`, started (with its settler) if they are not yet.
     fn watch(&self, namespace: &str) -> impl Future<Output = Result<Arc<Self::Watches>>> + Send;

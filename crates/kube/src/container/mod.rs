@@ -24,7 +24,7 @@ use tracing::{debug, warn};
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
-use crate::kind::{Kind, Listed, ManagedObjects};
+use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
@@ -74,13 +74,11 @@ impl Default for ContainerSettings {
 
 /// The container job backend of one cluster.
 pub struct ContainerJobs {
-    cluster: Cluster,
+    /// The cluster, each watched namespace's watches and settler and the last answers, and the
+    /// outcome records.
+    base: KindBase<NamespaceWatch>,
     settings: ContainerSettings,
-    /// Each watched namespace's watches and settler, and the last answers.
-    namespaces: Namespaces<NamespaceWatch>,
     starter: WatchStarter,
-    /// The outcome records.
-    records: Arc<Records>,
     /// The Jobs this process creates or created lately (`namespace/name`).
     submitted: Recent,
 }
@@ -107,35 +105,37 @@ impl ContainerJobs {
             start_settler: settler::start,
         };
         Self {
-            cluster,
+            base: KindBase {
+                cluster,
+                namespaces,
+                records,
+            },
             settings,
-            namespaces,
             starter,
-            records,
             submitted: Recent::new(10_000),
         }
     }
 
     /// The watches of `namespace`, if they are started.
     pub fn existing(&self, namespace: &str) -> Option<Arc<NamespaceWatch>> {
-        self.namespaces.existing(namespace)
+        self.base.namespaces.existing(namespace)
     }
 
     /// The watches of `namespace` and its settler, started if this is the first question
     /// about it.
     pub fn watch(&self, namespace: &str) -> Arc<NamespaceWatch> {
-        self.namespaces.get_or_start(namespace, || {
-            self.records.watch(namespace);
+        self.base.namespaces.get_or_start(namespace, || {
+            self.base.records.watch(namespace);
             NamespaceWatch::start(namespace, &self.starter)
         })
     }
 
     fn jobs(&self, namespace: &str) -> Api<Job> {
-        Api::namespaced(self.cluster.client().clone(), namespace)
+        Api::namespaced(self.base.cluster.client().clone(), namespace)
     }
 
     fn pods(&self, namespace: &str) -> Api<Pod> {
-        Api::namespaced(self.cluster.client().clone(), namespace)
+        Api::namespaced(self.base.cluster.client().clone(), namespace)
     }
 
     fn objects(&self, namespace: &str) -> Objects<Job> {
@@ -174,7 +174,7 @@ impl ContainerJobs {
         self.submitted.insert(format!("{namespace}/{name}"));
         let created = self
             .objects(namespace)
-            .create_or_adopt(&self.cluster, &manifest, job_id, &spec.hash())
+            .create_or_adopt(&self.base.cluster, &manifest, job_id, &spec.hash())
             .await;
         if created.is_err() {
             self.submitted.remove(&format!("{namespace}/{name}"));
@@ -222,7 +222,7 @@ impl ContainerJobs {
             // The server said a moment ago it has no such Job, and the watch, current since,
             // has not delivered one.
             None if watch.is_current()
-                && self.namespaces.absent_lately(
+                && self.base.namespaces.absent_lately(
                     &id.namespace,
                     &id.name,
                     self.settings.reflector.absent_ttl,
@@ -237,7 +237,7 @@ impl ContainerJobs {
                 let current = watch.is_current();
                 let fetched = self.fetch(&watch, id).await?;
                 if fetched.is_none() && current {
-                    self.namespaces.note_absent(&id.namespace, &id.name);
+                    self.base.namespaces.note_absent(&id.namespace, &id.name);
                 }
                 fetched
             }
@@ -274,7 +274,7 @@ impl ContainerJobs {
         let Observed::Present(job) = observed else {
             return None;
         };
-        let job = self.namespaces.existing(&id.namespace)?.with_refusal(
+        let job = self.base.namespaces.existing(&id.namespace)?.with_refusal(
             job,
             pods,
             now,
@@ -294,7 +294,7 @@ impl ContainerJobs {
             // A Job's final state, as a DELETED event brought it, is as fresh as it gets.
             return false;
         };
-        let previous = self.namespaces.last_reported(&id.namespace, &id.name);
+        let previous = self.base.namespaces.last_reported(&id.namespace, &id.name);
         if previous.as_ref().is_some_and(ExecutionInfo::is_terminal) {
             return false;
         }
@@ -314,10 +314,11 @@ impl ContainerJobs {
         watch: &NamespaceWatch,
         id: &ExecutionId,
     ) -> Result<Option<(Observed, Vec<PodView>)>> {
-        self.cluster.check_reachable()?;
+        self.base.cluster.check_reachable()?;
         let op = Op::named("get", JOBS, &id.namespace, &id.name);
         let api = self.jobs(&id.namespace);
         let Some(job) = self
+            .base
             .cluster
             .call(&op, true, || api.get_opt(&id.name))
             .await?
@@ -336,11 +337,11 @@ impl ContainerJobs {
         namespace: &str,
         job: &str,
     ) -> Result<Vec<PodView>> {
-        tracker::listed_pods(&self.cluster, namespace, job, Some(watch)).await
+        tracker::listed_pods(&self.base.cluster, namespace, job, Some(watch)).await
     }
 
     async fn list_pods(&self, namespace: &str, job: &str) -> Result<Vec<PodView>> {
-        tracker::listed_pods(&self.cluster, namespace, job, None).await
+        tracker::listed_pods(&self.base.cluster, namespace, job, None).await
     }
 
     fn no_such_job(&self, id: &ExecutionId, watch: &NamespaceWatch) -> Error {
@@ -367,14 +368,17 @@ impl ContainerJobs {
         pods: &[PodView],
         now: Timestamp,
     ) -> Result<ExecutionInfo> {
-        let previous = self.namespaces.last_reported(&id.namespace, &id.name);
+        let previous = self.base.namespaces.last_reported(&id.namespace, &id.name);
         let version = match observed {
             Observed::Present(job) => job.resource_version.as_deref(),
             Observed::Vanished(..) => None,
         };
         // A watch cache lagging a fresh read: its older copy tells nothing new.
         if let Some(previous) = &previous
-            && self.namespaces.is_older(&id.namespace, &id.name, version)
+            && self
+                .base
+                .namespaces
+                .is_older(&id.namespace, &id.name, version)
         {
             return Ok(previous.clone());
         }
@@ -431,6 +435,7 @@ impl ContainerJobs {
         }
         let warning = mapped.warning.as_deref();
         if self
+            .base
             .namespaces
             .remember(&id.namespace, &id.name, &info, warning, version)
             && let Some(warning) = warning
@@ -439,6 +444,7 @@ impl ContainerJobs {
         }
         // What stands: an answer computed at the same time from a newer copy wins.
         Ok(self
+            .base
             .namespaces
             .last_reported(&id.namespace, &id.name)
             .unwrap_or(info))
@@ -484,13 +490,14 @@ impl ContainerJobs {
         selector: &str,
     ) -> Result<Vec<Listed<(JobView, Vec<PodView>)>>> {
         let params = ListParams::default().labels(selector);
-        let client = self.cluster.client().clone();
+        let client = self.base.cluster.client().clone();
         let (jobs_api, pods_api): (Api<Job>, Api<Pod>) = match namespace {
             Some(namespace) => (self.jobs(namespace), self.pods(namespace)),
             None => (Api::all(client.clone()), Api::all(client)),
         };
         let scope = namespace.unwrap_or(ALL_NAMESPACES);
         let jobs = self
+            .base
             .cluster
             .call(&Op::collection("list", JOBS, scope), true, || {
                 jobs_api.list(&params)
@@ -498,6 +505,7 @@ impl ContainerJobs {
             .await?;
         let managed = ListParams::default().labels(MANAGED_SELECTOR);
         let pods = self
+            .base
             .cluster
             .call(&Op::collection("list", PODS, scope), true, || {
                 pods_api.list(&managed)
@@ -593,20 +601,12 @@ impl Kind for ContainerJobs {
     const JOB_KIND: JobKind = JobKind::Job;
     const NOUN: &'static str = "Job";
 
-    fn cluster(&self) -> &Cluster {
-        &self.cluster
+    fn base(&self) -> &KindBase<NamespaceWatch> {
+        &self.base
     }
 
     fn recheck_interval(&self) -> Duration {
         self.settings.recheck_interval
-    }
-
-    fn namespaces(&self) -> &Namespaces<NamespaceWatch> {
-        &self.namespaces
-    }
-
-    fn records(&self) -> &Arc<Records> {
-        &self.records
     }
 
     async fn watch(&self, namespace: &str) -> Result<Arc<NamespaceWatch>> {
@@ -619,7 +619,7 @@ impl Kind for ContainerJobs {
 
     async fn read(&self, id: &ExecutionId) -> Result<Option<Current<Job>>> {
         let objects = self.objects(&id.namespace);
-        match objects.get(&self.cluster, &id.name).await? {
+        match objects.get(&self.base.cluster, &id.name).await? {
             Some(job) => Ok(Some(self.current(id, job).await?)),
             None => Ok(None),
         }
@@ -664,6 +664,7 @@ impl Kind for ContainerJobs {
         let params = ListParams::default().labels(MANAGED_SELECTOR);
         let api = self.jobs(namespace);
         let jobs = self
+            .base
             .cluster
             .call(&Op::collection("list", JOBS, namespace), true, || {
                 api.list(&params)
@@ -673,7 +674,8 @@ impl Kind for ContainerJobs {
     }
 
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        self.namespaces
+        self.base
+            .namespaces
             .watched()
             .into_iter()
             .flat_map(|(namespace, watch)| {

@@ -108,7 +108,7 @@ async fn recorded_elsewhere(
     id: &ExecutionId,
     outcome: &kubeferry_core::ExecutionInfo,
 ) {
-    let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
+    let api: Api<Job> = Api::namespaced(jobs.base.cluster.client().clone(), "default");
     let job = api.get(&id.name).await.expect("the Job");
     let record = kubeferry_core::record::OutcomeRecord {
         kind: kubeferry_core::JobKind::Job,
@@ -132,7 +132,7 @@ async fn a_job_that_ends_between_the_read_and_the_mark_keeps_its_outcome() {
     let (id, gate) = gated_job(&jobs, "race", 0).await;
 
     // kubeferry reads the Job while it runs...
-    let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
+    let api: Api<Job> = Api::namespaced(jobs.base.cluster.client().clone(), "default");
     let stale = api.get(&id.name).await.expect("the Job");
     // ...and the job ends before the mark goes on.
     std::fs::write(&gate, b"").expect("the gate opens");
@@ -185,7 +185,7 @@ async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled()
     fail_unseen(&sim, &id, &gate).await;
     // ...and the cancel's read before its mark did not see that end either (its pods came from
     // a cache that had not seen it): the mark goes on the Job as it is now.
-    let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
+    let api: Api<Job> = Api::namespaced(jobs.base.cluster.client().clone(), "default");
     let now = api.get(&id.name).await.expect("the Job");
     let seen = Current {
         objects: jobs.objects("default"),
@@ -208,7 +208,7 @@ async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled()
     assert_eq!(ended.state, JobState::Failed, "{ended:?}");
     assert_eq!(ended.reason, Reason::Error, "{ended:?}");
     assert_eq!(ended.exit_code, Some(42), "{ended:?}");
-    let recorded = eventually_async(|| jobs.records.recorded(&id)).await;
+    let recorded = eventually_async(|| jobs.base.records.recorded(&id)).await;
     assert_eq!(recorded.state, JobState::Failed, "{recorded:?}");
     assert_eq!(recorded.exit_code, Some(42), "{recorded:?}");
 }
@@ -225,7 +225,7 @@ async fn a_cancel_that_finds_the_work_ended_by_the_jobs_counts_deletes_nothing()
     let jobs = backend(&sim).await;
     let (id, gate) = gated_job(&jobs, "counted", 0).await;
     let running = jobs.status(&id).await.expect("a status");
-    let api: Api<Job> = Api::namespaced(jobs.cluster.client().clone(), "default");
+    let api: Api<Job> = Api::namespaced(jobs.base.cluster.client().clone(), "default");
     let now = api.get(&id.name).await.expect("the Job");
     // The Job as read before the mark counted its attempt succeeded; the read after the mark
     // is refused, so that one decides.
@@ -294,7 +294,7 @@ async fn a_cancel_that_finds_the_job_ended_answers_the_outcome_another_replica_r
         .with_message("cancelled through another replica");
     recorded_elsewhere(&sim, &jobs, &id, &cancelled).await;
     // (which this replica's watch of records has delivered)...
-    eventually_async(|| jobs.records.recorded(&id)).await;
+    eventually_async(|| jobs.base.records.recorded(&id)).await;
     // ...and the container ends while this replica's watches see nothing of it.
     fail_unseen(&sim, &id, &gate).await;
 
@@ -323,7 +323,7 @@ async fn an_outcome_another_replica_recorded_first_is_this_replicas_answer_too()
         .with_message("recorded by another replica");
     recorded_elsewhere(&sim, &jobs, &id, &first).await;
     let pods: Api<k8s_openapi::api::core::v1::Pod> =
-        Api::namespaced(jobs.cluster.client().clone(), "default");
+        Api::namespaced(jobs.base.cluster.client().clone(), "default");
     let listed = pods
         .list(&kube::api::ListParams::default().labels(&format!("job-name={}", id.name)))
         .await

@@ -32,12 +32,12 @@ use tracing::debug;
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
-use crate::kind::{Kind, Listed, ManagedObjects, Watches};
+use crate::kind::{Kind, KindBase, Listed, ManagedObjects, Watches};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
-use crate::tracker::{Departure, Namespaces, ReflectorSettings, lock};
+use crate::tracker::{Departure, ReflectorSettings, lock};
 use tracker::{ChildPod, JobSetNamespaceWatch, children_selector};
 
 const KIND: &str = "JobSet";
@@ -77,12 +77,10 @@ impl Default for JobSetSettings {
 
 /// The JobSet backend of one cluster.
 pub struct JobSets {
-    cluster: Cluster,
+    /// The cluster, each watched namespace's watches and the last answers, and the outcome
+    /// records.
+    base: KindBase<JobSetNamespaceWatch>,
     settings: JobSetSettings,
-    /// Each watched namespace's watches, and the last answers.
-    namespaces: Namespaces<JobSetNamespaceWatch>,
-    /// The outcome records.
-    records: Arc<Records>,
     /// Whether the cluster serves the JobSet CRD, and since when that is known.
     installed: Mutex<Option<(Instant, bool)>>,
     /// Held while discovery asks: concurrent callers wait for its answer, not ask again.
@@ -116,10 +114,8 @@ impl JobSets {
                 settings.sync_timeout,
                 settings.reflector.absent_ttl,
             ),
-            records,
-            cluster,
+            base: KindBase::new(cluster, records),
             settings,
-            namespaces: Namespaces::default(),
             installed: Mutex::new(None),
             discovering: tokio::sync::Mutex::new(()),
         })
@@ -127,12 +123,16 @@ impl JobSets {
 
     /// The watches of `namespace`, if they are started.
     pub(crate) fn existing(&self, namespace: &str) -> Option<Arc<JobSetNamespaceWatch>> {
-        self.namespaces.existing(namespace)
+        self.base.namespaces.existing(namespace)
     }
 
     fn objects(&self, namespace: &str) -> Objects<DynamicObject> {
         Objects {
-            api: Api::namespaced_with(self.cluster.client().clone(), namespace, &api_resource()),
+            api: Api::namespaced_with(
+                self.base.cluster.client().clone(),
+                namespace,
+                &api_resource(),
+            ),
             resource: RESOURCE,
             kind: KIND,
             namespace: namespace.to_string(),
@@ -155,8 +155,9 @@ impl JobSets {
         }
         let api_version = format!("{JOBSET_GROUP}/{JOBSET_VERSION}");
         let op = Op::named("get", "apis", "", &api_version);
-        let client = self.cluster.client();
+        let client = self.base.cluster.client();
         let installed = match self
+            .base
             .cluster
             .call(&op, true, || client.list_api_group_resources(&api_version))
             .await
@@ -183,14 +184,14 @@ impl JobSets {
 
     /// The watches of `namespace`, started (with its settler) if they are not yet.
     pub async fn watch(&self, namespace: &str) -> Result<Arc<JobSetNamespaceWatch>> {
-        let watch = match self.namespaces.existing(namespace) {
+        let watch = match self.base.namespaces.existing(namespace) {
             Some(watch) => watch,
             None => {
                 self.check_installed(namespace).await?;
-                self.namespaces.get_or_start(namespace, || {
-                    self.records.watch(namespace);
+                self.base.namespaces.get_or_start(namespace, || {
+                    self.base.records.watch(namespace);
                     Arc::new(JobSetNamespaceWatch::start(
-                        &self.cluster,
+                        &self.base.cluster,
                         namespace,
                         &self.settings.reflector,
                     ))
@@ -225,7 +226,7 @@ impl JobSets {
                 source,
             })?;
         self.objects(namespace)
-            .create_or_adopt(&self.cluster, &object, job_id, &spec.hash())
+            .create_or_adopt(&self.base.cluster, &object, job_id, &spec.hash())
             .await?;
         // The namespace is looked after from now on (its settler keeps the outcome record);
         // the job exists whatever becomes of that.
@@ -265,21 +266,23 @@ impl JobSets {
         let scope = namespace.unwrap_or(ALL_NAMESPACES);
         let (jobs_api, pods_api): (Api<Job>, Api<Pod>) = match namespace {
             Some(namespace) => (
-                Api::namespaced(self.cluster.client().clone(), namespace),
-                Api::namespaced(self.cluster.client().clone(), namespace),
+                Api::namespaced(self.base.cluster.client().clone(), namespace),
+                Api::namespaced(self.base.cluster.client().clone(), namespace),
             ),
             None => (
-                Api::all(self.cluster.client().clone()),
-                Api::all(self.cluster.client().clone()),
+                Api::all(self.base.cluster.client().clone()),
+                Api::all(self.base.cluster.client().clone()),
             ),
         };
         let op = Op::collection("list", JOBS, scope);
         let jobs = self
+            .base
             .cluster
             .call(&op, true, || jobs_api.list(&params))
             .await?;
         let op = Op::collection("list", PODS, scope);
         let pods = self
+            .base
             .cluster
             .call(&op, true, || pods_api.list(&params))
             .await?;
@@ -363,11 +366,15 @@ impl JobSets {
     ) -> Result<Vec<DynamicObject>> {
         let api = match namespace {
             Some(namespace) => self.objects(namespace).api,
-            None => Api::all_with(self.cluster.client().clone(), &api_resource()),
+            None => Api::all_with(self.base.cluster.client().clone(), &api_resource()),
         };
         let params = ListParams::default().labels(selector);
         let op = Op::collection("list", RESOURCE, namespace.unwrap_or(ALL_NAMESPACES));
-        let list = self.cluster.call(&op, true, || api.list(&params)).await?;
+        let list = self
+            .base
+            .cluster
+            .call(&op, true, || api.list(&params))
+            .await?;
         Ok(list.items)
     }
 
@@ -385,7 +392,7 @@ impl JobSets {
         let (discovering, jobs) = (self.clone(), self.clone());
         let (ns, selector) = (namespace.to_string(), crate::selector::managed(selector));
         crate::selector::after_discovery(
-            self.cluster.clone(),
+            self.base.cluster.clone(),
             namespace.to_string(),
             "cannot discover whether the cluster serves JobSets; trying again",
             move || {
@@ -423,7 +430,7 @@ impl JobSets {
         }
         let object = self
             .objects(&id.namespace)
-            .get(&self.cluster, &id.name)
+            .get(&self.base.cluster, &id.name)
             .await?;
         Ok(object.and_then(|o| {
             view_of(&o)
@@ -448,12 +455,8 @@ impl Kind for JobSets {
     const JOB_KIND: JobKind = JobKind::JobSet;
     const NOUN: &'static str = KIND;
 
-    fn namespaces(&self) -> &Namespaces<JobSetNamespaceWatch> {
-        &self.namespaces
-    }
-
-    fn records(&self) -> &Arc<Records> {
-        &self.records
+    fn base(&self) -> &KindBase<JobSetNamespaceWatch> {
+        &self.base
     }
 
     async fn watch(&self, namespace: &str) -> Result<Arc<JobSetNamespaceWatch>> {
@@ -480,10 +483,6 @@ impl Kind for JobSets {
         self.evaluating.jobs_by_state()
     }
 
-    fn cluster(&self) -> &Cluster {
-        &self.cluster
-    }
-
     fn recheck_interval(&self) -> Duration {
         self.settings.recheck_interval
     }
@@ -495,7 +494,7 @@ impl Kind for JobSets {
     async fn read(&self, id: &ExecutionId) -> Result<Option<Current<DynamicObject>>> {
         let Some(object) = self
             .objects(&id.namespace)
-            .get(&self.cluster, &id.name)
+            .get(&self.base.cluster, &id.name)
             .await?
         else {
             return Ok(None);
@@ -613,7 +612,7 @@ impl Evaluates for JobSets {
     ) -> Result<Option<Found>> {
         let Some(object) = self
             .objects(&id.namespace)
-            .get(&self.cluster, &id.name)
+            .get(&self.base.cluster, &id.name)
             .await?
         else {
             return Ok(None);

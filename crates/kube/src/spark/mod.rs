@@ -36,12 +36,12 @@ use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
 use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
-use crate::kind::{Kind, Listed, ManagedObjects};
+use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
 use crate::selector::SelectorEvent;
-use crate::tracker::{Departure, Namespaces, ReflectorSettings, lock};
+use crate::tracker::{Departure, ReflectorSettings, lock};
 use tracker::{SparkNamespaceWatch, app_of_pod, driver_pods_selector};
 
 const PODS: &str = "pods";
@@ -102,12 +102,10 @@ pub fn resource(operator: SparkOperator) -> &'static str {
 
 /// The Spark job backend of one cluster.
 pub struct SparkJobs {
-    cluster: Cluster,
+    /// The cluster, each watched namespace's watches and the last answers, and the outcome
+    /// records.
+    base: KindBase<SparkNamespaceWatch>,
     settings: SparkSettings,
-    /// Each watched namespace's watches, and the last answers.
-    namespaces: Namespaces<SparkNamespaceWatch>,
-    /// The outcome records.
-    records: Arc<Records>,
     installed: Mutex<Option<(Instant, Vec<SparkOperator>)>>,
     /// Each watched namespace's settler, and what the evaluations saw.
     evaluating: Evaluating<SparkJobs>,
@@ -154,29 +152,27 @@ impl SparkJobs {
                 settings.sync_timeout,
                 settings.reflector.absent_ttl,
             ),
-            records,
-            cluster,
+            base: KindBase::new(cluster, records),
             settings,
-            namespaces: Namespaces::default(),
             installed: Mutex::new(None),
         })
     }
 
     /// The watches of `namespace`, if they are started.
     pub(crate) fn existing(&self, namespace: &str) -> Option<Arc<SparkNamespaceWatch>> {
-        self.namespaces.existing(namespace)
+        self.base.namespaces.existing(namespace)
     }
 
     /// The namespaces watched so far, with their watches.
     #[cfg(feature = "internals")]
     pub fn watched(&self) -> Vec<(String, Arc<SparkNamespaceWatch>)> {
-        self.namespaces.watched()
+        self.base.namespaces.watched()
     }
 
     fn objects(&self, operator: SparkOperator, namespace: &str) -> Objects<DynamicObject> {
         Objects {
             api: Api::namespaced_with(
-                self.cluster.client().clone(),
+                self.base.cluster.client().clone(),
                 namespace,
                 &api_resource(operator),
             ),
@@ -187,7 +183,7 @@ impl SparkJobs {
     }
 
     fn pods(&self, namespace: &str) -> Api<Pod> {
-        Api::namespaced(self.cluster.client().clone(), namespace)
+        Api::namespaced(self.base.cluster.client().clone(), namespace)
     }
 
     /// The operators whose SparkApplication CRD the cluster serves (discovery, cached).
@@ -201,8 +197,9 @@ impl SparkJobs {
         for operator in SparkOperator::ALL {
             let api_version = operator.api_version();
             let op = Op::named("get", "apis", "", &api_version);
-            let client = self.cluster.client();
+            let client = self.base.cluster.client();
             match self
+                .base
                 .cluster
                 .call(&op, true, || client.list_api_group_resources(&api_version))
                 .await
@@ -243,13 +240,17 @@ impl SparkJobs {
     /// The watches of `namespace` (the driver pods, and the SparkApplications of every
     /// operator installed), started if they are not yet.
     pub async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
-        let watch = match self.namespaces.existing(namespace) {
+        let watch = match self.base.namespaces.existing(namespace) {
             Some(watch) => watch,
             None => {
                 let installed = self.installed().await?;
-                let watch = self.namespaces.get_or_start(namespace, || {
-                    self.records.watch(namespace);
-                    SparkNamespaceWatch::start(&self.cluster, namespace, &self.settings.reflector)
+                let watch = self.base.namespaces.get_or_start(namespace, || {
+                    self.base.records.watch(namespace);
+                    SparkNamespaceWatch::start(
+                        &self.base.cluster,
+                        namespace,
+                        &self.settings.reflector,
+                    )
                 });
                 for operator in installed {
                     watch.apps_of(operator);
@@ -296,7 +297,7 @@ impl SparkJobs {
             })?;
         let created = self
             .objects(operator, namespace)
-            .create_or_adopt(&self.cluster, &object, job_id, &spec.hash())
+            .create_or_adopt(&self.base.cluster, &object, job_id, &spec.hash())
             .await;
         match created {
             Ok(()) => {
@@ -338,7 +339,7 @@ impl SparkJobs {
         for operator in self.lookup_order() {
             match self
                 .objects(operator, &id.namespace)
-                .get(&self.cluster, &id.name)
+                .get(&self.base.cluster, &id.name)
                 .await
             {
                 Ok(Some(object)) => return Ok(Some((operator, object))),
@@ -378,7 +379,11 @@ impl SparkJobs {
         let api = self.pods(namespace);
         let params = ListParams::default().labels(&operator.driver_selector(app));
         let op = Op::collection("list", PODS, namespace);
-        let pods = self.cluster.call(&op, true, || api.list(&params)).await?;
+        let pods = self
+            .base
+            .cluster
+            .call(&op, true, || api.list(&params))
+            .await?;
         let mut drivers: Vec<DriverView> = pods.items.iter().map(DriverView::from).collect();
         if let Some(watch) = self.existing(namespace) {
             let departed: Vec<DriverView> = watch
@@ -427,6 +432,7 @@ impl SparkJobs {
         };
         let op = Op::named("delete", PODS, namespace, name);
         match self
+            .base
             .cluster
             .call(&op, true, || api.delete(name, &params))
             .await
@@ -493,12 +499,16 @@ impl SparkJobs {
     ) -> Result<Vec<DynamicObject>> {
         let api = match namespace {
             Some(namespace) => self.objects(operator, namespace).api,
-            None => Api::all_with(self.cluster.client().clone(), &api_resource(operator)),
+            None => Api::all_with(self.base.cluster.client().clone(), &api_resource(operator)),
         };
         let params = ListParams::default().labels(selector);
         let scope = namespace.unwrap_or(ALL_NAMESPACES);
         let op = Op::collection("list", resource(operator), scope);
-        let list = self.cluster.call(&op, true, || api.list(&params)).await?;
+        let list = self
+            .base
+            .cluster
+            .call(&op, true, || api.list(&params))
+            .await?;
         Ok(list.items)
     }
 
@@ -506,11 +516,15 @@ impl SparkJobs {
     async fn all_drivers(&self, namespace: Option<&str>) -> Result<Vec<Driver>> {
         let api = match namespace {
             Some(namespace) => self.pods(namespace),
-            None => Api::all(self.cluster.client().clone()),
+            None => Api::all(self.base.cluster.client().clone()),
         };
         let params = ListParams::default().labels(&driver_pods_selector());
         let op = Op::collection("list", PODS, namespace.unwrap_or(ALL_NAMESPACES));
-        let pods = self.cluster.call(&op, true, || api.list(&params)).await?;
+        let pods = self
+            .base
+            .cluster
+            .call(&op, true, || api.list(&params))
+            .await?;
         Ok(pods
             .items
             .iter()
@@ -538,7 +552,7 @@ impl SparkJobs {
         let (discovering, jobs) = (self.clone(), self.clone());
         let (ns, selector) = (namespace.to_string(), crate::selector::managed(selector));
         crate::selector::after_discovery(
-            self.cluster.clone(),
+            self.base.cluster.clone(),
             namespace.to_string(),
             "cannot discover the Spark operators; trying again",
             move || {
@@ -572,12 +586,8 @@ impl Kind for SparkJobs {
     const JOB_KIND: JobKind = JobKind::SparkApp;
     const NOUN: &'static str = KIND;
 
-    fn namespaces(&self) -> &Namespaces<SparkNamespaceWatch> {
-        &self.namespaces
-    }
-
-    fn records(&self) -> &Arc<Records> {
-        &self.records
+    fn base(&self) -> &KindBase<SparkNamespaceWatch> {
+        &self.base
     }
 
     async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
@@ -605,10 +615,6 @@ impl Kind for SparkJobs {
 
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
         self.evaluating.jobs_by_state()
-    }
-
-    fn cluster(&self) -> &Cluster {
-        &self.cluster
     }
 
     fn recheck_interval(&self) -> Duration {
@@ -672,7 +678,11 @@ impl Kind for SparkJobs {
             let api = self.pods(&id.namespace);
             let params = ListParams::default().labels(&driver_pods_selector());
             let op = Op::collection("list", PODS, &id.namespace);
-            let pods = self.cluster.call(&op, true, || api.list(&params)).await?;
+            let pods = self
+                .base
+                .cluster
+                .call(&op, true, || api.list(&params))
+                .await?;
             pods.items
                 .iter()
                 .filter(|pod| app_of_pod(pod).as_deref() == Some(id.name.as_str()))
