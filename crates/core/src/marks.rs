@@ -127,7 +127,7 @@ pub fn object_name(prefix: &str, job_id: &str) -> String {
 pub(crate) const MAX_JOBSET_NAME_LEN: usize = 30;
 
 /// The deterministic name of a JobSet for a job id: [`object_name`] within
-/// [`MAX_JOBSET_NAME_LEN`] characters, made a DNS-1035 label (starting with a letter, `js-`
+/// `MAX_JOBSET_NAME_LEN` characters, made a DNS-1035 label (starting with a letter, `js-`
 /// put first when the id does not give one): the JobSet webhook requires its child Jobs' names
 /// to be DNS-1035 labels.
 pub fn jobset_object_name(job_id: &str) -> String {

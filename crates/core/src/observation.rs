@@ -63,6 +63,23 @@ impl<'a, V> Observation<'a, V> {
 /// Its status is never terminal while an action is set: until the action has succeeded the
 /// caller reports [`Mapped::info`], and once it has, the outcome the action carries. A failed
 /// action is simply repeated on the next observation, since the mapping asks for it again.
+///
+/// # Record, then delete
+///
+/// An outcome kubeferry decides for an object whose controller will never judge it (a
+/// SparkApplication without status, a JobSet whose pod can never start) is made to stand the
+/// same way for every kind:
+/// 1. the outcome is recorded as the object's `kubeferry.dev/outcome` annotation (JSON of the
+///    status), patched with the view's resourceVersion as precondition (already recorded:
+///    skipped);
+/// 2. the object is deleted with uid and resourceVersion preconditions (the version after the
+///    patch); its pods go with it;
+/// 3. the outcome is reported only once the delete succeeded (or the object was already being
+///    deleted). A 409 means the object changed (its controller may have written a status): it
+///    is read and mapped again. A 404 means it is gone: its last view is mapped as vanished and
+///    stale, which answers "no such job" unless it showed the record. On any other failure the
+///    job is not decided yet: [`Mapped::info`] is reported and the action tried again on the
+///    next observation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mapped<A> {
     /// The status to report now (see each kind's action for what it is while one is set).

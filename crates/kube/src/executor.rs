@@ -403,9 +403,8 @@ impl Executor {
         Ok(jobs)
     }
 
-    /// Follows which managed jobs of a namespace, of every kind, match a label selector (see
-    /// [`ContainerJobs::matching`], [`SparkJobs::matching`] and [`JobSets::matching`]); `Listed`
-    /// comes once every kind has listed.
+    /// Follows which managed jobs of a namespace, of every kind, match a label selector (each
+    /// kind's `matching`); `Listed` comes once every kind has listed.
     pub fn matching(
         &self,
         namespace: &str,

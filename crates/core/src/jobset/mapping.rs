@@ -27,12 +27,8 @@ pub type JobSetMapped = Mapped<JobSetAction>;
 pub enum JobSetAction {
     /// A pod of the set cannot start for good (its image cannot be pulled, its container
     /// cannot be created, past the grace periods of [`MappingConfig`]), which the JobSet
-    /// controller never judges: it would wait forever. So:
-    /// 1. record `outcome` as the `kubeferry.dev/outcome` annotation of the JobSet, patched
-    ///    with the view's resourceVersion as precondition (already recorded: skip);
-    /// 2. delete the JobSet (its Jobs and pods go with it);
-    /// 3. report `outcome` once the delete succeeded (or the JobSet was already being
-    ///    deleted). A 409 means the JobSet changed: re-read and map again.
+    /// controller never judges: it would wait forever. `outcome` is recorded on the JobSet,
+    /// then the JobSet is deleted with its Jobs and pods ([`Mapped`], "Record, then delete").
     RecordOutcomeAndDelete {
         /// The outcome to record and then report.
         outcome: ExecutionInfo,

@@ -49,16 +49,9 @@ pub type SparkMapped = Mapped<SparkAction>;
 pub enum SparkAction {
     /// The operator wrote no status within the no-status timeout (or another replica already
     /// decided so and recorded it). Otherwise the operator could still start the application
-    /// later, with the job already failed and out of kubeferry's reach. So:
-    /// 1. record `outcome` as the `kubeferry.dev/outcome` annotation (JSON of the status),
-    ///    patched with the view's resourceVersion as precondition (already recorded: skip);
-    /// 2. delete the SparkApplication with uid and resourceVersion preconditions (the version
-    ///    after the patch);
-    /// 3. only if the delete succeeded (or the application was already being deleted) report
-    ///    `outcome`. A 409 means the object changed (the operator may have written a status):
-    ///    re-read and map again. A 404 means it is gone: map the last view as vanished and
-    ///    stale, which answers "no such job" unless it showed the record. Any other failure:
-    ///    the job is not failed yet; report `info` and try again on the next observation.
+    /// later, with the job already failed and out of kubeferry's reach. `outcome` is recorded
+    /// on the SparkApplication, then the application is deleted ([`Mapped`], "Record, then
+    /// delete").
     RecordOutcomeAndDeleteApp {
         /// The outcome to record and then report.
         outcome: ExecutionInfo,

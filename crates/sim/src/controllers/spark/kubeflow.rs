@@ -16,8 +16,8 @@
 //! retry interval; a submission that failed for good ends at `FAILED`, which then sets
 //! `terminationTime`. `timeToLiveSeconds` after it the application is deleted. The driver pod
 //! is kept until then (it goes with its application). Its admission webhook
-//! ([`admission`]) refuses names that are not DNS-1035 labels and the `sparkConf` keys the
-//! operator reserves.
+//! (`kinds::spark_application::admission`) refuses names that are not DNS-1035 labels and the
+//! `sparkConf` keys the operator reserves.
 
 use std::time::Duration;
 
