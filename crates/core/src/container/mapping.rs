@@ -825,12 +825,7 @@ impl<'a> Mapper<'a> {
         }
         // Every retry used up: no next attempt comes, the Job controller's verdict does. The
         // job stays as it was reported (started), not queued again.
-        if retrying
-            && self
-                .job
-                .backoff_limit
-                .is_some_and(|limit| self.job.failed > limit)
-        {
+        if retrying && self.job.retries_used_up() {
             return Mapped::of(self.hold_previous(format!(
                 "attempt {} failed and no retry is left; waiting for the Job controller's verdict",
                 self.job.failed
@@ -1104,17 +1099,17 @@ fn disruption_began(disruption: Option<&PodConditionView>) -> Option<Timestamp> 
         .and_then(|c| c.last_transition_time)
 }
 
-/// The kubelet's reason for a container it could not find any more when its pod was stopped
-/// (exit code 137).
-pub(crate) const CONTAINER_STATUS_UNKNOWN: &str = "ContainerStatusUnknown";
-
 /// Whether a container's exit looks like the stop of a disruption: the kubelet stops a
 /// container with SIGTERM, then SIGKILL after the grace period (exit code 128 + signal, 143 or
 /// 137), and reports one it could not find any more as `ContainerStatusUnknown` (137).
 fn looks_stopped(t: &TerminatedView) -> bool {
-    t.signal.is_some()
-        || matches!(t.exit_code, 137 | 143)
-        || t.reason.as_deref() == Some(CONTAINER_STATUS_UNKNOWN)
+    t.signal.is_some() || stopped_exit(t.exit_code, t.reason.as_deref())
+}
+
+/// Whether an exit code and termination reason (without the signal, as an operator's message
+/// gives them) are those of a container the kubelet stopped: 143, 137, `ContainerStatusUnknown`.
+pub(crate) fn stopped_exit(exit_code: i32, reason: Option<&str>) -> bool {
+    matches!(exit_code, 137 | 143) || reason == Some("ContainerStatusUnknown")
 }
 
 /// Whether a container ended on its own before its pod's disruption (the pod's

@@ -13,12 +13,11 @@ pub(crate) mod view;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use mapping::{
-    CONTAINER_STATUS_UNKNOWN, IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption,
-    exit_summary,
-};
 pub use mapping::{
     ContainerAction, JobObservation, Mapped, MappingConfig, container_status, oldest_attempt_first,
+};
+pub(crate) use mapping::{
+    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary, stopped_exit,
 };
 pub use view::{
     COMPLETION_INDEX_KEY, CancelMark, ConditionStatus, ContainerStateView, ContainerView,

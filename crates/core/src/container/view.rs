@@ -230,7 +230,13 @@ impl JobView {
         let completions = self.indexed.as_ref().map_or(1, |indexed| {
             i32::try_from(indexed.completions).unwrap_or(i32::MAX)
         });
-        self.succeeded >= completions || self.backoff_limit.is_some_and(|limit| self.failed > limit)
+        self.succeeded >= completions || self.retries_used_up()
+    }
+
+    /// Whether its failed attempts used up every retry `spec.backoffLimit` allows: no next
+    /// attempt comes, the Job controller's verdict does.
+    pub fn retries_used_up(&self) -> bool {
+        self.backoff_limit.is_some_and(|limit| self.failed > limit)
     }
 
     /// Whether `pod` is one of this Job's attempts: its controller is this Job (a pod of an

@@ -15,8 +15,7 @@ use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, Resolution, deadline};
 use crate::container::view::{ContainerStateView, ContainerView, PodPhase, TerminatedView};
 use crate::container::{
-    CONTAINER_STATUS_UNKNOWN, IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption,
-    exit_summary,
+    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary, stopped_exit,
 };
 use crate::observation::{self, Action, Mapped, Observation};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
@@ -340,10 +339,7 @@ impl<'a> Mapper<'a> {
             // Kubeflow's `driver pod not found`, the driver's pod gone before the operator saw
             // it end (a pod that ends on its own stays until its application goes).
             let stopped = (verdict.driver_pod_gone && end.is_none())
-                || hint.is_some_and(|h| {
-                    h.reason.as_deref() == Some(CONTAINER_STATUS_UNKNOWN)
-                        || matches!(h.exit_code, 137 | 143)
-                });
+                || hint.is_some_and(|h| stopped_exit(h.exit_code, h.reason.as_deref()));
             let reason = match (verdict.reason, disrupted) {
                 (Reason::SparkFailed | Reason::Evicted, _) if oom => Reason::OomKilled,
                 (Reason::Evicted, _) if failed_on_its_own => Reason::SparkFailed,
