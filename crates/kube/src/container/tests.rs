@@ -101,6 +101,26 @@ async fn fail_unseen(sim: &SimCluster, id: &ExecutionId, gate: &std::path::Path)
     let _ = std::fs::remove_file(gate);
 }
 
+/// The Job as the server has it now, read as a cancel's read before its mark would have
+/// read it: with `status` mapped, its pods `fresh` from the server or not, its work `ended`.
+async fn read_as(
+    jobs: &ContainerJobs,
+    id: &ExecutionId,
+    status: kubeferry_core::ExecutionInfo,
+    fresh: bool,
+    ended: bool,
+) -> Current<Job> {
+    let api: Api<Job> = Api::namespaced(jobs.base.cluster.client().clone(), "default");
+    let now = api.get(&id.name).await.expect("the Job");
+    Current {
+        objects: jobs.objects("default"),
+        meta: now.metadata,
+        status,
+        fresh,
+        ended,
+    }
+}
+
 /// Records `outcome` for the job as another replica would have, straight at the cluster.
 async fn recorded_elsewhere(
     sim: &SimCluster,
@@ -185,15 +205,7 @@ async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled()
     fail_unseen(&sim, &id, &gate).await;
     // ...and the cancel's read before its mark did not see that end either (its pods came from
     // a cache that had not seen it): the mark goes on the Job as it is now.
-    let api: Api<Job> = Api::namespaced(jobs.base.cluster.client().clone(), "default");
-    let now = api.get(&id.name).await.expect("the Job");
-    let seen = Current {
-        objects: jobs.objects("default"),
-        meta: now.metadata,
-        status: running,
-        fresh: false,
-        ended: false,
-    };
+    let seen = read_as(&jobs, &id, running, false, false).await;
     crate::protocol::cancel_from(&jobs, &id, Some(seen))
         .await
         .expect("cancel answers");
@@ -225,17 +237,9 @@ async fn a_cancel_that_finds_the_work_ended_by_the_jobs_counts_deletes_nothing()
     let jobs = backend(&sim).await;
     let (id, gate) = gated_job(&jobs, "counted", 0).await;
     let running = jobs.status(&id).await.expect("a status");
-    let api: Api<Job> = Api::namespaced(jobs.base.cluster.client().clone(), "default");
-    let now = api.get(&id.name).await.expect("the Job");
     // The Job as read before the mark counted its attempt succeeded; the read after the mark
     // is refused, so that one decides.
-    let seen = Current {
-        objects: jobs.objects("default"),
-        meta: now.metadata,
-        status: running,
-        fresh: true,
-        ended: true,
-    };
+    let seen = read_as(&jobs, &id, running, true, true).await;
     sim.add_fault(
         kubeferry_sim::FaultRule::new(kubeferry_sim::FaultAction::Error {
             code: 403,
