@@ -54,7 +54,11 @@ fn job_condition() -> impl Strategy<Value = JobConditionView> {
             "MaxFailedIndexesExceeded",
             "",
         ]),
-        text(&["Job has reached the specified backoff limit", ""]),
+        text(&[
+            "Job has reached the specified backoff limit",
+            "Container main for pod team-a/job-x failed with exit code 3 matching FailJob rule at index 1",
+            "",
+        ]),
         proptest::option::of(timestamp()),
     )
         .prop_map(
@@ -77,6 +81,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
             proptest::option::of(proptest::option::of(timestamp())),
             text(&["team-a"]),
             any::<bool>(),
+            proptest::option::of(0u32..3),
         ),
         (
             proptest::collection::vec(job_condition(), 0..5),
@@ -90,7 +95,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
     )
         .prop_map(
             |(
-                (uid, created_at, deletion_timestamp, cancel, queue_name, suspend),
+                (uid, created_at, deletion_timestamp, cancel, queue_name, suspend, exit_code_rule),
                 (conditions, active, succeeded, failed, start_time, completion_time, refused),
             )| JobView {
                 meta: managed_meta("job", uid, (created_at, deletion_timestamp), cancel, None),
@@ -106,6 +111,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 ttl_seconds_after_finished: None,
                 creation_refused: refused,
                 indexed: None,
+                exit_code_rule,
             },
         )
 }

@@ -524,6 +524,71 @@ fn disrupted_by_the_fail_job_rule() {
 }
 
 #[test]
+fn failed_by_the_exit_code_rule() {
+    // A job without retries gets, last, a FailJob rule on any non-zero exit code of the main
+    // container (the manifest's): the verdict names the exit code. The pod, while seen, tells
+    // the rest.
+    assert_reports(
+        map("failed_by_exit_code_rule", Seen::Present, at(140)),
+        expect(JobState::Failed, Reason::Error)
+            .message("exit code 3")
+            .exit_code(3)
+            .started(5)
+            .finished(130),
+    );
+    // Once the pod is gone unseen (drained, its node lost), the verdict waits a moment for a
+    // replica that saw the pod to record it; then the verdict alone still names the
+    // container's own failure and its exit code, not a bare BackoffLimitExceeded.
+    let (job, _) = views("failed_by_exit_code_rule");
+    assert_eq!(job.exit_code_rule, Some(1));
+    let waiting = map_views(
+        &job,
+        &[],
+        Seen::Present,
+        at(140),
+        &MappingConfig::default(),
+        None,
+    )
+    .expect("mapped");
+    assert!(!waiting.info.is_terminal(), "{waiting:?}");
+    let after = waiting.recheck_at.expect("the end of the wait");
+    let mapped = map_views(
+        &job,
+        &[],
+        Seen::Present,
+        after,
+        &MappingConfig::default(),
+        None,
+    )
+    .expect("mapped");
+    assert_eq!(
+        (mapped.info.state, mapped.info.reason, mapped.info.exit_code),
+        (JobState::Failed, Reason::Error, Some(3)),
+        "{mapped:?}"
+    );
+    assert_eq!(mapped.info.message, "exit code 3");
+    assert_eq!(mapped.info.finished_at, Some(at(131)));
+    assert!(!mapped.info.reason.is_retryable());
+    // A verdict that names another rule's index (one the job file listed) is that rule's.
+    let mut listed = job.clone();
+    listed.exit_code_rule = Some(2);
+    let mapped = map_views(
+        &listed,
+        &[],
+        Seen::Present,
+        after,
+        &MappingConfig::default(),
+        None,
+    )
+    .expect("mapped");
+    assert_eq!(
+        (mapped.info.reason, mapped.info.exit_code),
+        (Reason::PodFailurePolicy, None),
+        "{mapped:?}"
+    );
+}
+
+#[test]
 fn preempted() {
     assert_reports(
         map("preempted", Seen::Present, at(280)),

@@ -203,6 +203,10 @@ fn pod_failure_policy(spec: &ContainerJobSpec) -> Option<K8sPodFailurePolicy> {
             on_pod_conditions: None,
         });
     }
+    // Last, so that a disruption or a code the job file lists is read as such first.
+    if spec.retries == 0 && !spec.indexed {
+        rules.push(kubeferry_core::container::exit_code_rule());
+    }
     (!rules.is_empty()).then_some(K8sPodFailurePolicy { rules })
 }
 

@@ -449,6 +449,7 @@ impl<'a> Mapper<'a> {
             verdict.reason,
             Some("DeadlineExceeded" | "PodFailurePolicy")
         ) && !self.disruption_verdict(verdict)
+            && self.exit_code_verdict(verdict).is_none()
         {
             // The Job's own reason names the cause; its pods may legitimately still run.
             false
@@ -470,6 +471,17 @@ impl<'a> Mapper<'a> {
             && verdict
                 .message
                 .is_some_and(|message| message.contains(DISRUPTION_RULE_MATCH))
+    }
+
+    /// The exit code a verdict of [`super::exit_code_rule`] names ("Container main for pod
+    /// <ns>/<pod> failed with exit code 3 matching FailJob rule at index 1"), when the verdict
+    /// is that rule's.
+    fn exit_code_verdict(&self, verdict: &Verdict<'_>) -> Option<i32> {
+        let index = self.job.exit_code_rule?;
+        let message = verdict.message?;
+        let head = message.strip_suffix(&format!(" matching FailJob rule at index {index}"))?;
+        let (_, code) = head.rsplit_once(" failed with exit code ")?;
+        code.parse().ok()
     }
 
     fn succeeded(&self, verdict: &Verdict<'_>) -> Mapped {
@@ -528,6 +540,16 @@ impl<'a> Mapper<'a> {
                     reason: Reason::Disrupted,
                     message: job_message.to_string(),
                     exit_code: None,
+                }),
+            // The rule kubeferry adds last for jobs without retries: the main container
+            // failed on its own. The pod, while it is seen, tells how; the verdict alone still
+            // names the exit code once the pod is gone.
+            Some("PodFailurePolicy") if let Some(code) = self.exit_code_verdict(verdict) => newest
+                .and_then(|pod| self.attempt_cause(pod, verdict.at))
+                .unwrap_or_else(|| Cause {
+                    reason: Reason::Error,
+                    message: format!("exit code {code}"),
+                    exit_code: Some(code),
                 }),
             Some("PodFailurePolicy") => Cause {
                 reason: Reason::PodFailurePolicy,

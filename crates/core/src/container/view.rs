@@ -146,6 +146,9 @@ pub struct JobView {
     pub creation_refused: Option<String>,
     /// For an Indexed Job (`completionMode: Indexed`): its indexes. Boxed: most Jobs have none.
     pub indexed: Option<Box<IndexedView>>,
+    /// Where [`super::exit_code_rule`] stands in `spec.podFailurePolicy.rules`, if the Job has
+    /// it: a verdict that names this rule's index is the main container's own failure.
+    pub exit_code_rule: Option<u32>,
 }
 
 /// What the mapping reads of an Indexed Job's indexes.
@@ -192,6 +195,15 @@ impl From<&Job> for JobView {
                 .map(i64::from),
             creation_refused: None,
             indexed: indexed(job),
+            exit_code_rule: job
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.pod_failure_policy.as_ref())
+                .and_then(|policy| {
+                    let rule = super::exit_code_rule();
+                    policy.rules.iter().position(|r| *r == rule)
+                })
+                .and_then(|index| u32::try_from(index).ok()),
         }
     }
 }

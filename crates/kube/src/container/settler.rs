@@ -416,7 +416,7 @@ impl Task {
     /// another outcome (a lost node as BackoffLimitExceeded). That is every infrastructure
     /// failure (the pods of a lost node, a drain or a preemption are deleted, often only just
     /// after the verdict is seen), and any outcome that mapped without the pods being deleted
-    /// would differ. Disruptions and deletions are rare, so the outcomes recorded are few.
+    /// would differ in any detail. Disruptions and deletions are rare, so the outcomes recorded are few.
     /// So is the one outcome that contradicts Kubernetes' own verdict, which the pods' removal
     /// (by anyone, or the pod GC, at any later time) would turn around: a Job Kubernetes
     /// completed whose main container was OOMKilled with exit code 0.
@@ -455,7 +455,8 @@ impl Task {
         if lasting.len() == pods.len() {
             return false;
         }
-        let outcome = |info: &ExecutionInfo| (info.state, info.reason, info.exit_code);
+        // The whole answer: the Job's verdict may name the exit code (a job without retries),
+        // but the container's times and words are the pods' alone.
         let without = container_status(
             &JobObservation::Present(job),
             &lasting,
@@ -463,7 +464,7 @@ impl Task {
             &self.context.mapping,
             None,
         );
-        without.map(|mapped| outcome(&mapped.info)) != Some(outcome(info))
+        without.is_none_or(|mapped| mapped.info != *info)
     }
 
     fn jobs(&self) -> Api<Job> {

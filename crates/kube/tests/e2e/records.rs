@@ -59,6 +59,48 @@ async fn a_failed_jobs_outcome_outlives_its_pods_on_a_replica_that_never_saw_the
     assert_eq!(env.sim.request_count("create", "configmaps"), 1);
 }
 
+/// I1: a job without retries whose container failed on its own, its pod gone before any
+/// kubeferry process saw it (drained, its node lost, every replica down meanwhile), so that
+/// nothing recorded it: the Job's own verdict names the exit code (the pod failure policy rule
+/// the manifest adds last), and a replica reads the container's failure from it, not a bare
+/// BackoffLimitExceeded without an exit code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_no_replica_saw_still_names_its_exit_code() {
+    let env = Env::start().await;
+    let id = env.create_job_directly(
+        &shell("unseen-exit-3", "echo bad input; exit 3", ""),
+        "unseen-exit-3",
+        |_| {},
+    );
+    eventually("the Job controller's verdict", || async {
+        let job = env.job_object(&id)?;
+        let conditions = job.pointer("/status/conditions")?.as_array()?.clone();
+        conditions
+            .iter()
+            .any(|c| c["type"] == "Failed" && c["status"] == "True")
+            .then_some(())
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(env.admin_client().await, NS);
+    for pod in pods.list(&Default::default()).await.unwrap() {
+        let name = pod.metadata.name.unwrap();
+        pods.delete(&name, &Default::default()).await.unwrap();
+    }
+    eventually("the pods to go", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    let outcome = env
+        .status_until(&id, "the outcome", ExecutionInfo::is_terminal)
+        .await;
+    assert_eq!(
+        outcome_of(&outcome),
+        (JobState::Failed, Reason::Error, Some(3)),
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.message, "exit code 3");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_id_submitted_again_after_its_job_is_gone_answers_its_first_run() {
     let env = Env::start().await;
