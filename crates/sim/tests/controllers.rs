@@ -403,6 +403,22 @@ async fn pod_failure_policy_fails_fast_or_ignores() {
     assert_eq!(job_pods(&sim, "ignored").await.len(), 2);
 }
 
+/// A verdict once given stays: the pods a deadline stops fail with 143 and match a FailJob
+/// rule on any non-zero exit, yet the Job fails DeadlineExceeded (syncJob takes an existing
+/// FailureTarget before it evaluates the pod failure policy).
+#[tokio::test]
+async fn a_deadline_verdict_is_not_replaced_by_the_pod_failure_policy() {
+    let sim = start().await;
+    let mut job = shell_job("late", "sleep 30");
+    job["spec"]["activeDeadlineSeconds"] = json!(1);
+    job["spec"]["podFailurePolicy"] = json!({"rules": [{"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "NotIn", "values": [0]}}]});
+    let jobs = create_job(&sim, job).await;
+    let (job, outcome) = finished(&jobs, "late").await;
+    assert_eq!(outcome, "Failed");
+    let (reason, message) = condition(&job, "Failed").expect("failed");
+    assert_eq!(reason, "DeadlineExceeded", "{message}");
+}
+
 #[tokio::test]
 async fn completions_run_in_parallel() {
     let sim = start().await;

@@ -597,6 +597,14 @@ impl Controller {
         let mut new_events: Vec<(EventKind, &str, String)> = Vec::new();
         let suspended_now = spec.get("suspend").and_then(Value::as_bool) == Some(true);
         let mut fail_target: Option<(String, String)> = None;
+        // A Job already judged (a FailureTarget, SuccessCriteriaMet) keeps that verdict: the
+        // pod failure policy is evaluated only for a Job without one (syncJob: "the
+        // job-controller evaluates the podFailurePolicy only when the Job doesn't have the
+        // SuccessCriteriaMet condition", and an existing FailureTarget is taken first), so
+        // the pods a deadline stops do not turn DeadlineExceeded into PodFailurePolicy.
+        let judged = condition_of(&job, "FailureTarget")
+            .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+            || has_condition(&job, "SuccessCriteriaMet");
         // Count finished pods still carrying the tracking finalizer (not yet counted).
         let mut active = Vec::new();
         let mut terminating_pods = Vec::new();
@@ -632,7 +640,7 @@ impl Controller {
                     match &action {
                         Some((Action::FailJob, message)) => {
                             failed += 1;
-                            if fail_target.is_none() {
+                            if fail_target.is_none() && !judged {
                                 fail_target = Some(("PodFailurePolicy".into(), message.clone()));
                             }
                         }
