@@ -24,6 +24,11 @@ pub const JOB_ID_ANNOTATION: &str = "kubeferry.dev/job-id";
 pub const SPEC_HASH_ANNOTATION: &str = "kubeferry.dev/spec-hash";
 /// Annotation set when a cancel is requested; its value is the RFC 3339 time of the request.
 pub const CANCEL_ANNOTATION: &str = "kubeferry.dev/cancel-requested";
+/// Finalizer a cancel puts on a Job with its mark: the Job, deleted, stays (terminating) until
+/// its outcome record is kept, and whoever kept it (the cancel, or any replica's settler)
+/// takes the finalizer off. No process that comes later finds the job neither running nor
+/// recorded, whatever failed between the delete and the record.
+pub const RECORD_FINALIZER: &str = "kubeferry.dev/outcome-record";
 
 /// Annotation holding an outcome kubeferry decided itself (a grace period or timeout that ran out,
 /// an error the kubelet would retry forever), as the JSON of an `ExecutionInfo`. kubeferry

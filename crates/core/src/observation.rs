@@ -236,6 +236,9 @@ pub struct ManagedMeta {
     pub deletion_timestamp: Option<Timestamp>,
     /// The cancel mark, if a cancel was requested.
     pub cancel_mark: Option<CancelMark>,
+    /// Whether [`crate::marks::RECORD_FINALIZER`] holds the object until its outcome record is
+    /// kept.
+    pub held: bool,
     /// An outcome kubeferry recorded on the object ([`OUTCOME_ANNOTATION`]) before stopping
     /// it; `Err` holds an annotation value this version cannot read.
     pub recorded_outcome: Option<Result<ExecutionInfo, String>>,
@@ -255,6 +258,10 @@ impl ManagedMeta {
             created_at: time(meta.creation_timestamp.as_ref()),
             deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
             cancel_mark: cancel_mark(annotations),
+            held: meta
+                .finalizers
+                .as_ref()
+                .is_some_and(|f| f.iter().any(|f| f == crate::marks::RECORD_FINALIZER)),
             recorded_outcome: recorded_outcome(annotations),
         }
     }

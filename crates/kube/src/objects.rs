@@ -9,7 +9,9 @@ use kube::api::{
     Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
 use kubeferry_core::ExecutionInfo;
-use kubeferry_core::marks::{JOB_ID_ANNOTATION, SPEC_HASH_ANNOTATION};
+use kubeferry_core::marks::{
+    CANCEL_ANNOTATION, JOB_ID_ANNOTATION, RECORD_FINALIZER, SPEC_HASH_ANNOTATION,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tracing::info;
@@ -114,18 +116,94 @@ impl<K: Object> Objects<K> {
         value: &str,
         retry_no_response: bool,
     ) -> Result<K> {
-        let patch = serde_json::json!({
-            "metadata": {
-                "resourceVersion": resource_version,
-                "annotations": { key: value },
-            }
-        });
+        let fields = serde_json::json!({ "annotations": { key: value } });
+        self.patch_metadata(cluster, name, resource_version, fields, retry_no_response)
+            .await
+    }
+
+    /// Marks a cancel on the object as read at `resource_version`: the mark, and, when
+    /// `holding` gives the object's finalizers as read, [`RECORD_FINALIZER`] beside them, so
+    /// that the object, once deleted, stays until its outcome record is kept. Not repeated on
+    /// a lost response: the precondition makes a repeat answer 409.
+    pub(crate) async fn mark_cancel(
+        &self,
+        cluster: &Cluster,
+        name: &str,
+        resource_version: Option<&str>,
+        requested_at: &str,
+        holding: Option<&[String]>,
+    ) -> Result<K> {
+        let mut fields = serde_json::json!({ "annotations": { CANCEL_ANNOTATION: requested_at } });
+        if let Some(finalizers) = holding
+            && !finalizers.iter().any(|f| f == RECORD_FINALIZER)
+        {
+            let mut held = finalizers.to_vec();
+            held.push(RECORD_FINALIZER.to_string());
+            fields["finalizers"] = serde_json::json!(held);
+        }
+        self.patch_metadata(cluster, name, resource_version, fields, false)
+            .await
+    }
+
+    async fn patch_metadata(
+        &self,
+        cluster: &Cluster,
+        name: &str,
+        resource_version: Option<&str>,
+        mut fields: serde_json::Value,
+        retry_no_response: bool,
+    ) -> Result<K> {
+        fields["resourceVersion"] = serde_json::json!(resource_version);
+        let patch = serde_json::json!({ "metadata": fields });
         let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
         cluster
             .call(&self.op("patch", name), retry_no_response, || {
                 self.api.patch(name, &params, &patch)
             })
             .await
+    }
+
+    /// Takes [`RECORD_FINALIZER`] off the object `uid` once its outcome record is kept: the
+    /// object's finalizers without it, with the resourceVersion they were read at as the
+    /// precondition, so that a list changed meanwhile is read again rather than overwritten.
+    /// An object gone, replaced or no longer held counts as released. Safe to repeat.
+    pub(crate) async fn release(&self, cluster: &Cluster, name: &str, uid: &str) -> Result<()> {
+        for _ in 0..5 {
+            let Some(object) = self.get(cluster, name).await? else {
+                return Ok(());
+            };
+            let meta = object.meta();
+            let finalizers = meta.finalizers.clone().unwrap_or_default();
+            if meta.uid.as_deref() != Some(uid) || !finalizers.iter().any(|f| f == RECORD_FINALIZER)
+            {
+                return Ok(());
+            }
+            let rest: Vec<&String> = finalizers
+                .iter()
+                .filter(|f| *f != RECORD_FINALIZER)
+                .collect();
+            let fields = serde_json::json!({ "finalizers": rest });
+            match self
+                .patch_metadata(
+                    cluster,
+                    name,
+                    meta.resource_version.as_deref(),
+                    fields,
+                    true,
+                )
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(error) if error.is_not_found() => return Ok(()),
+                // Changed meanwhile (a repeat that finds it released, too): read again.
+                Err(error) if error.is_conflict() => continue,
+                Err(error) => return Err(error),
+            }
+        }
+        Err(Error::Contended {
+            operation: format!("release {}/{name}", self.namespace),
+            message: format!("the finalizers of the {} kept changing", self.kind),
+        })
     }
 
     /// Deletes the object with background propagation, only if it is still the object `uid`
@@ -194,7 +272,7 @@ pub(crate) fn name_taken<'a>(
 }
 
 /// Whether an existing object of a job's name may be adopted as the job's: only if it carries
-/// the same job id and spec hash and is not being deleted.
+/// the same job id and spec hash and is not being deleted (unless by its cancel).
 pub(crate) fn check_adoptable(
     kind: &'static str,
     namespace: &str,
@@ -220,7 +298,9 @@ pub(crate) fn check_adoptable(
             "was created for job id {job_id:?} from a different spec; a job id names one spec"
         )));
     }
-    if existing.deletion_timestamp.is_some() {
+    // A cancelled object on its way out is the job's run, cancelled: the submission answers
+    // that run (a job id never runs twice), as it will once the outcome record stands alone.
+    if existing.deletion_timestamp.is_some() && !annotations.contains_key(CANCEL_ANNOTATION) {
         return Err(taken(
             "is being deleted; wait for it to go, or use a new job id".into(),
         ));

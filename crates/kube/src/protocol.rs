@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
-use kubeferry_core::marks::{CANCEL_ANNOTATION, job_id_of, spec_hash_of};
+use kubeferry_core::marks::{CANCEL_ANNOTATION, RECORD_FINALIZER, job_id_of, spec_hash_of};
 use kubeferry_core::record::OutcomeRecord;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use tokio::sync::broadcast;
@@ -69,15 +69,15 @@ pub(crate) async fn cancel_from<J: Kind>(
         if !marked {
             // Not repeated on a lost response: the precondition makes a repeat answer 409,
             // and the loop re-reads and re-decides anyway.
+            let finalizers = current.meta.finalizers.clone().unwrap_or_default();
             match current
                 .objects
-                .annotate(
+                .mark_cancel(
                     cluster,
                     &id.name,
                     current.meta.resource_version.as_deref(),
-                    CANCEL_ANNOTATION,
                     &Timestamp::now().to_string(),
-                    false,
+                    J::HELD_UNTIL_RECORDED.then_some(finalizers.as_slice()),
                 )
                 .await
             {
@@ -136,11 +136,21 @@ pub(crate) async fn cancel_from<J: Kind>(
         // A job whose main container had already ended on its own (its exit code known, the
         // verdict not in yet) is decided by that end, not by the cancel: its settler records it.
         let cancelled = cancelled_record::<J>(id, &current);
-        if running_when_marked
-            && let Err(error) = jobs.records().keep(&id.namespace, cancelled).await
-        {
-            // The job is stopping all the same; its settler records it from its final state.
-            warn!(message = "could not record the cancel", id = %id, %error);
+        if running_when_marked {
+            match jobs.records().keep(&id.namespace, cancelled).await {
+                // Kept: nothing holds the deleted object any longer.
+                Ok(_) if J::HELD_UNTIL_RECORDED => {
+                    if let Err(error) = current.objects.release(cluster, &id.name, &uid).await {
+                        // Its settler, or any replica's, takes the finalizer off.
+                        warn!(message = "could not release the cancelled job", id = %id, %error);
+                    }
+                }
+                Ok(_) => {}
+                // The job is stopping all the same; its settler records it from its final
+                // state (held meanwhile, when its kind holds it, so that it is never neither
+                // running nor recorded).
+                Err(error) => warn!(message = "could not record the cancel", id = %id, %error),
+            }
         }
         let info = match jobs.status(id).await {
             Ok(info) => {
@@ -206,6 +216,14 @@ pub(crate) async fn sweep<J: Kind>(
             if delete {
                 let uid = meta.uid.as_deref().unwrap_or_default();
                 objects.delete(jobs.cluster(), &name, uid, None).await?;
+                // An orphan a cancel held for its record goes all the same: nobody asks for it.
+                if meta
+                    .finalizers
+                    .as_ref()
+                    .is_some_and(|f| f.iter().any(|f| f == RECORD_FINALIZER))
+                {
+                    objects.release(jobs.cluster(), &name, uid).await?;
+                }
                 info!(message = "deleted an orphan", namespace = %objects.namespace, name = %name, job_id = ?job_id);
             }
             orphans.push(Orphan {

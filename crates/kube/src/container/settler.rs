@@ -373,7 +373,19 @@ impl Task {
             cancelled_by: None,
         };
         match self.context.records.keep(&self.namespace, record).await {
-            Ok(standing) => Some(standing),
+            Ok(standing) => {
+                // A cancelled Job held until its record was kept: the record is kept now.
+                if job.held
+                    && let Err(error) = self
+                        .objects()
+                        .release(&self.context.cluster, &job.name, &job.uid)
+                        .await
+                {
+                    timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
+                    warn!(message = "could not release a cancelled Job; will retry", namespace = %self.namespace, job = %job.name, %error);
+                }
+                Some(standing)
+            }
             Err(error) => {
                 timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
                 warn!(message = "could not keep an outcome record; will retry", namespace = %self.namespace, job = %job.name, %error);

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
+use kubeferry_core::marks::RECORD_FINALIZER;
 use kubeferry_core::record::record_name;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use kubeferry_kube::rbac;
-use kubeferry_sim::SimConfig;
+use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
 
 use crate::support::*;
 
@@ -227,6 +228,66 @@ async fn a_cancelled_job_id_submitted_again_stays_cancelled_and_runs_nothing() {
         "{answer:?}"
     );
     assert_eq!(env.sim.request_count("create", "jobs.batch"), creates);
+    assert_eq!(env.sim.count("batch", "jobs"), 0, "nothing ran again");
+}
+
+/// I2, I3: a cancel whose outcome record cannot be written (the API server refuses every
+/// create of it) leaves the deleted Job held by kubeferry's finalizer, so that no process
+/// finds the job neither running nor recorded: a replica started afterwards answers CANCELLED,
+/// not "no such job", and the job id submitted again answers that run and creates nothing.
+/// Once records can be written, a settler keeps the record and releases the Job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_whose_record_fails_holds_the_job_until_it_is_recorded() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let spec = spec_of(&shell("held", &gate.wait("never"), ""));
+    let id = env.executor.submit(&spec, "held-1", NS).await.unwrap();
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let refused = env.sim.add_fault(
+        FaultRule::new(FaultAction::Error {
+            code: 500,
+            message: None,
+            retry_after_seconds: None,
+        })
+        .verbs(&["create"])
+        .resources(&["configmaps"]),
+    );
+    env.executor.cancel(&id).await.unwrap();
+    let job = env.job_object(&id).expect("the Job, held");
+    assert!(
+        job.pointer("/metadata/deletionTimestamp").is_some(),
+        "{job}"
+    );
+    assert_eq!(
+        job.pointer("/metadata/finalizers"),
+        Some(&serde_json::json!([RECORD_FINALIZER])),
+        "{job}"
+    );
+    assert!(!recorded(&env, &id.name));
+    let creates = env.sim.request_count("create", "jobs.batch");
+    let fresh = env.fresh_executor().await;
+    // Found, and cancelled: its first terminal answer waits for the record, which cannot be
+    // written yet, so it says it is deciding the cancel's outcome.
+    let answer = fresh.status(&id).await.unwrap();
+    assert!(
+        answer
+            .message
+            .starts_with("deciding the outcome: cancel requested"),
+        "{answer:?}"
+    );
+    // The submission's create meets the held Job (409) and answers its run.
+    assert_eq!(fresh.submit(&spec, "held-1", NS).await.unwrap(), id);
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), creates + 1);
+    let still = env.job_object(&id).expect("still held");
+    assert_eq!(still["metadata"]["uid"], job["metadata"]["uid"]);
+    assert_eq!(env.sim.count("batch", "jobs"), 1);
+    env.sim.remove_fault(refused);
+    eventually("the record to be kept and the Job released", || async {
+        (recorded(&env, &id.name) && env.job_object(&id).is_none()).then_some(())
+    })
+    .await;
+    assert_eq!(fresh.status(&id).await.unwrap().state, JobState::Cancelled);
     assert_eq!(env.sim.count("batch", "jobs"), 0, "nothing ran again");
 }
 

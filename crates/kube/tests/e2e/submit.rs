@@ -114,6 +114,28 @@ async fn a_job_being_deleted_is_not_adopted() {
     assert!(message.contains("being deleted"), "{message}");
 }
 
+/// A cancelled orphan held for its outcome record (its cancel's process gone before the record
+/// was kept, no replica watching its namespace) goes when swept: sweep releases it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_orphan_goes_when_swept() {
+    let env = Env::start().await;
+    let yaml = shell("held-orphan", "echo bye", "");
+    let id = env.create_job_directly(&yaml, "held-orphan", |job| {
+        job["metadata"]["finalizers"] =
+            serde_json::json!([kubeferry_core::marks::RECORD_FINALIZER]);
+        job["metadata"]["annotations"][kubeferry_core::marks::CANCEL_ANNOTATION] =
+            serde_json::json!("2026-12-01T00:00:00Z");
+    });
+    let jobs: Api<Job> = Api::namespaced(env.admin_client().await, NS);
+    jobs.delete(&id.name, &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(env.job_object(&id).is_some(), "held");
+    let swept = env.executor.sweep(NS, &HashSet::new(), true).await.unwrap();
+    assert_eq!(swept.len(), 1, "{swept:?}");
+    assert!(env.job_object(&id).is_none(), "released and gone");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphans_are_listed_and_deleted_only_when_asked() {
     let env = Env::start().await;
