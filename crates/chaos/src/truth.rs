@@ -178,8 +178,14 @@ impl Observer {
                     .pointer("/status/conditions")
                     .and_then(Value::as_array)
                     .is_some_and(|list| {
+                        // The Job controller's verdict is its FailureTarget condition; the
+                        // Failed one follows once the pods stopped (a Job deleted meanwhile,
+                        // by a cancel, never gets it).
                         list.iter().any(|c| {
-                            c.get("type").and_then(Value::as_str) == Some("Failed")
+                            matches!(
+                                c.get("type").and_then(Value::as_str),
+                                Some("Failed" | "FailureTarget")
+                            ) && c.get("status").and_then(Value::as_str) != Some("False")
                                 && c.get("reason").and_then(Value::as_str)
                                     == Some("DeadlineExceeded")
                         })
@@ -465,6 +471,33 @@ mod tests {
         observer.disrupting("chaos", "j-1", 2);
         pod(&observer, 3, exited(143, "Error"));
         assert_eq!(observer.truth("a").allowed, [Allowed::Infrastructure]);
+    }
+
+    #[test]
+    fn a_deadline_judged_after_a_cancel_mark_and_before_the_deletion_is_allowed() {
+        let observer = observer_with_job();
+        let marked = json!({JOB_ID_ANNOTATION: "a", CANCEL_ANNOTATION: "2026-01-01T00:00:00Z"});
+        job(
+            &observer,
+            2,
+            EventType::Modified,
+            json!({"metadata": {"uid": "u1", "annotations": marked}}),
+        );
+        let judged = json!({
+            "metadata": {"uid": "u1", "annotations": marked},
+            "status": {"conditions": [
+                {"type": "FailureTarget", "status": "True", "reason": "DeadlineExceeded"},
+            ]},
+        });
+        job(&observer, 3, EventType::Modified, judged.clone());
+        job(&observer, 4, EventType::Deleted, judged);
+        let truth = observer.truth("a");
+        assert_eq!(
+            truth.allowed,
+            [Allowed::DeadlineExceeded, Allowed::Cancelled],
+            "{}",
+            truth.story
+        );
     }
 
     #[test]
