@@ -480,6 +480,13 @@ impl PodWorker {
             if pod.pointer("/metadata/uid") != self.pod.pointer("/metadata/uid") {
                 return false;
             }
+            // A pod in a terminal phase stays there (the API server refuses the way back): a
+            // worker that started just as its node was lost, the pod failed NodeLost by the
+            // control plane, must not report it ContainerCreating again.
+            let stored = pod.pointer("/status/phase").and_then(Value::as_str);
+            if matches!(stored, Some("Succeeded" | "Failed")) && !terminal {
+                return false;
+            }
             merge_status(pod, &ours, disruption_condition.as_ref());
             true
         })
