@@ -610,8 +610,13 @@ impl<'a> Mapper<'a> {
         let main = pod.main.as_ref();
         let terminated = main_terminated(pod).filter(|t| t.ended_by(as_of, Resolution::Exact));
         // The container's own end comes first: an OOM kill is the job's fault even if the node
-        // was disrupted afterwards.
-        if let Some(t) = terminated.filter(|t| is_oom(t)) {
+        // was disrupted afterwards (or at a time the pod does not show). One that ended after
+        // a disruption known to have begun first was stopped by it.
+        let disrupted_first = |t: &TerminatedView| {
+            disruption_began(pod.disruption.as_ref()).is_some()
+                && !ended_before_disruption(pod.disruption.as_ref(), t)
+        };
+        if let Some(t) = terminated.filter(|t| is_oom(t) && !disrupted_first(t)) {
             return Some(oom_cause(t));
         }
         if let Some(cause) = disruption(pod, as_of) {

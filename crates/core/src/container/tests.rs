@@ -723,3 +723,43 @@ fn a_jobs_counts_say_whether_its_work_ended() {
     assert!(!indexed(json!({"succeeded": 2, "completedIndexes": "0-1"})).counts_ended());
     assert!(indexed(json!({"succeeded": 3, "completedIndexes": "0-2"})).counts_ended());
 }
+
+#[test]
+fn an_oom_kill_decides_unless_a_disruption_began_first() {
+    let mut job = job();
+    job.failed = 1;
+    job.conditions = vec![condition(
+        JobConditionType::Failed,
+        "BackoffLimitExceeded",
+        100,
+    )];
+    let oom_pod = |finished: i64| {
+        let mut pod = failed_pod("p", 1, None);
+        if let Some(main) = pod.main.as_mut() {
+            main.state = ContainerStateView::Terminated(TerminatedView {
+                exit_code: 143,
+                signal: None,
+                reason: Some("OOMKilled".into()),
+                message: None,
+                started_at: Some(at(2)),
+                finished_at: Some(at(finished)),
+            });
+        }
+        pod.disruption = Some(PodConditionView {
+            status: ConditionStatus::True,
+            reason: Some("PreemptionByScheduler".into()),
+            message: None,
+            last_transition_time: Some(at(90)),
+        });
+        pod
+    };
+    // The OOM kill came first: the job's own fault, whatever came after.
+    assert_eq!(
+        map(&job, &[oom_pod(80)], 110).info.reason,
+        Reason::OomKilled
+    );
+    // The preemption began first and the container ended while it was being stopped.
+    let stopped = map(&job, &[oom_pod(95)], 110);
+    assert_eq!(stopped.info.state, JobState::Failed);
+    assert!(stopped.info.reason.is_retryable(), "{stopped:?}");
+}
