@@ -468,6 +468,11 @@ impl PodWorker {
     }
 
     fn write(&self, status: &mut Status) -> bool {
+        // The kubelet of a lost node posts nothing more: what its pods did is the control
+        // plane's to say (NodeLost), not a late report of a process the node went down with.
+        if self.state.kubelet.is_down(&self.node) {
+            return false;
+        }
         let ours = status.render();
         // Like the reason, the DisruptionTarget condition waits for the terminal phase.
         let terminal = status.final_phase.is_some();
