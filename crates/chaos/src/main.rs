@@ -27,24 +27,22 @@
 //! schedule with `--seed N`; the timing of the cluster and the replicas is real, so a narrow
 //! race may need a few reruns.
 //!
-//! `--without` leaves scenario kinds out. CI (`.ci/run`) leaves out the ones that still find
-//! what kubeferry does not prevent in every case (docs/INVARIANTS.md names the gaps); the
-//! default run includes them:
+//! `--without` leaves scenario kinds out. CI (`.ci/run`) leaves out the ones that may still
+//! find, rarely, what kubeferry does not prevent in every case (docs/INVARIANTS.md names the
+//! gaps); the default run includes them:
 //! - `pod-loss`, `drains`, `preemptions`, `node-loss`: a job's pods deleted, by an
 //!   administrator after the end, by a drain (finished pods too), by a preemption or by the
 //!   loss of their node. The durable outcome record (kubeferry_core::record) keeps an outcome
-//!   once some replica recorded it from the pods; when the only replicas that could record it
-//!   were killed or had their pod watch stalled while the pods went, the record holds the
-//!   Job's bare verdict (`FAILED BackoffLimitExceeded`, no exit code) where the truth was a
-//!   disruption.
-//! - `resubmit`: a cancelled job id submitted again. The cancel records CANCELLED before it
-//!   answers, and a submission reads the record first; a run still finds a second Job when the
-//!   record's own create failed under an injected fault and the job id came back before any
-//!   settler recorded the deletion.
-//! - `cancelled-gone`: a cancelled job whose Job is deleted (its pods with it) reads "no such
-//!   job" on a replica started after the deletion, when the record's create failed as above.
-//!   Left out, the checker accepts "no such job" for such a job and compares its terminal
-//!   answers by state alone; it still checks everything else.
+//!   once some replica recorded it from the pods, and the Job's own verdict names a disruption
+//!   or an exit code of a job without retries (the pod failure policy rules kubeferry adds);
+//!   when no replica saw the pods before they went, what only the pod showed is lost: an OOM
+//!   kill reads as its exit code 137, and a container that failed on its own a moment before
+//!   a disruption that the Job controller counted first reads as the disruption.
+//!
+//! `resubmit` (a cancelled job id submitted again) and `cancelled-gone` (a cancelled job whose
+//! Job is deleted, read by a replica started afterwards) run in CI: a cancel holds its Job
+//! with a finalizer until the outcome record is kept, so neither a second run nor "no such
+//! job" follows a cancel whose record failed.
 //!
 //! Kubelet evictions (`evictions`: the failed pod stays) and every API fault, watch fault,
 //! outage and replica kill stay in CI.
