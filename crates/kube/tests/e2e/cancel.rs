@@ -94,6 +94,12 @@ async fn cancelling_twice_is_a_no_op() {
     env.executor.cancel(&id).await.unwrap();
     let (cancelled, _) = env.wait(&id).await;
     assert_eq!(cancelled.state, JobState::Cancelled);
+    // The first cancel's writes are done once its Job, held until the record was kept, is
+    // released and gone (a settler may take the finalizer off too).
+    eventually("the released Job to go", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
     let writes = || env.sim.request_count("patch", "") + env.sim.request_count("delete", "");
     let before = writes();
     let again = env.executor.cancel(&id).await.unwrap();
