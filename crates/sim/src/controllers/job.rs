@@ -602,9 +602,11 @@ impl Controller {
         // job-controller evaluates the podFailurePolicy only when the Job doesn't have the
         // SuccessCriteriaMet condition", and an existing FailureTarget is taken first), so
         // the pods a deadline stops do not turn DeadlineExceeded into PodFailurePolicy.
-        let judged = condition_of(&job, "FailureTarget")
-            .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"))
-            || has_condition(&job, "SuccessCriteriaMet");
+        let already_target = condition_of(&job, "FailureTarget")
+            .filter(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+            .cloned();
+        let already_success = has_condition(&job, "SuccessCriteriaMet");
+        let judged = already_target.is_some() || already_success;
         // Count finished pods still carrying the tracking finalizer (not yet counted).
         let mut active = Vec::new();
         let mut terminating_pods = Vec::new();
@@ -725,10 +727,6 @@ impl Controller {
             .get("backoffLimit")
             .and_then(Value::as_i64)
             .unwrap_or(6);
-        let already_target = condition_of(&job, "FailureTarget")
-            .filter(|c| c.get("status").and_then(Value::as_str) == Some("True"))
-            .cloned();
-        let already_success = has_condition(&job, "SuccessCriteriaMet");
         let undecided = already_target.is_none() && !already_success && !suspended;
         if fail_target.is_none() && undecided {
             if failed > backoff_limit {
