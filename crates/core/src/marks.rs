@@ -30,6 +30,12 @@ pub const CANCEL_ANNOTATION: &str = "kubeferry.dev/cancel-requested";
 /// recorded, whatever failed between the delete and the record.
 pub const RECORD_FINALIZER: &str = "kubeferry.dev/outcome-record";
 
+/// Whether an object's finalizers (`metadata.finalizers`) hold it for its outcome record
+/// ([`RECORD_FINALIZER`]).
+pub fn held_for_record(finalizers: Option<&[String]>) -> bool {
+    finalizers.is_some_and(|f| f.iter().any(|f| f == RECORD_FINALIZER))
+}
+
 /// Annotation holding an outcome kubeferry decided itself (a grace period or timeout that ran out,
 /// an error the kubelet would retry forever), as the JSON of an `ExecutionInfo`. kubeferry
 /// writes it before it stops the work, so that every replica reports the same outcome.

@@ -258,10 +258,7 @@ impl ManagedMeta {
             created_at: time(meta.creation_timestamp.as_ref()),
             deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
             cancel_mark: cancel_mark(annotations),
-            held: meta
-                .finalizers
-                .as_ref()
-                .is_some_and(|f| f.iter().any(|f| f == crate::marks::RECORD_FINALIZER)),
+            held: crate::marks::held_for_record(meta.finalizers.as_deref()),
             recorded_outcome: recorded_outcome(annotations),
         }
     }

@@ -10,7 +10,7 @@ use kube::api::{
 };
 use kubeferry_core::ExecutionInfo;
 use kubeferry_core::marks::{
-    CANCEL_ANNOTATION, JOB_ID_ANNOTATION, RECORD_FINALIZER, SPEC_HASH_ANNOTATION,
+    CANCEL_ANNOTATION, JOB_ID_ANNOTATION, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, held_for_record,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -135,7 +135,7 @@ impl<K: Object> Objects<K> {
     ) -> Result<K> {
         let mut fields = serde_json::json!({ "annotations": { CANCEL_ANNOTATION: requested_at } });
         if let Some(finalizers) = holding
-            && !finalizers.iter().any(|f| f == RECORD_FINALIZER)
+            && !held_for_record(Some(finalizers))
         {
             let mut held = finalizers.to_vec();
             held.push(RECORD_FINALIZER.to_string());
@@ -173,12 +173,12 @@ impl<K: Object> Objects<K> {
                 return Ok(());
             };
             let meta = object.meta();
-            let finalizers = meta.finalizers.clone().unwrap_or_default();
-            if meta.uid.as_deref() != Some(uid) || !finalizers.iter().any(|f| f == RECORD_FINALIZER)
-            {
+            let finalizers = meta.finalizers.as_deref();
+            if meta.uid.as_deref() != Some(uid) || !held_for_record(finalizers) {
                 return Ok(());
             }
             let rest: Vec<&String> = finalizers
+                .unwrap_or_default()
                 .iter()
                 .filter(|f| *f != RECORD_FINALIZER)
                 .collect();

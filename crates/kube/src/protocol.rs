@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
-use kubeferry_core::marks::{CANCEL_ANNOTATION, RECORD_FINALIZER, job_id_of, spec_hash_of};
+use kubeferry_core::marks::{CANCEL_ANNOTATION, held_for_record, job_id_of, spec_hash_of};
 use kubeferry_core::record::OutcomeRecord;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use tokio::sync::broadcast;
@@ -217,11 +217,7 @@ pub(crate) async fn sweep<J: Kind>(
                 let uid = meta.uid.as_deref().unwrap_or_default();
                 objects.delete(jobs.cluster(), &name, uid, None).await?;
                 // An orphan a cancel held for its record goes all the same: nobody asks for it.
-                if meta
-                    .finalizers
-                    .as_ref()
-                    .is_some_and(|f| f.iter().any(|f| f == RECORD_FINALIZER))
-                {
+                if held_for_record(meta.finalizers.as_deref()) {
                     objects.release(jobs.cluster(), &name, uid).await?;
                 }
                 info!(message = "deleted an orphan", namespace = %objects.namespace, name = %name, job_id = ?job_id);

@@ -2,7 +2,7 @@
 //! (record an outcome, stop a job kubeferry failed) and deletes stopped jobs past their TTL, on
 //! watch events and at the mapping's own deadlines, whether or not anyone asks for a status.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::{FutureExt, StreamExt};
@@ -43,6 +43,7 @@ pub(crate) fn start(
         watch,
         states: inbox.states,
         awaiting_pods: Mutex::default(),
+        held_due: Mutex::default(),
     };
     tokio::spawn(task.run(changes, inbox.requests));
 }
@@ -54,6 +55,10 @@ struct Task {
     states: Arc<JobStates>,
     /// Jobs whose outcome came without an exit code, given a moment for their pods' watch.
     awaiting_pods: Mutex<HashSet<String>>,
+    /// Cancelled Jobs held for their record, and when this settler takes the finalizer off
+    /// should the cancel not have (it does so itself at once): one retry interval after they
+    /// were first seen recorded, so that the two do not race to the same write.
+    held_due: Mutex<HashMap<String, tokio::time::Instant>>,
 }
 
 impl Task {
@@ -375,14 +380,10 @@ impl Task {
         match self.context.records.keep(&self.namespace, record).await {
             Ok(standing) => {
                 // A cancelled Job held until its record was kept: the record is kept now.
-                if job.held
-                    && let Err(error) = self
-                        .objects()
-                        .release(&self.context.cluster, &job.name, &job.uid)
-                        .await
-                {
-                    timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
-                    warn!(message = "could not release a cancelled Job; will retry", namespace = %self.namespace, job = %job.name, %error);
+                if job.held {
+                    self.release(job, timers).await;
+                } else {
+                    lock(&self.held_due).remove(&job.name);
                 }
                 Some(standing)
             }
@@ -390,6 +391,31 @@ impl Task {
                 timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
                 warn!(message = "could not keep an outcome record; will retry", namespace = %self.namespace, job = %job.name, %error);
                 None
+            }
+        }
+    }
+
+    /// Takes the record finalizer off a held Job whose record is kept, once it is due.
+    async fn release(&self, job: &JobView, timers: &Timers) {
+        let now = tokio::time::Instant::now();
+        let due = *lock(&self.held_due)
+            .entry(job.name.clone())
+            .or_insert(now + self.context.retry_interval);
+        if now < due {
+            timers.arm_after(due - now, &job.name);
+            return;
+        }
+        match self
+            .objects()
+            .release(&self.context.cluster, &job.name, &job.uid)
+            .await
+        {
+            Ok(()) => {
+                lock(&self.held_due).remove(&job.name);
+            }
+            Err(error) => {
+                timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
+                warn!(message = "could not release a cancelled Job; will retry", namespace = %self.namespace, job = %job.name, %error);
             }
         }
     }
@@ -428,7 +454,8 @@ impl Task {
     /// another outcome (a lost node as BackoffLimitExceeded). That is every infrastructure
     /// failure (the pods of a lost node, a drain or a preemption are deleted, often only just
     /// after the verdict is seen), and any outcome that mapped without the pods being deleted
-    /// would differ in any detail. Disruptions and deletions are rare, so the outcomes recorded are few.
+    /// would differ in any detail. Disruptions and deletions are rare, so the outcomes
+    /// recorded are few.
     /// So is the one outcome that contradicts Kubernetes' own verdict, which the pods' removal
     /// (by anyone, or the pod GC, at any later time) would turn around: a Job Kubernetes
     /// completed whose main container was OOMKilled with exit code 0.

@@ -486,8 +486,7 @@ impl PodWorker {
                 return false;
             }
             // A pod in a terminal phase stays there (the API server refuses the way back): a
-            // worker that started just as its node was lost, the pod failed NodeLost by the
-            // control plane, must not report it ContainerCreating again.
+            // pod the control plane failed meanwhile is not reported pending or running again.
             let stored = pod.pointer("/status/phase").and_then(Value::as_str);
             if matches!(stored, Some("Succeeded" | "Failed")) && !terminal {
                 return false;
