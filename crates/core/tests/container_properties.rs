@@ -12,7 +12,7 @@ use jiff::Timestamp;
 use kubeferry_core::container::{
     CancelMark, ConditionStatus, ContainerStateView, ContainerView, JobConditionType,
     JobConditionView, JobView, MappingConfig, PodConditionView, PodPhase, PodSummary, PodView,
-    TerminatedView,
+    RuleIndexes, TerminatedView,
 };
 use kubeferry_core::{ExecutionInfo, JobState, Reason};
 use proptest::prelude::*;
@@ -81,7 +81,8 @@ fn job_view() -> impl Strategy<Value = JobView> {
             proptest::option::of(proptest::option::of(timestamp())),
             text(&["team-a"]),
             any::<bool>(),
-            proptest::option::of(0u32..3),
+            proptest::collection::vec(0u32..3, 0..3)
+                .prop_map(|indexes| indexes.into_iter().collect::<RuleIndexes>()),
         ),
         (
             proptest::collection::vec(job_condition(), 0..5),
@@ -95,7 +96,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
     )
         .prop_map(
             |(
-                (uid, created_at, deletion_timestamp, cancel, queue_name, suspend, exit_code_rule),
+                (uid, created_at, deletion_timestamp, cancel, queue_name, suspend, exit_code_rules),
                 (conditions, active, succeeded, failed, start_time, completion_time, refused),
             )| JobView {
                 meta: managed_meta("job", uid, (created_at, deletion_timestamp), cancel, None),
@@ -111,7 +112,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 ttl_seconds_after_finished: None,
                 creation_refused: refused,
                 indexed: None,
-                exit_code_rule,
+                exit_code_rules,
             },
         )
 }

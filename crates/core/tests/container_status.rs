@@ -525,9 +525,9 @@ fn disrupted_by_the_fail_job_rule() {
 
 #[test]
 fn failed_by_the_exit_code_rule() {
-    // A job without retries gets, last, a FailJob rule on any non-zero exit code of the main
-    // container (the manifest's): the verdict names the exit code. The pod, while seen, tells
-    // the rest.
+    // A job without retries gets, first, a FailJob rule on an exit code of the main
+    // container's own (not 0, 137 or 143) and, last, one on any non-zero exit code (the
+    // manifest's): the verdict names the exit code. The pod, while seen, tells the rest.
     assert_reports(
         map("failed_by_exit_code_rule", Seen::Present, at(140)),
         expect(JobState::Failed, Reason::Error)
@@ -540,7 +540,12 @@ fn failed_by_the_exit_code_rule() {
     // replica that saw the pod to record it; then the verdict alone still names the
     // container's own failure and its exit code, not a bare BackoffLimitExceeded.
     let (job, _) = views("failed_by_exit_code_rule");
-    assert_eq!(job.exit_code_rule, Some(1));
+    assert_eq!(
+        (0..4)
+            .filter(|i| job.exit_code_rules.contains(*i))
+            .collect::<Vec<_>>(),
+        [0, 2]
+    );
     let waiting = map_views(
         &job,
         &[],
@@ -571,7 +576,7 @@ fn failed_by_the_exit_code_rule() {
     assert!(!mapped.info.reason.is_retryable());
     // A verdict that names another rule's index (one the job file listed) is that rule's.
     let mut listed = job.clone();
-    listed.exit_code_rule = Some(2);
+    listed.exit_code_rules = [1, 2].into_iter().collect();
     let mapped = map_views(
         &listed,
         &[],

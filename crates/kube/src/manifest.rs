@@ -158,15 +158,23 @@ pub fn job_manifest(
 fn pod_failure_policy(spec: &ContainerJobSpec) -> Option<K8sPodFailurePolicy> {
     let policy = &spec.pod_failure_policy;
     let mut rules = Vec::new();
-    // First, so that a disrupted pod is never taken for a listed exit code (an evicted
-    // container is killed and may exit 137 or 143).
+    // Without retries, an exit code of the container's own fails the job before anything else
+    // is asked (a drain can reach a pod that had already failed).
+    let without_retries = spec.retries == 0 && !spec.indexed;
+    if without_retries {
+        rules.push(kubeferry_core::container::own_failure_rule(
+            &policy.fail_on_exit_codes,
+        ));
+    }
+    // Before the listed codes, so that a disrupted pod is never taken for a listed exit code
+    // (an evicted container is killed and may exit 137 or 143).
     // Without retries a disrupted pod fails the job either way; a rule that says so puts the
     // disruption in the Job's own verdict (`Pod <ns>/<pod> has condition DisruptionTarget
     // matching FailJob rule ...`), which outlives the pod: a replica that never saw the pod
     // still knows the job was disrupted, not failed by its own work.
     let on_disruption = if policy.ignore_disruptions {
         Some("Ignore")
-    } else if spec.retries == 0 && !spec.indexed {
+    } else if without_retries {
         Some("FailJob")
     } else {
         None
@@ -204,7 +212,7 @@ fn pod_failure_policy(spec: &ContainerJobSpec) -> Option<K8sPodFailurePolicy> {
         });
     }
     // Last, so that a disruption or a code the job file lists is read as such first.
-    if spec.retries == 0 && !spec.indexed {
+    if without_retries {
         rules.push(kubeferry_core::container::exit_code_rule());
     }
     (!rules.is_empty()).then_some(K8sPodFailurePolicy { rules })

@@ -473,13 +473,16 @@ impl<'a> Mapper<'a> {
                 .is_some_and(|message| message.contains(DISRUPTION_RULE_MATCH))
     }
 
-    /// The exit code a verdict of [`super::exit_code_rule`] names ("Container main for pod
-    /// <ns>/<pod> failed with exit code 3 matching FailJob rule at index 1"), when the verdict
-    /// is that rule's.
+    /// The exit code a verdict of [`super::own_failure_rule`] or [`super::exit_code_rule`]
+    /// names ("Container main for pod <ns>/<pod> failed with exit code 3 matching FailJob rule
+    /// at index 0"), when the verdict is one of those rules'.
     fn exit_code_verdict(&self, verdict: &Verdict<'_>) -> Option<i32> {
-        let index = self.job.exit_code_rule?;
-        let message = verdict.message?;
-        let head = message.strip_suffix(&format!(" matching FailJob rule at index {index}"))?;
+        let (head, index) = verdict
+            .message?
+            .rsplit_once(" matching FailJob rule at index ")?;
+        if !self.job.exit_code_rules.contains(index.parse().ok()?) {
+            return None;
+        }
         let (_, code) = head.rsplit_once(" failed with exit code ")?;
         code.parse().ok()
     }

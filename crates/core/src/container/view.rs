@@ -146,9 +146,33 @@ pub struct JobView {
     pub creation_refused: Option<String>,
     /// For an Indexed Job (`completionMode: Indexed`): its indexes. Boxed: most Jobs have none.
     pub indexed: Option<Box<IndexedView>>,
-    /// Where [`super::exit_code_rule`] stands in `spec.podFailurePolicy.rules`, if the Job has
-    /// it: a verdict that names this rule's index is the main container's own failure.
-    pub exit_code_rule: Option<u32>,
+    /// Where [`super::own_failure_rule`] and [`super::exit_code_rule`] stand in
+    /// `spec.podFailurePolicy.rules`: a verdict that names one of these indexes names the main
+    /// container's exit code.
+    pub exit_code_rules: RuleIndexes,
+}
+
+/// A set of indexes into a Job's `spec.podFailurePolicy.rules` (Kubernetes allows at most 20
+/// rules; an index past 31 is never in the set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuleIndexes(u32);
+
+impl RuleIndexes {
+    /// Whether `index` is in the set.
+    pub fn contains(self, index: u32) -> bool {
+        index < u32::BITS && self.0 & (1 << index) != 0
+    }
+}
+
+impl FromIterator<u32> for RuleIndexes {
+    fn from_iter<I: IntoIterator<Item = u32>>(indexes: I) -> Self {
+        RuleIndexes(
+            indexes
+                .into_iter()
+                .filter(|index| *index < u32::BITS)
+                .fold(0, |set, index| set | (1 << index)),
+        )
+    }
 }
 
 /// What the mapping reads of an Indexed Job's indexes.
@@ -195,15 +219,18 @@ impl From<&Job> for JobView {
                 .map(i64::from),
             creation_refused: None,
             indexed: indexed(job),
-            exit_code_rule: job
+            exit_code_rules: job
                 .spec
                 .as_ref()
                 .and_then(|spec| spec.pod_failure_policy.as_ref())
-                .and_then(|policy| {
-                    let rule = super::exit_code_rule();
-                    policy.rules.iter().position(|r| *r == rule)
+                .map(|policy| {
+                    (0u32..)
+                        .zip(&policy.rules)
+                        .filter(|(_, rule)| super::is_exit_code_rule(rule))
+                        .map(|(index, _)| index)
+                        .collect()
                 })
-                .and_then(|index| u32::try_from(index).ok()),
+                .unwrap_or_default(),
         }
     }
 }

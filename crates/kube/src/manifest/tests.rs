@@ -184,6 +184,49 @@ fn pod_failure_policy_ignores_disruptions_first() {
 }
 
 #[test]
+fn without_retries_the_containers_own_exit_code_decides_before_a_disruption() {
+    let job = manifest(&format!(
+        "{MINIMAL}podFailurePolicy: {{failOnExitCodes: [42]}}\n"
+    ));
+    let rules = &job
+        .spec
+        .as_ref()
+        .expect("spec")
+        .pod_failure_policy
+        .as_ref()
+        .expect("a policy")
+        .rules;
+    let shapes: Vec<(&str, Option<&str>, Vec<i32>)> = rules
+        .iter()
+        .map(|rule| {
+            let codes = rule.on_exit_codes.as_ref();
+            (
+                rule.action.as_str(),
+                codes.map(|c| c.operator.as_str()),
+                codes.map(|c| c.values.clone()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shapes,
+        [
+            // The container's own codes: not a stopping signal's, not the job file's.
+            ("FailJob", Some("NotIn"), vec![0, 42, 137, 143]),
+            // A disruption (the pod's DisruptionTarget condition).
+            ("FailJob", None, vec![]),
+            // The job file's codes.
+            ("FailJob", Some("In"), vec![42]),
+            // Any other failure: a signal no disruption sent (an OOM kill).
+            ("FailJob", Some("NotIn"), vec![0]),
+        ]
+    );
+    assert_eq!(
+        rules[1].on_pod_conditions.as_ref().expect("conditions")[0].type_,
+        "DisruptionTarget"
+    );
+}
+
+#[test]
 fn deadlines_and_ttl_are_seconds_on_the_job() {
     let job = manifest(&format!("{MINIMAL}timeout: 1h30m\nttlAfterFinished: 10m\n"));
     let spec = job.spec.as_ref().expect("spec");

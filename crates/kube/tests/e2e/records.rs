@@ -102,6 +102,87 @@ async fn a_failure_no_replica_saw_still_names_its_exit_code() {
     assert_eq!(outcome.message, "exit code 3");
 }
 
+/// I1: a container that failed on its own a moment before a drain reached its pod. The API
+/// server adds `DisruptionTarget` to a pod it evicts even when the pod had already failed, so
+/// the Job controller may see both at once; the Job's verdict must still name the container's
+/// own exit code (the rule the manifest puts first), so that a replica that never saw the pod
+/// answers the container's failure, not an infrastructure one the caller would retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_that_failed_just_before_a_drain_is_its_own_failure_once_its_pod_is_gone() {
+    let env = Env::start().await;
+    // On no node: the kubelet never runs the pod; its status is written below, failed and
+    // disrupted in one write, as the Job controller may first read it.
+    let id = env.create_job_directly(
+        &shell(
+            "failed-then-drained",
+            "exit 4",
+            "nodeSelector: {pool: nowhere}",
+        ),
+        "failed-then-drained",
+        |_| {},
+    );
+    let pods: Api<Pod> = Api::namespaced(env.admin_client().await, NS);
+    // Read as an admin: no kubeferry process sees the pod before it is gone.
+    let pod = eventually("the Job's pod", || async {
+        pods.list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .pop()?
+            .metadata
+            .name
+    })
+    .await;
+    let status = serde_json::json!({"status": {
+        "phase": "Failed",
+        "conditions": [{
+            "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting", "lastTransitionTime": "2026-12-01T10:00:05Z",
+        }],
+        "containerStatuses": [{
+            "name": "main", "image": "busybox", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {
+                "exitCode": 4, "reason": "Error",
+                "startedAt": "2026-12-01T10:00:01Z", "finishedAt": "2026-12-01T10:00:04Z",
+            }},
+        }],
+    }});
+    pods.patch_status(
+        &pod,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&status),
+    )
+    .await
+    .expect("the pod's status is written");
+    let verdict = eventually("the Job controller's verdict", || async {
+        let job = env.job_object(&id)?;
+        let conditions = job.pointer("/status/conditions")?.as_array()?.clone();
+        conditions
+            .iter()
+            .find(|c| c["type"] == "Failed" && c["status"] == "True")
+            .and_then(|c| c["message"].as_str().map(str::to_string))
+    })
+    .await;
+    assert!(
+        verdict.ends_with("failed with exit code 4 matching FailJob rule at index 0"),
+        "{verdict}"
+    );
+    pods.delete(&pod, &Default::default()).await.unwrap();
+    eventually("the pod to go", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    let outcome = env
+        .status_until(&id, "the outcome", ExecutionInfo::is_terminal)
+        .await;
+    assert_eq!(
+        outcome_of(&outcome),
+        (JobState::Failed, Reason::Error, Some(4)),
+        "{outcome:?}"
+    );
+    assert!(!outcome.reason.is_retryable());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_id_submitted_again_after_its_job_is_gone_answers_its_first_run() {
     let env = Env::start().await;
