@@ -262,6 +262,16 @@ impl ManagedMeta {
             recorded_outcome: recorded_outcome(annotations),
         }
     }
+
+    /// When a settler may take [`crate::marks::RECORD_FINALIZER`] off this held object once
+    /// its outcome record is kept: `grace` after the cancel was requested, so as not to race
+    /// the cancel, which takes it off itself as soon as it recorded the cancel (both times are
+    /// kubeferry's clocks); `None`, at once, when the mark's time is unknown.
+    pub fn release_due(&self, grace: std::time::Duration) -> Option<Timestamp> {
+        let requested = self.cancel_mark.as_ref()?.requested_at?;
+        let grace = jiff::SignedDuration::try_from(grace).ok()?;
+        requested.checked_add(grace).ok()
+    }
 }
 
 /// The cancel mark among an object's annotations ([`CANCEL_ANNOTATION`]).

@@ -24,7 +24,7 @@ use tracing::{debug, info, warn};
 use crate::error::{Error, Result};
 use crate::kind::{Kind, Observed, Watches};
 use crate::objects::{Deletion, Objects};
-use crate::settling::{Change, JobStates, Timers, merged, retry_delay};
+use crate::settling::{Change, JobStates, Timers, merged, release_held, retry_delay};
 use crate::tracker::{Recent, lock};
 
 /// Whether a mapping's actions are carried out now (the settler does) or handed to the
@@ -463,8 +463,23 @@ pub(crate) trait Evaluates:
                 let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
                 if acting == Acting::Carry && info.is_terminal() {
                     match self.keep(id, observed.view(), &info).await {
-                        Ok(standing) if !answered => info = standing,
-                        Ok(_) => {}
+                        Ok(standing) => {
+                            if !answered {
+                                info = standing;
+                            }
+                            // A cancelled object held until its record was kept: the record
+                            // is kept now.
+                            let view = observed.view();
+                            if view.held && matches!(observed, Observed::Present(_)) {
+                                recheck_at = release_held(
+                                    &self.objects_of(view),
+                                    self.cluster(),
+                                    view,
+                                    self.retry_interval(),
+                                )
+                                .await;
+                            }
+                        }
                         Err(error) if answered => {
                             warn!(message = "could not keep an outcome record; will retry", id = %id, %error);
                             recheck_at = after(retry_delay(&error, self.recheck_interval()));

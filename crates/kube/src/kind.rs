@@ -108,9 +108,6 @@ pub(crate) trait Kind: Send + Sync + 'static {
     const JOB_KIND: JobKind;
     /// Its object, as messages name it.
     const NOUN: &'static str;
-    /// Whether a cancel holds the object with [`kubeferry_core::marks::RECORD_FINALIZER`]
-    /// until its outcome record is kept (the kind's settler then takes it off).
-    const HELD_UNTIL_RECORDED: bool = false;
 
     /// What it keeps as every kind does.
     fn base(&self) -> &KindBase<Self::Watches>;

@@ -121,22 +121,20 @@ impl<K: Object> Objects<K> {
             .await
     }
 
-    /// Marks a cancel on the object as read at `resource_version`: the mark, and, when
-    /// `holding` gives the object's finalizers as read, [`RECORD_FINALIZER`] beside them, so
-    /// that the object, once deleted, stays until its outcome record is kept. Not repeated on
-    /// a lost response: the precondition makes a repeat answer 409.
+    /// Marks a cancel on the object as read at `resource_version` with `finalizers`: the mark,
+    /// and [`RECORD_FINALIZER`] beside those finalizers, so that the object, once deleted,
+    /// stays until its outcome record is kept. Not repeated on a lost response: the
+    /// precondition makes a repeat answer 409.
     pub(crate) async fn mark_cancel(
         &self,
         cluster: &Cluster,
         name: &str,
         resource_version: Option<&str>,
         requested_at: &str,
-        holding: Option<&[String]>,
+        finalizers: &[String],
     ) -> Result<K> {
         let mut fields = serde_json::json!({ "annotations": { CANCEL_ANNOTATION: requested_at } });
-        if let Some(finalizers) = holding
-            && !held_for_record(Some(finalizers))
-        {
+        if !held_for_record(Some(finalizers)) {
             let mut held = finalizers.to_vec();
             held.push(RECORD_FINALIZER.to_string());
             fields["finalizers"] = serde_json::json!(held);

@@ -77,7 +77,7 @@ pub(crate) async fn cancel_from<J: Kind>(
                     &id.name,
                     current.meta.resource_version.as_deref(),
                     &Timestamp::now().to_string(),
-                    J::HELD_UNTIL_RECORDED.then_some(finalizers.as_slice()),
+                    &finalizers,
                 )
                 .await
             {
@@ -139,16 +139,14 @@ pub(crate) async fn cancel_from<J: Kind>(
         if running_when_marked {
             match jobs.records().keep(&id.namespace, cancelled).await {
                 // Kept: nothing holds the deleted object any longer.
-                Ok(_) if J::HELD_UNTIL_RECORDED => {
+                Ok(_) => {
                     if let Err(error) = current.objects.release(cluster, &id.name, &uid).await {
                         // Its settler, or any replica's, takes the finalizer off.
                         warn!(message = "could not release the cancelled job", id = %id, %error);
                     }
                 }
-                Ok(_) => {}
                 // The job is stopping all the same; its settler records it from its final
-                // state (held meanwhile, when its kind holds it, so that it is never neither
-                // running nor recorded).
+                // state (held meanwhile, so that it is never neither running nor recorded).
                 Err(error) => warn!(message = "could not record the cancel", id = %id, %error),
             }
         }

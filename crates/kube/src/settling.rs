@@ -8,7 +8,9 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use jiff::Timestamp;
 use kubeferry_core::JobState;
+use kubeferry_core::observation::ManagedMeta;
 use tokio::sync::broadcast;
+use tracing::warn;
 
 use crate::tracker::lock;
 
@@ -46,6 +48,31 @@ pub(crate) fn retry_delay(error: &crate::Error, interval: Duration) -> Duration 
             interval.saturating_mul(10)
         }
         _ => interval,
+    }
+}
+
+/// Takes [`kubeferry_core::marks::RECORD_FINALIZER`] off a held object whose outcome record
+/// is kept, once that is due ([`ManagedMeta::release_due`]: the cancel that held it releases
+/// it itself a moment after its mark). Answers when to look at the job again: at the due time,
+/// or after a failed write; `None` once released.
+pub(crate) async fn release_held<K: crate::objects::Object>(
+    objects: &crate::objects::Objects<K>,
+    cluster: &crate::cluster::Cluster,
+    meta: &ManagedMeta,
+    retry_interval: Duration,
+) -> Option<Timestamp> {
+    if let Some(due) = meta.release_due(retry_interval)
+        && Timestamp::now() < due
+    {
+        return Some(due);
+    }
+    match objects.release(cluster, &meta.name, &meta.uid).await {
+        Ok(()) => None,
+        Err(error) => {
+            warn!(message = "could not release a cancelled job's object; will retry", namespace = %meta.namespace, name = %meta.name, %error);
+            let delay = jiff::SignedDuration::try_from(retry_delay(&error, retry_interval)).ok()?;
+            Timestamp::now().checked_add(delay).ok()
+        }
     }
 }
 

@@ -600,7 +600,6 @@ impl Kind for ContainerJobs {
 
     const JOB_KIND: JobKind = JobKind::Job;
     const NOUN: &'static str = "Job";
-    const HELD_UNTIL_RECORDED: bool = true;
 
     fn base(&self) -> &KindBase<NamespaceWatch> {
         &self.base

@@ -2,7 +2,7 @@
 //! (record an outcome, stop a job kubeferry failed) and deletes stopped jobs past their TTL, on
 //! watch events and at the mapping's own deadlines, whether or not anyone asks for a status.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::{FutureExt, StreamExt};
@@ -24,7 +24,7 @@ use super::tracker::{NamespaceWatch, listed_pods};
 use crate::cluster::{Cluster, Op};
 use crate::error::Result;
 use crate::objects::Objects;
-use crate::settling::{JobStates, SETTLED_AT_ONCE, Timers, merged, retry_delay};
+use crate::settling::{JobStates, SETTLED_AT_ONCE, Timers, merged, release_held, retry_delay};
 use crate::tracker::{Departure, lock, reported_key};
 
 const JOBS: &str = "jobs.batch";
@@ -43,7 +43,6 @@ pub(crate) fn start(
         watch,
         states: inbox.states,
         awaiting_pods: Mutex::default(),
-        held_due: Mutex::default(),
     };
     tokio::spawn(task.run(changes, inbox.requests));
 }
@@ -55,10 +54,6 @@ struct Task {
     states: Arc<JobStates>,
     /// Jobs whose outcome came without an exit code, given a moment for their pods' watch.
     awaiting_pods: Mutex<HashSet<String>>,
-    /// Cancelled Jobs held for their record, and when this settler takes the finalizer off
-    /// should the cancel not have (it does so itself at once): one retry interval after they
-    /// were first seen recorded, so that the two do not race to the same write.
-    held_due: Mutex<HashMap<String, tokio::time::Instant>>,
 }
 
 impl Task {
@@ -380,10 +375,16 @@ impl Task {
         match self.context.records.keep(&self.namespace, record).await {
             Ok(standing) => {
                 // A cancelled Job held until its record was kept: the record is kept now.
-                if job.held {
-                    self.release(job, timers).await;
-                } else {
-                    lock(&self.held_due).remove(&job.name);
+                if job.held
+                    && let Some(at) = release_held(
+                        &self.objects(),
+                        &self.context.cluster,
+                        job,
+                        self.context.retry_interval,
+                    )
+                    .await
+                {
+                    timers.arm(at, &job.name);
                 }
                 Some(standing)
             }
@@ -391,31 +392,6 @@ impl Task {
                 timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
                 warn!(message = "could not keep an outcome record; will retry", namespace = %self.namespace, job = %job.name, %error);
                 None
-            }
-        }
-    }
-
-    /// Takes the record finalizer off a held Job whose record is kept, once it is due.
-    async fn release(&self, job: &JobView, timers: &Timers) {
-        let now = tokio::time::Instant::now();
-        let due = *lock(&self.held_due)
-            .entry(job.name.clone())
-            .or_insert(now + self.context.retry_interval);
-        if now < due {
-            timers.arm_after(due - now, &job.name);
-            return;
-        }
-        match self
-            .objects()
-            .release(&self.context.cluster, &job.name, &job.uid)
-            .await
-        {
-            Ok(()) => {
-                lock(&self.held_due).remove(&job.name);
-            }
-            Err(error) => {
-                timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
-                warn!(message = "could not release a cancelled Job; will retry", namespace = %self.namespace, job = %job.name, %error);
             }
         }
     }

@@ -3,9 +3,12 @@
 
 use std::time::Duration;
 
+use kubeferry_core::marks::RECORD_FINALIZER;
+use kubeferry_core::record::record_name;
 use kubeferry_core::spark::SparkOperator;
 use kubeferry_core::{JobState, Reason};
 use kubeferry_kube::{CancelOutcome, Error};
+use kubeferry_sim::{FaultAction, FaultRule};
 
 use crate::reads::answers_reading_only;
 use crate::support::*;
@@ -52,6 +55,89 @@ async fn a_cancelled_job_ends_cancelled_and_its_pods_go() {
             "{operator}"
         );
         assert_eq!(env.executor.status(&id).await.expect("known"), end);
+    }
+}
+
+/// I2, I3: a cancel whose outcome record cannot be written leaves the SparkApplication held
+/// (deleted, with kubeferry's finalizer): a process that never saw it still finds the job, a
+/// resubmission answers its run and creates nothing; once the record can be written, a
+/// settler keeps it and releases the application.
+#[tokio::test]
+async fn a_cancel_whose_record_fails_holds_the_application_until_it_is_recorded() {
+    // A refused record is not retried for long, and a busy settler is not waited for long.
+    let mut settings = Settings::fast().retry_deadline(Duration::from_millis(300));
+    settings.executor.spark.sync_timeout = Duration::from_millis(500);
+    let env = Env::start_with(spark_config(), settings.clone()).await;
+    for operator in SparkOperator::ALL {
+        let spec = spark_pi(operator, "args: ['sleep=30']");
+        let job = job_id("held");
+        let id = env
+            .executor
+            .submit(&spec, &job, NS)
+            .await
+            .expect("submitted");
+        until_state(&env.executor, &id, JobState::Started).await;
+        let recorded = || {
+            env.sim
+                .object("", "configmaps", NS, &record_name(id.kind, &id.name))
+                .is_some()
+        };
+        let refused = env.sim.add_fault(
+            FaultRule::new(FaultAction::Error {
+                code: 500,
+                message: None,
+                retry_after_seconds: None,
+            })
+            .verbs(&["create"])
+            .resources(&["configmaps"]),
+        );
+        env.executor.cancel(&id).await.expect("cancelled");
+        let app = env.app(operator, &id.name).expect("the application, held");
+        assert!(
+            app.pointer("/metadata/deletionTimestamp").is_some(),
+            "{app}"
+        );
+        let finalizers = app["metadata"]["finalizers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            finalizers.contains(&serde_json::json!(RECORD_FINALIZER)),
+            "{app}"
+        );
+        assert!(!recorded());
+        let fresh = env.fresh_executor(&settings).await;
+        // Found: not "no such job", whatever its answer while the record waits.
+        fresh.status(&id).await.expect("found");
+        let creates = env
+            .sim
+            .request_count("create", &format!("sparkapplications.{}", operator.group()));
+        assert_eq!(fresh.submit(&spec, &job, NS).await.expect("its run"), id);
+        assert_eq!(
+            env.sim
+                .request_count("create", &format!("sparkapplications.{}", operator.group())),
+            creates + 1,
+            "{operator}: the create met the held application"
+        );
+        assert_eq!(
+            env.app(operator, &id.name).expect("still held")["metadata"]["uid"],
+            app["metadata"]["uid"]
+        );
+        env.sim.remove_fault(refused);
+        eventually(
+            "the record to be kept and the application released",
+            || async { (recorded() && env.app(operator, &id.name).is_none()).then_some(()) },
+        )
+        .await;
+        assert_eq!(
+            fresh.status(&id).await.expect("recorded").state,
+            JobState::Cancelled,
+            "{operator}"
+        );
+        assert!(
+            env.app(operator, &id.name).is_none(),
+            "{operator}: nothing ran again"
+        );
     }
 }
 
