@@ -358,7 +358,13 @@ impl Observer {
         }
         if let Some(rv) = job.image_failure_rv {
             story.push(format!("image pull failed at rv {rv}"));
-            if job.termination.is_none() {
+            // A container whose image never came never ran: an end written for it later (its
+            // node lost, its pod deleted) is a stop, not an outcome of its own.
+            if job
+                .termination
+                .as_ref()
+                .is_none_or(|t| rv < t.rv && natural.is_none())
+            {
                 allowed.push(Allowed::Configuration);
             }
         }
@@ -470,6 +476,34 @@ mod tests {
         pod(&observer, 2, json!({"phase": "Running"}));
         observer.disrupting("chaos", "j-1", 2);
         pod(&observer, 3, exited(143, "Error"));
+        assert_eq!(observer.truth("a").allowed, [Allowed::Infrastructure]);
+    }
+
+    #[test]
+    fn an_image_that_never_came_is_a_configuration_failure_even_once_its_node_is_lost() {
+        let observer = observer_with_job();
+        let waiting = |reason: &str| {
+            json!({"phase": "Pending", "containerStatuses": [
+                {"name": "main", "state": {"waiting": {"reason": reason}}}
+            ]})
+        };
+        pod(&observer, 2, waiting("ErrImagePull"));
+        pod(&observer, 3, waiting("ImagePullBackOff"));
+        observer.disrupting("chaos", "j-1", 4);
+        pod(&observer, 5, exited(137, "ContainerStatusUnknown"));
+        let truth = observer.truth("a");
+        assert_eq!(
+            truth.allowed,
+            [Allowed::Infrastructure, Allowed::Configuration],
+            "{}",
+            truth.story
+        );
+        // A container that ran (its image came) and was then stopped is no image failure.
+        let observer = observer_with_job();
+        pod(&observer, 2, json!({"phase": "Running"}));
+        observer.disrupting("chaos", "j-1", 3);
+        pod(&observer, 4, exited(137, "ContainerStatusUnknown"));
+        pod(&observer, 5, waiting("ErrImagePull"));
         assert_eq!(observer.truth("a").allowed, [Allowed::Infrastructure]);
     }
 
