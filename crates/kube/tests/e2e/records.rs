@@ -26,6 +26,35 @@ fn recorded(env: &Env, name: &str) -> bool {
         .is_some()
 }
 
+/// The message of the Job's `Failed` condition, once the Job controller has judged it.
+async fn failed_verdict(env: &Env, id: &ExecutionId) -> String {
+    eventually("the Job controller's verdict", || async {
+        let job = env.job_object(id)?;
+        let conditions = job.pointer("/status/conditions")?.as_array()?.clone();
+        conditions
+            .iter()
+            .find(|c| c["type"] == "Failed" && c["status"] == "True")
+            .and_then(|c| c["message"].as_str().map(str::to_string))
+    })
+    .await
+}
+
+/// Deletes the namespace's pods as an admin (no kubeferry process sees them go) and answers
+/// the job's outcome as read once they are gone.
+async fn outcome_once_pods_are_gone(env: &Env, id: &ExecutionId) -> ExecutionInfo {
+    let pods: Api<Pod> = Api::namespaced(env.admin_client().await, NS);
+    for pod in pods.list(&Default::default()).await.unwrap() {
+        let name = pod.metadata.name.unwrap();
+        pods.delete(&name, &Default::default()).await.unwrap();
+    }
+    eventually("the pods to go", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    env.status_until(id, "the outcome", ExecutionInfo::is_terminal)
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_jobs_outcome_outlives_its_pods_on_a_replica_that_never_saw_them() {
     let env = Env::start().await;
@@ -73,27 +102,8 @@ async fn a_failure_no_replica_saw_still_names_its_exit_code() {
         "unseen-exit-3",
         |_| {},
     );
-    eventually("the Job controller's verdict", || async {
-        let job = env.job_object(&id)?;
-        let conditions = job.pointer("/status/conditions")?.as_array()?.clone();
-        conditions
-            .iter()
-            .any(|c| c["type"] == "Failed" && c["status"] == "True")
-            .then_some(())
-    })
-    .await;
-    let pods: Api<Pod> = Api::namespaced(env.admin_client().await, NS);
-    for pod in pods.list(&Default::default()).await.unwrap() {
-        let name = pod.metadata.name.unwrap();
-        pods.delete(&name, &Default::default()).await.unwrap();
-    }
-    eventually("the pods to go", || async {
-        (env.sim.count("", "pods") == 0).then_some(())
-    })
-    .await;
-    let outcome = env
-        .status_until(&id, "the outcome", ExecutionInfo::is_terminal)
-        .await;
+    failed_verdict(&env, &id).await;
+    let outcome = outcome_once_pods_are_gone(&env, &id).await;
     assert_eq!(
         outcome_of(&outcome),
         (JobState::Failed, Reason::Error, Some(3)),
@@ -154,27 +164,12 @@ async fn a_container_that_failed_just_before_a_drain_is_its_own_failure_once_its
     )
     .await
     .expect("the pod's status is written");
-    let verdict = eventually("the Job controller's verdict", || async {
-        let job = env.job_object(&id)?;
-        let conditions = job.pointer("/status/conditions")?.as_array()?.clone();
-        conditions
-            .iter()
-            .find(|c| c["type"] == "Failed" && c["status"] == "True")
-            .and_then(|c| c["message"].as_str().map(str::to_string))
-    })
-    .await;
+    let verdict = failed_verdict(&env, &id).await;
     assert!(
         verdict.ends_with("failed with exit code 4 matching FailJob rule at index 0"),
         "{verdict}"
     );
-    pods.delete(&pod, &Default::default()).await.unwrap();
-    eventually("the pod to go", || async {
-        (env.sim.count("", "pods") == 0).then_some(())
-    })
-    .await;
-    let outcome = env
-        .status_until(&id, "the outcome", ExecutionInfo::is_terminal)
-        .await;
+    let outcome = outcome_once_pods_are_gone(&env, &id).await;
     assert_eq!(
         outcome_of(&outcome),
         (JobState::Failed, Reason::Error, Some(4)),
@@ -326,13 +321,9 @@ async fn a_cancel_whose_record_fails_holds_the_job_until_it_is_recorded() {
     env.status_until(&id, "running", is(JobState::Started))
         .await;
     let refused = env.sim.add_fault(
-        FaultRule::new(FaultAction::Error {
-            code: 500,
-            message: None,
-            retry_after_seconds: None,
-        })
-        .verbs(&["create"])
-        .resources(&["configmaps"]),
+        FaultRule::new(FaultAction::error(500))
+            .verbs(&["create"])
+            .resources(&["configmaps"]),
     );
     env.executor.cancel(&id).await.unwrap();
     let job = env.job_object(&id).expect("the Job, held");
