@@ -1220,11 +1220,7 @@ async fn kubernetes_failures_become_clear_errors_and_a_retry_is_safe() {
     sim.sim.remove_fault(fault);
 
     // The API server keeps failing: retried until the deadline, then 503 with Retry-After.
-    let fault = sim.sim.add_fault(create(FaultAction::Error {
-        code: 500,
-        message: None,
-        retry_after_seconds: None,
-    }));
+    let fault = sim.sim.add_fault(create(FaultAction::error(500)));
     let reply = api.post("/v1/jobs", &shell_job("failing", "true")).await;
     reply.error(StatusCode::SERVICE_UNAVAILABLE, "kubernetes_error");
     assert!(reply.headers.contains_key(header::RETRY_AFTER));

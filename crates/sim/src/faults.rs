@@ -44,6 +44,26 @@ pub enum FaultAction {
     Hold,
 }
 
+impl FaultAction {
+    /// An error of this code with the real server's generic message and no `Retry-After`.
+    pub fn error(code: u16) -> Self {
+        FaultAction::Error {
+            code,
+            message: None,
+            retry_after_seconds: None,
+        }
+    }
+
+    /// An error of this code with the generic message and `Retry-After: seconds`.
+    pub fn error_retry_after(code: u16, seconds: u32) -> Self {
+        FaultAction::Error {
+            code,
+            message: None,
+            retry_after_seconds: Some(seconds),
+        }
+    }
+}
+
 /// Which requests a rule applies to; empty lists match anything.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -418,13 +438,9 @@ mod tests {
     fn counted_rules_lapse_and_latency_adds_up() {
         let faults = Faults::default();
         faults.add(
-            FaultRule::new(FaultAction::Error {
-                code: 500,
-                message: None,
-                retry_after_seconds: None,
-            })
-            .verbs(&["create"])
-            .times(1),
+            FaultRule::new(FaultAction::error(500))
+                .verbs(&["create"])
+                .times(1),
         );
         faults.add(FaultRule::new(FaultAction::Latency { millis: 5 }));
         faults.add(FaultRule::new(FaultAction::Latency { millis: 7 }).resources(&["pods"]));
@@ -445,12 +461,8 @@ mod tests {
 
     #[test]
     fn rules_round_trip_as_json() {
-        let rule = FaultRule::new(FaultAction::Error {
-            code: 429,
-            message: None,
-            retry_after_seconds: Some(2),
-        })
-        .resources(&["jobs.batch"]);
+        let rule =
+            FaultRule::new(FaultAction::error_retry_after(429, 2)).resources(&["jobs.batch"]);
         let text = serde_json::to_string(&rule).unwrap_or_default();
         assert!(text.contains("\"retryAfterSeconds\":2"), "{text}");
         let back: FaultRule = serde_json::from_str(&text).expect("parses");

@@ -20,26 +20,18 @@ fn cm(name: &str) -> ConfigMap {
     .expect("cm")
 }
 
-fn error(code: u16, retry: Option<u32>) -> FaultAction {
-    FaultAction::Error {
-        code,
-        message: None,
-        retry_after_seconds: retry,
-    }
-}
-
 #[tokio::test]
 async fn errors_match_verbs_resources_and_lapse() {
     let sim = start().await;
     let c = &common::client_without_retries(&sim.cluster.kubeconfig_yaml("sim")).await;
     sim.cluster.add_fault(
-        FaultRule::new(error(503, None))
+        FaultRule::new(FaultAction::error(503))
             .verbs(&["list"])
             .resources(&["configmaps"])
             .times(1),
     );
     sim.cluster.add_fault(
-        FaultRule::new(error(429, Some(2)))
+        FaultRule::new(FaultAction::error_retry_after(429, 2))
             .verbs(&["create"])
             .resources(&["configmaps"])
             .times(1),
@@ -87,9 +79,9 @@ async fn errors_match_verbs_resources_and_lapse() {
     )
     .await;
     assert_eq!(r.code, 201);
-    let id = sim
-        .cluster
-        .add_fault(FaultRule::new(error(500, Some(1))).resources(&["jobs.batch"]));
+    let id = sim.cluster.add_fault(
+        FaultRule::new(FaultAction::error_retry_after(500, 1)).resources(&["jobs.batch"]),
+    );
     let r = raw(c, "GET", "/apis/batch/v1/namespaces/default/jobs", None, "").await;
     assert_eq!(
         (r.code, r.json()["reason"].clone()),
@@ -105,7 +97,7 @@ async fn rules_can_target_one_identity() {
     let sim = start().await;
     let user = "system:serviceaccount:default:runner";
     sim.cluster
-        .add_fault(FaultRule::new(error(403, None)).users(&[user]));
+        .add_fault(FaultRule::new(FaultAction::error(403)).users(&[user]));
     let runner = client_for(
         &sim.cluster
             .kubeconfig_yaml_with_token("runner", &sim.cluster.token_for("default", "runner")),

@@ -241,14 +241,10 @@ async fn a_cancel_that_finds_the_work_ended_by_the_jobs_counts_deletes_nothing()
     // is refused, so that one decides.
     let seen = read_as(&jobs, &id, running, true, true).await;
     sim.add_fault(
-        kubeferry_sim::FaultRule::new(kubeferry_sim::FaultAction::Error {
-            code: 403,
-            message: None,
-            retry_after_seconds: None,
-        })
-        .verbs(&["get"])
-        .resources(&["jobs.batch"])
-        .times(1),
+        kubeferry_sim::FaultRule::new(kubeferry_sim::FaultAction::error(403))
+            .verbs(&["get"])
+            .resources(&["jobs.batch"])
+            .times(1),
     );
     sim.reset_counters();
     let answer = crate::protocol::cancel_from(&jobs, &id, Some(seen))

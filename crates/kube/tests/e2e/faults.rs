@@ -10,21 +10,13 @@ use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
 
 use crate::support::*;
 
-fn error(code: u16, retry_after_seconds: Option<u32>) -> FaultAction {
-    FaultAction::Error {
-        code,
-        message: None,
-        retry_after_seconds,
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_are_retried() {
     let env = Env::start().await;
     for code in [500, 502, 503, 504, 507] {
         env.sim.reset_counters();
         env.sim.add_fault(
-            FaultRule::new(error(code, None))
+            FaultRule::new(FaultAction::error(code))
                 .verbs(&["create"])
                 .resources(&["jobs.batch"])
                 .times(2),
@@ -39,7 +31,7 @@ async fn server_errors_are_retried() {
     // 501 Not Implemented is the one 5xx that no retry changes.
     env.sim.reset_counters();
     env.sim.add_fault(
-        FaultRule::new(error(501, None))
+        FaultRule::new(FaultAction::error(501))
             .verbs(&["create"])
             .resources(&["jobs.batch"])
             .times(1),
@@ -66,7 +58,7 @@ async fn throttling_is_retried_after_the_servers_delay() {
     let short = Settings::fast().with_retry(|retry| retry.deadline = Duration::from_millis(500));
     let env = Env::start_with(SimConfig::for_tests(), short).await;
     env.sim.add_fault(
-        FaultRule::new(error(429, Some(1)))
+        FaultRule::new(FaultAction::error_retry_after(429, 1))
             .verbs(&["create"])
             .resources(&["jobs.batch"])
             .times(1),
@@ -86,7 +78,7 @@ async fn throttling_is_retried_after_the_servers_delay() {
     // With the default deadline it waits and succeeds on the second attempt.
     let env = Env::start().await;
     env.sim.add_fault(
-        FaultRule::new(error(429, Some(1)))
+        FaultRule::new(FaultAction::error_retry_after(429, 1))
             .verbs(&["create"])
             .resources(&["jobs.batch"])
             .times(1),
@@ -114,7 +106,7 @@ async fn answers_about_the_request_are_not_retried() {
     for code in [400, 403, 404, 409, 422] {
         env.sim.reset_counters();
         let fault = env.sim.add_fault(
-            FaultRule::new(error(code, None))
+            FaultRule::new(FaultAction::error(code))
                 .verbs(&["get"])
                 .resources(&["jobs.batch"]),
         );
@@ -515,12 +507,7 @@ async fn every_watch_is_current_again_once_the_server_stops_refusing_to_start_it
     // all three watches open, or one that opens after it runs unrefused and never fails.
     env.watches_open(NAMESPACE_WATCHES).await;
     let refusing = env.sim.add_fault(
-        FaultRule::new(FaultAction::Error {
-            code: 429,
-            message: None,
-            retry_after_seconds: Some(1),
-        })
-        .verbs(&["list", "watch"]),
+        FaultRule::new(FaultAction::error_retry_after(429, 1)).verbs(&["list", "watch"]),
     );
     assert_eq!(env.sim.cut_watches(), NAMESPACE_WATCHES);
     eventually("every watch to be refused", || async {
@@ -567,7 +554,7 @@ async fn a_cancelled_job_deleted_while_the_watches_were_down_is_recorded_cancell
     .await;
     env.watches_open(NAMESPACE_WATCHES).await;
     let refusing = env.sim.add_fault(
-        FaultRule::new(error(503, None))
+        FaultRule::new(FaultAction::error(503))
             .verbs(&["list", "watch"])
             .resources(&["jobs.batch"]),
     );

@@ -813,13 +813,9 @@ async fn a_kueue_job_whose_delete_failed_after_its_record_is_deleted_on_the_next
         .await;
     // The delete of the Job that follows the record of its outcome is refused for a while.
     let refused = env.sim.add_fault(
-        FaultRule::new(FaultAction::Error {
-            code: 403,
-            message: None,
-            retry_after_seconds: None,
-        })
-        .verbs(&["delete"])
-        .resources(&["jobs.batch"]),
+        FaultRule::new(FaultAction::error(403))
+            .verbs(&["delete"])
+            .resources(&["jobs.batch"]),
     );
     admit_as_kueue(&env, &id).await;
     let recorded = eventually("the recorded outcome", || async {

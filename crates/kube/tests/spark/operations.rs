@@ -83,13 +83,9 @@ async fn a_cancel_whose_record_fails_holds_the_application_until_it_is_recorded(
                 .is_some()
         };
         let refused = env.sim.add_fault(
-            FaultRule::new(FaultAction::Error {
-                code: 500,
-                message: None,
-                retry_after_seconds: None,
-            })
-            .verbs(&["create"])
-            .resources(&["configmaps"]),
+            FaultRule::new(FaultAction::error(500))
+                .verbs(&["create"])
+                .resources(&["configmaps"]),
         );
         env.executor.cancel(&id).await.expect("cancelled");
         let app = env.app(operator, &id.name).expect("the application, held");

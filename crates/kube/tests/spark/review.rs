@@ -178,13 +178,9 @@ async fn review_1_while_the_delete_of_an_application_without_status_fails_the_jo
     let env = Env::start_with(spark_config(), settings).await;
     env.faults.set(Some(SparkFault::NoStatus));
     let refuse = env.sim.add_fault(
-        FaultRule::new(FaultAction::Error {
-            code: 500,
-            message: None,
-            retry_after_seconds: None,
-        })
-        .verbs(&["delete"])
-        .resources(&["sparkapplications.spark.apache.org"]),
+        FaultRule::new(FaultAction::error(500))
+            .verbs(&["delete"])
+            .resources(&["sparkapplications.spark.apache.org"]),
     );
     let id = env
         .executor
