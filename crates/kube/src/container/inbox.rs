@@ -9,6 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::cluster::Cluster;
 use crate::error::Result;
+use crate::kind::Observed;
 use crate::records::Records;
 use crate::settling::JobStates;
 use crate::tracker::LastReported;
@@ -36,9 +37,9 @@ pub(crate) struct Settler {
 
 /// A status query that found an outcome due: the settler records it now rather than at its
 /// timer (the answer waits for the write, so that no replica reports an outcome that is not
-/// on the Job yet).
+/// on the Job yet). The Job may be gone already: a deleted Job's outcome is recorded too.
 pub(crate) struct Request {
-    pub(crate) job: JobView,
+    pub(crate) observed: Observed<JobView>,
     pub(crate) pods: Vec<PodView>,
     pub(crate) done: oneshot::Sender<Result<()>>,
 }
@@ -66,12 +67,22 @@ pub(crate) fn channel() -> (Settler, Inbox) {
 }
 
 impl Settler {
-    /// Has the settler carry out what the mapping of `job` with `pods` asks for now; returns
-    /// once it did, or with why it could not. `None` if the settler is not running (it runs
-    /// as long as its watches).
-    pub(crate) async fn settle_now(&self, job: JobView, pods: Vec<PodView>) -> Option<Result<()>> {
+    /// Has the settler carry out what the mapping of the Job as `observed`, with `pods`, asks
+    /// for now; returns once it did, or with why it could not. `None` if the settler is not
+    /// running (it runs as long as its watches).
+    pub(crate) async fn settle_now(
+        &self,
+        observed: Observed<JobView>,
+        pods: Vec<PodView>,
+    ) -> Option<Result<()>> {
         let (done, answer) = oneshot::channel();
-        self.requests.send(Request { job, pods, done }).ok()?;
+        self.requests
+            .send(Request {
+                observed,
+                pods,
+                done,
+            })
+            .ok()?;
         answer.await.ok()
     }
 }

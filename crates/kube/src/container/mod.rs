@@ -401,14 +401,15 @@ impl ContainerJobs {
             Ok(standing) => (standing, false),
             Err(unrecorded) => (unrecorded, true),
         };
-        if (must_record || unrecorded)
-            && let Observed::Present(job) = observed
-        {
+        // An outcome not recorded yet is the settler's to record first, the Job present or
+        // gone: another process may have recorded another outcome for it first (a cancel
+        // through another replica), which this one's watch of records has yet to deliver.
+        if unrecorded || (must_record && matches!(observed, Observed::Present(_))) {
             let watch = self.watch(&id.namespace);
             // Bounded: a settler held up by a slow API server must not hold the question too.
             let settled = tokio::time::timeout(
                 self.settings.sync_timeout,
-                watch.settler.settle_now(job.clone(), pods.to_vec()),
+                watch.settler.settle_now(observed.clone(), pods.to_vec()),
             )
             .await;
             if let Some(recorded) = self.final_answer(id).await {

@@ -23,6 +23,7 @@ use super::inbox::{Inbox, Request, SettlerContext};
 use super::tracker::{NamespaceWatch, listed_pods};
 use crate::cluster::{Cluster, Op};
 use crate::error::Result;
+use crate::kind::Observed;
 use crate::objects::Objects;
 use crate::settling::{JobStates, SETTLED_AT_ONCE, Timers, merged, release_held, retry_delay};
 use crate::tracker::{Departure, lock, reported_key};
@@ -79,7 +80,14 @@ impl Task {
             tokio::select! {
                 request = requests.recv() => {
                     let Some(request) = request else { return };
-                    let settled = self.settle(&request.job, &request.pods, &timers).await;
+                    let settled = match &request.observed {
+                        Observed::Present(job) => self.settle(job, &request.pods, &timers).await,
+                        Observed::Vanished(job, final_state) => {
+                            self.settle_deleted(job, &request.pods, *final_state, &timers)
+                                .await;
+                            Ok(())
+                        }
+                    };
                     let _ = request.done.send(settled);
                     continue;
                 }

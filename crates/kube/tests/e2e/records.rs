@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kubeferry_core::marks::RECORD_FINALIZER;
-use kubeferry_core::record::record_name;
+use kubeferry_core::record::{OutcomeRecord, record_name};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use kubeferry_kube::rbac;
 use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
@@ -176,6 +176,69 @@ async fn a_container_that_failed_just_before_a_drain_is_its_own_failure_once_its
         "{outcome:?}"
     );
     assert!(!outcome.reason.is_retryable());
+}
+
+/// I7: a replica whose watch of records lags meets a Job that vanished, its outcome recorded
+/// by another process first (a cancel through another replica records CANCELLED before its
+/// Job goes; here the record is written as that process would). This replica's own mapping of
+/// the vanished Job says otherwise (deleted by someone else); the record stands. A question
+/// meanwhile waits for the settler, which finds the record when it tries to write its own, and
+/// never answers the mapping's outcome first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_job_answers_the_record_another_process_wrote_first() {
+    let mut settings = Settings::fast();
+    // How long a question waits for a busy settler before it answers what stood before.
+    settings.executor.container.sync_timeout = Duration::from_millis(500);
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    // This replica's watch of records delivers nothing from its first list on.
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::StallWatch)
+            .verbs(&["watch"])
+            .resources(&["configmaps"]),
+    );
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell("recorded-elsewhere", &gate.wait("end"), ""))
+        .await;
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let record = OutcomeRecord {
+        kind: JobKind::Job,
+        object: id.name.clone(),
+        job_id: None,
+        spec_hash: None,
+        outcome: ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
+            .with_message("cancelled by kubeferry on another replica"),
+        recorded_at: Some(jiff::Timestamp::now()),
+        cancelled_by: Some("kubeferry on another replica".into()),
+    };
+    env.sim
+        .create(NS, record.config_map(NS))
+        .expect("the other process's record");
+    // The settler's own record of the vanished Job waits at the server.
+    let held = env.sim.add_fault(
+        FaultRule::new(FaultAction::Hold)
+            .verbs(&["create"])
+            .resources(&["configmaps"]),
+    );
+    let creates = env.sim.request_count("create", "configmaps");
+    env.delete_job_as_admin(&id).await;
+    eventually("the settler to record the vanished Job", || async {
+        (env.sim.request_count("create", "configmaps") > creates).then_some(())
+    })
+    .await;
+    let meanwhile = env.executor.status(&id).await.expect("an answer");
+    assert!(!meanwhile.is_terminal(), "{meanwhile:?}");
+    env.sim.remove_fault(held);
+    let outcome = env
+        .status_until(&id, "the recorded outcome", ExecutionInfo::is_terminal)
+        .await;
+    assert_eq!(
+        (outcome.state, outcome.reason),
+        (JobState::Cancelled, Reason::Cancelled),
+        "{outcome:?}"
+    );
+    gate.open("end");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
