@@ -162,6 +162,9 @@ pub struct Truth {
     pub allowed: Vec<Allowed>,
     /// The Job was deleted after a cancel was marked on it.
     pub gone_after_cancel: bool,
+    /// A pod of the Job was deleted while the Job stayed (a drain, a lost node, an
+    /// administrator): what only the pod showed went with it.
+    pub pod_gone: bool,
     /// What happened, in words, for the evidence.
     pub story: String,
 }
@@ -188,6 +191,31 @@ pub struct Violation {
     pub subject: String,
     /// What was seen.
     pub evidence: String,
+}
+
+/// What no process could have read from the API: kept apart from the violations, with their
+/// evidence, so that a run still shows how often it happens.
+const BEYOND_THE_API: &[&str] = &["oom-unreadable"];
+
+impl Violation {
+    /// Whether what was seen is beyond what the API showed anyone (see [`BEYOND_THE_API`]).
+    pub fn beyond_the_api(&self) -> bool {
+        BEYOND_THE_API.contains(&self.kind)
+    }
+}
+
+/// An OOM kill answered as the exit code of a user failure, its pod gone: the runtime's
+/// `OOMKilled` lived only in the pod's status, and the Job's verdict (the pod failure policy
+/// rule kubeferry adds) names the exit code alone. Every replica that never read the pod
+/// answers this; one that did and said `OOMKilled` is a disagreement, still a violation.
+fn oom_unreadable(truth: &Truth, seen: &Seen) -> bool {
+    truth.pod_gone
+        && seen.state == "FAILED"
+        && seen.reason == "Error"
+        && seen.failure_class.as_deref() == Some("user")
+        && truth.allowed.iter().any(|allowed| {
+            matches!(allowed, Allowed::Failed { exit_code, oom: true } if seen.exit_code == Some(*exit_code))
+        })
 }
 
 /// A job's scenario, truth and answers, as the evidence shows them.
@@ -348,7 +376,11 @@ pub fn check_job(
         {
             wrong.push(seen);
             violation(
-                "wrong-outcome",
+                if oom_unreadable(truth, seen) {
+                    "oom-unreadable"
+                } else {
+                    "wrong-outcome"
+                },
                 format!(
                     "replica {} answered {seen}, the cluster allows {:?}",
                     a.replica, truth.allowed
@@ -455,6 +487,7 @@ mod tests {
                     oom: false,
                 }],
                 gone_after_cancel: false,
+                pod_gone: false,
                 story: "main exited 3 (Error)".into(),
             },
             answers: vec![
@@ -494,6 +527,56 @@ mod tests {
             .into_iter()
             .map(|v| v.kind)
             .collect()
+    }
+
+    #[test]
+    fn an_oom_kill_no_replica_could_read_is_beyond_the_api_and_a_seen_one_is_not() {
+        let oom_gone = |pod_gone: bool| {
+            let mut history = failed_with_3();
+            history.truth.allowed = vec![Allowed::Failed {
+                exit_code: 137,
+                oom: true,
+            }];
+            history.truth.pod_gone = pod_gone;
+            for a in &mut history.answers {
+                if let Said::Job(seen) = &mut a.said
+                    && seen.is_terminal()
+                {
+                    seen.exit_code = Some(137);
+                }
+            }
+            history
+        };
+        // Every replica answered the exit code alone, the pod gone: apart from the violations.
+        let found = check_job("a", &oom_gone(true), false);
+        assert_eq!(
+            found.iter().map(|v| v.kind).collect::<Vec<_>>(),
+            ["oom-unreadable"]
+        );
+        assert!(found[0].beyond_the_api());
+        // The pod still there to read: a wrong outcome.
+        let found = check_job("a", &oom_gone(false), false);
+        assert_eq!(
+            found.iter().map(|v| v.kind).collect::<Vec<_>>(),
+            ["wrong-outcome"]
+        );
+        assert!(!found[0].beyond_the_api());
+        // One replica read it: the other's answer is a disagreement, a violation.
+        let mut history = oom_gone(true);
+        for a in &mut history.answers {
+            if let Said::Job(seen) = &mut a.said
+                && seen.is_terminal()
+                && a.replica == 1
+            {
+                seen.reason = "OomKilled".into();
+            }
+        }
+        let kinds: Vec<_> = check_job("a", &history, false)
+            .into_iter()
+            .filter(|v| !v.beyond_the_api())
+            .map(|v| v.kind)
+            .collect();
+        assert!(kinds.contains(&"replicas-disagree"), "{kinds:?}");
     }
 
     #[test]

@@ -21,8 +21,11 @@
 //! job is found by every replica (I3); every job is terminal within a bound after the faults
 //! stop (I4) and every replica ready within a bound (I7).
 //!
-//! It prints one line per seed, `seed=N jobs=N faults=N kills=N violations=N`, then the
-//! evidence of each violation, and exits 1 when any was found. The schedule (jobs, faults,
+//! It prints one line per seed, `seed=N jobs=N faults=N kills=N violations=N
+//! beyond_the_api=N`, then the evidence of each violation, and exits 1 when any was found.
+//! Beyond the API, counted and shown apart, not as violations: an OOM kill answered as its
+//! exit code 137 by every replica, its pod gone before any read it (only the pod carried
+//! `OOMKilled`; the Job's verdict names the code alone). The schedule (jobs, faults,
 //! kills and their times) comes from the seed alone, so a failing seed reruns the same
 //! schedule with `--seed N`; the timing of the cluster and the replicas is real, so a narrow
 //! race may need a few reruns.
@@ -173,6 +176,7 @@ fn main() -> ExitCode {
     );
     let began = Instant::now();
     let mut total = 0;
+    let mut total_beyond = 0;
     let mut failed = false;
     for seed in seeds {
         if budget.is_some_and(|b| began.elapsed() > b) {
@@ -187,13 +191,16 @@ fn main() -> ExitCode {
                 continue;
             }
         };
+        let (beyond, violations): (Vec<_>, Vec<_>) =
+            outcome.violations.iter().partition(|v| v.beyond_the_api());
         println!(
-            "seed={} jobs={} faults={} kills={} violations={} took={:.1}s",
+            "seed={} jobs={} faults={} kills={} violations={} beyond_the_api={} took={:.1}s",
             outcome.seed,
             outcome.jobs,
             outcome.faults,
             outcome.kills,
-            outcome.violations.len(),
+            violations.len(),
+            beyond.len(),
             outcome.took.as_secs_f64()
         );
         let ends: Vec<String> = outcome
@@ -215,14 +222,18 @@ fn main() -> ExitCode {
                 println!("  JOB {}", check::describe(job_id, history));
             }
         }
-        for v in &outcome.violations {
+        for v in &violations {
             println!("  VIOLATION {} {}: {}", v.kind, v.subject, v.evidence);
         }
-        total += outcome.violations.len();
+        for v in &beyond {
+            println!("  BEYOND THE API {} {}: {}", v.kind, v.subject, v.evidence);
+        }
+        total += violations.len();
+        total_beyond += beyond.len();
     }
     runtime.shutdown_timeout(Duration::from_secs(2));
     println!(
-        "total violations={total} in {:.1}s",
+        "total violations={total} beyond_the_api={total_beyond} in {:.1}s",
         began.elapsed().as_secs_f64()
     );
     if total > 0 || failed {

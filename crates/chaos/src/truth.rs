@@ -387,6 +387,7 @@ impl Observer {
             jobs_created: job.job_uids.len() as u32,
             pods_created: job.pod_uids.len() as u32,
             gone_after_cancel: job.gone_after_cancel,
+            pod_gone: job.pod_deleted_rv.is_some(),
             allowed,
             story: story.join(", "),
         }
