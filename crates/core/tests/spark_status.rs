@@ -1079,6 +1079,49 @@ fn evicted_driver_ending(operator: &str, end: &DriverEnd) -> (SparkAppView, Vec<
     )
 }
 
+/// I1: an apache application the operator called `Failed` (not `DriverEvicted`) after its
+/// driver's pod was drained, read once that pod is gone: the driver status the operator
+/// recorded shows the disruption that stopped it (143 after the drain began), as the live pod
+/// did, so the application is `Evicted`, not its own failure. A driver that failed on its own
+/// before the drain stays its own failure.
+#[test]
+fn an_apache_driver_stopped_by_a_drain_is_evicted_once_its_pod_is_gone() {
+    let drain = |noted| Some(("EvictionByEvictionAPI", noted));
+    let cases = [
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 143,
+                finished: 33,
+                disruption: drain(32),
+            },
+            Reason::Evicted,
+        ),
+        (
+            DriverEnd {
+                oom: false,
+                exit_code: 4,
+                finished: 31,
+                disruption: drain(32),
+            },
+            Reason::SparkFailed,
+        ),
+    ];
+    for (end, expected) in cases {
+        let (mut app, driver) = objects(APACHE, "failed");
+        assert!(driver.is_none(), "the fixture has no driver pod");
+        end_recorded_drivers(&mut app, &end);
+        let app = SparkAppView::from_object(&app).expect("a SparkApplication");
+        let mapped = map_views(&app, &[], Seen::Present, at(3600), None).expect("mapped");
+        assert_eq!(
+            (mapped.info.state, mapped.info.reason, mapped.info.exit_code),
+            (JobState::Failed, expected, Some(end.exit_code as i32)),
+            "{:?}",
+            mapped.info
+        );
+    }
+}
+
 /// I1: a Spark driver that failed on its own before its pod was evicted (apache `DriverEvicted`,
 /// a Kubeflow `FAILED` with the driver pod evicted) is the application's own failure, with the
 /// driver's exit code; a driver stopped by the eviction (SIGTERM/SIGKILL, or ending after a drain
@@ -1204,13 +1247,11 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
                 kubeflow_message(end.exit_code)
             };
             // Whichever operator, the driver's pod names the disruption (the Kubeflow operator
-            // only says the driver failed): the apache fixture's driver was evicted by the
-            // kubelet (pod reason Evicted), the Kubeflow one's only carries the DisruptionTarget
-            // condition, which names a preemption.
-            let reason = match (operator, reason, end.disruption) {
-                (KUBEFLOW, Reason::Evicted, Some(("PreemptionByScheduler", _))) => {
-                    Reason::Preempted
-                }
+            // only says the driver failed, the apache one `DriverEvicted` for any pod that went
+            // away): the Kubeflow driver pod's DisruptionTarget condition, or the driver status
+            // the apache operator recorded (the fixture has no pod left), names a preemption.
+            let reason = match (reason, end.disruption) {
+                (Reason::Evicted, Some(("PreemptionByScheduler", _))) => Reason::Preempted,
                 _ => reason,
             };
             let expected = expect(JobState::Failed, reason)

@@ -321,8 +321,11 @@ impl<'a> Mapper<'a> {
         } else {
             // The driver's pod disrupted (evicted by the kubelet or the Eviction API, preempted,
             // lost with its node), as a container job's pod is read: an infrastructure failure.
+            // Its pod may be gone by the time the verdict is read (a drain deletes it once it
+            // ended): the driver status the operator recorded with its verdict shows it too.
             let disrupted = self
                 .live_driver()
+                .or(ended.map(|(driver, _)| driver))
                 .and_then(|d| disruption_reason(&d.pod, verdict.at));
             // A driver that failed on its own before its pod was disrupted decides the outcome,
             // as a container job's main container does (STATUS.md): the eviction only found a
