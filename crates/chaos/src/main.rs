@@ -39,8 +39,8 @@
 //!   once some replica recorded it from the pods, and the Job's own verdict names a disruption
 //!   or an exit code of a job without retries (the pod failure policy rules kubeferry adds);
 //!   when no replica saw the pods before they went, what only the pod showed is lost: an OOM
-//!   kill reads as its exit code 137, and a container that failed on its own a moment before
-//!   a disruption that the Job controller counted first reads as the disruption.
+//!   kill reads as its exit code 137 (counted apart, as beyond the API). They stay out of
+//!   CI's short run, a smoke test of fixed seeds; the long run includes them.
 //!
 //! `resubmit` (a cancelled job id submitted again) and `cancelled-gone` (a cancelled job whose
 //! Job is deleted, read by a replica started afterwards) run in CI: a cancel holds its Job
