@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
-use crate::kind::{Kind, Observed, Watches};
+use crate::kind::{Answers, Kind, Observed, Watches};
 use crate::objects::{Deletion, Objects};
 use crate::settling::{Change, JobStates, Timers, merged, release_held, retry_delay};
 use crate::tracker::{Recent, lock};
@@ -72,18 +72,26 @@ pub(crate) struct Evaluating<K: Evaluates> {
     found_gone: Recent,
     /// How long a status query waits for a namespace's first list.
     sync_timeout: Duration,
+    /// How often a waiter looks again when nothing changes, and a failed action is retried.
+    recheck_interval: Duration,
     /// How long the server's "no such object" stands while the watch is current.
     absent_ttl: Duration,
 }
 
 impl<K: Evaluates> Evaluating<K> {
-    pub(crate) fn new(me: Weak<K>, sync_timeout: Duration, absent_ttl: Duration) -> Self {
+    pub(crate) fn new(
+        me: Weak<K>,
+        sync_timeout: Duration,
+        recheck_interval: Duration,
+        absent_ttl: Duration,
+    ) -> Self {
         Self {
             me,
             settlers: Settlers::default(),
             warned: Recent::new(10_000),
             found_gone: Recent::new(10_000),
             sync_timeout,
+            recheck_interval,
             absent_ttl,
         }
     }
@@ -130,6 +138,38 @@ fn after(after: Duration) -> Option<Timestamp> {
     jiff::SignedDuration::try_from(after)
         .ok()
         .and_then(|after| Timestamp::now().checked_add(after).ok())
+}
+
+/// Every evaluating kind answers alike: from its evaluation, its settlers' counts and its
+/// settings.
+impl<K: Evaluates> Answers for K {
+    fn recheck_interval(&self) -> Duration {
+        self.evaluating().recheck_interval
+    }
+
+    /// From the watch cache (one GET on a miss); writes nothing.
+    async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
+        let watch = self.watch(&id.namespace).await?;
+        let synced = watch.wait_synced(self.evaluating().sync_timeout).await;
+        if let Some(answer) = self.final_answer(id).await {
+            return Ok(answer);
+        }
+        let Some(found) = self.observe(&watch, id, synced).await? else {
+            return Err(self.no_such_job(id, &watch));
+        };
+        Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
+    }
+
+    async fn status_of(&self, id: &ExecutionId, found: K::Found) -> Result<ExecutionInfo> {
+        if let Some(answer) = self.final_answer(id).await {
+            return Ok(answer);
+        }
+        Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
+    }
+
+    fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
+        self.evaluating().jobs_by_state()
+    }
 }
 
 /// A kind whose status query evaluates an observation: what it brings, and everything written
@@ -218,38 +258,6 @@ pub(crate) trait Evaluates:
     /// How soon a job whose settling failed is looked at again.
     fn retry_interval(&self) -> Duration {
         self.recheck_interval()
-    }
-
-    /// The job's status, from the watch cache (one GET on a miss); writes nothing.
-    fn evaluated_status(
-        &self,
-        id: &ExecutionId,
-    ) -> impl Future<Output = Result<ExecutionInfo>> + Send {
-        async move {
-            let watch = self.watch(&id.namespace).await?;
-            let synced = watch.wait_synced(self.evaluating().sync_timeout).await;
-            if let Some(answer) = self.final_answer(id).await {
-                return Ok(answer);
-            }
-            let Some(found) = self.observe(&watch, id, synced).await? else {
-                return Err(self.no_such_job(id, &watch));
-            };
-            Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
-        }
-    }
-
-    /// The status of a job a list found (writes nothing).
-    fn answer(
-        &self,
-        id: &ExecutionId,
-        found: Self::Found,
-    ) -> impl Future<Output = Result<ExecutionInfo>> + Send {
-        async move {
-            if let Some(answer) = self.final_answer(id).await {
-                return Ok(answer);
-            }
-            Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
-        }
     }
 
     /// What is known of a job: from the cache, else (an object created a moment ago by another

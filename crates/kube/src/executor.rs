@@ -15,7 +15,7 @@ use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
 use crate::jobset::{JobSetSettings, JobSets};
-use crate::kind::{Kind, Watches};
+use crate::kind::{Answers, Kind, Watches};
 use crate::logs::{FollowOptions, TailOptions};
 use crate::protocol;
 use crate::records::{RecordSettings, Records};
@@ -348,10 +348,10 @@ impl Executor {
     pub fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
         let mut counts: std::collections::BTreeMap<String, [usize; JobState::ALL.len()]> =
             std::collections::BTreeMap::new();
-        for (namespace, state, count) in Kind::jobs_by_state(&*self.container)
+        for (namespace, state, count) in Answers::jobs_by_state(&*self.container)
             .into_iter()
-            .chain(Kind::jobs_by_state(&*self.spark))
-            .chain(Kind::jobs_by_state(&*self.jobset))
+            .chain(Answers::jobs_by_state(&*self.spark))
+            .chain(Answers::jobs_by_state(&*self.jobset))
         {
             let slot = JobState::ALL.iter().position(|s| *s == state).unwrap_or(0);
             counts.entry(namespace).or_default()[slot] += count;

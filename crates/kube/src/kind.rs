@@ -95,6 +95,26 @@ impl<W> KindBase<W> {
     }
 }
 
+/// How a kind answers for its jobs: written once for every kind whose mapping reads its object
+/// whole (`evaluating.rs`), and by container Jobs for their own settler.
+pub(crate) trait Answers: Kind {
+    /// How often a waiter looks again when nothing changes (time-based rules).
+    fn recheck_interval(&self) -> Duration;
+
+    /// The job's status (from the watch cache where possible; writes nothing).
+    fn status(&self, id: &ExecutionId) -> impl Future<Output = Result<ExecutionInfo>> + Send;
+
+    /// The status of a job a list found (writes nothing: an action due goes to the settler).
+    fn status_of(
+        &self,
+        id: &ExecutionId,
+        found: Self::Found,
+    ) -> impl Future<Output = Result<ExecutionInfo>> + Send;
+
+    /// The jobs of each watched namespace by state, as its settler last mapped them.
+    fn jobs_by_state(&self) -> Vec<(String, JobState, usize)>;
+}
+
 /// A kind of job: how its objects are found, watched, read and mapped.
 pub(crate) trait Kind: Send + Sync + 'static {
     /// The object a job of this kind runs as.
@@ -117,9 +137,6 @@ pub(crate) trait Kind: Send + Sync + 'static {
         &self.base().cluster
     }
 
-    /// How often a waiter looks again when nothing changes (time-based rules).
-    fn recheck_interval(&self) -> Duration;
-
     /// The watched namespaces and the last answers.
     fn namespaces(&self) -> &Namespaces<Self::Watches> {
         &self.base().namespaces
@@ -132,9 +149,6 @@ pub(crate) trait Kind: Send + Sync + 'static {
 
     /// The watches of `namespace`, started (with its settler) if they are not yet.
     fn watch(&self, namespace: &str) -> impl Future<Output = Result<Arc<Self::Watches>>> + Send;
-
-    /// The job's status (from the watch cache where possible; writes nothing).
-    fn status(&self, id: &ExecutionId) -> impl Future<Output = Result<ExecutionInfo>> + Send;
 
     /// The job's object read from the API server now (not from a cache), with the status it
     /// shows; `None` when there is no such object.
@@ -154,22 +168,12 @@ pub(crate) trait Kind: Send + Sync + 'static {
         selector: &str,
     ) -> impl Future<Output = Result<Vec<Listed<Self::Found>>>> + Send;
 
-    /// The status of a job a list found (writes nothing: an action due goes to the settler).
-    fn status_of(
-        &self,
-        id: &ExecutionId,
-        found: Self::Found,
-    ) -> impl Future<Output = Result<ExecutionInfo>> + Send;
-
     /// Every managed object of `namespace`, by where it lives (a kind may keep its objects in
     /// several resources: each Spark operator its own).
     fn managed(
         &self,
         namespace: &str,
     ) -> impl Future<Output = Result<Vec<ManagedObjects<Self::Object>>>> + Send;
-
-    /// The jobs of each watched namespace by state, as its settler last mapped them.
-    fn jobs_by_state(&self) -> Vec<(String, JobState, usize)>;
 
     /// Whether the watch cache holds the job's object (not deleted yet, as far as it knows).
     fn holds(&self, id: &ExecutionId) -> bool {

@@ -26,13 +26,14 @@
 //! 1. `kubeferry-core`: its job file section (`spec`), its views and its mapping, returning
 //!    `Mapped<YourAction>`;
 //! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches), and
-//!    `impl Kind` (a dozen methods: `watch`, `status`, `read`, `attempts`, `listed`,
-//!    `status_of`, `managed`, ...). A kind whose object is a custom resource read whole by its
-//!    mapping (as SparkApplications and JobSets are) implements `evaluating::Evaluates` (what
-//!    its mapping reads besides the object, the mapping, its actions) and gets the status
-//!    query, the lookup on a cache miss, the evaluation loop, the record-then-delete, the
-//!    outcome record and its namespaces' settlers from `evaluating.rs`; container Jobs keep
-//!    their own settler (`container/settler.rs`), their rules being the Job controller's;
+//!    `impl Kind` (how its objects are found: `watch`, `read`, `attempts`, `listed`,
+//!    `managed`). A kind whose object is a custom resource read whole by its mapping (as
+//!    SparkApplications and JobSets are) implements `evaluating::Evaluates` (what its mapping
+//!    reads besides the object, the mapping, its actions) and gets `kind::Answers` (the status
+//!    query and a listed job's status, the lookup on a cache miss, the evaluation loop, the
+//!    record-then-delete, the outcome record and its namespaces' settlers, the jobs counted by
+//!    state) from `evaluating.rs`; container Jobs implement `Answers` themselves over their own
+//!    settler (`container/settler.rs`), their rules being the Job controller's;
 //! 3. one arm per operation in the [`Executor`], its permissions in `rbac`, and its `JobKind`.
 
 mod answers;

@@ -17,7 +17,7 @@ use tracing::{info, warn};
 
 use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::error::{Error, Result};
-use crate::kind::Kind;
+use crate::kind::{Answers, Kind};
 use crate::logs::{self, FollowOptions, LogTarget, TailOptions};
 use crate::objects::{Attempt, Current};
 
@@ -27,14 +27,14 @@ use crate::objects::{Attempt, Current};
 /// ended on its own before the mark keeps that end), then the object is deleted with its pods.
 /// A delete whose response was lost counts once the object is gone or being deleted; the mark
 /// is never taken off.
-pub(crate) async fn cancel<J: Kind>(jobs: &J, id: &ExecutionId) -> Result<CancelOutcome> {
+pub(crate) async fn cancel<J: Answers>(jobs: &J, id: &ExecutionId) -> Result<CancelOutcome> {
     cancel_from(jobs, id, None).await
 }
 
 /// [`cancel`], deciding the first time from `seen`, the object as read earlier, when given. A
 /// copy that is stale by the time the mark goes on is what the resourceVersion precondition is
 /// for: tests hand one in to play the race of a job that ends between the read and the mark.
-pub(crate) async fn cancel_from<J: Kind>(
+pub(crate) async fn cancel_from<J: Answers>(
     jobs: &J,
     id: &ExecutionId,
     mut seen: Option<Current<J::Object>>,
@@ -233,7 +233,7 @@ pub(crate) async fn sweep<J: Kind>(
 
 /// The managed jobs of `namespace`, or of every namespace when it is `None`, optionally
 /// filtered by a label selector, oldest first. Writes nothing.
-pub(crate) async fn list<J: Kind>(
+pub(crate) async fn list<J: Answers>(
     jobs: &J,
     namespace: Option<&str>,
     selector: Option<&str>,
@@ -271,7 +271,7 @@ fn accepted(info: ExecutionInfo) -> ExecutionInfo {
 
 /// Waits for the job to end, calling `on_change` with each new status. Costs no API requests
 /// while the watches are healthy: changes come from them.
-pub(crate) async fn wait<J: Kind>(
+pub(crate) async fn wait<J: Answers>(
     jobs: &J,
     id: &ExecutionId,
     timeout: Option<Duration>,
@@ -311,7 +311,7 @@ pub(crate) async fn wait<J: Kind>(
 
 /// The end of the job's log: the newest attempt's container, or the attempt before it with
 /// `previous`. Empty when no attempt has started yet, or when its pod is gone.
-pub(crate) async fn tail<J: Kind>(
+pub(crate) async fn tail<J: Answers>(
     jobs: &J,
     id: &ExecutionId,
     options: &TailOptions,
@@ -358,7 +358,7 @@ pub(crate) async fn tail<J: Kind>(
 }
 
 /// Follows the job's log, attempt after attempt, until the job ends.
-pub(crate) fn follow<J: Kind>(
+pub(crate) fn follow<J: Answers>(
     jobs: Arc<J>,
     id: ExecutionId,
     options: FollowOptions,
@@ -374,7 +374,7 @@ pub(crate) fn follow<J: Kind>(
     })
 }
 
-async fn follow_into<J: Kind>(
+async fn follow_into<J: Answers>(
     jobs: &J,
     id: &ExecutionId,
     options: &FollowOptions,

@@ -24,7 +24,7 @@ use tracing::{debug, warn};
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
-use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
+use crate::kind::{Answers, Kind, KindBase, Listed, ManagedObjects};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
@@ -606,16 +606,8 @@ impl Kind for ContainerJobs {
         &self.base
     }
 
-    fn recheck_interval(&self) -> Duration {
-        self.settings.recheck_interval
-    }
-
     async fn watch(&self, namespace: &str) -> Result<Arc<NamespaceWatch>> {
         Ok(ContainerJobs::watch(self, namespace))
-    }
-
-    async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
-        ContainerJobs::status(self, id).await
     }
 
     async fn read(&self, id: &ExecutionId) -> Result<Option<Current<Job>>> {
@@ -649,18 +641,6 @@ impl Kind for ContainerJobs {
         self.listed_jobs(namespace, selector).await
     }
 
-    async fn status_of(
-        &self,
-        id: &ExecutionId,
-        (job, pods): (JobView, Vec<PodView>),
-    ) -> Result<ExecutionInfo> {
-        if let Some(answer) = self.final_answer(id).await {
-            return Ok(answer);
-        }
-        self.evaluate(id, &Observed::Present(job), &pods, Timestamp::now())
-            .await
-    }
-
     async fn managed(&self, namespace: &str) -> Result<Vec<ManagedObjects<Job>>> {
         let params = ListParams::default().labels(MANAGED_SELECTOR);
         let api = self.jobs(namespace);
@@ -672,6 +652,28 @@ impl Kind for ContainerJobs {
             })
             .await?;
         Ok(vec![(self.objects(namespace), jobs.items)])
+    }
+}
+
+impl Answers for ContainerJobs {
+    fn recheck_interval(&self) -> Duration {
+        self.settings.recheck_interval
+    }
+
+    async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
+        ContainerJobs::status(self, id).await
+    }
+
+    async fn status_of(
+        &self,
+        id: &ExecutionId,
+        (job, pods): (JobView, Vec<PodView>),
+    ) -> Result<ExecutionInfo> {
+        if let Some(answer) = self.final_answer(id).await {
+            return Ok(answer);
+        }
+        self.evaluate(id, &Observed::Present(job), &pods, Timestamp::now())
+            .await
     }
 
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {

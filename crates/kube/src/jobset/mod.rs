@@ -25,7 +25,7 @@ use kubeferry_core::jobset::{
 use kubeferry_core::marks::{MANAGED_SELECTOR, jobset_object_name};
 use kubeferry_core::observation::Mapped;
 use kubeferry_core::spec::JobSetSpec;
-use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::debug;
 
@@ -112,6 +112,7 @@ impl JobSets {
             evaluating: Evaluating::new(
                 me.clone(),
                 settings.sync_timeout,
+                settings.recheck_interval,
                 settings.reflector.absent_ttl,
             ),
             base: KindBase::new(cluster, records),
@@ -234,11 +235,6 @@ impl JobSets {
             debug!(message = "the namespace's watches did not start", namespace, %error);
         }
         Ok(self.id(namespace, &name))
-    }
-
-    /// The job's status, from the watch cache (one GET on a miss).
-    pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
-        self.evaluated_status(id).await
     }
 
     /// The Jobs and pods of the JobSet `name`, listed from the API server.
@@ -467,28 +463,12 @@ impl Kind for JobSets {
         self.listed_jobsets(namespace, selector).await
     }
 
-    async fn status_of(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
-        self.answer(id, found).await
-    }
-
     async fn managed(&self, namespace: &str) -> Result<Vec<ManagedObjects<DynamicObject>>> {
         if !self.installed().await? {
             return Ok(Vec::new());
         }
         let listed = self.list_objects(Some(namespace), MANAGED_SELECTOR).await?;
         Ok(vec![(self.objects(namespace), listed)])
-    }
-
-    fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        self.evaluating.jobs_by_state()
-    }
-
-    fn recheck_interval(&self) -> Duration {
-        self.settings.recheck_interval
-    }
-
-    async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
-        self.evaluated_status(id).await
     }
 
     async fn read(&self, id: &ExecutionId) -> Result<Option<Current<DynamicObject>>> {

@@ -28,7 +28,7 @@ use kubeferry_core::spark::{
     spark_status,
 };
 use kubeferry_core::spec::SparkJobSpec;
-use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::{debug, info};
 
@@ -150,6 +150,7 @@ impl SparkJobs {
             evaluating: Evaluating::new(
                 me.clone(),
                 settings.sync_timeout,
+                settings.recheck_interval,
                 settings.reflector.absent_ttl,
             ),
             base: KindBase::new(cluster, records),
@@ -320,11 +321,6 @@ impl SparkJobs {
             }),
             Err(error) => Err(error),
         }
-    }
-
-    /// The job's status, from the watch cache (one GET on a miss).
-    pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
-        self.evaluated_status(id).await
     }
 
     /// The application from the API server, looked up in each operator's group.
@@ -598,10 +594,6 @@ impl Kind for SparkJobs {
         self.listed_apps(namespace, selector).await
     }
 
-    async fn status_of(&self, id: &ExecutionId, found: Found) -> Result<ExecutionInfo> {
-        self.answer(id, found).await
-    }
-
     async fn managed(&self, namespace: &str) -> Result<Vec<ManagedObjects<DynamicObject>>> {
         let mut managed = Vec::new();
         for operator in self.installed().await? {
@@ -611,18 +603,6 @@ impl Kind for SparkJobs {
             managed.push((self.objects(operator, namespace), listed));
         }
         Ok(managed)
-    }
-
-    fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        self.evaluating.jobs_by_state()
-    }
-
-    fn recheck_interval(&self) -> Duration {
-        self.settings.recheck_interval
-    }
-
-    async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
-        self.evaluated_status(id).await
     }
 
     async fn read(&self, id: &ExecutionId) -> Result<Option<Current<DynamicObject>>> {
