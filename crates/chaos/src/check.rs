@@ -163,8 +163,9 @@ pub struct Truth {
     /// The Job was deleted after a cancel was marked on it.
     pub gone_after_cancel: bool,
     /// A pod of the Job was deleted while the Job stayed (a drain, a lost node, an
-    /// administrator): what only the pod showed went with it.
-    pub pod_gone: bool,
+    /// administrator) before the job's outcome was recorded: what only the pod showed went
+    /// with it before any replica's answer stood (a terminal answer is given once recorded).
+    pub pod_gone_unrecorded: bool,
     /// What happened, in words, for the evidence.
     pub story: String,
 }
@@ -209,7 +210,7 @@ impl Violation {
 /// rule kubeferry adds) names the exit code alone. Every replica that never read the pod
 /// answers this; one that did and said `OOMKilled` is a disagreement, still a violation.
 fn oom_unreadable(truth: &Truth, seen: &Seen) -> bool {
-    truth.pod_gone
+    truth.pod_gone_unrecorded
         && seen.state == "FAILED"
         && seen.reason == "Error"
         && seen.failure_class.as_deref() == Some("user")
@@ -487,7 +488,7 @@ mod tests {
                     oom: false,
                 }],
                 gone_after_cancel: false,
-                pod_gone: false,
+                pod_gone_unrecorded: false,
                 story: "main exited 3 (Error)".into(),
             },
             answers: vec![
@@ -537,7 +538,7 @@ mod tests {
                 exit_code: 137,
                 oom: true,
             }];
-            history.truth.pod_gone = pod_gone;
+            history.truth.pod_gone_unrecorded = pod_gone;
             for a in &mut history.answers {
                 if let Said::Job(seen) = &mut a.said
                     && seen.is_terminal()

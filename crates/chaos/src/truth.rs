@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use kubeferry_core::marks::{CANCEL_ANNOTATION, JOB_ID_ANNOTATION};
+use kubeferry_core::record::{RECORD_LABEL, RECORD_LABEL_VALUE};
 use kubeferry_sim::store::{EventType, Follower, StoreEvent};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -32,6 +33,8 @@ struct JobFacts {
     gone_after_cancel: bool,
     /// When a pod of the job was first deleted (before its Job was).
     pod_deleted_rv: Option<u64>,
+    /// When the job's outcome record was created.
+    recorded_rv: Option<u64>,
     job_deleted: bool,
     deadline_rv: Option<u64>,
     disrupted_rv: Option<u64>,
@@ -192,6 +195,22 @@ impl Observer {
                     });
                 if deadline && job.deadline_rv.is_none() {
                     job.deadline_rv = Some(event.rv);
+                }
+            }
+            ("", "configmaps") => {
+                let record = object
+                    .pointer("/metadata/labels")
+                    .and_then(|l| l.get(RECORD_LABEL))
+                    .and_then(Value::as_str)
+                    == Some(RECORD_LABEL_VALUE);
+                let job_id = object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(JOB_ID_ANNOTATION))
+                    .and_then(Value::as_str);
+                if let (true, Some(job_id), EventType::Added) = (record, job_id, event.event_type)
+                    && let Some(job) = facts.jobs.get_mut(job_id)
+                {
+                    job.recorded_rv.get_or_insert(event.rv);
                 }
             }
             ("", "pods") => {
@@ -387,7 +406,9 @@ impl Observer {
             jobs_created: job.job_uids.len() as u32,
             pods_created: job.pod_uids.len() as u32,
             gone_after_cancel: job.gone_after_cancel,
-            pod_gone: job.pod_deleted_rv.is_some(),
+            pod_gone_unrecorded: job
+                .pod_deleted_rv
+                .is_some_and(|deleted| job.recorded_rv.is_none_or(|recorded| deleted < recorded)),
             allowed,
             story: story.join(", "),
         }
@@ -449,6 +470,49 @@ mod tests {
             json!({"metadata": {"uid": "u1", "annotations": annotations}}),
         );
         observer
+    }
+
+    #[test]
+    fn a_pod_is_gone_unrecorded_only_when_it_went_before_the_outcome_record() {
+        let change = |observer: &Observer, rv, resource, name, event_type, object: Value| {
+            observer.apply_change(
+                Change {
+                    rv,
+                    event_type,
+                    group: "",
+                    resource,
+                    namespace: "chaos",
+                    name,
+                },
+                &object,
+            );
+        };
+        let pod_deleted = |observer: &Observer, rv| {
+            let object = json!({
+                "metadata": {"name": "j-1", "uid": "p1", "labels": {"batch.kubernetes.io/job-name": "j"}},
+                "status": exited(137, "OOMKilled"),
+            });
+            change(observer, rv, "pods", "j-1", EventType::Deleted, object);
+        };
+        let recorded = |observer: &Observer, rv| {
+            let object = json!({"metadata": {
+                "labels": {RECORD_LABEL: RECORD_LABEL_VALUE},
+                "annotations": {JOB_ID_ANNOTATION: "a"},
+            }});
+            change(observer, rv, "configmaps", "rec", EventType::Added, object);
+        };
+        // Deleted before anything was recorded: what only the pod showed is gone.
+        let observer = observer_with_job();
+        pod(&observer, 2, exited(137, "OOMKilled"));
+        pod_deleted(&observer, 3);
+        recorded(&observer, 4);
+        assert!(observer.truth("a").pod_gone_unrecorded);
+        // Recorded while the pod was there to read: whoever recorded could see it.
+        let observer = observer_with_job();
+        pod(&observer, 2, exited(137, "OOMKilled"));
+        recorded(&observer, 3);
+        pod_deleted(&observer, 4);
+        assert!(!observer.truth("a").pod_gone_unrecorded);
     }
 
     #[test]
