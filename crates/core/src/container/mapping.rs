@@ -1151,7 +1151,9 @@ pub(crate) fn stopped_exit(exit_code: i32, reason: Option<&str>) -> bool {
 /// counts as ended on its own unless its exit looks like the stop (143, 137): reading the tie
 /// the other way would turn the issue's own failure into an infrastructure one every other time,
 /// while a container that catches SIGTERM and exits with another code within the same second
-/// is rare. With no time for the start of the disruption (the kubelet's own), the disruption
+/// is rare. An OOM kill is never the stop (the runtime reports the kernel's OOM killer as
+/// `OOMKilled`; the kubelet's stop is a SIGTERM, then a SIGKILL reported as `Error`), whatever
+/// its exit code. With no time for the start of the disruption (the kubelet's own), the disruption
 /// decides. A container with no end time cannot be placed and is left to the disruption.
 pub(crate) fn ended_before_disruption(
     disruption: Option<&PodConditionView>,
@@ -1163,7 +1165,7 @@ pub(crate) fn ended_before_disruption(
     match disruption_began(disruption) {
         Some(began) if finished < began => true,
         Some(began) if finished > began => false,
-        Some(_) => !looks_stopped(t),
+        Some(_) => is_oom(t) || !looks_stopped(t),
         // No time for the start of the disruption: the kubelet notes its own (node pressure, a
         // node shutdown) only once it has stopped the containers, after a grace period in which
         // a container that catches SIGTERM may exit with any code. Its exit cannot tell, so the

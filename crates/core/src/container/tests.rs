@@ -758,6 +758,12 @@ fn an_oom_kill_decides_unless_a_disruption_began_first() {
         map(&job, &[oom_pod(80)], 110).info.reason,
         Reason::OomKilled
     );
+    // In the preemption's own second: the kubelet's stop is never an OOM kill, so the OOM kill
+    // came first (its exit code, 143 here, does not make it the stop).
+    assert_eq!(
+        map(&job, &[oom_pod(90)], 110).info.reason,
+        Reason::OomKilled
+    );
     // The preemption began first and the container ended while it was being stopped.
     let stopped = map(&job, &[oom_pod(95)], 110);
     assert_eq!(stopped.info.state, JobState::Failed);
