@@ -435,23 +435,36 @@ mod tests {
         );
     }
 
-    fn pod(observer: &Observer, rv: u64, status: Value) {
+    /// A change of a core (`""` group) object of the `chaos` namespace.
+    fn core_change(
+        observer: &Observer,
+        rv: u64,
+        event_type: EventType,
+        (resource, name): (&str, &str),
+        object: &Value,
+    ) {
+        let change = Change {
+            rv,
+            event_type,
+            group: "",
+            resource,
+            namespace: "chaos",
+            name,
+        };
+        observer.apply_change(change, object);
+    }
+
+    fn pod_event(observer: &Observer, rv: u64, event_type: EventType, status: Value) {
         let object = json!({
             "metadata": {"name": "j-1", "uid": "p1", "labels": {"batch.kubernetes.io/job-name": "j"}},
             "spec": {"nodeName": "sim-node-1"},
             "status": status,
         });
-        observer.apply_change(
-            Change {
-                rv,
-                event_type: EventType::Modified,
-                group: "",
-                resource: "pods",
-                namespace: "chaos",
-                name: "j-1",
-            },
-            &object,
-        );
+        core_change(observer, rv, event_type, ("pods", "j-1"), &object);
+    }
+
+    fn pod(observer: &Observer, rv: u64, status: Value) {
+        pod_event(observer, rv, EventType::Modified, status);
     }
 
     fn exited(code: i64, reason: &str) -> Value {
@@ -474,32 +487,21 @@ mod tests {
 
     #[test]
     fn a_pod_is_gone_unrecorded_only_when_it_went_before_the_outcome_record() {
-        let change = |observer: &Observer, rv, resource, name, event_type, object: Value| {
-            observer.apply_change(
-                Change {
-                    rv,
-                    event_type,
-                    group: "",
-                    resource,
-                    namespace: "chaos",
-                    name,
-                },
-                &object,
-            );
-        };
         let pod_deleted = |observer: &Observer, rv| {
-            let object = json!({
-                "metadata": {"name": "j-1", "uid": "p1", "labels": {"batch.kubernetes.io/job-name": "j"}},
-                "status": exited(137, "OOMKilled"),
-            });
-            change(observer, rv, "pods", "j-1", EventType::Deleted, object);
+            pod_event(observer, rv, EventType::Deleted, exited(137, "OOMKilled"));
         };
         let recorded = |observer: &Observer, rv| {
             let object = json!({"metadata": {
                 "labels": {RECORD_LABEL: RECORD_LABEL_VALUE},
                 "annotations": {JOB_ID_ANNOTATION: "a"},
             }});
-            change(observer, rv, "configmaps", "rec", EventType::Added, object);
+            core_change(
+                observer,
+                rv,
+                EventType::Added,
+                ("configmaps", "rec"),
+                &object,
+            );
         };
         // Deleted before anything was recorded: what only the pod showed is gone.
         let observer = observer_with_job();
