@@ -24,10 +24,13 @@ pub const JOB_ID_ANNOTATION: &str = "kubeferry.dev/job-id";
 pub const SPEC_HASH_ANNOTATION: &str = "kubeferry.dev/spec-hash";
 /// Annotation set when a cancel is requested; its value is the RFC 3339 time of the request.
 pub const CANCEL_ANNOTATION: &str = "kubeferry.dev/cancel-requested";
-/// Finalizer a cancel puts on a Job with its mark: the Job, deleted, stays (terminating) until
-/// its outcome record is kept, and whoever kept it (the cancel, or any replica's settler)
-/// takes the finalizer off. No process that comes later finds the job neither running nor
-/// recorded, whatever failed between the delete and the record.
+/// Annotation set with [`CANCEL_ANNOTATION`], in the same write: who asked (the process that
+/// marked the job), for the outcome record of a cancel that a settler finishes.
+pub const CANCELLED_BY_ANNOTATION: &str = "kubeferry.dev/cancel-requested-by";
+/// Finalizer that earlier versions' cancels put on an object with its mark, holding it once
+/// deleted until its outcome record was kept. A cancel now keeps the record before it deletes,
+/// so nothing needs holding; an object still held this way is released by any settler once
+/// its record is kept, and by `sweep`.
 pub const RECORD_FINALIZER: &str = "kubeferry.dev/outcome-record";
 
 /// Whether an object's finalizers (`metadata.finalizers`) hold it for its outcome record

@@ -210,6 +210,8 @@ pub struct CancelMark {
     /// When the cancel was requested, by kubeferry's clock; `None` when the annotation's value is
     /// not an RFC 3339 time (the mark still counts).
     pub requested_at: Option<Timestamp>,
+    /// Who asked ([`crate::marks::CANCELLED_BY_ANNOTATION`]), when the mark says.
+    pub requested_by: Option<String>,
 }
 
 /// The metadata every object kubeferry manages carries, whatever its kind, as the mappings
@@ -236,8 +238,8 @@ pub struct ManagedMeta {
     pub deletion_timestamp: Option<Timestamp>,
     /// The cancel mark, if a cancel was requested.
     pub cancel_mark: Option<CancelMark>,
-    /// Whether [`crate::marks::RECORD_FINALIZER`] holds the object until its outcome record is
-    /// kept.
+    /// Whether [`crate::marks::RECORD_FINALIZER`] (an earlier version's cancel) holds the
+    /// object until its outcome record is kept.
     pub held: bool,
     /// An outcome kubeferry recorded on the object ([`OUTCOME_ANNOTATION`]) before stopping
     /// it; `Err` holds an annotation value this version cannot read.
@@ -263,11 +265,13 @@ impl ManagedMeta {
         }
     }
 
-    /// When a settler may take [`crate::marks::RECORD_FINALIZER`] off this held object once
-    /// its outcome record is kept: `grace` after the cancel was requested, so as not to race
-    /// the cancel, which takes it off itself as soon as it recorded the cancel (both times are
-    /// kubeferry's clocks); `None`, at once, when the mark's time is unknown.
-    pub fn release_due(&self, grace: std::time::Duration) -> Option<Timestamp> {
+    /// When a settler may act on this object's cancel mark in the cancel's stead: `grace` after
+    /// the cancel was requested (both times are kubeferry's clocks), so as not to race the
+    /// cancel itself, which records and deletes at once; `None`, at once, when the mark's time
+    /// is unknown. A settler finishes a cancel nobody finished (its process gone between the
+    /// mark and the delete, its record refused meanwhile), and releases an object an earlier
+    /// version held for its record.
+    pub fn cancel_due(&self, grace: std::time::Duration) -> Option<Timestamp> {
         let requested = self.cancel_mark.as_ref()?.requested_at?;
         let grace = jiff::SignedDuration::try_from(grace).ok()?;
         requested.checked_add(grace).ok()
@@ -280,6 +284,9 @@ fn cancel_mark(annotations: Option<&BTreeMap<String, String>>) -> Option<CancelM
         .and_then(|a| a.get(CANCEL_ANNOTATION))
         .map(|value| CancelMark {
             requested_at: value.trim().parse().ok(),
+            requested_by: annotations
+                .and_then(|a| a.get(crate::marks::CANCELLED_BY_ANNOTATION))
+                .cloned(),
         })
 }
 

@@ -509,6 +509,7 @@ impl shared::World for World {
             Noise::MarkCancel(t) => {
                 self.job.cancel_mark.get_or_insert(CancelMark {
                     requested_at: Some(at(t)),
+                    requested_by: None,
                 });
             }
             Noise::UnknownCondition(t) => self.job.conditions.push(JobConditionView {

@@ -284,6 +284,7 @@ impl shared::World for World {
             Noise::MarkCancel(t) => {
                 self.view.cancel_mark.get_or_insert(CancelMark {
                     requested_at: Some(at(t)),
+                    requested_by: None,
                 });
             }
             Noise::LoseChildren => {

@@ -488,6 +488,7 @@ impl shared::World for World {
             Noise::MarkCancel(t) => {
                 self.app.cancel_mark.get_or_insert(CancelMark {
                     requested_at: Some(at(t)),
+                    requested_by: None,
                 });
             }
             Noise::ReleaseResources(t) => {

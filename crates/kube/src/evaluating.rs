@@ -24,7 +24,9 @@ use tracing::{debug, info, warn};
 use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind, Observed, Watches};
 use crate::objects::{Deletion, Objects};
-use crate::settling::{Change, JobStates, Timers, merged, release_held, retry_delay};
+use crate::settling::{
+    Change, JobStates, Timers, cancel_finish_due, finish_cancel, merged, release_held, retry_delay,
+};
 use crate::tracker::{Recent, lock};
 
 /// Whether a mapping's actions are carried out now (the settler does) or handed to the
@@ -386,7 +388,11 @@ pub(crate) trait Evaluates:
                 // not recorded yet is the settler's to record first.
                 let (mut info, unrecorded) = match acting {
                     Acting::Delegate => {
-                        match self.standing(id, mapped.info, previous.as_ref()).await {
+                        let undeleted = matches!(&observed, Observed::Present(view) if view.deletion_timestamp.is_none());
+                        match self
+                            .standing(id, mapped.info, previous.as_ref(), undeleted)
+                            .await
+                        {
                             Ok(standing) => (standing, false),
                             Err(unrecorded) => (unrecorded, true),
                         }
@@ -470,7 +476,8 @@ pub(crate) trait Evaluates:
                 let answered = previous.as_ref().is_some_and(ExecutionInfo::is_terminal);
                 let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
                 if acting == Acting::Carry && info.is_terminal() {
-                    match self.keep(id, observed.view(), &info).await {
+                    let undeleted = matches!(&observed, Observed::Present(view) if view.deletion_timestamp.is_none());
+                    match self.keep(id, observed.view(), &info, undeleted).await {
                         Ok(standing) => {
                             if !answered {
                                 info = standing;
@@ -510,6 +517,34 @@ pub(crate) trait Evaluates:
                         }
                     }
                 }
+                // A cancel nobody finished (its process gone between the mark and the delete,
+                // its record refused meanwhile): the settler finishes it once due.
+                if acting == Acting::Carry
+                    && info.state == JobState::Cancelling
+                    && let Observed::Present(view) = &observed
+                    && view.deletion_timestamp.is_none()
+                    && view.cancel_mark.is_some()
+                {
+                    let due = match cancel_finish_due(view, self.retry_interval()) {
+                        Some(due) => Some(due),
+                        None => {
+                            finish_cancel(
+                                &self.objects_of(view),
+                                self.cluster(),
+                                self.records(),
+                                Self::JOB_KIND,
+                                view,
+                                &info,
+                                self.retry_interval(),
+                            )
+                            .await
+                        }
+                    };
+                    recheck_at = match (recheck_at, due) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
                 self.remember(id, &info, present_version(&observed));
                 // What stands: an answer computed at the same time from a newer copy wins.
                 let info = self
@@ -546,12 +581,14 @@ pub(crate) trait Evaluates:
     }
 
     /// Keeps the outcome record of a job that ended (nothing when it is kept already), and
-    /// answers the outcome that stands.
+    /// answers the outcome that stands; `undeleted`: mapped from a copy of the object not
+    /// being deleted ([`crate::records::Records::keep`]).
     fn keep(
         &self,
         id: &ExecutionId,
         view: &Self::View,
         outcome: &ExecutionInfo,
+        undeleted: bool,
     ) -> impl Future<Output = Result<ExecutionInfo>> + Send {
         let record = OutcomeRecord {
             kind: Self::JOB_KIND,
@@ -562,7 +599,7 @@ pub(crate) trait Evaluates:
             recorded_at: Some(Timestamp::now()),
             cancelled_by: None,
         };
-        async move { self.records().keep(&id.namespace, record).await }
+        async move { self.records().keep(&id.namespace, record, undeleted).await }
     }
 
     /// Records an outcome kubeferry decided on the object, then deletes it; only then may the

@@ -15,7 +15,7 @@ use tokio::sync::broadcast;
 use crate::cluster::Cluster;
 use crate::error::Result;
 use crate::objects::{Attempt, Current, Object, Objects};
-use crate::records::{Records, check_resubmission};
+use crate::records::{Records, check_resubmission, gives_way};
 use crate::tracker::{Namespaces, WatchHealth};
 
 /// What a kind watches in one namespace.
@@ -175,11 +175,12 @@ pub(crate) trait Kind: Send + Sync + 'static {
         namespace: &str,
     ) -> impl Future<Output = Result<Vec<ManagedObjects<Self::Object>>>> + Send;
 
-    /// Whether the watch cache holds the job's object (not deleted yet, as far as it knows).
-    fn holds(&self, id: &ExecutionId) -> bool {
+    /// Whether the job's object may still be there: the watch cache holds it, or no watch of
+    /// its namespace tells.
+    fn may_hold(&self, id: &ExecutionId) -> bool {
         self.namespaces()
             .existing(&id.namespace)
-            .is_some_and(|watch| watch.holds(&id.name))
+            .is_none_or(|watch| watch.holds(&id.name))
     }
 
     /// The execution id of the job whose object is `name` in `namespace`.
@@ -237,9 +238,11 @@ pub(crate) trait Kind: Send + Sync + 'static {
                 return Some(reported);
             }
             let recorded = self.records().recorded(id).await?;
-            // A cancel is recorded as it is accepted; while the watch still shows the job's
-            // object, its pods may still be stopping: the mapping answers (CANCELLING).
-            if recorded.state == JobState::Cancelled && self.holds(id) {
+            // A cancel is recorded before its delete: while the job's object may still be
+            // there (the watch shows it, or none watches its namespace), it may still run or
+            // its pods still be stopping, and the mapping answers (CANCELLING, or CANCELLED
+            // once it is deleted); never CANCELLED for a job that still runs.
+            if recorded.state == JobState::Cancelled && self.may_hold(id) {
                 return None;
             }
             self.remember(id, &recorded, None);
@@ -251,12 +254,15 @@ pub(crate) trait Kind: Send + Sync + 'static {
     /// first time, the outcome the job's record holds (the record written first stands:
     /// another replica's, a cancel's), else `info` itself. `Err(info)`: such an outcome not
     /// recorded yet, answered once the settler recorded it (a moment after the watch shows
-    /// it), so that every replica and every later process answers the same.
+    /// it), so that every replica and every later process answers the same. `undeleted`:
+    /// `info` was mapped from a copy of the object not being deleted, whose own outcome a
+    /// cancel's record gives way to ([`Records::keep`]): the settler's to replace, too.
     fn standing(
         &self,
         id: &ExecutionId,
         info: ExecutionInfo,
         previous: Option<&ExecutionInfo>,
+        undeleted: bool,
     ) -> impl Future<Output = std::result::Result<ExecutionInfo, ExecutionInfo>> + Send {
         let first = info.is_terminal() && previous.is_none_or(|p| !p.is_terminal());
         async move {
@@ -264,6 +270,7 @@ pub(crate) trait Kind: Send + Sync + 'static {
                 return Ok(info);
             }
             match self.records().recorded(id).await {
+                Some(recorded) if undeleted && gives_way(&recorded, &info) => Err(info),
                 Some(recorded) => Ok(recorded),
                 None if self.records().may_keep(&id.namespace) => Err(info),
                 None => Ok(info),

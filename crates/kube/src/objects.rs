@@ -10,7 +10,8 @@ use kube::api::{
 };
 use kubeferry_core::ExecutionInfo;
 use kubeferry_core::marks::{
-    CANCEL_ANNOTATION, JOB_ID_ANNOTATION, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, held_for_record,
+    CANCEL_ANNOTATION, CANCELLED_BY_ANNOTATION, JOB_ID_ANNOTATION, RECORD_FINALIZER,
+    SPEC_HASH_ANNOTATION, held_for_record,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -121,24 +122,21 @@ impl<K: Object> Objects<K> {
             .await
     }
 
-    /// Marks a cancel on the object as read at `resource_version` with `finalizers`: the mark,
-    /// and [`RECORD_FINALIZER`] beside those finalizers, so that the object, once deleted,
-    /// stays until its outcome record is kept. Not repeated on a lost response: the
-    /// precondition makes a repeat answer 409.
+    /// Marks a cancel on the object as read at `resource_version`: when it was requested and
+    /// by whom, in one write. Not repeated on a lost response: the precondition makes a repeat
+    /// answer 409.
     pub(crate) async fn mark_cancel(
         &self,
         cluster: &Cluster,
         name: &str,
         resource_version: Option<&str>,
         requested_at: &str,
-        finalizers: &[String],
+        requested_by: &str,
     ) -> Result<K> {
-        let mut fields = serde_json::json!({ "annotations": { CANCEL_ANNOTATION: requested_at } });
-        if !held_for_record(Some(finalizers)) {
-            let mut held = finalizers.to_vec();
-            held.push(RECORD_FINALIZER.to_string());
-            fields["finalizers"] = serde_json::json!(held);
-        }
+        let fields = serde_json::json!({ "annotations": {
+            CANCEL_ANNOTATION: requested_at,
+            CANCELLED_BY_ANNOTATION: requested_by,
+        } });
         self.patch_metadata(cluster, name, resource_version, fields, false)
             .await
     }
@@ -161,7 +159,8 @@ impl<K: Object> Objects<K> {
             .await
     }
 
-    /// Takes [`RECORD_FINALIZER`] off the object `uid` once its outcome record is kept: the
+    /// Takes [`RECORD_FINALIZER`] (an earlier version's hold) off the object `uid` once its
+    /// outcome record is kept: the
     /// object's finalizers without it, with the resourceVersion they were read at as the
     /// precondition, so that a list changed meanwhile is read again rather than overwritten.
     /// An object gone, replaced or no longer held counts as released. Safe to repeat.
@@ -235,20 +234,24 @@ impl<K: Object> Objects<K> {
         }
     }
 
-    /// Deletes the object; when the delete fails, looks again: an object that is gone or being
-    /// deleted counts as deleted (the delete took effect and its response was lost).
+    /// Deletes the object ([`Objects::delete`]); when the delete fails, looks again: an object
+    /// that is gone or being deleted counts as deleted (the delete took effect and its
+    /// response was lost), and one replaced meanwhile as gone.
     pub(crate) async fn delete_confirmed(
         &self,
         cluster: &Cluster,
         name: &str,
         uid: &str,
-    ) -> Result<()> {
-        match self.delete(cluster, name, uid, None).await {
-            Ok(_) => Ok(()),
+        resource_version: Option<&str>,
+    ) -> Result<Deletion> {
+        match self.delete(cluster, name, uid, resource_version).await {
+            Ok(deletion) => Ok(deletion),
             Err(error) => match self.get(cluster, name).await {
-                Ok(None) => Ok(()),
-                Ok(Some(object)) if object.meta().deletion_timestamp.is_some() => Ok(()),
-                Ok(Some(object)) if object.meta().uid.as_deref() != Some(uid) => Ok(()),
+                Ok(None) => Ok(Deletion::Gone),
+                Ok(Some(object)) if object.meta().deletion_timestamp.is_some() => {
+                    Ok(Deletion::Deleted)
+                }
+                Ok(Some(object)) if object.meta().uid.as_deref() != Some(uid) => Ok(Deletion::Gone),
                 _ => Err(error),
             },
         }

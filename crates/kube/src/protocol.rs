@@ -19,14 +19,15 @@ use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind};
 use crate::logs::{self, FollowOptions, LogTarget, TailOptions};
-use crate::objects::{Attempt, Current};
+use crate::objects::{Attempt, Current, Deletion};
 
 /// Cancels a job: returns at once. A job that already ended keeps its outcome. The cancel mark
 /// goes on with a resourceVersion precondition (so an outcome reached meanwhile is seen, not
 /// overwritten), the job is read once more with its pods as the server lists them (one that
-/// ended on its own before the mark keeps that end), then the object is deleted with its pods.
-/// A delete whose response was lost counts once the object is gone or being deleted; the mark
-/// is never taken off.
+/// ended on its own before the mark keeps that end), then CANCELLED is recorded and the
+/// object deleted with its pods ([`stop_cancelled`]). A delete whose response was lost counts
+/// once the object is gone or being deleted; the mark is never taken off. What a cancel could
+/// not finish (its record refused, its process gone) a settler finishes.
 pub(crate) async fn cancel<J: Answers>(jobs: &J, id: &ExecutionId) -> Result<CancelOutcome> {
     cancel_from(jobs, id, None).await
 }
@@ -69,7 +70,6 @@ pub(crate) async fn cancel_from<J: Answers>(
         if !marked {
             // Not repeated on a lost response: the precondition makes a repeat answer 409,
             // and the loop re-reads and re-decides anyway.
-            let finalizers = current.meta.finalizers.clone().unwrap_or_default();
             match current
                 .objects
                 .mark_cancel(
@@ -77,7 +77,7 @@ pub(crate) async fn cancel_from<J: Answers>(
                     &id.name,
                     current.meta.resource_version.as_deref(),
                     &Timestamp::now().to_string(),
-                    &finalizers,
+                    &crate::records::actor(),
                 )
                 .await
             {
@@ -98,10 +98,10 @@ pub(crate) async fn cancel_from<J: Answers>(
         }
         // The job as the server shows it now, with its mark: a main container that ended on
         // its own before the mark (its exit code known, the verdict not in yet; a cache or
-        // the read before the mark may not have shown it) decides the job, not the cancel,
-        // and its settler records that end. Only a job seen running after its mark, its pods
-        // read from the server, is recorded cancelled here; should that read fail, the one
-        // before the mark decides, if its pods were read from the server.
+        // the read before the mark may not have shown it) decides the job, not the cancel.
+        // Only a job seen running after its mark, its pods read from the server, is recorded
+        // cancelled and stopped here; should that read fail, the one before the mark decides,
+        // if its pods were read from the server.
         let reread = jobs.read(id).await;
         // The object's own word that the work ended (a Job counting its attempt succeeded, or
         // out of retries, after a drain took the pod and its exit code away): the cancel has
@@ -123,32 +123,50 @@ pub(crate) async fn cancel_from<J: Answers>(
             Ok(None) => false,
             Ok(Some(_)) | Err(_) => current.fresh && current.status.exit_code.is_none(),
         };
+        if !running_when_marked {
+            // Whether the job ended on its own first is for its settler to tell, from its
+            // views once they show that end, a retry interval after the mark: the job's own
+            // outcome then, or the cancel finished as below.
+            info!(message = "cancel requested; its settler finishes it", id = %id);
+            let info = accepted(jobs.status(id).await?);
+            jobs.remember(id, &info, marked_version.as_deref());
+            return Ok(CancelOutcome::Requested(info));
+        }
         let uid = current.meta.uid.clone().unwrap_or_default();
-        current
-            .objects
-            .delete_confirmed(cluster, &id.name, &uid)
-            .await?;
-        info!(message = "cancel requested", id = %id);
-        // Recorded before the cancel answers: a job id submitted again from now on answers this
-        // run and never runs twice, and no later process answers "no such job" for it. After
-        // the delete, not before it: an outcome the job reached before its deletion (its
-        // settler records it as soon as it shows) stands, and this create then keeps it.
-        // A job whose main container had already ended on its own (its exit code known, the
-        // verdict not in yet) is decided by that end, not by the cancel: its settler records it.
-        let cancelled = cancelled_record::<J>(id, &current);
-        if running_when_marked {
-            match jobs.records().keep(&id.namespace, cancelled).await {
-                // Kept: nothing holds the deleted object any longer.
-                Ok(_) => {
-                    if let Err(error) = current.objects.release(cluster, &id.name, &uid).await {
-                        // Its settler, or any replica's, takes the finalizer off.
-                        warn!(message = "could not release the cancelled job", id = %id, %error);
-                    }
+        let record = cancelled_record(
+            J::JOB_KIND,
+            &id.name,
+            job_id_of(&current.meta),
+            spec_hash_of(&current.meta),
+            current.status.started_at,
+            crate::records::actor(),
+        );
+        let stopped = stop_cancelled(
+            cluster,
+            jobs.records(),
+            &current.objects,
+            record,
+            &uid,
+            None,
+        )
+        .await;
+        match stopped {
+            Ok(Stopped::Cancelled) => info!(message = "cancel requested", id = %id),
+            // Not for a delete without a version.
+            Ok(Stopped::Changed) => continue,
+            // Recorded first (by its settler): the job's work ended before the cancel took it.
+            Ok(Stopped::EndedFirst(outcome)) => return Ok(CancelOutcome::AlreadyEnded(outcome)),
+            Ok(Stopped::NotRecorded(error)) => {
+                // Nothing deleted: the job runs on, marked (CANCELLING, never CANCELLED while
+                // it runs), and a settler finishes the cancel once its record can be kept.
+                warn!(message = "could not record the cancel; its settler finishes it", id = %id, %error);
+                let mut info = accepted(jobs.status(id).await?);
+                if !info.is_terminal() {
+                    info.message = format!("{}; not done yet: {error}", info.message);
                 }
-                // The job is stopping all the same; its settler records it from its final
-                // state (held meanwhile, so that it is never neither running nor recorded).
-                Err(error) => warn!(message = "could not record the cancel", id = %id, %error),
+                return Ok(CancelOutcome::Requested(info));
             }
+            Err(error) => return Err(error),
         }
         let info = match jobs.status(id).await {
             Ok(info) => {
@@ -175,21 +193,87 @@ pub(crate) async fn cancel_from<J: Answers>(
     })
 }
 
-/// The outcome record of a job cancelled now, from its object as read before the mark.
-fn cancelled_record<J: Kind>(id: &ExecutionId, current: &Current<J::Object>) -> OutcomeRecord {
+/// What stopping a cancelled job came to.
+pub(crate) enum Stopped {
+    /// CANCELLED is on record, and the object deleted (or gone).
+    Cancelled,
+    /// CANCELLED is on record, and the object changed since the version given, so it was not
+    /// deleted: its newer copy is judged again (a job that reached its own outcome meanwhile
+    /// keeps it, and the cancel's record gives way to it).
+    Changed,
+    /// Another outcome was on record first (the job's own end, recorded by a settler): it
+    /// stands, and the object is left to end by itself.
+    EndedFirst(ExecutionInfo),
+    /// The record could not be kept (this error), so nothing was deleted: the job runs on,
+    /// marked.
+    NotRecorded(Error),
+}
+
+/// Stops a cancelled job: its record first, then the delete of its object `uid` (at
+/// `resource_version` when given). Recorded before the delete, so that no process, however
+/// soon it comes and whatever fails in between, finds the job neither running nor recorded:
+/// a job id submitted again answers this run, and no later process answers "no such job".
+/// One write beyond the mark and the delete. A record already kept stands (the first written
+/// wins); where records cannot be kept at all (a Role without ConfigMaps), the delete goes on.
+/// An error: the delete's.
+pub(crate) async fn stop_cancelled<K: crate::objects::Object>(
+    cluster: &crate::cluster::Cluster,
+    records: &Arc<crate::records::Records>,
+    objects: &crate::objects::Objects<K>,
+    record: OutcomeRecord,
+    uid: &str,
+    resource_version: Option<&str>,
+) -> Result<Stopped> {
+    let name = record.object.clone();
+    let standing = match records.keep(&objects.namespace, record, false).await {
+        Ok(standing) => standing,
+        Err(error) => return Ok(Stopped::NotRecorded(error)),
+    };
+    if standing.state != JobState::Cancelled {
+        return Ok(Stopped::EndedFirst(standing));
+    }
+    match objects
+        .delete_confirmed(cluster, &name, uid, resource_version)
+        .await?
+    {
+        Deletion::Deleted | Deletion::Gone => Ok(Stopped::Cancelled),
+        // Changed: by this very delete, whose answer was lost (then the repeat found it
+        // being deleted), or by the job itself.
+        Deletion::Conflict => match objects.get(cluster, &name).await? {
+            Some(object)
+                if kube::Resource::meta(&object).uid.as_deref() == Some(uid)
+                    && kube::Resource::meta(&object).deletion_timestamp.is_none() =>
+            {
+                Ok(Stopped::Changed)
+            }
+            _ => Ok(Stopped::Cancelled),
+        },
+    }
+}
+
+/// The outcome record of a job cancelled now, `by` whom: it ends now, and started when the
+/// job's status says.
+pub(crate) fn cancelled_record(
+    kind: kubeferry_core::JobKind,
+    object: &str,
+    job_id: Option<String>,
+    spec_hash: Option<String>,
+    started_at: Option<Timestamp>,
+    by: String,
+) -> OutcomeRecord {
     let now = Timestamp::now();
     let mut outcome = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
         .with_message(format!("cancelled at {now}"));
-    outcome.started_at = current.status.started_at;
+    outcome.started_at = started_at;
     outcome.finished_at = Some(now);
     OutcomeRecord {
-        kind: J::JOB_KIND,
-        object: id.name.clone(),
-        job_id: job_id_of(&current.meta),
-        spec_hash: spec_hash_of(&current.meta),
+        kind,
+        object: object.to_string(),
+        job_id,
+        spec_hash,
         outcome,
         recorded_at: Some(now),
-        cancelled_by: Some(crate::records::actor()),
+        cancelled_by: Some(by),
     }
 }
 

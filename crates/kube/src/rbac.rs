@@ -25,8 +25,8 @@ pub struct Permission {
 const OUTCOME_RECORDS: Permission = Permission {
     group: "",
     resource: "configmaps",
-    verbs: &["create", "get", "list", "watch", "delete"],
-    why: "keep each ended job's outcome record (one ConfigMap per job, one watch per namespace), delete it after its retention, and sweep it",
+    verbs: &["create", "get", "list", "watch", "update", "delete"],
+    why: "keep each ended job's outcome record (one ConfigMap per job, one watch per namespace), replace a cancel's record with the job's own end reached before the cancel's delete, delete it after its retention, and sweep it",
 };
 
 /// What container jobs need.
@@ -237,7 +237,7 @@ mod tests {
                 ":pods:list,watch",
                 ":pods/log:get",
                 ":events:list,watch",
-                ":configmaps:create,get,list,watch,delete",
+                ":configmaps:create,get,list,watch,update,delete",
             ]
         );
         assert_eq!(role.metadata.namespace.as_deref(), Some("ns"));
@@ -274,7 +274,7 @@ mod tests {
                 "sparkoperator.k8s.io:sparkapplications:create,get,list,watch,patch,delete",
                 ":pods:list,watch,delete",
                 ":pods/log:get",
-                ":configmaps:create,get,list,watch,delete",
+                ":configmaps:create,get,list,watch,update,delete",
             ]
         );
     }
@@ -288,7 +288,7 @@ mod tests {
                 ":pods:list,watch,delete",
                 ":pods/log:get",
                 ":events:list,watch",
-                ":configmaps:create,get,list,watch,delete",
+                ":configmaps:create,get,list,watch,update,delete",
                 "spark.apache.org:sparkapplications:create,get,list,watch,patch,delete",
                 "sparkoperator.k8s.io:sparkapplications:create,get,list,watch,patch,delete",
             ]
@@ -304,7 +304,7 @@ mod tests {
                 "batch:jobs:list,watch",
                 ":pods:list,watch",
                 ":pods/log:get",
-                ":configmaps:create,get,list,watch,delete",
+                ":configmaps:create,get,list,watch,update,delete",
             ]
         );
     }

@@ -13,7 +13,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::watcher;
 use kubeferry_core::marks::{JOB_ID_LABEL, job_id_label_value};
 use kubeferry_core::record::{OutcomeRecord, RECORDS_SELECTOR, expired, record_name};
-use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::sync::oneshot;
 use tracing::{info, warn};
 
@@ -193,13 +193,11 @@ impl Records {
         let name = record_name(id.kind, &id.name);
         let watch = self.watch(&id.namespace);
         watch.wait_synced(self.sync_timeout).await;
-        if let Some(entry) = watch.get(&name) {
-            return Some(entry.view.outcome);
-        }
-        lock(&self.kept)
+        let kept = lock(&self.kept)
             .records
             .get(&format!("{}/{name}", id.namespace))
-            .cloned()
+            .cloned();
+        newer(watch.get(&name).map(|entry| entry.view.outcome), kept)
     }
 
     /// The record of a job, read from the API server (a submission must not trust a watch that
@@ -321,22 +319,33 @@ impl Records {
     /// first wins: a create of an existing record answers 409, and the existing one is read),
     /// and answers the outcome that stands: the job's answer from now on, here and on every
     /// replica. Nothing is kept where records cannot be (said once).
+    ///
+    /// One record gives way: a cancel's CANCELLED, written before its delete, to the job's own
+    /// outcome read from a copy of its object that is not being deleted (`undeleted`): the job
+    /// ended before the cancel's delete took effect, and an outcome reached before the work
+    /// was stopped stands (STATUS.md, rule 1). No replica answered that CANCELLED meanwhile:
+    /// a cancel's record is answered only for an object deleted or gone.
     pub(crate) async fn keep(
         self: &Arc<Self>,
         namespace: &str,
         record: OutcomeRecord,
+        undeleted: bool,
     ) -> Result<ExecutionInfo> {
         let name = record_name(record.kind, &record.object);
         let watch = self.watch(namespace);
         // A watch that has not listed yet (a process just started) cannot tell whether another
         // replica recorded the job already.
         watch.wait_synced(self.sync_timeout).await;
-        if let Some(entry) = watch.get(&name) {
-            return Ok(entry.view.outcome);
-        }
         let key = format!("{namespace}/{name}");
-        if let Some(kept) = lock(&self.kept).records.get(&key) {
-            return Ok(kept.clone());
+        let kept = lock(&self.kept).records.get(&key).cloned();
+        let gives_way =
+            |standing: &ExecutionInfo| undeleted && gives_way(standing, &record.outcome);
+        match newer(watch.get(&name).map(|entry| entry.view.outcome), kept) {
+            Some(standing) if gives_way(&standing) => {
+                return self.replace_cancel(namespace, &name, record).await;
+            }
+            Some(standing) => return Ok(standing),
+            None => {}
         }
         let config_map: ConfigMap =
             serde_json::from_value(record.config_map(namespace)).map_err(|source| {
@@ -362,6 +371,9 @@ impl Records {
             }
             Err(error) if error.is_conflict() => {
                 match self.fetch(namespace, record.kind, &record.object).await? {
+                    Some(standing) if gives_way(&standing.outcome) => {
+                        self.replace_cancel(namespace, &name, record).await
+                    }
                     Some(standing) => {
                         lock(&self.kept).insert(key, standing.outcome.clone());
                         Ok(standing.outcome)
@@ -387,6 +399,61 @@ impl Records {
         }
     }
 
+    /// Replaces a cancel's record of the job with `record`, the job's own outcome (see
+    /// [`Records::keep`]), unless the record that stands by then is no cancel's. The replace
+    /// carries the resourceVersion it read: a record changed meanwhile is read again.
+    async fn replace_cancel(
+        self: &Arc<Self>,
+        namespace: &str,
+        name: &str,
+        record: OutcomeRecord,
+    ) -> Result<ExecutionInfo> {
+        let api = self.api(namespace);
+        let key = format!("{namespace}/{name}");
+        let mut replacement: ConfigMap = serde_json::from_value(record.config_map(namespace))
+            .map_err(|source| Error::Manifest {
+                operation: format!("build ConfigMap {namespace}/{name}"),
+                source,
+            })?;
+        for _ in 0..5 {
+            let op = Op::named("get", CONFIGMAPS, namespace, name);
+            let Some(current) = self.cluster.call(&op, true, || api.get_opt(name)).await? else {
+                // Expired meanwhile: nothing stands in the outcome's way.
+                return Box::pin(self.keep(namespace, record, false)).await;
+            };
+            let standing = OutcomeRecord::read(&current.metadata, current.data.as_ref())
+                .map(|standing| standing.outcome);
+            if let Some(standing) = standing.filter(|s| !gives_way(s, &record.outcome)) {
+                lock(&self.kept).insert(key, standing.clone());
+                return Ok(standing);
+            }
+            replacement.metadata.resource_version = current.metadata.resource_version.clone();
+            let op = Op::named("update", CONFIGMAPS, namespace, name);
+            let params = PostParams::default();
+            // Not repeated on a lost response: the precondition makes a repeat answer 409,
+            // and the loop reads again.
+            match self
+                .cluster
+                .call(&op, false, || api.replace(name, &params, &replacement))
+                .await
+            {
+                Ok(_) => {
+                    info!(message = "the job's own outcome replaced its cancel's record: it ended before the cancel's delete", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason);
+                    lock(&self.kept).insert(key, record.outcome.clone());
+                    return Ok(record.outcome);
+                }
+                Err(error) if error.is_conflict() || matches!(error, Error::Unreachable { .. }) => {
+                    continue;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(Error::Contended {
+            operation: format!("update ConfigMap {namespace}/{name}"),
+            message: "the outcome record kept changing".to_string(),
+        })
+    }
+
     /// Whether `namespace`'s records can be kept: not when the server refuses them (a Role
     /// without ConfigMaps), as its watch says.
     pub(crate) fn may_keep(self: &Arc<Self>, namespace: &str) -> bool {
@@ -407,6 +474,23 @@ impl Records {
             kind: "ConfigMap",
             namespace: namespace.to_string(),
         }
+    }
+}
+
+/// Whether the recorded outcome `standing` gives way to `outcome`: a cancel's CANCELLED to
+/// the job's own end (see [`Records::keep`]).
+pub(crate) fn gives_way(standing: &ExecutionInfo, outcome: &ExecutionInfo) -> bool {
+    standing.state == JobState::Cancelled
+        && outcome.is_terminal()
+        && outcome.state != JobState::Cancelled
+}
+
+/// The newer of two answers for the same record, the watch's and the one this process kept
+/// lately: a record changes only when a cancel's gives way to the job's own outcome.
+fn newer(watched: Option<ExecutionInfo>, kept: Option<ExecutionInfo>) -> Option<ExecutionInfo> {
+    match (watched, kept) {
+        (Some(watched), Some(kept)) if gives_way(&watched, &kept) => Some(kept),
+        (watched, kept) => watched.or(kept),
     }
 }
 

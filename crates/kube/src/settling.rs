@@ -51,17 +51,17 @@ pub(crate) fn retry_delay(error: &crate::Error, interval: Duration) -> Duration 
     }
 }
 
-/// Takes [`kubeferry_core::marks::RECORD_FINALIZER`] off a held object whose outcome record
-/// is kept, once that is due ([`ManagedMeta::release_due`]: the cancel that held it releases
-/// it itself a moment after its mark). Answers when to look at the job again: at the due time,
-/// or after a failed write; `None` once released.
+/// Takes [`kubeferry_core::marks::RECORD_FINALIZER`] (an earlier version's hold) off a held
+/// object whose outcome record is kept, once that is due ([`ManagedMeta::cancel_due`]).
+/// Answers when to look at the job again: at the due time, or after a failed write; `None`
+/// once released.
 pub(crate) async fn release_held<K: crate::objects::Object>(
     objects: &crate::objects::Objects<K>,
     cluster: &crate::cluster::Cluster,
     meta: &ManagedMeta,
     retry_interval: Duration,
 ) -> Option<Timestamp> {
-    if let Some(due) = meta.release_due(retry_interval)
+    if let Some(due) = meta.cancel_due(retry_interval)
         && Timestamp::now() < due
     {
         return Some(due);
@@ -70,10 +70,71 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
         Ok(()) => None,
         Err(error) => {
             warn!(message = "could not release a cancelled job's object; will retry", namespace = %meta.namespace, name = %meta.name, %error);
-            let delay = jiff::SignedDuration::try_from(retry_delay(&error, retry_interval)).ok()?;
-            Timestamp::now().checked_add(delay).ok()
+            retry_at(&error, retry_interval)
         }
     }
+}
+
+/// When a settler finishes the cancel of a marked object still there and not deleted, that
+/// the cancel did not finish itself (its process gone between the mark and the delete, its
+/// record refused): `None` at once, else when it is due ([`ManagedMeta::cancel_due`]).
+pub(crate) fn cancel_finish_due(meta: &ManagedMeta, retry_interval: Duration) -> Option<Timestamp> {
+    meta.cancel_due(retry_interval)
+        .filter(|due| Timestamp::now() < *due)
+}
+
+/// Finishes the cancel of the marked object `meta` whose mapping says `cancelling` (the job
+/// has not ended on its own): its CANCELLED record, who asked as the mark says, then the
+/// delete of the object at the version `meta` shows (a newer copy is judged again). Answers
+/// when to look at the job again after a failed write; `None` once done.
+pub(crate) async fn finish_cancel<K: crate::objects::Object>(
+    objects: &crate::objects::Objects<K>,
+    cluster: &crate::cluster::Cluster,
+    records: &std::sync::Arc<crate::records::Records>,
+    kind: kubeferry_core::JobKind,
+    meta: &ManagedMeta,
+    cancelling: &kubeferry_core::ExecutionInfo,
+    retry_interval: Duration,
+) -> Option<Timestamp> {
+    let by = meta
+        .cancel_mark
+        .as_ref()
+        .and_then(|mark| mark.requested_by.clone())
+        .unwrap_or_else(|| "a cancel whose requester is not known".to_string());
+    let record = crate::protocol::cancelled_record(
+        kind,
+        &meta.name,
+        meta.job_id.clone(),
+        meta.spec_hash.clone(),
+        cancelling.started_at,
+        by,
+    );
+    use crate::protocol::Stopped;
+    let stopped = crate::protocol::stop_cancelled(
+        cluster,
+        records,
+        objects,
+        record,
+        &meta.uid,
+        meta.resource_version.as_deref(),
+    )
+    .await;
+    match stopped {
+        Ok(Stopped::NotRecorded(error)) | Err(error) => {
+            warn!(message = "could not finish a cancel; will retry", namespace = %meta.namespace, name = %meta.name, %error);
+            retry_at(&error, retry_interval)
+        }
+        Ok(_) => {
+            tracing::info!(message = "finished a cancel", namespace = %meta.namespace, name = %meta.name);
+            None
+        }
+    }
+}
+
+/// When a failed write is tried again.
+fn retry_at(error: &crate::Error, retry_interval: Duration) -> Option<Timestamp> {
+    let delay = jiff::SignedDuration::try_from(retry_delay(error, retry_interval)).ok()?;
+    Timestamp::now().checked_add(delay).ok()
 }
 
 /// When each job is to be looked at again: the instant its mapping's answer changes by time

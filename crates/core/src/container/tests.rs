@@ -154,7 +154,13 @@ fn job_marks_and_counts_are_read() {
     .expect("a job");
     let view = JobView::from(&job);
     assert_eq!(view.job_id.as_deref(), Some("label-id"));
-    assert_eq!(view.cancel_mark, Some(CancelMark { requested_at: None }));
+    assert_eq!(
+        view.cancel_mark,
+        Some(CancelMark {
+            requested_at: None,
+            requested_by: None
+        })
+    );
     assert_eq!(view.queue_name.as_deref(), Some("q"));
     assert!(view.suspend);
     assert_eq!((view.active, view.succeeded, view.failed), (1, 0, 2));
@@ -473,6 +479,7 @@ fn a_cancel_of_a_suspended_job_with_a_running_pod_is_in_progress() {
     job.active = 1;
     job.cancel_mark = Some(CancelMark {
         requested_at: Some(at(30)),
+        requested_by: None,
     });
     let mapped = map(&job, &[running_pod("p", 1)], 31);
     assert_eq!(mapped.info.state, JobState::Cancelling);
@@ -487,6 +494,7 @@ fn a_cancel_of_a_job_held_by_a_queue_is_done_at_once() {
     job.conditions = vec![condition(JobConditionType::Suspended, "JobSuspended", 0)];
     job.cancel_mark = Some(CancelMark {
         requested_at: Some(at(30)),
+        requested_by: None,
     });
     let mapped = map(&job, &[], 31);
     assert_eq!(mapped.info.state, JobState::Cancelled);
@@ -506,6 +514,7 @@ fn a_verdict_in_the_same_second_as_the_deletion_stands() {
     job.deletion_timestamp = Some(at(60));
     job.cancel_mark = Some(CancelMark {
         requested_at: Some(at(59)),
+        requested_by: None,
     });
     let mapped = map(&job, &[], 61);
     assert_eq!(mapped.info.state, JobState::Succeeded);

@@ -65,7 +65,10 @@ pub fn managed_meta(
         created_at,
         deletion_timestamp,
         held: cancel.is_some(),
-        cancel_mark: cancel.map(|requested_at| CancelMark { requested_at }),
+        cancel_mark: cancel.map(|requested_at| CancelMark {
+            requested_at,
+            requested_by: None,
+        }),
         recorded_outcome,
     }
 }

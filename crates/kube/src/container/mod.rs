@@ -397,7 +397,12 @@ impl ContainerJobs {
             });
         };
         let must_record = mapped.must_record();
-        let (mut info, unrecorded) = match self.standing(id, mapped.info, previous.as_ref()).await {
+        let undeleted =
+            matches!(observed, Observed::Present(job) if job.deletion_timestamp.is_none());
+        let standing = self
+            .standing(id, mapped.info, previous.as_ref(), undeleted)
+            .await;
+        let (mut info, unrecorded) = match standing {
             Ok(standing) => (standing, false),
             Err(unrecorded) => (unrecorded, true),
         };

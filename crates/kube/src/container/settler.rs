@@ -25,7 +25,10 @@ use crate::cluster::{Cluster, Op};
 use crate::error::Result;
 use crate::kind::Observed;
 use crate::objects::Objects;
-use crate::settling::{JobStates, SETTLED_AT_ONCE, Timers, merged, release_held, retry_delay};
+use crate::settling::{
+    JobStates, SETTLED_AT_ONCE, Timers, cancel_finish_due, finish_cancel, merged, release_held,
+    retry_delay,
+};
 use crate::tracker::{Departure, lock, reported_key};
 
 const JOBS: &str = "jobs.batch";
@@ -310,9 +313,29 @@ impl Task {
                     }
                 }
                 if let Some(answer) = self.answer(&key, &outcome) {
-                    self.keep(job, &answer, timers).await;
+                    self.keep(job, &answer, true, timers).await;
                 }
                 lock(&self.awaiting_pods).remove(&job.name);
+            } else if mapped.info.state == JobState::Cancelling
+                && job.deletion_timestamp.is_none()
+                && job.cancel_mark.is_some()
+            {
+                let due = match cancel_finish_due(job, self.context.retry_interval) {
+                    Some(due) => Some(due),
+                    None => {
+                        self.finish_cancel(
+                            job,
+                            &observation,
+                            watch.as_deref(),
+                            now,
+                            previous.as_ref(),
+                        )
+                        .await
+                    }
+                };
+                if let Some(at) = due {
+                    timers.arm(at, &job.name);
+                }
             }
             if let Some(at) = mapped.recheck_at {
                 timers.arm(at, &job.name);
@@ -326,12 +349,12 @@ impl Task {
                 // replica that reads the Job answers it): this replica's answer from now on,
                 // before its outcome record is kept.
                 lock(&self.context.reported).put(key, mapped.info.clone(), None, version);
-                self.keep(job, &mapped.info, timers).await;
+                self.keep(job, &mapped.info, true, timers).await;
                 Ok(())
             }
             Ok(false) => {
                 if let Some(answer) = self.answer(&key, &mapped.info)
-                    && let Some(standing) = self.keep(job, &answer, timers).await
+                    && let Some(standing) = self.keep(job, &answer, true, timers).await
                 {
                     lock(&self.context.reported).put(key, standing, None, version);
                 }
@@ -365,10 +388,13 @@ impl Task {
 
     /// Keeps the outcome record of a job that ended (nothing when it is kept already), and
     /// answers the outcome that stands; a failed write is tried again at the retry interval.
+    /// `present`: mapped from the Job as the watch holds it, which, not being deleted, shows
+    /// an outcome reached before any cancel's delete ([`crate::records::Records::keep`]).
     async fn keep(
         &self,
         job: &JobView,
         outcome: &ExecutionInfo,
+        present: bool,
         timers: &Timers,
     ) -> Option<ExecutionInfo> {
         let record = OutcomeRecord {
@@ -380,7 +406,13 @@ impl Task {
             recorded_at: Some(Timestamp::now()),
             cancelled_by: None,
         };
-        match self.context.records.keep(&self.namespace, record).await {
+        let undeleted = present && job.deletion_timestamp.is_none();
+        match self
+            .context
+            .records
+            .keep(&self.namespace, record, undeleted)
+            .await
+        {
             Ok(standing) => {
                 // A cancelled Job held until its record was kept: the record is kept now.
                 if job.held
@@ -402,6 +434,49 @@ impl Task {
                 None
             }
         }
+    }
+
+    /// Finishes the cancel of a marked Job that nobody finished, once its pods as the API
+    /// server lists them still show it running (a main container that ended on its own before
+    /// the mark decides the job, not the cancel): CANCELLED recorded, then the Job deleted.
+    /// Answers when to look at it again.
+    async fn finish_cancel(
+        &self,
+        job: &JobView,
+        observation: &JobObservation<'_>,
+        watch: Option<&NamespaceWatch>,
+        now: Timestamp,
+        previous: Option<&ExecutionInfo>,
+    ) -> Option<Timestamp> {
+        let retry = self.context.retry_interval;
+        let listed = match listed_pods(&self.context.cluster, &self.namespace, &job.name, watch)
+            .await
+        {
+            Ok(listed) => listed,
+            Err(error) => {
+                warn!(message = "could not list a cancelled job's pods; will retry", namespace = %self.namespace, job = %job.name, %error);
+                return Timestamp::now()
+                    .checked_add(jiff::SignedDuration::try_from(retry_delay(&error, retry)).ok()?)
+                    .ok();
+            }
+        };
+        let again = container_status(observation, &listed, now, &self.context.mapping, previous)?;
+        if again.info.state != JobState::Cancelling || again.info.exit_code.is_some() {
+            // Its own end shows now: the watches bring it, and it is recorded as the job's.
+            return Timestamp::now()
+                .checked_add(jiff::SignedDuration::try_from(retry).ok()?)
+                .ok();
+        }
+        finish_cancel(
+            &self.objects(),
+            &self.context.cluster,
+            &self.context.records,
+            JobKind::Job,
+            job,
+            &again.info,
+            retry,
+        )
+        .await
     }
 
     /// Keeps the outcome of a deleted Job, from its final state and its pods' (a cancel, an
@@ -429,7 +504,7 @@ impl Task {
             return;
         };
         if let Some(answer) = self.answer(&key, &mapped.info) {
-            self.keep(job, &answer, timers).await;
+            self.keep(job, &answer, false, timers).await;
         }
     }
 

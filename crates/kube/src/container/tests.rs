@@ -16,6 +16,12 @@ use crate::cluster::{ClusterSettings, Kubeconfig};
 use crate::retry::RetryPolicy;
 
 async fn backend(sim: &SimCluster) -> ContainerJobs {
+    backend_rechecking(sim, Duration::from_millis(20)).await
+}
+
+/// [`backend`], its settlers looking again (and stepping in for a cancel left unfinished)
+/// after `recheck_interval`.
+async fn backend_rechecking(sim: &SimCluster, recheck_interval: Duration) -> ContainerJobs {
     let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml("sim")).expect("parses");
     let settings = ClusterSettings {
         retry: RetryPolicy::fast(),
@@ -33,7 +39,7 @@ async fn backend(sim: &SimCluster) -> ContainerJobs {
     ContainerJobs::new(
         cluster,
         ContainerSettings {
-            recheck_interval: Duration::from_millis(20),
+            recheck_interval,
             ..ContainerSettings::default()
         },
         records,
@@ -234,7 +240,9 @@ async fn a_cancel_that_finds_the_work_ended_by_the_jobs_counts_deletes_nothing()
     let sim = SimCluster::start(SimConfig::for_tests())
         .await
         .expect("starts");
-    let jobs = backend(&sim).await;
+    // The counts the cancel reads are made up: the job really ends only when its gate opens,
+    // well before a settler would step in for a cancel it takes as left unfinished.
+    let jobs = backend_rechecking(&sim, Duration::from_secs(5)).await;
     let (id, gate) = gated_job(&jobs, "counted", 0).await;
     let running = jobs.status(&id).await.expect("a status");
     // The Job as read before the mark counted its attempt succeeded; the read after the mark
@@ -283,13 +291,14 @@ where
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancel_that_finds_the_job_ended_answers_the_outcome_another_replica_recorded() {
+async fn a_cancels_record_gives_way_to_the_jobs_own_end_reached_before_its_delete() {
     let sim = SimCluster::start(SimConfig::for_tests())
         .await
         .expect("starts");
     let jobs = backend(&sim).await;
     let (id, gate) = gated_job(&jobs, "recorded", 2).await;
-    // Another replica's cancel recorded the job cancelled (its delete still on its way)...
+    // Another replica's cancel recorded the job cancelled (its delete still on its way, as a
+    // cancel records before it deletes)...
     let cancelled = kubeferry_core::ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
         .with_message("cancelled through another replica");
     recorded_elsewhere(&sim, &jobs, &id, &cancelled).await;
@@ -298,16 +307,38 @@ async fn a_cancel_that_finds_the_job_ended_answers_the_outcome_another_replica_r
     // ...and the container ends while this replica's watches see nothing of it.
     fail_unseen(&sim, &id, &gate).await;
 
-    // This replica's cancel reads the Job, whose own verdict is in: the record stands.
+    // This replica's cancel reads the Job, whose own verdict is in, reached before any
+    // delete: it stands (STATUS.md, rule 1), and the cancel's record gives way to it.
     let outcome = crate::protocol::cancel(&jobs, &id)
         .await
         .expect("cancel answers");
     let CancelOutcome::AlreadyEnded(info) = outcome else {
-        panic!("expected the recorded outcome, got {outcome:?}");
+        panic!("expected the job's own outcome, got {outcome:?}");
     };
-    assert_eq!(info.state, JobState::Cancelled, "{info:?}");
+    assert_eq!(
+        (info.state, info.exit_code),
+        (JobState::Failed, Some(2)),
+        "{info:?}"
+    );
     let status = jobs.status(&id).await.expect("a status");
-    assert_eq!(status.state, JobState::Cancelled, "{status:?}");
+    assert_eq!(
+        (status.state, status.exit_code),
+        (JobState::Failed, Some(2)),
+        "{status:?}"
+    );
+    let record: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(
+        sim.object(
+            "",
+            "configmaps",
+            "default",
+            &kubeferry_core::record::record_name(id.kind, &id.name),
+        )
+        .expect("the record"),
+    )
+    .expect("a ConfigMap");
+    let kept = kubeferry_core::record::OutcomeRecord::read(&record.metadata, record.data.as_ref())
+        .expect("readable");
+    assert_eq!(kept.outcome, status, "the record holds the job's own end");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

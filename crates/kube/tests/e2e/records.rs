@@ -4,11 +4,14 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kubeferry_core::marks::RECORD_FINALIZER;
+use kube::api::{Patch, PatchParams};
+use kubeferry_core::marks::{CANCEL_ANNOTATION, CANCELLED_BY_ANNOTATION};
 use kubeferry_core::record::{OutcomeRecord, record_name};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
+use kubeferry_kube::CancelOutcome;
 use kubeferry_kube::rbac;
 use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
 
@@ -371,12 +374,13 @@ async fn a_cancelled_job_id_submitted_again_stays_cancelled_and_runs_nothing() {
 }
 
 /// I2, I3: a cancel whose outcome record cannot be written (the API server refuses every
-/// create of it) leaves the deleted Job held by kubeferry's finalizer, so that no process
-/// finds the job neither running nor recorded: a replica started afterwards answers CANCELLED,
-/// not "no such job", and the job id submitted again answers that run and creates nothing.
-/// Once records can be written, a settler keeps the record and releases the Job.
+/// create of it) deletes nothing: the job runs on, marked, and is never neither running nor
+/// recorded. The cancel is accepted (CANCELLING, saying why it is not done), a replica started
+/// afterwards finds the job CANCELLING (never CANCELLED while it runs), and the job id
+/// submitted again answers that run and creates nothing. Once records can be written, a
+/// settler finishes the cancel: the record kept, then the Job deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancel_whose_record_fails_holds_the_job_until_it_is_recorded() {
+async fn a_cancel_whose_record_fails_leaves_the_job_marked_until_a_settler_records_it() {
     let env = Env::start().await;
     let gate = Gate::new();
     let spec = spec_of(&shell("held", &gate.wait("never"), ""));
@@ -388,42 +392,159 @@ async fn a_cancel_whose_record_fails_holds_the_job_until_it_is_recorded() {
             .verbs(&["create"])
             .resources(&["configmaps"]),
     );
-    env.executor.cancel(&id).await.unwrap();
-    let job = env.job_object(&id).expect("the Job, held");
+    let CancelOutcome::Requested(answer) = env.executor.cancel(&id).await.unwrap() else {
+        panic!("the cancel is accepted");
+    };
+    assert_eq!(answer.state, JobState::Cancelling, "{answer:?}");
+    assert!(answer.message.contains("not done yet"), "{answer:?}");
+    let job = env.job_object(&id).expect("the Job, running on");
     assert!(
-        job.pointer("/metadata/deletionTimestamp").is_some(),
+        job.pointer("/metadata/deletionTimestamp").is_none(),
         "{job}"
     );
-    assert_eq!(
-        job.pointer("/metadata/finalizers"),
-        Some(&serde_json::json!([RECORD_FINALIZER])),
-        "{job}"
+    assert!(
+        job.pointer(&format!(
+            "/metadata/annotations/{}",
+            CANCEL_ANNOTATION.replace('/', "~1")
+        ))
+        .is_some(),
+        "marked: {job}"
     );
+    assert_eq!(env.sim.request_count("delete", "jobs.batch"), 0);
     assert!(!recorded(&env, &id.name));
     let creates = env.sim.request_count("create", "jobs.batch");
     let fresh = env.fresh_executor().await;
-    // Found, and cancelled: its first terminal answer waits for the record, which cannot be
-    // written yet, so it says it is deciding the cancel's outcome.
     let answer = fresh.status(&id).await.unwrap();
-    assert!(
-        answer
-            .message
-            .starts_with("deciding the outcome: cancel requested"),
-        "{answer:?}"
-    );
-    // The submission's create meets the held Job (409) and answers its run.
+    assert_eq!(answer.state, JobState::Cancelling, "{answer:?}");
+    // The submission's create meets the marked Job (409) and answers its run.
     assert_eq!(fresh.submit(&spec, "held-1", NS).await.unwrap(), id);
     assert_eq!(env.sim.request_count("create", "jobs.batch"), creates + 1);
-    let still = env.job_object(&id).expect("still held");
+    let still = env.job_object(&id).expect("still there");
     assert_eq!(still["metadata"]["uid"], job["metadata"]["uid"]);
     assert_eq!(env.sim.count("batch", "jobs"), 1);
     env.sim.remove_fault(refused);
-    eventually("the record to be kept and the Job released", || async {
+    eventually(
+        "a settler to record the cancel and delete the Job",
+        || async { (recorded(&env, &id.name) && env.job_object(&id).is_none()).then_some(()) },
+    )
+    .await;
+    // Once its watch shows the Job gone.
+    eventually("CANCELLED", || async {
+        (fresh.status(&id).await.unwrap().state == JobState::Cancelled).then_some(())
+    })
+    .await;
+    assert_eq!(env.sim.count("batch", "jobs"), 0, "nothing ran again");
+}
+
+/// A cancel whose process went between its mark and its record (nothing recorded, nothing
+/// deleted) is finished by a settler: CANCELLED recorded, naming who asked as the mark does,
+/// then the Job deleted. Never CANCELLING forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_abandoned_after_its_mark_is_finished_by_a_settler() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let spec = spec_of(&shell("abandoned", &gate.wait("never"), ""));
+    let id = env.executor.submit(&spec, "abandoned-1", NS).await.unwrap();
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    // The mark, as a cancel that went at once after it left it.
+    let jobs: Api<Job> = Api::namespaced(env.admin_client().await, NS);
+    let mark = serde_json::json!({"metadata": {"annotations": {
+        CANCEL_ANNOTATION: jiff::Timestamp::now().to_string(),
+        CANCELLED_BY_ANNOTATION: "a replica that went",
+    }}});
+    jobs.patch(&id.name, &PatchParams::default(), &Patch::Merge(&mark))
+        .await
+        .unwrap();
+    eventually("a settler to finish the cancel", || async {
         (recorded(&env, &id.name) && env.job_object(&id).is_none()).then_some(())
     })
     .await;
-    assert_eq!(fresh.status(&id).await.unwrap().state, JobState::Cancelled);
-    assert_eq!(env.sim.count("batch", "jobs"), 0, "nothing ran again");
+    let record = env
+        .sim
+        .object("", "configmaps", NS, &record_name(id.kind, &id.name))
+        .expect("the record");
+    assert!(
+        record.to_string().contains("a replica that went"),
+        "who asked: {record}"
+    );
+    let answer = env.fresh_executor().await.status(&id).await.unwrap();
+    assert_eq!(
+        (answer.state, answer.reason),
+        (JobState::Cancelled, Reason::Cancelled),
+        "{answer:?}"
+    );
+}
+
+/// A cancel recorded whose delete fails (the API server refuses it) answers the error, and
+/// the job, still running, is CANCELLING to every process, never CANCELLED, until a settler
+/// deletes it once the server takes deletes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_recorded_but_not_deleted_is_cancelling_until_a_settler_deletes_the_job() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let spec = spec_of(&shell("undeleted", &gate.wait("never"), ""));
+    let id = env.executor.submit(&spec, "undeleted-1", NS).await.unwrap();
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    let refused = env.sim.add_fault(
+        FaultRule::new(FaultAction::error(500))
+            .verbs(&["delete"])
+            .resources(&["jobs.batch"]),
+    );
+    env.executor
+        .cancel(&id)
+        .await
+        .expect_err("the delete fails");
+    assert!(recorded(&env, &id.name), "recorded before the delete");
+    let job = env.job_object(&id).expect("the Job, running on");
+    assert!(
+        job.pointer("/metadata/deletionTimestamp").is_none(),
+        "{job}"
+    );
+    for answer in [
+        env.executor.status(&id).await.unwrap(),
+        env.fresh_executor().await.status(&id).await.unwrap(),
+    ] {
+        assert_eq!(answer.state, JobState::Cancelling, "{answer:?}");
+    }
+    env.sim.remove_fault(refused);
+    eventually("a settler to delete the Job", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Cancelled, "{outcome:?}");
+}
+
+/// A cancel costs one write beyond its mark and its delete: its outcome record, written
+/// before the delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_costs_its_mark_its_record_and_its_delete() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let spec = spec_of(&shell("counted", &gate.wait("never"), ""));
+    let id = env.executor.submit(&spec, "counted-1", NS).await.unwrap();
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    env.sim.reset_counters();
+    env.executor.cancel(&id).await.unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Cancelled);
+    eventually("the Job to go", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
+    let writes =
+        ["create", "update", "patch", "delete"].map(|verb| (verb, env.sim.request_count(verb, "")));
+    assert_eq!(
+        writes,
+        [("create", 1), ("update", 0), ("patch", 1), ("delete", 1)],
+        "the record's create, the mark's patch, the Job's delete"
+    );
+    assert_eq!(env.sim.request_count("create", "configmaps"), 1);
+    assert_eq!(env.sim.request_count("patch", "jobs.batch"), 1);
+    assert_eq!(env.sim.request_count("delete", "jobs.batch"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use kubeferry_core::marks::RECORD_FINALIZER;
 use kubeferry_core::record::record_name;
 use kubeferry_core::spark::SparkOperator;
 use kubeferry_core::{JobState, Reason};
@@ -58,12 +57,12 @@ async fn a_cancelled_job_ends_cancelled_and_its_pods_go() {
     }
 }
 
-/// I2, I3: a cancel whose outcome record cannot be written leaves the SparkApplication held
-/// (deleted, with kubeferry's finalizer): a process that never saw it still finds the job, a
-/// resubmission answers its run and creates nothing; once the record can be written, a
-/// settler keeps it and releases the application.
+/// I2, I3: a cancel whose outcome record cannot be written deletes nothing: the
+/// SparkApplication runs on, marked (CANCELLING, never CANCELLED while it runs), a process
+/// that never saw it still finds the job, a resubmission answers its run and creates nothing;
+/// once the record can be written, a settler keeps it and deletes the application.
 #[tokio::test]
-async fn a_cancel_whose_record_fails_holds_the_application_until_it_is_recorded() {
+async fn a_cancel_whose_record_fails_leaves_the_application_marked_until_a_settler_records_it() {
     // A refused record is not retried for long, and a busy settler is not waited for long.
     let mut settings = Settings::fast().retry_deadline(Duration::from_millis(300));
     settings.executor.spark.sync_timeout = Duration::from_millis(500);
@@ -87,24 +86,31 @@ async fn a_cancel_whose_record_fails_holds_the_application_until_it_is_recorded(
                 .verbs(&["create"])
                 .resources(&["configmaps"]),
         );
-        env.executor.cancel(&id).await.expect("cancelled");
-        let app = env.app(operator, &id.name).expect("the application, held");
+        let deletes = env
+            .sim
+            .request_count("delete", &format!("sparkapplications.{}", operator.group()));
+        let outcome = env.executor.cancel(&id).await.expect("accepted");
         assert!(
-            app.pointer("/metadata/deletionTimestamp").is_some(),
+            matches!(&outcome, CancelOutcome::Requested(info) if info.state == JobState::Cancelling),
+            "{operator}: {outcome:?}"
+        );
+        let app = env
+            .app(operator, &id.name)
+            .expect("the application, running on");
+        assert!(
+            app.pointer("/metadata/deletionTimestamp").is_none(),
             "{app}"
         );
-        let finalizers = app["metadata"]["finalizers"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        assert!(
-            finalizers.contains(&serde_json::json!(RECORD_FINALIZER)),
-            "{app}"
+        assert_eq!(
+            env.sim
+                .request_count("delete", &format!("sparkapplications.{}", operator.group())),
+            deletes,
+            "{operator}: nothing deleted"
         );
         assert!(!recorded());
         let fresh = env.fresh_executor(&settings).await;
-        // Found: not "no such job", whatever its answer while the record waits.
-        fresh.status(&id).await.expect("found");
+        let answer = fresh.status(&id).await.expect("found");
+        assert_eq!(answer.state, JobState::Cancelling, "{operator}: {answer:?}");
         let creates = env
             .sim
             .request_count("create", &format!("sparkapplications.{}", operator.group()));
@@ -113,23 +119,20 @@ async fn a_cancel_whose_record_fails_holds_the_application_until_it_is_recorded(
             env.sim
                 .request_count("create", &format!("sparkapplications.{}", operator.group())),
             creates + 1,
-            "{operator}: the create met the held application"
+            "{operator}: the create met the marked application"
         );
         assert_eq!(
-            env.app(operator, &id.name).expect("still held")["metadata"]["uid"],
+            env.app(operator, &id.name).expect("still there")["metadata"]["uid"],
             app["metadata"]["uid"]
         );
         env.sim.remove_fault(refused);
         eventually(
-            "the record to be kept and the application released",
+            "the record to be kept and the application deleted",
             || async { (recorded() && env.app(operator, &id.name).is_none()).then_some(()) },
         )
         .await;
-        assert_eq!(
-            fresh.status(&id).await.expect("recorded").state,
-            JobState::Cancelled,
-            "{operator}"
-        );
+        // Once its watch shows the application gone.
+        until_state(&fresh, &id, JobState::Cancelled).await;
         assert!(
             env.app(operator, &id.name).is_none(),
             "{operator}: nothing ran again"
