@@ -43,9 +43,9 @@
 //!   CI's short run, a smoke test of fixed seeds; the long run includes them.
 //!
 //! `resubmit` (a cancelled job id submitted again) and `cancelled-gone` (a cancelled job whose
-//! Job is deleted, read by a replica started afterwards) run in CI: a cancel holds its Job
-//! with a finalizer until the outcome record is kept, so neither a second run nor "no such
-//! job" follows a cancel whose record failed.
+//! Job is deleted, read by a replica started afterwards) run in CI: a cancel keeps its outcome
+//! record before it deletes the Job (a settler finishes a cancel that stopped between the
+//! two), so neither a second run nor "no such job" follows a cancel whose record failed.
 //!
 //! Kubelet evictions (`evictions`: the failed pod stays) and every API fault, watch fault,
 //! outage and replica kill stay in CI.
