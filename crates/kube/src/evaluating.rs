@@ -153,7 +153,7 @@ impl<K: Evaluates> Answers for K {
     async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         let watch = self.watch(&id.namespace).await?;
         let synced = watch.wait_synced(self.evaluating().sync_timeout).await;
-        if let Some(answer) = self.final_answer(id).await {
+        if let Some(answer) = self.final_answer(id, false).await {
             return Ok(answer);
         }
         let Some(found) = self.observe(&watch, id, synced).await? else {
@@ -163,7 +163,7 @@ impl<K: Evaluates> Answers for K {
     }
 
     async fn status_of(&self, id: &ExecutionId, found: K::Found) -> Result<ExecutionInfo> {
-        if let Some(answer) = self.final_answer(id).await {
+        if let Some(answer) = self.final_answer(id, true).await {
             return Ok(answer);
         }
         Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
@@ -477,7 +477,12 @@ pub(crate) trait Evaluates:
                 let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
                 if acting == Acting::Carry && info.is_terminal() {
                     let undeleted = matches!(&observed, Observed::Present(view) if view.deletion_timestamp.is_none());
-                    match self.keep(id, observed.view(), &info, undeleted).await {
+                    // A replica that answered already keeps its answer: it replaces no
+                    // record with another.
+                    match self
+                        .keep(id, observed.view(), &info, undeleted && !answered)
+                        .await
+                    {
                         Ok(standing) => {
                             if !answered {
                                 info = standing;
@@ -678,10 +683,6 @@ pub(crate) trait Evaluates:
 pub(crate) trait EvaluatedWatch: Watches {
     /// Every job whose object the watches hold.
     fn names(&self) -> Vec<String>;
-
-    /// Whether the watches of the kind's objects are current (their lists complete, their
-    /// streams open).
-    fn objects_current(&self) -> bool;
 
     /// Whether the watches saw the object `name` deleted.
     fn deleted(&self, name: &str) -> bool;

@@ -28,6 +28,10 @@ pub(crate) trait Watches: Send + Sync + 'static {
 
     /// Whether the watches hold the object `name` (not deleted yet, as far as they know).
     fn holds(&self, name: &str) -> bool;
+
+    /// Whether the watches of the kind's objects are current (their lists complete, their
+    /// streams open): only then does an object they do not hold tell that it is gone.
+    fn objects_current(&self) -> bool;
 }
 
 /// One job as a list found it: what its summary shows, and what its status is mapped from.
@@ -175,12 +179,12 @@ pub(crate) trait Kind: Send + Sync + 'static {
         namespace: &str,
     ) -> impl Future<Output = Result<Vec<ManagedObjects<Self::Object>>>> + Send;
 
-    /// Whether the job's object may still be there: the watch cache holds it, or no watch of
-    /// its namespace tells.
+    /// Whether the job's object may still be there: the watch cache holds it, or no current
+    /// watch of its namespace tells that it is gone.
     fn may_hold(&self, id: &ExecutionId) -> bool {
         self.namespaces()
             .existing(&id.namespace)
-            .is_none_or(|watch| watch.holds(&id.name))
+            .is_none_or(|watch| !watch.objects_current() || watch.holds(&id.name))
     }
 
     /// The execution id of the job whose object is `name` in `namespace`.
@@ -228,7 +232,12 @@ pub(crate) trait Kind: Send + Sync + 'static {
 
     /// The job's final answer, if it has one without mapping anything: the terminal status this
     /// replica already reported (it never changes), else the job's outcome record.
-    fn final_answer(&self, id: &ExecutionId) -> impl Future<Output = Option<ExecutionInfo>> + Send {
+    /// `present`: the caller holds the job's object as a list or a read found it.
+    fn final_answer(
+        &self,
+        id: &ExecutionId,
+        present: bool,
+    ) -> impl Future<Output = Option<ExecutionInfo>> + Send {
         async move {
             if let Some(reported) = self
                 .namespaces()
@@ -242,7 +251,7 @@ pub(crate) trait Kind: Send + Sync + 'static {
             // there (the watch shows it, or none watches its namespace), it may still run or
             // its pods still be stopping, and the mapping answers (CANCELLING, or CANCELLED
             // once it is deleted); never CANCELLED for a job that still runs.
-            if recorded.state == JobState::Cancelled && self.may_hold(id) {
+            if recorded.state == JobState::Cancelled && (present || self.may_hold(id)) {
                 return None;
             }
             self.remember(id, &recorded, None);

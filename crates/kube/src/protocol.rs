@@ -116,6 +116,14 @@ pub(crate) async fn cancel_from<J: Answers>(
             jobs.remember(id, &info, marked_version.as_deref());
             return Ok(CancelOutcome::Requested(info));
         }
+        // The delete carries the version the job was last seen running at: a job that reaches
+        // its own outcome meanwhile is not deleted (it keeps that outcome, rule 1, and the
+        // cancel's record gives way to it), and one that merely changed is read again. So a
+        // deleted job never showed an outcome of its own while undeleted.
+        let seen_version = match &reread {
+            Ok(Some(now)) => now.meta.resource_version.clone(),
+            Ok(None) | Err(_) => marked_version.clone(),
+        };
         let running_when_marked = match reread {
             Ok(Some(now)) if now.fresh => {
                 !now.status.is_terminal() && now.status.exit_code.is_none()
@@ -147,12 +155,11 @@ pub(crate) async fn cancel_from<J: Answers>(
             &current.objects,
             record,
             &uid,
-            None,
+            seen_version.as_deref(),
         )
         .await;
         match stopped {
             Ok(Stopped::Cancelled) => info!(message = "cancel requested", id = %id),
-            // Not for a delete without a version.
             Ok(Stopped::Changed) => continue,
             // Recorded first (by its settler): the job's work ended before the cancel took it.
             Ok(Stopped::EndedFirst(outcome)) => return Ok(CancelOutcome::AlreadyEnded(outcome)),

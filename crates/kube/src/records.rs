@@ -91,15 +91,24 @@ const LOOKUPS_PER_READ: usize = 64;
 /// oldest go first, and by then the watch holds them).
 #[derive(Default)]
 struct KeptLately {
-    records: HashMap<String, ExecutionInfo>,
+    /// Each answer, with when this process kept or read it.
+    records: HashMap<String, (ExecutionInfo, Timestamp)>,
     order: std::collections::VecDeque<String>,
 }
 
 impl KeptLately {
     const CAPACITY: usize = 1_024;
 
+    /// The answer kept for `key`, unless the record is past `retention` since (expired, its
+    /// job id may have run again).
+    fn get(&self, key: &str, retention: Duration) -> Option<ExecutionInfo> {
+        let (record, kept_at) = self.records.get(key)?;
+        (!expired(Some(*kept_at), Timestamp::now(), retention)).then(|| record.clone())
+    }
+
     fn insert(&mut self, key: String, record: ExecutionInfo) {
-        if self.records.insert(key.clone(), record).is_none() {
+        let kept = (record, Timestamp::now());
+        if self.records.insert(key.clone(), kept).is_none() {
             self.order.push_back(key);
         }
         while self.order.len() > Self::CAPACITY {
@@ -193,10 +202,8 @@ impl Records {
         let name = record_name(id.kind, &id.name);
         let watch = self.watch(&id.namespace);
         watch.wait_synced(self.sync_timeout).await;
-        let kept = lock(&self.kept)
-            .records
-            .get(&format!("{}/{name}", id.namespace))
-            .cloned();
+        let kept =
+            lock(&self.kept).get(&format!("{}/{name}", id.namespace), self.settings.retention);
         newer(watch.get(&name).map(|entry| entry.view.outcome), kept)
     }
 
@@ -322,9 +329,10 @@ impl Records {
     ///
     /// One record gives way: a cancel's CANCELLED, written before its delete, to the job's own
     /// outcome read from a copy of its object that is not being deleted (`undeleted`): the job
-    /// ended before the cancel's delete took effect, and an outcome reached before the work
-    /// was stopped stands (STATUS.md, rule 1). No replica answered that CANCELLED meanwhile:
-    /// a cancel's record is answered only for an object deleted or gone.
+    /// ended before the cancel's delete, and an outcome reached before the work was stopped
+    /// stands (STATUS.md, rule 1). The cancel's delete, made at the version it saw running,
+    /// is refused then, and a cancel's record is answered only for an object deleted or gone
+    /// (`Kind::final_answer`): no replica answered that CANCELLED meanwhile.
     pub(crate) async fn keep(
         self: &Arc<Self>,
         namespace: &str,
@@ -337,7 +345,7 @@ impl Records {
         // replica recorded the job already.
         watch.wait_synced(self.sync_timeout).await;
         let key = format!("{namespace}/{name}");
-        let kept = lock(&self.kept).records.get(&key).cloned();
+        let kept = lock(&self.kept).get(&key, self.settings.retention);
         let gives_way =
             |standing: &ExecutionInfo| undeleted && gives_way(standing, &record.outcome);
         match newer(watch.get(&name).map(|entry| entry.view.outcome), kept) {
@@ -421,6 +429,7 @@ impl Records {
                 // Expired meanwhile: nothing stands in the outcome's way.
                 return Box::pin(self.keep(namespace, record, false)).await;
             };
+            // An unreadable record answers nothing (every reader ignores it): it is replaced.
             let standing = OutcomeRecord::read(&current.metadata, current.data.as_ref())
                 .map(|standing| standing.outcome);
             if let Some(standing) = standing.filter(|s| !gives_way(s, &record.outcome)) {
@@ -442,9 +451,7 @@ impl Records {
                     lock(&self.kept).insert(key, record.outcome.clone());
                     return Ok(record.outcome);
                 }
-                Err(error) if error.is_conflict() || matches!(error, Error::Unreachable { .. }) => {
-                    continue;
-                }
+                Err(error) if error.is_conflict() => continue,
                 Err(error) => return Err(error),
             }
         }

@@ -191,7 +191,7 @@ impl ContainerJobs {
         let now = Timestamp::now();
         let watch = self.watch(&id.namespace);
         let synced = watch.wait_synced(self.settings.sync_timeout).await;
-        if let Some(answer) = self.final_answer(id).await {
+        if let Some(answer) = self.final_answer(id, false).await {
             return Ok(answer);
         }
         watch.check_permitted(&id.namespace)?;
@@ -417,7 +417,8 @@ impl ContainerJobs {
                 watch.settler.settle_now(observed.clone(), pods.to_vec()),
             )
             .await;
-            if let Some(recorded) = self.final_answer(id).await {
+            let present = matches!(observed, Observed::Present(_));
+            if let Some(recorded) = self.final_answer(id, present).await {
                 return Ok(recorded);
             }
             // Until the outcome is recorded, other replicas may still see the job go on:
@@ -674,7 +675,7 @@ impl Answers for ContainerJobs {
         id: &ExecutionId,
         (job, pods): (JobView, Vec<PodView>),
     ) -> Result<ExecutionInfo> {
-        if let Some(answer) = self.final_answer(id).await {
+        if let Some(answer) = self.final_answer(id, true).await {
             return Ok(answer);
         }
         self.evaluate(id, &Observed::Present(job), &pods, Timestamp::now())

@@ -461,8 +461,16 @@ impl Task {
             }
         };
         let again = container_status(observation, &listed, now, &self.context.mapping, previous)?;
-        if again.info.state != JobState::Cancelling || again.info.exit_code.is_some() {
-            // Its own end shows now: the watches bring it, and it is recorded as the job's.
+        // Its own end shows, or is on its way: the Job counts its work ended, or its main
+        // container ended with no attempt after it (the verdict, or the next attempt, comes).
+        // Then it is recorded as the job's; the cancel is finished only for a job running.
+        let ended = |pod: &PodView| {
+            pod.main
+                .as_ref()
+                .is_some_and(|main| matches!(main.state, ContainerStateView::Terminated(_)))
+        };
+        let own_end = job.counts_ended() || (listed.iter().any(ended) && listed.iter().all(ended));
+        if again.info.state != JobState::Cancelling || own_end {
             return Timestamp::now()
                 .checked_add(jiff::SignedDuration::try_from(retry).ok()?)
                 .ok();

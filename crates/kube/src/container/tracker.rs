@@ -255,6 +255,10 @@ impl Watches for NamespaceWatch {
     fn holds(&self, name: &str) -> bool {
         self.jobs.get(name).is_some()
     }
+
+    fn objects_current(&self) -> bool {
+        self.jobs.is_current()
+    }
 }
 
 /// A Job's pods as the API server lists them now, with the final states of deleted ones only

@@ -668,10 +668,6 @@ impl EvaluatedWatch for JobSetNamespaceWatch {
             .collect()
     }
 
-    fn objects_current(&self) -> bool {
-        self.jobsets.is_current()
-    }
-
     fn deleted(&self, name: &str) -> bool {
         self.jobsets.tombstone(name).is_some()
     }

@@ -187,4 +187,8 @@ impl Watches for JobSetNamespaceWatch {
     fn holds(&self, name: &str) -> bool {
         self.jobsets.get(name).is_some()
     }
+
+    fn objects_current(&self) -> bool {
+        self.jobsets.is_current()
+    }
 }

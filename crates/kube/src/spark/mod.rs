@@ -809,11 +809,6 @@ impl EvaluatedWatch for SparkNamespaceWatch {
             .collect()
     }
 
-    /// The watches of every operator's applications.
-    fn objects_current(&self) -> bool {
-        self.watched().iter().all(|(_, apps)| apps.is_current())
-    }
-
     fn deleted(&self, name: &str) -> bool {
         self.watched()
             .iter()

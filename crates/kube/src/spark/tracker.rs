@@ -203,6 +203,11 @@ impl Watches for SparkNamespaceWatch {
             .iter()
             .any(|(_, apps)| apps.get(app).is_some())
     }
+
+    /// The watches of every operator's applications.
+    fn objects_current(&self) -> bool {
+        self.watched().iter().all(|(_, apps)| apps.is_current())
+    }
 }
 
 #[cfg(test)]

@@ -508,6 +508,15 @@ async fn a_cancel_recorded_but_not_deleted_is_cancelling_until_a_settler_deletes
     ] {
         assert_eq!(answer.state, JobState::Cancelling, "{answer:?}");
     }
+    // Nor does a process whose watch of Jobs cannot list yet take the Job for gone.
+    let unlisted = env.sim.add_fault(
+        FaultRule::new(FaultAction::error(500))
+            .verbs(&["list"])
+            .resources(&["jobs.batch"]),
+    );
+    let answer = env.fresh_executor().await.status(&id).await.unwrap();
+    assert_eq!(answer.state, JobState::Cancelling, "{answer:?}");
+    env.sim.remove_fault(unlisted);
     env.sim.remove_fault(refused);
     eventually("a settler to delete the Job", || async {
         env.job_object(&id).is_none().then_some(())

@@ -257,9 +257,6 @@ async fn review_2_an_outcome_recorded_before_the_deletion_wins_over_the_cancel()
     let gate = Gate::new();
     let spec = spark_pi(SparkOperator::Apache, &format!("args: ['{}']", gate.arg()));
     let job = job_id("late");
-    let history = env
-        .app_history(SparkOperator::Apache, &object_name("", &job))
-        .await;
     let id = env
         .executor
         .submit(&spec, &job, NS)
@@ -287,12 +284,19 @@ async fn review_2_an_outcome_recorded_before_the_deletion_wins_over_the_cancel()
     cancel.await.expect("joined").expect("cancel answered");
     let (end, _) = run_to_end(&env.executor, &id).await;
     assert_eq!(end.state, JobState::Succeeded, "{end:?}");
-    let events = history.await.expect("the watch ends");
-    let (kind, last) = events.last().expect("events");
-    assert_eq!(kind, "DELETED");
+    // The delete reached the server after the success, with the version the cancel last saw
+    // running as its precondition: refused, so the application, which had ended on its own,
+    // is not deleted.
+    let app = env
+        .app(SparkOperator::Apache, &id.name)
+        .expect("not deleted");
     assert!(
-        annotation(last, CANCEL_ANNOTATION).is_some(),
+        annotation(&app, CANCEL_ANNOTATION).is_some(),
         "it was marked"
+    );
+    assert!(
+        app.pointer("/metadata/deletionTimestamp").is_none(),
+        "{app}"
     );
     // Another replica, which never saw the job, answers the same from its outcome record.
     let other = env.fresh_executor(&env.settings).await;
