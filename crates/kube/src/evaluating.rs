@@ -157,7 +157,10 @@ impl<K: Evaluates> Answers for K {
             return Ok(answer);
         }
         let Some(found) = self.observe(&watch, id, synced).await? else {
-            return Err(self.no_such_job(id, &watch));
+            return match self.recorded_gone(id).await {
+                Some(recorded) => Ok(recorded),
+                None => Err(self.no_such_job(id, &watch)),
+            };
         };
         Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
     }

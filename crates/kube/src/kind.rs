@@ -259,6 +259,20 @@ pub(crate) trait Kind: Send + Sync + 'static {
         }
     }
 
+    /// The recorded outcome of a job whose object the API server says is gone (a cancel's
+    /// record among them, which [`Kind::final_answer`] leaves to the object while a watch not
+    /// current cannot tell it gone); `None`: no such job.
+    fn recorded_gone(
+        &self,
+        id: &ExecutionId,
+    ) -> impl Future<Output = Option<ExecutionInfo>> + Send {
+        async move {
+            let recorded = self.records().recorded(id).await?;
+            self.remember(id, &recorded, None);
+            Some(recorded)
+        }
+    }
+
     /// The answer `info` stands as (`Ok`): for an outcome this replica would answer for the
     /// first time, the outcome the job's record holds (the record written first stands:
     /// another replica's, a cancel's), else `info` itself. `Err(info)`: such an outcome not

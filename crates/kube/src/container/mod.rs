@@ -243,7 +243,10 @@ impl ContainerJobs {
             }
         };
         let Some((observed, pods)) = found else {
-            return Err(self.no_such_job(id, &watch));
+            return match self.recorded_gone(id).await {
+                Some(recorded) => Ok(recorded),
+                None => Err(self.no_such_job(id, &watch)),
+            };
         };
         self.evaluate(id, &observed, &pods, now).await
     }

@@ -524,6 +524,16 @@ async fn a_cancel_recorded_but_not_deleted_is_cancelling_until_a_settler_deletes
     .await;
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Cancelled, "{outcome:?}");
+    // Gone, it is CANCELLED, never "no such job", to a process whose watch of Jobs cannot list
+    // yet: the API server's word that the Job is gone lets the record answer.
+    let unlisted = env.sim.add_fault(
+        FaultRule::new(FaultAction::error(500))
+            .verbs(&["list"])
+            .resources(&["jobs.batch"]),
+    );
+    let answer = env.fresh_executor().await.status(&id).await.unwrap();
+    assert_eq!(answer.state, JobState::Cancelled, "{answer:?}");
+    env.sim.remove_fault(unlisted);
 }
 
 /// A cancel costs one write beyond its mark and its delete: its outcome record, written
