@@ -260,6 +260,13 @@ pub(crate) trait Evaluates:
     /// Adds to a status what the parts could not tell (nothing by default).
     fn note(&self, _parts: &Self::Parts, _info: &mut ExecutionInfo) {}
 
+    /// Whether the parts say the job's work ended, its object's verdict perhaps not in yet:
+    /// then a cancel has nothing left to stop, and the verdict on its way is the outcome
+    /// (nothing by default).
+    fn work_ended(&self, _view: &Self::View, _parts: &Self::Parts) -> bool {
+        false
+    }
+
     /// How soon a job whose settling failed is looked at again.
     fn retry_interval(&self) -> Duration {
         self.recheck_interval()
@@ -532,6 +539,7 @@ pub(crate) trait Evaluates:
                     && let Observed::Present(view) = &observed
                     && view.deletion_timestamp.is_none()
                     && view.cancel_mark.is_some()
+                    && !self.work_ended(view, &parts)
                 {
                     let due = match cancel_finish_due(view, self.retry_interval()) {
                         Some(due) => Some(due),

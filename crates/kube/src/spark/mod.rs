@@ -20,12 +20,12 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
-use kubeferry_core::container::ContainerView;
+use kubeferry_core::container::{ContainerStateView, ContainerView};
 use kubeferry_core::marks::{MANAGED_SELECTOR, dns1035_object_name, object_name};
 use kubeferry_core::observation::Mapped;
 use kubeferry_core::spark::{
-    DRIVER_CONTAINER, DriverView, SparkAction, SparkAppView, SparkMappingConfig, SparkOperator,
-    spark_status,
+    DRIVER_CONTAINER, DriverView, RestartPolicyView, SparkAction, SparkAppView, SparkMappingConfig,
+    SparkOperator, spark_status,
 };
 use kubeferry_core::spec::SparkJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
@@ -621,6 +621,7 @@ impl Kind for SparkJobs {
             }
         };
         let fresh = listed && parts.lookup_error.is_none();
+        let ended = self.work_ended(&view, &parts);
         let status = self
             .evaluate(
                 id,
@@ -638,8 +639,7 @@ impl Kind for SparkJobs {
             meta: object.metadata,
             status,
             fresh,
-            // The operator's status says it once its verdict is in: nothing before that does.
-            ended: false,
+            ended,
         }))
     }
 
@@ -696,6 +696,17 @@ impl Evaluates for SparkJobs {
     type View = SparkAppView;
     type Parts = Drivers;
     type Action = SparkAction;
+
+    /// A driver that ended and will not run again (it succeeded, or the application restarts
+    /// none): the operator's verdict is on its way.
+    fn work_ended(&self, view: &SparkAppView, parts: &Drivers) -> bool {
+        parts.pods.iter().any(|driver| {
+            driver.container.as_ref().is_some_and(|container| {
+                matches!(&container.state, ContainerStateView::Terminated(end)
+                    if end.exit_code == 0 || view.restart.policy == RestartPolicyView::Never)
+            })
+        })
+    }
 
     fn evaluating(&self) -> &Evaluating<Self> {
         &self.evaluating

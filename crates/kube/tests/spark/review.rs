@@ -16,6 +16,7 @@
 use std::time::Duration;
 
 use kubeferry_core::marks::{CANCEL_ANNOTATION, OUTCOME_ANNOTATION, object_name};
+use kubeferry_core::record::record_name;
 use kubeferry_core::spark::SparkOperator;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use kubeferry_kube::logs::TailOptions;
@@ -249,6 +250,62 @@ async fn review_2_a_cancel_mark_racing_an_outcome_keeps_the_outcome() {
     assert_eq!(annotation(&app, CANCEL_ANNOTATION), None, "never marked");
     let status = env.executor.status(&id).await.expect("a status");
     assert_eq!(status.state, JobState::Succeeded);
+}
+
+/// A cancel that reads a driver that ended on its own (exit 0), the operator's verdict not in
+/// yet, has nothing left to stop: it records nothing and deletes nothing, no settler finishes
+/// it as a cancel left unfinished, and the verdict, once in, is the outcome everywhere.
+#[tokio::test]
+async fn review_2_a_driver_that_ended_before_the_cancel_keeps_its_outcome() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let spec = spark_pi(SparkOperator::Apache, &format!("args: ['{}']", gate.arg()));
+    let job = job_id("ended");
+    let id = env
+        .executor
+        .submit(&spec, &job, NS)
+        .await
+        .expect("submitted");
+    until_state(&env.executor, &id, JobState::Started).await;
+    // The operator looks away; the driver ends on its own.
+    env.faults.set_for(&id.name, Some(SparkFault::NoStatus));
+    gate.open();
+    let driver = driver_name(SparkOperator::Apache, &id.name);
+    eventually("the driver to end", || async {
+        let pod = env.pod(&driver)?;
+        let code = pod.pointer("/status/containerStatuses/0/state/terminated/exitCode")?;
+        (code == 0).then_some(())
+    })
+    .await;
+    let outcome = env.executor.cancel(&id).await.expect("cancel answered");
+    assert!(
+        matches!(&outcome, CancelOutcome::Requested(info) if !info.is_terminal()),
+        "{outcome:?}"
+    );
+    // Past a settler's time to step in for a cancel left unfinished: nothing happens.
+    tokio::time::sleep(env.settings.executor.spark.recheck_interval * 5).await;
+    let record = record_name(id.kind, &id.name);
+    assert!(env.sim.object("", "configmaps", NS, &record).is_none());
+    let app = env.app(SparkOperator::Apache, &id.name).expect("kept");
+    assert!(
+        app.pointer("/metadata/deletionTimestamp").is_none(),
+        "{app}"
+    );
+    // The operator looks again (a change to the application wakes it).
+    env.faults.set_for(&id.name, None);
+    let touch = serde_json::json!({"metadata": {"annotations": {"example.com/touched": "yes"}}});
+    env.apps_api(SparkOperator::Apache)
+        .await
+        .patch(
+            &id.name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&touch),
+        )
+        .await
+        .expect("touched");
+    let end = until_state(&env.executor, &id, JobState::Succeeded).await;
+    let other = env.fresh_executor(&env.settings).await;
+    assert_eq!(other.status(&id).await.expect("recorded"), end);
 }
 
 #[tokio::test]
