@@ -695,9 +695,6 @@ pub(crate) trait EvaluatedWatch: Watches {
     /// Every job whose object the watches hold.
     fn names(&self) -> Vec<String>;
 
-    /// Whether the watches saw the object `name` deleted.
-    fn deleted(&self, name: &str) -> bool;
-
     /// Waits until the watches have listed once; `false` when `timeout` ran out first.
     fn wait_synced(&self, timeout: Duration) -> impl Future<Output = bool> + Send;
 

@@ -30,8 +30,11 @@ pub(crate) trait Watches: Send + Sync + 'static {
     fn holds(&self, name: &str) -> bool;
 
     /// Whether the watches of the kind's objects are current (their lists complete, their
-    /// streams open): only then does an object they do not hold tell that it is gone.
+    /// streams open).
     fn objects_current(&self) -> bool;
+
+    /// Whether the watches saw the object `name` deleted.
+    fn deleted(&self, name: &str) -> bool;
 }
 
 /// One job as a list found it: what its summary shows, and what its status is mapped from.
@@ -179,12 +182,13 @@ pub(crate) trait Kind: Send + Sync + 'static {
         namespace: &str,
     ) -> impl Future<Output = Result<Vec<ManagedObjects<Self::Object>>>> + Send;
 
-    /// Whether the job's object may still be there: the watch cache holds it, or no current
-    /// watch of its namespace tells that it is gone.
-    fn may_hold(&self, id: &ExecutionId) -> bool {
+    /// Whether the watches saw the job's object deleted, and hold no newer one: a watch that
+    /// merely does not hold it may not have delivered it yet (created a moment ago through
+    /// another replica), and cannot tell that it is gone.
+    fn seen_deleted(&self, id: &ExecutionId) -> bool {
         self.namespaces()
             .existing(&id.namespace)
-            .is_none_or(|watch| !watch.objects_current() || watch.holds(&id.name))
+            .is_some_and(|watch| watch.deleted(&id.name) && !watch.holds(&id.name))
     }
 
     /// The execution id of the job whose object is `name` in `namespace`.
@@ -247,11 +251,11 @@ pub(crate) trait Kind: Send + Sync + 'static {
                 return Some(reported);
             }
             let recorded = self.records().recorded(id).await?;
-            // A cancel is recorded before its delete: while the job's object may still be
-            // there (the watch shows it, or none watches its namespace), it may still run or
-            // its pods still be stopping, and the mapping answers (CANCELLING, or CANCELLED
-            // once it is deleted); never CANCELLED for a job that still runs.
-            if recorded.state == JobState::Cancelled && (present || self.may_hold(id)) {
+            // A cancel is recorded before its delete: until the job's object is seen deleted
+            // (by the watch here, or by the API server when the mapping asks it), it may
+            // still run or its pods still be stopping, and the mapping answers (CANCELLING,
+            // or CANCELLED once it is deleted); never CANCELLED for a job that still runs.
+            if recorded.state == JobState::Cancelled && (present || !self.seen_deleted(id)) {
                 return None;
             }
             self.remember(id, &recorded, None);

@@ -259,6 +259,10 @@ impl Watches for NamespaceWatch {
     fn objects_current(&self) -> bool {
         self.jobs.is_current()
     }
+
+    fn deleted(&self, name: &str) -> bool {
+        self.jobs.tombstone(name).is_some()
+    }
 }
 
 /// A Job's pods as the API server lists them now, with the final states of deleted ones only

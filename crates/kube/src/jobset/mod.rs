@@ -668,10 +668,6 @@ impl EvaluatedWatch for JobSetNamespaceWatch {
             .collect()
     }
 
-    fn deleted(&self, name: &str) -> bool {
-        self.jobsets.tombstone(name).is_some()
-    }
-
     async fn wait_synced(&self, timeout: Duration) -> bool {
         JobSetNamespaceWatch::wait_synced(self, timeout).await
     }

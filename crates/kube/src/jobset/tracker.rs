@@ -191,4 +191,8 @@ impl Watches for JobSetNamespaceWatch {
     fn objects_current(&self) -> bool {
         self.jobsets.is_current()
     }
+
+    fn deleted(&self, name: &str) -> bool {
+        self.jobsets.tombstone(name).is_some()
+    }
 }

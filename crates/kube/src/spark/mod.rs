@@ -820,12 +820,6 @@ impl EvaluatedWatch for SparkNamespaceWatch {
             .collect()
     }
 
-    fn deleted(&self, name: &str) -> bool {
-        self.watched()
-            .iter()
-            .any(|(_, apps)| apps.tombstone(name).is_some())
-    }
-
     async fn wait_synced(&self, timeout: Duration) -> bool {
         SparkNamespaceWatch::wait_synced(self, timeout).await
     }

@@ -208,6 +208,12 @@ impl Watches for SparkNamespaceWatch {
     fn objects_current(&self) -> bool {
         self.watched().iter().all(|(_, apps)| apps.is_current())
     }
+
+    fn deleted(&self, name: &str) -> bool {
+        self.watched()
+            .iter()
+            .any(|(_, apps)| apps.tombstone(name).is_some())
+    }
 }
 
 #[cfg(test)]

@@ -536,6 +536,40 @@ async fn a_cancel_recorded_but_not_deleted_is_cancelling_until_a_settler_deletes
     env.sim.remove_fault(unlisted);
 }
 
+/// A replica whose watch has not delivered a Job created through another replica (its stream
+/// stalled) does not take the Job for gone: the cancel's record, kept while the Job's delete
+/// is refused, does not make it answer CANCELLED for a job that still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_has_not_seen_the_job_answers_cancelling_not_its_record() {
+    let env = Env::start().await;
+    // This replica watches the namespace; the other lists it before the job, and its watch
+    // then hears nothing.
+    let never = ExecutionId::new(CLUSTER, JobKind::Job, NS, "never-created");
+    env.executor.status(&never).await.expect_err("no such job");
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::StallWatch)
+            .verbs(&["watch"])
+            .resources(&["jobs.batch"]),
+    );
+    let other = env.fresh_executor().await;
+    other.status(&never).await.expect_err("no such job");
+    let gate = Gate::new();
+    let spec = spec_of(&shell("unseen", &gate.wait("never"), ""));
+    let id = env.executor.submit(&spec, "unseen-1", NS).await.unwrap();
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::error(500))
+            .verbs(&["delete"])
+            .resources(&["jobs.batch"]),
+    );
+    env.executor
+        .cancel(&id)
+        .await
+        .expect_err("the delete fails");
+    assert!(recorded(&env, &id.name), "recorded before the delete");
+    let answer = other.status(&id).await.unwrap();
+    assert_eq!(answer.state, JobState::Cancelling, "{answer:?}");
+}
+
 /// A cancel costs one write beyond its mark and its delete: its outcome record, written
 /// before the delete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
