@@ -25,7 +25,8 @@ use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind, Observed, Watches};
 use crate::objects::{Deletion, Objects};
 use crate::settling::{
-    Change, JobStates, Timers, cancel_finish_due, finish_cancel, merged, release_held, retry_delay,
+    Change, JobStates, Timers, after, cancel_finish_due, finish_cancel, merged, release_held,
+    retry_at, retry_delay,
 };
 use crate::tracker::{Recent, lock};
 
@@ -133,13 +134,6 @@ fn present_version<V: Deref<Target = ManagedMeta>>(observed: &Observed<V>) -> Op
         Observed::Present(view) => view.resource_version.as_deref(),
         Observed::Vanished(..) => None,
     }
-}
-
-/// `after` from now, as a recheck time.
-fn after(after: Duration) -> Option<Timestamp> {
-    jiff::SignedDuration::try_from(after)
-        .ok()
-        .and_then(|after| Timestamp::now().checked_add(after).ok())
 }
 
 /// Every evaluating kind answers alike: from its evaluation, its settlers' counts and its
@@ -398,7 +392,7 @@ pub(crate) trait Evaluates:
                 // not recorded yet is the settler's to record first.
                 let (mut info, unrecorded) = match acting {
                     Acting::Delegate => {
-                        let undeleted = matches!(&observed, Observed::Present(view) if view.deletion_timestamp.is_none());
+                        let undeleted = observed.undeleted();
                         match self
                             .standing(id, mapped.info, previous.as_ref(), undeleted)
                             .await
@@ -486,7 +480,7 @@ pub(crate) trait Evaluates:
                 let answered = previous.as_ref().is_some_and(ExecutionInfo::is_terminal);
                 let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
                 if acting == Acting::Carry && info.is_terminal() {
-                    let undeleted = matches!(&observed, Observed::Present(view) if view.deletion_timestamp.is_none());
+                    let undeleted = observed.undeleted();
                     // A replica that answered already keeps its answer: it replaces no
                     // record with another.
                     match self
@@ -512,7 +506,7 @@ pub(crate) trait Evaluates:
                         }
                         Err(error) if answered => {
                             warn!(message = "could not keep an outcome record; will retry", id = %id, %error);
-                            recheck_at = after(retry_delay(&error, self.recheck_interval()));
+                            recheck_at = retry_at(&error, self.recheck_interval());
                         }
                         Err(error) => {
                             warn!(message = "could not keep an outcome record; will retry", id = %id, %error);
@@ -527,7 +521,7 @@ pub(crate) trait Evaluates:
                                     ),
                                     ..known
                                 },
-                                recheck_at: after(retry_delay(&error, self.recheck_interval())),
+                                recheck_at: retry_at(&error, self.recheck_interval()),
                             });
                         }
                     }

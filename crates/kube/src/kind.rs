@@ -69,6 +69,14 @@ impl<V> Observed<V> {
         }
     }
 
+    /// Whether this is a copy of the object that is there and not being deleted.
+    pub(crate) fn undeleted(&self) -> bool
+    where
+        V: std::ops::Deref<Target = kubeferry_core::observation::ManagedMeta>,
+    {
+        matches!(self, Observed::Present(view) if view.deletion_timestamp.is_none())
+    }
+
     /// The observation the kind's mapping reads.
     pub(crate) fn as_observation(&self) -> Observation<'_, V> {
         match self {

@@ -160,9 +160,9 @@ impl<K: Object> Objects<K> {
     }
 
     /// Takes [`RECORD_FINALIZER`] (an earlier version's hold) off the object `uid` once its
-    /// outcome record is kept: the
-    /// object's finalizers without it, with the resourceVersion they were read at as the
-    /// precondition, so that a list changed meanwhile is read again rather than overwritten.
+    /// outcome record is kept: the object's finalizers without it, with the resourceVersion
+    /// they were read at as the precondition, so that a list changed meanwhile is read again
+    /// rather than overwritten.
     /// An object gone, replaced or no longer held counts as released. Safe to repeat.
     pub(crate) async fn release(&self, cluster: &Cluster, name: &str, uid: &str) -> Result<()> {
         for _ in 0..5 {

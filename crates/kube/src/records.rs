@@ -346,22 +346,15 @@ impl Records {
         watch.wait_synced(self.sync_timeout).await;
         let key = format!("{namespace}/{name}");
         let kept = lock(&self.kept).get(&key, self.settings.retention);
-        let gives_way =
-            |standing: &ExecutionInfo| undeleted && gives_way(standing, &record.outcome);
+        let replaced = |standing: &ExecutionInfo| undeleted && gives_way(standing, &record.outcome);
         match newer(watch.get(&name).map(|entry| entry.view.outcome), kept) {
-            Some(standing) if gives_way(&standing) => {
+            Some(standing) if replaced(&standing) => {
                 return self.replace_cancel(namespace, &name, record).await;
             }
             Some(standing) => return Ok(standing),
             None => {}
         }
-        let config_map: ConfigMap =
-            serde_json::from_value(record.config_map(namespace)).map_err(|source| {
-                Error::Manifest {
-                    operation: format!("build ConfigMap {namespace}/{name}"),
-                    source,
-                }
-            })?;
+        let config_map = config_map_of(namespace, &name, &record)?;
         let api = self.api(namespace);
         let op = Op::named("create", CONFIGMAPS, namespace, &name);
         let params = PostParams::default();
@@ -379,7 +372,7 @@ impl Records {
             }
             Err(error) if error.is_conflict() => {
                 match self.fetch(namespace, record.kind, &record.object).await? {
-                    Some(standing) if gives_way(&standing.outcome) => {
+                    Some(standing) if replaced(&standing.outcome) => {
                         self.replace_cancel(namespace, &name, record).await
                     }
                     Some(standing) => {
@@ -418,11 +411,7 @@ impl Records {
     ) -> Result<ExecutionInfo> {
         let api = self.api(namespace);
         let key = format!("{namespace}/{name}");
-        let mut replacement: ConfigMap = serde_json::from_value(record.config_map(namespace))
-            .map_err(|source| Error::Manifest {
-                operation: format!("build ConfigMap {namespace}/{name}"),
-                source,
-            })?;
+        let mut replacement = config_map_of(namespace, name, &record)?;
         for _ in 0..5 {
             let op = Op::named("get", CONFIGMAPS, namespace, name);
             let Some(current) = self.cluster.call(&op, true, || api.get_opt(name)).await? else {
@@ -482,6 +471,14 @@ impl Records {
             namespace: namespace.to_string(),
         }
     }
+}
+
+/// The ConfigMap `namespace/name` that holds `record`.
+fn config_map_of(namespace: &str, name: &str, record: &OutcomeRecord) -> Result<ConfigMap> {
+    serde_json::from_value(record.config_map(namespace)).map_err(|source| Error::Manifest {
+        operation: format!("build ConfigMap {namespace}/{name}"),
+        source,
+    })
 }
 
 /// Whether the recorded outcome `standing` gives way to `outcome`: a cancel's CANCELLED to

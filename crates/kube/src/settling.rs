@@ -132,9 +132,15 @@ pub(crate) async fn finish_cancel<K: crate::objects::Object>(
 }
 
 /// When a failed write is tried again.
-fn retry_at(error: &crate::Error, retry_interval: Duration) -> Option<Timestamp> {
-    let delay = jiff::SignedDuration::try_from(retry_delay(error, retry_interval)).ok()?;
-    Timestamp::now().checked_add(delay).ok()
+pub(crate) fn retry_at(error: &crate::Error, retry_interval: Duration) -> Option<Timestamp> {
+    after(retry_delay(error, retry_interval))
+}
+
+/// The instant `after` from now, if it can be told.
+pub(crate) fn after(after: Duration) -> Option<Timestamp> {
+    jiff::SignedDuration::try_from(after)
+        .ok()
+        .and_then(|after| Timestamp::now().checked_add(after).ok())
 }
 
 /// When each job is to be looked at again: the instant its mapping's answer changes by time

@@ -400,10 +400,8 @@ impl ContainerJobs {
             });
         };
         let must_record = mapped.must_record();
-        let undeleted =
-            matches!(observed, Observed::Present(job) if job.deletion_timestamp.is_none());
         let standing = self
-            .standing(id, mapped.info, previous.as_ref(), undeleted)
+            .standing(id, mapped.info, previous.as_ref(), observed.undeleted())
             .await;
         let (mut info, unrecorded) = match standing {
             Ok(standing) => (standing, false),

@@ -26,8 +26,8 @@ use crate::error::Result;
 use crate::kind::Observed;
 use crate::objects::Objects;
 use crate::settling::{
-    JobStates, SETTLED_AT_ONCE, Timers, cancel_finish_due, finish_cancel, merged, release_held,
-    retry_delay,
+    JobStates, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel, merged,
+    release_held, retry_at, retry_delay,
 };
 use crate::tracker::{Departure, lock, reported_key};
 
@@ -455,9 +455,7 @@ impl Task {
             Ok(listed) => listed,
             Err(error) => {
                 warn!(message = "could not list a cancelled job's pods; will retry", namespace = %self.namespace, job = %job.name, %error);
-                return Timestamp::now()
-                    .checked_add(jiff::SignedDuration::try_from(retry_delay(&error, retry)).ok()?)
-                    .ok();
+                return retry_at(&error, retry);
             }
         };
         let again = container_status(observation, &listed, now, &self.context.mapping, previous)?;
@@ -471,9 +469,7 @@ impl Task {
         };
         let own_end = job.counts_ended() || (listed.iter().any(ended) && listed.iter().all(ended));
         if again.info.state != JobState::Cancelling || own_end {
-            return Timestamp::now()
-                .checked_add(jiff::SignedDuration::try_from(retry).ok()?)
-                .ok();
+            return after(retry);
         }
         finish_cancel(
             &self.objects(),
