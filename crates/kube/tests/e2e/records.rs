@@ -10,6 +10,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kubeferry_core::marks::{CANCEL_ANNOTATION, CANCELLED_BY_ANNOTATION};
 use kubeferry_core::record::{OutcomeRecord, record_name};
+use kubeferry_core::spec::JobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use kubeferry_kube::CancelOutcome;
 use kubeferry_kube::rbac;
@@ -344,14 +345,25 @@ async fn a_burst_of_submissions_reads_their_records_in_one_request() {
     assert_eq!(env.sim.request_count("list", "configmaps"), 2);
 }
 
+/// A job that runs until `gate` opens, submitted as job id `<name>-1`, once it is STARTED,
+/// with its spec.
+async fn running(env: &Env, gate: &Gate, name: &str) -> (JobSpec, ExecutionId) {
+    let spec = spec_of(&shell(name, &gate.wait("never"), ""));
+    let id = env
+        .executor
+        .submit(&spec, &format!("{name}-1"), NS)
+        .await
+        .unwrap();
+    env.status_until(&id, "running", is(JobState::Started))
+        .await;
+    (spec, id)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_job_id_submitted_again_stays_cancelled_and_runs_nothing() {
     let env = Env::start().await;
     let gate = Gate::new();
-    let spec = spec_of(&shell("long", &gate.wait("never"), ""));
-    let id = env.executor.submit(&spec, "long-1", NS).await.unwrap();
-    env.status_until(&id, "running", is(JobState::Started))
-        .await;
+    let (spec, id) = running(&env, &gate, "long").await;
     env.executor.cancel(&id).await.unwrap();
     let (cancelled, _) = env.wait(&id).await;
     assert_eq!(cancelled.state, JobState::Cancelled);
@@ -383,10 +395,7 @@ async fn a_cancelled_job_id_submitted_again_stays_cancelled_and_runs_nothing() {
 async fn a_cancel_whose_record_fails_leaves_the_job_marked_until_a_settler_records_it() {
     let env = Env::start().await;
     let gate = Gate::new();
-    let spec = spec_of(&shell("held", &gate.wait("never"), ""));
-    let id = env.executor.submit(&spec, "held-1", NS).await.unwrap();
-    env.status_until(&id, "running", is(JobState::Started))
-        .await;
+    let (spec, id) = running(&env, &gate, "held").await;
     let refused = env.sim.add_fault(
         FaultRule::new(FaultAction::error(500))
             .verbs(&["create"])
@@ -443,10 +452,7 @@ async fn a_cancel_whose_record_fails_leaves_the_job_marked_until_a_settler_recor
 async fn a_cancel_abandoned_after_its_mark_is_finished_by_a_settler() {
     let env = Env::start().await;
     let gate = Gate::new();
-    let spec = spec_of(&shell("abandoned", &gate.wait("never"), ""));
-    let id = env.executor.submit(&spec, "abandoned-1", NS).await.unwrap();
-    env.status_until(&id, "running", is(JobState::Started))
-        .await;
+    let (_, id) = running(&env, &gate, "abandoned").await;
     // The mark, as a cancel that went at once after it left it.
     let jobs: Api<Job> = Api::namespaced(env.admin_client().await, NS);
     let mark = serde_json::json!({"metadata": {"annotations": {
@@ -483,10 +489,7 @@ async fn a_cancel_abandoned_after_its_mark_is_finished_by_a_settler() {
 async fn a_cancel_recorded_but_not_deleted_is_cancelling_until_a_settler_deletes_the_job() {
     let env = Env::start().await;
     let gate = Gate::new();
-    let spec = spec_of(&shell("undeleted", &gate.wait("never"), ""));
-    let id = env.executor.submit(&spec, "undeleted-1", NS).await.unwrap();
-    env.status_until(&id, "running", is(JobState::Started))
-        .await;
+    let (_, id) = running(&env, &gate, "undeleted").await;
     let refused = env.sim.add_fault(
         FaultRule::new(FaultAction::error(500))
             .verbs(&["delete"])
@@ -576,10 +579,7 @@ async fn a_replica_that_has_not_seen_the_job_answers_cancelling_not_its_record()
 async fn a_cancel_costs_its_mark_its_record_and_its_delete() {
     let env = Env::start().await;
     let gate = Gate::new();
-    let spec = spec_of(&shell("counted", &gate.wait("never"), ""));
-    let id = env.executor.submit(&spec, "counted-1", NS).await.unwrap();
-    env.status_until(&id, "running", is(JobState::Started))
-        .await;
+    let (_, id) = running(&env, &gate, "counted").await;
     env.sim.reset_counters();
     env.executor.cancel(&id).await.unwrap();
     let (outcome, _) = env.wait(&id).await;

@@ -48,6 +48,18 @@ fn driver_name(operator: SparkOperator, app: &str) -> String {
     }
 }
 
+/// An apache job whose driver runs until `gate` opens, once it is STARTED.
+async fn started_behind(env: &Env, gate: &Gate, name: &str) -> ExecutionId {
+    let spec = spark_pi(SparkOperator::Apache, &format!("args: ['{}']", gate.arg()));
+    let id = env
+        .executor
+        .submit(&spec, &job_id(name), NS)
+        .await
+        .expect("submitted");
+    until_state(&env.executor, &id, JobState::Started).await;
+    id
+}
+
 /// A job whose operator writes no status, and the history of its application from before it
 /// was created.
 async fn silent_job(
@@ -208,13 +220,7 @@ async fn review_1_while_the_delete_of_an_application_without_status_fails_the_jo
 async fn review_2_a_cancel_mark_racing_an_outcome_keeps_the_outcome() {
     let env = Env::start().await;
     let gate = Gate::new();
-    let spec = spark_pi(SparkOperator::Apache, &format!("args: ['{}']", gate.arg()));
-    let id = env
-        .executor
-        .submit(&spec, &job_id("race"), NS)
-        .await
-        .expect("submitted");
-    until_state(&env.executor, &id, JobState::Started).await;
+    let id = started_behind(&env, &gate, "race").await;
     // The cancel reads the running job, and its mark reaches the server only after the job
     // succeeded: the resourceVersion precondition refuses it, and the cancel sees the outcome.
     env.sim.add_fault(
@@ -259,14 +265,7 @@ async fn review_2_a_cancel_mark_racing_an_outcome_keeps_the_outcome() {
 async fn review_2_a_driver_that_ended_before_the_cancel_keeps_its_outcome() {
     let env = Env::start().await;
     let gate = Gate::new();
-    let spec = spark_pi(SparkOperator::Apache, &format!("args: ['{}']", gate.arg()));
-    let job = job_id("ended");
-    let id = env
-        .executor
-        .submit(&spec, &job, NS)
-        .await
-        .expect("submitted");
-    until_state(&env.executor, &id, JobState::Started).await;
+    let id = started_behind(&env, &gate, "ended").await;
     // The operator looks away; the driver ends on its own.
     env.faults.set_for(&id.name, Some(SparkFault::NoStatus));
     gate.open();
@@ -312,14 +311,7 @@ async fn review_2_a_driver_that_ended_before_the_cancel_keeps_its_outcome() {
 async fn review_2_an_outcome_recorded_before_the_deletion_wins_over_the_cancel() {
     let env = Env::start().await;
     let gate = Gate::new();
-    let spec = spark_pi(SparkOperator::Apache, &format!("args: ['{}']", gate.arg()));
-    let job = job_id("late");
-    let id = env
-        .executor
-        .submit(&spec, &job, NS)
-        .await
-        .expect("submitted");
-    until_state(&env.executor, &id, JobState::Started).await;
+    let id = started_behind(&env, &gate, "late").await;
     // The mark goes on; the delete reaches the server only after the job succeeded.
     env.sim.add_fault(
         FaultRule::new(FaultAction::Latency { millis: 2000 })
