@@ -1152,9 +1152,11 @@ pub(crate) fn stopped_exit(exit_code: i32, reason: Option<&str>) -> bool {
 /// the other way would turn the issue's own failure into an infrastructure one every other time,
 /// while a container that catches SIGTERM and exits with another code within the same second
 /// is rare. An OOM kill is never the stop (the runtime reports the kernel's OOM killer as
-/// `OOMKilled`; the kubelet's stop is a SIGTERM, then a SIGKILL reported as `Error`), whatever
-/// its exit code. With no time for the start of the disruption (the kubelet's own), the disruption
-/// decides. A container with no end time cannot be placed and is left to the disruption.
+/// `OOMKilled`; the kubelet's stop is a SIGTERM, then a SIGKILL reported as `Error`), unless its
+/// main process died of a SIGTERM (143): the OOM killer sends SIGKILL, so that kill took a child
+/// (kubernetes#131530) and the main process went on until the disruption's stop. With no time
+/// for the start of the disruption (the kubelet's own), the disruption decides. A container with
+/// no end time cannot be placed and is left to the disruption.
 pub(crate) fn ended_before_disruption(
     disruption: Option<&PodConditionView>,
     t: &TerminatedView,
@@ -1165,13 +1167,18 @@ pub(crate) fn ended_before_disruption(
     match disruption_began(disruption) {
         Some(began) if finished < began => true,
         Some(began) if finished > began => false,
-        Some(_) => is_oom(t) || !looks_stopped(t),
+        Some(_) => !looks_stopped(t) || (is_oom(t) && !died_of_sigterm(t)),
         // No time for the start of the disruption: the kubelet notes its own (node pressure, a
         // node shutdown) only once it has stopped the containers, after a grace period in which
         // a container that catches SIGTERM may exit with any code. Its exit cannot tell, so the
         // disruption decides, as it always did.
         None => false,
     }
+}
+
+/// Whether the main process died of a SIGTERM, the kubelet's stop signal (exit 128 + 15).
+fn died_of_sigterm(t: &TerminatedView) -> bool {
+    t.exit_code == 143 || t.signal == Some(15)
 }
 
 fn oom_cause(t: &TerminatedView) -> Cause {

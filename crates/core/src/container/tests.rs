@@ -742,11 +742,11 @@ fn an_oom_kill_decides_unless_a_disruption_began_first() {
         "BackoffLimitExceeded",
         100,
     )];
-    let oom_pod = |finished: i64| {
+    let oom_pod_exiting = |finished: i64, exit_code: i32| {
         let mut pod = failed_pod("p", 1, None);
         if let Some(main) = pod.main.as_mut() {
             main.state = ContainerStateView::Terminated(TerminatedView {
-                exit_code: 143,
+                exit_code,
                 signal: None,
                 reason: Some("OOMKilled".into()),
                 message: None,
@@ -762,16 +762,27 @@ fn an_oom_kill_decides_unless_a_disruption_began_first() {
         });
         pod
     };
+    let oom_pod = |finished: i64| oom_pod_exiting(finished, 143);
     // The OOM kill came first: the job's own fault, whatever came after.
     assert_eq!(
         map(&job, &[oom_pod(80)], 110).info.reason,
         Reason::OomKilled
     );
-    // In the preemption's own second: the kubelet's stop is never an OOM kill, so the OOM kill
-    // came first (its exit code, 143 here, does not make it the stop).
+    // In the preemption's own second, a main process killed by the OOM killer (SIGKILL, 137):
+    // the kubelet's stop is never an OOM kill, so the OOM kill came first.
     assert_eq!(
-        map(&job, &[oom_pod(90)], 110).info.reason,
+        map(&job, &[oom_pod_exiting(90, 137)], 110).info.reason,
         Reason::OomKilled
+    );
+    // In that second, a main process that died of a SIGTERM (143): the OOM killer never sends
+    // one, so it took a child (the main process went on) and the preemption's stop ended the
+    // container.
+    let stopped_in_its_second = map(&job, &[oom_pod(90)], 110);
+    assert_eq!(stopped_in_its_second.info.state, JobState::Failed);
+    assert_eq!(
+        stopped_in_its_second.info.reason,
+        Reason::Preempted,
+        "{stopped_in_its_second:?}"
     );
     // The preemption began first and the container ended while it was being stopped.
     let stopped = map(&job, &[oom_pod(95)], 110);
