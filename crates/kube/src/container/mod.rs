@@ -149,7 +149,6 @@ impl ContainerJobs {
 
     /// Creates the Job for `spec` under `job_id` in `namespace`, or adopts the one a lost
     /// response already created. Submitting the same job id twice runs the job once. The
-    /// namespace's watches start, if they had not. The
     /// namespace's watches start, if they had not.
     pub async fn submit(
         &self,
