@@ -1035,6 +1035,38 @@ fn a_driver_oom_killed_before_its_eviction_is_oom_killed() {
     }
 }
 
+/// A driver that the OOM killer's mark is on but that ended after its pod's eviction began, or
+/// in its second with a SIGTERM's exit (the OOM killer sends SIGKILL: it took a child), was
+/// stopped by the eviction, as a container job's main container is; one killed by SIGKILL in
+/// that second is OOM-killed.
+#[test]
+fn a_driver_oom_killed_after_its_eviction_began_was_stopped_by_it() {
+    let drain = |noted| Some(("EvictionByEvictionAPI", noted));
+    let cases = [
+        (137, 33, Reason::OomKilled),
+        (143, 33, Reason::Evicted),
+        (137, 34, Reason::Evicted),
+    ];
+    for (exit_code, finished, expected) in cases {
+        let end = DriverEnd {
+            oom: true,
+            exit_code,
+            finished,
+            disruption: drain(33),
+        };
+        for operator in [APACHE, KUBEFLOW] {
+            let (app, drivers) = evicted_driver_ending(operator, &end);
+            let mapped = map_views(&app, &drivers, Seen::Present, at(3600), None).expect("mapped");
+            assert_eq!(
+                (mapped.info.state, mapped.info.reason, mapped.info.exit_code),
+                (JobState::Failed, expected, Some(exit_code as i32)),
+                "{operator}, exit {exit_code} at {finished}: {:?}",
+                mapped.info
+            );
+        }
+    }
+}
+
 /// Every `lastObservedDriverStatus` the apache operator recorded, rewritten to `end`.
 fn end_recorded_drivers(value: &mut serde_json::Value, end: &DriverEnd) {
     match value {

@@ -615,11 +615,9 @@ impl<'a> Mapper<'a> {
         // The container's own end comes first: an OOM kill is the job's fault even if the node
         // was disrupted afterwards (or at a time the pod does not show). One that ended after
         // a disruption known to have begun first was stopped by it.
-        let disrupted_first = |t: &TerminatedView| {
-            disruption_began(pod.disruption.as_ref()).is_some()
-                && !ended_before_disruption(pod.disruption.as_ref(), t)
-        };
-        if let Some(t) = terminated.filter(|t| is_oom(t) && !disrupted_first(t)) {
+        if let Some(t) =
+            terminated.filter(|t| is_oom(t) && !stopped_by_disruption(pod.disruption.as_ref(), t))
+        {
             return Some(oom_cause(t));
         }
         if let Some(cause) = disruption(pod, as_of) {
@@ -1174,6 +1172,15 @@ pub(crate) fn ended_before_disruption(
         // disruption decides, as it always did.
         None => false,
     }
+}
+
+/// Whether a container ended after its pod's disruption, known to have begun first, and so
+/// was stopped by it ([`ended_before_disruption`] for the second they share).
+pub(crate) fn stopped_by_disruption(
+    disruption: Option<&PodConditionView>,
+    t: &TerminatedView,
+) -> bool {
+    disruption_began(disruption).is_some() && !ended_before_disruption(disruption, t)
 }
 
 /// Whether the main process died of a SIGTERM, the kubelet's stop signal (exit 128 + 15).

@@ -15,7 +15,8 @@ use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, Resolution, deadline};
 use crate::container::view::{ContainerStateView, ContainerView, PodPhase, TerminatedView};
 use crate::container::{
-    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary, stopped_exit,
+    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary,
+    stopped_by_disruption, stopped_exit,
 };
 use crate::observation::{self, Action, Mapped, Observation};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
@@ -301,8 +302,14 @@ impl<'a> Mapper<'a> {
         let ended = self.driver_ended(verdict);
         let end = ended.map(|(_, t)| t);
         let hint = verdict.exit_hint.as_ref().filter(|_| end.is_none());
-        let oom = end
-            .map(|t| t.reason.as_deref() == Some("OOMKilled"))
+        // An OOM kill is the driver's own end unless the driver ended after its pod's
+        // disruption began (then the disruption stopped it), as for a container job's main
+        // container.
+        let oom = ended
+            .map(|(driver, t)| {
+                t.reason.as_deref() == Some("OOMKilled")
+                    && !stopped_by_disruption(driver.disruption.as_ref(), t)
+            })
             .or_else(|| hint.map(|h| h.reason.as_deref() == Some("OOMKilled")))
             .unwrap_or(false);
         let exit_code = end.map(|t| t.exit_code).or(hint.map(|h| h.exit_code));
