@@ -570,7 +570,7 @@ fn rss_kib() -> anyhow::Result<u64> {
 /// Submission throughput through kubeferry against two bare kube-rs loops, interleaved in
 /// rounds on the same server so that all sides see the same machine: one that only creates,
 /// and one that first reads the job id's outcome record as kubeferry does (so that a job id
-/// never runs twice once its first run ended and its Job is gone: DESIGN.md, I2).
+/// never runs twice once its first run ended and its Job is gone: docs/INVARIANTS.md, I2).
 async fn submit(jobs: usize, concurrency: usize) -> anyhow::Result<()> {
     let sim = sim(1).await?;
     let executor = executor(&sim).await?;

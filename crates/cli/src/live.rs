@@ -54,7 +54,7 @@ impl Progress {
     /// knows), else as a plain line.
     pub fn status(&self, executor: &Executor, id: &ExecutionId, info: &ExecutionInfo) {
         let Some(bar) = self.live() else {
-            crate::commands::progress(id, info);
+            crate::output::progress(id, info);
             return;
         };
         bar.set_prefix(info.state.to_string());

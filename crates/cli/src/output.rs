@@ -337,6 +337,19 @@ pub fn final_line(id: &ExecutionId, info: &ExecutionInfo) -> String {
     line
 }
 
+/// A progress line on stderr for a status change.
+pub fn progress(id: &ExecutionId, info: &ExecutionInfo) {
+    let message = one_line(&info.message);
+    if message.is_empty() {
+        eprintln!("kubeferry: {id} {} ({})", info.state, info.reason);
+    } else {
+        eprintln!(
+            "kubeferry: {id} {} ({}): {message}",
+            info.state, info.reason
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

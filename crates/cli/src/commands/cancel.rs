@@ -5,9 +5,10 @@ use std::process::ExitCode;
 use kubeferry::kube::CancelOutcome;
 
 use crate::args::{CancelArgs, Cli};
-use crate::commands::{parse_id, progress};
+use crate::commands::parse_id;
 use crate::connect::{Fallback, connect};
 use crate::output::print_statuses;
+use crate::output::progress;
 
 /// Runs `kubeferry cancel`.
 pub async fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {

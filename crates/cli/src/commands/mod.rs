@@ -44,16 +44,3 @@ pub fn parse_id(text: &str, namespace: Option<&str>) -> anyhow::Result<kubeferry
     }
     Ok(id)
 }
-
-/// A progress line on stderr for a status change.
-pub fn progress(id: &kubeferry::ExecutionId, info: &ExecutionInfo) {
-    let message = crate::output::one_line(&info.message);
-    if message.is_empty() {
-        eprintln!("kubeferry: {id} {} ({})", info.state, info.reason);
-    } else {
-        eprintln!(
-            "kubeferry: {id} {} ({}): {message}",
-            info.state, info.reason
-        );
-    }
-}

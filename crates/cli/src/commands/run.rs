@@ -106,7 +106,7 @@ async fn wait_handling_interrupts(
     }
     eprintln!("kubeferry: cancelling {id} (Ctrl-C again to stop waiting)");
     let outcome = executor.cancel(id).await?;
-    crate::commands::progress(id, outcome.info());
+    crate::output::progress(id, outcome.info());
     tokio::select! {
         result = &mut wait => match result {
             Ok(info) => Ok(Some(info)),

@@ -560,7 +560,7 @@ impl ContainerJobs {
     /// relisting on 410 and reconnecting with backoff like the tracker's. Statuses come from
     /// [`ContainerJobs::status`], changes of status from the tracker's notifications; this
     /// stream only says which jobs to look at. A failing watch is retried and logged, not
-    /// yielded: check the selector first (e.g. with [`ContainerJobs::list`]).
+    /// yielded: check the selector first (e.g. with [`Executor::list`](crate::Executor::list)).
     pub fn matching(
         &self,
         namespace: &str,
