@@ -347,16 +347,18 @@ pub(crate) trait Evaluates:
                 mut parts,
                 mut listed,
             } = found;
-            // A watch cache lagging a fresh read: its older copy tells nothing new.
-            if let (Some(previous), Observed::Present(view)) = (&previous, &observed)
-                && self.namespaces().is_older(
+            // A watch cache lagging a fresh read: its older copy tells nothing new. What was
+            // reported from the newer one is read now, not taken from `previous`: another
+            // answer may have been given from a newer copy since, and may be terminal.
+            if let Observed::Present(view) = &observed
+                && let Some(current) = self.namespaces().reported_from_newer(
                     &id.namespace,
                     &id.name,
                     view.resource_version.as_deref(),
                 )
             {
                 return Ok(Evaluated {
-                    info: previous.clone(),
+                    info: current,
                     recheck_at: None,
                 });
             }
@@ -407,9 +409,11 @@ pub(crate) trait Evaluates:
                     // What stands until the settler is done: never an outcome it has not
                     // recorded.
                     let holding = if info.is_terminal() {
-                        previous.clone().unwrap_or_else(|| {
-                            ExecutionInfo::new(JobState::Queued, Reason::Pending)
-                        })
+                        self.namespaces()
+                            .last_reported(&id.namespace, &id.name)
+                            .unwrap_or_else(|| {
+                                ExecutionInfo::new(JobState::Queued, Reason::Pending)
+                            })
                     } else {
                         info
                     };
@@ -432,6 +436,12 @@ pub(crate) trait Evaluates:
                                 ..holding
                             },
                         };
+                    // A terminal answer given meanwhile (the settler's) stands.
+                    let info = self
+                        .namespaces()
+                        .last_reported(&id.namespace, &id.name)
+                        .filter(ExecutionInfo::is_terminal)
+                        .unwrap_or(info);
                     return Ok(Evaluated {
                         info,
                         recheck_at: None,
@@ -510,9 +520,12 @@ pub(crate) trait Evaluates:
                         }
                         Err(error) => {
                             warn!(message = "could not keep an outcome record; will retry", id = %id, %error);
-                            let known = previous.clone().unwrap_or_else(|| {
-                                ExecutionInfo::new(JobState::Queued, Reason::Pending)
-                            });
+                            let known = self
+                                .namespaces()
+                                .last_reported(&id.namespace, &id.name)
+                                .unwrap_or_else(|| {
+                                    ExecutionInfo::new(JobState::Queued, Reason::Pending)
+                                });
                             return Ok(Evaluated {
                                 info: ExecutionInfo {
                                     message: format!(

@@ -375,14 +375,15 @@ impl ContainerJobs {
             Observed::Present(job) => job.resource_version.as_deref(),
             Observed::Vanished(..) => None,
         };
-        // A watch cache lagging a fresh read: its older copy tells nothing new.
-        if let Some(previous) = &previous
-            && self
-                .base
+        // A watch cache lagging a fresh read: its older copy tells nothing new. What was
+        // reported from the newer one is read now, not taken from `previous`: another answer
+        // (a wait's) may have been given from a newer copy since, and may be terminal.
+        if let Some(current) =
+            self.base
                 .namespaces
-                .is_older(&id.namespace, &id.name, version)
+                .reported_from_newer(&id.namespace, &id.name, version)
         {
-            return Ok(previous.clone());
+            return Ok(current);
         }
         let enriched = self.with_refusal(id, observed, pods, now);
         let observed = enriched.as_ref().unwrap_or(observed);

@@ -104,9 +104,22 @@ impl<W> Namespaces<W> {
         )
     }
 
-    /// Whether a copy of a job's object at `version` is older than one already reported from.
-    pub(crate) fn is_older(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
-        lock(&self.reported).is_older(&reported_key(namespace, name), version)
+    /// The status last reported for a job, if it was computed from a copy of its object newer
+    /// than one at `version`: that copy tells nothing new. Checked and read in one step, so
+    /// that an answer computed meanwhile from a newer copy (a terminal one) is the one given,
+    /// not what was reported before it.
+    pub(crate) fn reported_from_newer(
+        &self,
+        namespace: &str,
+        name: &str,
+        version: Option<&str>,
+    ) -> Option<ExecutionInfo> {
+        let reported = lock(&self.reported);
+        let key = reported_key(namespace, name);
+        reported
+            .is_older(&key, version)
+            .then(|| reported.get(&key))
+            .flatten()
     }
 }
 
@@ -139,10 +152,26 @@ mod tests {
         let running = ExecutionInfo::new(JobState::Started, Reason::Running);
         assert!(namespaces.remember("a", "j", &running, Some("odd"), Some("7")));
         assert!(!namespaces.remember("a", "j", &running, Some("odd"), Some("8")));
-        assert_eq!(namespaces.last_reported("a", "j"), Some(running));
+        assert_eq!(namespaces.last_reported("a", "j"), Some(running.clone()));
         assert_eq!(namespaces.last_reported("b", "j"), None);
-        assert!(namespaces.is_older("a", "j", Some("7")));
-        assert!(!namespaces.is_older("a", "j", Some("9")));
-        assert!(!namespaces.is_older("b", "j", Some("1")));
+        assert_eq!(
+            namespaces.reported_from_newer("a", "j", Some("7")),
+            Some(running)
+        );
+        assert_eq!(namespaces.reported_from_newer("a", "j", Some("9")), None);
+        assert_eq!(namespaces.reported_from_newer("b", "j", Some("1")), None);
+
+        // An answer from an older copy computed while a terminal one was given from a newer
+        // copy gets the terminal one, whatever it had read as reported before.
+        let cancelling = ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested);
+        let cancelled = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled);
+        namespaces.remember("a", "k", &cancelling, None, Some("5"));
+        namespaces.remember("a", "k", &cancelled, None, Some("6"));
+        assert_eq!(
+            namespaces.reported_from_newer("a", "k", Some("5")),
+            Some(cancelled.clone())
+        );
+        namespaces.remember("a", "k", &cancelling, None, Some("5"));
+        assert_eq!(namespaces.last_reported("a", "k"), Some(cancelled));
     }
 }
