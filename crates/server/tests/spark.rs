@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use common::*;
 use hyper::http::StatusCode;
+use kubeferry_core::JobKind;
 use kubeferry_core::marks::object_name;
+use kubeferry_core::record::record_name;
 use kubeferry_core::spark::SparkOperator;
 use kubeferry_server::config::Config;
 use kubeferry_sim::SimConfig;
@@ -176,6 +178,63 @@ async fn the_configured_no_status_timeout_fails_a_job_whose_operator_writes_no_s
             .then_some(())
     })
     .await;
+    service.stop().await;
+}
+
+/// I4 with nobody asking: a SparkApplication whose operator never writes a status, tracked by
+/// a service that no one queries, is failed at the no-status timeout by the namespace's
+/// settler: its outcome recorded, the application deleted. Asked at last, the service answers
+/// that record.
+#[tokio::test]
+async fn an_application_without_a_status_fails_at_its_timeout_though_nobody_asks() {
+    let (sim, faults) = spark_sim().await;
+    let mut config = spark_config(&sim, SparkOperator::Apache);
+    config.timeouts.no_status = Duration::from_millis(300);
+    let service = Service::start(config).await;
+    faults.set_for(&object_name("kf", "unasked"), Some(SparkFault::NoStatus));
+    let id = service.api.submit(spark_job("unasked", &[])).await;
+    let submitted = sim.sim.counters();
+    // Nobody asks the service anything: only the cluster is looked at.
+    let name = id.rsplit('/').next().unwrap();
+    let record = eventually("the recorded outcome", || async {
+        sim.sim.object(
+            "",
+            "configmaps",
+            "default",
+            &record_name(JobKind::SparkApp, name),
+        )
+    })
+    .await;
+    let outcome: Value =
+        serde_json::from_str(record["data"]["outcome"].as_str().expect("an outcome")).unwrap();
+    assert_eq!(outcome["state"], "FAILED", "{outcome:#}");
+    assert_eq!(outcome["reason"], "NoStatusTimeout", "{outcome:#}");
+    eventually("the silent application to be deleted", || async {
+        sim.sim
+            .object("spark.apache.org", "sparkapplications", "default", name)
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    // What the settler wrote, and nothing read per job: no GET of the application.
+    let made = requests_between(&submitted, &sim.sim.counters());
+    assert_eq!(
+        made.get("get sparkapplications.spark.apache.org"),
+        None,
+        "{made:?}"
+    );
+    assert_eq!(made.get("create configmaps"), Some(&1), "{made:?}");
+    // Asked at last, the service answers the recorded outcome.
+    let info = service.api.job(&id).await.json();
+    assert_eq!(
+        (&info["state"], &info["reason"], &info["finishedAt"]),
+        (
+            &outcome["state"],
+            &outcome["reason"],
+            &outcome["finishedAt"]
+        ),
+        "{info:#}"
+    );
     service.stop().await;
 }
 
