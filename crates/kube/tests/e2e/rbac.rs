@@ -109,6 +109,21 @@ async fn the_whole_lifecycle_runs_under_exactly_the_printed_role() {
     kubeferry.cancel(&doomed).await.unwrap();
     let (cancelled, _) = wait_on(&kubeferry, &doomed).await;
     assert_eq!(cancelled.state, JobState::Cancelled);
+    // Both outcomes are kept, as the Role allows: each job's record.
+    for (job, state) in [(&id, "SUCCEEDED"), (&doomed, "CANCELLED")] {
+        let record = eventually("the outcome record", || async {
+            env.sim.object(
+                "",
+                "configmaps",
+                NS,
+                &kubeferry_core::record::record_name(JobKind::Job, &job.name),
+            )
+        })
+        .await;
+        let outcome: serde_json::Value =
+            serde_json::from_str(record["data"]["outcome"].as_str().expect("an outcome")).unwrap();
+        assert_eq!(outcome["state"], state, "{outcome:#}");
+    }
 
     let orphan = kubeferry
         .submit(&spec_of(&shell("orphan", "echo lost", "")), "orphan-1", NS)

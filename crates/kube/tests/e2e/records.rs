@@ -627,6 +627,7 @@ async fn a_record_past_its_retention_is_deleted_and_the_job_id_may_run_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_configmaps_jobs_still_run_and_only_the_record_is_missing() {
+    let warnings = captured_warnings();
     let config = SimConfig {
         rbac: true,
         ..SimConfig::for_tests()
@@ -660,4 +661,17 @@ async fn without_configmaps_jobs_still_run_and_only_the_record_is_missing() {
     );
     assert!(!recorded(&env, &id.name));
     assert_eq!(kubeferry.status(&id).await.unwrap(), outcome);
+    // What cannot be kept is said once for the namespace, not once per job.
+    let other = kubeferry
+        .submit(&spec_of(&shell("other", "exit 0", "")), "plain-2", NS)
+        .await
+        .unwrap();
+    let (other_outcome, _) = wait_on(&kubeferry, &other).await;
+    assert_eq!(other_outcome.state, JobState::Succeeded);
+    assert!(!recorded(&env, &other.name));
+    let said = warnings
+        .text()
+        .matches("outcome records cannot be kept here")
+        .count();
+    assert_eq!(said, 1, "{}", warnings.text());
 }
