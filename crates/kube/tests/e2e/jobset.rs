@@ -372,3 +372,63 @@ async fn a_cluster_without_jobsets_runs_none_and_lists_the_other_kinds() {
     );
     assert_eq!(env.executor.list(NS, None).await.expect("listed"), []);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_jobset_watch_is_current_again_once_an_outage_ends_though_nothing_changes() {
+    // One finished set and nothing else: no watch of the namespace (the JobSets, their Jobs
+    // and pods, the outcome records) has an event to deliver after the outage. Each is current
+    // again from its first list.
+    let mut config = SimConfig::for_tests();
+    config.crd_bundles.push(CrdBundle::JobSet);
+    let mut settings = Settings::fast();
+    let quickly = kubeferry_kube::RetryPolicy {
+        base: std::time::Duration::from_millis(10),
+        cap: std::time::Duration::from_millis(100),
+        deadline: std::time::Duration::MAX,
+    };
+    settings.executor.container.reflector.restart = quickly.clone();
+    settings.executor.jobset.reflector.restart = quickly;
+    let env = Env::start_with(config, settings).await;
+    let yaml = jobset("quiet", "", &[rjob("only", 1, "exit 0", "")]);
+    let id = submit(&env, &yaml, "quiet-set").await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(outcome.state, JobState::Succeeded);
+    let healths = || {
+        env.executor
+            .health()
+            .into_iter()
+            .filter(|(namespace, _, _)| namespace == NS)
+            .map(|(_, resource, health)| (resource, health))
+            .collect::<Vec<_>>()
+    };
+    let current = |healths: &[(String, kubeferry_kube::tracker::WatchHealth)]| {
+        healths
+            .iter()
+            .all(|(_, health)| health.synced && health.failing.is_none())
+    };
+    let watched = eventually("every watch to be current", || async {
+        let healths = healths();
+        current(&healths).then_some(healths)
+    })
+    .await;
+    let resources: Vec<&str> = watched.iter().map(|(r, _)| r.as_str()).collect();
+    assert!(
+        resources.iter().any(|r| r.contains("jobsets")),
+        "{resources:?}"
+    );
+    env.sim.unreachable_for(std::time::Duration::from_secs(600));
+    eventually("every watch to notice the outage", || async {
+        healths()
+            .iter()
+            .all(|(_, health)| health.failing.is_some())
+            .then_some(())
+    })
+    .await;
+    env.sim.reachable_again();
+    let back = eventually("every watch to be current again", || async {
+        let healths = healths();
+        current(&healths).then_some(healths)
+    })
+    .await;
+    assert_eq!(back.len(), watched.len(), "{back:?}");
+}
