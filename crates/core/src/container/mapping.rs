@@ -615,9 +615,11 @@ impl<'a> Mapper<'a> {
         // The container's own end comes first: an OOM kill is the job's fault even if the node
         // was disrupted afterwards (or at a time the pod does not show). One that ended after
         // a disruption known to have begun first was stopped by it.
-        if let Some(t) =
-            terminated.filter(|t| is_oom(t) && !stopped_by_disruption(pod.disruption.as_ref(), t))
-        {
+        if let Some(t) = terminated.filter(|t| {
+            is_oom(t)
+                && !stopped_by_disruption(pod.disruption.as_ref(), t)
+                && !killed_while_stopping(pod, t)
+        }) {
             return Some(oom_cause(t));
         }
         if let Some(cause) = disruption(pod, as_of) {
@@ -625,9 +627,11 @@ impl<'a> Mapper<'a> {
             // the disruption only found a pod whose work had already ended. The message is
             // the container's alone, so that a replica that looked before the disruption and
             // one that looked after report the same outcome.
-            if let Some(t) = terminated
-                .filter(|t| t.exit_code != 0 && ended_before_disruption(pod.disruption.as_ref(), t))
-            {
+            if let Some(t) = terminated.filter(|t| {
+                t.exit_code != 0
+                    && ended_before_disruption(pod.disruption.as_ref(), t)
+                    && !killed_while_stopping(pod, t)
+            }) {
                 return Some(Cause {
                     reason: Reason::Error,
                     message: exit_summary(t),
@@ -1181,6 +1185,27 @@ pub(crate) fn stopped_by_disruption(
     t: &TerminatedView,
 ) -> bool {
     disruption_began(disruption).is_some() && !ended_before_disruption(disruption, t)
+}
+
+/// Whether an OOM kill in the second its pod's disruption began came while the pod was being
+/// stopped: the pod was deleted with a grace period, at or before the kill's second. The API
+/// server deletes a pod that already ended at once, with none (its `CheckGracefulDelete`), so a
+/// grace period says the pod still ran when it was asked to stop: the kill came during the stop.
+/// Timestamps of whole seconds cannot order the two; this can.
+fn killed_while_stopping(pod: &PodView, t: &TerminatedView) -> bool {
+    let (Some(began), Some(finished)) = (disruption_began(pod.disruption.as_ref()), t.finished_at)
+    else {
+        return false;
+    };
+    let in_its_second = began.as_second() == finished.as_second();
+    is_oom(t)
+        && in_its_second
+        && pod
+            .deletion_grace_period_seconds
+            .is_some_and(|grace| grace > 0)
+        && pod
+            .deletion_requested_at()
+            .is_some_and(|asked| asked.as_second() <= finished.as_second())
 }
 
 /// Whether the main process died of a SIGTERM, the kubelet's stop signal (exit 128 + 15).

@@ -777,6 +777,20 @@ fn an_oom_kill_decides_unless_a_disruption_began_first() {
     // In that second, a main process that died of a SIGTERM (143): the OOM killer never sends
     // one, so it took a child (the main process went on) and the preemption's stop ended the
     // container.
+    // A SIGKILL in that second on a pod deleted with a grace period: the API server saw the pod
+    // still running when it was stopped (one that had ended would have been deleted with
+    // none), so the OOM kill came during the stop.
+    let mut stopping = oom_pod_exiting(90, 137);
+    stopping.deletion_timestamp = Some(at(120));
+    stopping.deletion_grace_period_seconds = Some(30);
+    assert_eq!(
+        map(&job, &[stopping.clone()], 110).info.reason,
+        Reason::Preempted
+    );
+    // Deleted with none: it had ended before it was deleted, so the OOM kill came first.
+    stopping.deletion_timestamp = Some(at(90));
+    stopping.deletion_grace_period_seconds = Some(0);
+    assert_eq!(map(&job, &[stopping], 110).info.reason, Reason::OomKilled);
     let stopped_in_its_second = map(&job, &[oom_pod(90)], 110);
     assert_eq!(stopped_in_its_second.info.state, JobState::Failed);
     assert_eq!(
