@@ -290,6 +290,35 @@ async fn a_job_id_submitted_again_after_its_job_is_gone_answers_its_first_run() 
     assert_eq!(env.sim.request_count("create", "jobs.batch"), creates);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_job_id_submitted_again_answers_its_run_while_its_job_is_kept() {
+    let env = Env::start().await;
+    let spec = spec_of(&shell("kept", "exit 3", ""));
+    let id = env.executor.submit(&spec, "kept-1", NS).await.unwrap();
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(
+        outcome_of(&outcome),
+        (JobState::Failed, Reason::Error, Some(3))
+    );
+    eventually("the outcome record", || async {
+        recorded(&env, &id.name).then_some(())
+    })
+    .await;
+    let (creates, pods) = (
+        env.sim.request_count("create", "jobs.batch"),
+        env.sim.count("", "pods"),
+    );
+    // The caller's retry, here and through a replica that never saw the job.
+    for executor in [&env.executor, &env.fresh_executor().await] {
+        let again = executor.submit(&spec, "kept-1", NS).await.unwrap();
+        assert_eq!(again, id);
+        assert_eq!(executor.status(&again).await.unwrap(), outcome);
+    }
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), creates);
+    assert!(env.job_object(&id).is_some(), "the Job is kept");
+    assert_eq!(env.sim.count("", "pods"), pods, "nothing ran again");
+}
+
 /// Submissions asked together read their job ids' records together: one LIST for the burst,
 /// as fresh as a GET of each (it starts after each was asked), and a job id among them whose
 /// run is recorded answers that run and creates nothing.
