@@ -9,6 +9,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+/// The Kubernetes version the simulated cluster reports (discovery, its nodes' kubelets).
+pub const KUBERNETES_VERSION: &str = "v1.33.1";
+
 /// Everything the simulated cluster can be told at start.
 #[derive(Clone, Debug)]
 pub struct SimConfig {

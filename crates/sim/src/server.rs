@@ -103,7 +103,7 @@ async fn handle(
                 ..Attributes::default()
             }
         };
-        let decision = rbac::authorize(&state, &identity, &attrs);
+        let decision = rbac::authorize(&state.store, state.config.rbac, &identity, &attrs);
         if !decision.allowed {
             let gr = crate::resources::GroupResource::new(&info.group, &info.resource);
             let message = rbac::forbidden_message(&identity, &attrs);

@@ -8,10 +8,10 @@ use tokio::sync::broadcast;
 
 use crate::auth::Authenticator;
 use crate::config::SimConfig;
-use crate::controllers::kubelet::logs::LogStore;
-use crate::controllers::kubelet::process::ProcessTable;
-use crate::controllers::kubelet::workers::Kubelet;
 use crate::faults::{Counters, Faults, SocketControl, WatchControl};
+use crate::node::logs::LogStore;
+use crate::node::process::ProcessTable;
+use crate::node::workers::Kubelet;
 use crate::resources::Registry;
 use crate::store::Store;
 

@@ -10,7 +10,7 @@ use crate::resources::{Behavior, ResourceType};
 use crate::state::State;
 
 /// The Kubernetes version the cluster reports.
-pub const GIT_VERSION: &str = "v1.33.1";
+pub const GIT_VERSION: &str = crate::config::KUBERNETES_VERSION;
 
 /// The `/version` document.
 pub fn version() -> Value {

@@ -14,8 +14,8 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::context::Ctx;
 use super::request::flag;
-use crate::controllers::kubelet::logs::{LogLine, RunLog};
 use crate::error::ApiError;
+use crate::node::logs::{LogLine, RunLog};
 use crate::store::meta;
 
 struct Options {

@@ -65,7 +65,12 @@ fn access(ctx: &Ctx, identity: &Identity, review: Value) -> Result<Response, Api
             )],
         ));
     }
-    let decision = rbac::authorize(&ctx.state, identity, &attributes(&spec));
+    let decision = rbac::authorize(
+        &ctx.state.store,
+        ctx.state.config.rbac,
+        identity,
+        &attributes(&spec),
+    );
     let mut status = json!({"allowed": decision.allowed});
     if !decision.reason.is_empty() {
         status["reason"] = json!(decision.reason);
@@ -110,7 +115,7 @@ pub fn create(ctx: &Ctx, body: &Bytes) -> Result<Response, ApiError> {
                 let mut non_resource_rules = vec![
                     json!({"verbs": ["get"], "nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"]}),
                 ];
-                for (rule, _) in rbac::rules_for(&ctx.state, &ctx.identity, &namespace) {
+                for (rule, _) in rbac::rules_for(&ctx.state.store, &ctx.identity, &namespace) {
                     if rule.get("nonResourceURLs").is_some() {
                         non_resource_rules.push(rule);
                     } else {

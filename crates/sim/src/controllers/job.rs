@@ -2,7 +2,7 @@
 //! with ownerReferences, labels and the job-tracking finalizer; counts finished pods into
 //! status up to `completions` with at most `parallelism` running; backoffLimit with exponential
 //! pod backoff; podFailurePolicy (FailJob, FailIndex, Ignore, Count); Indexed completion mode
-//! (the `indexes` module: one pod per index, per-index backoff, maxFailedIndexes, success policies,
+//! (`crate::indexes`: one pod per index, per-index backoff, maxFailedIndexes, success policies,
 //! completedIndexes/failedIndexes); activeDeadlineSeconds; suspend; ttlSecondsAfterFinished;
 //! conditions SuccessCriteriaMet/FailureTarget first, Complete/Failed only once every pod is
 //! terminal.
@@ -15,7 +15,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-pub(crate) mod indexes;
+use crate::indexes;
 
 use super::WorkQueue;
 use super::events::{self, EventKind, Source};

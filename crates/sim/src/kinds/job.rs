@@ -3,8 +3,8 @@
 use serde_json::{Value, json};
 
 use super::pod::{default_pod_spec, validate_pod_spec};
-use crate::controllers::job::indexes;
 use crate::error::FieldError;
+use crate::indexes;
 use crate::store::meta;
 
 /// Labels the API server puts on a Job's pod template (and so on its pods).

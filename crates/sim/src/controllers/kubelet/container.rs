@@ -16,10 +16,11 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::{mpsc, watch};
 
-use super::logs::RunLog;
-use super::process::{self, Launch, Started, signal_group};
-use super::{env, image, termination};
+use super::{env, image};
 use crate::controllers::events::{self, EventKind, Source};
+use crate::node::logs::RunLog;
+use crate::node::process::{self, Launch, Started, signal_group};
+use crate::node::termination;
 use crate::quantity;
 use crate::state::State;
 use crate::store::meta;

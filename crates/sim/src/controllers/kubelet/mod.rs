@@ -10,12 +10,7 @@
 pub mod container;
 pub mod env;
 pub mod image;
-pub mod logs;
-pub mod memory;
 pub mod pod;
-pub mod process;
-pub mod termination;
-pub mod workers;
 
 use std::sync::Arc;
 
@@ -23,8 +18,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 use self::pod::PodWorker;
-pub use self::workers::Kubelet;
-use self::workers::{PodUpdate, Worker};
+use crate::node::memory;
+pub use crate::node::workers::Kubelet;
+use crate::node::workers::{PodUpdate, Worker};
 use crate::resources::GroupResource;
 use crate::state::State;
 use crate::store::{EventType, meta};

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use super::container::{ContainerEvent, ContainerId, ContainerTask, is_sidecar};
-pub use super::workers::{Disruption, PodUpdate};
+pub use crate::node::workers::{Disruption, PodUpdate};
 use crate::ops::{self, DeleteOptions};
 use crate::resources::GroupResource;
 use crate::state::State;

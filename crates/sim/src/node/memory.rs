@@ -48,17 +48,17 @@ impl MemoryWatch {
     }
 
     /// The process groups watched now.
-    pub(super) fn groups(&self) -> Vec<i32> {
+    pub(crate) fn groups(&self) -> Vec<i32> {
         self.limits.lock().keys().copied().collect()
     }
 
     /// Notified when a group is added.
-    pub(super) fn added(&self) -> &Notify {
+    pub(crate) fn added(&self) -> &Notify {
         &self.added
     }
 
     /// In each group over its limit, kills the biggest process, given their usage.
-    pub(super) fn enforce(&self, usage: &HashMap<i32, GroupUsage>) {
+    pub(crate) fn enforce(&self, usage: &HashMap<i32, GroupUsage>) {
         let limits = self.limits.lock();
         for (pgid, used) in usage {
             if let Some(limit) = limits.get(pgid)

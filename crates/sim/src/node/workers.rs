@@ -37,10 +37,10 @@ pub struct Disruption {
 }
 
 /// The worker of one pod: where its updates and disruptions go, and its node.
-pub(super) struct Worker {
-    pub(super) updates: watch::Sender<PodUpdate>,
-    pub(super) disruptions: mpsc::Sender<Disruption>,
-    pub(super) node: String,
+pub(crate) struct Worker {
+    pub(crate) updates: watch::Sender<PodUpdate>,
+    pub(crate) disruptions: mpsc::Sender<Disruption>,
+    pub(crate) node: String,
 }
 
 /// How many blocking host operations (directories, files, process starts) run at once.
@@ -48,10 +48,10 @@ const HOST_WORKERS: usize = 8;
 
 /// The kubelet's bookkeeping: one worker per pod, and the nodes that are down.
 pub struct Kubelet {
-    pub(super) workers: Mutex<HashMap<String, Worker>>,
+    pub(crate) workers: Mutex<HashMap<String, Worker>>,
     /// Pods whose worker has ended (by uid): a change of the pod that arrives late (from
     /// before its end) must not start it again.
-    pub(super) finished: Mutex<HashSet<String>>,
+    pub(crate) finished: Mutex<HashSet<String>>,
     down: Mutex<HashSet<String>>,
     /// The containers with a memory limit.
     pub memory: MemoryWatch,
@@ -125,7 +125,7 @@ impl Kubelet {
         }
     }
 
-    pub(super) fn is_down(&self, node: &str) -> bool {
+    pub(crate) fn is_down(&self, node: &str) -> bool {
         self.down.lock().contains(node)
     }
 }
