@@ -283,7 +283,7 @@ impl Cluster {
 
     /// Records the outcome of a request: a lost connection opens the unreachable window, any
     /// answer from the server (even an error) closes it.
-    pub fn observe(&self, outcome: Result<(), &kube::Error>) {
+    pub(crate) fn observe(&self, outcome: Result<(), &kube::Error>) {
         let mut guard = self.lock_unreachable();
         match outcome {
             Err(error) if verdict(error) == Verdict::NoResponse => {
@@ -310,7 +310,12 @@ impl Cluster {
 
     /// Runs one API operation with the cluster's retry policy, recording reachability, and
     /// turns its failure into an [`Error`] that names what was attempted.
-    pub async fn call<T, F, Fut>(&self, op: &Op, retry_no_response: bool, attempt: F) -> Result<T>
+    pub(crate) async fn call<T, F, Fut>(
+        &self,
+        op: &Op,
+        retry_no_response: bool,
+        attempt: F,
+    ) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, kube::Error>>,
@@ -331,7 +336,7 @@ impl Cluster {
     /// cluster's retry policy. Its failures say nothing about the API server itself (a
     /// kubelet that is slow or gone, a long read timing out), so unlike [`Cluster::call`] it
     /// never opens the unreachable window that makes status queries fail fast.
-    pub async fn call_proxied<T, F, Fut>(
+    pub(crate) async fn call_proxied<T, F, Fut>(
         &self,
         op: &Op,
         retry_no_response: bool,
@@ -372,7 +377,7 @@ impl Cluster {
     /// cluster's retry policy, as [`Cluster::call_proxied`] but with no deadline per attempt: a
     /// kubelet may answer a stream only once it has something to send. The caller bounds the
     /// wait.
-    pub async fn open_proxied_stream<T, F, Fut>(&self, op: &Op, attempt: F) -> Result<T>
+    pub(crate) async fn open_proxied_stream<T, F, Fut>(&self, op: &Op, attempt: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, kube::Error>>,
@@ -386,7 +391,7 @@ impl Cluster {
     }
 
     /// Turns a failed operation into an error that names what was attempted.
-    pub fn error(&self, op: &Op, exhausted: Exhausted) -> Error {
+    pub(crate) fn error(&self, op: &Op, exhausted: Exhausted) -> Error {
         let Exhausted { error, attempts } = exhausted;
         match (&error, verdict(&error)) {
             (kube::Error::Api(status), _) if status.code == 403 => Error::Forbidden {
@@ -421,7 +426,7 @@ impl Cluster {
 
 /// One API operation, as named in errors and logs: `create jobs.batch default/hello-1a2b`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Op {
+pub(crate) struct Op {
     /// The Kubernetes verb.
     pub verb: &'static str,
     /// The resource, with its group (`jobs.batch`, `pods`, `pods/log`).
@@ -434,7 +439,12 @@ pub struct Op {
 
 impl Op {
     /// An operation on one named object.
-    pub fn named(verb: &'static str, resource: &'static str, namespace: &str, name: &str) -> Op {
+    pub(crate) fn named(
+        verb: &'static str,
+        resource: &'static str,
+        namespace: &str,
+        name: &str,
+    ) -> Op {
         Op {
             verb,
             resource,
@@ -444,7 +454,7 @@ impl Op {
     }
 
     /// An operation on a collection.
-    pub fn collection(verb: &'static str, resource: &'static str, namespace: &str) -> Op {
+    pub(crate) fn collection(verb: &'static str, resource: &'static str, namespace: &str) -> Op {
         Op {
             verb,
             resource,

@@ -44,9 +44,13 @@ mod evaluating;
 pub mod executor;
 mod jobset;
 mod kind;
-pub mod logs;
+/// How much of a job's log to read ([`Executor::tail`], [`Executor::follow`]).
+pub mod logs {
+    pub use crate::pod_logs::{FollowOptions, TailOptions};
+}
 pub mod manifest;
 mod objects;
+mod pod_logs;
 mod protocol;
 pub mod rbac;
 mod records;
@@ -57,7 +61,7 @@ mod spark;
 pub mod tracker;
 
 pub use answers::{CancelOutcome, JobSummary, Orphan};
-pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation, Op};
+pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation};
 pub use container::{ContainerSettings, SelectorEvent};
 pub use error::{Error, Result};
 pub use executor::{Executor, ExecutorSettings, Placement, generate_job_id};
@@ -76,6 +80,7 @@ pub mod internals {
     pub use crate::container::tracker::NamespaceWatch;
     pub use crate::jobset::JobSets;
     pub use crate::jobset::tracker::JobSetNamespaceWatch;
+    pub use crate::pod_logs::{LogTarget, follow};
     pub use crate::spark::SparkJobs;
     pub use crate::spark::tracker::SparkNamespaceWatch;
 }

@@ -18,8 +18,8 @@ use tracing::{info, warn};
 use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind};
-use crate::logs::{self, FollowOptions, LogTarget, TailOptions};
 use crate::objects::{Attempt, Current, Deletion};
+use crate::pod_logs::{self as logs, FollowOptions, LogTarget, TailOptions};
 
 /// Cancels a job: returns at once. A job that already ended keeps its outcome. The cancel mark
 /// goes on with a resourceVersion precondition (so an outcome reached meanwhile is seen, not

@@ -75,7 +75,7 @@ pub(crate) fn verdict(error: &kube::Error) -> Verdict {
 
 /// A failed operation: the last error and how many attempts it took.
 #[derive(Debug)]
-pub struct Exhausted {
+pub(crate) struct Exhausted {
     /// The last attempt's error.
     pub error: kube::Error,
     /// How many attempts were made.
@@ -83,8 +83,9 @@ pub struct Exhausted {
 }
 
 impl RetryPolicy {
-    /// A policy for tests: tiny backoffs, short deadline.
-    pub fn fast() -> Self {
+    /// A policy for this crate's tests: tiny backoffs, short deadline.
+    #[cfg(test)]
+    pub(crate) fn fast() -> Self {
         Self {
             base: Duration::from_millis(5),
             cap: Duration::from_millis(50),
@@ -112,7 +113,7 @@ impl RetryPolicy {
     ///
     /// `retry_no_response` says whether an attempt that got no answer may be repeated: true for
     /// reads and for writes made safe by a precondition or a deterministic name.
-    pub async fn run<T, F, Fut>(
+    pub(crate) async fn run<T, F, Fut>(
         &self,
         operation: &str,
         retry_no_response: bool,

@@ -401,14 +401,14 @@ async fn a_follow_of_a_pod_that_is_not_there_says_so() {
     // A follow that cannot open its first stream for want of the pod says so; the job-level
     // follow takes it as an attempt without a log left (a finished Spark driver released).
     let env = Env::start().await;
-    let target = kubeferry_kube::logs::LogTarget {
+    let target = kubeferry_kube::internals::LogTarget {
         namespace: NS.to_string(),
         pod: "not-there".to_string(),
         container: "main".to_string(),
         uid: None,
     };
     let follow =
-        kubeferry_kube::logs::follow(env.executor.cluster().clone(), target, follow_options());
+        kubeferry_kube::internals::follow(env.executor.cluster().clone(), target, follow_options());
     let followed: Vec<_> = within("the follow to end", follow.collect()).await;
     assert!(
         matches!(followed.as_slice(), [Err(Error::Api { code: 404, .. })]),
@@ -490,8 +490,8 @@ async fn replace_pod(env: &Env, name: &str) {
     .await;
 }
 
-fn attempt_of(name: &str, uid: String) -> kubeferry_kube::logs::LogTarget {
-    kubeferry_kube::logs::LogTarget {
+fn attempt_of(name: &str, uid: String) -> kubeferry_kube::internals::LogTarget {
+    kubeferry_kube::internals::LogTarget {
         namespace: NS.to_string(),
         pod: name.to_string(),
         container: "main".to_string(),
@@ -512,7 +512,7 @@ async fn a_follow_of_one_attempt_opened_as_the_next_takes_the_name_reads_none_of
             .times(1),
     );
     let follow = tokio::spawn(
-        kubeferry_kube::logs::follow(
+        kubeferry_kube::internals::follow(
             env.executor.cluster().clone(),
             attempt_of("reused", uid),
             follow_options(),
@@ -541,7 +541,7 @@ async fn a_follow_of_one_attempt_draining_as_the_next_takes_the_name_reads_none_
     let gate = Gate::new();
     let script = format!("echo first attempt; {}", gate.wait("end"));
     let uid = start_pod(&env, "drained", &script).await;
-    let mut lines = Box::pin(kubeferry_kube::logs::follow(
+    let mut lines = Box::pin(kubeferry_kube::internals::follow(
         env.executor.cluster().clone(),
         attempt_of("drained", uid),
         follow_options(),
