@@ -299,13 +299,9 @@ pub(crate) fn check_adoptable(
             "was created for job id {job_id:?} from a different spec; a job id names one spec"
         )));
     }
-    // A cancelled object on its way out is the job's run, cancelled: the submission answers
-    // that run (a job id never runs twice), as it will once the outcome record stands alone.
-    if existing.deletion_timestamp.is_some() && !annotations.contains_key(CANCEL_ANNOTATION) {
-        return Err(taken(
-            "is being deleted; wait for it to go, or use a new job id".into(),
-        ));
-    }
+    // An object on its way out (cancelled, or deleted by someone else) is the job's run: the
+    // submission answers that run (a job id never runs twice), as it does once the run's
+    // outcome record stands alone, which a namespace's settler may already have written.
     Ok(())
 }
 
@@ -362,10 +358,12 @@ mod tests {
             check_adoptable("Job", "ns", "n", "a", "h", existing).map_err(|e| e.to_string())
         };
         assert!(check(Some(&meta("a", "h", false))).is_ok());
+        // Being deleted, it is still that job's run, on its way out: answered, not refused.
+        assert!(check(Some(&meta("a", "h", true))).is_ok());
         for (existing, why) in [
             (Some(meta("b", "h", false)), "belongs to job id \"b\""),
             (Some(meta("a", "x", false)), "from a different spec"),
-            (Some(meta("a", "h", true)), "is being deleted"),
+            (Some(meta("b", "h", true)), "belongs to job id \"b\""),
             (None, "deleted while kubeferry looked at it"),
         ] {
             let error = check(existing.as_ref()).expect_err("refused");

@@ -91,8 +91,11 @@ async fn the_same_job_id_with_another_spec_is_not_adopted() {
     assert_eq!(env.sim.count("batch", "jobs"), 1);
 }
 
+/// I2: a Job of the same job id and spec that someone else is deleting is that job's run, on
+/// its way out: submitted again, the job id answers it and creates nothing, whether or not a
+/// settler has recorded its outcome yet (which one does as soon as it sees the deletion).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_being_deleted_is_not_adopted() {
+async fn a_job_being_deleted_is_its_run_on_its_way_out() {
     let env = Env::start().await;
     let yaml = shell("leaving", "echo bye", "");
     // A finalizer holds the Job while it is being deleted.
@@ -105,13 +108,20 @@ async fn a_job_being_deleted_is_not_adopted() {
         ..DeleteParams::default()
     };
     jobs.delete(&id.name, &background).await.unwrap();
-    let error = env
+    let creates = env.sim.request_count("create", "jobs.batch");
+    let again = env
         .executor
         .submit(&spec_of(&yaml), "job-c", NS)
         .await
-        .unwrap_err();
-    let message = name_taken(error);
-    assert!(message.contains("being deleted"), "{message}");
+        .unwrap();
+    assert_eq!(again, id);
+    assert!(env.sim.request_count("create", "jobs.batch") <= creates + 1);
+    assert_eq!(env.sim.count("batch", "jobs"), 1, "nothing created");
+    // Its outcome, the same through a replica that never saw it.
+    let (outcome, _) = env.wait(&id).await;
+    assert!(outcome.is_terminal(), "{outcome:?}");
+    let fresh = env.fresh_executor().await;
+    assert_eq!(fresh.status(&id).await.unwrap(), outcome);
 }
 
 /// A cancelled orphan held for its outcome record (its cancel's process gone before the record
