@@ -615,10 +615,18 @@ impl<'a> Mapper<'a> {
         // The container's own end comes first: an OOM kill is the job's fault even if the node
         // was disrupted afterwards (or at a time the pod does not show). One that ended after
         // a disruption known to have begun first was stopped by it.
+        // The kubelet's own disruption (node pressure, a node shutdown) tells no start; a
+        // main process that died of its SIGTERM was stopped by it, whatever took a child.
+        let stopped_by_the_kubelet = |t: &TerminatedView| {
+            died_of_sigterm(t)
+                && disruption_began(pod.disruption.as_ref()).is_none()
+                && disruption(pod, as_of).is_some()
+        };
         if let Some(t) = terminated.filter(|t| {
             is_oom(t)
                 && !stopped_by_disruption(pod.disruption.as_ref(), t)
                 && !killed_while_stopping(pod, t)
+                && !stopped_by_the_kubelet(t)
         }) {
             return Some(oom_cause(t));
         }

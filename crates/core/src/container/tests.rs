@@ -791,6 +791,24 @@ fn an_oom_kill_decides_unless_a_disruption_began_first() {
     stopping.deletion_timestamp = Some(at(90));
     stopping.deletion_grace_period_seconds = Some(0);
     assert_eq!(map(&job, &[stopping], 110).info.reason, Reason::OomKilled);
+    // The kubelet's own eviction (node pressure) tells no start: a main process that died of
+    // its SIGTERM was stopped by it; one the OOM killer ended (SIGKILL) was not.
+    let evicted_by_the_kubelet = |exit_code: i32| {
+        let mut pod = oom_pod_exiting(90, exit_code);
+        pod.reason = Some("Evicted".into());
+        if let Some(condition) = pod.disruption.as_mut() {
+            condition.reason = Some("TerminationByKubelet".into());
+        }
+        pod
+    };
+    assert_eq!(
+        map(&job, &[evicted_by_the_kubelet(143)], 110).info.reason,
+        Reason::Evicted
+    );
+    assert_eq!(
+        map(&job, &[evicted_by_the_kubelet(137)], 110).info.reason,
+        Reason::OomKilled
+    );
     let stopped_in_its_second = map(&job, &[oom_pod(90)], 110);
     assert_eq!(stopped_in_its_second.info.state, JobState::Failed);
     assert_eq!(
