@@ -171,6 +171,12 @@ async fn the_configured_no_status_timeout_fails_a_job_whose_operator_writes_no_s
     assert_eq!(end["state"], "FAILED", "{end}");
     assert_eq!(end["reason"], "NoStatusTimeout", "{end}");
     let name = id.rsplit('/').next().unwrap();
+    application_deleted(&sim, name).await;
+    service.stop().await;
+}
+
+/// Waits until the apache SparkApplication `name` is gone from `default`.
+async fn application_deleted(sim: &Sim, name: &str) {
     eventually("the silent application to be deleted", || async {
         sim.sim
             .object("spark.apache.org", "sparkapplications", "default", name)
@@ -178,7 +184,6 @@ async fn the_configured_no_status_timeout_fails_a_job_whose_operator_writes_no_s
             .then_some(())
     })
     .await;
-    service.stop().await;
 }
 
 /// I4 with nobody asking: a SparkApplication whose operator never writes a status, tracked by
@@ -209,13 +214,7 @@ async fn an_application_without_a_status_fails_at_its_timeout_though_nobody_asks
         serde_json::from_str(record["data"]["outcome"].as_str().expect("an outcome")).unwrap();
     assert_eq!(outcome["state"], "FAILED", "{outcome:#}");
     assert_eq!(outcome["reason"], "NoStatusTimeout", "{outcome:#}");
-    eventually("the silent application to be deleted", || async {
-        sim.sim
-            .object("spark.apache.org", "sparkapplications", "default", name)
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    application_deleted(&sim, name).await;
     // What the settler wrote, and nothing read per job: no GET of the application.
     let made = requests_between(&submitted, &sim.sim.counters());
     assert_eq!(

@@ -14,7 +14,7 @@ use kubeferry_core::spec::JobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use kubeferry_kube::CancelOutcome;
 use kubeferry_kube::rbac;
-use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
+use kubeferry_sim::{FaultAction, FaultId, FaultRule, SimConfig};
 
 use crate::support::*;
 
@@ -28,6 +28,16 @@ fn recorded(env: &Env, name: &str) -> bool {
     env.sim
         .object("", "configmaps", NS, &record_name(JobKind::Job, name))
         .is_some()
+}
+
+/// Makes the simulated cluster answer 500 to every `verb` of `resource`, until the rule is
+/// removed.
+fn server_error(env: &Env, verb: &str, resource: &str) -> FaultId {
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::error(500))
+            .verbs(&[verb])
+            .resources(&[resource]),
+    )
 }
 
 /// The message of the Job's `Failed` condition, once the Job controller has judged it.
@@ -425,11 +435,7 @@ async fn a_cancel_whose_record_fails_leaves_the_job_marked_until_a_settler_recor
     let env = Env::start().await;
     let gate = Gate::new();
     let (spec, id) = running(&env, &gate, "held").await;
-    let refused = env.sim.add_fault(
-        FaultRule::new(FaultAction::error(500))
-            .verbs(&["create"])
-            .resources(&["configmaps"]),
-    );
+    let refused = server_error(&env, "create", "configmaps");
     let CancelOutcome::Requested(answer) = env.executor.cancel(&id).await.unwrap() else {
         panic!("the cancel is accepted");
     };
@@ -519,11 +525,7 @@ async fn a_cancel_recorded_but_not_deleted_is_cancelling_until_a_settler_deletes
     let env = Env::start().await;
     let gate = Gate::new();
     let (_, id) = running(&env, &gate, "undeleted").await;
-    let refused = env.sim.add_fault(
-        FaultRule::new(FaultAction::error(500))
-            .verbs(&["delete"])
-            .resources(&["jobs.batch"]),
-    );
+    let refused = server_error(&env, "delete", "jobs.batch");
     env.executor
         .cancel(&id)
         .await
@@ -541,11 +543,7 @@ async fn a_cancel_recorded_but_not_deleted_is_cancelling_until_a_settler_deletes
         assert_eq!(answer.state, JobState::Cancelling, "{answer:?}");
     }
     // Nor does a process whose watch of Jobs cannot list yet take the Job for gone.
-    let unlisted = env.sim.add_fault(
-        FaultRule::new(FaultAction::error(500))
-            .verbs(&["list"])
-            .resources(&["jobs.batch"]),
-    );
+    let unlisted = server_error(&env, "list", "jobs.batch");
     let answer = env.fresh_executor().await.status(&id).await.unwrap();
     assert_eq!(answer.state, JobState::Cancelling, "{answer:?}");
     env.sim.remove_fault(unlisted);
@@ -558,11 +556,7 @@ async fn a_cancel_recorded_but_not_deleted_is_cancelling_until_a_settler_deletes
     assert_eq!(outcome.state, JobState::Cancelled, "{outcome:?}");
     // Gone, it is CANCELLED, never "no such job", to a process whose watch of Jobs cannot list
     // yet: the API server's word that the Job is gone lets the record answer.
-    let unlisted = env.sim.add_fault(
-        FaultRule::new(FaultAction::error(500))
-            .verbs(&["list"])
-            .resources(&["jobs.batch"]),
-    );
+    let unlisted = server_error(&env, "list", "jobs.batch");
     let answer = env.fresh_executor().await.status(&id).await.unwrap();
     assert_eq!(answer.state, JobState::Cancelled, "{answer:?}");
     env.sim.remove_fault(unlisted);
@@ -588,11 +582,7 @@ async fn a_replica_that_has_not_seen_the_job_answers_cancelling_not_its_record()
     let gate = Gate::new();
     let spec = spec_of(&shell("unseen", &gate.wait("never"), ""));
     let id = env.executor.submit(&spec, "unseen-1", NS).await.unwrap();
-    env.sim.add_fault(
-        FaultRule::new(FaultAction::error(500))
-            .verbs(&["delete"])
-            .resources(&["jobs.batch"]),
-    );
+    server_error(&env, "delete", "jobs.batch");
     env.executor
         .cancel(&id)
         .await
