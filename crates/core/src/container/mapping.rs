@@ -615,18 +615,10 @@ impl<'a> Mapper<'a> {
         // The container's own end comes first: an OOM kill is the job's fault even if the node
         // was disrupted afterwards (or at a time the pod does not show). One that ended after
         // a disruption known to have begun first was stopped by it.
-        // The kubelet's own disruption (node pressure, a node shutdown) tells no start; a
-        // main process that died of its SIGTERM was stopped by it, whatever took a child.
-        let stopped_by_the_kubelet = |t: &TerminatedView| {
-            died_of_sigterm(t)
-                && disruption_began(pod.disruption.as_ref()).is_none()
-                && disruption(pod, as_of).is_some()
-        };
         if let Some(t) = terminated.filter(|t| {
             is_oom(t)
                 && !stopped_by_disruption(pod.disruption.as_ref(), t)
-                && !killed_while_stopping(pod, t)
-                && !stopped_by_the_kubelet(t)
+                && !killed_while_stopping(pod, t, as_of)
         }) {
             return Some(oom_cause(t));
         }
@@ -638,7 +630,7 @@ impl<'a> Mapper<'a> {
             if let Some(t) = terminated.filter(|t| {
                 t.exit_code != 0
                     && ended_before_disruption(pod.disruption.as_ref(), t)
-                    && !killed_while_stopping(pod, t)
+                    && !killed_while_stopping(pod, t, as_of)
             }) {
                 return Some(Cause {
                     reason: Reason::Error,
@@ -1199,15 +1191,20 @@ pub(crate) fn stopped_by_disruption(
 /// stopped: the pod was deleted with a grace period, at or before the kill's second. The API
 /// server deletes a pod that already ended at once, with none (its `CheckGracefulDelete`), so a
 /// grace period says the pod still ran when it was asked to stop: the kill came during the stop.
-/// Timestamps of whole seconds cannot order the two; this can.
-fn killed_while_stopping(pod: &PodView, t: &TerminatedView) -> bool {
-    let (Some(began), Some(finished)) = (disruption_began(pod.disruption.as_ref()), t.finished_at)
-    else {
+/// Timestamps of whole seconds cannot order the two; this can. The kubelet's own disruption
+/// (node pressure, a node shutdown, shown by `as_of`) tells no start at all: a main process
+/// that died of its SIGTERM was stopped by it, whatever the OOM killer took (a child).
+fn killed_while_stopping(pod: &PodView, t: &TerminatedView, as_of: Option<Timestamp>) -> bool {
+    if !is_oom(t) {
+        return false;
+    }
+    let Some(began) = disruption_began(pod.disruption.as_ref()) else {
+        return died_of_sigterm(t) && disruption(pod, as_of).is_some();
+    };
+    let Some(finished) = t.finished_at else {
         return false;
     };
-    let in_its_second = began.as_second() == finished.as_second();
-    is_oom(t)
-        && in_its_second
+    began.as_second() == finished.as_second()
         && pod
             .deletion_grace_period_seconds
             .is_some_and(|grace| grace > 0)
