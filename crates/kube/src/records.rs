@@ -327,7 +327,10 @@ impl Records {
     /// and answers the outcome that stands: the job's answer from now on, here and on every
     /// replica. Nothing is kept where records cannot be (said once).
     ///
-    /// One record gives way: a cancel's CANCELLED, written before its delete, to the job's own
+    /// A record that tells less gives way to a reading of the same end that tells more
+    /// ([`ExecutionInfo::tells_more_than`]), replaced with the resourceVersion it was read at.
+    ///
+    /// A cancel's record gives way too: its CANCELLED, written before its delete, to the job's own
     /// outcome read from a copy of its object that is not being deleted (`undeleted`): the job
     /// ended before the cancel's delete, and an outcome reached before the work was stopped
     /// stands (STATUS.md, rule 1). The cancel's delete, made at the version it saw running,
@@ -346,10 +349,10 @@ impl Records {
         watch.wait_synced(self.sync_timeout).await;
         let key = format!("{namespace}/{name}");
         let kept = lock(&self.kept).get(&key, self.settings.retention);
-        let replaced = |standing: &ExecutionInfo| undeleted && gives_way(standing, &record.outcome);
+        let replaced = |standing: &ExecutionInfo| replaced_by(standing, &record.outcome, undeleted);
         match newer(watch.get(&name).map(|entry| entry.view.outcome), kept) {
             Some(standing) if replaced(&standing) => {
-                return self.replace_cancel(namespace, &name, record).await;
+                return self.replace(namespace, &name, record).await;
             }
             Some(standing) => return Ok(standing),
             None => {}
@@ -373,7 +376,7 @@ impl Records {
             Err(error) if error.is_conflict() => {
                 match self.fetch(namespace, record.kind, &record.object).await? {
                     Some(standing) if replaced(&standing.outcome) => {
-                        self.replace_cancel(namespace, &name, record).await
+                        self.replace(namespace, &name, record).await
                     }
                     Some(standing) => {
                         lock(&self.kept).insert(key, standing.outcome.clone());
@@ -400,10 +403,11 @@ impl Records {
         }
     }
 
-    /// Replaces a cancel's record of the job with `record`, the job's own outcome (see
-    /// [`Records::keep`]), unless the record that stands by then is no cancel's. The replace
-    /// carries the resourceVersion it read: a record changed meanwhile is read again.
-    async fn replace_cancel(
+    /// Replaces the record of the job with `record` (see [`Records::keep`]): the job's own
+    /// outcome for a cancel's, or a reading that tells more for one that tells less, unless
+    /// the record that stands by then is not replaced by it. The replace carries the
+    /// resourceVersion it read: a record changed meanwhile is read again.
+    async fn replace(
         self: &Arc<Self>,
         namespace: &str,
         name: &str,
@@ -421,7 +425,7 @@ impl Records {
             // An unreadable record answers nothing (every reader ignores it): it is replaced.
             let standing = OutcomeRecord::read(&current.metadata, current.data.as_ref())
                 .map(|standing| standing.outcome);
-            if let Some(standing) = standing.filter(|s| !gives_way(s, &record.outcome)) {
+            if let Some(standing) = standing.filter(|s| !replaced_by(s, &record.outcome, true)) {
                 lock(&self.kept).insert(key, standing.clone());
                 return Ok(standing);
             }
@@ -436,7 +440,7 @@ impl Records {
                 .await
             {
                 Ok(_) => {
-                    info!(message = "the job's own outcome replaced its cancel's record: it ended before the cancel's delete", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason);
+                    info!(message = "replaced an outcome record: the job's own end for its cancel's, or a reading that tells more", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason);
                     lock(&self.kept).insert(key, record.outcome.clone());
                     return Ok(record.outcome);
                 }
@@ -489,11 +493,20 @@ pub(crate) fn gives_way(standing: &ExecutionInfo, outcome: &ExecutionInfo) -> bo
         && outcome.state != JobState::Cancelled
 }
 
+/// Whether the record `standing` is replaced by `outcome`: a cancel's CANCELLED by the job's
+/// own end read from an object not being deleted (`undeleted`), or any record by a reading of
+/// the same end that tells more ([`ExecutionInfo::tells_more_than`]: two replicas that read
+/// the end from different views; the one with more evidence stands, whichever wrote first).
+fn replaced_by(standing: &ExecutionInfo, outcome: &ExecutionInfo, undeleted: bool) -> bool {
+    (undeleted && gives_way(standing, outcome)) || outcome.tells_more_than(standing)
+}
+
 /// The newer of two answers for the same record, the watch's and the one this process kept
-/// lately: a record changes only when a cancel's gives way to the job's own outcome.
+/// lately: a record changes only when a cancel's gives way to the job's own outcome, or a
+/// reading that tells more replaces one that tells less.
 fn newer(watched: Option<ExecutionInfo>, kept: Option<ExecutionInfo>) -> Option<ExecutionInfo> {
     match (watched, kept) {
-        (Some(watched), Some(kept)) if gives_way(&watched, &kept) => Some(kept),
+        (Some(watched), Some(kept)) if replaced_by(&watched, &kept, true) => Some(kept),
         (watched, kept) => watched.or(kept),
     }
 }

@@ -29,7 +29,7 @@ use crate::settling::{
     JobStates, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel, merged,
     release_held, retry_at, retry_delay,
 };
-use crate::tracker::{Departure, lock, reported_key};
+use crate::tracker::{Departure, Recent, lock, reported_key};
 
 const JOBS: &str = "jobs.batch";
 
@@ -47,6 +47,7 @@ pub(crate) fn start(
         watch,
         states: inbox.states,
         awaiting_pods: Mutex::default(),
+        released: Recent::new(1_024),
     };
     tokio::spawn(task.run(changes, inbox.requests));
 }
@@ -58,6 +59,8 @@ struct Task {
     states: Arc<JobStates>,
     /// Jobs whose outcome came without an exit code, given a moment for their pods' watch.
     awaiting_pods: Mutex<HashSet<String>>,
+    /// The copies of Jobs this settler let go of lately ([`release_held`]).
+    released: Recent,
 }
 
 impl Task {
@@ -247,6 +250,10 @@ impl Task {
                 .delete(&self.context.cluster, &job.name, &job.uid, None)
                 .await
                 .map(|_| false)
+        } else if let Some(better) = self.reads_more_than_recorded(job, pods, now) {
+            // Another replica recorded the same end from views that showed less (a pod already
+            // gone): the reading with more evidence replaces it, with a precondition.
+            self.record(job, &better).await.map(|()| false)
         } else if mapped.info.is_terminal()
             && self.worth_recording(watch.as_deref(), job, pods, &mapped.info, now)
         {
@@ -258,7 +265,7 @@ impl Task {
                 // A newer copy was answered from meanwhile: it is judged when it comes.
                 return Ok(());
             }
-            let Some(answer) = self.answer(&key, &mapped.info) else {
+            let Some(answer) = self.answer(&key, job, &mapped.info) else {
                 return Ok(());
             };
             self.record(job, &answer).await.map(|()| false)
@@ -312,7 +319,7 @@ impl Task {
                         }
                     }
                 }
-                if let Some(answer) = self.answer(&key, &outcome) {
+                if let Some(answer) = self.answer(&key, job, &outcome) {
                     self.keep(job, &answer, true, timers).await;
                 }
                 lock(&self.awaiting_pods).remove(&job.name);
@@ -353,7 +360,7 @@ impl Task {
                 Ok(())
             }
             Ok(false) => {
-                if let Some(answer) = self.answer(&key, &mapped.info)
+                if let Some(answer) = self.answer(&key, job, &mapped.info)
                     && let Some(standing) = self.keep(job, &answer, true, timers).await
                 {
                     lock(&self.context.reported).put(key, standing, None, version);
@@ -374,9 +381,17 @@ impl Task {
     /// this replica gave before (from other views) wins, as it does for a status query;
     /// `None` when it is not terminal. The settler only reads the answers here: it records,
     /// and the record is what every later question is answered from.
-    fn answer(&self, key: &str, mapped: &ExecutionInfo) -> Option<ExecutionInfo> {
+    ///
+    /// An outcome recorded on the Job is kept as it is: every replica answers it (rule 0), and
+    /// the durable record must say the same once the Job is gone.
+    fn answer(&self, key: &str, job: &JobView, mapped: &ExecutionInfo) -> Option<ExecutionInfo> {
         if !mapped.is_terminal() {
             return None;
+        }
+        if let Some(Ok(recorded)) = &job.recorded_outcome
+            && recorded.is_terminal()
+        {
+            return Some(recorded.clone());
         }
         let reported = lock(&self.context.reported).get(key);
         Some(
@@ -414,13 +429,15 @@ impl Task {
             .await
         {
             Ok(standing) => {
-                // A cancelled Job held until its record was kept: the record is kept now.
-                if job.held
+                // The record is kept: the Job, held until then, is let go (a Job gone needs
+                // nothing more).
+                if present
                     && let Some(at) = release_held(
                         &self.objects(),
                         &self.context.cluster,
                         job,
                         self.context.retry_interval,
+                        &self.released,
                     )
                     .await
                 {
@@ -507,7 +524,7 @@ impl Task {
         ) else {
             return;
         };
-        if let Some(answer) = self.answer(&key, &mapped.info) {
+        if let Some(answer) = self.answer(&key, job, &mapped.info) {
             self.keep(job, &answer, false, timers).await;
         }
     }
@@ -522,6 +539,37 @@ impl Task {
     /// So is the one outcome that contradicts Kubernetes' own verdict, which the pods' removal
     /// (by anyone, or the pod GC, at any later time) would turn around: a Job Kubernetes
     /// completed whose main container was OOMKilled with exit code 0.
+    /// The reading of a Job's end that its pods give, when it tells more than the outcome
+    /// recorded on the Job from a pod's final state ([`ExecutionInfo::tells_more_than`]):
+    /// then it replaces the record. Only a Job Kubernetes judged and not being deleted: an
+    /// outcome kubeferry decided itself stopped the work, and its pods tell nothing more.
+    fn reads_more_than_recorded(
+        &self,
+        job: &JobView,
+        pods: &[PodView],
+        now: Timestamp,
+    ) -> Option<ExecutionInfo> {
+        let Some(Ok(recorded)) = &job.recorded_outcome else {
+            return None;
+        };
+        if job.deletion_timestamp.is_some() || !recorded.is_terminal() || job.suspend {
+            return None;
+        }
+        let mut unrecorded = job.clone();
+        unrecorded.recorded_outcome = None;
+        let reading = container_status(
+            &JobObservation::Present(&unrecorded),
+            pods,
+            now,
+            &self.context.mapping,
+            None,
+        )?;
+        reading
+            .info
+            .tells_more_than(recorded)
+            .then_some(reading.info)
+    }
+
     fn worth_recording(
         &self,
         watch: Option<&NamespaceWatch>,
@@ -591,12 +639,17 @@ impl Task {
     }
 
     /// Records an outcome on a Job that Kubernetes already judged, so that every replica reports
-    /// it (the mapping's rule 0). The outcome follows from a final verdict and the pods' final
-    /// states, so replicas that record it write the same value: no precondition is needed.
+    /// it (the mapping's rule 0). Replicas may read the same end from different views (one saw
+    /// the pod's final state, another only the Job's verdict): the write carries the
+    /// resourceVersion the Job was read at, so a record another replica wrote meanwhile is read
+    /// and judged again ([`Self::reads_more_than_recorded`]) rather than overwritten.
     async fn record(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
         let outcome = kubeferry_core::marks::outcome_record(info);
         let patch = serde_json::json!({
-            "metadata": { "annotations": { OUTCOME_ANNOTATION: outcome } },
+            "metadata": {
+                "resourceVersion": job.resource_version,
+                "annotations": { OUTCOME_ANNOTATION: outcome },
+            },
         });
         self.patch(job, &patch).await?;
         info!(message = "recorded an outcome read from the pods", job = %job.name, state = %info.state, reason = %info.reason);

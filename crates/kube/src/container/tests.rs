@@ -162,12 +162,16 @@ async fn a_job_that_ends_between_the_read_and_the_mark_keeps_its_outcome() {
     let stale = api.get(&id.name).await.expect("the Job");
     // ...and the job ends before the mark goes on.
     std::fs::write(&gate, b"").expect("the gate opens");
+    // Complete, recorded, and let go by the settler: its own writes are done.
     eventually("the Job to complete", || {
         sim.object("batch", "jobs", "default", &id.name)
             .filter(|job| {
                 job["status"]["conditions"]
                     .as_array()
                     .is_some_and(|c| c.iter().any(|c| c["type"] == "Complete"))
+                    && job["metadata"]["finalizers"]
+                        .as_array()
+                        .is_none_or(|f| f.is_empty())
             })
     })
     .await;
@@ -342,7 +346,7 @@ async fn a_cancels_record_gives_way_to_the_jobs_own_end_reached_before_its_delet
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_outcome_another_replica_recorded_first_is_this_replicas_answer_too() {
+async fn a_record_another_replica_wrote_with_less_gives_way_to_this_replicas_fuller_reading() {
     let sim = SimCluster::start(SimConfig::for_tests())
         .await
         .expect("starts");
@@ -366,7 +370,7 @@ async fn an_outcome_another_replica_recorded_first_is_this_replicas_answer_too()
         .expect("scheduled");
     sim.lose_node(&node).expect("the node is lost");
     // This replica saw the pod to its end and records the outcome on the Job, with its details.
-    eventually(
+    let job = eventually(
         "this replica's settler to record the outcome on the Job",
         || {
             sim.object("batch", "jobs", "default", &id.name)
@@ -379,7 +383,29 @@ async fn an_outcome_another_replica_recorded_first_is_this_replicas_answer_too()
     )
     .await;
     let _ = std::fs::remove_file(&gate);
-    // The record written first stands, here as everywhere.
+    let on_job: kubeferry_core::ExecutionInfo = serde_json::from_str(
+        job["metadata"]["annotations"][kubeferry_core::marks::OUTCOME_ANNOTATION]
+            .as_str()
+            .expect("a string"),
+    )
+    .expect("an outcome");
+    assert!(on_job.tells_more_than(&first), "{on_job:?}");
+    // The reading with more evidence stands, here as everywhere: it replaced the record that
+    // was written first with less, so the record and the Job say the same.
+    let kept = eventually("the outcome record to hold the fuller reading", || {
+        let record = sim.object(
+            "",
+            "configmaps",
+            "default",
+            &kubeferry_core::record::record_name(id.kind, &id.name),
+        )?;
+        let record: k8s_openapi::api::core::v1::ConfigMap =
+            serde_json::from_value(record).expect("a ConfigMap");
+        kubeferry_core::record::OutcomeRecord::read(&record.metadata, record.data.as_ref())
+            .filter(|kept| kept.outcome == on_job)
+    })
+    .await;
+    assert_eq!(kept.outcome, on_job);
     let answered = jobs.status(&id).await.expect("a status");
-    assert_eq!(answered, first, "{answered:?}");
+    assert_eq!(answered, on_job, "{answered:?}");
 }

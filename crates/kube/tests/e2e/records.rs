@@ -592,8 +592,9 @@ async fn a_replica_that_has_not_seen_the_job_answers_cancelling_not_its_record()
     assert_eq!(answer.state, JobState::Cancelling, "{answer:?}");
 }
 
-/// A cancel costs one write beyond its mark and its delete: its outcome record, written
-/// before the delete.
+/// A cancel costs two writes beyond its mark and its delete: its outcome record, written
+/// before the delete, and the release of the kubeferry finalizer the Job carries from its
+/// create (so that it cannot go unrecorded while nobody watches), once the record is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_costs_its_mark_its_record_and_its_delete() {
     let env = Env::start().await;
@@ -611,11 +612,11 @@ async fn a_cancel_costs_its_mark_its_record_and_its_delete() {
         ["create", "update", "patch", "delete"].map(|verb| (verb, env.sim.request_count(verb, "")));
     assert_eq!(
         writes,
-        [("create", 1), ("update", 0), ("patch", 1), ("delete", 1)],
-        "the record's create, the mark's patch, the Job's delete"
+        [("create", 1), ("update", 0), ("patch", 2), ("delete", 1)],
+        "the record's create, the mark's patch, the Job's delete, the finalizer's release"
     );
     assert_eq!(env.sim.request_count("create", "configmaps"), 1);
-    assert_eq!(env.sim.request_count("patch", "jobs.batch"), 1);
+    assert_eq!(env.sim.request_count("patch", "jobs.batch"), 2);
     assert_eq!(env.sim.request_count("delete", "jobs.batch"), 1);
 }
 
@@ -693,4 +694,58 @@ async fn without_configmaps_jobs_still_run_and_only_the_record_is_missing() {
         .matches("outcome records cannot be kept here")
         .count();
     assert_eq!(said, 1, "{}", warnings.text());
+}
+
+/// Two replicas record the same end on the Job a moment apart, from different views: the
+/// second write carries the resourceVersion it read, so it cannot replace the first (it is
+/// refused, and the settler judges the Job again: a reading that tells no more writes
+/// nothing). Without the precondition, the second write stood, whatever it knew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_replicas_record_never_replaces_the_first_unless_it_tells_more() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let (_, id) = running(&env, &gate, "raced").await;
+    let pod = env.pod_of(&id).await;
+    // This replica's settler will record the eviction on the Job: its write is held.
+    let patches = env.sim.request_count("patch", "jobs.batch");
+    let hold = env.sim.add_fault(
+        FaultRule::new(FaultAction::Hold)
+            .verbs(&["patch"])
+            .resources(&["jobs.batch"])
+            .times(1),
+    );
+    env.sim.evict_pod(NS, &pod).expect("the pod is evicted");
+    eventually("this replica's record to be on its way", || async {
+        (env.sim.request_count("patch", "jobs.batch") > patches).then_some(())
+    })
+    .await;
+    // Meanwhile another replica records the same end with details this one cannot match.
+    let mut first = ExecutionInfo::new(JobState::Failed, Reason::Evicted)
+        .with_message("recorded first by another replica");
+    first.exit_code = Some(137);
+    first.started_at = Some(jiff::Timestamp::from_second(1).unwrap());
+    first.finished_at = Some(jiff::Timestamp::from_second(2).unwrap());
+    let jobs: Api<Job> = Api::namespaced(env.admin_client().await, NS);
+    let record = serde_json::json!({ "metadata": { "annotations": {
+        kubeferry_core::marks::OUTCOME_ANNOTATION: kubeferry_core::marks::outcome_record(&first),
+    } } });
+    jobs.patch(&id.name, &PatchParams::default(), &Patch::Merge(&record))
+        .await
+        .expect("the first record");
+    env.sim.remove_fault(hold);
+    // The held write reaches the server after the first record, and is refused.
+    let answer = env
+        .status_until(&id, "the outcome", ExecutionInfo::is_terminal)
+        .await;
+    assert_eq!(answer, first, "{answer:?}");
+    let fresh = env.fresh_executor().await;
+    assert_eq!(fresh.status(&id).await.unwrap(), first);
+    let job = env.job_object(&id).expect("the Job");
+    let on_job: ExecutionInfo = serde_json::from_str(
+        job["metadata"]["annotations"][kubeferry_core::marks::OUTCOME_ANNOTATION]
+            .as_str()
+            .expect("a record on the Job"),
+    )
+    .unwrap();
+    assert_eq!(on_job, first, "the first record stands");
 }
