@@ -299,11 +299,15 @@ pub struct CompletionArgs {
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// A file with the job ids the caller knows, one per line (`-` for standard input).
-    #[arg(long, value_name = "FILE")]
-    pub known: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "release")]
+    pub known: Option<PathBuf>,
     /// Delete the orphans found (default: only list them).
-    #[arg(long)]
+    #[arg(long, requires = "known")]
     pub delete: bool,
+    /// Let go of every object in the namespace that kubeferry's finalizer holds until its
+    /// outcome is recorded, whatever its job id: the step before uninstalling kubeferry.
+    #[arg(long, conflicts_with_all = ["known", "delete"])]
+    pub release: bool,
 }
 
 /// `kubeferry rbac`.

@@ -27,10 +27,11 @@ pub const CANCEL_ANNOTATION: &str = "kubeferry.dev/cancel-requested";
 /// Annotation set with [`CANCEL_ANNOTATION`], in the same write: who asked (the process that
 /// marked the job), for the outcome record of a cancel that a settler finishes.
 pub const CANCELLED_BY_ANNOTATION: &str = "kubeferry.dev/cancel-requested-by";
-/// Finalizer that earlier versions' cancels put on an object with its mark, holding it once
-/// deleted until its outcome record was kept. A cancel now keeps the record before it deletes,
-/// so nothing needs holding; an object still held this way is released by any settler once
-/// its record is kept, and by `sweep`.
+/// Finalizer kubeferry puts on every object it creates, in the create request itself: the
+/// object cannot disappear before some kubeferry process has kept its outcome record, even
+/// when none was running while it ended or was deleted (I1, I2, I3 with nobody watching;
+/// docs/INVARIANTS.md). The first settler that keeps the record takes it off; `sweep`
+/// releases what it finds.
 pub const RECORD_FINALIZER: &str = "kubeferry.dev/outcome-record";
 
 /// Whether an object's finalizers (`metadata.finalizers`) hold it for its outcome record

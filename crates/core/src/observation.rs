@@ -238,9 +238,10 @@ pub struct ManagedMeta {
     pub deletion_timestamp: Option<Timestamp>,
     /// The cancel mark, if a cancel was requested.
     pub cancel_mark: Option<CancelMark>,
-    /// Whether [`crate::marks::RECORD_FINALIZER`] (an earlier version's cancel) holds the
-    /// object until its outcome record is kept.
-    pub held: bool,
+    /// Where [`crate::marks::RECORD_FINALIZER`] stands among the object's finalizers, when it
+    /// holds the object until its outcome record is kept (first: its create put it there).
+    pub held: Option<usize>,
+
     /// An outcome kubeferry recorded on the object ([`OUTCOME_ANNOTATION`]) before stopping
     /// it; `Err` holds an annotation value this version cannot read.
     pub recorded_outcome: Option<Result<ExecutionInfo, String>>,
@@ -260,7 +261,12 @@ impl ManagedMeta {
             created_at: time(meta.creation_timestamp.as_ref()),
             deletion_timestamp: time(meta.deletion_timestamp.as_ref()),
             cancel_mark: cancel_mark(annotations),
-            held: crate::marks::held_for_record(meta.finalizers.as_deref()),
+            held: meta
+                .finalizers
+                .iter()
+                .flatten()
+                .position(|f| f == crate::marks::RECORD_FINALIZER),
+
             recorded_outcome: recorded_outcome(annotations),
         }
     }
@@ -269,8 +275,7 @@ impl ManagedMeta {
     /// the cancel was requested (both times are kubeferry's clocks), so as not to race the
     /// cancel itself, which records and deletes at once; `None`, at once, when the mark's time
     /// is unknown. A settler finishes a cancel nobody finished (its process gone between the
-    /// mark and the delete, its record refused meanwhile), and releases an object an earlier
-    /// version held for its record.
+    /// mark and the delete, its record refused meanwhile).
     pub fn cancel_due(&self, grace: std::time::Duration) -> Option<Timestamp> {
         let requested = self.cancel_mark.as_ref()?.requested_at?;
         let grace = jiff::SignedDuration::try_from(grace).ok()?;

@@ -73,6 +73,8 @@ pub(crate) struct Evaluating<K: Evaluates> {
     warned: Recent,
     /// Copies of objects (namespace, name and resourceVersion) an action found gone.
     found_gone: Recent,
+    /// Copies of objects a settler let go of lately (`settling::release_held`).
+    released: Recent,
     /// How long a status query waits for a namespace's first list.
     sync_timeout: Duration,
     /// How often a waiter looks again when nothing changes, and a failed action is retried.
@@ -93,6 +95,7 @@ impl<K: Evaluates> Evaluating<K> {
             settlers: Settlers::default(),
             warned: Recent::new(10_000),
             found_gone: Recent::new(10_000),
+            released: Recent::new(1_024),
             sync_timeout,
             recheck_interval,
             absent_ttl,
@@ -504,12 +507,13 @@ pub(crate) trait Evaluates:
                             // A cancelled object held until its record was kept: the record
                             // is kept now.
                             let view = observed.view();
-                            if view.held && matches!(observed, Observed::Present(_)) {
+                            if matches!(observed, Observed::Present(_)) {
                                 recheck_at = release_held(
                                     &self.objects_of(view),
                                     self.cluster(),
                                     view,
                                     self.retry_interval(),
+                                    &state.released,
                                 )
                                 .await;
                             }

@@ -432,6 +432,18 @@ impl Executor {
         let orphans = either_kind(container, spark, "jobs not swept")?;
         with_jobsets(orphans, jobsets, "jobs not swept")
     }
+
+    /// Lets go of every object of `namespace` that kubeferry's finalizer holds until its
+    /// outcome is recorded, whatever its job id, and answers their execution ids: the step
+    /// before uninstalling kubeferry (docs/INVARIANTS.md). An object let go before its outcome
+    /// was recorded keeps the guarantees of Kubernetes alone: deleted, it is gone.
+    pub async fn release_all(&self, namespace: &str) -> Result<Vec<ExecutionId>> {
+        let container = protocol::release_all(&*self.container, namespace).await;
+        let spark = protocol::release_all(&*self.spark, namespace).await;
+        let jobsets = protocol::release_all(&*self.jobset, namespace).await;
+        let released = either_kind(container, spark, "jobs not released")?;
+        with_jobsets(released, jobsets, "jobs not released")
+    }
 }
 
 /// The replicated job and Job index whose log a JobSet's log is: the ones asked for, else the

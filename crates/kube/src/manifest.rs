@@ -42,7 +42,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeferry_core::marks::{
     JOB_ID_ANNOTATION, JOB_ID_LABEL, KUEUE_QUEUE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
-    SPEC_HASH_ANNOTATION, job_id_label_value,
+    RECORD_FINALIZER, SPEC_HASH_ANNOTATION, job_id_label_value,
 };
 use kubeferry_core::spec::{
     ContainerJobSpec, EnvValue, EnvVar, Quantity, Resources, SHARED_MEMORY_PATH, Sidecar,
@@ -121,6 +121,7 @@ pub fn job_manifest(
             namespace: Some(namespace.to_string()),
             labels: Some(job_labels),
             annotations: Some(job_annotations),
+            finalizers: Some(vec![RECORD_FINALIZER.to_string()]),
             ..ObjectMeta::default()
         },
         spec: Some(K8sJobSpec {

@@ -159,10 +159,47 @@ impl<K: Object> Objects<K> {
             .await
     }
 
-    /// Takes [`RECORD_FINALIZER`] (an earlier version's hold) off the object `uid` once its
-    /// outcome record is kept: the object's finalizers without it, with the resourceVersion
-    /// they were read at as the precondition, so that a list changed meanwhile is read again
-    /// rather than overwritten.
+    /// Takes [`RECORD_FINALIZER`] off the object `seen` (as a watch holds it) once its outcome
+    /// record is kept, in one write with no read before it: a JSON patch that removes the
+    /// finalizer where `seen` shows it after testing that it is still there (and the object the
+    /// same). Neither a status change meanwhile nor a repeat can make it take another's
+    /// finalizer: the test fails then (422), and nothing is done; the watch delivers the object
+    /// as it is now, and a settler judges it again.
+    pub(crate) async fn release_seen(
+        &self,
+        cluster: &Cluster,
+        seen: &kubeferry_core::observation::ManagedMeta,
+    ) -> Result<()> {
+        let Some(at) = seen.held else {
+            return Ok(());
+        };
+        let path = format!("/metadata/finalizers/{at}");
+        let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
+            { "op": "test", "path": "/metadata/uid", "value": seen.uid },
+            { "op": "test", "path": path, "value": RECORD_FINALIZER },
+            { "op": "remove", "path": path },
+        ]))
+        .map_err(|source| Error::Manifest {
+            operation: format!("release {}/{}", self.namespace, seen.name),
+            source,
+        })?;
+        let (params, patch) = (PatchParams::default(), Patch::<()>::Json(patch));
+        match cluster
+            .call(&self.op("patch", &seen.name), true, || {
+                self.api.patch(&seen.name, &params, &patch)
+            })
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) if error.is_not_found() => Ok(()),
+            Err(Error::Api { code: 422, .. }) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Takes [`RECORD_FINALIZER`] off the object `uid` once its outcome record is kept: the
+    /// object's finalizers without it, with the resourceVersion they were read at as the
+    /// precondition, so that a list changed meanwhile is read again rather than overwritten.
     /// An object gone, replaced or no longer held counts as released. Safe to repeat.
     pub(crate) async fn release(&self, cluster: &Cluster, name: &str, uid: &str) -> Result<()> {
         for _ in 0..5 {

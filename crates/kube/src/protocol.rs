@@ -322,6 +322,31 @@ pub(crate) async fn sweep<J: Kind>(
     Ok(orphans)
 }
 
+/// Lets go of every object of `namespace` that kubeferry's finalizer holds
+/// ([`kubeferry_core::marks::RECORD_FINALIZER`]), whatever its job id: what an operator runs
+/// before uninstalling kubeferry, so that nothing waits for a kubeferry that will not come.
+/// Answers the execution ids let go. Safe to repeat.
+pub(crate) async fn release_all<J: Kind>(
+    jobs: &J,
+    namespace: &str,
+) -> Result<Vec<kubeferry_core::ExecutionId>> {
+    let mut released = Vec::new();
+    for (objects, listed) in jobs.managed(namespace).await? {
+        for object in listed {
+            let meta = kube::Resource::meta(&object);
+            if !held_for_record(meta.finalizers.as_deref()) {
+                continue;
+            }
+            let name = meta.name.clone().unwrap_or_default();
+            let uid = meta.uid.as_deref().unwrap_or_default();
+            objects.release(jobs.cluster(), &name, uid).await?;
+            info!(message = "released a job's object", namespace = %objects.namespace, name = %name);
+            released.push(jobs.id(namespace, &name));
+        }
+    }
+    Ok(released)
+}
+
 /// The managed jobs of `namespace`, or of every namespace when it is `None`, optionally
 /// filtered by a label selector, oldest first. Writes nothing.
 pub(crate) async fn list<J: Answers>(

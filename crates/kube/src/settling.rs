@@ -51,25 +51,35 @@ pub(crate) fn retry_delay(error: &crate::Error, interval: Duration) -> Duration 
     }
 }
 
-/// Takes [`kubeferry_core::marks::RECORD_FINALIZER`] (an earlier version's hold) off a held
-/// object whose outcome record is kept, once that is due ([`ManagedMeta::cancel_due`]).
-/// Answers when to look at the job again: at the due time, or after a failed write; `None`
-/// once released.
+/// Takes [`kubeferry_core::marks::RECORD_FINALIZER`] off a held object whose outcome record
+/// is kept (the only time a settler calls this: the hold has done its work). Answers when to
+/// look at the job again after a failed write; `None` once released.
+///
+/// `released` remembers the copies let go of: until the watch delivers the released object,
+/// the settler may see the copy it released again (a change of the job's pods), and writes
+/// nothing for it.
 pub(crate) async fn release_held<K: crate::objects::Object>(
     objects: &crate::objects::Objects<K>,
     cluster: &crate::cluster::Cluster,
     meta: &ManagedMeta,
     retry_interval: Duration,
+    released: &crate::tracker::Recent,
 ) -> Option<Timestamp> {
-    if let Some(due) = meta.cancel_due(retry_interval)
-        && Timestamp::now() < due
-    {
-        return Some(due);
+    let copy = format!(
+        "{}/{}@{}",
+        meta.namespace,
+        meta.name,
+        meta.resource_version.as_deref().unwrap_or("")
+    );
+    // Claimed before the write: two settles of the same copy at once write once.
+    if meta.held.is_none() || !released.insert(copy.clone()) {
+        return None;
     }
-    match objects.release(cluster, &meta.name, &meta.uid).await {
+    match objects.release_seen(cluster, meta).await {
         Ok(()) => None,
         Err(error) => {
-            warn!(message = "could not release a cancelled job's object; will retry", namespace = %meta.namespace, name = %meta.name, %error);
+            released.remove(&copy);
+            warn!(message = "could not let go of a job's object; will retry", namespace = %meta.namespace, name = %meta.name, %error);
             retry_at(&error, retry_interval)
         }
     }

@@ -13,13 +13,16 @@ use crate::output::{Table, print_structured};
 
 /// Runs `kubeferry sweep`.
 pub async fn sweep(cli: &Cli, args: &SweepArgs) -> anyhow::Result<ExitCode> {
-    let text = if args.known.as_os_str() == "-" {
+    let Some(known) = &args.known else {
+        return release(cli).await;
+    };
+    let text = if known.as_os_str() == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text)?;
         text
     } else {
-        std::fs::read_to_string(&args.known)
-            .with_context(|| format!("--known: cannot read {}", args.known.display()))?
+        std::fs::read_to_string(known)
+            .with_context(|| format!("--known: cannot read {}", known.display()))?
     };
     let known: HashSet<String> = text
         .lines()
@@ -51,6 +54,27 @@ pub async fn sweep(cli: &Cli, args: &SweepArgs) -> anyhow::Result<ExitCode> {
                     eprintln!("Nothing was deleted; pass --delete to delete these.");
                 }
             }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kubeferry sweep --release`: lets go of every object kubeferry's finalizer holds in the
+/// namespace, and prints their execution ids.
+async fn release(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let connection = connect(&cli.cluster, Fallback::None).await?;
+    let namespace = connection.namespace(&cli.cluster);
+    let released = connection.executor.release_all(&namespace).await?;
+    match cli.output.format.structured() {
+        Some(format) => print_structured(format, &released)?,
+        None => {
+            for id in &released {
+                println!("{id}");
+            }
+            eprintln!(
+                "Released {} object(s) in namespace {namespace}: kubeferry's finalizer holds none there now.",
+                released.len()
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -516,7 +516,7 @@ impl<'a> Mapper<'a> {
         };
         info.exit_code = terminated.map(|t| t.exit_code);
         info.finished_at = finished_at;
-        Mapped::of(info.started(self.first_start()))
+        Mapped::of(info.started(self.ended_start()))
     }
 
     fn failed(&self, verdict: &Verdict<'_>) -> Mapped {
@@ -604,7 +604,7 @@ impl<'a> Mapper<'a> {
             info.finished_at = verdict.at;
             info.indexes = Some(self.final_index_summary(indexed, verdict.at));
         }
-        Mapped::of(info.started(self.first_start()))
+        Mapped::of(info.started(self.ended_start()))
     }
 
     /// Why one attempt failed, as far as its pod shows it by `as_of` (when the outcome was
@@ -1052,6 +1052,24 @@ impl<'a> Mapper<'a> {
             .filter_map(|pod| pod.main.as_ref())
             .flat_map(ContainerView::run_starts)
             .min()
+    }
+
+    /// When a job that ended first started: [`Self::first_start`], or with no attempt left to
+    /// show it (its pods deleted by a deadline, a drain or a TTL) the start answered before,
+    /// else the Job's own `status.startTime` once the Job counts an attempt that ended; so a
+    /// job that started keeps a start time in every answer, also from a process that never
+    /// saw its pods.
+    fn ended_start(&self) -> Option<Timestamp> {
+        let counted = self.job.succeeded > 0 || self.job.failed > 0;
+        self.first_start()
+            .or_else(|| self.previous.and_then(|previous| previous.started_at))
+            .or_else(|| {
+                self.attempts
+                    .is_empty()
+                    .then_some(self.job.start_time)
+                    .flatten()
+                    .filter(|_| counted)
+            })
     }
 }
 

@@ -64,7 +64,7 @@ pub fn managed_meta(
         resource_version: None,
         created_at,
         deletion_timestamp,
-        held: cancel.is_some(),
+        held: cancel.map(|_| 0),
         cancel_mark: cancel.map(|requested_at| CancelMark {
             requested_at,
             requested_by: None,

@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{Container, LocalObjectReference, PodSpec, PodTe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::ApiResource;
 use kubeferry_core::jobset::{JOBSET_GROUP, JOBSET_KIND, JOBSET_VERSION, JOBSETS};
-use kubeferry_core::marks::MANAGED_BY_LABEL;
+use kubeferry_core::marks::{MANAGED_BY_LABEL, RECORD_FINALIZER};
 use kubeferry_core::spec::{JobSetSpec, ReplicatedJob, StartupOrder, SuccessOperator};
 use serde_json::{Value, json};
 
@@ -107,6 +107,7 @@ pub fn jobset_manifest(
             "namespace": namespace,
             "labels": labels,
             "annotations": jobset_annotations,
+            "finalizers": [RECORD_FINALIZER],
         },
         "spec": body,
     })

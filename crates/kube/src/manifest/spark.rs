@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use kube::api::ApiResource;
 use kubeferry_core::SpecError;
+use kubeferry_core::marks::RECORD_FINALIZER;
 use kubeferry_core::spark::{SPARK_APPLICATION_KIND, SPARK_APPLICATIONS, SparkOperator};
 use kubeferry_core::spec::{SparkAppType, SparkJobSpec, SparkRestartPolicy};
 use serde_json::{Map, Value, json};
@@ -81,6 +82,7 @@ pub fn spark_application(
             "namespace": namespace,
             "labels": marks.labels,
             "annotations": marks.object_annotations,
+            "finalizers": [RECORD_FINALIZER],
         },
         "spec": body,
     }))

@@ -54,6 +54,16 @@ async fn cancelling_a_finished_job_keeps_its_outcome() {
     let id = env.submit(&shell("done", "exit 4", "")).await;
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Failed);
+    // The settler's own writes for the ended job (its record, the finalizer's release) are
+    // done once the Job is released.
+    eventually("the ended Job released", || async {
+        let job = env.job_object(&id)?;
+        job.pointer("/metadata/finalizers")
+            .and_then(|f| f.as_array())
+            .is_none_or(|f| f.is_empty())
+            .then_some(())
+    })
+    .await;
     let writes = || env.sim.request_count("patch", "") + env.sim.request_count("delete", "");
     let before = writes();
     let cancel = env.executor.cancel(&id).await.unwrap();
@@ -127,7 +137,11 @@ async fn a_lost_delete_response_still_cancels() {
     );
     let (done, _) = env.wait(&id).await;
     assert_eq!(done.state, JobState::Cancelled);
-    assert!(env.job_object(&id).is_none());
+    // Deleted, and let go by the settler once its record is kept.
+    eventually("the cancelled Job to go", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

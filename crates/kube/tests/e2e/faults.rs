@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use kubeferry_core::{ExecutionId, JobKind, JobState};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use kubeferry_kube::logs::TailOptions;
 use kubeferry_kube::{Error, generate_job_id};
 use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
@@ -236,13 +236,21 @@ async fn expired_watches_relist_and_statuses_stay_right() {
 
     let (outcome, _) = env.wait(&finishing).await;
     assert_eq!(outcome.state, JobState::Succeeded);
-    // The deleted Job is missing from the relist: its last view may predate a cancel through
-    // another replica, so the answer is "no such job", never FAILED or CANCELLED made up.
-    let gone = eventually("the deleted job to be gone", || async {
-        env.executor.status(&deleted).await.err()
+    // The deleted Job is held by kubeferry's finalizer until a settler records it: the relist
+    // shows it being deleted, with no cancel mark, so it was deleted externally.
+    let gone = eventually("the deleted job to be answered", || async {
+        env.executor
+            .status(&deleted)
+            .await
+            .ok()
+            .filter(ExecutionInfo::is_terminal)
     })
     .await;
-    assert!(gone.is_no_such_job(), "{gone}");
+    assert_eq!(
+        (gone.state, gone.reason),
+        (JobState::Failed, Reason::DeletedExternally),
+        "{gone:?}"
+    );
     let watch = env.executor.container_jobs().watch(NS);
     let (jobs, pods) = eventually("both watches to be back", || async {
         let (jobs, pods) = (watch.jobs.health(), watch.pods.health());
@@ -564,11 +572,18 @@ async fn a_cancelled_job_deleted_while_the_watches_were_down_is_recorded_cancell
     })
     .await;
     env.delete_job_as_admin(&id).await;
-    eventually("the Job to be gone", || async {
-        env.job_object(&id).is_none().then_some(())
+    // Held by kubeferry's finalizer until a settler records it: no watch sees it meanwhile.
+    eventually("the Job to be deleted", || async {
+        env.job_object(&id)?
+            .pointer("/metadata/deletionTimestamp")
+            .map(|_| ())
     })
     .await;
     env.sim.remove_fault(refusing);
+    eventually("the Job to be let go", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
     eventually("the outcome record", || async {
         env.sim
             .object(

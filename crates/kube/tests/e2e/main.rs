@@ -23,3 +23,4 @@ mod scale;
 mod settler;
 mod sidecars;
 mod submit;
+mod unwatched;

@@ -124,6 +124,14 @@ async fn the_whole_lifecycle_runs_under_exactly_the_printed_role() {
             serde_json::from_str(record["data"]["outcome"].as_str().expect("an outcome")).unwrap();
         assert_eq!(outcome["state"], state, "{outcome:#}");
     }
+    // The cancelled Job, held by kubeferry's finalizer until its record was kept, is let go.
+    eventually("the cancelled Job to go", || async {
+        env.sim
+            .object("batch", "jobs", NS, &doomed.name)
+            .is_none()
+            .then_some(())
+    })
+    .await;
 
     let orphan = kubeferry
         .submit(&spec_of(&shell("orphan", "echo lost", "")), "orphan-1", NS)

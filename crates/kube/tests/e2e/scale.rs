@@ -36,8 +36,9 @@ async fn waiting_on_many_jobs_costs_the_watches_not_a_poll_per_job() {
     assert_eq!(env.sim.request_count("list", "configmaps"), 1 + JOBS as u64);
     assert_eq!(env.sim.request_count("watch", ""), NAMESPACE_WATCHES as u64);
 
-    // Jobs that ended already were recorded already.
+    // Jobs that ended already were recorded (and let go) already.
     let recorded_before = env.sim.request_count("create", "configmaps");
+    let released_before = env.sim.request_count("patch", "jobs.batch");
     env.sim.reset_counters();
     let outcomes = join_all(ids.iter().map(|id| env.wait(id))).await;
     assert!(
@@ -46,15 +47,22 @@ async fn waiting_on_many_jobs_costs_the_watches_not_a_poll_per_job() {
             .all(|(outcome, _)| outcome.state == JobState::Succeeded)
     );
     // Every status came from the watches: not a request per job, not one at all, unless a
-    // watch was re-established meanwhile. The one write per job is its outcome record.
+    // watch was re-established meanwhile. The two writes per job are its outcome record and
+    // the release of the finalizer that held the Job until then.
     let counters = env.sim.counters();
+    let writes = [("create", "configmaps"), ("patch", "jobs.batch")];
     let polls: u64 = counters
         .iter()
         .filter(|(key, _)| key.verb != "watch")
-        .filter(|(key, _)| (key.verb.as_str(), key.resource.as_str()) != ("create", "configmaps"))
+        .filter(|(key, _)| !writes.contains(&(key.verb.as_str(), key.resource.as_str())))
         .map(|(_, n)| n)
         .sum();
     assert_eq!(polls, 0, "{counters:#?}");
+    eventually("every Job let go", || async {
+        (released_before + env.sim.request_count("patch", "jobs.batch") == JOBS as u64)
+            .then_some(())
+    })
+    .await;
     assert_eq!(
         recorded_before + env.sim.request_count("create", "configmaps"),
         JOBS as u64,

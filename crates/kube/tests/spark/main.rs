@@ -15,3 +15,4 @@ mod review;
 mod schema;
 mod support;
 mod timeouts;
+mod unwatched;

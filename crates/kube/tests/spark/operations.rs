@@ -11,6 +11,7 @@ use kubeferry_sim::{FaultAction, FaultRule};
 
 use crate::reads::answers_reading_only;
 use crate::support::*;
+use kubeferry_core::marks::RECORD_FINALIZER;
 
 #[tokio::test]
 async fn a_cancelled_job_ends_cancelled_and_its_pods_go() {
@@ -281,6 +282,18 @@ async fn status_queries_only_read() {
                 .then_some(())
         },
     )
+    .await;
+    // The settler's own write for the ended one (letting it go once its record is kept) is
+    // done before the questions.
+    eventually("the settler to let go of the ended application", || async {
+        let app = env.app(SparkOperator::Apache, &done.name);
+        app.is_none_or(|app| {
+            app["metadata"]["finalizers"]
+                .as_array()
+                .is_none_or(|f| !f.iter().any(|f| f == RECORD_FINALIZER))
+        })
+        .then_some(())
+    })
     .await;
 
     let ids = [&running, &done, &silent];

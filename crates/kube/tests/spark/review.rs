@@ -76,12 +76,27 @@ async fn silent_job(
     (id, history)
 }
 
-/// The outcome recorded on an application that was recorded, then deleted, and never got a
-/// status from its operator.
+/// The outcome recorded on an application that was recorded, then deleted (held by
+/// kubeferry's finalizer until its record is kept, then let go), and never got a status from
+/// its operator.
 fn recorded_then_deleted(events: &[(String, Value)], operator: SparkOperator) -> ExecutionInfo {
     let kinds: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"], "{operator}");
+    assert_eq!(
+        kinds,
+        ["ADDED", "MODIFIED", "MODIFIED", "DELETED"],
+        "{operator}"
+    );
     assert!(events.iter().all(|(_, app)| app.get("status").is_none()));
+    let deleting = |app: &Value| app.pointer("/metadata/deletionTimestamp").is_some();
+    assert!(
+        !deleting(&events[1].1),
+        "{operator}: recorded before the delete"
+    );
+    assert!(deleting(&events[2].1), "{operator}: then deleted");
+    assert_eq!(
+        annotation(&events[2].1, OUTCOME_ANNOTATION),
+        annotation(&events[1].1, OUTCOME_ANNOTATION)
+    );
     serde_json::from_str(
         annotation(&events[1].1, OUTCOME_ANNOTATION).expect("the outcome is recorded first"),
     )

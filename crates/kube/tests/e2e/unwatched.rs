@@ -1,0 +1,306 @@
+//! Truth with nobody watching: a job submitted by a process that then exits, which ends or is
+//! deleted while no kubeferry process watches its namespace, still answers its first run to
+//! the next process, and its job id never runs twice. The kubeferry finalizer every object
+//! carries from its create holds the object until some process records its outcome
+//! (docs/INVARIANTS.md, "What the cluster holds when no kubeferry runs").
+//!
+//! Each step runs in a fresh executor that is dropped before the next starts, and the tests
+//! check that the cluster holds no watch in between: no kubeferry process is there.
+
+use kube::api::{Api, DeleteParams, DynamicObject, PropagationPolicy};
+use kubeferry_core::marks::RECORD_FINALIZER;
+use kubeferry_core::record::record_name;
+use kubeferry_core::spec::JobSpec;
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
+use kubeferry_kube::Executor;
+use kubeferry_sim::{CrdBundle, SimConfig};
+
+use crate::support::*;
+
+/// A cluster serving JobSets too; the env's own executor is never used.
+async fn env() -> Env {
+    let mut config = SimConfig::for_tests();
+    config.crd_bundles.push(CrdBundle::JobSet);
+    Env::start_with(config, Settings::fast()).await
+}
+
+/// Runs `step` in a process of its own (a fresh executor), then ends that process and waits
+/// until the cluster holds none of its watches.
+async fn in_a_process_of_its_own<T, F, Fut>(env: &Env, step: F) -> T
+where
+    F: FnOnce(Executor) -> Fut,
+    Fut: std::future::Future<Output = (Executor, T)>,
+{
+    let executor = env.fresh_executor().await;
+    let (executor, answer) = step(executor).await;
+    drop(executor);
+    eventually("no kubeferry process to watch the namespace", || async {
+        (env.sim.open_watches() == 0).then_some(())
+    })
+    .await;
+    answer
+}
+
+/// Where the object of a job lives at the cluster: (group, resource).
+fn resource_of(kind: JobKind) -> (&'static str, &'static str) {
+    match kind {
+        JobKind::Job => ("batch", "jobs"),
+        JobKind::JobSet => ("jobset.x-k8s.io", "jobsets"),
+        other => panic!("not a kind of these tests: {other:?}"),
+    }
+}
+
+/// The job's object as the cluster stores it (no API request).
+fn object(env: &Env, id: &ExecutionId) -> Option<serde_json::Value> {
+    let (group, resource) = resource_of(id.kind);
+    env.sim.object(group, resource, &id.namespace, &id.name)
+}
+
+/// Deletes the job's object as someone other than kubeferry does (`kubectl delete`:
+/// background propagation).
+async fn delete_as_admin(env: &Env, id: &ExecutionId) {
+    let (group, resource) = resource_of(id.kind);
+    let (version, kind) = match id.kind {
+        JobKind::Job => ("v1", "Job"),
+        _ => ("v1alpha2", "JobSet"),
+    };
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+    let api_resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, resource);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(env.admin_client().await, &id.namespace, &api_resource);
+    api.delete(
+        &id.name,
+        &DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..DeleteParams::default()
+        },
+    )
+    .await
+    .expect("the admin deletes the object");
+}
+
+/// Waits until the object is deleted (it has a deletionTimestamp) and held by kubeferry's
+/// finalizer: nobody recorded it yet, so nothing lets it go.
+async fn held_while_deleted(env: &Env, id: &ExecutionId) {
+    let object = eventually("the object deleted and held", || async {
+        object(env, id).filter(|o| o.pointer("/metadata/deletionTimestamp").is_some())
+    })
+    .await;
+    let finalizers = object
+        .pointer("/metadata/finalizers")
+        .and_then(|f| f.as_array())
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        finalizers.iter().any(|f| f == RECORD_FINALIZER),
+        "deleted while nobody watched, the object must wait for its record: {object:#}"
+    );
+}
+
+/// Submits `yaml` under `job_id` from a process that then exits.
+async fn submitted_and_left(env: &Env, yaml: &str, job_id: &str) -> ExecutionId {
+    let spec = spec_of(yaml);
+    in_a_process_of_its_own(env, |executor| async move {
+        let id = executor
+            .submit(&spec, job_id, NS)
+            .await
+            .expect("the job is submitted");
+        (executor, id)
+    })
+    .await
+}
+
+/// Asks a fresh process for the job's status until it is terminal; then waits until that
+/// process has recorded the outcome and let the object go.
+async fn answered_by_a_new_process(env: &Env, id: &ExecutionId) -> ExecutionInfo {
+    let id = id.clone();
+    in_a_process_of_its_own(env, |executor| async move {
+        let answer = status_until(
+            &executor,
+            &id,
+            "a terminal answer",
+            ExecutionInfo::is_terminal,
+        )
+        .await;
+        eventually("the outcome recorded and the object let go", || async {
+            let recorded = env
+                .sim
+                .object("", "configmaps", NS, &record_name(id.kind, &id.name))
+                .is_some();
+            (recorded && object(env, &id).is_none()).then_some(())
+        })
+        .await;
+        (executor, answer)
+    })
+    .await
+}
+
+/// Submits the job id again from a fresh process and checks that it answers the first run,
+/// creates nothing, and answers its outcome.
+async fn submitted_again_runs_nothing(
+    env: &Env,
+    yaml: &str,
+    job_id: &str,
+    first: &ExecutionId,
+    outcome: &ExecutionInfo,
+) {
+    let (group, resource) = resource_of(first.kind);
+    let resource = format!("{resource}.{group}");
+    let creates = env.sim.request_count("create", &resource);
+    let jobs_created = env.sim.request_count("create", "jobs.batch");
+    let spec = spec_of(yaml);
+    let first = first.clone();
+    let again = in_a_process_of_its_own(env, |executor| async move {
+        let again = executor
+            .submit(&spec, job_id, NS)
+            .await
+            .expect("the job id is answered");
+        let status = executor.status(&again).await.expect("its status");
+        (executor, (again, status))
+    })
+    .await;
+    assert_eq!(again.0, first, "the job id names its first run");
+    assert_eq!(
+        (again.1.state, again.1.reason, again.1.exit_code),
+        (outcome.state, outcome.reason, outcome.exit_code),
+        "{:#?}",
+        again.1
+    );
+    assert_eq!(env.sim.request_count("create", &resource), creates);
+    assert_eq!(env.sim.request_count("create", "jobs.batch"), jobs_created);
+}
+
+const FAIL: &str =
+    "name: fail\nimage: busybox:1.36\ncommand: [sh, -c]\nargs: ['echo about to fail; exit 3']\n";
+const SLEEP: &str = "name: sleep\nimage: busybox:1.36\ncommand: [sh, -c, 'sleep 60']\n";
+
+/// The sequence a new user tries: submit and exit, the job fails, `kubectl delete job`, then
+/// `status` and a resubmission from new processes answer the first run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_failed_and_was_deleted_while_nobody_watched_answers_its_first_run() {
+    let env = env().await;
+    let id = submitted_and_left(&env, FAIL, "unseen-fail").await;
+    eventually("the Job controller's verdict", || async {
+        let job = object(&env, &id)?;
+        let conditions = job.pointer("/status/conditions")?.as_array()?.clone();
+        conditions
+            .iter()
+            .any(|c| c["type"] == "Failed" && c["status"] == "True")
+            .then_some(())
+    })
+    .await;
+    delete_as_admin(&env, &id).await;
+    held_while_deleted(&env, &id).await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(
+        (outcome.state, outcome.reason, outcome.exit_code),
+        (JobState::Failed, Reason::Error, Some(3)),
+        "{outcome:#?}"
+    );
+    assert!(outcome.started_at.is_some(), "{outcome:#?}");
+    submitted_again_runs_nothing(&env, FAIL, "unseen-fail", &id, &outcome).await;
+}
+
+/// A job that was running when someone deleted it, with nobody watching: deleted externally,
+/// from a new process, and never run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_job_deleted_while_nobody_watched_was_deleted_externally() {
+    let env = env().await;
+    let id = submitted_and_left(&env, SLEEP, "unseen-running").await;
+    eventually("the pod running", || async {
+        let job = object(&env, &id)?;
+        (job.pointer("/status/active")?.as_i64()? >= 1).then_some(())
+    })
+    .await;
+    delete_as_admin(&env, &id).await;
+    held_while_deleted(&env, &id).await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(
+        (outcome.state, outcome.reason),
+        (JobState::Failed, Reason::DeletedExternally),
+        "{outcome:#?}"
+    );
+    submitted_again_runs_nothing(&env, SLEEP, "unseen-running", &id, &outcome).await;
+}
+
+/// A job removed by its TTL while nobody watched (the TTL controller deletes in the
+/// foreground: its pods go first): its verdict is kept, and it runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_removed_by_its_ttl_while_nobody_watched_answers_its_first_run() {
+    let env = env().await;
+    let yaml = format!("{FAIL}ttlAfterFinished: 0s\n");
+    let id = submitted_and_left(&env, &yaml, "unseen-ttl").await;
+    held_while_deleted(&env, &id).await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(
+        (outcome.state, outcome.reason, outcome.exit_code),
+        (JobState::Failed, Reason::Error, Some(3)),
+        "{outcome:#?}"
+    );
+    assert!(outcome.started_at.is_some(), "{outcome:#?}");
+    submitted_again_runs_nothing(&env, &yaml, "unseen-ttl", &id, &outcome).await;
+}
+
+/// A job cancelled by a process that exited at once (before any settler let its object go):
+/// CANCELLED from a new process, and never run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_cancelled_by_a_process_that_exited_stays_cancelled() {
+    let env = env().await;
+    let id = submitted_and_left(&env, SLEEP, "unseen-cancel").await;
+    eventually("the pod running", || async {
+        let job = object(&env, &id)?;
+        (job.pointer("/status/active")?.as_i64()? >= 1).then_some(())
+    })
+    .await;
+    let cancelled = id.clone();
+    in_a_process_of_its_own(&env, |executor| async move {
+        executor.cancel(&cancelled).await.expect("the cancel");
+        (executor, ())
+    })
+    .await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(outcome.state, JobState::Cancelled, "{outcome:#?}");
+    submitted_again_runs_nothing(&env, SLEEP, "unseen-cancel", &id, &outcome).await;
+}
+
+/// A JobSet that failed and was deleted while nobody watched: its first run's outcome from a
+/// new process, and never run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobset_that_failed_and_was_deleted_while_nobody_watched_answers_its_first_run() {
+    let env = env().await;
+    let yaml = "kind: JobSet\nname: fails\nreplicatedJobs:\n  - name: workers\n    replicas: 1\n    image: busybox:1.36\n    command: [sh, -c, 'exit 3']\n";
+    let id = submitted_and_left(&env, yaml, "unseen-jobset").await;
+    assert!(matches!(spec_of(yaml), JobSpec::JobSet(_)));
+    eventually("the JobSet's verdict", || async {
+        let set = object(&env, &id)?;
+        set.pointer("/status/terminalState")?.as_str().map(|_| ())
+    })
+    .await;
+    delete_as_admin(&env, &id).await;
+    held_while_deleted(&env, &id).await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(outcome.state, JobState::Failed, "{outcome:#?}");
+    submitted_again_runs_nothing(&env, yaml, "unseen-jobset", &id, &outcome).await;
+}
+
+/// A JobSet running when someone deleted it, with nobody watching: deleted externally.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_jobset_deleted_while_nobody_watched_was_deleted_externally() {
+    let env = env().await;
+    let yaml = "kind: JobSet\nname: runs\nreplicatedJobs:\n  - name: workers\n    replicas: 1\n    image: busybox:1.36\n    command: [sh, -c, 'sleep 60']\n";
+    let id = submitted_and_left(&env, yaml, "unseen-jobset-running").await;
+    eventually("a worker running", || async {
+        let pods = env.sim.count("", "pods");
+        (pods >= 1).then_some(())
+    })
+    .await;
+    delete_as_admin(&env, &id).await;
+    held_while_deleted(&env, &id).await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(
+        (outcome.state, outcome.reason),
+        (JobState::Failed, Reason::DeletedExternally),
+        "{outcome:#?}"
+    );
+    submitted_again_runs_nothing(&env, yaml, "unseen-jobset-running", &id, &outcome).await;
+}
