@@ -223,8 +223,8 @@ pub enum Command {
     /// Print the shell code that completes kubeferry's commands, flags and execution ids.
     #[command(after_help = concat!(
         "Examples:\n",
-        "  source <(kubeferry completion bash)\n",
         "  kubeferry completion zsh > \"${fpath[1]}/_kubeferry\"\n",
+        "  source <(kubeferry completion bash)\n",
         "\n",
         "Guide: docs/README.md in the kubeferry repository."
     ))]
@@ -457,7 +457,7 @@ pub struct ListArgs {
     pub state: Option<kubeferry::JobState>,
     /// Jobs of every namespace (kubeferry needs to be allowed to list Jobs, pods and
     /// SparkApplications cluster-wide). Not with -w, which follows one namespace.
-    #[arg(short = 'A', long, conflicts_with = "watch")]
+    #[arg(short = 'A', long)]
     pub all_namespaces: bool,
     /// The order of the rows (default: oldest first).
     #[arg(long, value_enum, value_name = "KEY")]

@@ -175,7 +175,10 @@ async fn submit_is_idempotent_per_job_id_and_status_comes_from_the_cache() {
         "{message}"
     );
     assert_eq!(message.matches("another job id").count(), 1, "{message}");
-    assert!(!message.contains("choose another job id or remove it"), "{message}");
+    assert!(
+        !message.contains("choose another job id or remove it"),
+        "{message}"
+    );
 
     // The job is found by its job id, in the namespace asked or the caller's.
     for query in ["jobId=gravitino-42", "jobId=gravitino-42&namespace=default"] {

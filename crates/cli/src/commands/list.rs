@@ -23,6 +23,12 @@ fn item(job: &JobSummary) -> JobListItem {
 
 /// Runs `kubeferry list`.
 pub async fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
+    if args.watch.watch && args.all_namespaces {
+        return Err(crate::UsageError(
+            "list -w follows one namespace's watch: name it with -n instead of -A (watching every namespace is not supported)".into(),
+        )
+        .into());
+    }
     let connection = connect(&cli.cluster, Fallback::None).await?;
     let executor = &connection.executor;
     let namespace = connection.namespace(&cli.cluster);
