@@ -243,9 +243,11 @@ impl Executor {
         namespace: &str,
     ) -> Result<Submission> {
         match spec {
-            JobSpec::Container(spec) => self.container.submit(spec, job_id, namespace).await,
-            JobSpec::Spark(spec) => self.spark.submit(spec, job_id, namespace).await,
-            JobSpec::JobSet(spec) => self.jobset.submit(spec, job_id, namespace).await,
+            JobSpec::Container(spec) => {
+                self.container.submit_or_find(spec, job_id, namespace).await
+            }
+            JobSpec::Spark(spec) => self.spark.submit_or_find(spec, job_id, namespace).await,
+            JobSpec::JobSet(spec) => self.jobset.submit_or_find(spec, job_id, namespace).await,
         }
     }
 

@@ -156,6 +156,16 @@ impl ContainerJobs {
         spec: &ContainerJobSpec,
         job_id: &str,
         namespace: &str,
+    ) -> Result<ExecutionId> {
+        Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
+    }
+
+    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
+    pub async fn submit_or_find(
+        &self,
+        spec: &ContainerJobSpec,
+        job_id: &str,
+        namespace: &str,
     ) -> Result<Submission> {
         let name = object_name(&self.settings.name_prefix, job_id);
         let manifest = job_manifest(spec, job_id, &name, namespace);

@@ -211,6 +211,16 @@ impl JobSets {
         spec: &JobSetSpec,
         job_id: &str,
         namespace: &str,
+    ) -> Result<ExecutionId> {
+        Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
+    }
+
+    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
+    pub async fn submit_or_find(
+        &self,
+        spec: &JobSetSpec,
+        job_id: &str,
+        namespace: &str,
     ) -> Result<Submission> {
         self.check_installed(namespace).await?;
         let name = jobset_object_name(job_id);

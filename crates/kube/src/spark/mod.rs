@@ -272,6 +272,16 @@ impl SparkJobs {
         spec: &SparkJobSpec,
         job_id: &str,
         namespace: &str,
+    ) -> Result<ExecutionId> {
+        Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
+    }
+
+    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
+    pub async fn submit_or_find(
+        &self,
+        spec: &SparkJobSpec,
+        job_id: &str,
+        namespace: &str,
     ) -> Result<Submission> {
         let operator = match spec.operator {
             Some(operator) => operator,
