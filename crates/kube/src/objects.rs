@@ -305,7 +305,7 @@ pub(crate) fn check_adoptable(
     }
     if annotations.get(SPEC_HASH_ANNOTATION).map(String::as_str) != Some(spec_hash) {
         return Err(taken(format!(
-            "job id {job_id:?} was submitted before with a different spec, and a job id names one spec: submit this spec under another job id"
+            "job id {job_id:?} was submitted before from a different spec, and a job id names one spec: submit this spec under another job id"
         )));
     }
     // An object on its way out (cancelled, or deleted by someone else) is the job's run: the

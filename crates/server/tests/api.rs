@@ -171,7 +171,7 @@ async fn submit_is_idempotent_per_job_id_and_status_comes_from_the_cache() {
         .error(StatusCode::CONFLICT, "name_taken");
     let message = refused["message"].as_str().unwrap();
     assert!(
-        message.contains("job id \"gravitino-42\" was submitted before with a different spec"),
+        message.contains("job id \"gravitino-42\" was submitted before from a different spec"),
         "{message}"
     );
     assert_eq!(message.matches("another job id").count(), 1, "{message}");
