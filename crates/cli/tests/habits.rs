@@ -1304,3 +1304,24 @@ async fn every_help_has_examples_and_points_at_the_guide() {
         "{help}"
     );
 }
+
+#[tokio::test]
+async fn a_job_id_answers_once_its_job_is_gone_from_its_outcome_record() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let gate = cluster.dir.path().join("gate");
+    let job = gated_job(cluster.dir.path(), "doomed", &gate)
+        .display()
+        .to_string();
+    let id = submit_as(kubeconfig, &job, "doomed-1", &[]).await;
+    ok(kubeferry(kubeconfig).args(["cancel", "--job-id", "doomed-1", "--wait"])).await;
+    // The Job is deleted on cancel: only its outcome record is left.
+    assert_eq!(cluster.sim.count("batch", "jobs"), 0);
+    let status: Value = serde_json::from_str(
+        &ok(kubeferry(kubeconfig).args(["status", "--job-id", "doomed-1", "-o", "json"])).await,
+    )
+    .unwrap();
+    assert_eq!(status["id"], id.as_str());
+    assert_eq!(status["state"], "CANCELLED");
+    assert_eq!(status["jobId"], "doomed-1");
+}

@@ -151,6 +151,8 @@ impl ContainerJobs {
     /// Creates the Job for `spec` under `job_id` in `namespace`, or adopts the one a lost
     /// response already created. Submitting the same job id twice runs the job once. The
     /// namespace's watches start, if they had not.
+    /// (The Executor calls [`Self::submit_or_find`]; this is for the crate's own tests.)
+    #[cfg(any(test, feature = "internals"))]
     pub async fn submit(
         &self,
         spec: &ContainerJobSpec,

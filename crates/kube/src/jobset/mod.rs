@@ -206,6 +206,8 @@ impl JobSets {
 
     /// Creates the JobSet for `spec` under `job_id` in `namespace`, or adopts the one a lost
     /// response already created.
+    /// (The Executor calls [`Self::submit_or_find`]; this is for the crate's own tests.)
+    #[cfg(any(test, feature = "internals"))]
     pub async fn submit(
         &self,
         spec: &JobSetSpec,

@@ -267,6 +267,8 @@ impl SparkJobs {
     /// Creates the SparkApplication for `spec` under `job_id` in `namespace`, or adopts the
     /// one a lost response already created. The operator is the file's, else the cluster's;
     /// fields it cannot honour are refused before anything is created.
+    /// (The Executor calls [`Self::submit_or_find`]; this is for the crate's own tests.)
+    #[cfg(any(test, feature = "internals"))]
     pub async fn submit(
         &self,
         spec: &SparkJobSpec,
