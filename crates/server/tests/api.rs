@@ -196,11 +196,13 @@ async fn submit_is_idempotent_per_job_id_and_status_comes_from_the_cache() {
         .await
         .json();
     assert_eq!(none["items"], json!([]), "{none}");
-    let bad = api
-        .get("/v1/jobs?jobId=")
-        .await
-        .error(StatusCode::BAD_REQUEST, "bad_parameter");
-    assert_eq!(bad["field"], "jobId", "{bad}");
+    for query in ["jobId=", "jobId=gravitino-42&selector=a%3Db"] {
+        let bad = api
+            .get(&format!("/v1/jobs?{query}"))
+            .await
+            .error(StatusCode::BAD_REQUEST, "bad_parameter");
+        assert_eq!(bad["field"], "jobId", "{query}: {bad}");
+    }
 
     let started = api.wait_for(&id, "STARTED").await;
     let started_at = started["startedAt"].as_str().unwrap().to_string();

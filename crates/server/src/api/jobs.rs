@@ -385,7 +385,7 @@ impl Cursor {
         ("namespace" = Option<String>, Query, description = "Only this namespace (default: every namespace the caller may use)"),
         ("cluster" = Option<String>, Query, description = "Only this cluster (default: all)"),
         ("selector" = Option<String>, Query, description = "A Kubernetes label selector, e.g. `team=data,tier in (a,b)`"),
-        ("jobId" = Option<String>, Query, description = "Only the job(s) submitted under this job id (of any kind; its outcome is found even once its object is gone)"),
+        ("jobId" = Option<String>, Query, description = "Only the job(s) submitted under this job id (of any kind; its outcome is found even once its object is gone); not with selector"),
         ("status" = Option<String>, Query, description = "Only these states, comma-separated, e.g. `QUEUED,STARTED`"),
         ("limit" = Option<u64>, Query, description = "Page size (default and maximum: limits.defaultPageSize, limits.maxPageSize)"),
         ("continue" = Option<String>, Query, description = "The `continue` of the previous page"),
@@ -410,6 +410,12 @@ pub async fn list(
     let job_id = q.string("jobId")?;
     if let Some(problem) = job_id.as_deref().and_then(job_id_problem) {
         return Err(ApiError::bad_parameter("jobId", problem));
+    }
+    if job_id.is_some() && !selector.is_empty() {
+        return Err(ApiError::bad_parameter(
+            "jobId",
+            "give jobId or selector, not both (a job id names its job already)",
+        ));
     }
     let states = q
         .list("status")
