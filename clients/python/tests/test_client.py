@@ -332,3 +332,45 @@ def test_operations_endpoints(client: Client) -> None:
     assert [c.name for c in readiness.clusters] == ["sim"]
     assert {n.name for n in readiness.clusters[0].namespaces} == {"default", "sweep"}
     assert "kubeferry" in client.metrics()
+
+
+def test_a_job_id_submitted_again_creates_nothing_and_says_so(client: Client, job_id: str) -> None:
+    first = client.submit(job_id, shell("again", "echo once"))
+    assert first.existing is False
+    client.wait(first, timeout=TIMEOUT)
+    again = client.submit(job_id, shell("again", "echo once"))
+    assert again.existing is True
+    assert again.id == first.id
+
+
+def test_a_job_is_found_by_its_job_id(client: Client, job_id: str) -> None:
+    submitted = client.submit(job_id, shell("found", "echo here"))
+    client.wait(submitted, timeout=TIMEOUT)
+    found = client.list(job_id=job_id, namespace="default").items
+    assert [item.job.id for item in found] == [submitted.id]
+    assert found[0].job_id == job_id and found[0].job.job_id == job_id
+    assert found[0].job.state is JobState.SUCCEEDED
+    assert list(client.iter_jobs(job_id=job_id)) == found
+    assert client.list(job_id=f"{job_id}-never-submitted").items == []
+
+
+def test_an_invalid_spec_dict_is_reported_at_its_fields(client: Client, job_id: str) -> None:
+    spec = shell("bad", "true", resources={"memory": "64m"}, workingDir="relative")
+    with pytest.raises(InvalidSpec) as raised:
+        client.submit(job_id, spec)
+    error = raised.value
+    lines = error.message.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["spec.resources.memory", "spec.workingDir"]
+    assert "body:" not in str(error), str(error)
+    # A spec given as text keeps its place in that text.
+    with pytest.raises(InvalidSpec) as text:
+        client.submit(job_id, "name: x\nimage: busybox\ntimeout: soon\n")
+    assert text.value.message.startswith("spec:3:10: timeout: "), text.value.message
+
+
+def test_a_scoped_token_submits_into_its_namespace(replica: Replica, job_id: str) -> None:
+    team = replica.client(TEAM_TOKEN)
+    submitted = team.submit(job_id, shell("scoped", "echo mine"))
+    assert submitted.namespace == "sweep", submitted
+    assert submitted.id.split("/")[2] == "sweep"
+    assert [item.job.id for item in team.list(job_id=job_id).items] == [submitted.id]

@@ -10,7 +10,24 @@ pub use crate::connect::ClusterArgs;
 
 /// Run batch jobs on Kubernetes and know exactly how they ended.
 #[derive(Debug, Parser)]
-#[command(name = "kubeferry", version, propagate_version = true)]
+#[command(
+    name = "kubeferry",
+    version,
+    propagate_version = true,
+    after_help = concat!(
+        "Examples:\n",
+        "  kubeferry run -f job.yaml                 # submit, stream the log, exit with the job's outcome\n",
+        "  kubeferry submit -f job.yaml --job-id etl-42\n",
+        "  kubeferry status --job-id etl-42          # by your own job id\n",
+        "  kubeferry list -o wide\n",
+        "  kubeferry logs sim/job/default/hello-1a2b3c4d --tail 20\n",
+        "\n",
+        "Exit codes: 0 success; 1 a job that failed (or its own exit code, 1-255), or an error;\n",
+        "2 a usage error; 124 a --timeout that ran out; 130 left running on Ctrl-C.\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    )
+)]
 pub struct Cli {
     /// Which cluster to talk to.
     #[command(flatten)]
@@ -71,7 +88,7 @@ fn parse_format(text: &str) -> Result<Format, String> {
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// Output format: table, wide, name, json, yaml or jsonpath=TEMPLATE (kubectl's
-    /// templates, e.g. `jsonpath='{.items[*].status.state}'`).
+    /// templates, e.g. `jsonpath='{.items[*].job.state}'`).
     #[arg(
         short = 'o',
         long = "output",
@@ -104,32 +121,144 @@ pub struct SpecArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Submit a job, stream its log, wait for its end and exit with its outcome.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry run -f examples/hello.yaml\n",
+        "  kubeferry run -f job.yaml --job-id etl-42 --timeout 10m\n",
+        "  kubeferry run -f job.yaml --set image=busybox:1.36 --on-interrupt leave\n",
+        "\n",
+        "A job id that already ran is not run again: run says so and shows that run's outcome\n",
+        "and log, and exits with its outcome. Exit codes: 0 succeeded; the job's own exit code\n",
+        "(1-255) or 1 when it failed or was cancelled; 2 a usage error; 124 --timeout ran out\n",
+        "(the job keeps running); 130 left running on Ctrl-C.\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     Run(RunArgs),
     /// Submit a job and print its execution id.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry submit -f job.yaml\n",
+        "  kubeferry submit -f job.yaml --job-id etl-42 -o json\n",
+        "\n",
+        "A job id that already names a job creates nothing: submit says so on stderr and prints\n",
+        "that job's execution id (`existing: true` with -o json).\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     Submit(SubmitArgs),
     /// Print the status of jobs.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry status sim/job/default/hello-1a2b3c4d\n",
+        "  kubeferry status --job-id etl-42 -n team-a -o json\n",
+        "  kubeferry status ID1 ID2 -w --until-done\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     Status(StatusArgs),
     /// Wait for a job to end; exit 0 only if it succeeded.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry wait sim/job/default/hello-1a2b3c4d\n",
+        "  kubeferry wait --job-id etl-42 --timeout 10m\n",
+        "\n",
+        "Exit codes: 0 succeeded; the job's own exit code (1-255) or 1 when it failed or was\n",
+        "cancelled; 124 when --timeout ran out first (the job keeps running); 2 a usage error.\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     Wait(WaitArgs),
     /// Cancel a job (returns at once; a finished job keeps its outcome).
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry cancel sim/job/default/hello-1a2b3c4d\n",
+        "  kubeferry cancel --job-id etl-42 --wait\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     Cancel(CancelArgs),
     /// Print a job's log.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry logs sim/job/default/hello-1a2b3c4d\n",
+        "  kubeferry logs --job-id etl-42 -f\n",
+        "  kubeferry logs ID --tail 100          # the last 100 lines\n",
+        "  kubeferry logs ID --tail-bytes 4096   # the last 4096 bytes\n",
+        "  kubeferry logs ID --limit-bytes 4096  # the first 4096 bytes, as kubectl's\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     Logs(LogsArgs),
     /// List the jobs kubeferry manages.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry list\n",
+        "  kubeferry list -A --sort-by state -o wide\n",
+        "  kubeferry list -l team=data --state FAILED -o name\n",
+        "  kubeferry list -o jsonpath='{.items[*].job.state}'\n",
+        "  kubeferry list -n team-a -w --until-done\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     List(ListArgs),
     /// Find managed jobs whose job ids the caller does not know, and delete them if asked.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry sweep --known known-job-ids.txt\n",
+        "  my-scheduler job-ids | kubeferry sweep --known - --delete\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     Sweep(SweepArgs),
     /// Print the namespaced Role kubeferry needs.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry rbac | kubectl apply -n team-a -f -\n",
+        "  kubeferry rbac --service-account kubeferry -o json\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     Rbac(RbacArgs),
     /// Print the shell code that completes kubeferry's commands, flags and execution ids.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry completion zsh > \"${fpath[1]}/_kubeferry\"\n",
+        "  source <(kubeferry completion bash)\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     Completion(CompletionArgs),
     /// Work with job templates.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = concat!(
+            "Examples:\n",
+            "  kubeferry template render -f job.yaml --set image=busybox:1.36\n",
+            "\n",
+            "Guide: docs/README.md in the kubeferry repository."
+        )
+    )]
     Template(TemplateCommand),
     /// Run the HTTP service (stateless: run as many replicas as you like).
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry serve --listen 127.0.0.1:8080\n",
+        "  kubeferry serve --config kubeferry.yaml\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
     Serve(kubeferry_server::ServeArgs),
-    /// The simulated cluster.
-    #[command(subcommand)]
+    /// Run a simulated Kubernetes cluster.
+    #[command(
+        subcommand,
+        after_help = concat!(
+            "Examples:\n",
+            "  kubeferry sim serve --kubeconfig sim.kubeconfig\n",
+            "\n",
+            "Guide: docs/README.md in the kubeferry repository."
+        )
+    )]
     Sim(SimCommand),
 }
 
@@ -149,7 +278,7 @@ pub struct RunArgs {
     /// Do not stream the job's log.
     #[arg(long)]
     pub no_logs: bool,
-    /// Give up waiting after this long (e.g. 90s, 10m); the job keeps running.
+    /// Give up waiting after this long (e.g. 90s, 10m) and exit 124; the job keeps running.
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 }
@@ -177,12 +306,42 @@ pub struct SubmitArgs {
     pub job_id: Option<String>,
 }
 
+/// Naming a job by the caller's job id instead of its execution id.
+#[derive(Debug, Clone, Args)]
+pub struct JobIdArgs {
+    /// The job submitted under this job id in the namespace (-n, else the context's), instead
+    /// of an execution id. Every kind (job, sparkapp, jobset) is looked up; a job id that names
+    /// jobs of several kinds needs --kind.
+    #[arg(long, value_name = "JOB_ID")]
+    pub job_id: Option<String>,
+    /// With --job-id: only a job of this kind (job, sparkapp or jobset).
+    #[arg(long, value_name = "KIND", requires = "job_id", value_parser = parse_kind)]
+    pub kind: Option<kubeferry::JobKind>,
+}
+
+fn parse_kind(text: &str) -> Result<kubeferry::JobKind, String> {
+    text.parse::<kubeferry::JobKind>().map_err(|_| {
+        format!(
+            "{text:?} is not a kind: use one of {}",
+            kubeferry::JobKind::names()
+        )
+    })
+}
+
 /// `kubeferry status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Execution ids (`<cluster>/<kind>/<namespace>/<name>`).
-    #[arg(required = true, value_name = "ID", add = id_completer())]
+    #[arg(
+        required_unless_present = "job_id",
+        conflicts_with = "job_id",
+        value_name = "ID",
+        add = id_completer()
+    )]
     pub ids: Vec<String>,
+    /// A job by its job id.
+    #[command(flatten)]
+    pub by_job_id: JobIdArgs,
     /// After the statuses, print a new row each time one changes, until interrupted.
     #[command(flatten)]
     pub watch: WatchArgs,
@@ -209,9 +368,17 @@ fn id_completer() -> clap_complete::ArgValueCompleter {
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     /// The execution id.
-    #[arg(value_name = "ID", add = id_completer())]
-    pub id: String,
-    /// Give up after this long (e.g. 90s, 10m).
+    #[arg(
+        required_unless_present = "job_id",
+        conflicts_with = "job_id",
+        value_name = "ID",
+        add = id_completer()
+    )]
+    pub id: Option<String>,
+    /// A job by its job id.
+    #[command(flatten)]
+    pub by_job_id: JobIdArgs,
+    /// Give up after this long (e.g. 90s, 10m) and exit 124; the job keeps running.
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 }
@@ -220,8 +387,16 @@ pub struct WaitArgs {
 #[derive(Debug, Args)]
 pub struct CancelArgs {
     /// Execution ids.
-    #[arg(required = true, value_name = "ID", add = id_completer())]
+    #[arg(
+        required_unless_present = "job_id",
+        conflicts_with = "job_id",
+        value_name = "ID",
+        add = id_completer()
+    )]
     pub ids: Vec<String>,
+    /// A job by its job id.
+    #[command(flatten)]
+    pub by_job_id: JobIdArgs,
     /// Wait until the job is CANCELLED (or ended otherwise) before returning.
     #[arg(long)]
     pub wait: bool,
@@ -231,17 +406,33 @@ pub struct CancelArgs {
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// The execution id.
-    #[arg(value_name = "ID", add = id_completer())]
-    pub id: String,
+    #[arg(
+        required_unless_present = "job_id",
+        conflicts_with = "job_id",
+        value_name = "ID",
+        add = id_completer()
+    )]
+    pub id: Option<String>,
+    /// A job by its job id.
+    #[command(flatten)]
+    pub by_job_id: JobIdArgs,
     /// Stream the log until the job's container ends.
-    #[arg(short = 'f', long)]
+    #[arg(
+        short = 'f',
+        long,
+        conflicts_with_all = ["previous", "limit_bytes", "tail_bytes"]
+    )]
     pub follow: bool,
     /// Only the last N lines.
     #[arg(long, value_name = "N")]
     pub tail: Option<u64>,
+    /// Only the first N bytes, as kubectl's --limit-bytes (of the last --tail lines, when
+    /// given; never splitting a character).
+    #[arg(long, value_name = "N", conflicts_with = "tail_bytes")]
+    pub limit_bytes: Option<u64>,
     /// Only the last N bytes (never splitting a character).
     #[arg(long, value_name = "N")]
-    pub limit_bytes: Option<u64>,
+    pub tail_bytes: Option<u64>,
     /// The previous attempt's log.
     #[arg(short = 'p', long)]
     pub previous: bool,
@@ -265,7 +456,7 @@ pub struct ListArgs {
     #[arg(long, value_name = "STATE")]
     pub state: Option<kubeferry::JobState>,
     /// Jobs of every namespace (kubeferry needs to be allowed to list Jobs, pods and
-    /// SparkApplications cluster-wide).
+    /// SparkApplications cluster-wide). Not with -w, which follows one namespace.
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
     /// The order of the rows (default: oldest first).

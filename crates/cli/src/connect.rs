@@ -4,11 +4,11 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use kubeferry::ExecutionId;
 use kubeferry::core::spec::JobSpec;
 use kubeferry::kube::cluster::Kubeconfig;
 use kubeferry::kube::{
-    Cluster, ClusterSettings, Executor, ExecutorSettings, KubeconfigLocation, generate_job_id,
+    Cluster, ClusterSettings, Executor, ExecutorSettings, KubeconfigLocation, Submission,
+    generate_job_id,
 };
 use kubeferry_sim::controllers::spark::with_spark_operators;
 use kubeferry_sim::{CrdBundle, SimCluster, SimConfig};
@@ -61,13 +61,14 @@ impl Connection {
 
     /// Submits a job as `run` and `submit` do: into the namespace of `-n`, the job file or the
     /// context, under the caller's job id or a fresh one (generated once, reused by every retry
-    /// of the submission). Returns the execution id and the job id.
+    /// of the submission). Returns the submission (the execution id, and whether the job id
+    /// already named a job, so that nothing was created) and the job id.
     pub async fn submit(
         &self,
         args: &ClusterArgs,
         spec: &JobSpec,
         job_id: Option<&str>,
-    ) -> anyhow::Result<(ExecutionId, String)> {
+    ) -> anyhow::Result<(Submission, String)> {
         let namespace = spec
             .resolve_namespace(
                 args.namespace.as_deref(),
@@ -75,8 +76,11 @@ impl Connection {
             )
             .map_err(|clash| crate::UsageError(format!("namespace: {clash}")))?;
         let job_id = job_id.map_or_else(|| generate_job_id(spec.name()), str::to_string);
-        let id = self.executor.submit(spec, &job_id, &namespace).await?;
-        Ok((id, job_id))
+        let submission = self
+            .executor
+            .submit_or_find(spec, &job_id, &namespace)
+            .await?;
+        Ok((submission, job_id))
     }
 
     /// Stops the embedded cluster, if any, and its containers.

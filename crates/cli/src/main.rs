@@ -114,6 +114,9 @@ fn main() -> ExitCode {
     drop(runtime);
     match answered {
         Ok(code) => code,
+        // The reader went away (`kubeferry list -o name | head -1`): it has what it wanted,
+        // as kubectl ends then.
+        Err(error) if closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
             if error.downcast_ref::<UsageError>().is_some() {
@@ -123,6 +126,15 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Whether an error is standard output's reader having gone away.
+fn closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// A mistake in how kubeferry was called that shows only once the job file or the id is read

@@ -4,19 +4,26 @@ use std::io::Write;
 
 use kubeferry::ExecutionInfo;
 use kubeferry::core::ExecutionId;
+pub use kubeferry_server::api::model::{JobInfo, JobListItem, format_time};
 use serde::Serialize;
 
 use crate::args::Format;
 
-/// A job's status with its id, as printed.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StatusRow<'a> {
-    /// The execution id.
-    pub id: &'a ExecutionId,
-    /// The status.
-    #[serde(flatten)]
-    pub status: &'a ExecutionInfo,
+/// Several results, as `list -o json` and the service's lists give them: `{"items": [...]}`.
+#[derive(Serialize)]
+pub struct Items<T> {
+    /// The results.
+    pub items: Vec<T>,
+}
+
+/// A job's status as printed: the service's job JSON (the same fields, the same times).
+pub fn job_json(id: &ExecutionId, info: &ExecutionInfo, job_id: Option<&str>) -> JobInfo {
+    JobInfo::new(id, info.clone()).with_job_id(job_id.map(str::to_string))
+}
+
+/// A time in a table cell: as the JSON gives it.
+pub fn time_cell(time: Option<jiff::Timestamp>) -> String {
+    time.map(format_time).unwrap_or_default()
 }
 
 /// A machine-readable output format.
@@ -78,7 +85,36 @@ impl Table {
 
     /// The width of each column: its widest cell.
     pub fn widths(&self) -> Vec<usize> {
-        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        self.widths_from(|header| header.chars().count())
+    }
+
+    /// The widths for a table whose rows keep coming (`-w`): each column at least as wide as
+    /// any value it can take (a state, a reason, a time), so that later rows stay under their
+    /// headers.
+    pub fn watch_widths(&self) -> Vec<usize> {
+        self.widths_from(|header| {
+            let most = match header {
+                "STATE" => kubeferry::JobState::ALL
+                    .iter()
+                    .map(|s| s.as_str().len())
+                    .max()
+                    .unwrap_or(0),
+                "REASON" => kubeferry::Reason::ALL
+                    .iter()
+                    .map(|r| r.as_str().len())
+                    .max()
+                    .unwrap_or(0),
+                "STARTED" | "FINISHED" | "CREATED" => "2006-01-02T15:04:05Z".len(),
+                "EXIT" => "-128".len(),
+                "DURATION" => "23h59m".len(),
+                _ => 0,
+            };
+            header.chars().count().max(most)
+        })
+    }
+
+    fn widths_from(&self, header_width: impl Fn(&str) -> usize) -> Vec<usize> {
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| header_width(h)).collect();
         for row in &self.rows {
             for (i, cell) in row.iter().enumerate() {
                 if let Some(width) = widths.get_mut(i) {
@@ -91,11 +127,15 @@ impl Table {
 
     /// The table as text, one line per row, each ending in a newline.
     pub fn render(&self) -> String {
-        let widths = self.widths();
+        self.render_with(&self.widths())
+    }
+
+    /// The table as text, its columns `widths` wide.
+    pub fn render_with(&self, widths: &[usize]) -> String {
         let header: Vec<String> = self.headers.iter().map(|h| h.to_string()).collect();
         std::iter::once(&header)
             .chain(&self.rows)
-            .map(|row| render_row(&widths, row))
+            .map(|row| render_row(widths, row))
             .collect()
     }
 }
@@ -118,22 +158,23 @@ pub fn render_row(widths: &[usize], row: &[String]) -> String {
 }
 
 /// Prints statuses: a table, ids, a JSONPath template's text, or JSON/YAML (a single object
-/// when `single`, else a list).
+/// when `single`, else `{"items": [...]}`). `job_id`: the job id of the (one) job, when known.
 pub fn print_statuses(
     format: &Format,
     statuses: &[(&ExecutionId, ExecutionInfo)],
     single: bool,
+    job_id: Option<&str>,
 ) -> anyhow::Result<()> {
-    let rows: Vec<StatusRow> = statuses
+    let rows: Vec<JobInfo> = statuses
         .iter()
-        .map(|(id, status)| StatusRow { id, status })
+        .map(|(id, status)| job_json(id, status, job_id))
         .collect();
     match format {
         Format::Json | Format::Yaml => {
             let structured = format.structured().unwrap_or(Structured::Json);
             match rows.first() {
                 Some(row) if single => print_structured(structured, row)?,
-                _ => print_structured(structured, &rows)?,
+                _ => print_structured(structured, &Items { items: rows })?,
             }
         }
         Format::JsonPath(template) => {
@@ -170,18 +211,20 @@ pub fn print_text(text: &str) -> anyhow::Result<()> {
 
 /// Prints how a job ended: the one-line summary, its id, a template's text, or the status as
 /// JSON/YAML.
-pub fn print_final(format: &Format, id: &ExecutionId, info: &ExecutionInfo) -> anyhow::Result<()> {
-    let row = StatusRow { id, status: info };
+pub fn print_final(
+    format: &Format,
+    id: &ExecutionId,
+    info: &ExecutionInfo,
+    job_id: Option<&str>,
+) -> anyhow::Result<()> {
+    let row = job_json(id, info, job_id);
     match format {
         Format::Json | Format::Yaml => {
             print_structured(format.structured().unwrap_or(Structured::Json), &row)
         }
         Format::JsonPath(template) => print_text(&template.render(&serde_json::to_value(&row)?)),
         Format::Name => print_text(&format!("{id}\n")),
-        Format::Table | Format::Wide => {
-            println!("{}", final_line(id, info));
-            Ok(())
-        }
+        Format::Table | Format::Wide => print_text(&format!("{}\n", final_line(id, info))),
     }
 }
 
@@ -247,8 +290,8 @@ pub fn status_cells(id: &ExecutionId, info: &ExecutionInfo, wide: bool) -> Vec<S
         info.state.to_string(),
         info.reason.to_string(),
         info.exit_code.map(|c| c.to_string()).unwrap_or_default(),
-        info.started_at.map(|t| t.to_string()).unwrap_or_default(),
-        info.finished_at.map(|t| t.to_string()).unwrap_or_default(),
+        time_cell(info.started_at),
+        time_cell(info.finished_at),
     ];
     if wide {
         cells.push(duration(info));

@@ -679,7 +679,7 @@ async fn sweep_lists_jobs_with_unknown_ids_and_deletes_only_when_asked() {
     }
     let output = run(kubeferry(kubeconfig).args(["list", "-o", "json"])).await;
     let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(listed[0]["jobId"], "known-1", "{listed}");
+    assert_eq!(listed["items"][0]["jobId"], "known-1", "{listed}");
 
     // The ids may come on standard input; nothing is left to sweep.
     let mut sweep = kubeferry(kubeconfig)
@@ -766,11 +766,11 @@ async fn listed_ids(kubeconfig: &Path, flags: &[&str]) -> Vec<String> {
         text(&output.stderr)
     );
     let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
-    listed
+    listed["items"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|job| job["id"].as_str().unwrap().to_string())
+        .map(|item| item["job"]["id"].as_str().unwrap().to_string())
         .collect()
 }
 

@@ -312,7 +312,7 @@ async fn list_all_namespaces_sorts_and_prints_wide_names_and_jsonpath() {
     assert_eq!(names, format!("{succeeded}\n{failed}\n"));
 
     // The fields scripts read.
-    let template = r#"jsonpath={range .items[*]}{.id} {.status.state} {.status.exitCode} {.status.reason}{"\n"}{end}"#;
+    let template = r#"jsonpath={range .items[*]}{.job.id} {.job.state} {.job.exitCode} {.job.reason}{"\n"}{end}"#;
     let lines =
         ok(kubeferry(kubeconfig).args(["list", "-A", "--sort-by=state", "-o", template])).await;
     assert_eq!(
@@ -324,7 +324,7 @@ async fn list_all_namespaces_sorts_and_prints_wide_names_and_jsonpath() {
         "-A",
         "--sort-by=state",
         "-o",
-        "jsonpath={.items[*].status.state}",
+        "jsonpath={.items[*].job.state}",
     ]))
     .await;
     assert_eq!(states, "SUCCEEDED FAILED");
@@ -363,7 +363,7 @@ async fn list_all_namespaces_sorts_and_prints_wide_names_and_jsonpath() {
     let json: Value =
         serde_json::from_str(&ok(kubeferry(kubeconfig).args(["list", "-A", "-o", "json"])).await)
             .unwrap();
-    for (line, job) in lines[1..].iter().zip(json.as_array().unwrap()) {
+    for (line, job) in lines[1..].iter().zip(json["items"].as_array().unwrap()) {
         let pod = job["pod"].as_str().expect("a pod");
         let node = job["node"].as_str().expect("a node");
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -379,7 +379,12 @@ async fn list_all_namespaces_sorts_and_prints_wide_names_and_jsonpath() {
             .object(
                 "",
                 "pods",
-                job["id"].as_str().unwrap().split('/').nth(2).unwrap(),
+                job["job"]["id"]
+                    .as_str()
+                    .unwrap()
+                    .split('/')
+                    .nth(2)
+                    .unwrap(),
                 pod,
             )
             .expect("the pod exists");
@@ -509,7 +514,8 @@ async fn status_watch_until_done_ends_with_the_jobs_and_their_outcome() {
 async fn list_watch_refuses_every_namespace() {
     let cluster = cluster().await;
     let output = run(kubeferry(&cluster.kubeconfig).args(["list", "-w", "-A"])).await;
-    assert_eq!(output.status.code(), Some(1));
+    // A usage error: exit 2, as clap's own.
+    assert_eq!(output.status.code(), Some(2));
     assert!(
         text(&output.stderr).contains("name it with -n"),
         "{}",
@@ -876,7 +882,7 @@ async fn list_watch_until_done_ends_when_every_job_has() {
         "-w",
         "--until-done",
         "-o",
-        "jsonpath={.id} {.status.state}{\"\\n\"}",
+        "jsonpath={.job.id} {.job.state}{\"\\n\"}",
     ]));
     watch
         .until("the listed job", |out, _| out.contains(&gated))
@@ -901,4 +907,421 @@ async fn list_watch_until_done_ends_when_every_job_has() {
     let mut both = [gated, failed];
     both.sort();
     assert_eq!(names, both);
+}
+
+/// Submits a job file under a job id, with flags; its execution id.
+async fn submit_as(kubeconfig: &Path, file: &str, job_id: &str, flags: &[&str]) -> String {
+    ok(kubeferry(kubeconfig)
+        .args(["submit", "-f", file, "--job-id", job_id])
+        .args(flags))
+    .await
+    .trim()
+    .to_string()
+}
+
+/// Runs and checks the exit code; stdout and stderr.
+async fn exits(command: &mut Command, code: i32) -> (String, String) {
+    let output = run(command).await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{command:?}:\n{stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
+#[tokio::test]
+async fn a_job_id_names_its_job_for_status_logs_wait_and_cancel() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let id = submit_as(
+        kubeconfig,
+        &example("hello.yaml"),
+        "nightly-7",
+        &["-n", "team"],
+    )
+    .await;
+    let by_job_id = ["--job-id", "nightly-7", "-n", "team"];
+    let done = ok(kubeferry(kubeconfig)
+        .args(["wait", "--timeout", "30s"])
+        .args(by_job_id))
+    .await;
+    assert!(done.starts_with(&format!("{id} SUCCEEDED")), "{done}");
+    let status: Value = serde_json::from_str(
+        &ok(kubeferry(kubeconfig)
+            .args(["status", "-o", "json"])
+            .args(by_job_id))
+        .await,
+    )
+    .unwrap();
+    assert_eq!(status["id"], id.as_str());
+    assert_eq!(status["jobId"], "nightly-7");
+    assert_eq!(status["state"], "SUCCEEDED");
+    let log = ok(kubeferry(kubeconfig)
+        .args(["logs", "--tail", "1"])
+        .args(by_job_id))
+    .await;
+    assert_eq!(log, "done\n");
+    let (_, stderr) = exits(kubeferry(kubeconfig).args(["cancel"]).args(by_job_id), 0).await;
+    assert!(stderr.contains("had already ended"), "{stderr}");
+
+    // Elsewhere, or of another kind, the job id names nothing: one clear error, exit 1.
+    let (_, stderr) = exits(
+        kubeferry(kubeconfig).args(["status", "--job-id", "nightly-7"]),
+        1,
+    )
+    .await;
+    assert_eq!(
+        stderr,
+        "error: no job with job id \"nightly-7\" in namespace \"default\"\n"
+    );
+    let (_, stderr) = exits(
+        kubeferry(kubeconfig)
+            .args(["logs", "--kind", "sparkapp"])
+            .args(by_job_id),
+        1,
+    )
+    .await;
+    assert!(
+        stderr.contains("no job with job id \"nightly-7\" of kind sparkapp in namespace \"team\""),
+        "{stderr}"
+    );
+    // An execution id and a job id at once, or neither: usage errors.
+    for args in [
+        vec!["status", id.as_str(), "--job-id", "nightly-7"],
+        vec!["wait"],
+        vec!["cancel", "--kind", "job"],
+        vec!["status", "--job-id", "x", "--kind", "pod"],
+    ] {
+        exits(kubeferry(kubeconfig).args(&args), 2).await;
+    }
+}
+
+#[tokio::test]
+async fn a_job_id_that_already_ran_is_not_run_again_and_says_so() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let fail = example("fail.yaml");
+    let run_once = ["run", "-f", &fail, "--job-id", "once-1", "--no-progress"];
+    let (first, stderr) = exits(kubeferry(kubeconfig).args(run_once), 3).await;
+    assert!(stderr.contains("submitted "), "{stderr}");
+    let status: Value = serde_json::from_str(
+        &ok(kubeferry(kubeconfig).args(["status", "--job-id", "once-1", "-o", "json"])).await,
+    )
+    .unwrap();
+    let finished = status["finishedAt"].as_str().unwrap();
+
+    // Again: nothing created; that run's outcome, log and exit code.
+    let (again, stderr) = exits(kubeferry(kubeconfig).args(run_once), 3).await;
+    assert!(
+        stderr.contains(&format!(
+            "kubeferry: job id once-1 already ran: FAILED at {finished}; not run again"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("submitted "), "{stderr}");
+    assert!(again.contains("about to fail"), "{again}");
+    assert_eq!(again.lines().last(), first.lines().last(), "{again}");
+    assert_eq!(cluster.sim.count("batch", "jobs"), 1);
+
+    // submit says so too, and -o json has `existing`.
+    let output = run(
+        kubeferry(kubeconfig).args(["submit", "-f", &fail, "--job-id", "once-1", "-o", "json"])
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("job id once-1 already ran: FAILED at "),
+        "{}",
+        text(&output.stderr)
+    );
+    let submitted: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(submitted["existing"], true);
+    assert_eq!(submitted["jobId"], "once-1");
+    let fresh: Value =
+        serde_json::from_str(
+            &ok(kubeferry(kubeconfig)
+                .args(["submit", "-f", &fail, "--job-id", "once-2", "-o", "json"]))
+            .await,
+        )
+        .unwrap();
+    assert_eq!(fresh["existing"], false);
+
+    // A job id still running: it says so, and runs nothing new.
+    let gate = cluster.dir.path().join("gate");
+    let gated = gated_job(cluster.dir.path(), "gated", &gate)
+        .display()
+        .to_string();
+    let id = submit_as(kubeconfig, &gated, "running-1", &[]).await;
+    let _started = eventually_started(kubeconfig, &id).await;
+    let output =
+        run(kubeferry(kubeconfig).args(["submit", "-f", &gated, "--job-id", "running-1"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), format!("{id}\n"));
+    assert!(
+        text(&output.stderr).contains("job id running-1 is already running (STARTED since "),
+        "{}",
+        text(&output.stderr)
+    );
+    std::fs::write(&gate, b"").unwrap();
+    wait(kubeconfig, &id).await;
+}
+
+/// Waits until a job is STARTED; its status.
+async fn eventually_started(kubeconfig: &Path, id: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let status: Value = serde_json::from_str(
+            &ok(kubeferry(kubeconfig).args(["status", id, "-o", "json"])).await,
+        )
+        .unwrap();
+        if status["state"] == "STARTED" {
+            return status;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether a time is as every answer gives it: RFC 3339 in UTC, to the second.
+fn to_the_second(time: &Value) -> bool {
+    time.as_str()
+        .is_some_and(|t| t.len() == 20 && t.ends_with('Z') && t.parse::<jiff::Timestamp>().is_ok())
+}
+
+#[tokio::test]
+async fn status_and_list_print_the_services_job_json_with_times_to_the_second() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let id = submit_as(kubeconfig, &example("fail.yaml"), "shape-1", &[]).await;
+    wait(kubeconfig, &id).await;
+
+    let status: Value =
+        serde_json::from_str(&ok(kubeferry(kubeconfig).args(["status", &id, "-o", "json"])).await)
+            .unwrap();
+    assert_eq!(status["failureClass"], "user", "{status}");
+    assert!(to_the_second(&status["startedAt"]), "{status}");
+    assert!(to_the_second(&status["finishedAt"]), "{status}");
+    let by_job_id: Value = serde_json::from_str(
+        &ok(kubeferry(kubeconfig).args(["status", "--job-id", "shape-1", "-o", "json"])).await,
+    )
+    .unwrap();
+    assert_eq!(by_job_id["jobId"], "shape-1");
+
+    // list -o json: {"items": [...]}, each item the service's, its job the status's fields.
+    let list: Value =
+        serde_json::from_str(&ok(kubeferry(kubeconfig).args(["list", "-o", "json"])).await)
+            .unwrap();
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(items.len(), 1, "{list}");
+    assert_eq!(items[0]["jobId"], "shape-1");
+    assert!(to_the_second(&items[0]["createdAt"]), "{list}");
+    assert_eq!(items[0]["job"], by_job_id, "{list}");
+    // Several statuses: items too.
+    let statuses: Value = serde_json::from_str(
+        &ok(kubeferry(kubeconfig).args(["status", &id, &id, "-o", "json"])).await,
+    )
+    .unwrap();
+    assert_eq!(statuses["items"][1]["id"], id.as_str(), "{statuses}");
+
+    // The table gives the same times.
+    let table = ok(kubeferry(kubeconfig).args(["status", &id])).await;
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[4], status["startedAt"].as_str().unwrap(), "{table}");
+    assert_eq!(row[5], status["finishedAt"].as_str().unwrap(), "{table}");
+}
+
+#[tokio::test]
+async fn watch_rows_stay_under_their_headers() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let gate = cluster.dir.path().join("gate");
+    let job = gated_job(cluster.dir.path(), "aligned", &gate)
+        .display()
+        .to_string();
+    let id = submit(kubeconfig, &job, &[]).await;
+    for command in [vec!["list", "-w"], vec!["status", "-w", &id]] {
+        let watch = Spawned::start(kubeferry(kubeconfig).args(&command));
+        watch
+            .until("the first row", |out, _| out.contains(&id))
+            .await;
+        if command[0] == "status" {
+            std::fs::write(&gate, b"").unwrap();
+            watch
+                .until("the SUCCEEDED row", |out, _| {
+                    out.lines().any(|l| l.contains(" SUCCEEDED "))
+                })
+                .await;
+        }
+        watch.interrupt();
+        let (_, stdout, _) = watch.finish().await;
+        let lines: Vec<&str> = stdout.lines().collect();
+        let header = lines[0];
+        // Each header's column starts where its values start, in every row (EXIT may be
+        // empty, but nothing before it reaches into it).
+        for name in ["STATE", "REASON", "EXIT"] {
+            let at = header.find(name).unwrap();
+            for row in &lines[1..] {
+                assert!(row[..at].ends_with(' '), "{name} at {at}:\n{stdout}");
+                if name != "EXIT" {
+                    assert!(!row[at..].starts_with(' '), "{name} at {at}:\n{stdout}");
+                }
+            }
+        }
+        if command[0] == "status" {
+            let at = header.find("FINISHED").unwrap();
+            let last = lines.last().unwrap();
+            assert!(last[at..].starts_with("20"), "FINISHED:\n{stdout}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn exit_codes_say_timeout_usage_and_a_closed_pipe() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let gate = cluster.dir.path().join("gate");
+    let job = gated_job(cluster.dir.path(), "slow", &gate)
+        .display()
+        .to_string();
+    let id = submit(kubeconfig, &job, &[]).await;
+    // wait --timeout that runs out: 124, not a failed job's 1; the job keeps running.
+    let (_, stderr) = exits(
+        kubeferry(kubeconfig).args(["wait", &id, "--timeout", "200ms"]),
+        124,
+    )
+    .await;
+    assert!(stderr.contains("timed out"), "{stderr}");
+    let help = ok(kubeferry(kubeconfig).args(["wait", "--help"])).await;
+    assert!(help.contains("124"), "{help}");
+
+    // Every usage error exits 2.
+    let usage: Vec<Vec<&str>> = vec![
+        vec!["list", "-A", "-w"],
+        vec!["logs", &id, "-f", "--previous"],
+        vec!["logs", &id, "-f", "--limit-bytes", "3"],
+        vec!["logs", &id, "--limit-bytes", "3", "--tail-bytes", "3"],
+        vec!["status", "not-an-id"],
+        vec!["status", "test/pod/default/x"],
+        vec!["status", "--until-done", &id],
+    ];
+    for args in usage {
+        exits(kubeferry(kubeconfig).args(&args), 2).await;
+    }
+    // A list of kinds names every kind.
+    let (_, stderr) = exits(
+        kubeferry(kubeconfig).args(["cancel", "test/pod/default/x"]),
+        2,
+    )
+    .await;
+    assert!(
+        stderr.contains("expected one of job, sparkapp, jobset"),
+        "{stderr}"
+    );
+    std::fs::write(&gate, b"").unwrap();
+    wait(kubeconfig, &id).await;
+
+    // A reader that went away: quiet, exit 0, as kubectl.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = run(kubeferry(kubeconfig)
+        .args(["list", "-o", "name"])
+        .stdout(Stdio::from(writer)))
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stderr), "");
+}
+
+#[tokio::test]
+async fn logs_limit_bytes_keeps_the_first_bytes_and_tail_bytes_the_last() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let job = shell_job(cluster.dir.path(), "words", "echo hello; echo world")
+        .display()
+        .to_string();
+    let id = submit(kubeconfig, &job, &[]).await;
+    wait(kubeconfig, &id).await;
+    let logs = |flags: &'static [&'static str]| {
+        let mut command = kubeferry(kubeconfig);
+        command.args(["logs", &id]).args(flags);
+        command
+    };
+    assert_eq!(ok(&mut logs(&[])).await, "hello\nworld\n");
+    assert_eq!(ok(&mut logs(&["--limit-bytes", "7"])).await, "hello\nw");
+    assert_eq!(ok(&mut logs(&["--tail-bytes", "6"])).await, "world\n");
+    assert_eq!(
+        ok(&mut logs(&["--tail", "1", "--limit-bytes", "3"])).await,
+        "wor"
+    );
+}
+
+#[tokio::test]
+async fn every_help_has_examples_and_points_at_the_guide() {
+    let commands: Vec<Vec<&str>> = vec![
+        vec![],
+        vec!["run"],
+        vec!["submit"],
+        vec!["status"],
+        vec!["wait"],
+        vec!["cancel"],
+        vec!["logs"],
+        vec!["list"],
+        vec!["sweep"],
+        vec!["rbac"],
+        vec!["completion"],
+        vec!["template"],
+        vec!["serve"],
+        vec!["sim"],
+    ];
+    for command in commands {
+        let help = ok(Command::new(binary()).args(&command).arg("--help")).await;
+        let first = help.lines().next().unwrap_or_default();
+        assert!(
+            !first.is_empty()
+                && first.ends_with(|c: char| c.is_alphanumeric() || c == ')' || c == '.'),
+            "{command:?}: a one-line summary first:\n{help}"
+        );
+        assert!(
+            help.contains("\nExamples:\n  kubeferry "),
+            "{command:?}:\n{help}"
+        );
+        assert!(
+            help.trim_end()
+                .ends_with("Guide: docs/README.md in the kubeferry repository."),
+            "{command:?}:\n{help}"
+        );
+    }
+    let help = ok(Command::new(binary()).args(["status", "--help"])).await;
+    assert!(
+        help.contains("--job-id <JOB_ID>") && help.contains("--kind <KIND>"),
+        "{help}"
+    );
+    let help = ok(Command::new(binary()).args(["logs", "--help"])).await;
+    assert!(help.contains("--tail-bytes <N>"), "{help}");
+    assert!(
+        help.contains("Only the first N bytes, as kubectl's --limit-bytes"),
+        "{help}"
+    );
+}
+
+#[tokio::test]
+async fn a_job_id_answers_once_its_job_is_gone_from_its_outcome_record() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let gate = cluster.dir.path().join("gate");
+    let job = gated_job(cluster.dir.path(), "doomed", &gate)
+        .display()
+        .to_string();
+    let id = submit_as(kubeconfig, &job, "doomed-1", &[]).await;
+    ok(kubeferry(kubeconfig).args(["cancel", "--job-id", "doomed-1", "--wait"])).await;
+    // The Job is deleted on cancel: only its outcome record is left.
+    assert_eq!(cluster.sim.count("batch", "jobs"), 0);
+    let status: Value = serde_json::from_str(
+        &ok(kubeferry(kubeconfig).args(["status", "--job-id", "doomed-1", "-o", "json"])).await,
+    )
+    .unwrap();
+    assert_eq!(status["id"], id.as_str());
+    assert_eq!(status["state"], "CANCELLED");
+    assert_eq!(status["jobId"], "doomed-1");
 }

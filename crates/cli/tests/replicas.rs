@@ -72,7 +72,7 @@ async fn three_replicas_one_killed_and_restarted_agree_on_every_job() {
     }
     // Submitting again on the third gives the same ids: nothing new is created.
     for (job_id, (_, body)) in &plan {
-        assert_eq!(&third.api.submit(body.clone()).await, &ids[job_id]);
+        assert_eq!(&third.api.resubmit(body.clone()).await, &ids[job_id]);
     }
 
     // Cancel on the third; then kill it while it cancels another job.
@@ -109,7 +109,7 @@ async fn three_replicas_one_killed_and_restarted_agree_on_every_job() {
     }
     for (job_id, (expect, body)) in &plan {
         if *expect != Expect::Cancelled {
-            assert_eq!(&third.api.submit(body.clone()).await, &ids[job_id]);
+            assert_eq!(&third.api.resubmit(body.clone()).await, &ids[job_id]);
         }
     }
     gate.open();

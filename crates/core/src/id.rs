@@ -20,6 +20,12 @@ impl JobKind {
     /// All kinds, in the order they are documented.
     pub const ALL: [JobKind; 3] = [JobKind::Job, JobKind::SparkApp, JobKind::JobSet];
 
+    /// Every kind's name, in [`JobKind::ALL`]'s order, comma-separated (`job, sparkapp,
+    /// jobset`): what an error that expects a kind lists.
+    pub fn names() -> String {
+        JobKind::ALL.map(JobKind::as_str).join(", ")
+    }
+
     /// The kind as it appears in an execution id.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -77,7 +83,7 @@ pub enum IdError {
         part: &'static str,
     },
     /// The kind part names no known kind.
-    #[error("execution id kind {0:?} is unknown: expected one of job, sparkapp")]
+    #[error("execution id kind {0:?} is unknown: expected one of {kinds}", kinds = JobKind::names())]
     UnknownKind(String),
     /// The namespace or name is not a DNS-1123 label.
     #[error("execution id {id:?} is malformed: the {part} {value:?} is not a DNS-1123 label")]
@@ -185,6 +191,10 @@ mod tests {
 
     #[test]
     fn round_trips() {
+        assert_eq!(
+            "c/pod/ns/x".parse::<ExecutionId>().unwrap_err().to_string(),
+            "execution id kind \"pod\" is unknown: expected one of job, sparkapp, jobset"
+        );
         for text in ["sim/job/default/hello-1a2b", "prod-eu/sparkapp/etl/daily-x"] {
             let id: ExecutionId = text.parse().unwrap();
             assert_eq!(id.to_string(), text);

@@ -22,6 +22,17 @@ impl CancelOutcome {
     }
 }
 
+/// What a submission did: the job's execution id, and whether the job id named a job that was
+/// already there (created or run before: nothing was created this time).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submission {
+    /// The execution id.
+    pub id: ExecutionId,
+    /// `true` when the job id already named a job (running, or ended with its outcome
+    /// recorded) and nothing was created; `false` when this submission created it.
+    pub existing: bool,
+}
+
 /// One managed job as listed.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -57,9 +57,7 @@ pub enum Error {
         message: String,
     },
     /// An object with the job's deterministic name exists but belongs to something else.
-    #[error(
-        "cannot create {kind} {namespace}/{name}: an object of that name already exists and {why}; choose another job id or remove it"
-    )]
+    #[error("cannot create {kind} {namespace}/{name}: {why}")]
     NameTaken {
         /// The object kind.
         kind: &'static str,
@@ -67,7 +65,7 @@ pub enum Error {
         namespace: String,
         /// The name.
         name: String,
-        /// Why it cannot be adopted.
+        /// Why it cannot be adopted, and the one thing to do about it.
         why: String,
     },
     /// The server answered with an error that retrying cannot fix (400, 404, 409, 422, ...).

@@ -10,7 +10,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use rand::Rng;
 use tracing::warn;
 
-use crate::answers::{CancelOutcome, JobSummary, Orphan};
+use crate::answers::{CancelOutcome, JobSummary, Orphan, Submission};
 use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
@@ -231,10 +231,23 @@ impl Executor {
         job_id: &str,
         namespace: &str,
     ) -> Result<ExecutionId> {
+        Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
+    }
+
+    /// [`Executor::submit`], saying whether the job id already named a job (running, or ended
+    /// with its outcome recorded), in which case nothing was created.
+    pub async fn submit_or_find(
+        &self,
+        spec: &JobSpec,
+        job_id: &str,
+        namespace: &str,
+    ) -> Result<Submission> {
         match spec {
-            JobSpec::Container(spec) => self.container.submit(spec, job_id, namespace).await,
-            JobSpec::Spark(spec) => self.spark.submit(spec, job_id, namespace).await,
-            JobSpec::JobSet(spec) => self.jobset.submit(spec, job_id, namespace).await,
+            JobSpec::Container(spec) => {
+                self.container.submit_or_find(spec, job_id, namespace).await
+            }
+            JobSpec::Spark(spec) => self.spark.submit_or_find(spec, job_id, namespace).await,
+            JobSpec::JobSet(spec) => self.jobset.submit_or_find(spec, job_id, namespace).await,
         }
     }
 
@@ -400,6 +413,57 @@ impl Executor {
         let jobsets = protocol::list(&*self.jobset, None, selector).await;
         let mut jobs = with_jobsets(jobs, jobsets, "jobs not listed")?;
         jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(jobs)
+    }
+
+    /// The jobs of a namespace submitted under the caller's `job_id`, of every kind: the
+    /// objects that carry it (found by its `kubeferry.dev/job-id` label, and checked against
+    /// the full job id they carry), else the run whose outcome is recorded under the name the
+    /// job id gives (its object may be gone). Usually one; empty when the job id names no job
+    /// here.
+    pub async fn find_by_job_id(&self, namespace: &str, job_id: &str) -> Result<Vec<JobSummary>> {
+        let selector = format!(
+            "{}={}",
+            kubeferry_core::marks::JOB_ID_LABEL,
+            kubeferry_core::marks::job_id_label_value(job_id)
+        );
+        let mut jobs = self.list(namespace, Some(&selector)).await?;
+        jobs.retain(|job| job.job_id.as_deref() == Some(job_id));
+        if !jobs.is_empty() {
+            return Ok(jobs);
+        }
+        // No object carries it: a run whose object is gone answers from its outcome record.
+        let candidates = [
+            (JobKind::Job, self.container.object_names(job_id)),
+            (JobKind::SparkApp, self.spark.object_names(job_id)),
+            (JobKind::JobSet, self.jobset.object_names(job_id)),
+        ];
+        for (kind, names) in candidates {
+            for name in names {
+                let id = ExecutionId::new(self.cluster.name(), kind, namespace, name);
+                match self.status(&id).await {
+                    Ok(status) => jobs.push(JobSummary {
+                        id,
+                        job_id: Some(job_id.to_string()),
+                        created_at: None,
+                        status,
+                        pod: None,
+                        node: None,
+                        attempts: 0,
+                    }),
+                    Err(error) if error.is_no_such_job() => {}
+                    // A kind this cluster does not serve (or kubeferry may not read) holds
+                    // no job of it.
+                    Err(
+                        Error::Forbidden { .. }
+                        | Error::SparkUnavailable { .. }
+                        | Error::JobSetUnavailable { .. },
+                    ) => {}
+                    Err(error) if error.is_not_found() => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        }
         Ok(jobs)
     }
 

@@ -69,13 +69,14 @@ impl<K: Object> Objects<K> {
     /// Creates `object` for `job_id`, or adopts the one an earlier attempt already created (a
     /// create whose response was lost): only if it carries the same job id and spec hash and
     /// is not being deleted. The name is deterministic, so a repeated create answers 409.
+    /// Returns whether this call created it (`false`: it was there already).
     pub(crate) async fn create_or_adopt(
         &self,
         cluster: &Cluster,
         object: &K,
         job_id: &str,
         spec_hash: &str,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let name = object.meta().name.clone().unwrap_or_default();
         let params = PostParams::default();
         let created = cluster
@@ -86,7 +87,7 @@ impl<K: Object> Objects<K> {
         match created {
             Ok(_) => {
                 info!(message = "job submitted", job_id, namespace = %self.namespace, %name, kind = self.kind);
-                Ok(())
+                Ok(true)
             }
             Err(error) if error.is_conflict() => {
                 let existing = self.get(cluster, &name).await?;
@@ -99,7 +100,7 @@ impl<K: Object> Objects<K> {
                     existing.as_ref().map(|o| o.meta()),
                 )?;
                 info!(message = "adopted an existing job", job_id, namespace = %self.namespace, %name, kind = self.kind);
-                Ok(())
+                Ok(false)
             }
             Err(error) => Err(error),
         }
@@ -322,18 +323,26 @@ pub(crate) fn check_adoptable(
     let taken = name_taken(kind, namespace, name);
     let Some(existing) = existing else {
         return Err(taken(
-            "it was deleted while kubeferry looked at it; submit again".into(),
+            "an object of that name was deleted while kubeferry looked at it; submit again".into(),
         ));
     };
     let annotations = existing.annotations.clone().unwrap_or_default();
     match annotations.get(JOB_ID_ANNOTATION) {
         Some(owner) if owner == job_id => {}
-        Some(owner) => return Err(taken(format!("belongs to job id {owner:?}"))),
-        None => return Err(taken("is not managed by kubeferry".into())),
+        Some(owner) => {
+            return Err(taken(format!(
+                "an object of that name belongs to job id {owner:?}; use another job id"
+            )));
+        }
+        None => {
+            return Err(taken(
+                "an object of that name exists and is not managed by kubeferry; use another job id or delete that object".into(),
+            ));
+        }
     }
     if annotations.get(SPEC_HASH_ANNOTATION).map(String::as_str) != Some(spec_hash) {
         return Err(taken(format!(
-            "was created for job id {job_id:?} from a different spec; a job id names one spec"
+            "job id {job_id:?} was submitted before from a different spec, and a job id names one spec: submit this spec under another job id"
         )));
     }
     // An object on its way out (cancelled, or deleted by someone else) is the job's run: the

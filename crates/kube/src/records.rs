@@ -537,14 +537,18 @@ pub(crate) fn check_resubmission(
         Some(owner) if owner == job_id => {}
         Some(owner) => {
             return Err(taken(format!(
-                "is the name job id {owner:?} ran under, and its outcome is recorded"
+                "that name is job id {owner:?}'s, whose outcome is recorded; use another job id"
             )));
         }
-        None => return Err(taken("has an outcome record without a job id".into())),
+        None => {
+            return Err(taken(
+                "an outcome record without a job id holds that name; use another job id".into(),
+            ));
+        }
     }
     if record.spec_hash.as_deref() != Some(spec_hash) {
         return Err(taken(format!(
-            "already ran for job id {job_id:?} from a different spec (it ended {}); a job id names one run: submit under a new job id to run it again",
+            "job id {job_id:?} already ran with a different spec (it ended {}), and a job id names one run: submit this spec under another job id, or once that run's outcome record has expired",
             record.outcome.state
         )));
     }

@@ -179,6 +179,17 @@ impl App {
         }
     }
 
+    /// The namespace of a submission that names none: the service's default namespace when
+    /// the caller may use it, else the first served namespace the caller may use (the rule of
+    /// [`App::namespaces_for`], which lists the namespaces the caller may use). A caller that
+    /// may use none gets the default, and the answer 403 names it.
+    pub fn default_namespace_for(&self, principal: &Principal) -> &str {
+        self.namespaces
+            .iter()
+            .find(|n| principal.scope.allows(n))
+            .unwrap_or(&self.namespaces[0])
+    }
+
     /// The clusters a request covers: the named one, or all.
     pub fn clusters_for(
         &self,

@@ -152,19 +152,57 @@ async fn submit_is_idempotent_per_job_id_and_status_comes_from_the_cache() {
     assert_eq!(submitted["jobId"], "gravitino-42");
     assert_eq!(submitted["namespace"], "default");
     assert_eq!(submitted["cluster"], CLUSTER);
+    assert_eq!(submitted["existing"], false);
     assert_eq!(first.headers[header::LOCATION], format!("/v1/jobs/{id}"));
 
-    // The same job id again: the same execution id, nothing new.
+    // The same job id again: the same execution id, nothing new, and the answer says so.
     let again = api.post("/v1/jobs", &body).await;
-    assert_eq!(again.status, StatusCode::CREATED);
+    assert_eq!(again.status, StatusCode::OK, "{}", again.text());
     assert_eq!(again.json()["id"], id.as_str());
+    assert_eq!(again.json()["existing"], true);
+    assert_eq!(again.headers[header::LOCATION], format!("/v1/jobs/{id}"));
     assert_eq!(sim.jobs("default").await.len(), 1);
 
-    // The same job id with another spec is refused.
+    // The same job id with another spec is refused, saying once what to do.
     let other = shell_job("gravitino-42", "echo something else");
-    api.post("/v1/jobs", &other)
+    let refused = api
+        .post("/v1/jobs", &other)
         .await
         .error(StatusCode::CONFLICT, "name_taken");
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains("job id \"gravitino-42\" was submitted before from a different spec"),
+        "{message}"
+    );
+    assert_eq!(message.matches("another job id").count(), 1, "{message}");
+    assert!(
+        !message.contains("choose another job id or remove it"),
+        "{message}"
+    );
+
+    // The job is found by its job id, in the namespace asked or the caller's.
+    for query in ["jobId=gravitino-42", "jobId=gravitino-42&namespace=default"] {
+        let found = api.get(&format!("/v1/jobs?{query}")).await.json();
+        let items = found["items"].as_array().unwrap();
+        assert_eq!(items.len(), 1, "{query}: {found}");
+        assert_eq!(items[0]["jobId"], "gravitino-42");
+        assert_eq!(items[0]["job"]["id"], id.as_str());
+        assert_eq!(items[0]["job"]["jobId"], "gravitino-42");
+    }
+    let none = api.get("/v1/jobs?jobId=gravitino-43").await.json();
+    assert_eq!(none["items"], json!([]), "{none}");
+    let none = api
+        .get("/v1/jobs?jobId=gravitino-42&namespace=team-a")
+        .await
+        .json();
+    assert_eq!(none["items"], json!([]), "{none}");
+    for query in ["jobId=", "jobId=gravitino-42&selector=a%3Db"] {
+        let bad = api
+            .get(&format!("/v1/jobs?{query}"))
+            .await
+            .error(StatusCode::BAD_REQUEST, "bad_parameter");
+        assert_eq!(bad["field"], "jobId", "{query}: {bad}");
+    }
 
     let started = api.wait_for(&id, "STARTED").await;
     let started_at = started["startedAt"].as_str().unwrap().to_string();
@@ -175,6 +213,13 @@ async fn submit_is_idempotent_per_job_id_and_status_comes_from_the_cache() {
     assert_eq!(done["startedAt"], started_at.as_str());
     assert!(done["finishedAt"].is_string());
     assert_eq!(sim.jobs("default").await.len(), 1);
+    assert_eq!(sim.pods("default").await.len(), 1);
+
+    // Once it ran, the same job id answers that run: 200, nothing created.
+    let ran = api.post("/v1/jobs", &body).await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.text());
+    assert_eq!(ran.json()["existing"], true);
+    assert_eq!(ran.json()["id"], id.as_str());
     assert_eq!(sim.pods("default").await.len(), 1);
     service.stop().await;
 }
@@ -432,6 +477,12 @@ async fn tokens_are_required_scoped_and_reloaded() {
         .submit(json!({"jobId": "scoped", "namespace": "team-a", "spec": {"name": "x", "image": "busybox", "command": ["true"]}}))
         .await;
     team_a.wait_for(&id, "SUCCEEDED").await;
+    // Naming no namespace, it submits into its own, as its list covers its own.
+    let unnamed = team_a
+        .submit(json!({"jobId": "unnamed", "spec": {"name": "x", "image": "busybox", "command": ["true"]}}))
+        .await;
+    assert!(unnamed.starts_with("sim/job/team-a/"), "{unnamed}");
+    team_a.wait_for(&unnamed, "SUCCEEDED").await;
     team_a
         .post("/v1/jobs", &json!({"jobId": "b", "namespace": "team-b", "spec": {"name": "x", "image": "busybox"}}))
         .await
@@ -452,7 +503,7 @@ async fn tokens_are_required_scoped_and_reloaded() {
         .iter()
         .map(|i| i["job"]["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, [id.as_str()]);
+    assert_eq!(ids, [id.as_str(), unnamed.as_str()]);
 
     // The tokens file is re-read when it changes: team-a's token goes, a new one comes.
     let fresh = "fresh-token-0123456789abcdef";

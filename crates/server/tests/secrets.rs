@@ -60,8 +60,10 @@ async fn tokens_never_appear_in_the_services_output() {
         .get("/v1/jobs?namespace=default")
         .await
         .error(StatusCode::FORBIDDEN, "forbidden");
+    let mut elsewhere = shell_job("elsewhere", "true");
+    elsewhere["namespace"] = json!("default");
     team_a
-        .post("/v1/jobs", &shell_job("elsewhere", "true"))
+        .post("/v1/jobs", &elsewhere)
         .await
         .error(StatusCode::FORBIDDEN, "forbidden");
     // A token given where it does not belong is not echoed either.

@@ -223,14 +223,16 @@ async fn an_application_without_a_status_fails_at_its_timeout_though_nobody_asks
         "{made:?}"
     );
     assert_eq!(made.get("create configmaps"), Some(&1), "{made:?}");
-    // Asked at last, the service answers the recorded outcome.
+    // Asked at last, the service answers the recorded outcome (its time to the second, as
+    // every answer gives times).
     let info = service.api.job(&id).await.json();
+    let recorded_end: jiff::Timestamp = outcome["finishedAt"].as_str().unwrap().parse().unwrap();
     assert_eq!(
         (&info["state"], &info["reason"], &info["finishedAt"]),
         (
             &outcome["state"],
             &outcome["reason"],
-            &outcome["finishedAt"]
+            &json!(kubeferry_server::api::model::format_time(recorded_end))
         ),
         "{info:#}"
     );

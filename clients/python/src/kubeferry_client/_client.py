@@ -149,8 +149,10 @@ class Client:
     ) -> Submitted:
         """Submits a job: a spec (a dict, or the text of a YAML or JSON job file) or the name of
         a template, rendered with ``params``, under the caller's own ``job_id``. Submitting the
-        same job id again returns the same execution id and creates nothing. Raises InvalidSpec
-        (422) with every problem for an invalid spec; nothing is created then."""
+        same job id again returns the same execution id and creates nothing (``existing`` is
+        then True). Without ``namespace`` (here or in the spec), the job goes to the service's
+        default namespace when the token may use it, else to the first one it may use. Raises
+        InvalidSpec (422) with every problem for an invalid spec; nothing is created then."""
         body: dict[str, Any] = {"jobId": job_id}
         if spec is not None:
             body["spec"] = spec
@@ -280,17 +282,21 @@ class Client:
         namespace: str | None = None,
         cluster: str | None = None,
         selector: str | None = None,
+        job_id: str | None = None,
         status: Iterable[JobState | str] | None = None,
         limit: int | None = None,
         continue_: str | None = None,
     ) -> JobList:
         """One page of jobs, oldest first, filtered by a label selector and by state; pass the
-        page's ``continue_`` for the next (``iter_jobs`` walks every page)."""
+        page's ``continue_`` for the next (``iter_jobs`` walks every page). With ``job_id``:
+        the job(s) submitted under that job id (in ``namespace``, else in every namespace the
+        token may use), of any kind, found even once the job's object is gone."""
         states = None if status is None else ",".join(str(state) for state in status)
         query = {
             "namespace": namespace,
             "cluster": cluster,
             "selector": selector,
+            "jobId": job_id,
             "status": states,
             "limit": limit,
             "continue": continue_,
@@ -303,6 +309,7 @@ class Client:
         namespace: str | None = None,
         cluster: str | None = None,
         selector: str | None = None,
+        job_id: str | None = None,
         status: Iterable[JobState | str] | None = None,
         page_size: int | None = None,
     ) -> Iterator[JobListItem]:
@@ -314,6 +321,7 @@ class Client:
                 namespace=namespace,
                 cluster=cluster,
                 selector=selector,
+                job_id=job_id,
                 status=states,
                 limit=page_size,
                 continue_=continue_,
@@ -648,13 +656,35 @@ def _api_error(status: int | None, body: ErrorBody) -> ApiError:
     return cls(
         status,
         body.code,
-        body.message,
+        _caller_message(body),
         field=body.field,
         line=body.line,
         column=body.column,
         problems=body.problems,
         request_id=body.request_id,
     )
+
+
+def _caller_message(body: ErrorBody) -> str:
+    """The error's message as the caller can follow it: the problems of a spec given as a dict
+    point at its fields (`spec.resources.memory: ...`), not at lines and columns of the JSON
+    body this client built from it (`body:1:38: ...`). Problems of a spec given as text keep
+    their place in that text (`spec:3:10: ...`)."""
+    if not body.problems or all(problem.file != "body" for problem in body.problems):
+        return body.message
+    lines = []
+    for problem in body.problems:
+        if problem.file == "body":
+            lines.append(
+                f"{problem.field}: {problem.message}" if problem.field else problem.message
+            )
+        else:
+            place = ":".join(
+                str(part) for part in (problem.file, problem.line, problem.column) if part
+            )
+            field = f"{problem.field}: " if problem.field else ""
+            lines.append(f"{place}: {field}{problem.message}")
+    return "\n".join(lines)
 
 
 def _error_from(response: http.client.HTTPResponse, data: bytes) -> ApiError:

@@ -266,6 +266,8 @@ class JobInfo:
     replicas: Replicas | None = _wire("replicas", _optional(_as(Replicas)), default=None)
     """For a JobSet: its restarts and where each replicated job's Jobs stand (``None`` for
     every other job)."""
+    job_id: str | None = _wire("jobId", default=None)
+    """The caller's job id, when the answer knows it (a list, a lookup by job id)."""
 
     @property
     def is_final(self) -> bool:
@@ -285,6 +287,9 @@ class Submitted:
     """The cluster."""
     namespace: str = _wire("namespace")
     """The namespace."""
+    existing: bool = _wire("existing", default=False)
+    """True when the job id already named a job (running, or ended): nothing was created and
+    the execution id is that job's. False when this submission created the job."""
     warnings: list[str] = _wire("warnings", _strings, default_factory=list)
     """Things worth knowing that did not stop the submission (e.g. unused parameters)."""
 
@@ -319,6 +324,12 @@ class JobListItem:
     """The caller's job id."""
     created_at: datetime.datetime | None = _wire("createdAt", _optional(_timestamp), default=None)
     """When the job was created."""
+    pod: str | None = _wire("pod", default=None)
+    """The newest attempt's pod, if one exists."""
+    node: str | None = _wire("node", default=None)
+    """The node that pod was scheduled to, once it was."""
+    attempts: int = _wire("attempts", default=0)
+    """How many attempts' pods still exist."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -40,7 +40,7 @@ OPERATIONS: dict[str, Operation] = {
         body="SubmitRequest",
         body_properties=frozenset({"jobId", "spec", "template", "params", "namespace", "cluster"}),
         answer="Submitted",
-        success=frozenset({201}),
+        success=frozenset({200, 201}),
     ),
     "getJob": Operation("GET", _JOB, answer="JobInfo"),
     "cancelJob": Operation(
@@ -56,7 +56,9 @@ OPERATIONS: dict[str, Operation] = {
     "listJobs": Operation(
         "GET",
         "/v1/jobs",
-        query=frozenset({"namespace", "cluster", "selector", "status", "limit", "continue"}),
+        query=frozenset(
+            {"namespace", "cluster", "selector", "jobId", "status", "limit", "continue"}
+        ),
         answer="JobList",
     ),
     "watchJobs": Operation(

@@ -5,19 +5,20 @@ use std::process::ExitCode;
 use kubeferry::kube::CancelOutcome;
 
 use crate::args::{CancelArgs, Cli};
-use crate::commands::parse_id;
+use crate::commands::{named_jobs, parse_ids};
 use crate::connect::{Fallback, connect};
 use crate::output::print_statuses;
 use crate::output::progress;
 
 /// Runs `kubeferry cancel`.
 pub async fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
-    let ids = args
-        .ids
-        .iter()
-        .map(|text| parse_id(text, cli.cluster.namespace.as_deref()))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let ids = parse_ids(cli, &args.ids)?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
+    let ids: Vec<_> = named_jobs(cli, ids, &args.by_job_id, &connection)
+        .await?
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     let executor = &connection.executor;
     let mut results = Vec::new();
     let mut failed = false;
@@ -50,7 +51,12 @@ pub async fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    print_statuses(&cli.output.format, &results, false)?;
+    print_statuses(
+        &cli.output.format,
+        &results,
+        false,
+        args.by_job_id.job_id.as_deref(),
+    )?;
     Ok(if failed {
         ExitCode::FAILURE
     } else {

@@ -12,15 +12,22 @@ use tokio::sync::mpsc;
 use crate::args::{Cli, Format, ListArgs, SortKey};
 use crate::connect::{Fallback, connect};
 use crate::output::{
-    Structured, Table, duration, one_line, print_structured, print_text, render_row,
+    Items, JobListItem, Structured, Table, duration, one_line, print_structured, print_text,
+    render_row, time_cell,
 };
+
+/// A listed job as printed: the service's list item (the same fields, the same times).
+fn item(job: &JobSummary) -> JobListItem {
+    JobListItem::from(job.clone())
+}
 
 /// Runs `kubeferry list`.
 pub async fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
     if args.watch.watch && args.all_namespaces {
-        anyhow::bail!(
-            "list -w follows one namespace's watch: name it with -n instead of -A (watching every namespace is not supported)"
-        );
+        return Err(crate::UsageError(
+            "list -w follows one namespace's watch: name it with -n instead of -A (watching every namespace is not supported)".into(),
+        )
+        .into());
     }
     let connection = connect(&cli.cluster, Fallback::None).await?;
     let executor = &connection.executor;
@@ -37,13 +44,16 @@ pub async fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
     }
     sort(&mut jobs, args.sort_by);
     let format = &cli.output.format;
-    let mut printer = RowPrinter::new(format);
+    let mut printer = RowPrinter::new(format, args.watch.watch);
+    let items = || Items {
+        items: jobs.iter().map(item).collect(),
+    };
     match format {
         Format::Json | Format::Yaml if !args.watch.watch => {
-            print_structured(format.structured().unwrap_or(Structured::Json), &jobs)?;
+            print_structured(format.structured().unwrap_or(Structured::Json), &items())?;
         }
         Format::JsonPath(template) if !args.watch.watch => {
-            print_text(&template.render(&serde_json::json!({ "items": jobs })))?;
+            print_text(&template.render(&serde_json::to_value(items())?))?;
         }
         _ => printer.first(&jobs)?,
     }
@@ -92,13 +102,25 @@ struct RowPrinter<'a> {
     format: &'a Format,
     /// The table's column widths, once its header is printed.
     widths: Option<Vec<usize>>,
+    /// Whether rows keep coming (`-w`): columns as wide as any value they can take.
+    watching: bool,
 }
 
 impl<'a> RowPrinter<'a> {
-    fn new(format: &'a Format) -> Self {
+    fn new(format: &'a Format, watching: bool) -> Self {
         Self {
             format,
             widths: None,
+            watching,
+        }
+    }
+
+    /// The widths of a table about to be printed.
+    fn widths_of(&self, table: &Table) -> Vec<usize> {
+        if self.watching {
+            table.watch_widths()
+        } else {
+            table.widths()
         }
     }
 
@@ -116,8 +138,10 @@ impl<'a> RowPrinter<'a> {
             for job in jobs {
                 table.row(cells(job, self.wide()));
             }
-            self.widths = Some(table.widths());
-            return print_text(&table.render());
+            let widths = self.widths_of(&table);
+            let text = table.render_with(&widths);
+            self.widths = Some(widths);
+            return print_text(&text);
         }
         for job in jobs {
             self.next(job)?;
@@ -135,18 +159,22 @@ impl<'a> RowPrinter<'a> {
                     None => {
                         let mut table = table(self.wide());
                         table.row(cells);
-                        self.widths = Some(table.widths());
-                        print_text(&table.render())
+                        let widths = self.widths_of(&table);
+                        let text = table.render_with(&widths);
+                        self.widths = Some(widths);
+                        print_text(&text)
                     }
                 }
             }
             Format::Name => print_text(&format!("{}\n", job.id)),
-            Format::Json => print_structured(Structured::Json, job),
+            Format::Json => print_structured(Structured::Json, &item(job)),
             Format::Yaml => {
                 print_text("---\n")?;
-                print_structured(Structured::Yaml, job)
+                print_structured(Structured::Yaml, &item(job))
             }
-            Format::JsonPath(template) => print_text(&template.render(&serde_json::to_value(job)?)),
+            Format::JsonPath(template) => {
+                print_text(&template.render(&serde_json::to_value(item(job))?))
+            }
         }
     }
 }
@@ -168,7 +196,7 @@ fn cells(job: &JobSummary, wide: bool) -> Vec<String> {
         status.state.to_string(),
         status.reason.to_string(),
         status.exit_code.map(|c| c.to_string()).unwrap_or_default(),
-        job.created_at.map(|t| t.to_string()).unwrap_or_default(),
+        time_cell(job.created_at),
     ];
     if wide {
         cells.extend([

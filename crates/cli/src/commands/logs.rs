@@ -8,12 +8,20 @@ use kubeferry::JobKind;
 use kubeferry::kube::logs::{FollowOptions, TailOptions};
 
 use crate::args::{Cli, LogsArgs};
-use crate::commands::parse_id;
+use crate::commands::{named_jobs, parse_ids};
 use crate::connect::{Fallback, connect};
 
 /// Runs `kubeferry logs`.
 pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
-    let id = parse_id(&args.id, cli.cluster.namespace.as_deref())?;
+    let ids = parse_ids(cli, args.id.as_slice())?;
+    let connection = connect(&cli.cluster, Fallback::None).await?;
+    let Some((id, _)) = named_jobs(cli, ids, &args.by_job_id, &connection)
+        .await?
+        .into_iter()
+        .next()
+    else {
+        anyhow::bail!("no job named");
+    };
     if args.index.is_some() && !matches!(id.kind, JobKind::Job | JobKind::JobSet) {
         return Err(crate::UsageError(format!(
             "--index is only for indexed container jobs and JobSets; {id} is neither"
@@ -26,12 +34,8 @@ pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let connection = connect(&cli.cluster, Fallback::None).await?;
     let executor = &connection.executor;
     if args.follow {
-        if args.previous || args.limit_bytes.is_some() {
-            anyhow::bail!("--follow cannot be combined with --previous or --limit-bytes");
-        }
         let options = FollowOptions {
             tail_lines: args.tail,
             index: args.index,
@@ -48,13 +52,44 @@ pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
     } else {
         let options = TailOptions {
             lines: args.tail,
-            bytes: args.limit_bytes,
+            bytes: args.tail_bytes,
             previous: args.previous,
             index: args.index,
             replica: args.replica.clone(),
         };
-        let text = executor.tail(&id, &options).await?;
+        let mut text = executor.tail(&id, &options).await?;
+        if let Some(limit) = args.limit_bytes {
+            text = first_bytes(text, limit);
+        }
         std::io::stdout().lock().write_all(text.as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The first `limit` bytes of `text` (kubectl's `--limit-bytes`), never splitting a character:
+/// a character that would not fit whole is left out.
+fn first_bytes(mut text: String, limit: u64) -> String {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    if text.len() > limit {
+        let mut end = limit;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_bytes;
+
+    #[test]
+    fn the_first_bytes_never_split_a_character() {
+        assert_eq!(first_bytes("hello\nworld\n".into(), 7), "hello\nw");
+        assert_eq!(first_bytes("hi".into(), 10), "hi");
+        assert_eq!(first_bytes("aé".into(), 2), "a");
+        assert_eq!(first_bytes("aé".into(), 3), "aé");
+        assert_eq!(first_bytes("abc".into(), 0), "");
+    }
 }

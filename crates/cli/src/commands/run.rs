@@ -10,7 +10,7 @@ use kubeferry::kube::logs::FollowOptions;
 use kubeferry::{ExecutionId, ExecutionInfo};
 
 use crate::args::{Cli, OnInterrupt, RunArgs};
-use crate::commands::exit_code_of;
+use crate::commands::{TIMED_OUT, already_there, exit_code_of};
 use crate::connect::{Fallback, connect};
 use crate::live::Progress;
 use crate::output::print_final;
@@ -25,10 +25,17 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_input::load(&args.spec)?;
     let connection = connect(&cli.cluster, Fallback::Embedded).await?;
     let executor = connection.executor.clone();
-    let (id, job_id) = connection
+    let (submission, job_id) = connection
         .submit(&cli.cluster, &spec, args.job_id.as_deref())
         .await?;
-    eprintln!("kubeferry: submitted {id} (job id {job_id})");
+    let id = submission.id;
+    if submission.existing {
+        // Nothing was created: that run's outcome and log are the answer.
+        let info = executor.status(&id).await?;
+        eprintln!("kubeferry: {}", already_there(&job_id, &id, &info));
+    } else {
+        eprintln!("kubeferry: submitted {id} (job id {job_id})");
+    }
     let live = Progress::new(cli.output.no_progress);
 
     // Log lines go to stdout, unless stdout carries the JSON/YAML result.
@@ -57,7 +64,15 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         })
     });
 
-    let info = wait_handling_interrupts(&executor, &id, args, &live).await?;
+    let waited = wait_handling_interrupts(&executor, &id, args, &live).await;
+    let (info, timed_out) = match waited {
+        Ok(info) => (info, None),
+        Err(error) => match error.downcast::<kubeferry::kube::Error>() {
+            Ok(error @ kubeferry::kube::Error::WaitTimeout { .. }) => (None, Some(error)),
+            Ok(error) => return Err(error.into()),
+            Err(error) => return Err(error),
+        },
+    };
     if let Some(logs) = logs {
         let abort = logs.abort_handle();
         // The job ended: give the log a moment to drain so its last lines come before the
@@ -69,12 +84,17 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     live.clear();
     drop(executor);
+    if let Some(error) = timed_out {
+        eprintln!("kubeferry: {error}; it keeps running");
+        connection.close().await;
+        return Ok(ExitCode::from(TIMED_OUT));
+    }
     let Some(info) = info else {
         // Left running on request.
         connection.close().await;
         return Ok(ExitCode::from(130));
     };
-    print_final(&cli.output.format, &id, &info)?;
+    print_final(&cli.output.format, &id, &info, Some(&job_id))?;
     connection.close().await;
     Ok(exit_code_of(&info))
 }

@@ -8,21 +8,20 @@ use tokio::sync::mpsc;
 
 use crate::args::{Cli, Format, StatusArgs};
 use crate::commands::list::{News, waiter};
-use crate::commands::parse_id;
+use crate::commands::{named_jobs, parse_ids};
 use crate::connect::{Fallback, connect};
 use crate::output::{
-    StatusColumns, StatusRow, Structured, print_statuses, print_structured, print_text, render_row,
+    StatusColumns, Structured, job_json, print_statuses, print_structured, print_text, render_row,
 };
 
 /// Runs `kubeferry status`.
 pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     // Every id is checked before any request is made.
-    let ids = args
-        .ids
-        .iter()
-        .map(|text| parse_id(text, cli.cluster.namespace.as_deref()))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let ids = parse_ids(cli, &args.ids)?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
+    let named = named_jobs(cli, ids, &args.by_job_id, &connection).await?;
+    let job_id = args.by_job_id.job_id.as_deref();
+    let ids: Vec<ExecutionId> = named.into_iter().map(|(id, _)| id).collect();
     let mut found = Vec::new();
     let mut failed = false;
     for id in &ids {
@@ -36,29 +35,32 @@ pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     }
     let format = &cli.output.format;
     let watching = args.watch.watch;
+    let columns = StatusColumns::for_statuses(&found, *format == Format::Wide);
+    // Under -w, rows keep coming: the columns are as wide as any value they can take.
+    let widths = {
+        let mut table = columns.table();
+        for (id, info) in &found {
+            table.row(columns.cells(id, info));
+        }
+        let widths = table.watch_widths();
+        if watching && matches!(format, Format::Table | Format::Wide) && !found.is_empty() {
+            print_text(&table.render_with(&widths))?;
+        }
+        widths
+    };
     if watching && !matches!(format, Format::Table | Format::Wide) {
         // Each row on its own, as the changes print.
         for (id, info) in &found {
-            print_change(format, None, id, info)?;
+            print_change(format, None, id, info, job_id)?;
         }
-    } else {
-        print_statuses(format, &found, args.ids.len() == 1 && !watching)?;
-    }
-    if !watching {
+    } else if !watching {
+        print_statuses(format, &found, ids.len() == 1, job_id)?;
         return Ok(if failed {
             ExitCode::FAILURE
         } else {
             ExitCode::SUCCESS
         });
     }
-    let columns = StatusColumns::for_statuses(&found, *format == Format::Wide);
-    let widths = {
-        let mut table = columns.table();
-        for (id, info) in &found {
-            table.row(columns.cells(id, info));
-        }
-        table.widths()
-    };
     let mut shown: HashMap<ExecutionId, ExecutionInfo> = found
         .iter()
         .map(|(id, info)| ((*id).clone(), info.clone()))
@@ -85,7 +87,7 @@ pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
             Some(news) = news.recv() => match news {
                 News::Status(id, info) => {
                     if shown.get(&id) != Some(&info) {
-                        print_change(format, Some((&widths, columns)), &id, &info)?;
+                        print_change(format, Some((&widths, columns)), &id, &info, job_id)?;
                         shown.insert(id, info);
                     }
                 }
@@ -114,8 +116,9 @@ fn print_change(
     table: Option<(&[usize], StatusColumns)>,
     id: &ExecutionId,
     info: &ExecutionInfo,
+    job_id: Option<&str>,
 ) -> anyhow::Result<()> {
-    let row = StatusRow { id, status: info };
+    let row = job_json(id, info, job_id);
     match format {
         Format::Table | Format::Wide => {
             let (widths, columns) = table.unwrap_or_else(|| {

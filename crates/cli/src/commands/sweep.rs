@@ -45,7 +45,7 @@ pub async fn sweep(cli: &Cli, args: &SweepArgs) -> anyhow::Result<ExitCode> {
                     table.row(vec![
                         orphan.id.to_string(),
                         orphan.job_id.clone().unwrap_or_else(|| "<none>".into()),
-                        orphan.created_at.map(|t| t.to_string()).unwrap_or_default(),
+                        crate::output::time_cell(orphan.created_at),
                         if orphan.deleted { "yes" } else { "no" }.to_string(),
                     ]);
                 }

@@ -1,24 +1,44 @@
-//! `kubeferry wait`: wait for a job to end; exit 0 only if it succeeded.
+//! `kubeferry wait`: wait for a job to end; exit 0 only if it succeeded, 124 if `--timeout`
+//! ran out first.
 
 use std::process::ExitCode;
 
 use crate::args::{Cli, WaitArgs};
-use crate::commands::{exit_code_of, parse_id};
+use crate::commands::{TIMED_OUT, exit_code_of, named_jobs, parse_ids};
 use crate::connect::{Fallback, connect};
 use crate::live::Progress;
 use crate::output::print_final;
 
 /// Runs `kubeferry wait`.
 pub async fn wait(cli: &Cli, args: &WaitArgs) -> anyhow::Result<ExitCode> {
-    let id = parse_id(&args.id, cli.cluster.namespace.as_deref())?;
+    let ids = parse_ids(cli, args.id.as_slice())?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
+    let Some((id, _)) = named_jobs(cli, ids, &args.by_job_id, &connection)
+        .await?
+        .into_iter()
+        .next()
+    else {
+        anyhow::bail!("no job named");
+    };
     let live = Progress::new(cli.output.no_progress);
     let executor = &connection.executor;
     let info = executor
         .wait(&id, args.timeout, |info| live.status(executor, &id, info))
         .await;
     live.clear();
-    let info = info?;
-    print_final(&cli.output.format, &id, &info)?;
+    let info = match info {
+        Ok(info) => info,
+        Err(error @ kubeferry::kube::Error::WaitTimeout { .. }) => {
+            eprintln!("kubeferry: {error}; it keeps running");
+            return Ok(ExitCode::from(TIMED_OUT));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    print_final(
+        &cli.output.format,
+        &id,
+        &info,
+        args.by_job_id.job_id.as_deref(),
+    )?;
     Ok(exit_code_of(&info))
 }

@@ -22,6 +22,7 @@ use kubeferry_core::spec::ContainerJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use tracing::{debug, warn};
 
+use crate::answers::Submission;
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::kind::{Answers, Kind, KindBase, Listed, ManagedObjects};
@@ -150,12 +151,24 @@ impl ContainerJobs {
     /// Creates the Job for `spec` under `job_id` in `namespace`, or adopts the one a lost
     /// response already created. Submitting the same job id twice runs the job once. The
     /// namespace's watches start, if they had not.
+    /// (The Executor calls [`Self::submit_or_find`]; this is for the crate's own tests.)
+    #[cfg(any(test, feature = "internals"))]
     pub async fn submit(
         &self,
         spec: &ContainerJobSpec,
         job_id: &str,
         namespace: &str,
     ) -> Result<ExecutionId> {
+        Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
+    }
+
+    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
+    pub async fn submit_or_find(
+        &self,
+        spec: &ContainerJobSpec,
+        job_id: &str,
+        namespace: &str,
+    ) -> Result<Submission> {
         let name = object_name(&self.settings.name_prefix, job_id);
         let manifest = job_manifest(spec, job_id, &name, namespace);
         // The namespace is looked after from now on: its settler fails the job at a grace
@@ -168,7 +181,10 @@ impl ContainerJobs {
             .ran_before(namespace, &name, job_id, &spec.hash())
             .await?
         {
-            return Ok(ran);
+            return Ok(Submission {
+                id: ran,
+                existing: true,
+            });
         }
         self.submitted.insert(format!("{namespace}/{name}"));
         let created = self
@@ -178,8 +194,16 @@ impl ContainerJobs {
         if created.is_err() {
             self.submitted.remove(&format!("{namespace}/{name}"));
         }
-        created?;
-        Ok(self.id(namespace, &name))
+        let created = created?;
+        Ok(Submission {
+            id: self.id(namespace, &name),
+            existing: !created,
+        })
+    }
+
+    /// The names a job of `job_id` has (one: the name is a function of the job id).
+    pub(crate) fn object_names(&self, job_id: &str) -> Vec<String> {
+        vec![object_name(&self.settings.name_prefix, job_id)]
     }
 
     /// The job's status, from the watch cache (one GET on a miss).

@@ -29,6 +29,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::debug;
 
+use crate::answers::Submission;
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
@@ -205,12 +206,24 @@ impl JobSets {
 
     /// Creates the JobSet for `spec` under `job_id` in `namespace`, or adopts the one a lost
     /// response already created.
+    /// (The Executor calls [`Self::submit_or_find`]; this is for the crate's own tests.)
+    #[cfg(any(test, feature = "internals"))]
     pub async fn submit(
         &self,
         spec: &JobSetSpec,
         job_id: &str,
         namespace: &str,
     ) -> Result<ExecutionId> {
+        Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
+    }
+
+    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
+    pub async fn submit_or_find(
+        &self,
+        spec: &JobSetSpec,
+        job_id: &str,
+        namespace: &str,
+    ) -> Result<Submission> {
         self.check_installed(namespace).await?;
         let name = jobset_object_name(job_id);
         let manifest = jobset_manifest(spec, job_id, &name, namespace);
@@ -219,14 +232,18 @@ impl JobSets {
             .ran_before(namespace, &name, job_id, &spec.hash())
             .await?
         {
-            return Ok(ran);
+            return Ok(Submission {
+                id: ran,
+                existing: true,
+            });
         }
         let object: DynamicObject =
             serde_json::from_value(manifest).map_err(|source| Error::Manifest {
                 operation: format!("build JobSet {namespace}/{name}"),
                 source,
             })?;
-        self.objects(namespace)
+        let created = self
+            .objects(namespace)
             .create_or_adopt(&self.base.cluster, &object, job_id, &spec.hash())
             .await?;
         // The namespace is looked after from now on (its settler keeps the outcome record);
@@ -234,7 +251,15 @@ impl JobSets {
         if let Err(error) = self.watch(namespace).await {
             debug!(message = "the namespace's watches did not start", namespace, %error);
         }
-        Ok(self.id(namespace, &name))
+        Ok(Submission {
+            id: self.id(namespace, &name),
+            existing: !created,
+        })
+    }
+
+    /// The names a JobSet of `job_id` has (one: the name is a function of the job id).
+    pub(crate) fn object_names(&self, job_id: &str) -> Vec<String> {
+        vec![jobset_object_name(job_id)]
     }
 
     /// The Jobs and pods of the JobSet `name`, listed from the API server.

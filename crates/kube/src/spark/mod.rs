@@ -32,6 +32,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::{debug, info};
 
+use crate::answers::Submission;
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
@@ -266,12 +267,24 @@ impl SparkJobs {
     /// Creates the SparkApplication for `spec` under `job_id` in `namespace`, or adopts the
     /// one a lost response already created. The operator is the file's, else the cluster's;
     /// fields it cannot honour are refused before anything is created.
+    /// (The Executor calls [`Self::submit_or_find`]; this is for the crate's own tests.)
+    #[cfg(any(test, feature = "internals"))]
     pub async fn submit(
         &self,
         spec: &SparkJobSpec,
         job_id: &str,
         namespace: &str,
     ) -> Result<ExecutionId> {
+        Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
+    }
+
+    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
+    pub async fn submit_or_find(
+        &self,
+        spec: &SparkJobSpec,
+        job_id: &str,
+        namespace: &str,
+    ) -> Result<Submission> {
         let operator = match spec.operator {
             Some(operator) => operator,
             None => self.default_operator().await?,
@@ -289,7 +302,10 @@ impl SparkJobs {
             .ran_before(namespace, &name, job_id, &spec.hash())
             .await?
         {
-            return Ok(ran);
+            return Ok(Submission {
+                id: ran,
+                existing: true,
+            });
         }
         let object: DynamicObject =
             serde_json::from_value(manifest).map_err(|source| Error::Manifest {
@@ -301,7 +317,7 @@ impl SparkJobs {
             .create_or_adopt(&self.base.cluster, &object, job_id, &spec.hash())
             .await;
         match created {
-            Ok(()) => {
+            Ok(created) => {
                 // The namespace is looked after from now on: its settler fails an application
                 // the operator never takes up at the no-status timeout, whether or not anyone
                 // asks. The job exists whatever becomes of that: a failure here is the next
@@ -309,7 +325,10 @@ impl SparkJobs {
                 if let Err(error) = self.watch(namespace).await {
                     debug!(message = "the namespace's watches did not start", namespace, %error);
                 }
-                Ok(self.id(namespace, &name))
+                Ok(Submission {
+                    id: self.id(namespace, &name),
+                    existing: !created,
+                })
             }
             Err(Error::Api {
                 code: 404, message, ..
@@ -321,6 +340,17 @@ impl SparkJobs {
             }),
             Err(error) => Err(error),
         }
+    }
+
+    /// The names an application of `job_id` may have: one per operator (the Kubeflow
+    /// operator's names start with a letter), each a function of the job id.
+    pub(crate) fn object_names(&self, job_id: &str) -> Vec<String> {
+        let mut names = vec![
+            object_name(&self.settings.name_prefix, job_id),
+            dns1035_object_name(&self.settings.name_prefix, job_id),
+        ];
+        names.dedup();
+        names
     }
 
     /// The application from the API server, looked up in each operator's group.

@@ -225,7 +225,7 @@ impl QueryParams {
 pub struct IdPath {
     /// The cluster's name.
     pub cluster: String,
-    /// The kind of object: `job` (a container job) or `sparkapp`.
+    /// The kind of object: `job` (a container job), `sparkapp` or `jobset`.
     pub kind: String,
     /// The namespace.
     pub namespace: String,

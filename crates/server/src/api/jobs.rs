@@ -46,7 +46,11 @@ pub fn resolve<'a>(
 ///
 /// Give a spec (a JSON object, or the text of a YAML or JSON job file) or the name of a
 /// template, with parameters and your own job id. Submitting the same job id again returns the
-/// same execution id and creates nothing. Nothing is created unless the spec is valid.
+/// same execution id and creates nothing: the answer is then 200 with `existing: true` (201 and
+/// `existing: false` when this submission created the job). Nothing is created unless the spec
+/// is valid. Without a namespace (in the request or the spec), the job goes to the service's
+/// default namespace when the caller's token may use it, else to the first namespace it may use
+/// (as a list without a namespace covers the namespaces the token may use).
 #[utoipa::path(
     post,
     path = "/v1/jobs",
@@ -54,7 +58,9 @@ pub fn resolve<'a>(
     operation_id = "submitJob",
     request_body = SubmitRequest,
     responses(
-        (status = 201, description = "Submitted (or submitted before under this job id)", body = Submitted,
+        (status = 201, description = "Submitted: the job was created (`existing: false`)", body = Submitted,
+            headers(("Location" = String, description = "The job's URL"))),
+        (status = 200, description = "The job id already named a job (running, or ended): nothing was created (`existing: true`)", body = Submitted,
             headers(("Location" = String, description = "The job's URL"))),
         (status = 400, description = "Malformed JSON (`bad_json`, with line and column) or a wrong field (`bad_request`)", body = ErrorBody),
         (status = 401, description = "No valid bearer token", body = ErrorBody),
@@ -82,22 +88,32 @@ pub async fn submit(
     let params = params(&request.params)?;
     let (spec, source_text) = load_spec(&app, text, &request, &params)?;
     let namespace = spec
-        .resolve_namespace(request.namespace.as_deref(), &app.namespaces[0])
+        .resolve_namespace(
+            request.namespace.as_deref(),
+            app.default_namespace_for(&principal),
+        )
         .map_err(|clash| ApiError::bad_request("namespace", clash.to_string()))?;
     app.check_namespace(&principal, &namespace, "namespace")?;
-    let id = cluster
+    let submission = cluster
         .executor
-        .submit(&spec, &request.job_id, &namespace)
+        .submit_or_find(&spec, &request.job_id, &namespace)
         .await?;
+    let id = submission.id;
     let warnings = unused_parameters(&source_text, &params);
     let submitted = Submitted {
         id: id.to_string(),
         job_id: request.job_id.clone(),
         cluster: cluster.name.clone(),
         namespace,
+        existing: submission.existing,
         warnings,
     };
-    let mut response = (StatusCode::CREATED, Json(submitted)).into_response();
+    let status = if submission.existing {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    let mut response = (status, Json(submitted)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/v1/jobs/{id}")) {
         response.headers_mut().insert(header::LOCATION, location);
     }
@@ -105,22 +121,24 @@ pub async fn submit(
 }
 
 fn check_job_id(job_id: &str) -> Result<(), ApiError> {
+    match job_id_problem(job_id) {
+        Some(problem) => Err(ApiError::bad_request("jobId", problem)),
+        None => Ok(()),
+    }
+}
+
+/// What is wrong with a job id, if anything.
+fn job_id_problem(job_id: &str) -> Option<String> {
     if job_id.is_empty() {
-        return Err(ApiError::bad_request("jobId", "must not be empty"));
+        return Some("must not be empty".to_string());
     }
     if job_id.chars().count() > MAX_JOB_ID_LEN {
-        return Err(ApiError::bad_request(
-            "jobId",
-            format!("longer than {MAX_JOB_ID_LEN} characters"),
-        ));
+        return Some(format!("longer than {MAX_JOB_ID_LEN} characters"));
     }
     if job_id.chars().any(char::is_control) {
-        return Err(ApiError::bad_request(
-            "jobId",
-            "must not contain control characters",
-        ));
+        return Some("must not contain control characters".to_string());
     }
-    Ok(())
+    None
 }
 
 fn params(
@@ -367,6 +385,7 @@ impl Cursor {
         ("namespace" = Option<String>, Query, description = "Only this namespace (default: every namespace the caller may use)"),
         ("cluster" = Option<String>, Query, description = "Only this cluster (default: all)"),
         ("selector" = Option<String>, Query, description = "A Kubernetes label selector, e.g. `team=data,tier in (a,b)`"),
+        ("jobId" = Option<String>, Query, description = "Only the job(s) submitted under this job id (of any kind; its outcome is found even once its object is gone); not with selector"),
         ("status" = Option<String>, Query, description = "Only these states, comma-separated, e.g. `QUEUED,STARTED`"),
         ("limit" = Option<u64>, Query, description = "Page size (default and maximum: limits.defaultPageSize, limits.maxPageSize)"),
         ("continue" = Option<String>, Query, description = "The `continue` of the previous page"),
@@ -388,6 +407,16 @@ pub async fn list(
     let namespace = q.string("namespace")?;
     let cluster = q.string("cluster")?;
     let selector = q.string("selector")?.unwrap_or_default();
+    let job_id = q.string("jobId")?;
+    if let Some(problem) = job_id.as_deref().and_then(job_id_problem) {
+        return Err(ApiError::bad_parameter("jobId", problem));
+    }
+    if job_id.is_some() && !selector.is_empty() {
+        return Err(ApiError::bad_parameter(
+            "jobId",
+            "give jobId or selector, not both (a job id names its job already)",
+        ));
+    }
     let states = q
         .list("status")
         .iter()
@@ -411,6 +440,7 @@ pub async fn list(
         "namespace",
         "cluster",
         "selector",
+        "jobId",
         "status",
         "limit",
         "continue",
@@ -421,16 +451,16 @@ pub async fn list(
     let mut items = Vec::new();
     for cluster in &clusters {
         for namespace in &namespaces {
-            let summaries = cluster
-                .executor
-                .list(namespace, Some(&selector))
-                .await
-                .map_err(|error| match error {
-                    kubeferry_kube::Error::Api {
-                        code: 400, message, ..
-                    } => ApiError::bad_parameter("selector", message),
-                    other => other.into(),
-                })?;
+            let listed = match &job_id {
+                Some(job_id) => cluster.executor.find_by_job_id(namespace, job_id).await,
+                None => cluster.executor.list(namespace, Some(&selector)).await,
+            };
+            let summaries = listed.map_err(|error| match error {
+                kubeferry_kube::Error::Api {
+                    code: 400, message, ..
+                } => ApiError::bad_parameter("selector", message),
+                other => other.into(),
+            })?;
             items.extend(
                 summaries
                     .into_iter()

@@ -52,6 +52,11 @@ pub struct Submitted {
     pub cluster: String,
     /// The namespace.
     pub namespace: String,
+    /// `true` when the job id already named a job (running, or ended with its outcome kept):
+    /// nothing was created, and the answer is 200; `false` when this submission created the
+    /// job (201).
+    #[serde(default)]
+    pub existing: bool,
     /// Things worth knowing that did not stop the submission (e.g. unused parameters).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -125,6 +130,9 @@ pub struct JobInfo {
     /// The execution id.
     #[schema(example = "prod/job/etl/gravitino-job-42-1a2b3c4d")]
     pub id: String,
+    /// The caller's job id, when the answer knows it (a list, a lookup by job id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
     /// Where the job stands.
     #[schema(value_type = JobStateName)]
     pub state: JobState,
@@ -138,11 +146,19 @@ pub struct JobInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// When the main container started; once set, every later answer keeps it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_seconds"
+    )]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub started_at: Option<Timestamp>,
     /// When the job reached its final state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_seconds"
+    )]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub finished_at: Option<Timestamp>,
     /// For a failure, whose fault it was.
@@ -291,6 +307,7 @@ impl JobInfo {
         };
         Self {
             id: id.to_string(),
+            job_id: None,
             state: info.state,
             reason: info.reason,
             message: info.message,
@@ -301,6 +318,28 @@ impl JobInfo {
             indexes: info.indexes.map(Into::into),
             replicas: info.replicas.map(|r| (*r).into()),
         }
+    }
+
+    /// The same, saying the caller's job id.
+    pub fn with_job_id(mut self, job_id: Option<String>) -> Self {
+        self.job_id = job_id;
+        self
+    }
+}
+
+/// A time as every answer gives it: RFC 3339 in UTC, to the second (as Kubernetes keeps
+/// times), e.g. `2026-01-02T03:04:05Z`; the CLI's tables print the same.
+pub fn format_time(time: Timestamp) -> String {
+    time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn whole_seconds<S: serde::Serializer>(
+    time: &Option<Timestamp>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match time {
+        Some(time) => serializer.serialize_str(&format_time(*time)),
+        None => serializer.serialize_none(),
     }
 }
 
@@ -334,19 +373,35 @@ pub struct JobListItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
     /// When the job was created.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_seconds"
+    )]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub created_at: Option<Timestamp>,
     /// The job's status.
     pub job: JobInfo,
+    /// The newest attempt's pod (the Spark driver's, a JobSet's first), if one exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// The node that pod was scheduled to, once it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// How many attempts' pods still exist.
+    #[serde(default)]
+    pub attempts: usize,
 }
 
 impl From<JobSummary> for JobListItem {
     fn from(summary: JobSummary) -> Self {
         Self {
-            job_id: summary.job_id,
+            job_id: summary.job_id.clone(),
             created_at: summary.created_at,
-            job: JobInfo::new(&summary.id, summary.status),
+            job: JobInfo::new(&summary.id, summary.status).with_job_id(summary.job_id),
+            pod: summary.pod,
+            node: summary.node,
+            attempts: summary.attempts,
         }
     }
 }

@@ -422,6 +422,14 @@ impl Api {
         reply.json()["id"].as_str().unwrap().to_string()
     }
 
+    /// Submits a job id that already names a job: 200, `existing`, nothing created; its id.
+    pub async fn resubmit(&self, body: Value) -> String {
+        let reply = self.post("/v1/jobs", &body).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+        assert_eq!(reply.json()["existing"], true, "{}", reply.text());
+        reply.json()["id"].as_str().unwrap().to_string()
+    }
+
     /// A job's info.
     pub async fn job(&self, id: &str) -> Reply {
         self.get(&format!("/v1/jobs/{id}")).await
