@@ -78,9 +78,9 @@ struct Args {
     /// Run this one seed (to rerun a failing one).
     #[arg(long, conflicts_with = "seeds")]
     seed: Option<u64>,
-    /// Run seeds 1..=K.
-    #[arg(long, default_value_t = 3)]
-    seeds: u64,
+    /// Run seeds 1 to K (`--seeds K`), or A to B, both included (`--seeds A..B`).
+    #[arg(long, default_value = "3", value_name = "K|A..B")]
+    seeds: String,
     /// Jobs per seed.
     #[arg(long, default_value_t = 100)]
     jobs: usize,
@@ -114,7 +114,33 @@ fn duration(flag: &str, text: &str) -> Result<Duration, String> {
     kubeferry_core::duration::parse(text).map_err(|e| format!("{flag}: {text:?}: {e}"))
 }
 
-fn settings(args: &Args) -> Result<(Settings, Option<Duration>), String> {
+/// The seeds `--seeds` names: `K` is 1 to K, `A..B` (or `A..=B`) is A to B, both included.
+fn seed_range(text: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
+    let number = |part: &str, what: &str| {
+        part.trim().parse::<u64>().map_err(|_| {
+            format!("--seeds: {text:?}: {what} {part:?} is not a whole number (expected K or A..B)")
+        })
+    };
+    let range = match text.split_once("..") {
+        None => 1..=number(text, "the count")?,
+        Some((start, end)) => {
+            let end = end.strip_prefix('=').unwrap_or(end);
+            number(start, "the start")?..=number(end, "the end")?
+        }
+    };
+    if range.is_empty() {
+        return Err(format!(
+            "--seeds: {text:?}: the range is empty (its end is before its start, or K is 0)"
+        ));
+    }
+    Ok(range)
+}
+
+fn settings(args: &Args) -> Result<(Settings, Option<Duration>, Vec<u64>), String> {
+    let seeds: Vec<u64> = match args.seed {
+        Some(seed) => vec![seed],
+        None => seed_range(&args.seeds)?.collect(),
+    };
     let mut without = BTreeSet::new();
     for name in &args.without {
         without.insert(Scenario::parse(name.trim())?);
@@ -139,21 +165,18 @@ fn settings(args: &Args) -> Result<(Settings, Option<Duration>), String> {
             end_bound: duration("--end-bound", &args.end_bound)?,
         },
         budget,
+        seeds,
     ))
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let (settings, budget) = match settings(&args) {
+    let (settings, budget, seeds) = match settings(&args) {
         Ok(s) => s,
         Err(message) => {
             eprintln!("kubeferry-chaos: {message}");
             return ExitCode::from(2);
         }
-    };
-    let seeds: Vec<u64> = match args.seed {
-        Some(seed) => vec![seed],
-        None => (1..=args.seeds).collect(),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -240,5 +263,43 @@ fn main() -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(words: &[&str]) -> Result<Vec<u64>, String> {
+        let args =
+            Args::try_parse_from(std::iter::once("kubeferry-chaos").chain(words.iter().copied()))
+                .map_err(|e| e.to_string())?;
+        settings(&args).map(|(_, _, seeds)| seeds)
+    }
+
+    #[test]
+    fn seeds_name_a_count_a_range_or_one_seed() {
+        assert_eq!(parse(&[]).unwrap(), [1, 2, 3]);
+        assert_eq!(parse(&["--seeds", "2"]).unwrap(), [1, 2]);
+        assert_eq!(parse(&["--seeds", "5..7"]).unwrap(), [5, 6, 7]);
+        assert_eq!(parse(&["--seeds", "5..=6"]).unwrap(), [5, 6]);
+        assert_eq!(parse(&["--seeds", "4..4"]).unwrap(), [4]);
+        assert_eq!(parse(&["--seed", "9"]).unwrap(), [9]);
+    }
+
+    #[test]
+    fn a_bad_seed_range_is_refused_naming_the_flag() {
+        for (words, says) in [
+            ("7..5", "the range is empty"),
+            ("0", "the range is empty"),
+            ("x..5", "the start \"x\" is not a whole number"),
+            ("3..", "the end \"\" is not a whole number"),
+            ("-2", "the count \"-2\" is not a whole number"),
+            ("1...4", "the end \".4\" is not a whole number"),
+        ] {
+            let error = parse(&[&format!("--seeds={words}")]).unwrap_err();
+            assert!(error.starts_with("--seeds: "), "{words}: {error}");
+            assert!(error.contains(says), "{words}: {error}");
+        }
     }
 }
