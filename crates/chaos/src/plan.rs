@@ -161,13 +161,15 @@ pub enum CancelAt {
     After(Duration),
 }
 
-/// When someone else deletes an unwatched job's Job (every replica down).
+/// What someone else does to a job while every replica is down (the plan's blackout).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unwatched {
-    /// Once it ended (or as the replicas come back, if it has not).
+    /// Deletes its Job once it ended (or as the replicas come back, if it has not).
     AfterEnd,
-    /// While it runs.
+    /// Deletes its Job while it runs.
     WhileRunning,
+    /// Deletes its outcome record once there is one; its Job stays (`record-loss`).
+    RecordDeleted,
 }
 
 /// One job of the schedule.
@@ -191,7 +193,8 @@ pub struct JobPlan {
     pub resubmit: bool,
     /// Its pods deleted once it ended (before its record, if that is deleted too).
     pub delete_pods_after_end: bool,
-    /// Its Job deleted by someone else while no replica runs (the plan's blackout).
+    /// Its Job or its outcome record deleted by someone else while no replica runs (the
+    /// plan's blackout).
     pub unwatched: Option<Unwatched>,
     /// Its outcome record deleted by hand once it ended, its Job still there.
     pub delete_record: bool,
@@ -233,6 +236,9 @@ impl JobPlan {
             }
             Some(Unwatched::WhileRunning) => {
                 words.push("Job deleted while running, no replica running".into())
+            }
+            Some(Unwatched::RecordDeleted) => {
+                words.push("outcome record deleted after the end, no replica running".into())
             }
             None => {}
         }
@@ -417,15 +423,23 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
             }
             pick -= w;
         }
-        // A container job submitted shortly before the blackout, its Job deleted during it.
+        // A container job submitted shortly before the blackout, its Job (or its record, with
+        // record-loss) deleted during it.
         let unwatched = match &blackout {
             Some(_) if matches!(scenario, Scenario::Success | Scenario::Exit) => {
                 if rng.random_bool(0.12) {
-                    Some(if rng.random_bool(0.5) {
-                        Unwatched::AfterEnd
+                    let kinds = if shape.has(Scenario::RecordLoss) {
+                        3
                     } else {
-                        Unwatched::WhileRunning
-                    })
+                        2
+                    };
+                    Some(
+                        [
+                            Unwatched::AfterEnd,
+                            Unwatched::WhileRunning,
+                            Unwatched::RecordDeleted,
+                        ][rng.random_range(0..kinds)],
+                    )
                 } else {
                     None
                 }
@@ -443,7 +457,10 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
         let millis = if unwatched == Some(Unwatched::WhileRunning) {
             // Still running when the blackout starts and its Job is deleted.
             rng.random_range(8_000..=10_000)
-        } else if unwatched == Some(Unwatched::AfterEnd) {
+        } else if matches!(
+            unwatched,
+            Some(Unwatched::AfterEnd | Unwatched::RecordDeleted)
+        ) {
             rng.random_range(100..=800)
         } else if cancel_kind == 2 {
             rng.random_range(3_000..=5_000)
@@ -658,11 +675,17 @@ mod tests {
 
     #[test]
     fn unwatched_jobs_are_submitted_before_the_blackout_and_resubmitted() {
-        let p = plan(5, &shape(&[]));
+        let mut shape = shape(&[]);
+        shape.jobs = 100;
+        let p = plan(5, &shape);
         let blackout = p.blackout.expect("a blackout");
         assert!(blackout.at + blackout.down < p.fault_phase);
         let unwatched: Vec<_> = p.jobs.iter().filter(|j| j.unwatched.is_some()).collect();
-        for kind in [Unwatched::AfterEnd, Unwatched::WhileRunning] {
+        for kind in [
+            Unwatched::AfterEnd,
+            Unwatched::WhileRunning,
+            Unwatched::RecordDeleted,
+        ] {
             assert!(
                 unwatched.iter().any(|j| j.unwatched == Some(kind)),
                 "{kind:?}"

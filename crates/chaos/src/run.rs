@@ -444,9 +444,9 @@ async fn delete_job(shared: &Shared, job_id: &str) {
 }
 
 /// Deletes a job's outcome records by hand, once one exists (a terminal answer may come a
-/// moment before its record is seen), while its Job is still there. Whether it did.
-async fn delete_records(shared: &Shared, job_id: &str) -> bool {
-    let give_up = Instant::now() + Duration::from_secs(10);
+/// moment before its record is seen; not after `give_up`), while its Job is still there.
+/// Whether it did.
+async fn delete_records(shared: &Shared, job_id: &str, give_up: Instant) -> bool {
     let records = loop {
         let records = shared.observer.records_of(job_id);
         if !records.is_empty() || Instant::now() > give_up {
@@ -474,10 +474,11 @@ async fn delete_records(shared: &Shared, job_id: &str) -> bool {
     true
 }
 
-/// The blackout: once the unwatched jobs' Jobs exist (their submissions may take a while
-/// under the faults; not past a bound that leaves the blackout over before the faults stop),
-/// every replica killed at once and held down; meanwhile the unwatched jobs' Jobs deleted,
-/// those meant to end first once their Job has its verdict; then every replica started again.
+/// The blackout: once the unwatched jobs' Jobs, and the records to delete, exist (their
+/// submissions may take a while under the faults; not past a bound that leaves the blackout
+/// over before the faults stop), every replica killed at once and held down; meanwhile the
+/// unwatched jobs' Jobs deleted, those meant to end first once their Job has its verdict, or
+/// their outcome records deleted; then every replica started again.
 async fn blackout(shared: Arc<Shared>, blackout: Blackout, jobs: Vec<JobPlan>, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0xb1ac_0a70);
     let unwatched: Vec<(String, Unwatched)> = jobs
@@ -488,9 +489,12 @@ async fn blackout(shared: Arc<Shared>, blackout: Blackout, jobs: Vec<JobPlan>, s
     let latest = (shared.started + blackout.at + Duration::from_secs(5))
         .min(shared.quiet_at - blackout.down - Duration::from_millis(500));
     while Instant::now() < latest
-        && unwatched
-            .iter()
-            .any(|(job_id, _)| shared.observer.job_object(job_id).is_none())
+        && unwatched.iter().any(|(job_id, when)| {
+            // A record to delete is written by a replica before they all go.
+            shared.observer.job_object(job_id).is_none()
+                || (*when == Unwatched::RecordDeleted
+                    && shared.observer.records_of(job_id).is_empty())
+        })
     {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -502,12 +506,19 @@ async fn blackout(shared: Arc<Shared>, blackout: Blackout, jobs: Vec<JobPlan>, s
         let pause = Duration::from_millis(rng.random_range(100..800));
         async move {
             tokio::time::sleep(pause).await;
-            if when == Unwatched::AfterEnd {
-                // Its end, seen by no replica; as the replicas come back at the latest.
-                let latest = back - Duration::from_millis(300);
-                while !shared.observer.job_finished(&job_id) && Instant::now() < latest {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+            let latest = back - Duration::from_millis(300);
+            match when {
+                Unwatched::RecordDeleted => {
+                    delete_records(&shared, &job_id, latest).await;
+                    return;
                 }
+                Unwatched::AfterEnd => {
+                    // Its end, seen by no replica; as the replicas come back at the latest.
+                    while !shared.observer.job_finished(&job_id) && Instant::now() < latest {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+                Unwatched::WhileRunning => {}
             }
             delete_job(&shared, &job_id).await;
         }
@@ -644,7 +655,8 @@ async fn poll(shared: Arc<Shared>, job: JobPlan) -> Option<tokio::task::JoinHand
             }
             if delete_record {
                 delete_record = false;
-                if delete_records(&shared, &job.job_id).await {
+                let give_up = Instant::now() + Duration::from_secs(10);
+                if delete_records(&shared, &job.job_id, give_up).await {
                     let pause = rng.random_range(200..1_500);
                     tokio::time::sleep(Duration::from_millis(pause)).await;
                 }
@@ -1035,7 +1047,7 @@ pub async fn run(seed: u64, settings: &Settings) -> anyhow::Result<Outcome> {
             .map(|(at, f)| format!("{:>7}ms {f:?}", at.as_millis()))
             .chain(plan.blackout.iter().map(|b| {
                 format!(
-                    "{:>7}ms every replica killed for {}ms (unwatched Jobs deleted)",
+                    "{:>7}ms every replica killed for {}ms (unwatched Jobs, records deleted)",
                     b.at.as_millis(),
                     b.down.as_millis()
                 )
