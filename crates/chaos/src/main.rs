@@ -147,9 +147,12 @@ fn seed_range(text: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
         }
     };
     if range.is_empty() {
-        return Err(format!(
-            "--seeds: {text:?}: the range is empty (its end is before its start, or K is 0)"
-        ));
+        let why = if text.contains("..") {
+            "its end is before its start"
+        } else {
+            "K must be at least 1"
+        };
+        return Err(format!("--seeds: {text:?}: the range is empty ({why})"));
     }
     Ok(range)
 }
@@ -308,8 +311,8 @@ mod tests {
     #[test]
     fn a_bad_seed_range_is_refused_naming_the_flag() {
         for (words, says) in [
-            ("7..5", "the range is empty"),
-            ("0", "the range is empty"),
+            ("7..5", "the range is empty (its end is before its start)"),
+            ("0", "the range is empty (K must be at least 1)"),
             ("x..5", "the start \"x\" is not a whole number"),
             ("3..", "the end \"\" is not a whole number"),
             ("-2", "the count \"-2\" is not a whole number"),
