@@ -122,6 +122,8 @@ pub enum Allowed {
     Configuration,
     /// A cancel was marked on the Job before the container ended on its own.
     Cancelled,
+    /// Someone else deleted the Job before the container ended on its own.
+    DeletedExternally,
 }
 
 impl Allowed {
@@ -147,6 +149,11 @@ impl Allowed {
             Allowed::Infrastructure => seen.state == "FAILED" && class == Some("infrastructure"),
             Allowed::Configuration => seen.state == "FAILED" && class == Some("configuration"),
             Allowed::Cancelled => seen.state == "CANCELLED",
+            Allowed::DeletedExternally => {
+                seen.state == "FAILED"
+                    && seen.reason == "DeletedExternally"
+                    && class == Some("infrastructure")
+            }
         }
     }
 }
@@ -689,6 +696,36 @@ mod tests {
             .map(|v| v.kind)
             .collect();
         assert_eq!(accepted, ["replicas-disagree"]);
+    }
+
+    #[test]
+    fn a_job_deleted_externally_must_answer_so_and_never_run_again() {
+        let mut history = failed_with_3();
+        history.truth.allowed = vec![Allowed::DeletedExternally];
+        let deleted = || seen("FAILED", "DeletedExternally", None, Some("infrastructure"));
+        history.answers = vec![
+            answer(1, 0, Op::Submit, Said::Submitted("sim/job/chaos/a".into())),
+            answer(2, 0, Op::Final, deleted()),
+            answer(2, 1, Op::Final, deleted()),
+        ];
+        assert_eq!(kinds(&history), Vec::<&str>::new());
+        // Forgotten, then run again by a submission of its job id: the second run's outcome.
+        history.truth.jobs_created = 2;
+        history.truth.pods_created = 2;
+        history.answers[1] = answer(2, 0, Op::Status, Said::NoSuchJob);
+        history.answers[2] = answer(
+            3,
+            0,
+            Op::Final,
+            seen("FAILED", "Error", Some(3), Some("user")),
+        );
+        history.answers.push(answer(
+            3,
+            1,
+            Op::Final,
+            seen("FAILED", "Error", Some(3), Some("user")),
+        ));
+        assert_eq!(kinds(&history), ["second-run", "wrong-outcome"]);
     }
 
     #[test]

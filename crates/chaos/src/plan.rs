@@ -60,11 +60,21 @@ pub enum Scenario {
     Drains,
     /// Replicas killed and started again.
     Kills,
+    /// Every replica down for a while, and meanwhile Jobs deleted by someone else (as
+    /// `kubectl delete job` does, Background propagation), some after they ended, some while
+    /// running; each answers its first run's outcome (DeletedExternally for one deleted while
+    /// running) once the replicas are back, and a submission of its job id again creates
+    /// nothing.
+    Unwatched,
+    /// A job's outcome record (its ConfigMap) deleted by hand while its Job is still there;
+    /// the job id is then submitted again: it must not run again, and its answers must not
+    /// change.
+    RecordLoss,
 }
 
 impl Scenario {
     /// Every scenario and its name on the command line.
-    pub const ALL: [(Scenario, &'static str); 21] = [
+    pub const ALL: [(Scenario, &'static str); 23] = [
         (Scenario::Success, "success"),
         (Scenario::Exit, "exit"),
         (Scenario::Oom, "oom"),
@@ -86,6 +96,8 @@ impl Scenario {
         (Scenario::NodeLoss, "node-loss"),
         (Scenario::Drains, "drains"),
         (Scenario::Kills, "kills"),
+        (Scenario::Unwatched, "unwatched"),
+        (Scenario::RecordLoss, "record-loss"),
     ];
 
     /// The scenario a command-line name means.
@@ -149,6 +161,17 @@ pub enum CancelAt {
     After(Duration),
 }
 
+/// What someone else does to a job while every replica is down (the plan's blackout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unwatched {
+    /// Deletes its Job once it ended (or as the replicas come back, if it has not).
+    AfterEnd,
+    /// Deletes its Job while it runs.
+    WhileRunning,
+    /// Deletes its outcome record once there is one; its Job stays (`record-loss`).
+    RecordDeleted,
+}
+
 /// One job of the schedule.
 #[derive(Clone, Debug)]
 pub struct JobPlan {
@@ -166,10 +189,15 @@ pub struct JobPlan {
     pub cancel: Option<CancelAt>,
     /// Cancelled through two replicas at once.
     pub concurrent_cancel: bool,
-    /// Submitted again once its cancel answered.
+    /// Submitted again once it ended (or its cancel answered).
     pub resubmit: bool,
-    /// Its pods deleted once it ended.
+    /// Its pods deleted once it ended (before its record, if that is deleted too).
     pub delete_pods_after_end: bool,
+    /// Its Job or its outcome record deleted by someone else while no replica runs (the
+    /// plan's blackout).
+    pub unwatched: Option<Unwatched>,
+    /// Its outcome record deleted by hand once it ended, its Job still there.
+    pub delete_record: bool,
     /// A seed for the job's own choices (replicas, polling).
     pub seed: u64,
 }
@@ -202,8 +230,27 @@ impl JobPlan {
         if self.concurrent_cancel {
             words.push("concurrent cancel".into());
         }
+        match self.unwatched {
+            Some(Unwatched::AfterEnd) => {
+                words.push("Job deleted after its end, no replica running".into())
+            }
+            Some(Unwatched::WhileRunning) => {
+                words.push("Job deleted while running, no replica running".into())
+            }
+            Some(Unwatched::RecordDeleted) => {
+                words.push("outcome record deleted after the end, no replica running".into())
+            }
+            None => {}
+        }
+        if self.delete_record {
+            words.push("outcome record deleted after the end".into());
+        }
         if self.resubmit {
-            words.push("resubmit after cancel".into());
+            words.push(if self.cancel.is_some() {
+                "resubmit after cancel".into()
+            } else {
+                "resubmit after the end".into()
+            });
         }
         if self.delete_pods_after_end {
             words.push("pods deleted after the end".into());
@@ -285,6 +332,15 @@ pub struct Kill {
     pub down: Duration,
 }
 
+/// Every replica down at once, and unwatched jobs' Jobs deleted meanwhile.
+#[derive(Clone, Debug)]
+pub struct Blackout {
+    /// When every replica is killed, from the start of the fault phase.
+    pub at: Duration,
+    /// How long they all stay down.
+    pub down: Duration,
+}
+
 /// Everything one seed does.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -294,6 +350,8 @@ pub struct Plan {
     pub faults: Vec<(Duration, Fault)>,
     /// The replica kills.
     pub kills: Vec<Kill>,
+    /// Every replica down at once (the `unwatched` jobs' Jobs deleted meanwhile).
+    pub blackout: Option<Blackout>,
     /// How long the fault phase lasts.
     pub fault_phase: Duration,
 }
@@ -325,7 +383,14 @@ fn ms(rng: &mut StdRng, lo: u64, hi: u64) -> Duration {
 pub fn plan(seed: u64, shape: &Shape) -> Plan {
     let mut rng = StdRng::seed_from_u64(seed);
     // About 40 ms of fault phase per job, at least 8 s: the jobs overlap, the faults hit them.
-    let fault_phase = Duration::from_millis((shape.jobs as u64 * 40).max(8_000));
+    // A blackout adds 8 s: up to 5 s waiting for the unwatched jobs' Jobs, up to 4 s down.
+    let base_ms = (shape.jobs as u64 * 40).max(8_000);
+    let blackout_ms = if shape.has(Scenario::Unwatched) {
+        8_000
+    } else {
+        0
+    };
+    let fault_phase = Duration::from_millis(base_ms + blackout_ms);
     let mut works: Vec<(u32, Scenario)> = vec![
         (30, Scenario::Success),
         (30, Scenario::Exit),
@@ -340,7 +405,14 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
     }
     let total: u32 = works.iter().map(|(w, _)| w).sum();
     let mut jobs = Vec::with_capacity(shape.jobs);
-    let submit_window = fault_phase.as_millis() as u64 * 3 / 4;
+    let phase_ms = fault_phase.as_millis() as u64;
+    let submit_window = phase_ms * 3 / 4;
+    // Over before the faults stop (the run waits at most 5 s for the unwatched jobs' Jobs, and
+    // never past the point that leaves `down` and 500 ms before the end of the fault phase).
+    let blackout = shape.has(Scenario::Unwatched).then(|| Blackout {
+        at: ms(&mut rng, base_ms * 30 / 100, base_ms * 45 / 100),
+        down: ms(&mut rng, 2_500, 4_000),
+    });
     for n in 0..shape.jobs {
         let mut pick = rng.random_range(0..total);
         let mut scenario = works[0].1;
@@ -351,14 +423,46 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
             }
             pick -= w;
         }
-        // 0: no cancel; 1: before the start; 2: while running; 3: about when it ends.
-        let cancel_kind = if shape.has(Scenario::Cancel) && rng.random_bool(0.2) {
-            rng.random_range(1..=3)
-        } else {
-            0
+        // A container job submitted shortly before the blackout, its Job (or its record, with
+        // record-loss) deleted during it.
+        let unwatched = match &blackout {
+            Some(_) if matches!(scenario, Scenario::Success | Scenario::Exit) => {
+                if rng.random_bool(0.12) {
+                    let kinds = if shape.has(Scenario::RecordLoss) {
+                        3
+                    } else {
+                        2
+                    };
+                    Some(
+                        [
+                            Unwatched::AfterEnd,
+                            Unwatched::WhileRunning,
+                            Unwatched::RecordDeleted,
+                        ][rng.random_range(0..kinds)],
+                    )
+                } else {
+                    None
+                }
+            }
+            _ => None,
         };
+        // 0: no cancel; 1: before the start; 2: while running; 3: about when it ends.
+        let cancel_kind =
+            if unwatched.is_none() && shape.has(Scenario::Cancel) && rng.random_bool(0.2) {
+                rng.random_range(1..=3)
+            } else {
+                0
+            };
         // A job cancelled while running runs long enough for the cancel to find it running.
-        let millis = if cancel_kind == 2 {
+        let millis = if unwatched == Some(Unwatched::WhileRunning) {
+            // Still running when the blackout starts and its Job is deleted.
+            rng.random_range(8_000..=10_000)
+        } else if matches!(
+            unwatched,
+            Some(Unwatched::AfterEnd | Unwatched::RecordDeleted)
+        ) {
+            rng.random_range(100..=800)
+        } else if cancel_kind == 2 {
             rng.random_range(3_000..=5_000)
         } else {
             rng.random_range(100..=2_500)
@@ -386,15 +490,31 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
             _ => Some(CancelAt::After(ms(&mut rng, millis, millis + 400))),
         };
         let concurrent = shape.has(Scenario::Concurrent);
+        let submit_at = match (&blackout, unwatched) {
+            // Accepted, and started, before every replica goes.
+            (Some(b), Some(_)) => {
+                let at = b.at.as_millis() as u64;
+                ms(&mut rng, at.saturating_sub(2_500), at.saturating_sub(1_200))
+            }
+            _ => ms(&mut rng, 0, submit_window),
+        };
+        let delete_record =
+            unwatched.is_none() && shape.has(Scenario::RecordLoss) && rng.random_bool(0.1);
+        let resubmit_cancelled =
+            cancel.is_some() && shape.has(Scenario::Resubmit) && rng.random_bool(0.3);
         jobs.push(JobPlan {
             job_id: format!("c{seed}-{n}"),
-            submit_at: ms(&mut rng, 0, submit_window),
+            submit_at,
             work,
             duplicate_submit: concurrent && rng.random_bool(0.15),
             wait: rng.random_bool(0.3),
             concurrent_cancel: concurrent && cancel.is_some() && rng.random_bool(0.4),
-            resubmit: cancel.is_some() && shape.has(Scenario::Resubmit) && rng.random_bool(0.3),
-            delete_pods_after_end: shape.has(Scenario::PodLoss) && rng.random_bool(0.1),
+            resubmit: resubmit_cancelled || unwatched.is_some() || delete_record,
+            // Half the jobs whose record is deleted lose their pods first: the Job alone is left.
+            delete_pods_after_end: shape.has(Scenario::PodLoss)
+                && rng.random_bool(if delete_record { 0.5 } else { 0.1 }),
+            unwatched,
+            delete_record,
             cancel,
             seed: rng.random(),
         });
@@ -496,6 +616,7 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
         jobs,
         faults,
         kills,
+        blackout,
         fault_phase,
     }
 }
@@ -531,13 +652,15 @@ mod tests {
                 Scenario::Resubmit,
                 Scenario::Drains,
                 Scenario::Kills,
+                Scenario::Unwatched,
+                Scenario::RecordLoss,
             ]),
         );
-        assert!(
-            p.jobs
-                .iter()
-                .all(|j| !j.resubmit && !j.delete_pods_after_end)
-        );
+        assert!(p.jobs.iter().all(|j| !j.resubmit
+            && !j.delete_pods_after_end
+            && j.unwatched.is_none()
+            && !j.delete_record));
+        assert!(p.blackout.is_none());
         assert!(
             p.faults
                 .iter()
@@ -546,6 +669,32 @@ mod tests {
         assert!(p.kills.is_empty());
         let full = plan(3, &shape(&[]));
         assert!(full.jobs.iter().any(|j| j.delete_pods_after_end));
+        assert!(full.jobs.iter().any(|j| j.delete_record && j.resubmit));
         assert!(!full.kills.is_empty());
+    }
+
+    #[test]
+    fn unwatched_jobs_are_submitted_before_the_blackout_and_resubmitted() {
+        let mut shape = shape(&[]);
+        shape.jobs = 100;
+        let p = plan(5, &shape);
+        let blackout = p.blackout.expect("a blackout");
+        assert!(blackout.at + blackout.down < p.fault_phase);
+        let unwatched: Vec<_> = p.jobs.iter().filter(|j| j.unwatched.is_some()).collect();
+        for kind in [
+            Unwatched::AfterEnd,
+            Unwatched::WhileRunning,
+            Unwatched::RecordDeleted,
+        ] {
+            assert!(
+                unwatched.iter().any(|j| j.unwatched == Some(kind)),
+                "{kind:?}"
+            );
+        }
+        for job in unwatched {
+            assert!(job.submit_at < blackout.at, "{job:?}");
+            assert!(job.resubmit && job.cancel.is_none(), "{job:?}");
+            assert!(matches!(job.work, Work::Exit { .. }), "{job:?}");
+        }
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -24,7 +25,9 @@ use tokio::time::Instant;
 
 use crate::check::{self, Answer, JobHistory, Op, Said, Violation};
 use crate::http::{self, Http};
-use crate::plan::{self, CancelAt, Fault, JobPlan, Plan, Scenario, Shape, Work};
+use crate::plan::{
+    self, Blackout, CancelAt, Fault, JobPlan, Plan, Scenario, Shape, Unwatched, Work,
+};
 use crate::truth::Observer;
 
 /// The namespace the jobs run in.
@@ -110,6 +113,9 @@ struct Slot {
 struct Replicas {
     config: Config,
     slots: Vec<Mutex<Slot>>,
+    /// Every replica is to stay down (the plan's blackout): a killed one is not started again
+    /// until this is over.
+    held: AtomicBool,
 }
 
 impl Replicas {
@@ -126,6 +132,7 @@ impl Replicas {
                     })
                 })
                 .collect(),
+            held: AtomicBool::new(false),
         }
     }
 
@@ -165,6 +172,21 @@ impl Replicas {
         self.slots[index].lock().runtime.is_none()
     }
 
+    fn held(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// Starts replica `index` again until it runs (a start can fail while the API server is
+    /// unreachable: tried again, as a supervisor restarts a crashed process), once no
+    /// blackout holds it down.
+    async fn restart(&self, index: usize) {
+        while self.is_down(index) {
+            if self.held() || self.start(index).await.is_err() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+
     /// The address and incarnation of replica `index`, when it runs.
     fn addr(&self, index: usize) -> (Option<SocketAddr>, u32) {
         let slot = self.slots[index].lock();
@@ -197,6 +219,9 @@ struct Shared {
     started: Instant,
     /// When the faults stop and the bounds start.
     quiet_at: Instant,
+    /// No blackout is to come or under way: it is over (the replicas started again), or the
+    /// plan has none.
+    blackout_over: AtomicBool,
     settings: Settings,
 }
 
@@ -398,6 +423,114 @@ async fn delete_pods(shared: &Shared, job_id: &str) {
     }
 }
 
+/// Deletes a job's Job as someone else would (`kubectl delete job`: Background propagation,
+/// the garbage collector deletes its pods), if it exists.
+async fn delete_job(shared: &Shared, job_id: &str) {
+    let Some((namespace, name)) = shared.observer.job_object(job_id) else {
+        return;
+    };
+    shared.observer.deleting_job(job_id);
+    let api: kube::Api<k8s_openapi::api::batch::v1::Job> =
+        kube::Api::namespaced(shared.admin.clone(), &namespace);
+    for _ in 0..20 {
+        match api
+            .delete(&name, &kube::api::DeleteParams::background())
+            .await
+        {
+            Ok(_) | Err(kube::Error::Api(_)) => break,
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Deletes a job's outcome records by hand, once one exists (a terminal answer may come a
+/// moment before its record is seen; not after `give_up`), while its Job is still there.
+/// Whether it did.
+async fn delete_records(shared: &Shared, job_id: &str, give_up: Instant) -> bool {
+    let records = loop {
+        let records = shared.observer.records_of(job_id);
+        if !records.is_empty() || Instant::now() > give_up {
+            break records;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    if records.is_empty() || shared.observer.job_object(job_id).is_none() {
+        return false;
+    }
+    for (namespace, name) in records {
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(shared.admin.clone(), &namespace);
+        for _ in 0..20 {
+            match api.delete(&name, &Default::default()).await {
+                Ok(_) => {
+                    shared.observer.record_deleted(job_id);
+                    break;
+                }
+                Err(kube::Error::Api(_)) => break,
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    }
+    true
+}
+
+/// The blackout: once the unwatched jobs' Jobs, and the records to delete, exist (their
+/// submissions may take a while under the faults; not past a bound that leaves the blackout
+/// over before the faults stop), every replica killed at once and held down; meanwhile the
+/// unwatched jobs' Jobs deleted, those meant to end first once their Job has its verdict, or
+/// their outcome records deleted; then every replica started again.
+async fn blackout(shared: Arc<Shared>, blackout: Blackout, jobs: Vec<JobPlan>, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0xb1ac_0a70);
+    let unwatched: Vec<(String, Unwatched)> = jobs
+        .into_iter()
+        .filter_map(|job| job.unwatched.map(|when| (job.job_id, when)))
+        .collect();
+    tokio::time::sleep_until(shared.started + blackout.at).await;
+    let latest = (shared.started + blackout.at + Duration::from_secs(5))
+        .min(shared.quiet_at - blackout.down - Duration::from_millis(500));
+    while Instant::now() < latest
+        && unwatched.iter().any(|(job_id, when)| {
+            // A record to delete is written by a replica before they all go.
+            shared.observer.job_object(job_id).is_none()
+                || (*when == Unwatched::RecordDeleted
+                    && shared.observer.records_of(job_id).is_empty())
+        })
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    shared.replicas.held.store(true, Ordering::SeqCst);
+    shared.replicas.kill_all();
+    let back = Instant::now() + blackout.down;
+    let deletes = unwatched.into_iter().map(|(job_id, when)| {
+        let shared = shared.clone();
+        let pause = Duration::from_millis(rng.random_range(100..800));
+        async move {
+            tokio::time::sleep(pause).await;
+            let latest = back - Duration::from_millis(300);
+            match when {
+                Unwatched::RecordDeleted => {
+                    delete_records(&shared, &job_id, latest).await;
+                    return;
+                }
+                Unwatched::AfterEnd => {
+                    // Its end, seen by no replica; as the replicas come back at the latest.
+                    while !shared.observer.job_finished(&job_id) && Instant::now() < latest {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+                Unwatched::WhileRunning => {}
+            }
+            delete_job(&shared, &job_id).await;
+        }
+    });
+    futures::future::join_all(deletes).await;
+    tokio::time::sleep_until(back).await;
+    shared.replicas.held.store(false, Ordering::SeqCst);
+    futures::future::join_all((0..shared.replica_count()).map(|i| shared.replicas.restart(i)))
+        .await;
+    shared.blackout_over.store(true, Ordering::SeqCst);
+}
+
 /// Waits for a job through replicas' event streams until one sends a final state, each
 /// `status` event recorded; a stream that breaks (a killed replica) is opened again on any.
 async fn wait_for_end(shared: Arc<Shared>, job_id: String, exec_id: String, seed: u64) {
@@ -481,6 +614,7 @@ async fn poll(shared: Arc<Shared>, job: JobPlan) -> Option<tokio::task::JoinHand
         CancelAt::After(d) => submitted + d,
     });
     let mut resubmit = job.resubmit;
+    let mut delete_record = job.delete_record;
     let mut pods_deleted = !job.delete_pods_after_end;
     let mut polls_after_end = 0;
     let give_up = shared.quiet_at + shared.settings.end_bound;
@@ -508,18 +642,31 @@ async fn poll(shared: Arc<Shared>, job: JobPlan) -> Option<tokio::task::JoinHand
         // A cancelled job whose Job is gone reads "no such job" where no outcome outlives it:
         // its caller, having cancelled it, takes that as the end.
         let cancelled_gone = job.cancel.is_some() && cancel_at.is_none() && said == Said::NoSuchJob;
-        let ended = matches!(&said, Said::Job(seen) if seen.is_terminal());
-        if ended || cancelled_gone {
-            if resubmit && cancel_at.is_none() {
-                // The same job id again, once cancelled (or ended before the cancel came): it
-                // must not run again.
-                resubmit = false;
-                let first = rng.random_range(0..replicas);
-                let _ = submit_until_accepted(&shared, &job, &body, first, &mut rng).await;
-            }
+        // An unwatched job's end counts once the blackout is over (its Job deleted by then);
+        // "no such job" then ends it too (the checker judges that answer).
+        let unwatched_over = shared.blackout_over.load(Ordering::SeqCst);
+        let unwatched_gone = job.unwatched.is_some() && unwatched_over && said == Said::NoSuchJob;
+        let ended = matches!(&said, Said::Job(seen) if seen.is_terminal())
+            && (job.unwatched.is_none() || unwatched_over);
+        if ended || cancelled_gone || unwatched_gone {
             if !pods_deleted {
                 pods_deleted = true;
                 delete_pods(&shared, &job.job_id).await;
+            }
+            if delete_record {
+                delete_record = false;
+                let give_up = Instant::now() + Duration::from_secs(10);
+                if delete_records(&shared, &job.job_id, give_up).await {
+                    let pause = rng.random_range(200..1_500);
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                }
+            }
+            if resubmit && cancel_at.is_none() {
+                // The same job id again, once cancelled (or ended before the cancel came), its
+                // Job deleted unwatched or its record deleted: it must not run again.
+                resubmit = false;
+                let first = rng.random_range(0..replicas);
+                let _ = submit_until_accepted(&shared, &job, &body, first, &mut rng).await;
             }
             polls_after_end += 1;
             if polls_after_end > 3 && cancel_at.is_none() && !resubmit {
@@ -643,13 +790,7 @@ async fn kill(shared: Arc<Shared>, kills: Vec<plan::Kill>) {
         let shared = shared.clone();
         restarts.push(tokio::spawn(async move {
             tokio::time::sleep(k.down).await;
-            // A start can fail while the API server is unreachable: try again, as a
-            // supervisor restarts a crashed process.
-            while shared.replicas.is_down(k.replica) {
-                if shared.replicas.start(k.replica).await.is_err() {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
+            shared.replicas.restart(k.replica).await;
         }));
     }
     for restart in restarts {
@@ -800,6 +941,7 @@ pub async fn run(seed: u64, settings: &Settings) -> anyhow::Result<Outcome> {
         histories: Mutex::new(BTreeMap::new()),
         started,
         quiet_at: started + plan.fault_phase,
+        blackout_over: AtomicBool::new(plan.blackout.is_none()),
         settings: settings.clone(),
     });
     for job in &plan.jobs {
@@ -812,6 +954,10 @@ pub async fn run(seed: u64, settings: &Settings) -> anyhow::Result<Outcome> {
     }
     let faults = tokio::spawn(inject(shared.clone(), plan.faults.clone(), seed));
     let kills = tokio::spawn(kill(shared.clone(), plan.kills.clone()));
+    let blackout = plan
+        .blackout
+        .clone()
+        .map(|b| tokio::spawn(self::blackout(shared.clone(), b, plan.jobs.clone(), seed)));
     let drivers: Vec<_> = plan
         .jobs
         .iter()
@@ -822,6 +968,10 @@ pub async fn run(seed: u64, settings: &Settings) -> anyhow::Result<Outcome> {
     tokio::time::sleep_until(shared.quiet_at).await;
     let _ = faults.await;
     let _ = kills.await;
+    if let Some(blackout) = blackout {
+        let _ = blackout.await;
+    }
+    shared.blackout_over.store(true, Ordering::SeqCst);
     shared.sim.clear_faults();
     shared.sim.reachable_again();
     for node in 0..settings.shape.nodes {
@@ -829,11 +979,7 @@ pub async fn run(seed: u64, settings: &Settings) -> anyhow::Result<Outcome> {
     }
     let mut violations = Vec::new();
     for index in 0..shared.replica_count() {
-        while shared.replicas.is_down(index) {
-            if shared.replicas.start(index).await.is_err() {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
+        shared.replicas.restart(index).await;
     }
     for index in 0..shared.replica_count() {
         let deadline = shared.quiet_at + settings.ready_bound;
@@ -899,6 +1045,13 @@ pub async fn run(seed: u64, settings: &Settings) -> anyhow::Result<Outcome> {
             .faults
             .iter()
             .map(|(at, f)| format!("{:>7}ms {f:?}", at.as_millis()))
+            .chain(plan.blackout.iter().map(|b| {
+                format!(
+                    "{:>7}ms every replica killed for {}ms (unwatched Jobs, records deleted)",
+                    b.at.as_millis(),
+                    b.down.as_millis()
+                )
+            }))
             .chain(plan.kills.iter().map(|k| {
                 format!(
                     "{:>7}ms kill replica {} for {}ms",

@@ -27,6 +27,9 @@ struct Termination {
 /// What is known of one job id.
 #[derive(Clone, Debug, Default)]
 struct JobFacts {
+    /// The uid of the first Job (or SparkApplication) of the job id: the facts below are of
+    /// its run alone; a later object's (a second run) are only counted.
+    first_uid: Option<String>,
     job_uids: HashSet<String>,
     pod_uids: HashSet<String>,
     cancel_rv: Option<u64>,
@@ -36,6 +39,17 @@ struct JobFacts {
     /// When the job's outcome record was created.
     recorded_rv: Option<u64>,
     job_deleted: bool,
+    /// When the harness's own delete of the Job (someone else's, to kubeferry) took effect:
+    /// the Job deleted, or marked for deletion.
+    external_delete_rv: Option<u64>,
+    /// The Job (namespace, name) while it exists and is not being deleted.
+    job_object: Option<(String, String)>,
+    /// The Job's own verdict (a Complete or Failed condition) was seen.
+    job_finished: bool,
+    /// The job's outcome records that exist, by (namespace, name).
+    records: HashSet<(String, String)>,
+    /// Outcome records the harness deleted.
+    records_deleted: u32,
     deadline_rv: Option<u64>,
     disrupted_rv: Option<u64>,
     image_failure_rv: Option<u64>,
@@ -55,6 +69,8 @@ struct Facts {
     jobs: BTreeMap<String, JobFacts>,
     /// Pods the harness itself disrupted, with the resourceVersion before it did.
     disrupted_by_us: HashMap<(String, String), u64>,
+    /// Job ids whose Job the harness deletes.
+    deleting_by_us: HashSet<String>,
 }
 
 /// One change of the store, as the observer reads it.
@@ -105,6 +121,23 @@ fn main_container(pod: &Value) -> Option<&Value> {
                 Some("main" | "spark-kubernetes-driver")
             )
         })
+}
+
+/// The uid of a pod's controller (its Job, or a driver's SparkApplication).
+fn controller_uid(pod: &Value) -> Option<&str> {
+    pod.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|o| {
+            o.get("controller").and_then(Value::as_bool) == Some(true)
+                || matches!(
+                    o.get("kind").and_then(Value::as_str),
+                    Some("Job" | "SparkApplication")
+                )
+        })?
+        .get("uid")
+        .and_then(Value::as_str)
+        .filter(|uid| !uid.is_empty())
 }
 
 /// The SparkApplication owning a pod, when it is a Spark driver.
@@ -159,13 +192,34 @@ impl Observer {
                 };
                 let job_id = job_id.to_string();
                 if spark {
-                    facts.app_ids.insert(name, job_id.clone());
+                    facts.app_ids.insert(name.clone(), job_id.clone());
                 } else {
-                    facts.job_ids.insert(name, job_id.clone());
+                    facts.job_ids.insert(name.clone(), job_id.clone());
                 }
+                let ours = facts.deleting_by_us.contains(&job_id);
                 let job = facts.jobs.entry(job_id).or_default();
-                job.job_uids
-                    .insert(str_at(object, "/metadata/uid").to_string());
+                let uid = str_at(object, "/metadata/uid");
+                job.job_uids.insert(uid.to_string());
+                if *job.first_uid.get_or_insert_with(|| uid.to_string()) != uid {
+                    return;
+                }
+                let deleting = event.event_type == EventType::Deleted
+                    || object.pointer("/metadata/deletionTimestamp").is_some();
+                if ours && deleting && job.external_delete_rv.is_none() {
+                    job.external_delete_rv = Some(event.rv);
+                }
+                job.job_object = (!deleting).then(|| name.clone());
+                job.job_finished |= object
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|list| {
+                        list.iter().any(|c| {
+                            matches!(
+                                c.get("type").and_then(Value::as_str),
+                                Some("Complete" | "Failed")
+                            ) && c.get("status").and_then(Value::as_str) == Some("True")
+                        })
+                    });
                 let cancelled = object
                     .pointer("/metadata/annotations")
                     .and_then(|a| a.get(CANCEL_ANNOTATION))
@@ -207,10 +261,15 @@ impl Observer {
                     .pointer("/metadata/annotations")
                     .and_then(|a| a.get(JOB_ID_ANNOTATION))
                     .and_then(Value::as_str);
-                if let (true, Some(job_id), EventType::Added) = (record, job_id, event.event_type)
+                if let (true, Some(job_id)) = (record, job_id)
                     && let Some(job) = facts.jobs.get_mut(job_id)
                 {
-                    job.recorded_rv.get_or_insert(event.rv);
+                    if event.event_type == EventType::Deleted {
+                        job.records.remove(&name);
+                    } else {
+                        job.recorded_rv.get_or_insert(event.rv);
+                        job.records.insert(name);
+                    }
                 }
             }
             ("", "pods") => {
@@ -233,6 +292,12 @@ impl Observer {
                 let job = facts.jobs.entry(job_id).or_default();
                 job.pod_uids
                     .insert(str_at(object, "/metadata/uid").to_string());
+                if let (Some(first), Some(owner)) = (&job.first_uid, controller_uid(object))
+                    && first != owner
+                {
+                    // A pod of a second run: counted, never its first run's truth.
+                    return;
+                }
                 let disrupted = is_disrupted(object) || ours.is_some();
                 if disrupted && job.disrupted_rv.is_none() {
                     job.disrupted_rv = Some(ours.unwrap_or(event.rv));
@@ -259,13 +324,17 @@ impl Observer {
                             .and_then(Value::as_i64)
                             .unwrap_or(-1),
                         reason: str_at(terminated, "/reason").to_string(),
-                        stopping: deleting || disrupted,
+                        // Its Job deleted by someone else: the garbage collector stops it.
+                        stopping: deleting || disrupted || job.external_delete_rv.is_some(),
                     });
                 }
                 let phase = str_at(object, "/status/phase");
                 let ended = matches!(phase, "Succeeded" | "Failed") || deleting;
                 if event.event_type == EventType::Deleted {
-                    if !job.job_deleted && job.pod_deleted_rv.is_none() {
+                    if !job.job_deleted
+                        && job.external_delete_rv.is_none()
+                        && job.pod_deleted_rv.is_none()
+                    {
                         job.pod_deleted_rv = Some(event.rv);
                     }
                     job.pods.remove(&name);
@@ -291,6 +360,46 @@ impl Observer {
             .disrupted_by_us
             .entry((namespace.to_string(), name.to_string()))
             .or_insert(rv);
+    }
+
+    /// Notes that the harness is about to delete a job's Job (as someone else would): its
+    /// deletion, once seen, is an external one.
+    pub fn deleting_job(&self, job_id: &str) {
+        self.facts.lock().deleting_by_us.insert(job_id.to_string());
+    }
+
+    /// Notes that the harness deleted one of a job's outcome records.
+    pub fn record_deleted(&self, job_id: &str) {
+        if let Some(job) = self.facts.lock().jobs.get_mut(job_id) {
+            job.records_deleted += 1;
+        }
+    }
+
+    /// A job's object (namespace, name), its Job or SparkApplication, while it exists and is
+    /// not being deleted.
+    pub fn job_object(&self, job_id: &str) -> Option<(String, String)> {
+        self.facts.lock().jobs.get(job_id)?.job_object.clone()
+    }
+
+    /// Whether a job's Job has its own verdict (Complete or Failed).
+    pub fn job_finished(&self, job_id: &str) -> bool {
+        self.facts
+            .lock()
+            .jobs
+            .get(job_id)
+            .is_some_and(|j| j.job_finished)
+    }
+
+    /// A job's outcome records that exist now (namespace, name).
+    pub fn records_of(&self, job_id: &str) -> Vec<(String, String)> {
+        let facts = self.facts.lock();
+        let mut records: Vec<_> = facts
+            .jobs
+            .get(job_id)
+            .map(|j| j.records.iter().cloned().collect())
+            .unwrap_or_default();
+        records.sort();
+        records
     }
 
     /// Pods of kubeferry's jobs that run on a node now.
@@ -393,8 +502,19 @@ impl Observer {
         if let Some(rv) = job.pod_deleted_rv {
             story.push(format!("pod deleted at rv {rv}"));
         }
-        if job.job_deleted {
+        if let Some(rv) = job.external_delete_rv {
+            story.push(format!("Job deleted by someone else at rv {rv}"));
+        } else if job.job_deleted {
             story.push("Job deleted".into());
+        }
+        if job.records_deleted > 0 {
+            story.push(format!(
+                "{} outcome record(s) deleted by hand",
+                job.records_deleted
+            ));
+        }
+        if before_natural(job.external_delete_rv) {
+            allowed.push(Allowed::DeletedExternally);
         }
         if before_natural(job.cancel_rv) {
             allowed.push(Allowed::Cancelled);
@@ -515,6 +635,81 @@ mod tests {
         recorded(&observer, 3);
         pod_deleted(&observer, 4);
         assert!(!observer.truth("a").pod_gone_unrecorded);
+    }
+
+    /// A pod of the Job `uid`.
+    fn pod_of(observer: &Observer, rv: u64, (name, uid): (&str, &str), status: Value) {
+        let object = json!({
+            "metadata": {
+                "name": name, "uid": format!("pod-{name}"),
+                "labels": {"batch.kubernetes.io/job-name": "j"},
+                "ownerReferences": [{"kind": "Job", "name": "j", "uid": uid, "controller": true}],
+            },
+            "spec": {"nodeName": "sim-node-1"},
+            "status": status,
+        });
+        core_change(observer, rv, EventType::Modified, ("pods", name), &object);
+    }
+
+    #[test]
+    fn a_job_deleted_by_someone_else_before_its_end_allows_deleted_externally_alone() {
+        let observer = observer_with_job();
+        pod_of(&observer, 2, ("j-1", "u1"), json!({"phase": "Running"}));
+        observer.deleting_job("a");
+        let annotations = json!({JOB_ID_ANNOTATION: "a"});
+        let object = json!({"metadata": {"uid": "u1", "annotations": annotations}});
+        job(&observer, 3, EventType::Deleted, object.clone());
+        pod_of(&observer, 4, ("j-1", "u1"), exited(143, "Error"));
+        let truth = observer.truth("a");
+        assert_eq!(
+            truth.allowed,
+            [Allowed::DeletedExternally],
+            "{}",
+            truth.story
+        );
+        // A second run of the job id is counted, and what it does is not the first run's.
+        let second = json!({"metadata": {"uid": "u2", "annotations": annotations}});
+        job(&observer, 5, EventType::Added, second);
+        pod_of(&observer, 6, ("j-2", "u2"), exited(0, "Completed"));
+        let truth = observer.truth("a");
+        assert_eq!(
+            truth.allowed,
+            [Allowed::DeletedExternally],
+            "{}",
+            truth.story
+        );
+        assert_eq!((truth.jobs_created, truth.pods_created), (2, 2));
+        assert_eq!(observer.job_object("a"), None);
+    }
+
+    #[test]
+    fn a_job_deleted_by_someone_else_after_its_end_keeps_its_outcome() {
+        let observer = observer_with_job();
+        pod_of(&observer, 2, ("j-1", "u1"), exited(3, "Error"));
+        assert_eq!(observer.job_object("a"), Some(("chaos".into(), "j".into())));
+        observer.deleting_job("a");
+        let annotations = json!({JOB_ID_ANNOTATION: "a"});
+        // Marked for deletion (a finalizer holds it): the deletion took effect.
+        let deleting = json!({"metadata": {
+            "uid": "u1", "annotations": annotations, "deletionTimestamp": "2026-01-01T00:00:00Z",
+        }});
+        job(&observer, 3, EventType::Modified, deleting);
+        let truth = observer.truth("a");
+        assert_eq!(
+            truth.allowed,
+            [Allowed::Failed {
+                exit_code: 3,
+                oom: false
+            }],
+            "{}",
+            truth.story
+        );
+        assert!(
+            truth.story.contains("deleted by someone else at rv 3"),
+            "{}",
+            truth.story
+        );
+        assert_eq!(observer.job_object("a"), None);
     }
 
     #[test]
