@@ -1,6 +1,6 @@
 //! The durable outcome record: what kubeferry keeps of a job once it ended, in a small
-//! ConfigMap of its own that outlives the job's objects and pods (see `STATUS.md`, "The outcome
-//! record").
+//! ConfigMap of its own that outlives the job's objects and pods (see `docs/cancel-and-records.md`,
+//! "The outcome record").
 //!
 //! One ConfigMap per job rather than one per batch of jobs: its create is the one write, atomic
 //! and first-writer-wins (a second replica's create answers 409 and reads the first), it never

@@ -77,7 +77,7 @@ impl std::str::FromStr for JobState {
 }
 
 /// Why a job is in its state: a closed set, documented with the rules that pick it in
-/// `crates/core/STATUS.md`.
+/// `docs/statuses.md`.
 ///
 /// Failure reasons fall into three classes (see [`Reason::failure_class`]): the job's own fault,
 /// the infrastructure's fault (a retry on another node may well succeed), and configuration

@@ -1157,7 +1157,7 @@ fn an_apache_driver_stopped_by_a_drain_is_evicted_once_its_pod_is_gone() {
 /// I1: a Spark driver that failed on its own before its pod was evicted (apache `DriverEvicted`,
 /// a Kubeflow `FAILED` with the driver pod evicted) is the application's own failure, with the
 /// driver's exit code; a driver stopped by the eviction (SIGTERM/SIGKILL, or ending after a drain
-/// began) is still `Evicted`. The same tie rule as for container jobs (STATUS.md).
+/// began) is still `Evicted`. The same tie rule as for container jobs (docs/statuses.md).
 #[test]
 fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
     let apache_message = |exit: i64| {

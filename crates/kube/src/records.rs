@@ -333,7 +333,7 @@ impl Records {
     /// A cancel's record gives way too: its CANCELLED, written before its delete, to the job's own
     /// outcome read from a copy of its object that is not being deleted (`undeleted`): the job
     /// ended before the cancel's delete, and an outcome reached before the work was stopped
-    /// stands (STATUS.md, rule 1). The cancel's delete, made at the version it saw running,
+    /// stands (docs/statuses.md, rule 1). The cancel's delete, made at the version it saw running,
     /// is refused then, and a cancel's record is answered only for an object deleted or gone
     /// (`Kind::final_answer`): no replica answered that CANCELLED meanwhile.
     pub(crate) async fn keep(

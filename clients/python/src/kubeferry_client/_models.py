@@ -53,7 +53,7 @@ class _OpenStrEnum(str, enum.Enum):
 
 
 class Reason(_OpenStrEnum):
-    """Why a job is in its state (crates/core/STATUS.md describes each)."""
+    """Why a job is in its state (docs/statuses.md describes each)."""
 
     PENDING = "Pending"
     SUSPENDED = "Suspended"

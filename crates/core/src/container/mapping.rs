@@ -1,6 +1,6 @@
 //! The pure mapping from a Job and its pods to kubeferry's status model.
 //!
-//! The rules and their order are documented in `crates/core/STATUS.md`; the comments here say
+//! The rules and their order are documented in `docs/statuses.md`; the comments here say
 //! why each one is where it is.
 
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Container jobs: lean views of a `batch/v1` Job and its pods, and the pure mapping from them
 //! to kubeferry's status model.
 //!
-//! [`container_status`] applies the precedence rules documented in `crates/core/STATUS.md`:
+//! [`container_status`] applies the precedence rules documented in `docs/statuses.md`:
 //! an outcome Kubernetes recorded wins over everything that happens after it; a cancel request
 //! wins over what is still in progress; nothing is terminal unless Kubernetes showed it or one
 //! of [`MappingConfig`]'s timeouts expired; a shape this version cannot read keeps the last

@@ -1,7 +1,7 @@
 //! The pure mapping from a JobSet, its child Jobs and their pods to kubeferry's status model,
 //! and the action the caller must take before it reports some outcomes.
 //!
-//! The rules and their order are documented in `crates/core/STATUS.md` (JobSets section). The
+//! The rules and their order are documented in `docs/statuses.md` ("JobSets"). The
 //! JobSet's own conditions decide the outcome; the child Job that caused a failure, mapped as a
 //! container job with its pods, says why (an OOM-killed worker is `OomKilled`, not "the JobSet
 //! failed"), and the child Jobs of the current restart say how far the set has come.

@@ -1,7 +1,7 @@
 //! JobSets (`jobset.x-k8s.io/v1alpha2`): lean views of a JobSet and its child Jobs, and the
 //! pure mapping from them (and the Jobs' pods) to kubeferry's status model.
 //!
-//! [`jobset_status`] applies the precedence rules documented in `crates/core/STATUS.md`: an
+//! [`jobset_status`] applies the precedence rules documented in `docs/statuses.md`: an
 //! outcome the JobSet controller recorded wins over everything that happens after it, and a
 //! failure is told by the child Job and pod that caused it; a cancel request wins over what is
 //! still in progress; nothing is terminal unless the JobSet showed it or a pod of it can never

@@ -2,7 +2,7 @@
 //! kubeferry's status model, and the actions the caller must take before it reports some
 //! outcomes.
 //!
-//! The rules and their order are documented in `crates/core/STATUS.md` (Spark section); each
+//! The rules and their order are documented in `docs/statuses.md` ("Spark applications"); each
 //! operator's status is first read into operator-neutral terms ([`Reading`]) by
 //! [`super::apache`] and [`super::kubeflow`], and one set of precedence rules applies to both.
 
@@ -335,8 +335,8 @@ impl<'a> Mapper<'a> {
                 .or(ended.map(|(driver, _)| driver))
                 .and_then(|d| disruption_reason(&d.pod, verdict.at));
             // A driver that failed on its own before its pod was disrupted decides the outcome,
-            // as a container job's main container does (STATUS.md): the eviction only found a
-            // driver whose work had already ended.
+            // as a container job's main container does (docs/statuses.md): the eviction only
+            // found a driver whose work had already ended.
             let failed_on_its_own = ended.is_some_and(|(driver, t)| {
                 t.exit_code != 0 && ended_before_disruption(driver.disruption.as_ref(), t)
             });

@@ -2,7 +2,7 @@
 //! SparkApplications and driver pods, and the pure mapping from them to kubeferry's status
 //! model. `crates/core/SPARK.md` is the guide for callers.
 //!
-//! [`spark_status`] applies the precedence rules documented in `crates/core/STATUS.md`: an
+//! [`spark_status`] applies the precedence rules documented in `docs/statuses.md`: an
 //! outcome the operator recorded wins over everything that happens after it; a cancel request
 //! wins over what is still in progress; nothing is terminal unless the operator showed it or
 //! the no-status timeout expired (and then only once the application is deleted); a status

@@ -312,7 +312,7 @@ async fn a_cancels_record_gives_way_to_the_jobs_own_end_reached_before_its_delet
     fail_unseen(&sim, &id, &gate).await;
 
     // This replica's cancel reads the Job, whose own verdict is in, reached before any
-    // delete: it stands (STATUS.md, rule 1), and the cancel's record gives way to it.
+    // delete: it stands (docs/statuses.md, rule 1), and the cancel's record gives way to it.
     let outcome = crate::protocol::cancel(&jobs, &id)
         .await
         .expect("cancel answers");

@@ -83,7 +83,7 @@ impl ToSchema for JobStateName {
     }
 }
 
-/// Why a job is in its state (see STATUS.md).
+/// Why a job is in its state (see docs/statuses.md).
 pub struct ReasonName;
 
 impl PartialSchema for ReasonName {
