@@ -13,7 +13,7 @@ use super::model::{EnvVar, PullPolicy, Resources};
 /// failure and finished by a success policy.
 ///
 /// Field names in job files are the camelCase forms of these. Empty collections and `None`
-/// mean "not given"; see `crates/core/SPEC.md` for every field.
+/// mean "not given"; see `docs/job-files.md` for every field.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobSetJob {

@@ -1,5 +1,5 @@
 //! Job spec files: the container job and Spark job formats in YAML or JSON, rendered from a
-//! template, decoded, validated and hashed. `crates/core/SPEC.md` documents the formats.
+//! template, decoded, validated and hashed. `docs/job-files.md` documents the formats.
 //!
 //! [`load`] is the one way in: it renders the template, parses the text, decodes it and
 //! validates it, and returns every problem at once, each as `file:line:col: field: message`

@@ -12,7 +12,7 @@ use crate::named::names;
 /// A container job: one container run once to completion by a `batch/v1` Job.
 ///
 /// Field names in job files are the camelCase forms of these (`imagePullPolicy`). Empty
-/// collections and `None` mean "not given"; see `crates/core/SPEC.md` for every field.
+/// collections and `None` mean "not given"; see `docs/job-files.md` for every field.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerJob {

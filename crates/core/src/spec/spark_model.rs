@@ -14,7 +14,7 @@ use crate::spark::SparkOperator;
 /// A Spark application: a driver and its executors, run by one of the Spark operators.
 ///
 /// Field names in job files are the camelCase forms of these (`mainApplicationFile`). Empty
-/// collections and `None` mean "not given"; see `crates/core/SPEC.md` for every field.
+/// collections and `None` mean "not given"; see `docs/job-files.md` for every field.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SparkJob {

@@ -21,7 +21,7 @@ pub struct SubmitRequest<'a> {
     /// execution id and runs nothing new; a different spec under a used job id is refused.
     #[schema(example = "gravitino-job-42")]
     pub job_id: String,
-    /// The job spec (see SPEC.md): a JSON object, or the text of a job file (YAML or JSON).
+    /// The job spec (docs/job-files.md): a JSON object, or the text of a job file (YAML or JSON).
     /// It is rendered as a template with `params` first. Give either `spec` or `template`.
     #[serde(default, borrow)]
     #[schema(value_type = Option<Object>)]
