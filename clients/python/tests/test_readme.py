@@ -1,6 +1,6 @@
-"""The README's Python examples run as written against the test service: the Metaflow-style step
-runner and the Airflow-style operator (with stand-ins for Airflow's own classes), and the quick
-example of clients/python/README.md."""
+"""The guide's Python examples run as written against the test service: the Metaflow-style step
+runner and the Airflow-style operator of docs/python-client.md (with stand-ins for Airflow's own
+classes), and the quick example of clients/python/README.md."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class StepFailed(Exception):
 
 
 def test_the_metaflow_style_example(replica: Replica, job_id: str) -> None:
-    metaflow, _ = python_blocks("README.md", "### From Python")
+    metaflow, _ = python_blocks("docs/python-client.md", "## Examples")
     scope = run(metaflow, replica, StepFailed=StepFailed)
     run_step = scope["run_step"]
     run_step("flow", job_id, "start", "1", 0, "busybox", ["sh", "-c", "echo step ran"])
@@ -61,7 +61,7 @@ class AirflowException(Exception):
 
 
 def test_the_airflow_style_example(replica: Replica, job_id: str, gate: Gate) -> None:
-    _, airflow = python_blocks("README.md", "### From Python")
+    _, airflow = python_blocks("docs/python-client.md", "## Examples")
     scope = run(
         airflow,
         replica,

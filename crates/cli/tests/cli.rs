@@ -947,16 +947,16 @@ fn long_flags(text: &str) -> std::collections::BTreeSet<String> {
 }
 
 #[tokio::test]
-async fn sim_serve_help_lists_the_flags_the_readme_documents() {
+async fn sim_serve_help_lists_the_flags_the_guide_documents() {
     let output =
         run(Command::new(env!("CARGO_BIN_EXE_kubeferry")).args(["sim", "serve", "--help"])).await;
     assert!(output.status.success(), "{}", text(&output.stderr));
     let help = text(&output.stdout);
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let start = readme
+    let guide = std::fs::read_to_string(repo().join("docs/simulated-cluster.md")).unwrap();
+    let start = guide
         .find("`kubeferry sim serve` runs until interrupted")
-        .expect("the README documents kubeferry sim serve");
-    let section = &readme[start..];
+        .expect("docs/simulated-cluster.md documents kubeferry sim serve");
+    let section = &guide[start..];
     let section = &section[..section.find("\n## ").unwrap_or(section.len())];
     let documented = long_flags(section);
     let offered = long_flags(&help);
@@ -985,7 +985,10 @@ async fn sim_serve_help_lists_the_flags_the_readme_documents() {
         "--image-pull-backoff-ms",
     ] {
         assert!(offered.contains(flag), "--help lists {flag}:\n{help}");
-        assert!(documented.contains(flag), "the README documents {flag}");
+        assert!(
+            documented.contains(flag),
+            "docs/simulated-cluster.md documents {flag}"
+        );
     }
     let claimed: Vec<&String> = documented
         .iter()
@@ -994,7 +997,7 @@ async fn sim_serve_help_lists_the_flags_the_readme_documents() {
         .collect();
     assert!(
         claimed.is_empty(),
-        "the README claims flags `sim serve` does not have: {claimed:?}"
+        "docs/simulated-cluster.md claims flags `sim serve` does not have: {claimed:?}"
     );
     assert!(
         help.contains("for tests and local debugging only"),

@@ -1,4 +1,4 @@
-//! The service's configuration: one YAML file (documented in `crates/server/README.md`), with
+//! The service's configuration: one YAML file (documented in `docs/service.md`), with
 //! flags and environment variables (see [`crate::ServeArgs`]) overriding it.
 
 use std::net::SocketAddr;

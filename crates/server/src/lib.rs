@@ -1,6 +1,6 @@
 //! kubeferry's HTTP service: a stateless JSON API over the executor, for callers in any
 //! language. All job state lives in Kubernetes, so any number of replicas serve the same jobs and
-//! any replica may stop at any moment. `crates/server/README.md` documents running and calling
+//! any replica may stop at any moment. `docs/service.md` documents running and calling
 //! it; `/openapi.json` describes the API.
 //!
 //! The command line serves it as `kubeferry serve` by flattening [`ServeArgs`] and calling
@@ -57,7 +57,7 @@ pub struct InheritedCluster {
 /// file's value.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct ServeArgs {
-    /// The configuration file (YAML; see crates/server/README.md).
+    /// The configuration file (YAML; see docs/service.md).
     #[arg(long = "config", env = "KUBEFERRY_CONFIG", value_name = "FILE")]
     pub config_file: Option<PathBuf>,
     /// The address to listen on (default 127.0.0.1:8080).

@@ -1,6 +1,6 @@
 //! Spark applications: the two operators kubeferry targets, lean views of their
 //! SparkApplications and driver pods, and the pure mapping from them to kubeferry's status
-//! model. `crates/core/SPARK.md` is the guide for callers.
+//! model. `docs/spark.md` ("The contract of the Spark backend") is the guide for callers.
 //!
 //! [`spark_status`] applies the precedence rules documented in `docs/statuses.md`: an
 //! outcome the operator recorded wins over everything that happens after it; a cancel request

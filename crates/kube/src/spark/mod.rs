@@ -1,10 +1,10 @@
 //! Spark jobs (SparkApplications of apache/spark-kubernetes-operator or of the Kubeflow
 //! spark-operator): submit, status, wait, cancel, logs, list and sweep.
 //!
-//! `crates/core/SPARK.md` is the contract this follows: the operator is resolved and checked
-//! before anything is created; the status comes from a label-scoped watch of the
-//! SparkApplications of every installed operator and of their driver pods, mapped by
-//! [`spark_status`]; the [`SparkAction`]s the mapping asks for are carried out by the
+//! `docs/spark.md` ("The contract of the Spark backend") is what this follows: the operator
+//! is resolved and checked before anything is created; the status comes from a label-scoped
+//! watch of the SparkApplications of every installed operator and of their driver pods, mapped
+//! by [`spark_status`]; the [`SparkAction`]s the mapping asks for are carried out by the
 //! namespace's settler (`crate::evaluating`) before the outcome they carry is reported
 //! (record-then-delete for an application the operator never took up; deleting the driver of
 //! a failed application that still runs), and a status query writes nothing; a driver pod that

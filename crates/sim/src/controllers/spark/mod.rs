@@ -3,7 +3,7 @@
 //! (`SimConfig::crd_bundles`).
 //!
 //! For every SparkApplication of its group an operator creates the driver pod (with the names,
-//! labels, container and owner the real operator gives it, see `crates/core/SPARK.md`), the
+//! labels, container and owner the real operator gives it, see `docs/spark.md`), the
 //! executor pods once the driver runs ([`SparkSimConfig::executors`]), moves the application
 //! through the real operator's states as the pods progress, applies its restart policy,
 //! timeouts, resource retention and TTL, and writes the status in the real operator's shape.
