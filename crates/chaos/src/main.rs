@@ -91,8 +91,8 @@ struct Args {
     #[arg(long, default_value_t = 3)]
     nodes: usize,
     /// Scenario kinds to leave out, comma-separated (success, exit, oom, deadline, unpullable,
-    /// cancel, concurrent, resubmit, pod-loss, errors, lost-responses, latency, watches,
-    /// outages, evictions, node-loss, kills).
+    /// spark, cancel, concurrent, resubmit, pod-loss, cancelled-gone, errors, lost-responses,
+    /// latency, watches, outages, evictions, preemptions, node-loss, drains, kills).
     #[arg(long, value_delimiter = ',', value_name = "KIND,...")]
     without: Vec<String>,
     /// Start no further seed once this much time has passed (e.g. 90s, 10m).
