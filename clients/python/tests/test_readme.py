@@ -1,6 +1,6 @@
 """The guide's Python examples run as written against the test service: the Metaflow-style step
-runner and the Airflow-style operator of docs/python-client.md (with stand-ins for Airflow's own
-classes), and the quick example of clients/python/README.md."""
+runner and the Airflow-style operator (with stand-ins for Airflow's own classes), wherever
+README.md or docs/ shows them, and the quick example of clients/python/README.md."""
 
 from __future__ import annotations
 
@@ -21,6 +21,15 @@ def python_blocks(path: str, after: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
 
+def example_defining(name: str) -> str:
+    """The Python block of README.md or a page under docs/ that defines `name`."""
+    for page in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S):
+            if re.search(rf"^(def|class) {name}\b", block, flags=re.M):
+                return block
+    raise AssertionError(f"no page of README.md or docs/ shows the example that defines {name}")
+
+
 def run(code: str, replica: Replica, **names: Any) -> dict[str, Any]:
     """Runs an example with the service's URL and token put in for the example's."""
     code = code.replace("http://kubeferry:8080", replica.url)
@@ -38,7 +47,7 @@ class StepFailed(Exception):
 
 
 def test_the_metaflow_style_example(replica: Replica, job_id: str) -> None:
-    metaflow, _ = python_blocks("docs/python-client.md", "## Examples")
+    metaflow = example_defining("run_step")
     scope = run(metaflow, replica, StepFailed=StepFailed)
     run_step = scope["run_step"]
     run_step("flow", job_id, "start", "1", 0, "busybox", ["sh", "-c", "echo step ran"])
@@ -61,7 +70,7 @@ class AirflowException(Exception):
 
 
 def test_the_airflow_style_example(replica: Replica, job_id: str, gate: Gate) -> None:
-    _, airflow = python_blocks("docs/python-client.md", "## Examples")
+    airflow = example_defining("KubeferryOperator")
     scope = run(
         airflow,
         replica,
