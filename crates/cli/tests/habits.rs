@@ -1315,7 +1315,9 @@ async fn a_job_id_answers_once_its_job_is_gone_from_its_outcome_record() {
         .to_string();
     let id = submit_as(kubeconfig, &job, "doomed-1", &[]).await;
     ok(kubeferry(kubeconfig).args(["cancel", "--job-id", "doomed-1", "--wait"])).await;
-    // The Job is deleted on cancel: only its outcome record is left.
+    // The Job is deleted on cancel, held by kubeferry's finalizer until a settler lets it go:
+    // let go of it here, and only its outcome record is left.
+    ok(kubeferry(kubeconfig).args(["sweep", "--release"])).await;
     assert_eq!(cluster.sim.count("batch", "jobs"), 0);
     let status: Value = serde_json::from_str(
         &ok(kubeferry(kubeconfig).args(["status", "--job-id", "doomed-1", "-o", "json"])).await,

@@ -1435,6 +1435,11 @@ async fn twenty_jobs_cost_twenty_creates_and_the_namespaces_watches() {
     for id in &ids {
         assert_eq!(api.job(id).await.json()["state"], "SUCCEEDED");
     }
+    // Each Job is let go once its record is kept (kubeferry's finalizer held it until then).
+    eventually("every Job let go", || async {
+        (sim.sim.request_count("patch", "jobs.batch") >= 20).then_some(())
+    })
+    .await;
     let counted: std::collections::BTreeMap<(String, String), u64> = sim
         .sim
         .counters()
@@ -1447,6 +1452,8 @@ async fn twenty_jobs_cost_twenty_creates_and_the_namespaces_watches() {
         // job id never runs twice); and once each ended, its one outcome record.
         ("create", "jobs.batch", 20),
         ("create", "configmaps", 20),
+        // Once its record is kept, each Job's release of kubeferry's finalizer.
+        ("patch", "jobs.batch", 20),
         // Each namespace's watch of outcome records, and the submissions' reads of records (one
         // after another: one each).
         ("list", "configmaps", 3 + 20),

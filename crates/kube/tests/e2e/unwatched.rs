@@ -304,3 +304,39 @@ async fn a_running_jobset_deleted_while_nobody_watched_was_deleted_externally() 
     );
     submitted_again_runs_nothing(&env, yaml, "unseen-jobset-running", &id, &outcome).await;
 }
+
+/// A JobSet cancelled by a process that exited at once: CANCELLED from a new process, and
+/// never run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobset_cancelled_by_a_process_that_exited_stays_cancelled() {
+    let env = env().await;
+    let yaml = "kind: JobSet\nname: cancelled\nreplicatedJobs:\n  - name: workers\n    replicas: 1\n    image: busybox:1.36\n    command: [sh, -c, 'sleep 60']\n";
+    let id = submitted_and_left(&env, yaml, "unseen-jobset-cancel").await;
+    eventually("a worker running", || async {
+        (env.sim.count("", "pods") >= 1).then_some(())
+    })
+    .await;
+    let cancelled = id.clone();
+    in_a_process_of_its_own(&env, |executor| async move {
+        status_until(&executor, &cancelled, "started", is(JobState::Started)).await;
+        executor.cancel(&cancelled).await.expect("the cancel");
+        (executor, ())
+    })
+    .await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(outcome.state, JobState::Cancelled, "{outcome:#?}");
+    submitted_again_runs_nothing(&env, yaml, "unseen-jobset-cancel", &id, &outcome).await;
+}
+
+/// A JobSet removed by its TTL while nobody watched: its first run's outcome, and never run
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobset_removed_by_its_ttl_while_nobody_watched_answers_its_first_run() {
+    let env = env().await;
+    let yaml = "kind: JobSet\nname: brief\nttlAfterFinished: 1s\nreplicatedJobs:\n  - name: workers\n    replicas: 1\n    image: busybox:1.36\n    command: [sh, -c, 'exit 3']\n";
+    let id = submitted_and_left(&env, yaml, "unseen-jobset-ttl").await;
+    held_while_deleted(&env, &id).await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(outcome.state, JobState::Failed, "{outcome:#?}");
+    submitted_again_runs_nothing(&env, yaml, "unseen-jobset-ttl", &id, &outcome).await;
+}

@@ -204,3 +204,31 @@ async fn an_application_cancelled_by_a_process_that_exited_stays_cancelled() {
         gate.open();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_application_removed_by_its_ttl_while_nobody_watched_answers_its_first_run() {
+    let env = Env::start().await;
+    for operator in SparkOperator::ALL {
+        let spec = spark_pi(operator, "args: ['exit=3']\nttlAfterStop: 1s");
+        let job_id = job_id("unseen-ttl");
+        let id = submitted_and_left(&env, &spec, &job_id).await;
+        let app = eventually("the TTL to delete the application", || async {
+            env.app(operator, &id.name)
+                .filter(|app| app.pointer("/metadata/deletionTimestamp").is_some())
+        })
+        .await;
+        assert!(
+            app["metadata"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f == RECORD_FINALIZER)),
+            "{operator}: held, not gone: {app:#}"
+        );
+        let outcome = answered_by_a_new_process(&env, operator, &id).await;
+        assert_eq!(
+            (outcome.state, outcome.reason, outcome.exit_code),
+            (JobState::Failed, Reason::SparkFailed, Some(3)),
+            "{operator}: {outcome:#?}"
+        );
+        submitted_again_runs_nothing(&env, &spec, &job_id, &id, &outcome).await;
+    }
+}
