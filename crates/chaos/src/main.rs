@@ -51,9 +51,8 @@
 //!   some while it runs. When the replicas are back, each job must answer its first run's
 //!   outcome (`FAILED DeletedExternally` for one deleted while running), and its job id,
 //!   submitted again, must create nothing (I2). The truth is the first Job's: a second run's
-//!   Job and pods are counted, and its outcome is a wrong one. Today a Job deleted while no
-//!   replica runs leaves nothing behind: it reads "no such job", and its job id submitted
-//!   again runs a second time.
+//!   Job and pods are counted, and its outcome is a wrong one. kubeferry's finalizer holds a
+//!   Job deleted while no replica runs until a replica records it (docs/INVARIANTS.md).
 //! - `record-loss`: a job's outcome record (its ConfigMap) deleted by hand once it ended,
 //!   its Job still there (half of them lost their pods first; in a run with the blackout,
 //!   some while no replica runs), then its job id submitted again: it must not run twice,
@@ -62,9 +61,9 @@
 //!   (`SUCCEEDED Completed` without its exit code 0, or `QUEUED` for a Job that lost both
 //!   while no replica ran).
 //!
-//! CI (`.ci/run`) runs fixed seeds within a time budget, every kind but `unwatched` and
-//! `record-loss` (they find what kubeferry does not prevent yet, above); what is beyond the
-//! API is shown there, never a failure.
+//! CI (`.ci/run`) runs fixed seeds within a time budget, every kind but `record-loss` (it
+//! finds what kubeferry does not prevent yet, above); what is beyond the API is shown there,
+//! never a failure.
 //!
 //! ```sh
 //! cargo run --release -p kubeferry-chaos -- --seeds 20 --jobs 300
