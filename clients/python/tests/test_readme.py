@@ -24,7 +24,8 @@ def python_blocks(path: str, after: str) -> list[str]:
 def example_defining(name: str) -> str:
     """The Python block of README.md or a page under docs/ that defines `name`."""
     for page in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
-        for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S):
+        blocks: list[str] = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
+        for block in blocks:
             if re.search(rf"^(def|class) {name}\b", block, flags=re.M):
                 return block
     raise AssertionError(f"no page of README.md or docs/ shows the example that defines {name}")

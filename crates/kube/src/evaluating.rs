@@ -73,7 +73,7 @@ pub(crate) struct Evaluating<K: Evaluates> {
     warned: Recent,
     /// Copies of objects (namespace, name and resourceVersion) an action found gone.
     found_gone: Recent,
-    /// Copies of objects a settler let go of lately (`settling::release_held`).
+    /// The objects a settler let go of lately (`settling::release_held`).
     released: Recent,
     /// How long a status query waits for a namespace's first list.
     sync_timeout: Duration,

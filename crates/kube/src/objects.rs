@@ -41,6 +41,11 @@ pub(crate) struct Objects<K> {
     pub(crate) kind: &'static str,
     /// The namespace.
     pub(crate) namespace: String,
+    /// Whether a delete removes the object's dependents first (foreground propagation): for
+    /// Jobs and JobSets, whose pods the garbage collector would stop only once the object is
+    /// gone, which kubeferry's finalizer delays until a settler records it. A SparkApplication's
+    /// operator stops its driver itself when the application is deleted.
+    pub(crate) dependents_first: bool,
 }
 
 /// What a delete found.
@@ -241,9 +246,12 @@ impl<K: Object> Objects<K> {
         })
     }
 
-    /// Deletes the object with background propagation, only if it is still the object `uid`
-    /// (and, when given, still at `resource_version`). Safe to repeat: a repeat cannot touch a
-    /// new object of the same name.
+    /// Deletes the object, only if it is still the object `uid` (and, when given, still at
+    /// `resource_version`). Safe to repeat: a repeat cannot touch a new object of the same name.
+    ///
+    /// Dependents first where [`Objects::dependents_first`] says so: kubeferry's finalizer holds
+    /// the object until a settler lets it go, and a cancel whose process exits at once must
+    /// still stop the work now.
     pub(crate) async fn delete(
         &self,
         cluster: &Cluster,
@@ -252,7 +260,11 @@ impl<K: Object> Objects<K> {
         resource_version: Option<&str>,
     ) -> Result<Deletion> {
         let params = DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Background),
+            propagation_policy: Some(if self.dependents_first {
+                PropagationPolicy::Foreground
+            } else {
+                PropagationPolicy::Background
+            }),
             preconditions: Some(Preconditions {
                 uid: Some(uid.to_string()),
                 resource_version: resource_version.map(str::to_string),

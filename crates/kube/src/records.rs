@@ -473,6 +473,7 @@ impl Records {
             resource: CONFIGMAPS,
             kind: "ConfigMap",
             namespace: namespace.to_string(),
+            dependents_first: false,
         }
     }
 }

@@ -55,9 +55,9 @@ pub(crate) fn retry_delay(error: &crate::Error, interval: Duration) -> Duration 
 /// is kept (the only time a settler calls this: the hold has done its work). Answers when to
 /// look at the job again after a failed write; `None` once released.
 ///
-/// `released` remembers the copies let go of: until the watch delivers the released object,
-/// the settler may see the copy it released again (a change of the job's pods), and writes
-/// nothing for it.
+/// `released` remembers the objects let go of: until the watch delivers the released object,
+/// the settler may see a copy that still shows the finalizer (a change of the job's pods, the
+/// deletion's own event), and writes nothing for it.
 pub(crate) async fn release_held<K: crate::objects::Object>(
     objects: &crate::objects::Objects<K>,
     cluster: &crate::cluster::Cluster,
@@ -65,13 +65,10 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
     retry_interval: Duration,
     released: &crate::tracker::Recent,
 ) -> Option<Timestamp> {
-    let copy = format!(
-        "{}/{}@{}",
-        meta.namespace,
-        meta.name,
-        meta.resource_version.as_deref().unwrap_or("")
-    );
-    // Claimed before the write: two settles of the same copy at once write once.
+    // By uid: nothing puts kubeferry's finalizer back on an object once it is let go, so any
+    // later copy still showing it (the watch has not yet delivered the release) is stale.
+    let copy = format!("{}/{}/{}", meta.namespace, meta.name, meta.uid);
+    // Claimed before the write: two settles of the same object at once write once.
     if meta.held.is_none() || !released.insert(copy.clone()) {
         return None;
     }

@@ -145,6 +145,7 @@ impl ContainerJobs {
             resource: JOBS,
             kind: "Job",
             namespace: namespace.to_string(),
+            dependents_first: true,
         }
     }
 

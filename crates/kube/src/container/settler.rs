@@ -59,7 +59,7 @@ struct Task {
     states: Arc<JobStates>,
     /// Jobs whose outcome came without an exit code, given a moment for their pods' watch.
     awaiting_pods: Mutex<HashSet<String>>,
-    /// The copies of Jobs this settler let go of lately ([`release_held`]).
+    /// The Jobs this settler let go of lately ([`release_held`]).
     released: Recent,
 }
 
@@ -721,6 +721,7 @@ fn job_objects(cluster: &Cluster, namespace: &str) -> Objects<Job> {
         resource: JOBS,
         kind: "Job",
         namespace: namespace.to_string(),
+        dependents_first: true,
     }
 }
 

@@ -138,6 +138,7 @@ impl JobSets {
             resource: RESOURCE,
             kind: KIND,
             namespace: namespace.to_string(),
+            dependents_first: true,
         }
     }
 

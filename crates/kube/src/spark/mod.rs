@@ -181,6 +181,7 @@ impl SparkJobs {
             resource: resource(operator),
             kind: KIND,
             namespace: namespace.to_string(),
+            dependents_first: false,
         }
     }
 

@@ -258,6 +258,11 @@ async fn a_job_cancelled_by_a_process_that_exited_stays_cancelled() {
         (executor, ())
     })
     .await;
+    // The work stops even if no process is left to let the Job go: its pods are deleted first.
+    eventually("the cancelled job's pod to be gone", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
     let outcome = answered_by_a_new_process(&env, &id).await;
     assert_eq!(outcome.state, JobState::Cancelled, "{outcome:#?}");
     submitted_again_runs_nothing(&env, SLEEP, "unseen-cancel", &id, &outcome).await;
