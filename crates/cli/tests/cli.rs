@@ -307,7 +307,28 @@ async fn ctrl_c_during_run_cancels_the_job_when_asked_to() {
     assert_eq!(status.code(), Some(1));
     let last = rest.last().unwrap();
     assert!(last.contains(" CANCELLED (Cancelled"), "{rest:?}");
-    assert_eq!(cluster.sim.count("batch", "jobs"), 0, "the Job is deleted");
+    // The Job is deleted: gone, or held by kubeferry's finalizer until a settler lets it go
+    // (this process may exit first); its pods go first either way.
+    let job = cluster
+        .sim
+        .object("batch", "jobs", "default", &long_job_name(&rest));
+    assert!(
+        job.is_none_or(|job| job.pointer("/metadata/deletionTimestamp").is_some()),
+        "the Job is deleted"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while cluster.sim.count("", "pods") > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the pod is deleted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The object name in the last line of a `run`: `<cluster>/job/<namespace>/<name> STATE ...`.
+fn long_job_name(lines: &[String]) -> String {
+    let id = lines.last().and_then(|line| line.split_whitespace().next());
+    id.and_then(|id| id.rsplit('/').next())
+        .expect("an execution id")
+        .to_string()
 }
 
 /// Starts `command` as `kubeferry sim serve --kubeconfig <kubeconfig>` and waits until it has
