@@ -170,6 +170,55 @@ async fn submitted_again_runs_nothing(
     assert_eq!(env.sim.request_count("create", "jobs.batch"), jobs_created);
 }
 
+/// Waits until the job has a pod (no process watches: read from the cluster's store).
+async fn a_pod_runs(env: &Env) {
+    eventually("a pod running", || async {
+        (env.sim.count("", "pods") >= 1).then_some(())
+    })
+    .await;
+}
+
+/// A job (`yaml`) submitted and left, deleted by someone else while its pod runs and nobody
+/// watches: `FAILED DeletedExternally` from a new process, and never run again.
+async fn running_then_deleted_while_nobody_watched(yaml: &str, job_id: &str) {
+    let env = env().await;
+    let id = submitted_and_left(&env, yaml, job_id).await;
+    a_pod_runs(&env).await;
+    delete_as_admin(&env, &id).await;
+    held_while_deleted(&env, &id).await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(
+        (outcome.state, outcome.reason),
+        (JobState::Failed, Reason::DeletedExternally),
+        "{outcome:#?}"
+    );
+    submitted_again_runs_nothing(&env, yaml, job_id, &id, &outcome).await;
+}
+
+/// A job (`yaml`) submitted and left, then cancelled by a process that exited at once:
+/// its pods go though no process is left to let it go, and it is CANCELLED from a new
+/// process and never run again.
+async fn cancelled_by_a_process_that_exited(yaml: &str, job_id: &str) {
+    let env = env().await;
+    let id = submitted_and_left(&env, yaml, job_id).await;
+    a_pod_runs(&env).await;
+    let cancelled = id.clone();
+    in_a_process_of_its_own(&env, |executor| async move {
+        status_until(&executor, &cancelled, "started", is(JobState::Started)).await;
+        executor.cancel(&cancelled).await.expect("the cancel");
+        (executor, ())
+    })
+    .await;
+    // The work stops even if no process is left to let the object go: its pods go first.
+    eventually("the cancelled job's pods to be gone", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(outcome.state, JobState::Cancelled, "{outcome:#?}");
+    submitted_again_runs_nothing(&env, yaml, job_id, &id, &outcome).await;
+}
+
 const FAIL: &str =
     "name: fail\nimage: busybox:1.36\ncommand: [sh, -c]\nargs: ['echo about to fail; exit 3']\n";
 const SLEEP: &str = "name: sleep\nimage: busybox:1.36\ncommand: [sh, -c, 'sleep 60']\n";
@@ -205,22 +254,7 @@ async fn a_job_that_failed_and_was_deleted_while_nobody_watched_answers_its_firs
 /// from a new process, and never run again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_job_deleted_while_nobody_watched_was_deleted_externally() {
-    let env = env().await;
-    let id = submitted_and_left(&env, SLEEP, "unseen-running").await;
-    eventually("the pod running", || async {
-        let job = object(&env, &id)?;
-        (job.pointer("/status/active")?.as_i64()? >= 1).then_some(())
-    })
-    .await;
-    delete_as_admin(&env, &id).await;
-    held_while_deleted(&env, &id).await;
-    let outcome = answered_by_a_new_process(&env, &id).await;
-    assert_eq!(
-        (outcome.state, outcome.reason),
-        (JobState::Failed, Reason::DeletedExternally),
-        "{outcome:#?}"
-    );
-    submitted_again_runs_nothing(&env, SLEEP, "unseen-running", &id, &outcome).await;
+    running_then_deleted_while_nobody_watched(SLEEP, "unseen-running").await;
 }
 
 /// A job removed by its TTL while nobody watched (the TTL controller deletes in the
@@ -245,27 +279,7 @@ async fn a_job_removed_by_its_ttl_while_nobody_watched_answers_its_first_run() {
 /// CANCELLED from a new process, and never run again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_cancelled_by_a_process_that_exited_stays_cancelled() {
-    let env = env().await;
-    let id = submitted_and_left(&env, SLEEP, "unseen-cancel").await;
-    eventually("the pod running", || async {
-        let job = object(&env, &id)?;
-        (job.pointer("/status/active")?.as_i64()? >= 1).then_some(())
-    })
-    .await;
-    let cancelled = id.clone();
-    in_a_process_of_its_own(&env, |executor| async move {
-        executor.cancel(&cancelled).await.expect("the cancel");
-        (executor, ())
-    })
-    .await;
-    // The work stops even if no process is left to let the Job go: its pods are deleted first.
-    eventually("the cancelled job's pod to be gone", || async {
-        (env.sim.count("", "pods") == 0).then_some(())
-    })
-    .await;
-    let outcome = answered_by_a_new_process(&env, &id).await;
-    assert_eq!(outcome.state, JobState::Cancelled, "{outcome:#?}");
-    submitted_again_runs_nothing(&env, SLEEP, "unseen-cancel", &id, &outcome).await;
+    cancelled_by_a_process_that_exited(SLEEP, "unseen-cancel").await;
 }
 
 /// A JobSet that failed and was deleted while nobody watched: its first run's outcome from a
@@ -291,46 +305,22 @@ async fn a_jobset_that_failed_and_was_deleted_while_nobody_watched_answers_its_f
 /// A JobSet running when someone deleted it, with nobody watching: deleted externally.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_jobset_deleted_while_nobody_watched_was_deleted_externally() {
-    let env = env().await;
-    let yaml = "kind: JobSet\nname: runs\nreplicatedJobs:\n  - name: workers\n    replicas: 1\n    image: busybox:1.36\n    command: [sh, -c, 'sleep 60']\n";
-    let id = submitted_and_left(&env, yaml, "unseen-jobset-running").await;
-    eventually("a worker running", || async {
-        let pods = env.sim.count("", "pods");
-        (pods >= 1).then_some(())
-    })
+    running_then_deleted_while_nobody_watched(
+        "kind: JobSet\nname: runs\nreplicatedJobs:\n  - name: workers\n    replicas: 1\n    image: busybox:1.36\n    command: [sh, -c, 'sleep 60']\n",
+        "unseen-jobset-running",
+    )
     .await;
-    delete_as_admin(&env, &id).await;
-    held_while_deleted(&env, &id).await;
-    let outcome = answered_by_a_new_process(&env, &id).await;
-    assert_eq!(
-        (outcome.state, outcome.reason),
-        (JobState::Failed, Reason::DeletedExternally),
-        "{outcome:#?}"
-    );
-    submitted_again_runs_nothing(&env, yaml, "unseen-jobset-running", &id, &outcome).await;
 }
 
 /// A JobSet cancelled by a process that exited at once: CANCELLED from a new process, and
 /// never run again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobset_cancelled_by_a_process_that_exited_stays_cancelled() {
-    let env = env().await;
-    let yaml = "kind: JobSet\nname: cancelled\nreplicatedJobs:\n  - name: workers\n    replicas: 1\n    image: busybox:1.36\n    command: [sh, -c, 'sleep 60']\n";
-    let id = submitted_and_left(&env, yaml, "unseen-jobset-cancel").await;
-    eventually("a worker running", || async {
-        (env.sim.count("", "pods") >= 1).then_some(())
-    })
+    cancelled_by_a_process_that_exited(
+        "kind: JobSet\nname: cancelled\nreplicatedJobs:\n  - name: workers\n    replicas: 1\n    image: busybox:1.36\n    command: [sh, -c, 'sleep 60']\n",
+        "unseen-jobset-cancel",
+    )
     .await;
-    let cancelled = id.clone();
-    in_a_process_of_its_own(&env, |executor| async move {
-        status_until(&executor, &cancelled, "started", is(JobState::Started)).await;
-        executor.cancel(&cancelled).await.expect("the cancel");
-        (executor, ())
-    })
-    .await;
-    let outcome = answered_by_a_new_process(&env, &id).await;
-    assert_eq!(outcome.state, JobState::Cancelled, "{outcome:#?}");
-    submitted_again_runs_nothing(&env, yaml, "unseen-jobset-cancel", &id, &outcome).await;
 }
 
 /// A JobSet removed by its TTL while nobody watched: its first run's outcome, and never run
