@@ -8,20 +8,14 @@ use kubeferry::JobKind;
 use kubeferry::kube::logs::{FollowOptions, TailOptions};
 
 use crate::args::{Cli, LogsArgs};
-use crate::commands::{named_jobs, parse_ids};
+use crate::commands::{named_job, parse_ids};
 use crate::connect::{Fallback, connect};
 
 /// Runs `kubeferry logs`.
 pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
     let ids = parse_ids(cli, args.id.as_slice())?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
-    let Some((id, _)) = named_jobs(cli, ids, &args.by_job_id, &connection)
-        .await?
-        .into_iter()
-        .next()
-    else {
-        anyhow::bail!("no job named");
-    };
+    let id = named_job(cli, ids, &args.by_job_id, &connection).await?;
     if args.index.is_some() && !matches!(id.kind, JobKind::Job | JobKind::JobSet) {
         return Err(crate::UsageError(format!(
             "--index is only for indexed container jobs and JobSets; {id} is neither"

@@ -95,6 +95,24 @@ pub fn parse_ids(
         .collect()
 }
 
+/// The one job a single-job command (`wait`, `logs`) names: its execution id (parsed by
+/// [`parse_ids`]), or the job submitted under `--job-id` ([`named_jobs`]).
+pub async fn named_job(
+    cli: &crate::args::Cli,
+    ids: Vec<kubeferry::ExecutionId>,
+    by_job_id: &crate::args::JobIdArgs,
+    connection: &crate::connect::Connection,
+) -> anyhow::Result<kubeferry::ExecutionId> {
+    match named_jobs(cli, ids, by_job_id, connection)
+        .await?
+        .into_iter()
+        .next()
+    {
+        Some((id, _)) => Ok(id),
+        None => anyhow::bail!("no job named"),
+    }
+}
+
 /// The jobs named on the command line: the execution ids given (parsed by [`parse_ids`]), or
 /// the job submitted under `--job-id` in the namespace of `-n` (else the context's), with its
 /// job id.

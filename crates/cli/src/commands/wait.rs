@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use crate::args::{Cli, WaitArgs};
-use crate::commands::{TIMED_OUT, exit_code_of, named_jobs, parse_ids};
+use crate::commands::{TIMED_OUT, exit_code_of, named_job, parse_ids};
 use crate::connect::{Fallback, connect};
 use crate::live::Progress;
 use crate::output::print_final;
@@ -13,13 +13,7 @@ use crate::output::print_final;
 pub async fn wait(cli: &Cli, args: &WaitArgs) -> anyhow::Result<ExitCode> {
     let ids = parse_ids(cli, args.id.as_slice())?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
-    let Some((id, _)) = named_jobs(cli, ids, &args.by_job_id, &connection)
-        .await?
-        .into_iter()
-        .next()
-    else {
-        anyhow::bail!("no job named");
-    };
+    let id = named_job(cli, ids, &args.by_job_id, &connection).await?;
     let live = Progress::new(cli.output.no_progress);
     let executor = &connection.executor;
     let info = executor

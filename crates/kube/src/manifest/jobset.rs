@@ -34,7 +34,7 @@ use super::{
 };
 
 /// The Kubernetes API resource of JobSets, for a kube `Api<DynamicObject>`.
-pub(crate) fn api_resource() -> ApiResource {
+pub fn api_resource() -> ApiResource {
     ApiResource {
         group: JOBSET_GROUP.to_string(),
         version: JOBSET_VERSION.to_string(),

@@ -202,9 +202,15 @@ impl Env {
         ExecutionId::new(CLUSTER, JobKind::Job, NS, name)
     }
 
-    /// Deletes a Job as someone other than kubeferry would.
+    /// Deletes a job's object (a Job, or a JobSet) as someone other than kubeferry would
+    /// (`kubectl delete`: background propagation).
     pub async fn delete_job_as_admin(&self, id: &ExecutionId) {
-        let api: Api<Job> = Api::namespaced(self.admin_client().await, &id.namespace);
+        let resource = match id.kind {
+            JobKind::JobSet => kubeferry_kube::manifest::jobset::api_resource(),
+            _ => kube::api::ApiResource::erase::<Job>(&()),
+        };
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(self.admin_client().await, &id.namespace, &resource);
         api.delete(
             &id.name,
             &DeleteParams {

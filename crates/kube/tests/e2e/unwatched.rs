@@ -7,7 +7,6 @@
 //! Each step runs in a fresh executor that is dropped before the next starts, and the tests
 //! check that the cluster holds no watch in between: no kubeferry process is there.
 
-use kube::api::{Api, DeleteParams, DynamicObject, PropagationPolicy};
 use kubeferry_core::marks::RECORD_FINALIZER;
 use kubeferry_core::record::record_name;
 use kubeferry_core::spec::JobSpec;
@@ -54,29 +53,6 @@ fn resource_of(kind: JobKind) -> (&'static str, &'static str) {
 fn object(env: &Env, id: &ExecutionId) -> Option<serde_json::Value> {
     let (group, resource) = resource_of(id.kind);
     env.sim.object(group, resource, &id.namespace, &id.name)
-}
-
-/// Deletes the job's object as someone other than kubeferry does (`kubectl delete`:
-/// background propagation).
-async fn delete_as_admin(env: &Env, id: &ExecutionId) {
-    let (group, resource) = resource_of(id.kind);
-    let (version, kind) = match id.kind {
-        JobKind::Job => ("v1", "Job"),
-        _ => ("v1alpha2", "JobSet"),
-    };
-    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-    let api_resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, resource);
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(env.admin_client().await, &id.namespace, &api_resource);
-    api.delete(
-        &id.name,
-        &DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Background),
-            ..DeleteParams::default()
-        },
-    )
-    .await
-    .expect("the admin deletes the object");
 }
 
 /// Waits until the object is deleted (it has a deletionTimestamp) and held by kubeferry's
@@ -184,7 +160,7 @@ async fn running_then_deleted_while_nobody_watched(yaml: &str, job_id: &str) {
     let env = env().await;
     let id = submitted_and_left(&env, yaml, job_id).await;
     a_pod_runs(&env).await;
-    delete_as_admin(&env, &id).await;
+    env.delete_job_as_admin(&id).await;
     held_while_deleted(&env, &id).await;
     let outcome = answered_by_a_new_process(&env, &id).await;
     assert_eq!(
@@ -238,7 +214,7 @@ async fn a_job_that_failed_and_was_deleted_while_nobody_watched_answers_its_firs
             .then_some(())
     })
     .await;
-    delete_as_admin(&env, &id).await;
+    env.delete_job_as_admin(&id).await;
     held_while_deleted(&env, &id).await;
     let outcome = answered_by_a_new_process(&env, &id).await;
     assert_eq!(
@@ -295,7 +271,7 @@ async fn a_jobset_that_failed_and_was_deleted_while_nobody_watched_answers_its_f
         set.pointer("/status/terminalState")?.as_str().map(|_| ())
     })
     .await;
-    delete_as_admin(&env, &id).await;
+    env.delete_job_as_admin(&id).await;
     held_while_deleted(&env, &id).await;
     let outcome = answered_by_a_new_process(&env, &id).await;
     assert_eq!(outcome.state, JobState::Failed, "{outcome:#?}");
