@@ -45,6 +45,13 @@ pub fn held_for_record(finalizers: Option<&[String]>) -> bool {
 /// writes it before it stops the work, so that every replica reports the same outcome.
 pub const OUTCOME_ANNOTATION: &str = "kubeferry.dev/outcome";
 
+/// Annotation holding a copy of a job's outcome record (the JSON of an `ExecutionInfo`),
+/// written on its object in the patch that lets the object go once the record is kept
+/// ([`RECORD_FINALIZER`]), unless the object carries an [`OUTCOME_ANNOTATION`]. Every mapping
+/// answers it as it was kept: the object alone then tells the answer its job had, should its
+/// pods and its record both be lost (docs/INVARIANTS.md).
+pub const KEPT_OUTCOME_ANNOTATION: &str = "kubeferry.dev/kept-outcome";
+
 /// The bytes of a job's annotations kept for kubeferry's own marks (job id, spec hash, cancel
 /// mark, recorded outcome): a spec's annotations may take Kubernetes' 256 KiB less these, so
 /// that no mark kubeferry must write later is refused for want of room.

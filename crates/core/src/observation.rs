@@ -6,7 +6,9 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::clock::Clock;
-use crate::marks::{CANCEL_ANNOTATION, OUTCOME_ANNOTATION, job_id_of, spec_hash_of};
+use crate::marks::{
+    CANCEL_ANNOTATION, KEPT_OUTCOME_ANNOTATION, OUTCOME_ANNOTATION, job_id_of, spec_hash_of,
+};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// What is known of a job's object (a Job, a SparkApplication), as the lean view `V` of its
@@ -123,17 +125,19 @@ pub(crate) trait Action {
 }
 
 /// The answer a kind's mapping gives at `now`: `previous` itself when it is terminal (an
-/// outcome stands); else what `map` finds with the clock of `now`, as reported after
+/// outcome stands), else the outcome `kept` on the object with its record (what some replica
+/// answered, whatever its pods and record show now); else what `map` finds with the clock of `now`, as reported after
 /// `previous` (whose start time a later status keeps, the outcome an action carries too),
 /// with when to look again: the earliest deadline the clock saw still running, unless the
 /// answer is an outcome or asks for an action.
 pub(crate) fn answer<A: Action>(
     previous: Option<&ExecutionInfo>,
+    kept: Option<&ExecutionInfo>,
     now: Timestamp,
     map: impl FnOnce(&Clock) -> Option<Mapped<A>>,
 ) -> Option<Mapped<A>> {
-    if let Some(previous) = previous.filter(|p| p.is_terminal()) {
-        return Some(Mapped::of(previous.clone()));
+    if let Some(stands) = previous.filter(|p| p.is_terminal()).or(kept) {
+        return Some(Mapped::of(stands.clone()));
     }
     let clock = Clock::at(now);
     let mut mapped = map(&clock)?;
@@ -245,6 +249,10 @@ pub struct ManagedMeta {
     /// An outcome kubeferry recorded on the object ([`OUTCOME_ANNOTATION`]) before stopping
     /// it; `Err` holds an annotation value this version cannot read.
     pub recorded_outcome: Option<Result<ExecutionInfo, String>>,
+    /// The copy of its outcome record written on the object as it was let go
+    /// ([`KEPT_OUTCOME_ANNOTATION`]); a value this version cannot read counts as none (the
+    /// record itself still answers).
+    pub kept_outcome: Option<ExecutionInfo>,
 }
 
 impl ManagedMeta {
@@ -268,6 +276,10 @@ impl ManagedMeta {
                 .position(|f| f == crate::marks::RECORD_FINALIZER),
 
             recorded_outcome: recorded_outcome(annotations),
+            kept_outcome: annotations
+                .and_then(|a| a.get(KEPT_OUTCOME_ANNOTATION))
+                .and_then(|value| serde_json::from_str::<ExecutionInfo>(value).ok())
+                .filter(ExecutionInfo::is_terminal),
         }
     }
 

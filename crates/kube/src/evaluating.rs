@@ -502,10 +502,10 @@ pub(crate) trait Evaluates:
                     {
                         Ok(standing) => {
                             if !answered {
-                                info = standing;
+                                info = standing.clone();
                             }
-                            // A cancelled object held until its record was kept: the record
-                            // is kept now.
+                            // The object, held until its record was kept, is let go with a
+                            // copy of it.
                             let view = observed.view();
                             if matches!(observed, Observed::Present(_)) {
                                 recheck_at = release_held(
@@ -514,6 +514,7 @@ pub(crate) trait Evaluates:
                                     view,
                                     self.retry_interval(),
                                     &state.released,
+                                    Some(&standing),
                                 )
                                 .await;
                             }

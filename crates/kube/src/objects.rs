@@ -171,24 +171,43 @@ impl<K: Object> Objects<K> {
     /// same). Neither a status change meanwhile nor a repeat can make it take another's
     /// finalizer: the test fails then (422), and nothing is done; the watch delivers the object
     /// as it is now, and a settler judges it again.
+    ///
+    /// `kept`, the outcome its record holds, is written on the object in the same patch as
+    /// [`kubeferry_core::marks::KEPT_OUTCOME_ANNOTATION`], unless `seen` carries an outcome
+    /// kubeferry recorded on it (which says the same), and only where `seen` shows annotations
+    /// (its spec hash is one).
     pub(crate) async fn release_seen(
         &self,
         cluster: &Cluster,
         seen: &kubeferry_core::observation::ManagedMeta,
+        kept: Option<&kubeferry_core::ExecutionInfo>,
     ) -> Result<()> {
         let Some(at) = seen.held else {
             return Ok(());
         };
         let path = format!("/metadata/finalizers/{at}");
-        let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
-            { "op": "test", "path": "/metadata/uid", "value": seen.uid },
-            { "op": "test", "path": path, "value": RECORD_FINALIZER },
-            { "op": "remove", "path": path },
-        ]))
-        .map_err(|source| Error::Manifest {
-            operation: format!("release {}/{}", self.namespace, seen.name),
-            source,
-        })?;
+        let mut ops = vec![
+            serde_json::json!({ "op": "test", "path": "/metadata/uid", "value": seen.uid }),
+            serde_json::json!({ "op": "test", "path": path, "value": RECORD_FINALIZER }),
+            serde_json::json!({ "op": "remove", "path": path }),
+        ];
+        if let Some(kept) = kept
+            && seen.recorded_outcome.is_none()
+            && seen.spec_hash.is_some()
+        {
+            // A JSON pointer spells `/` in a key as `~1`.
+            let key = kubeferry_core::marks::KEPT_OUTCOME_ANNOTATION.replace('/', "~1");
+            ops.push(serde_json::json!({
+                "op": "add",
+                "path": format!("/metadata/annotations/{key}"),
+                "value": kubeferry_core::marks::outcome_record(kept),
+            }));
+        }
+        let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops))
+            .map_err(|source| Error::Manifest {
+                operation: format!("release {}/{}", self.namespace, seen.name),
+                source,
+            })?;
         let (params, patch) = (PatchParams::default(), Patch::<()>::Json(patch));
         match cluster
             .call(&self.op("patch", &seen.name), true, || {

@@ -64,6 +64,7 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
     meta: &ManagedMeta,
     retry_interval: Duration,
     released: &crate::tracker::Recent,
+    kept: Option<&kubeferry_core::ExecutionInfo>,
 ) -> Option<Timestamp> {
     // By uid: nothing puts kubeferry's finalizer back on an object once it is let go, so any
     // later copy still showing it (the watch has not yet delivered the release) is stale.
@@ -72,7 +73,7 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
     if meta.held.is_none() || !released.insert(copy.clone()) {
         return None;
     }
-    match objects.release_seen(cluster, meta).await {
+    match objects.release_seen(cluster, meta, kept).await {
         Ok(()) => None,
         Err(error) => {
             released.remove(&copy);

@@ -105,8 +105,8 @@ pub fn container_status(
     config: &MappingConfig,
     previous: Option<&ExecutionInfo>,
 ) -> Option<Mapped> {
-    observation::answer(previous, now, |clock| {
-        let job = observed.view();
+    let job = observed.view();
+    observation::answer(previous, job.kept_outcome.as_ref(), now, |clock| {
         let mut attempts: Vec<&PodView> = pods.iter().filter(|pod| job.owns(pod)).collect();
         attempts.sort_by(|a, b| oldest_attempt_first(a, b));
         let mapper = Mapper {

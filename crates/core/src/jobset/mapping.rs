@@ -115,7 +115,7 @@ pub fn jobset_status(
         .iter()
         .filter_map(|c| c.mapped.as_ref().and_then(|m| m.recheck_at))
         .min();
-    let mut mapped = observation::answer(previous, now, |_clock| {
+    let mut mapped = observation::answer(previous, jobset.kept_outcome.as_ref(), now, |_clock| {
         Mapper {
             jobset,
             vanished: observed.vanished(),

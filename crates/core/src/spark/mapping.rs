@@ -109,8 +109,8 @@ pub fn spark_status(
     config: &SparkMappingConfig,
     previous: Option<&ExecutionInfo>,
 ) -> Option<SparkMapped> {
-    observation::answer(previous, now, |clock| {
-        let app = observed.view();
+    let app = observed.view();
+    observation::answer(previous, app.kept_outcome.as_ref(), now, |clock| {
         let mapper = Mapper {
             app,
             vanished: observed.vanished(),

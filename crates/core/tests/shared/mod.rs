@@ -70,6 +70,7 @@ pub fn managed_meta(
             requested_by: None,
         }),
         recorded_outcome,
+        kept_outcome: None,
     }
 }
 

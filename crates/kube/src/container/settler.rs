@@ -275,6 +275,7 @@ impl Task {
                 // Only a verdict the pods' watch may lag behind: an attempt still shown
                 // unfinished (an outcome kubeferry recorded on the Job names its own cause).
                 let lagging = job.recorded_outcome.is_none()
+                    && job.kept_outcome.is_none()
                     && pods.iter().any(|pod| {
                         pod.deletion_timestamp.is_none()
                             && pod.main.as_ref().is_none_or(|main| {
@@ -429,8 +430,8 @@ impl Task {
             .await
         {
             Ok(standing) => {
-                // The record is kept: the Job, held until then, is let go (a Job gone needs
-                // nothing more).
+                // The record is kept: the Job, held until then, is let go with a copy of it (a
+                // Job gone needs nothing more).
                 if present
                     && let Some(at) = release_held(
                         &self.objects(),
@@ -438,6 +439,7 @@ impl Task {
                         job,
                         self.context.retry_interval,
                         &self.released,
+                        Some(&standing),
                     )
                     .await
                 {
@@ -578,7 +580,11 @@ impl Task {
         info: &ExecutionInfo,
         now: Timestamp,
     ) -> bool {
-        if job.recorded_outcome.is_some() || job.deletion_timestamp.is_some() {
+        // An outcome on the Job already (recorded, or kept with its record) says it all.
+        if job.recorded_outcome.is_some()
+            || job.kept_outcome.is_some()
+            || job.deletion_timestamp.is_some()
+        {
             return false;
         }
         if info.reason.failure_class() == Some(FailureClass::Infrastructure) {

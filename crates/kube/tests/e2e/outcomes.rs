@@ -673,6 +673,18 @@ async fn a_kueue_job_runs_once_admitted() {
     // Kubernetes saw it end: kubeferry wrote nothing on it, the Job's conditions are the record.
     let job = env.job_object(&id).expect("kept");
     assert!(outcome_annotation(&job).is_none(), "{job:#}");
+    // Once its outcome record is kept, the Job is let go with a copy of it, and nothing more.
+    let job = eventually("the Job let go", || async {
+        env.job_object(&id).filter(|job| {
+            job["metadata"]["finalizers"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+        })
+    })
+    .await;
+    assert_eq!(kept_annotation(&job).as_ref(), Some(&outcome), "{job:#}");
+    assert!(outcome_annotation(&job).is_none(), "{job:#}");
+    assert_eq!(job["spec"]["suspend"], false, "{job:#}");
     assert_eq!(
         &env.fresh_executor().await.status(&id).await.unwrap(),
         &outcome
@@ -732,7 +744,7 @@ enum Disruption {
 /// I1, I7: a container that exits 4 on its own and whose pod is disrupted right after (in the
 /// same second, mostly) failed on its own. A replica asked before the disruption, one that
 /// watched the pods and is asked only after, and one started once the pods are gone all report
-/// the same FAILED Error with exit code 4, recorded on the Job.
+/// the same FAILED Error with exit code 4, kept on the Job with its record.
 async fn an_own_failure_disrupted_right_after(disruption: Disruption) {
     let env = Env::start().await;
     let gate = Gate::new();
@@ -776,14 +788,15 @@ async fn an_own_failure_disrupted_right_after(disruption: Disruption) {
         before,
         "{disruption:?}: the replica asked before, again"
     );
-    eventually(
-        "the outcome read from the deleted pod to be recorded",
-        || async {
-            let job = env.job_object(&id).expect("the Job");
-            (outcome_annotation(&job).as_ref() == Some(&before)).then_some(())
-        },
-    )
+    // The outcome read from the pod before it went is on the Job: the copy of its record the
+    // Job was let go with (nothing more is written once the pod is gone).
+    eventually("the outcome read from the pod to be on the Job", || async {
+        let job = env.job_object(&id).expect("the Job");
+        (kept_annotation(&job).as_ref() == Some(&before)).then_some(())
+    })
     .await;
+    let job = env.job_object(&id).expect("the Job");
+    assert!(outcome_annotation(&job).is_none(), "{job:#}");
     let fresh = env.fresh_executor().await;
     let later = status_until(&fresh, &id, "the outcome", ExecutionInfo::is_terminal).await;
     assert_eq!(

@@ -393,9 +393,15 @@ pub fn captured_warnings() -> &'static Captured {
 
 /// The outcome recorded on a Job object, if any.
 pub fn outcome_annotation(job: &serde_json::Value) -> Option<ExecutionInfo> {
-    let text = job
-        .pointer("/metadata/annotations")?
-        .get(kubeferry_core::marks::OUTCOME_ANNOTATION)?
-        .as_str()?;
+    annotated_outcome(job, kubeferry_core::marks::OUTCOME_ANNOTATION)
+}
+
+/// The copy of its outcome record a Job was let go with, if it carries one.
+pub fn kept_annotation(job: &serde_json::Value) -> Option<ExecutionInfo> {
+    annotated_outcome(job, kubeferry_core::marks::KEPT_OUTCOME_ANNOTATION)
+}
+
+fn annotated_outcome(job: &serde_json::Value, key: &str) -> Option<ExecutionInfo> {
+    let text = job.pointer("/metadata/annotations")?.get(key)?.as_str()?;
     serde_json::from_str(text).ok()
 }

@@ -311,3 +311,87 @@ async fn a_jobset_removed_by_its_ttl_while_nobody_watched_answers_its_first_run(
     assert_eq!(outcome.state, JobState::Failed, "{outcome:#?}");
     submitted_again_runs_nothing(&env, yaml, "unseen-jobset-ttl", &id, &outcome).await;
 }
+
+/// A job (`yaml`) that ended and was recorded by a process that then exited; then its pods
+/// and its outcome record are deleted by hand while nobody watches, its object kept. A new
+/// process's first answer is the recorded one, whole (state, reason, exit code, times), and
+/// its job id never runs again: the object carries the outcome it was let go with.
+async fn pods_and_record_deleted_by_hand(yaml: &str, job_id: &str) {
+    let env = &env().await;
+    let id = submitted_and_left(env, yaml, job_id).await;
+    let recorded = {
+        let id = id.clone();
+        in_a_process_of_its_own(env, |executor| async move {
+            let answer = status_until(
+                &executor,
+                &id,
+                "a terminal answer",
+                ExecutionInfo::is_terminal,
+            )
+            .await;
+            eventually("the outcome recorded and the object let go", || async {
+                let record = env
+                    .sim
+                    .object("", "configmaps", NS, &record_name(id.kind, &id.name));
+                let released = object(env, &id).is_some_and(|o| {
+                    o.pointer("/metadata/finalizers")
+                        .and_then(|f| f.as_array())
+                        .is_none_or(|f| f.iter().all(|f| f != RECORD_FINALIZER))
+                });
+                (record.is_some() && released).then_some(())
+            })
+            .await;
+            (executor, answer)
+        })
+        .await
+    };
+    assert!(recorded.started_at.is_some(), "{recorded:#?}");
+    let admin = env.admin_client().await;
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(admin.clone(), NS);
+    pods.delete_collection(&Default::default(), &Default::default())
+        .await
+        .expect("the pods deleted");
+    let records: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(admin, NS);
+    records
+        .delete(&record_name(id.kind, &id.name), &Default::default())
+        .await
+        .expect("the record deleted");
+    eventually("the pods gone", || async {
+        (env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    assert!(object(env, &id).is_some(), "the object is kept");
+    let again = {
+        let id = id.clone();
+        in_a_process_of_its_own(env, |executor| async move {
+            let answer = executor.status(&id).await.expect("its status");
+            (executor, answer)
+        })
+        .await
+    };
+    assert_eq!(again, recorded, "the first answer of a new process");
+    submitted_again_runs_nothing(env, yaml, job_id, &id, &recorded).await;
+}
+
+/// A container job that succeeded, its pods and record then deleted by hand: still
+/// `SUCCEEDED` with exit code 0 and its times, from a new process, and never run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_pods_and_record_were_deleted_by_hand_answers_its_first_run() {
+    pods_and_record_deleted_by_hand(
+        "name: done\nimage: busybox:1.36\ncommand: [sh, -c, 'echo done']\n",
+        "lost-record",
+    )
+    .await;
+}
+
+/// A JobSet that succeeded, its pods and record then deleted by hand: the same answer from a
+/// new process, and never run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobset_whose_pods_and_record_were_deleted_by_hand_answers_its_first_run() {
+    pods_and_record_deleted_by_hand(
+        "kind: JobSet\nname: done\nreplicatedJobs:\n  - name: workers\n    replicas: 1\n    image: busybox:1.36\n    command: [sh, -c, 'echo done']\n",
+        "lost-record-jobset",
+    )
+    .await;
+}

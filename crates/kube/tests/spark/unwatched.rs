@@ -232,3 +232,84 @@ async fn an_application_removed_by_its_ttl_while_nobody_watched_answers_its_firs
         submitted_again_runs_nothing(&env, &spec, &job_id, &id, &outcome).await;
     }
 }
+
+/// An application that succeeded and was recorded by a process that then exited; then its
+/// pods and its outcome record are deleted by hand while nobody watches, the application
+/// kept. A new process's first answer is the recorded one, whole (its exit code and times
+/// read from the driver that is gone), and its job id never runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_application_whose_pods_and_record_were_deleted_by_hand_answers_its_first_run() {
+    let env = Env::start().await;
+    for operator in SparkOperator::ALL {
+        let spec = spark_pi(operator, "args: ['1']");
+        let job_id = job_id("lost-record");
+        let id = submitted_and_left(&env, &spec, &job_id).await;
+        let recorded = {
+            let (env, id) = (&env, id.clone());
+            in_a_process_of_its_own(env, |executor| async move {
+                let answer = eventually("a terminal answer", || async {
+                    executor
+                        .status(&id)
+                        .await
+                        .ok()
+                        .filter(ExecutionInfo::is_terminal)
+                })
+                .await;
+                eventually(
+                    "the outcome recorded and the application let go",
+                    || async {
+                        let record = env.sim.object(
+                            "",
+                            "configmaps",
+                            NS,
+                            &record_name(JobKind::SparkApp, &id.name),
+                        );
+                        let released = env.app(operator, &id.name).is_some_and(|app| {
+                            app["metadata"]["finalizers"]
+                                .as_array()
+                                .is_none_or(|f| f.iter().all(|f| f != RECORD_FINALIZER))
+                        });
+                        (record.is_some() && released).then_some(())
+                    },
+                )
+                .await;
+                (executor, answer)
+            })
+            .await
+        };
+        assert_eq!(
+            (recorded.state, recorded.exit_code),
+            (JobState::Succeeded, Some(0)),
+            "{operator}: {recorded:#?}"
+        );
+        env.pods_api()
+            .await
+            .delete_collection(&Default::default(), &Default::default())
+            .await
+            .expect("the pods deleted");
+        let records: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(env.client().await, NS);
+        records
+            .delete(&record_name(id.kind, &id.name), &Default::default())
+            .await
+            .expect("the record deleted");
+        eventually("the pods gone", || async {
+            (env.sim.count("", "pods") == 0).then_some(())
+        })
+        .await;
+        assert!(env.app(operator, &id.name).is_some(), "{operator}: kept");
+        let again = {
+            let id = id.clone();
+            in_a_process_of_its_own(&env, |executor| async move {
+                let answer = executor.status(&id).await.expect("its status");
+                (executor, answer)
+            })
+            .await
+        };
+        assert_eq!(
+            again, recorded,
+            "{operator}: the first answer of a new process"
+        );
+        submitted_again_runs_nothing(&env, &spec, &job_id, &id, &recorded).await;
+    }
+}
