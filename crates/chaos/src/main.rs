@@ -56,14 +56,11 @@
 //! - `record-loss`: a job's outcome record (its ConfigMap) deleted by hand once it ended,
 //!   its Job still there (half of them lost their pods first; in a run with the blackout,
 //!   some while no replica runs), then its job id submitted again: it must not run twice,
-//!   and its answers must not change (I1, I7). Today the answer of a job whose pods and
-//!   record are both gone comes from the Job alone and can differ from the recorded one
-//!   (`SUCCEEDED Completed` without its exit code 0, or `QUEUED` for a Job that lost both
-//!   while no replica ran).
+//!   and its answers must not change (I1, I7): the object carries a copy of its record,
+//!   written as it was let go (docs/INVARIANTS.md).
 //!
-//! CI (`.ci/run`) runs fixed seeds within a time budget, every kind but `record-loss` (it
-//! finds what kubeferry does not prevent yet, above); what is beyond the API is shown there,
-//! never a failure.
+//! CI (`.ci/run`) runs fixed seeds of every kind within a time budget; what is beyond the API
+//! is shown there, never a failure.
 //!
 //! ```sh
 //! cargo run --release -p kubeferry-chaos -- --seeds 20 --jobs 300
