@@ -614,11 +614,14 @@ impl<'a> Mapper<'a> {
         let terminated = main_terminated(pod).filter(|t| t.ended_by(as_of, Resolution::Exact));
         // The container's own end comes first: an OOM kill is the job's fault even if the node
         // was disrupted afterwards (or at a time the pod does not show). One that ended after
-        // a disruption known to have begun first was stopped by it.
+        // a disruption known to have begun first was stopped by it; so was one that ended
+        // after a deletion requested once the outcome was decided (the outcome's consequence,
+        // as `failed` reads it too).
         if let Some(t) = terminated.filter(|t| {
             is_oom(t)
                 && !stopped_by_disruption(pod.disruption.as_ref(), t)
                 && !killed_while_stopping(pod, t, as_of)
+                && !killed_by_deletion(pod, t, as_of)
         }) {
             return Some(oom_cause(t));
         }

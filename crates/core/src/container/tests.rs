@@ -821,3 +821,40 @@ fn an_oom_kill_decides_unless_a_disruption_began_first() {
     assert_eq!(stopped.info.state, JobState::Failed);
     assert!(stopped.info.reason.is_retryable(), "{stopped:?}");
 }
+
+#[test]
+fn an_oom_kill_during_the_stop_that_followed_the_verdict_is_its_consequence() {
+    // The kubelet evicts the pod (its own disruption, which tells no start); the disruption
+    // rule fails the Job, and the pod is stopped. The main process, still running, is then
+    // OOM-killed while it stops: the kill came after the outcome was decided, and is not why
+    // the job failed.
+    let mut job = job();
+    job.failed = 1;
+    let mut verdict = condition(JobConditionType::FailureTarget, "PodFailurePolicy", 90);
+    verdict.message =
+        Some("Pod ns/p has condition DisruptionTarget matching FailJob rule at index 0".into());
+    job.conditions = vec![verdict];
+    let mut pod = failed_pod("p", 1, Some("Evicted"));
+    pod.disruption = Some(PodConditionView {
+        status: ConditionStatus::True,
+        reason: Some("TerminationByKubelet".into()),
+        message: None,
+        last_transition_time: None,
+    });
+    // Asked to stop at 90 (the deletion's time less its grace period), killed within that
+    // second.
+    pod.deletion_timestamp = Some(at(120));
+    pod.deletion_grace_period_seconds = Some(30);
+    pod.main.as_mut().expect("main").state = ContainerStateView::Terminated(TerminatedView {
+        exit_code: 137,
+        signal: None,
+        reason: Some("OOMKilled".into()),
+        message: None,
+        started_at: Some(at(2)),
+        finished_at: Some(at(90)),
+    });
+    let mapped = map(&job, &[pod], 110);
+    assert_eq!(mapped.info.state, JobState::Failed);
+    assert_eq!(mapped.info.reason, Reason::Evicted, "{mapped:?}");
+    assert_eq!(mapped.info.exit_code, None, "{mapped:?}");
+}
