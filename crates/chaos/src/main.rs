@@ -53,11 +53,12 @@
 //!   submitted again, must create nothing (I2). The truth is the first Job's: a second run's
 //!   Job and pods are counted, and its outcome is a wrong one. kubeferry's finalizer holds a
 //!   Job deleted while no replica runs until a replica records it (docs/INVARIANTS.md).
-//! - `record-loss`: a job's outcome record (its ConfigMap) deleted by hand once it ended,
-//!   its Job still there (half of them lost their pods first; in a run with the blackout,
-//!   some while no replica runs), then its job id submitted again: it must not run twice,
-//!   and its answers must not change (I1, I7): the object carries a copy of its record,
-//!   written as it was let go (docs/INVARIANTS.md).
+//! - `record-loss`: a job's outcome record (its ConfigMap) deleted by hand once it ended and
+//!   kubeferry let its object go, its Job still there (half of them lost their pods first; in
+//!   a run with the blackout, some while no replica runs), then its job id submitted again:
+//!   it must not run twice, and its answers must not change (I1, I7): the object carries a
+//!   copy of its record, written as it was let go. A record deleted in the moment between its
+//!   write and that release, while every replica dies, is a gap docs/INVARIANTS.md names.
 //!
 //! CI (`.ci/run`) runs fixed seeds of every kind within a time budget; what is beyond the API
 //! is shown there, never a failure.

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use kubeferry_core::marks::{CANCEL_ANNOTATION, JOB_ID_ANNOTATION};
+use kubeferry_core::marks::{CANCEL_ANNOTATION, JOB_ID_ANNOTATION, RECORD_FINALIZER};
 use kubeferry_core::record::{RECORD_LABEL, RECORD_LABEL_VALUE};
 use kubeferry_sim::store::{EventType, Follower, StoreEvent};
 use parking_lot::Mutex;
@@ -46,6 +46,9 @@ struct JobFacts {
     job_object: Option<(String, String)>,
     /// The Job's own verdict (a Complete or Failed condition) was seen.
     job_finished: bool,
+    /// The job's object was let go by kubeferry (its finalizer taken off) once its outcome
+    /// record was kept.
+    released: bool,
     /// The job's outcome records that exist, by (namespace, name).
     records: HashSet<(String, String)>,
     /// Outcome records the harness deleted.
@@ -209,6 +212,10 @@ impl Observer {
                     job.external_delete_rv = Some(event.rv);
                 }
                 job.job_object = (!deleting).then(|| name.clone());
+                job.released |= !object
+                    .pointer("/metadata/finalizers")
+                    .and_then(Value::as_array)
+                    .is_some_and(|list| list.iter().any(|f| f == RECORD_FINALIZER));
                 job.job_finished |= object
                     .pointer("/status/conditions")
                     .and_then(Value::as_array)
@@ -388,6 +395,15 @@ impl Observer {
             .jobs
             .get(job_id)
             .is_some_and(|j| j.job_finished)
+    }
+
+    /// Whether kubeferry let the job's object go (its outcome record kept).
+    pub fn released(&self, job_id: &str) -> bool {
+        self.facts
+            .lock()
+            .jobs
+            .get(job_id)
+            .is_some_and(|j| j.released)
     }
 
     /// A job's outcome records that exist now (namespace, name).
