@@ -59,6 +59,10 @@ def test_indexed_job_summary_and_logs_by_index(client: Client, job_id: str) -> N
     assert list(client.follow(submitted, index=2)) == ["shard 2"]
     with pytest.raises(BadRequest):
         client.logs(submitted, index=-1)
+    with pytest.raises(BadRequest) as raised:
+        client.logs(submitted, index=9)
+    assert raised.value.field == "index"
+    assert "has no index 9: its indexes are 0 to 2" in str(raised.value)
 
 
 def test_submit_wait_and_logs(client: Client, job_id: str) -> None:
@@ -99,7 +103,9 @@ def test_a_failure_maps_to_failed_with_its_exit_code_and_class(client: Client, j
     assert info.reason is Reason.ERROR
     assert info.exit_code == 3
     assert info.failure_class is FailureClass.USER
+    assert info.last_words == "oops\n"
     assert "oops" in client.logs(submitted).log
+    assert client.logs(submitted).warning is None
 
 
 def test_a_template_with_params_as_text_spec(client: Client, job_id: str) -> None:

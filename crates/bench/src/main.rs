@@ -436,7 +436,7 @@ async fn latency(jobs: usize, concurrency: usize) -> anyhow::Result<()> {
                     .await?;
                 let reported = jiff::Timestamp::now();
                 anyhow::ensure!(info.state == JobState::Succeeded, "{id}: {info:?}");
-                let log = executor.tail(&id, &TailOptions::default()).await?;
+                let log = executor.tail(&id, &TailOptions::default()).await?.log;
                 let ended: i128 = log
                     .trim()
                     .parse()

@@ -1257,6 +1257,65 @@ async fn logs_limit_bytes_keeps_the_first_bytes_and_tail_bytes_the_last() {
 }
 
 #[tokio::test]
+async fn logs_is_never_silently_empty_and_a_part_the_job_lacks_is_a_usage_error() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let dir = cluster.dir.path();
+    let job = shell_job(dir, "last-words", "echo first; echo last; exit 3")
+        .display()
+        .to_string();
+    let id = submit(kubeconfig, &job, &[]).await;
+    let _ = run(kubeferry(kubeconfig).args(["wait", &id])).await;
+    // A container that printed something: its log, no warning.
+    let output = run(kubeferry(kubeconfig).args(["logs", &id])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "first\nlast\n");
+    assert_eq!(text(&output.stderr), "");
+    // --previous of a job that ran once says so, on stderr.
+    let output = run(kubeferry(kubeconfig).args(["logs", &id, "--previous"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "");
+    assert_eq!(
+        text(&output.stderr),
+        "warning: no earlier attempt: the job's container ran once (drop --previous for its \
+         log)\n"
+    );
+    // An index of a job that has none: a usage error.
+    let output = run(kubeferry(kubeconfig).args(["logs", &id, "--index", "9"])).await;
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stderr),
+        format!(
+            "error: {id} has no index 9: it is not an indexed job; see --index and --replica\n"
+        )
+    );
+    // Its Job and pods deleted by someone else: the last words kept with its outcome, from
+    // the log and from a follow, each saying where they come from.
+    let parts: Vec<&str> = id.split('/').collect();
+    let deleted = run(Command::new("kubectl").env("KUBECONFIG", kubeconfig).args([
+        "delete",
+        "job",
+        "-n",
+        parts[2],
+        parts[3],
+        "--wait=true",
+    ]))
+    .await;
+    assert!(deleted.status.success(), "{}", text(&deleted.stderr));
+    for flags in [&[][..], &["-f"][..]] {
+        let output = run(kubeferry(kubeconfig).args(["logs", &id]).args(flags)).await;
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        assert_eq!(text(&output.stdout), "first\nlast\n", "{flags:?}");
+        assert_eq!(
+            text(&output.stderr),
+            "warning: the job's pod is gone (FAILED Error); these are the last lines kept with \
+             its outcome\n",
+            "{flags:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn every_help_has_examples_and_points_at_the_guide() {
     let commands: Vec<Vec<&str>> = vec![
         vec![],

@@ -305,6 +305,14 @@ pub struct ExecutionInfo {
     /// When the job reached its terminal state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,
+    /// The main container's last words, kept with its outcome once its pod is gone: the
+    /// termination message as the kubelet kept it in the pod's status (what the container
+    /// wrote to its termination log, or for a failed container the last lines of its log:
+    /// kubeferry sets `terminationMessagePolicy: FallbackToLogsOnError`, and the kubelet
+    /// keeps at most 80 lines or 2,048 bytes of them). Read from the pod's status the watch
+    /// already delivers: no request more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_words: Option<String>,
     /// For an indexed job: where its indexes stand. Absent for every other job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indexes: Option<IndexSummary>,
@@ -460,6 +468,7 @@ impl ExecutionInfo {
             exit_code: None,
             started_at: None,
             finished_at: None,
+            last_words: None,
             indexes: None,
             replicas: None,
         }
@@ -478,7 +487,8 @@ impl ExecutionInfo {
 
     /// Whether this reading of a job's end tells more than `recorded`, another reading of the
     /// same end (two replicas that recorded it from different views): the same state, every
-    /// detail `recorded` has (exit code, start, end; a reason other than the generic `Error`)
+    /// detail `recorded` has (exit code, start, end, last words; a reason other than the
+    /// generic `Error`)
     /// the same here, and at least one more. A record is replaced only by one that tells more,
     /// so the record that stands is the one with the most evidence, whichever replica wrote
     /// first; one that tells less or as much never replaces it (docs/INVARIANTS.md, I1 and I7).
@@ -493,12 +503,14 @@ impl ExecutionInfo {
             && (self.reason == recorded.reason || recorded.reason == Reason::Error)
             && covers(&self.exit_code, &recorded.exit_code)
             && covers(&self.started_at, &recorded.started_at)
-            && covers(&self.finished_at, &recorded.finished_at);
+            && covers(&self.finished_at, &recorded.finished_at)
+            && covers(&self.last_words, &recorded.last_words);
         same_reading
             && (self.reason != recorded.reason
                 || adds(&self.exit_code, &recorded.exit_code)
                 || adds(&self.started_at, &recorded.started_at)
-                || adds(&self.finished_at, &recorded.finished_at))
+                || adds(&self.finished_at, &recorded.finished_at)
+                || adds(&self.last_words, &recorded.last_words))
     }
 
     /// The status a caller should hold after observing `next` while holding `self`.

@@ -316,6 +316,7 @@ fn failed_with_exit_code() {
                  warehouse.orders_daily does not exist",
             )
             .exit_code(3)
+            .last_words("Traceback (most recent call last):\n  File \"/app/report/nightly.py\", line 88, in main\n    rows = warehouse.query(SQL_DAILY)\nreport.warehouse.TableMissing: table warehouse.orders_daily does not exist\n")
             .started(5)
             .finished(65),
     );
@@ -412,6 +413,7 @@ fn backoff_limit_exceeded_after_retries() {
                  exit code 1: connection to warehouse.internal:5432 refused",
             )
             .exit_code(1)
+            .last_words("connection to warehouse.internal:5432 refused\n")
             .started(5)
             .finished(120),
     );
@@ -437,6 +439,7 @@ fn pod_failure_policy() {
                  FailJob rule at index 0"
             ))
             .exit_code(42)
+            .last_words("input manifest is empty; refusing to publish\n")
             .started(5)
             .finished(65),
     );

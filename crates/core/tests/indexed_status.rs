@@ -115,6 +115,7 @@ fn failed_indexes_end_the_job_once_every_index_ran() {
              (FailedIndexes: Job has failed indexes)",
         )
         .exit_code(3)
+        .last_words("shard 1: input file is corrupt")
         .started(4)
         .finished(40)
         .info();

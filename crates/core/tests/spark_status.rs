@@ -313,6 +313,7 @@ fn no_driver_view_still_reaches_the_outcome() {
         expect(JobState::Failed, Reason::SparkFailed)
             .message(format!("{APACHE_FAILED} (driver: exit code 1: {DIVISION})"))
             .exit_code(1)
+            .last_words(DIVISION)
             .started(5)
             .finished(40),
     );
@@ -439,6 +440,7 @@ fn apache_released_applications_report_their_last_outcome() {
         expect(JobState::Failed, Reason::SparkFailed)
             .message(format!("{APACHE_FAILED} (driver: exit code 1: {DIVISION})"))
             .exit_code(1)
+            .last_words(DIVISION)
             .started(5)
             .finished(40),
     );
@@ -447,6 +449,7 @@ fn apache_released_applications_report_their_last_outcome() {
         expect(JobState::Failed, Reason::SparkFailed)
             .message(format!("{APACHE_FAILED} (driver: exit code 1: {DIVISION})"))
             .exit_code(1)
+            .last_words(DIVISION)
             .started(5)
             .finished(40),
     );
@@ -458,6 +461,7 @@ fn apache_released_applications_report_their_last_outcome() {
                 "{APACHE_FAILED} (driver: exit code 1: java.lang.IllegalStateException: input missing)"
             ))
             .exit_code(1)
+            .last_words("java.lang.IllegalStateException: input missing")
             .started(5)
             .finished(120),
     );
@@ -627,6 +631,7 @@ fn kubeflow_outcomes() {
         expect(JobState::Failed, Reason::SparkFailed)
             .message("the application failed: driver container failed with ExitCode: 1, Reason: Error (driver: exit code 1: Exception in thread \"main\" java.lang.ArithmeticException: / by zero)")
             .exit_code(1)
+            .last_words("Exception in thread \"main\" java.lang.ArithmeticException: / by zero")
             .started(5)
             .finished(40),
     );

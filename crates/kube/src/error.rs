@@ -44,6 +44,14 @@ pub enum Error {
         /// The server's own message.
         message: String,
     },
+    /// A part of the job that it does not have was asked for (an index, a replicated job).
+    #[error("{id} has no {part}")]
+    NoSuchPart {
+        /// The job.
+        id: ExecutionId,
+        /// The part asked for, then what the job has (`index 9: its indexes are 0 to 4`).
+        part: String,
+    },
     /// The API server could not be reached; status queries fail fast for a while after this.
     #[error(
         "the Kubernetes API server at {url} is unreachable (last failure at {since}): {message}"

@@ -16,7 +16,7 @@ use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
 use crate::jobset::{JobSetSettings, JobSets};
 use crate::kind::{Answers, Kind, Watches};
-use crate::logs::{FollowOptions, TailOptions};
+use crate::logs::{FollowOptions, Tail, TailOptions};
 use crate::protocol;
 use crate::records::{RecordSettings, Records};
 use crate::spark::{SparkJobs, SparkSettings};
@@ -290,16 +290,19 @@ impl Executor {
     }
 
     /// The end of the job's log: the newest attempt's main container (a Spark job's driver
-    /// container), or with `previous` the attempt before it. Empty when no attempt has started
-    /// yet; a Spark driver's log is readable as long as its pod is kept.
-    pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<String> {
+    /// container), or with `previous` the attempt before it; a Spark driver's log is readable
+    /// as long as its pod is kept. Never silently empty: without a log, the warning says why,
+    /// and once the pods are gone the log is the last words kept with the job's outcome.
+    pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<Tail> {
         self.check(id)?;
+        // The last words are the job's own: its log when the caller chose no part of it.
+        let whole_job = options.index.is_none() && options.replica.is_none();
         match id.kind {
-            JobKind::Job => protocol::tail(&*self.container, id, options).await,
-            JobKind::SparkApp => protocol::tail(&*self.spark, id, options).await,
+            JobKind::Job => protocol::tail(&*self.container, id, options, whole_job).await,
+            JobKind::SparkApp => protocol::tail(&*self.spark, id, options, whole_job).await,
             JobKind::JobSet => {
                 let options = self.jobset_log_defaults(id, options.clone()).await?;
-                protocol::tail(&*self.jobset, id, &options).await
+                protocol::tail(&*self.jobset, id, &options, whole_job).await
             }
         }
     }
@@ -311,9 +314,14 @@ impl Executor {
         options: FollowOptions,
     ) -> Result<impl Stream<Item = Result<String>> + Send + 'static> {
         self.check(id)?;
+        let whole_job = options.index.is_none() && options.replica.is_none();
         Ok(match id.kind {
-            JobKind::Job => protocol::follow(self.container.clone(), id.clone(), options).boxed(),
-            JobKind::SparkApp => protocol::follow(self.spark.clone(), id.clone(), options).boxed(),
+            JobKind::Job => {
+                protocol::follow(self.container.clone(), id.clone(), options, whole_job).boxed()
+            }
+            JobKind::SparkApp => {
+                protocol::follow(self.spark.clone(), id.clone(), options, whole_job).boxed()
+            }
             JobKind::JobSet => {
                 let jobsets = self.jobset.clone();
                 let id = id.clone();
@@ -332,7 +340,7 @@ impl Executor {
                         index,
                         ..options
                     };
-                    protocol::follow(jobsets, id, options).boxed()
+                    protocol::follow(jobsets, id, options, whole_job).boxed()
                 })
                 .flatten()
                 .boxed()

@@ -46,7 +46,7 @@ mod jobset;
 mod kind;
 /// How much of a job's log to read ([`Executor::tail`], [`Executor::follow`]).
 pub mod logs {
-    pub use crate::pod_logs::{FollowOptions, TailOptions};
+    pub use crate::pod_logs::{FollowOptions, Tail, TailOptions};
 }
 pub mod manifest;
 mod objects;

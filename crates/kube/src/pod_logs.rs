@@ -49,6 +49,17 @@ pub struct TailOptions {
     pub replica: Option<String>,
 }
 
+/// The end of a job's log, and what a reader must know about it: a log is never silently
+/// empty.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tail {
+    /// The end of the log; once the job's pod is gone, the last words kept with its outcome
+    /// ([`kubeferry_core::ExecutionInfo::last_words`]).
+    pub log: String,
+    /// Why `log` is empty, or where it comes from when not from a container's log.
+    pub warning: Option<String>,
+}
+
 /// Reads the end of a container's log.
 pub async fn tail(cluster: &Cluster, target: &LogTarget, options: &TailOptions) -> Result<String> {
     let api: Api<Pod> = Api::namespaced(cluster.client().clone(), &target.namespace);

@@ -19,7 +19,7 @@ use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind};
 use crate::objects::{Attempt, Current, Deletion};
-use crate::pod_logs::{self as logs, FollowOptions, LogTarget, TailOptions};
+use crate::pod_logs::{self as logs, FollowOptions, LogTarget, Tail, TailOptions};
 
 /// Cancels a job: returns at once. A job that already ended keeps its outcome. The cancel mark
 /// goes on with a resourceVersion precondition (so an outcome reached meanwhile is seen, not
@@ -426,12 +426,19 @@ pub(crate) async fn wait<J: Answers>(
 }
 
 /// The end of the job's log: the newest attempt's container, or the attempt before it with
-/// `previous`. Empty when no attempt has started yet, or when its pod is gone.
+/// `previous`. Never silently empty: without a log to read, the answer says why (no container
+/// started yet and why, no earlier attempt, the container printed nothing), and once the job's
+/// pods are gone it gives the last words kept with its outcome. An index or replicated job the
+/// job does not have is an error ([`Error::NoSuchPart`]). `whole_job`: the caller chose no part
+/// of the job (no index, no replicated job), so the last words, the job's own, are its log.
 pub(crate) async fn tail<J: Answers>(
     jobs: &J,
     id: &ExecutionId,
     options: &TailOptions,
-) -> Result<String> {
+    whole_job: bool,
+) -> Result<Tail> {
+    let info = jobs.status(id).await?;
+    check_part(id, &info, options)?;
     // Only an attempt whose container started has a log (the server refuses to read one that
     // is waiting for a node or an image).
     let attempts: Vec<Attempt> = jobs
@@ -449,11 +456,16 @@ pub(crate) async fn tail<J: Answers>(
         .collect();
     let back = usize::from(options.previous);
     let Some(attempt) = attempts.iter().rev().nth(back) else {
-        if attempts.is_empty() {
-            // Distinguish "no log yet" from "no such job".
-            jobs.status(id).await?;
+        if options.previous && !attempts.is_empty() {
+            return Ok(Tail {
+                log: String::new(),
+                warning: Some(
+                    "no earlier attempt: the job's container ran once (drop --previous for its log)"
+                        .to_string(),
+                ),
+            });
         }
-        return Ok(String::new());
+        return Ok(without_a_pod(&info, options, whole_job));
     };
     let target = LogTarget {
         namespace: id.namespace.clone(),
@@ -461,27 +473,141 @@ pub(crate) async fn tail<J: Answers>(
         container: attempt.container.clone(),
         uid: None,
     };
-    let options = TailOptions {
+    let read = TailOptions {
         previous: false,
         ..options.clone()
     };
-    match logs::tail(jobs.cluster(), &target, &options).await {
-        // The pod went between the lookup and the read (deleted, released by an operator):
-        // there is no log any more, as there would be none a moment later.
-        Err(error) if error.is_not_found() => Ok(String::new()),
-        other => other,
+    match logs::tail(jobs.cluster(), &target, &read).await {
+        // The pod went between the lookup and the read (deleted, released by an operator).
+        Err(error) if error.is_not_found() => Ok(without_a_pod(&info, options, whole_job)),
+        Err(error) => Err(error),
+        Ok(log) if log.is_empty() => Ok(Tail {
+            log,
+            warning: Some(if info.is_terminal() {
+                "the container printed nothing".to_string()
+            } else {
+                "the container has printed nothing yet".to_string()
+            }),
+        }),
+        Ok(log) => Ok(Tail { log, warning: None }),
     }
 }
 
+/// The answer of a log with no container to read: the last words kept with the job's outcome
+/// once its pods are gone (for the log of the whole job: they are the words of the container
+/// that decided its outcome), else why there is no log.
+fn without_a_pod(info: &ExecutionInfo, options: &TailOptions, whole_job: bool) -> Tail {
+    let which = match (&options.replica, options.index) {
+        (Some(replica), Some(index)) => format!(" of replicated job {replica:?}, index {index}"),
+        (None, Some(index)) => format!(" of index {index}"),
+        _ => String::new(),
+    };
+    let state = format!("{} {}", info.state, info.reason);
+    let said = if info.message.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", info.message)
+    };
+    if !info.is_terminal() {
+        return Tail {
+            log: String::new(),
+            warning: Some(format!(
+                "no container{which} has started yet, so there is no log: {state}{said}"
+            )),
+        };
+    }
+    match info.last_words.as_ref().filter(|_| whole_job) {
+        Some(words) => {
+            let mut log = words.clone();
+            if !log.ends_with('\n') {
+                log.push('\n');
+            }
+            Tail {
+                log,
+                warning: Some(format!(
+                    "the job's pod is gone ({state}); these are the last lines kept with its outcome"
+                )),
+            }
+        }
+        None if info.started_at.is_none() => Tail {
+            log: String::new(),
+            warning: Some(format!(
+                "no container{which} ever started, so there is no log: {state}{said}"
+            )),
+        },
+        None => Tail {
+            log: String::new(),
+            warning: Some(format!(
+                "the job's pods{which} are gone ({state}{said}), and no last words were kept with \
+                 its outcome (a container keeps them when it fails)"
+            )),
+        },
+    }
+}
+
+/// Checks that the index and replicated job asked for are the job's, as far as its status
+/// tells.
+fn check_part(id: &ExecutionId, info: &ExecutionInfo, options: &TailOptions) -> Result<()> {
+    let no_such = |part: String, has: String| Error::NoSuchPart {
+        id: id.clone(),
+        part: format!("{part}: {has}"),
+    };
+    if let Some(replicas) = &info.replicas {
+        let names: Vec<&str> = replicas
+            .replicated_jobs
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        if let Some(replica) = &options.replica {
+            let Some(counts) = replicas.replicated_jobs.iter().find(|r| &r.name == replica) else {
+                return Err(no_such(
+                    format!("replicated job {replica:?}"),
+                    format!("its replicated jobs are {}", names.join(", ")),
+                ));
+            };
+            if let Some(index) = options.index
+                && index >= counts.replicas
+            {
+                return Err(no_such(
+                    format!("index {index} of replicated job {replica:?}"),
+                    format!("its indexes are 0 to {}", counts.replicas.saturating_sub(1)),
+                ));
+            }
+        }
+    } else if let Some(index) = options.index {
+        match &info.indexes {
+            Some(indexes) if index >= indexes.completions => {
+                return Err(no_such(
+                    format!("index {index}"),
+                    format!(
+                        "its indexes are 0 to {}",
+                        indexes.completions.saturating_sub(1)
+                    ),
+                ));
+            }
+            None if id.kind == kubeferry_core::JobKind::Job => {
+                return Err(no_such(
+                    format!("index {index}"),
+                    "it is not an indexed job".to_string(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Follows the job's log, attempt after attempt, until the job ends.
+/// `whole_job` as for [`tail`].
 pub(crate) fn follow<J: Answers>(
     jobs: Arc<J>,
     id: ExecutionId,
     options: FollowOptions,
+    whole_job: bool,
 ) -> impl Stream<Item = Result<String>> + Send + 'static {
     let (sender, receiver) = tokio::sync::mpsc::channel(256);
     tokio::spawn(async move {
-        if let Err(error) = follow_into(&*jobs, &id, &options, &sender).await {
+        if let Err(error) = follow_into(&*jobs, &id, &options, whole_job, &sender).await {
             let _ = sender.send(Err(error)).await;
         }
     });
@@ -494,10 +620,19 @@ async fn follow_into<J: Answers>(
     jobs: &J,
     id: &ExecutionId,
     options: &FollowOptions,
+    whole_job: bool,
     sender: &tokio::sync::mpsc::Sender<Result<String>>,
 ) -> Result<()> {
     let mut changes = jobs.changes(id).await?;
     let mut followed: HashSet<String> = HashSet::new();
+    let part = TailOptions {
+        index: options.index,
+        replica: options.replica.clone(),
+        ..TailOptions::default()
+    };
+    check_part(id, &jobs.status(id).await?, &part)?;
+    // Whether a log was read: once the job ended with its pods gone, its last words are its log.
+    let mut read_a_log = false;
     loop {
         let info = jobs.status(id).await?;
         let attempts = jobs.attempts(id).await?;
@@ -531,6 +666,7 @@ async fn follow_into<J: Answers>(
                 if matches!(line, Err(Error::Api { code: 404, .. })) {
                     break;
                 }
+                read_a_log = true;
                 // A log that cannot be read ends the follow with the error: going on to wait
                 // for the next attempt would hold a reader of this one forever.
                 let failed = line.is_err();
@@ -541,6 +677,10 @@ async fn follow_into<J: Answers>(
             continue;
         }
         if info.is_terminal() {
+            let kept = without_a_pod(&info, &part, whole_job).log;
+            if !read_a_log && !kept.is_empty() {
+                let _ = sender.send(Ok(kept)).await;
+            }
             return Ok(());
         }
         tokio::select! {

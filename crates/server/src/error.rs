@@ -186,6 +186,15 @@ impl From<KubeError> for ApiError {
         let message = error.to_string();
         match error {
             KubeError::NoSuchJob { .. } => Self::new(StatusCode::NOT_FOUND, "no_such_job", message),
+            // An index or replicated job the job does not have: the caller's parameter.
+            KubeError::NoSuchPart { ref part, .. } => {
+                let field = if part.starts_with("index") {
+                    "index"
+                } else {
+                    "replica"
+                };
+                Self::new(StatusCode::BAD_REQUEST, "bad_parameter", message).field(field)
+            }
             // Never "no such job": callers would settle a running job as failed or cancelled.
             // 421 Misdirected Request: this service is not the one for that cluster.
             KubeError::WrongCluster { .. } => {

@@ -699,7 +699,8 @@ async fn previous_reads_the_log_of_the_attempt_before_the_newest() {
         logs("?previous=true&lines=1&bytes=6").await.json()["log"],
         "tempt\n"
     );
-    // A job with one attempt has no previous one: an empty log, not an error.
+    // A job with one attempt has no previous one: an empty log, not an error, and a warning
+    // that says so.
     let once = api.submit(shell_job("once", "echo only")).await;
     api.wait_for(&once, "SUCCEEDED").await;
     let reply = api
@@ -707,6 +708,10 @@ async fn previous_reads_the_log_of_the_attempt_before_the_newest() {
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
     assert_eq!(reply.json()["log"], "");
+    assert_eq!(
+        reply.json()["warning"],
+        "no earlier attempt: the job's container ran once (drop --previous for its log)"
+    );
     logs("?previous=maybe")
         .await
         .error(StatusCode::BAD_REQUEST, "bad_parameter");
@@ -752,7 +757,17 @@ async fn an_indexed_job_reports_its_indexes_and_each_index_has_its_log() {
         "shard 2
 "
     );
-    assert_eq!(logs("?index=7").await.json()["log"], "");
+    // An index the job does not have: the caller's parameter, named.
+    let body = logs("?index=7")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+    assert_eq!(body["field"], "index", "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("has no index 7: its indexes are 0 to 2")),
+        "{body}"
+    );
     let response = api
         .open(&format!("/v1/jobs/{id}/logs?follow=true&index=0"))
         .await;

@@ -46,7 +46,11 @@ async fn a_jobset_runs_with_its_replicas_summary_and_logs() {
             .is_some_and(|log| log.starts_with(&format!("working on {name}-workers-1-"))),
         "{worker}"
     );
-    assert_eq!(logs("?replica=chief").await.json()["log"], "");
+    // A replicated job the JobSet does not have: the caller's parameter, named.
+    let body = logs("?replica=chief")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+    assert_eq!(body["field"], "replica", "{body}");
     // A container job has no replicas.
     let once = api.submit(shell_job("once", "echo only")).await;
     api.wait_for(&once, "SUCCEEDED").await;

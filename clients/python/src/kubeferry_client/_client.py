@@ -188,8 +188,11 @@ class Client:
         """The end of the newest attempt's log: at most ``lines`` lines and ``bytes`` bytes
         (``previous``: the attempt before it; ``index``: of that index of an indexed job, or of
         that Job of a JobSet's replicated job; ``replica``: of that replicated job of a JobSet,
-        the first one by default). A log that cannot be read is an empty ``log`` with a
-        ``warning``, never an error."""
+        the first one by default). Never silently empty: without a log, ``warning`` says why;
+        once the job's pods are gone, ``log`` is the last words kept with its outcome and
+        ``warning`` says so. A log that cannot be read is an empty ``log`` with a ``warning``,
+        never an error; an index or replicated job the job does not have raises
+        ``BadRequest``."""
         query: dict[str, Any] = {
             "lines": lines,
             "bytes": bytes,

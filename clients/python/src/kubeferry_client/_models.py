@@ -253,6 +253,10 @@ class JobInfo:
     """Why, for humans (the scheduler's message, the container's termination message, ...)."""
     exit_code: int | None = _wire("exitCode", default=None)
     """The main container's exit code, once it has one."""
+    last_words: str | None = _wire("lastWords", default=None)
+    """The main container's last words, kept with its outcome once its pod is gone: its
+    termination message as the kubelet kept it (for a failed container, the last lines of its
+    log: at most 80 lines, 2,048 bytes)."""
     failure_class: FailureClass | None = _wire(
         "failureClass", _optional(FailureClass), default=None
     )
@@ -309,9 +313,11 @@ class LogTail:
     """The end of a job's log."""
 
     log: str = _wire("log")
-    """The text (empty when no attempt has started, or when the log could not be read)."""
+    """The text: the end of the log; once the job's pods are gone, the last words kept with
+    its outcome. Empty when there is no log (the warning says why)."""
     warning: str | None = _wire("warning", default=None)
-    """Why the log is empty or partial, when it could not be read."""
+    """Why the log is empty, or where it comes from when not from a container (the last words
+    of a job whose pods are gone); or why it could not be read."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -221,7 +221,7 @@ struct Watched {
 
 /// News from a job's waiter.
 pub enum News {
-    Status(ExecutionId, ExecutionInfo),
+    Status(ExecutionId, Box<ExecutionInfo>),
     /// The waiter ended: the job ended, or is gone.
     Done(ExecutionId),
 }
@@ -262,6 +262,7 @@ impl Watched {
                 },
                 Some(news) = news.recv() => match news {
                     News::Status(id, info) => {
+                        let info = *info;
                         let changed = shown.get(&id).is_none_or(|job| job.status != info);
                         if !shown.contains_key(&id) {
                             // A job new since the list: its row's other columns (job id,
@@ -325,12 +326,12 @@ pub async fn waiter(executor: Executor, id: ExecutionId, sender: mpsc::Unbounded
     let reported = id.clone();
     let result = executor
         .wait(&id, None, move |info| {
-            let _ = report.send(News::Status(reported.clone(), info.clone()));
+            let _ = report.send(News::Status(reported.clone(), Box::new(info.clone())));
         })
         .await;
     match result {
         Ok(info) => {
-            let _ = sender.send(News::Status(id.clone(), info));
+            let _ = sender.send(News::Status(id.clone(), Box::new(info)));
         }
         Err(error) if error.is_no_such_job() => {}
         Err(error) => eprintln!("kubeferry: stopped following {id}: {error}"),

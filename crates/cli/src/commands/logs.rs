@@ -29,35 +29,66 @@ pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let executor = &connection.executor;
-    if args.follow {
-        let options = FollowOptions {
-            tail_lines: args.tail,
-            index: args.index,
-            replica: args.replica.clone(),
-            ..FollowOptions::default()
-        };
-        let mut lines = Box::pin(executor.follow(&id, options)?);
-        while let Some(line) = lines.next().await {
-            let line = line?;
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(line.as_bytes())?;
-            stdout.flush()?;
-        }
+    let options = TailOptions {
+        lines: args.tail,
+        bytes: args.tail_bytes,
+        previous: args.previous,
+        index: args.index,
+        replica: args.replica.clone(),
+    };
+    // A job that ended whose log is no longer a container's (its pods gone: its last words;
+    // or none at all) is told as a tail, then the follow ends; a live log is followed.
+    let ended = args.follow && executor.status(&id).await?.is_terminal();
+    if args.follow && !ended {
+        return follow_to_the_end(executor, &id, args).await;
     } else {
-        let options = TailOptions {
-            lines: args.tail,
-            bytes: args.tail_bytes,
-            previous: args.previous,
-            index: args.index,
-            replica: args.replica.clone(),
-        };
-        let mut text = executor.tail(&id, &options).await?;
-        if let Some(limit) = args.limit_bytes {
-            text = first_bytes(text, limit);
+        let tail = executor.tail(&id, &options).await.map_err(usage)?;
+        if ended && tail.warning.is_none() {
+            // A log to read: followed from its start, every attempt, as before the end.
+            return follow_to_the_end(executor, &id, args).await;
         }
+        let text = match args.limit_bytes {
+            Some(limit) => first_bytes(tail.log, limit),
+            None => tail.log,
+        };
         std::io::stdout().lock().write_all(text.as_bytes())?;
+        if let Some(warning) = tail.warning {
+            eprintln!("warning: {warning}");
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Follows the job's log, every attempt, until it ends.
+async fn follow_to_the_end(
+    executor: &kubeferry::kube::Executor,
+    id: &kubeferry::ExecutionId,
+    args: &LogsArgs,
+) -> anyhow::Result<ExitCode> {
+    let options = FollowOptions {
+        tail_lines: args.tail,
+        index: args.index,
+        replica: args.replica.clone(),
+        ..FollowOptions::default()
+    };
+    let mut lines = Box::pin(executor.follow(id, options)?);
+    while let Some(line) = lines.next().await {
+        let line = line.map_err(usage)?;
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(line.as_bytes())?;
+        stdout.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An index or replicated job the job does not have is a usage error (exit code 2).
+fn usage(error: kubeferry::kube::Error) -> anyhow::Error {
+    match error {
+        kubeferry::kube::Error::NoSuchPart { .. } => {
+            crate::UsageError(format!("{error}; see --index and --replica")).into()
+        }
+        error => error.into(),
+    }
 }
 
 /// The first `limit` bytes of `text` (kubectl's `--limit-bytes`), never splitting a character:

@@ -86,6 +86,7 @@ pub async fn status(cli: &Cli, args: &StatusArgs) -> anyhow::Result<ExitCode> {
         tokio::select! {
             Some(news) = news.recv() => match news {
                 News::Status(id, info) => {
+                    let info = *info;
                     if shown.get(&id) != Some(&info) {
                         print_change(format, Some((&widths, columns)), &id, &info, job_id)?;
                         shown.insert(id, info);

@@ -597,6 +597,7 @@ impl<'a> Mapper<'a> {
             ExecutionInfo::new(JobState::Failed, cause.reason).with_message(cause.message);
         info.exit_code = terminated.map(|t| t.exit_code).or(cause.exit_code);
         info.finished_at = terminated.and_then(|t| t.finished_at).or(verdict.at);
+        info.last_words = terminated.and_then(last_words);
         if let Some(indexed) = self.indexed() {
             // The newest pod may be any index's: the first failed index's exit code stands,
             // and the job ended when the Job controller decided.
@@ -1296,6 +1297,19 @@ fn killed_by_deletion(pod: &PodView, t: &TerminatedView, at: Option<Timestamp>) 
         return false;
     };
     at.is_some_and(|at| deleted >= at) && t.finished_at.is_none_or(|end| end >= deleted)
+}
+
+/// A container's last words: its termination message as the kubelet kept it, if it said
+/// anything ([`ExecutionInfo::last_words`]). A container the kubelet lost
+/// (`ContainerStatusUnknown`) said nothing: the message is the kubelet's own.
+pub(crate) fn last_words(t: &TerminatedView) -> Option<String> {
+    if t.reason.as_deref() == Some("ContainerStatusUnknown") {
+        return None;
+    }
+    t.message
+        .as_deref()
+        .filter(|m| !m.trim().is_empty())
+        .map(str::to_string)
 }
 
 /// How a container ended, in a few words: its reason when it says more than Error or

@@ -19,7 +19,7 @@ pub use mapping::{
     ContainerAction, JobObservation, Mapped, MappingConfig, container_status, oldest_attempt_first,
 };
 pub(crate) use mapping::{
-    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary,
+    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary, last_words,
     stopped_by_disruption, stopped_exit,
 };
 pub use view::{

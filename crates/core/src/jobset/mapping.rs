@@ -490,6 +490,7 @@ impl Mapper<'_> {
         let mut failure = ExecutionInfo::new(JobState::Failed, info.reason);
         failure.exit_code = info.exit_code;
         failure.finished_at = info.finished_at;
+        failure.last_words = info.last_words;
         failure.message = format!("{} failed{after}: {}", child.job.describe(), info.message);
         failure.started(self.first_start())
     }

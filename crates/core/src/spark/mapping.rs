@@ -15,7 +15,7 @@ use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, Resolution, deadline};
 use crate::container::view::{ContainerStateView, ContainerView, PodPhase, TerminatedView};
 use crate::container::{
-    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary,
+    IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary, last_words,
     stopped_by_disruption, stopped_exit,
 };
 use crate::observation::{self, Action, Mapped, Observation};
@@ -372,6 +372,9 @@ impl<'a> Mapper<'a> {
         };
         info.exit_code = exit_code;
         info.finished_at = end.and_then(|t| t.finished_at).or(verdict.at);
+        if !verdict.succeeded {
+            info.last_words = end.and_then(last_words);
+        }
         let info = self.started(info, reading);
         if !verdict.succeeded
             && self.vanished.is_none()

@@ -113,6 +113,12 @@ impl Expect {
         self.finished_at(at(seconds))
     }
 
+    /// With these last words (the main container's termination message as kept).
+    pub fn last_words(mut self, words: impl Into<String>) -> Self {
+        self.0.last_words = Some(words.into());
+        self
+    }
+
     /// The expected status.
     pub fn info(self) -> ExecutionInfo {
         self.0

@@ -48,11 +48,15 @@ async fn every_index_succeeds_and_each_log_is_its_own() {
     // Every answer on the way carried the summary too.
     assert!(seen.iter().all(|info| info.indexes.is_some()), "{seen:#?}");
     for index in 0..4 {
-        let log = env.executor.tail(&id, &tail_of(index)).await.unwrap();
+        let log = env.executor.tail(&id, &tail_of(index)).await.unwrap().log;
         assert_eq!(log, format!("shard {index}\n"));
     }
-    // No pod of an index that does not exist: no log.
-    assert_eq!(env.executor.tail(&id, &tail_of(9)).await.unwrap(), "");
+    // An index the job does not have is the caller's mistake, said so.
+    let error = env.executor.tail(&id, &tail_of(9)).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("{id} has no index 9: its indexes are 0 to 3")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +98,10 @@ async fn an_index_out_of_retries_fails_the_job_at_the_end_when_failures_are_allo
         previous: true,
         ..tail_of(2)
     };
-    assert_eq!(env.executor.tail(&id, &previous).await.unwrap(), "boom\n");
+    assert_eq!(
+        env.executor.tail(&id, &previous).await.unwrap().log,
+        "boom\n"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -103,7 +103,8 @@ async fn every_replicated_job_succeeds_and_the_set_is_one_job() {
         .executor
         .tail(&id, &TailOptions::default())
         .await
-        .expect("the leader's log");
+        .expect("the leader's log")
+        .log;
     assert_eq!(leader, "leading\n");
     let worker = env
         .executor
@@ -116,10 +117,39 @@ async fn every_replicated_job_succeeds_and_the_set_is_one_job() {
             },
         )
         .await
-        .expect("the second worker's log");
+        .expect("the second worker's log")
+        .log;
     assert!(
         worker.starts_with(&format!("working on {}-workers-1-", id.name)),
         "{worker}"
+    );
+    // A replicated job or an index the JobSet does not have is the caller's mistake.
+    let part = |replica: &str, index: Option<u32>| TailOptions {
+        replica: Some(replica.into()),
+        index,
+        ..TailOptions::default()
+    };
+    let error = env
+        .executor
+        .tail(&id, &part("nope", None))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().starts_with(&format!(
+            "{id} has no replicated job \"nope\": its replicated jobs are "
+        )),
+        "{error}"
+    );
+    let error = env
+        .executor
+        .tail(&id, &part("workers", Some(9)))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().starts_with(&format!(
+            "{id} has no index 9 of replicated job \"workers\": its indexes are 0 to "
+        )),
+        "{error}"
     );
 }
 
@@ -207,7 +237,8 @@ async fn a_set_restarts_once_then_succeeds() {
             },
         )
         .await
-        .expect("the flaky replica's log");
+        .expect("the flaky replica's log")
+        .log;
     assert_eq!(flaky_log, "fine\n");
 }
 

@@ -40,9 +40,14 @@ async fn tails_by_lines() {
         ))
         .await;
     env.wait(&id).await;
-    let all = env.executor.tail(&id, &tail(None, None)).await.unwrap();
+    let all = env.executor.tail(&id, &tail(None, None)).await.unwrap().log;
     assert_eq!(all.lines().count(), 10, "{all}");
-    let last = env.executor.tail(&id, &tail(Some(3), None)).await.unwrap();
+    let last = env
+        .executor
+        .tail(&id, &tail(Some(3), None))
+        .await
+        .unwrap()
+        .log;
     assert_eq!(last, "line 8\nline 9\nline 10\n");
 }
 
@@ -68,7 +73,8 @@ async fn tails_by_bytes_without_splitting_a_character() {
             .executor
             .tail(&id, &tail(None, Some(bytes)))
             .await
-            .unwrap();
+            .unwrap()
+            .log;
         assert_eq!(text, expected, "{bytes} bytes");
     }
     // Lines first, then bytes.
@@ -76,7 +82,8 @@ async fn tails_by_bytes_without_splitting_a_character() {
         .executor
         .tail(&id, &tail(Some(2), Some(100)))
         .await
-        .unwrap();
+        .unwrap()
+        .log;
     assert_eq!(both, "first\n€€€€\n");
 }
 
@@ -168,18 +175,18 @@ async fn the_previous_attempt_has_its_own_log() {
     let id = env.submit(&shell("attempts", &script, "retries: 1")).await;
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Succeeded);
-    let newest = env.executor.tail(&id, &tail(None, None)).await.unwrap();
+    let newest = env.executor.tail(&id, &tail(None, None)).await.unwrap().log;
     assert_eq!(newest, "second\n");
     let previous = TailOptions {
         previous: true,
         ..TailOptions::default()
     };
-    let earlier = env.executor.tail(&id, &previous).await.unwrap();
+    let earlier = env.executor.tail(&id, &previous).await.unwrap().log;
     assert_eq!(earlier, "first\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_without_a_started_container_has_an_empty_log() {
+async fn a_job_without_a_started_container_has_an_empty_log_and_says_why() {
     let env = Env::start().await;
     // No pod at all: held by a queue.
     let queued = env
@@ -187,9 +194,14 @@ async fn a_job_without_a_started_container_has_an_empty_log() {
         .await;
     env.status_until(&queued, "suspended", is(JobState::Queued))
         .await;
+    let tail_of_queued = env.executor.tail(&queued, &tail(None, None)).await.unwrap();
+    assert_eq!(tail_of_queued.log, "");
     assert_eq!(
-        env.executor.tail(&queued, &tail(None, None)).await.unwrap(),
-        ""
+        tail_of_queued.warning.as_deref(),
+        Some(
+            "no container has started yet, so there is no log: QUEUED Suspended: waiting for \
+             admission by queue team-a"
+        )
     );
     // A pod that never starts: no node fits it.
     let pending = env
@@ -199,12 +211,18 @@ async fn a_job_without_a_started_container_has_an_empty_log() {
         i.reason == kubeferry_core::Reason::Unschedulable
     })
     .await;
-    assert_eq!(
-        env.executor
-            .tail(&pending, &tail(None, None))
-            .await
-            .unwrap(),
-        ""
+    let tail_of_pending = env
+        .executor
+        .tail(&pending, &tail(None, None))
+        .await
+        .unwrap();
+    assert_eq!(tail_of_pending.log, "");
+    let warning = tail_of_pending.warning.expect("a warning");
+    assert!(
+        warning.starts_with(
+            "no container has started yet, so there is no log: QUEUED Unschedulable: "
+        ) && warning.contains("Insufficient cpu"),
+        "{warning}"
     );
     // And a job that does not exist is no such job, not an empty log.
     let error = env
@@ -231,9 +249,16 @@ async fn a_job_without_a_started_container_has_an_empty_log() {
         env.sim.count("", "pods").eq(&1).then_some(())
     })
     .await;
-    assert_eq!(
-        env.executor.tail(&lost, &tail(None, None)).await.unwrap(),
-        ""
+    let tail_of_lost = env.executor.tail(&lost, &tail(None, None)).await.unwrap();
+    assert_eq!(tail_of_lost.log, "");
+    let warning = tail_of_lost.warning.expect("a warning");
+    assert!(
+        warning.starts_with("the job's pods are gone (FAILED NodeLost")
+            && warning.ends_with(
+                "and no last words were kept with its outcome (a container keeps them when it \
+                 fails)"
+            ),
+        "{warning}"
     );
 }
 
@@ -340,7 +365,7 @@ async fn a_pod_with_several_containers_is_read_through_its_main_one() {
     })
     .await;
     assert_eq!(
-        env.executor.tail(&id, &tail(None, None)).await.unwrap(),
+        env.executor.tail(&id, &tail(None, None)).await.unwrap().log,
         "from main\n"
     );
     // The job runs while any of its containers does, and the follow with it.
@@ -354,7 +379,7 @@ async fn a_pod_with_several_containers_is_read_through_its_main_one() {
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Succeeded, "{outcome:?}");
     assert_eq!(
-        env.executor.tail(&id, &tail(None, None)).await.unwrap(),
+        env.executor.tail(&id, &tail(None, None)).await.unwrap().log,
         "from main\n"
     );
 }
@@ -573,5 +598,162 @@ async fn a_follow_of_one_attempt_draining_as_the_next_takes_the_name_reads_none_
     assert!(
         rest.is_empty(),
         "nothing after the first attempt's line: {rest:?}"
+    );
+}
+
+/// A job that prints 200 lines and exits 3, its Job and pods then deleted by someone else:
+/// a process started afterwards, and every replica, gives its last lines (the kubelet's
+/// `FallbackToLogsOnError` kept them in the pod's status, and the outcome record keeps them),
+/// and says where they come from. A follow prints them and ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_jobs_last_words_outlive_its_pods() {
+    let env = Env::start().await;
+    let script = "for i in $(seq 1 200); do echo line $i; done; exit 3";
+    let id = env.submit(&shell("last-words", script, "")).await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(
+        (outcome.state, outcome.exit_code),
+        (JobState::Failed, Some(3))
+    );
+    // The kubelet keeps the last 80 lines, at most 2,048 bytes of them.
+    let kept: String = (121..=200).map(|i| format!("line {i}\n")).collect();
+    let kept = kept[kept.len() - 2048.min(kept.len())..].to_string();
+    assert_eq!(outcome.last_words.as_deref(), Some(kept.as_str()));
+    eventually("the outcome recorded and the Job let go", || async {
+        env.job_object(&id).filter(|job| {
+            job["metadata"]["finalizers"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+        })
+    })
+    .await;
+    env.delete_job_as_admin(&id).await;
+    eventually("the Job and its pods gone", || async {
+        (env.job_object(&id).is_none() && env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    for executor in [&env.executor, &env.fresh_executor().await] {
+        let tail = executor.tail(&id, &tail(None, None)).await.unwrap();
+        assert_eq!(tail.log, kept);
+        assert_eq!(
+            tail.warning.as_deref(),
+            Some(
+                "the job's pod is gone (FAILED Error); these are the last lines kept with its outcome"
+            )
+        );
+        let followed: Vec<String> = executor
+            .follow(&id, follow_options())
+            .unwrap()
+            .map(|line| line.unwrap())
+            .collect()
+            .await;
+        assert_eq!(followed.concat(), kept);
+    }
+}
+
+/// What `logs` says when there is no log to show, in each case a person meets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_log_always_says_why() {
+    let settings = Settings::fast().with_mapping(|m| m.image_pull_grace = Duration::from_secs(60));
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let warning_of = |tail: kubeferry_kube::logs::Tail| {
+        assert_eq!(tail.log, "", "{tail:?}");
+        tail.warning.expect("a warning")
+    };
+
+    // A container that printed nothing.
+    let silent = env.submit(&shell("silent", "true", "")).await;
+    env.wait(&silent).await;
+    let tail_of_silent = env.executor.tail(&silent, &tail(None, None)).await.unwrap();
+    assert_eq!(warning_of(tail_of_silent), "the container printed nothing");
+
+    // --previous of a job that ran once.
+    let previous = TailOptions {
+        previous: true,
+        ..TailOptions::default()
+    };
+    let once = env.executor.tail(&silent, &previous).await.unwrap();
+    assert_eq!(
+        warning_of(once),
+        "no earlier attempt: the job's container ran once (drop --previous for its log)"
+    );
+
+    // A pod whose image cannot be pulled: the registry's words.
+    let unpullable = env
+        .submit("name: unpullable\nimage: registry.invalid/nothing:1.0\ncommand: [sh, -c, 'echo never']\n")
+        .await;
+    env.status_until(&unpullable, "pulling", |i| {
+        i.reason == kubeferry_core::Reason::ImagePullBackOff
+    })
+    .await;
+    let pulling = warning_of(
+        env.executor
+            .tail(&unpullable, &tail(None, None))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        pulling.starts_with("no container has started yet, so there is no log: QUEUED ")
+            && pulling.contains("registry.invalid"),
+        "{pulling}"
+    );
+
+    // A job cancelled while it ran: its pods are gone.
+    let gate = Gate::new();
+    let cancelled = env
+        .submit(&shell("cancelled", &gate.wait("never"), ""))
+        .await;
+    env.status_until(&cancelled, "running", is(JobState::Started))
+        .await;
+    let pod = env.pod_of(&cancelled).await;
+    env.executor.cancel(&cancelled).await.unwrap();
+    env.status_until(&cancelled, "cancelled", is(JobState::Cancelled))
+        .await;
+    eventually("the cancelled job's pod gone", || async {
+        env.sim.object("", "pods", NS, &pod).is_none().then_some(())
+    })
+    .await;
+    let gone = warning_of(
+        env.executor
+            .tail(&cancelled, &tail(None, None))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        gone.starts_with("the job's pods are gone (CANCELLED Cancelled: "),
+        "{gone}"
+    );
+
+    // A job stopped at its deadline.
+    let late = env
+        .submit(&shell("late", &gate.wait("never-either"), "timeout: 1s"))
+        .await;
+    let pod = env.pod_of(&late).await;
+    let (outcome, _) = env.wait(&late).await;
+    assert_eq!(outcome.reason, kubeferry_core::Reason::DeadlineExceeded);
+    eventually("the late job's pod gone", || async {
+        env.sim.object("", "pods", NS, &pod).is_none().then_some(())
+    })
+    .await;
+    let stopped = warning_of(env.executor.tail(&late, &tail(None, None)).await.unwrap());
+    assert!(
+        stopped.starts_with("the job's pods are gone (FAILED DeadlineExceeded: "),
+        "{stopped}"
+    );
+    // An index of a job that is not indexed.
+    let error = env
+        .executor
+        .tail(
+            &silent,
+            &TailOptions {
+                index: Some(2),
+                ..TailOptions::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("{silent} has no index 2: it is not an indexed job")
     );
 }

@@ -374,7 +374,11 @@ async fn oom_killed_also_when_the_main_process_exits_zero() {
         .any(|c| c["type"] == "Complete" && c["status"] == "True");
     assert!(complete, "Kubernetes calls it a success: {job:#}");
     assert_eq!(
-        env.executor.tail(&id, &Default::default()).await.unwrap(),
+        env.executor
+            .tail(&id, &Default::default())
+            .await
+            .unwrap()
+            .log,
         "Killed\nthe main process goes on\n",
         "the shell saw its child killed and went on"
     );
@@ -667,7 +671,11 @@ async fn a_kueue_job_runs_once_admitted() {
     assert_eq!(outcome.state, JobState::Succeeded, "{seen:#?}");
     assert_eq!(outcome.reason, Reason::Completed);
     assert_eq!(
-        env.executor.tail(&id, &Default::default()).await.unwrap(),
+        env.executor
+            .tail(&id, &Default::default())
+            .await
+            .unwrap()
+            .log,
         "ran\n"
     );
     // Kubernetes saw it end: kubeferry wrote nothing on it, the Job's conditions are the record.

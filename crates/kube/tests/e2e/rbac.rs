@@ -77,7 +77,11 @@ async fn the_whole_lifecycle_runs_under_exactly_the_printed_role() {
     let running = status_until(&kubeferry, &id, "running", is(JobState::Started)).await;
     assert!(running.started_at.is_some());
     let tail = eventually("the first lines", || async {
-        let text = kubeferry.tail(&id, &TailOptions::default()).await.unwrap();
+        let text = kubeferry
+            .tail(&id, &TailOptions::default())
+            .await
+            .unwrap()
+            .log;
         (text == "one\ntwo\n").then_some(text)
     })
     .await;

@@ -67,7 +67,8 @@ async fn the_drivers_log_is_followed_to_the_end_and_tailed_while_the_driver_is_k
             .executor
             .tail(&id, &TailOptions::default())
             .await
-            .expect("tailed");
+            .expect("tailed")
+            .log;
         assert_eq!(all, followed, "{operator}");
         let last = env
             .executor
@@ -79,7 +80,8 @@ async fn the_drivers_log_is_followed_to_the_end_and_tailed_while_the_driver_is_k
                 },
             )
             .await
-            .expect("tailed");
+            .expect("tailed")
+            .log;
         assert_eq!(last.lines().count(), 2, "{last}");
         assert!(last.starts_with("Pi is roughly"), "{last}");
         let bytes = env
@@ -92,7 +94,8 @@ async fn the_drivers_log_is_followed_to_the_end_and_tailed_while_the_driver_is_k
                 },
             )
             .await
-            .expect("tailed");
+            .expect("tailed")
+            .log;
         assert_eq!(bytes, "SparkContext\n");
     }
 }
@@ -121,7 +124,8 @@ async fn once_the_apache_operator_released_the_driver_its_log_is_empty() {
         .executor
         .tail(&id, &TailOptions::default())
         .await
-        .expect("no error: the job exists");
+        .expect("no error: the job exists")
+        .log;
     assert_eq!(text, "");
 }
 
@@ -200,7 +204,8 @@ async fn the_drivers_log_is_read_from_the_driver_container_when_a_sidecar_runs_b
             .executor
             .tail(&id, &TailOptions::default())
             .await
-            .expect("tailed");
+            .expect("tailed")
+            .log;
         assert_eq!(tail, followed, "{operator}");
         // The sidecar did write: its log is only not the driver's.
         let pod = match operator {
@@ -288,7 +293,8 @@ async fn a_follow_goes_on_across_driver_restarts_and_previous_finds_no_deleted_d
                 },
             )
             .await
-            .expect("no error: the job exists");
+            .expect("no error: the job exists")
+            .log;
         assert_eq!(previous, "", "{operator}");
     }
 }

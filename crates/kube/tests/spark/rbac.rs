@@ -55,7 +55,8 @@ async fn spark_jobs_run_under_exactly_the_role_kubeferry_rbac_prints() {
                 let log = executor
                     .tail(&id, &TailOptions::default())
                     .await
-                    .expect("tailed");
+                    .expect("tailed")
+                    .log;
                 assert!(log.contains("Pi is roughly"), "{log}");
             }
 

@@ -30,6 +30,7 @@ fn concerns_the_job(error: &KubeError) -> bool {
             | KubeError::WrongCluster { .. }
             | KubeError::SparkUnavailable { .. }
             | KubeError::JobSetUnavailable { .. }
+            | KubeError::NoSuchPart { .. }
             | KubeError::Id(_)
     )
 }
@@ -37,8 +38,11 @@ fn concerns_the_job(error: &KubeError) -> bool {
 /// Read a job's log.
 ///
 /// Without `follow`: the end of the newest attempt's log as JSON, at most `lines` lines and
-/// `bytes` bytes (cut on a character boundary). A log that cannot be read gives an empty `log`
-/// and a `warning`, never an error. With `follow=true`: the log as `text/plain`, streamed until
+/// `bytes` bytes (cut on a character boundary). Never silently empty: without a log, a
+/// `warning` says why (no container started yet, and why; no earlier attempt; nothing
+/// printed), and once the job's pods are gone `log` holds the last words kept with its outcome,
+/// with a `warning` that says so. A log that cannot be read gives an empty `log` and a
+/// `warning`, never an error; an `index` or `replica` the job does not have is a 400. With `follow=true`: the log as `text/plain`, streamed until
 /// the job's container ends (starting with the last `lines` lines if given).
 #[utoipa::path(
     get,
@@ -152,7 +156,10 @@ pub async fn logs(
         replica,
     };
     let tail = match executor.tail(&id, &options).await {
-        Ok(log) => LogTail { log, warning: None },
+        Ok(tail) => LogTail {
+            log: tail.log,
+            warning: tail.warning,
+        },
         Err(error) if concerns_the_job(&error) => return Err(error.into()),
         Err(error) => {
             warn!(message = "cannot read a log; answering with an empty tail", id = %id, %error);

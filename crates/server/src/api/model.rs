@@ -145,6 +145,11 @@ pub struct JobInfo {
     /// The main container's exit code, once it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// The main container's last words, kept with its outcome once its pod is gone: its
+    /// termination message as the kubelet kept it (for a failed container, the last lines of
+    /// its log: at most 80 lines, 2,048 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_words: Option<String>,
     /// When the main container started; once set, every later answer keeps it.
     #[serde(
         default,
@@ -312,6 +317,7 @@ impl JobInfo {
             reason: info.reason,
             message: info.message,
             exit_code: info.exit_code,
+            last_words: info.last_words,
             started_at: info.started_at,
             finished_at: info.finished_at,
             failure_class,
@@ -357,9 +363,11 @@ pub struct CancelResult {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LogTail {
-    /// The text (empty when no attempt has started, or when the log could not be read).
+    /// The text: the end of the log; once the job's pods are gone, the last words kept with its
+    /// outcome. Empty when there is no log (the warning says why).
     pub log: String,
-    /// Why the log is empty or partial, when it could not be read: a tail never fails the
+    /// Why the log is empty, or where it comes from when not from a container (the last words
+    /// of a job whose pods are gone); or why it could not be read: a tail never fails the
     /// caller for that.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
