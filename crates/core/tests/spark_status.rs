@@ -764,6 +764,7 @@ fn the_no_status_timeout_is_configurable() {
     let (app, _) = views(KUBEFLOW, "no_status");
     let config = SparkMappingConfig {
         no_status_timeout: std::time::Duration::from_secs(30),
+        ..SparkMappingConfig::default()
     };
     let mapped =
         spark_status(&AppObservation::Present(&app), &[], at(30), &config, None).expect("mapped");
@@ -1307,4 +1308,48 @@ fn a_driver_that_failed_before_its_eviction_decides_the_outcome() {
             );
         }
     }
+}
+
+/// The operator reports success only once its driver's pod succeeded; a driver still seen
+/// running is a pod watch behind the application's. The success waits for the driver's end,
+/// so that every replica reports its exit code, but not for ever. (The apache operator's
+/// verdict carries the driver's end itself.)
+#[test]
+fn a_success_waits_for_a_driver_still_seen_running() {
+    use kubeferry_core::container::ContainerStateView;
+    let operator = KUBEFLOW;
+    let (app, mut drivers) = views(operator, "completed");
+    let verdict = map_views(&app, &drivers, Seen::Present, at(3600), None).expect("mapped");
+    assert_eq!(verdict.info.exit_code, Some(0), "{operator}: {verdict:?}");
+    let finished = verdict.info.finished_at.expect("an end");
+    let driver = drivers.first_mut().expect("a driver");
+    driver.phase = Some(kubeferry_core::container::PodPhase::Running);
+    if let Some(container) = driver.container.as_mut() {
+        container.state = ContainerStateView::Running {
+            started_at: Some(at(5)),
+        };
+    }
+    let soon = finished
+        .checked_add(jiff::SignedDuration::from_secs(2))
+        .expect("a time");
+    let waiting = map_views(&app, &drivers, Seen::Present, soon, None).expect("mapped");
+    assert_eq!(
+        waiting.info.state,
+        JobState::Started,
+        "{operator}: {waiting:?}"
+    );
+    assert!(
+        waiting
+            .info
+            .message
+            .contains("reports success; waiting for driver pod"),
+        "{operator}: {waiting:?}"
+    );
+    // Past the wait, the operator's word stands without the driver's details.
+    let later = map_views(&app, &drivers, Seen::Present, at(3600), None).expect("mapped");
+    assert_eq!(
+        later.info.state,
+        JobState::Succeeded,
+        "{operator}: {later:?}"
+    );
 }

@@ -104,6 +104,7 @@ pub fn executor_settings(
         spark: SparkSettings {
             mapping: SparkMappingConfig {
                 no_status_timeout: t.no_status,
+                driver_status_wait: t.pod_status_wait,
             },
             reflector,
             sync_timeout: t.sync,

@@ -28,12 +28,18 @@ pub struct SparkMappingConfig {
     /// fails with `NoStatusTimeout` (counted from its creation). Only an absent status counts:
     /// a status this version cannot read never does.
     pub no_status_timeout: Duration,
+    /// How long an operator's success waits for its driver pod's final status to be observed,
+    /// while the driver is still seen running (the application and its pods arrive on separate
+    /// watches: the driver's exit code is the pod's alone). The container mapping's
+    /// `pod_status_wait`, for the same lag.
+    pub driver_status_wait: Duration,
 }
 
 impl Default for SparkMappingConfig {
     fn default() -> Self {
         SparkMappingConfig {
             no_status_timeout: Duration::from_secs(600),
+            driver_status_wait: Duration::from_secs(10),
         }
     }
 }
@@ -300,6 +306,33 @@ impl<'a> Mapper<'a> {
     /// the driver of a failed application still runs.
     fn outcome(&self, verdict: &Verdict<'a>, reading: &Reading<'a>) -> SparkMapped {
         let ended = self.driver_ended(verdict);
+        // The operator reports success only once the driver's pod succeeded: a driver still
+        // seen running is a pod watch that lags the application's. Every replica must report
+        // the same details, so the success waits for the driver's end (bounded; condition
+        // and state times are whole seconds, so the wait counts from the end of the verdict's).
+        if verdict.succeeded
+            && ended.is_none()
+            && self.vanished.is_none()
+            && self.app.deletion_timestamp.is_none()
+            && let Some(driver) = self.live_driver().filter(|d| driver_runs(d))
+            && verdict
+                .at
+                .and_then(|at| at.checked_add(jiff::SignedDuration::from_secs(1)).ok())
+                .is_some_and(|at| {
+                    self.clock
+                        .before_deadline(at, self.config.driver_status_wait)
+                })
+        {
+            return SparkMapped::of(self.in_progress(
+                Progress::StartedIfKnown,
+                None,
+                format!(
+                    "the {} operator reports success; waiting for driver pod {}'s final status",
+                    self.app.operator, driver.name
+                ),
+                reading,
+            ));
+        }
         let end = ended.map(|(_, t)| t);
         let hint = verdict.exit_hint.as_ref().filter(|_| end.is_none());
         // An OOM kill is the driver's own end unless the driver ended after its pod's

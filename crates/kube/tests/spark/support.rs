@@ -34,7 +34,10 @@ impl Settings {
     pub fn fast() -> Settings {
         let executor = ExecutorSettings {
             spark: SparkSettings {
-                mapping: SparkMappingConfig::default(),
+                mapping: SparkMappingConfig {
+                    driver_status_wait: Duration::from_secs(2),
+                    ..SparkMappingConfig::default()
+                },
                 reflector: fast_reflector(),
                 sync_timeout: Duration::from_secs(5),
                 recheck_interval: Duration::from_millis(50),
