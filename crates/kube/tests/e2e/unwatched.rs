@@ -87,8 +87,13 @@ async fn submitted_and_left(env: &Env, yaml: &str, job_id: &str) -> ExecutionId 
 }
 
 /// Asks a fresh process for the job's status until it is terminal; then waits until that
-/// process has recorded the outcome and let the object go.
+/// process has recorded the outcome and let the object go: gone, or with `kept` still there
+/// without kubeferry's finalizer.
 async fn answered_by_a_new_process(env: &Env, id: &ExecutionId) -> ExecutionInfo {
+    answered_and_let_go(env, id, false).await
+}
+
+async fn answered_and_let_go(env: &Env, id: &ExecutionId, kept: bool) -> ExecutionInfo {
     let id = id.clone();
     in_a_process_of_its_own(env, |executor| async move {
         let answer = status_until(
@@ -103,7 +108,16 @@ async fn answered_by_a_new_process(env: &Env, id: &ExecutionId) -> ExecutionInfo
                 .sim
                 .object("", "configmaps", NS, &record_name(id.kind, &id.name))
                 .is_some();
-            (recorded && object(env, &id).is_none()).then_some(())
+            let let_go = match object(env, &id) {
+                None => !kept,
+                Some(o) => {
+                    kept && o
+                        .pointer("/metadata/finalizers")
+                        .and_then(|f| f.as_array())
+                        .is_none_or(|f| f.iter().all(|f| f != RECORD_FINALIZER))
+                }
+            };
+            (recorded && let_go).then_some(())
         })
         .await;
         (executor, answer)
@@ -319,32 +333,7 @@ async fn a_jobset_removed_by_its_ttl_while_nobody_watched_answers_its_first_run(
 async fn pods_and_record_deleted_by_hand(yaml: &str, job_id: &str) {
     let env = &env().await;
     let id = submitted_and_left(env, yaml, job_id).await;
-    let recorded = {
-        let id = id.clone();
-        in_a_process_of_its_own(env, |executor| async move {
-            let answer = status_until(
-                &executor,
-                &id,
-                "a terminal answer",
-                ExecutionInfo::is_terminal,
-            )
-            .await;
-            eventually("the outcome recorded and the object let go", || async {
-                let record = env
-                    .sim
-                    .object("", "configmaps", NS, &record_name(id.kind, &id.name));
-                let released = object(env, &id).is_some_and(|o| {
-                    o.pointer("/metadata/finalizers")
-                        .and_then(|f| f.as_array())
-                        .is_none_or(|f| f.iter().all(|f| f != RECORD_FINALIZER))
-                });
-                (record.is_some() && released).then_some(())
-            })
-            .await;
-            (executor, answer)
-        })
-        .await
-    };
+    let recorded = answered_and_let_go(env, &id, true).await;
     assert!(recorded.started_at.is_some(), "{recorded:#?}");
     let admin = env.admin_client().await;
     let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(admin.clone(), NS);

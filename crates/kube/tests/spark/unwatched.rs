@@ -68,6 +68,17 @@ async fn answered_by_a_new_process(
     operator: SparkOperator,
     id: &ExecutionId,
 ) -> ExecutionInfo {
+    answered_and_let_go(env, operator, id, false).await
+}
+
+/// The same; with `kept`, the application let go is still there, without kubeferry's
+/// finalizer.
+async fn answered_and_let_go(
+    env: &Env,
+    operator: SparkOperator,
+    id: &ExecutionId,
+    kept: bool,
+) -> ExecutionInfo {
     let id = id.clone();
     in_a_process_of_its_own(env, |executor| async move {
         let answer = eventually("a terminal answer", || async {
@@ -90,7 +101,15 @@ async fn answered_by_a_new_process(
                         &record_name(JobKind::SparkApp, &id.name),
                     )
                     .is_some();
-                (recorded && env.app(operator, &id.name).is_none()).then_some(())
+                let let_go = match env.app(operator, &id.name) {
+                    None => !kept,
+                    Some(app) => {
+                        kept && app["metadata"]["finalizers"]
+                            .as_array()
+                            .is_none_or(|f| f.iter().all(|f| f != RECORD_FINALIZER))
+                    }
+                };
+                (recorded && let_go).then_some(())
             },
         )
         .await;
@@ -244,39 +263,7 @@ async fn an_application_whose_pods_and_record_were_deleted_by_hand_answers_its_f
         let spec = spark_pi(operator, "args: ['1']");
         let job_id = job_id("lost-record");
         let id = submitted_and_left(&env, &spec, &job_id).await;
-        let recorded = {
-            let (env, id) = (&env, id.clone());
-            in_a_process_of_its_own(env, |executor| async move {
-                let answer = eventually("a terminal answer", || async {
-                    executor
-                        .status(&id)
-                        .await
-                        .ok()
-                        .filter(ExecutionInfo::is_terminal)
-                })
-                .await;
-                eventually(
-                    "the outcome recorded and the application let go",
-                    || async {
-                        let record = env.sim.object(
-                            "",
-                            "configmaps",
-                            NS,
-                            &record_name(JobKind::SparkApp, &id.name),
-                        );
-                        let released = env.app(operator, &id.name).is_some_and(|app| {
-                            app["metadata"]["finalizers"]
-                                .as_array()
-                                .is_none_or(|f| f.iter().all(|f| f != RECORD_FINALIZER))
-                        });
-                        (record.is_some() && released).then_some(())
-                    },
-                )
-                .await;
-                (executor, answer)
-            })
-            .await
-        };
+        let recorded = answered_and_let_go(&env, operator, &id, true).await;
         assert_eq!(
             (recorded.state, recorded.exit_code),
             (JobState::Succeeded, Some(0)),
