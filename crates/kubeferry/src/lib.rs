@@ -37,8 +37,9 @@
 //! assert_eq!(info.state, JobState::Succeeded);
 //! assert_eq!(info.exit_code, Some(0));
 //!
-//! let log = executor.tail(&id, &TailOptions::default()).await?;
-//! assert_eq!(log, "hello from kubeferry\n");
+//! let tail = executor.tail(&id, &TailOptions::default()).await?;
+//! assert_eq!(tail.log, "hello from kubeferry\n");
+//! assert_eq!(tail.warning, None);
 //! # Ok(())
 //! # }
 //! ```
