@@ -1277,8 +1277,8 @@ async fn logs_is_never_silently_empty_and_a_part_the_job_lacks_is_a_usage_error(
     assert_eq!(text(&output.stdout), "");
     assert_eq!(
         text(&output.stderr),
-        "warning: no earlier attempt: the job's container ran once (drop --previous for its \
-         log)\n"
+        "warning: no earlier attempt to read: --previous shows the attempt before the newest (drop \
+         it for the newest's log)\n"
     );
     // An index of a job that has none: a usage error.
     let output = run(kubeferry(kubeconfig).args(["logs", &id, "--index", "9"])).await;
@@ -1308,7 +1308,7 @@ async fn logs_is_never_silently_empty_and_a_part_the_job_lacks_is_a_usage_error(
         assert_eq!(text(&output.stdout), "first\nlast\n", "{flags:?}");
         assert_eq!(
             text(&output.stderr),
-            "warning: the job's pod is gone (FAILED Error); these are the last lines kept with \
+            "warning: the job's pod is gone (FAILED Error); these are its last words, kept with \
              its outcome\n",
             "{flags:?}"
         );

@@ -58,6 +58,9 @@ pub struct Tail {
     pub log: String,
     /// Why `log` is empty, or where it comes from when not from a container's log.
     pub warning: Option<String>,
+    /// No container's log is there to read: the job's pods are gone, or none runs (`log` is
+    /// then the last words kept with its outcome, or empty).
+    pub gone: bool,
 }
 
 /// Reads the end of a container's log.

@@ -438,12 +438,13 @@ pub(crate) async fn tail<J: Answers>(
     whole_job: bool,
 ) -> Result<Tail> {
     let info = jobs.status(id).await?;
-    check_part(id, &info, options)?;
+    let all = jobs.attempts(id).await?;
+    check_part(id, &info, &all, options)?;
+    // The last words are the newest attempt's: never the answer of `--previous`.
+    let whole_job = whole_job && !options.previous;
     // Only an attempt whose container started has a log (the server refuses to read one that
     // is waiting for a node or an image).
-    let attempts: Vec<Attempt> = jobs
-        .attempts(id)
-        .await?
+    let attempts: Vec<Attempt> = all
         .into_iter()
         .filter(|a| {
             a.started
@@ -460,9 +461,11 @@ pub(crate) async fn tail<J: Answers>(
             return Ok(Tail {
                 log: String::new(),
                 warning: Some(
-                    "no earlier attempt: the job's container ran once (drop --previous for its log)"
+                    "no earlier attempt to read: --previous shows the attempt before the newest \
+                     (drop it for the newest's log)"
                         .to_string(),
                 ),
+                gone: false,
             });
         }
         return Ok(without_a_pod(&info, options, whole_job));
@@ -481,15 +484,23 @@ pub(crate) async fn tail<J: Answers>(
         // The pod went between the lookup and the read (deleted, released by an operator).
         Err(error) if error.is_not_found() => Ok(without_a_pod(&info, options, whole_job)),
         Err(error) => Err(error),
-        Ok(log) if log.is_empty() => Ok(Tail {
+        // Asked for no line or no byte: nothing to say about it.
+        Ok(log) if log.is_empty() && options.lines != Some(0) && options.bytes != Some(0) => {
+            Ok(Tail {
+                log,
+                warning: Some(if info.is_terminal() {
+                    "the container printed nothing".to_string()
+                } else {
+                    "the container has printed nothing yet".to_string()
+                }),
+                gone: false,
+            })
+        }
+        Ok(log) => Ok(Tail {
             log,
-            warning: Some(if info.is_terminal() {
-                "the container printed nothing".to_string()
-            } else {
-                "the container has printed nothing yet".to_string()
-            }),
+            warning: None,
+            gone: false,
         }),
-        Ok(log) => Ok(Tail { log, warning: None }),
     }
 }
 
@@ -509,14 +520,26 @@ fn without_a_pod(info: &ExecutionInfo, options: &TailOptions, whole_job: bool) -
         format!(": {}", info.message)
     };
     if !info.is_terminal() {
+        let warning = if info.started_at.is_some() {
+            format!("no container{which} runs now, so there is no log: {state}{said}")
+        } else {
+            format!("no container{which} has started yet, so there is no log: {state}{said}")
+        };
         return Tail {
             log: String::new(),
-            warning: Some(format!(
-                "no container{which} has started yet, so there is no log: {state}{said}"
-            )),
+            warning: Some(warning),
+            gone: true,
         };
     }
-    match info.last_words.as_ref().filter(|_| whole_job) {
+    match info.last_words.as_ref() {
+        Some(_) if !whole_job => Tail {
+            log: String::new(),
+            warning: Some(format!(
+                "the job's pods{which} are gone ({state}{said}); its last words are kept for the \
+                 log of the whole job (without --previous, --index or --replica)"
+            )),
+            gone: true,
+        },
         Some(words) => {
             let mut log = words.clone();
             if !log.ends_with('\n') {
@@ -525,8 +548,10 @@ fn without_a_pod(info: &ExecutionInfo, options: &TailOptions, whole_job: bool) -
             Tail {
                 log,
                 warning: Some(format!(
-                    "the job's pod is gone ({state}); these are the last lines kept with its outcome"
+                    "the job's pod is gone ({state}); these are its last words, kept with its \
+                     outcome"
                 )),
+                gone: true,
             }
         }
         None if info.started_at.is_none() => Tail {
@@ -534,6 +559,7 @@ fn without_a_pod(info: &ExecutionInfo, options: &TailOptions, whole_job: bool) -
             warning: Some(format!(
                 "no container{which} ever started, so there is no log: {state}{said}"
             )),
+            gone: true,
         },
         None => Tail {
             log: String::new(),
@@ -541,13 +567,19 @@ fn without_a_pod(info: &ExecutionInfo, options: &TailOptions, whole_job: bool) -
                 "the job's pods{which} are gone ({state}{said}), and no last words were kept with \
                  its outcome (a container keeps them when it fails)"
             )),
+            gone: true,
         },
     }
 }
 
 /// Checks that the index and replicated job asked for are the job's, as far as its status
 /// tells.
-fn check_part(id: &ExecutionId, info: &ExecutionInfo, options: &TailOptions) -> Result<()> {
+fn check_part(
+    id: &ExecutionId,
+    info: &ExecutionInfo,
+    attempts: &[Attempt],
+    options: &TailOptions,
+) -> Result<()> {
     let no_such = |part: String, has: String| Error::NoSuchPart {
         id: id.clone(),
         part: format!("{part}: {has}"),
@@ -585,7 +617,12 @@ fn check_part(id: &ExecutionId, info: &ExecutionInfo, options: &TailOptions) -> 
                     ),
                 ));
             }
-            None if id.kind == kubeferry_core::JobKind::Job => {
+            // Not every answer carries the summary (a cancel's record does not): the pods
+            // tell, an indexed job's carrying their index.
+            None if id.kind == kubeferry_core::JobKind::Job
+                && !attempts.is_empty()
+                && attempts.iter().all(|a| a.index.is_none()) =>
+            {
                 return Err(no_such(
                     format!("index {index}"),
                     "it is not an indexed job".to_string(),
@@ -630,7 +667,12 @@ async fn follow_into<J: Answers>(
         replica: options.replica.clone(),
         ..TailOptions::default()
     };
-    check_part(id, &jobs.status(id).await?, &part)?;
+    check_part(
+        id,
+        &jobs.status(id).await?,
+        &jobs.attempts(id).await?,
+        &part,
+    )?;
     // Whether a log was read: once the job ended with its pods gone, its last words are its log.
     let mut read_a_log = false;
     loop {
@@ -660,13 +702,15 @@ async fn follow_into<J: Answers>(
                 target,
                 options.clone(),
             ));
+            // An attempt whose log opens (even one that printed nothing) is read.
+            let mut opened = true;
             while let Some(line) = lines.next().await {
                 // The attempt's pod went before its log was opened (an operator releasing a
                 // finished driver): it has no log left, as `tail` would find.
                 if matches!(line, Err(Error::Api { code: 404, .. })) {
+                    opened = false;
                     break;
                 }
-                read_a_log = true;
                 // A log that cannot be read ends the follow with the error: going on to wait
                 // for the next attempt would hold a reader of this one forever.
                 let failed = line.is_err();
@@ -674,6 +718,7 @@ async fn follow_into<J: Answers>(
                     return Ok(());
                 }
             }
+            read_a_log |= opened;
             continue;
         }
         if info.is_terminal() {

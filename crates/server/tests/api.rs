@@ -710,7 +710,8 @@ async fn previous_reads_the_log_of_the_attempt_before_the_newest() {
     assert_eq!(reply.json()["log"], "");
     assert_eq!(
         reply.json()["warning"],
-        "no earlier attempt: the job's container ran once (drop --previous for its log)"
+        "no earlier attempt to read: --previous shows the attempt before the newest (drop it for \
+         the newest's log)"
     );
     logs("?previous=maybe")
         .await
@@ -768,6 +769,11 @@ async fn an_indexed_job_reports_its_indexes_and_each_index_has_its_log() {
             .is_some_and(|m| m.ends_with("has no index 7: its indexes are 0 to 2")),
         "{body}"
     );
+    // So does a follow, before its stream starts.
+    let body = logs("?follow=true&index=7")
+        .await
+        .error(StatusCode::BAD_REQUEST, "bad_parameter");
+    assert_eq!(body["field"], "index", "{body}");
     let response = api
         .open(&format!("/v1/jobs/{id}/logs?follow=true&index=0"))
         .await;

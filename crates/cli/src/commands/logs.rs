@@ -43,8 +43,8 @@ pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
         return follow_to_the_end(executor, &id, args).await;
     } else {
         let tail = executor.tail(&id, &options).await.map_err(usage)?;
-        if ended && tail.warning.is_none() {
-            // A log to read: followed from its start, every attempt, as before the end.
+        if ended && !tail.gone {
+            // A container's log to read: followed from its start, every attempt.
             return follow_to_the_end(executor, &id, args).await;
         }
         let text = match args.limit_bytes {

@@ -600,10 +600,16 @@ impl<'a> Mapper<'a> {
         info.last_words = terminated.and_then(last_words);
         if let Some(indexed) = self.indexed() {
             // The newest pod may be any index's: the first failed index's exit code stands,
-            // and the job ended when the Job controller decided.
+            // and the job ended when the Job controller decided; its last words are that
+            // index's pod's, if the newest pod is that one.
             info.exit_code = cause.exit_code;
             info.finished_at = verdict.at;
-            info.indexes = Some(self.final_index_summary(indexed, verdict.at));
+            let summary = self.final_index_summary(indexed, verdict.at);
+            let named = summary.failures.first().map(|f| f.index);
+            if named.is_none() || newest.and_then(|pod| pod.completion_index) != named {
+                info.last_words = None;
+            }
+            info.indexes = Some(summary);
         }
         Mapped::of(info.started(self.ended_start()))
     }

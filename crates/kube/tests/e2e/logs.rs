@@ -638,7 +638,7 @@ async fn a_failed_jobs_last_words_outlive_its_pods() {
         assert_eq!(
             tail.warning.as_deref(),
             Some(
-                "the job's pod is gone (FAILED Error); these are the last lines kept with its outcome"
+                "the job's pod is gone (FAILED Error); these are its last words, kept with its outcome"
             )
         );
         let followed: Vec<String> = executor
@@ -648,6 +648,20 @@ async fn a_failed_jobs_last_words_outlive_its_pods() {
             .collect()
             .await;
         assert_eq!(followed.concat(), kept);
+        // They are the newest attempt's: never the answer of --previous.
+        let previous = TailOptions {
+            previous: true,
+            ..TailOptions::default()
+        };
+        let earlier = executor.tail(&id, &previous).await.unwrap();
+        assert_eq!(earlier.log, "");
+        assert!(
+            earlier
+                .warning
+                .as_deref()
+                .is_some_and(|w| w.ends_with("its last words are kept for the log of the whole job (without --previous, --index or --replica)")),
+            "{earlier:?}"
+        );
     }
 }
 
@@ -675,7 +689,8 @@ async fn an_empty_log_always_says_why() {
     let once = env.executor.tail(&silent, &previous).await.unwrap();
     assert_eq!(
         warning_of(once),
-        "no earlier attempt: the job's container ran once (drop --previous for its log)"
+        "no earlier attempt to read: --previous shows the attempt before the newest (drop it for \
+         the newest's log)"
     );
 
     // A pod whose image cannot be pulled: the registry's words.

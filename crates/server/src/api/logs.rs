@@ -111,8 +111,22 @@ pub async fn logs(
                 "only for a tail, not with follow (use lines to start with the end of the log)",
             ));
         }
-        // Errors about the job come before the stream starts, as error responses.
+        // Errors about the job come before the stream starts, as error responses: an index or
+        // replicated job it does not have too (a tail of no line checks them).
         executor.status(&id).await?;
+        if index.is_some() || replica.is_some() {
+            let part = TailOptions {
+                lines: Some(0),
+                index,
+                replica: replica.clone(),
+                ..TailOptions::default()
+            };
+            if let Err(error) = executor.tail(&id, &part).await
+                && concerns_the_job(&error)
+            {
+                return Err(error.into());
+            }
+        }
         let options = FollowOptions {
             tail_lines: lines,
             reopen_delay: app.timeouts.follow_reopen,
