@@ -126,10 +126,10 @@ pub(crate) trait Action {
 
 /// The answer a kind's mapping gives at `now`: `previous` itself when it is terminal (an
 /// outcome stands), else the outcome `kept` on the object with its record (what some replica
-/// answered, whatever its pods and record show now); else what `map` finds with the clock of `now`, as reported after
-/// `previous` (whose start time a later status keeps, the outcome an action carries too),
-/// with when to look again: the earliest deadline the clock saw still running, unless the
-/// answer is an outcome or asks for an action.
+/// answered, whatever its pods and record show now); else what `map` finds with the clock of
+/// `now`, as reported after `previous` (whose start time a later status keeps, the outcome an
+/// action carries too), with when to look again: the earliest deadline the clock saw still
+/// running, unless the answer is an outcome or asks for an action.
 pub(crate) fn answer<A: Action>(
     previous: Option<&ExecutionInfo>,
     kept: Option<&ExecutionInfo>,

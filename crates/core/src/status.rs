@@ -488,8 +488,7 @@ impl ExecutionInfo {
     /// Whether this reading of a job's end tells more than `recorded`, another reading of the
     /// same end (two replicas that recorded it from different views): the same state, every
     /// detail `recorded` has (exit code, start, end, last words; a reason other than the
-    /// generic `Error`)
-    /// the same here, and at least one more. A record is replaced only by one that tells more,
+    /// generic `Error`) the same here, and at least one more. A record is replaced only by one that tells more,
     /// so the record that stands is the one with the most evidence, whichever replica wrote
     /// first; one that tells less or as much never replaces it (docs/INVARIANTS.md, I1 and I7).
     pub fn tells_more_than(&self, recorded: &ExecutionInfo) -> bool {

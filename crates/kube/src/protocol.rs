@@ -476,6 +476,10 @@ pub(crate) async fn tail<J: Answers>(
         container: attempt.container.clone(),
         uid: None,
     };
+    // Asked for no line or no byte: nothing to read, nothing to say about it.
+    if options.lines == Some(0) || options.bytes == Some(0) {
+        return Ok(Tail::default());
+    }
     let read = TailOptions {
         previous: false,
         ..options.clone()
@@ -484,18 +488,15 @@ pub(crate) async fn tail<J: Answers>(
         // The pod went between the lookup and the read (deleted, released by an operator).
         Err(error) if error.is_not_found() => Ok(without_a_pod(&info, options, whole_job)),
         Err(error) => Err(error),
-        // Asked for no line or no byte: nothing to say about it.
-        Ok(log) if log.is_empty() && options.lines != Some(0) && options.bytes != Some(0) => {
-            Ok(Tail {
-                log,
-                warning: Some(if info.is_terminal() {
-                    "the container printed nothing".to_string()
-                } else {
-                    "the container has printed nothing yet".to_string()
-                }),
-                gone: false,
-            })
-        }
+        Ok(log) if log.is_empty() => Ok(Tail {
+            log,
+            warning: Some(if info.is_terminal() {
+                "the container printed nothing".to_string()
+            } else {
+                "the container has printed nothing yet".to_string()
+            }),
+            gone: false,
+        }),
         Ok(log) => Ok(Tail {
             log,
             warning: None,
@@ -667,17 +668,13 @@ async fn follow_into<J: Answers>(
         replica: options.replica.clone(),
         ..TailOptions::default()
     };
-    check_part(
-        id,
-        &jobs.status(id).await?,
-        &jobs.attempts(id).await?,
-        &part,
-    )?;
     // Whether a log was read: once the job ended with its pods gone, its last words are its log.
     let mut read_a_log = false;
     loop {
         let info = jobs.status(id).await?;
         let attempts = jobs.attempts(id).await?;
+        // The job's parts stay what they are: the first look refuses one it lacks.
+        check_part(id, &info, &attempts, &part)?;
         // Once the job has ended, every attempt has a final log, even one whose start the
         // pod watch has not shown yet.
         let next = attempts.iter().find(|a| {

@@ -41,20 +41,19 @@ pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
     let ended = args.follow && executor.status(&id).await?.is_terminal();
     if args.follow && !ended {
         return follow_to_the_end(executor, &id, args).await;
-    } else {
-        let tail = executor.tail(&id, &options).await.map_err(usage)?;
-        if ended && !tail.gone {
-            // A container's log to read: followed from its start, every attempt.
-            return follow_to_the_end(executor, &id, args).await;
-        }
-        let text = match args.limit_bytes {
-            Some(limit) => first_bytes(tail.log, limit),
-            None => tail.log,
-        };
-        std::io::stdout().lock().write_all(text.as_bytes())?;
-        if let Some(warning) = tail.warning {
-            eprintln!("warning: {warning}");
-        }
+    }
+    let tail = executor.tail(&id, &options).await.map_err(usage)?;
+    if ended && !tail.gone {
+        // A container's log to read: followed from its start, every attempt.
+        return follow_to_the_end(executor, &id, args).await;
+    }
+    let text = match args.limit_bytes {
+        Some(limit) => first_bytes(tail.log, limit),
+        None => tail.log,
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    if let Some(warning) = tail.warning {
+        eprintln!("warning: {warning}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -112,8 +112,7 @@ pub async fn logs(
             ));
         }
         // Errors about the job come before the stream starts, as error responses: an index or
-        // replicated job it does not have too (a tail of no line checks them).
-        executor.status(&id).await?;
+        // replicated job it does not have too (a tail of no line checks them, and reads no log).
         if index.is_some() || replica.is_some() {
             let part = TailOptions {
                 lines: Some(0),
@@ -121,11 +120,9 @@ pub async fn logs(
                 replica: replica.clone(),
                 ..TailOptions::default()
             };
-            if let Err(error) = executor.tail(&id, &part).await
-                && concerns_the_job(&error)
-            {
-                return Err(error.into());
-            }
+            executor.tail(&id, &part).await?;
+        } else {
+            executor.status(&id).await?;
         }
         let options = FollowOptions {
             tail_lines: lines,
