@@ -255,15 +255,33 @@ impl ContainerJobs {
                 None
             }
             // A miss: a Job created a moment ago (perhaps by another replica) that the watch
-            // has not delivered yet, or a watch that has not synced. One GET settles it.
+            // has not delivered yet, or a watch that has not synced. One GET settles whether
+            // it exists. A current watch then delivers it, with its pods, shortly: the answer
+            // is the cache's, for pods read now and the watch's older copies of them would
+            // take a started job back to queued in the next answer.
             None => {
                 debug!(message = "cache miss", id = %id, synced);
                 let current = watch.is_current();
-                let fetched = self.fetch(&watch, id).await?;
-                if fetched.is_none() && current {
-                    self.base.namespaces.note_absent(&id.namespace, &id.name);
+                let Some(job) = self.get_job(id).await? else {
+                    if current {
+                        self.base.namespaces.note_absent(&id.namespace, &id.name);
+                    }
+                    return match self.recorded_gone(id).await {
+                        Some(recorded) => Ok(recorded),
+                        None => Err(self.no_such_job(id, &watch)),
+                    };
+                };
+                match current
+                    && watch
+                        .wait_for_job(&id.name, self.settings.sync_timeout)
+                        .await
+                {
+                    true => self.cached(&watch, id),
+                    false => {
+                        let pods = self.fresh_pods(&watch, &id.namespace, &id.name).await?;
+                        Some((Observed::Present(JobView::from(&job)), pods))
+                    }
                 }
-                fetched
             }
         };
         let Some((observed, pods)) = found else {
@@ -341,19 +359,22 @@ impl ContainerJobs {
         watch: &NamespaceWatch,
         id: &ExecutionId,
     ) -> Result<Option<(Observed, Vec<PodView>)>> {
-        self.base.cluster.check_reachable()?;
-        let op = Op::named("get", JOBS, &id.namespace, &id.name);
-        let api = self.jobs(&id.namespace);
-        let Some(job) = self
-            .base
-            .cluster
-            .call(&op, true, || api.get_opt(&id.name))
-            .await?
-        else {
+        let Some(job) = self.get_job(id).await? else {
             return Ok(None);
         };
         let pods = self.fresh_pods(watch, &id.namespace, &id.name).await?;
         Ok(Some((Observed::Present(JobView::from(&job)), pods)))
+    }
+
+    /// The Job read from the API server; `None` when there is no such Job.
+    async fn get_job(&self, id: &ExecutionId) -> Result<Option<Job>> {
+        self.base.cluster.check_reachable()?;
+        let op = Op::named("get", JOBS, &id.namespace, &id.name);
+        let api = self.jobs(&id.namespace);
+        self.base
+            .cluster
+            .call(&op, true, || api.get_opt(&id.name))
+            .await
     }
 
     /// A Job's pods as the API server lists them, with the final states of deleted ones only

@@ -412,3 +412,90 @@ async fn a_record_another_replica_wrote_with_less_gives_way_to_this_replicas_ful
     let answered = later.status(&id).await.expect("a status");
     assert_eq!(answered, on_job, "{answered:?}");
 }
+
+/// A job another process created, asked for before this process's watch delivered it: one GET
+/// says it exists and the answer waits for the watch, so that the watch's older copies of its
+/// pods, arriving next, never take a started job back to queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_the_watch_has_not_delivered_yet_is_answered_from_the_watch() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::ListParams;
+
+    let sim = SimCluster::start(SimConfig::for_tests())
+        .await
+        .expect("starts");
+    let submitter = backend(&sim).await;
+    let reader = backend(&sim).await;
+    assert!(
+        reader
+            .watch("default")
+            .wait_synced(Duration::from_secs(10))
+            .await
+    );
+    // Nothing reaches the reader's watches (of Jobs, pods and events, open once their first
+    // lists are done) while the job is created and starts.
+    eventually("the reader's watches to open", || {
+        (sim.open_watches() >= 3).then_some(())
+    })
+    .await;
+    assert!(sim.stall_watches(Duration::from_secs(5)) >= 3);
+    let (id, gate) = {
+        let gate = std::env::temp_dir().join(format!("kubeferry-unseen-{}", std::process::id()));
+        let _ = std::fs::remove_file(&gate);
+        let yaml = format!(
+            "name: unseen\nimage: busybox:1.36\ncommand: [sh, -c, 'while [ ! -e {} ]; do sleep 0.02; done']\n",
+            gate.display()
+        );
+        let JobSpec::Container(spec) =
+            spec::load("unseen.yaml", &yaml, &Params::default()).expect("valid")
+        else {
+            panic!("a container job");
+        };
+        let id = submitter
+            .submit(&spec, "unseen-1", "default")
+            .await
+            .expect("submitted");
+        (id, gate)
+    };
+    let pods: Api<Pod> = Api::namespaced(submitter.base.cluster.client().clone(), "default");
+    let selector = ListParams::default().labels(&format!("job-name={}", id.name));
+    eventually_async(|| {
+        let pods = pods.clone();
+        let selector = selector.clone();
+        async move {
+            let listed = pods.list(&selector).await.ok()?;
+            listed
+                .items
+                .iter()
+                .any(|pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+                .then_some(())
+        }
+    })
+    .await;
+    sim.reset_counters();
+
+    let mut answers = vec![reader.status(&id).await.expect("a status")];
+    // One GET, no LIST of pods: the pods are the watch's.
+    assert_eq!(sim.request_count("get", "jobs.batch"), 1);
+    assert_eq!(sim.request_count("list", "pods"), 0);
+    while answers.last().unwrap().state != JobState::Started {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        answers.push(reader.status(&id).await.expect("a status"));
+    }
+    for _ in 0..20 {
+        answers.push(reader.status(&id).await.expect("a status"));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let started = answers
+        .iter()
+        .position(|a| a.state == JobState::Started)
+        .expect("started");
+    assert!(
+        answers[started..]
+            .iter()
+            .all(|a| a.state == JobState::Started),
+        "{answers:#?}"
+    );
+    std::fs::write(&gate, b"").expect("the gate opens");
+    let _ = std::fs::remove_file(&gate);
+}
