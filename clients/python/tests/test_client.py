@@ -147,6 +147,9 @@ def test_cancel_a_running_job(client: Client, job_id: str) -> None:
     assert result.job.state in (JobState.CANCELLING, JobState.CANCELLED), result
     final = client.wait(submitted, timeout=TIMEOUT)
     assert final.state is JobState.CANCELLED, final
+    # A list by state shows it, its object deleted or not (once gone, from its outcome record).
+    cancelled = client.list(status=[JobState.CANCELLED])
+    assert [item.job.id for item in cancelled.items if item.job_id == job_id] == [submitted.id]
     # Cancelling again is harmless: the outcome stands (or the deleted job is gone).
     try:
         again = client.cancel(submitted)

@@ -1385,4 +1385,16 @@ async fn a_job_id_answers_once_its_job_is_gone_from_its_outcome_record() {
     assert_eq!(status["id"], id.as_str());
     assert_eq!(status["state"], "CANCELLED");
     assert_eq!(status["jobId"], "doomed-1");
+    // A list shows it too, from the same record.
+    let listed = ok(kubeferry(kubeconfig).args(["list", "--state", "CANCELLED"])).await;
+    let rows: Vec<&str> = listed.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{listed}");
+    assert!(rows[0].starts_with(&format!("{id} ")), "{listed}");
+    assert!(rows[0].contains(" CANCELLED "), "{listed}");
+    let listed: Value =
+        serde_json::from_str(&ok(kubeferry(kubeconfig).args(["list", "-o", "json"])).await)
+            .unwrap();
+    assert_eq!(listed["items"][0]["job"]["id"], id.as_str(), "{listed}");
+    assert_eq!(listed["items"][0]["job"]["state"], "CANCELLED", "{listed}");
+    assert!(listed["items"][0]["createdAt"].is_string(), "{listed}");
 }

@@ -32,6 +32,7 @@ const KIND_KEY: &str = "kind";
 const OBJECT_KEY: &str = "object";
 const OUTCOME_KEY: &str = "outcome";
 const RECORDED_AT_KEY: &str = "recordedAt";
+const CREATED_AT_KEY: &str = "createdAt";
 const CANCELLED_BY_KEY: &str = "cancelledBy";
 
 /// The name of the record of the job whose object is `object`, of kind `kind`:
@@ -58,6 +59,8 @@ pub struct OutcomeRecord {
     pub outcome: ExecutionInfo,
     /// When the record was written.
     pub recorded_at: Option<Timestamp>,
+    /// When the job's object was created: a list shows it once the object is gone.
+    pub created_at: Option<Timestamp>,
     /// Who cancelled the job, for a cancelled one.
     pub cancelled_by: Option<String>,
 }
@@ -87,6 +90,7 @@ impl OutcomeRecord {
                 .get(RECORDED_AT_KEY)
                 .and_then(|at| at.parse().ok())
                 .or_else(|| metadata.creation_timestamp.as_ref().map(|t| t.0)),
+            created_at: data.get(CREATED_AT_KEY).and_then(|at| at.parse().ok()),
             cancelled_by: data.get(CANCELLED_BY_KEY).cloned(),
         })
     }
@@ -112,6 +116,9 @@ impl OutcomeRecord {
         });
         if let Some(at) = self.recorded_at {
             data[RECORDED_AT_KEY] = at.to_string().into();
+        }
+        if let Some(at) = self.created_at {
+            data[CREATED_AT_KEY] = at.to_string().into();
         }
         if let Some(by) = &self.cancelled_by {
             data[CANCELLED_BY_KEY] = by.clone().into();
@@ -167,6 +174,7 @@ mod tests {
             spec_hash: Some("abc123".into()),
             outcome,
             recorded_at: Some("2026-12-01T10:00:06Z".parse().unwrap()),
+            created_at: Some("2026-12-01T09:59:58Z".parse().unwrap()),
             cancelled_by: None,
         }
     }

@@ -625,6 +625,7 @@ pub(crate) trait Evaluates:
             spec_hash: view.spec_hash.clone(),
             outcome: outcome.clone(),
             recorded_at: Some(Timestamp::now()),
+            created_at: view.created_at,
             cancelled_by: None,
         };
         async move { self.records().keep(&id.namespace, record, undeleted).await }

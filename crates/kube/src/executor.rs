@@ -395,9 +395,8 @@ impl Executor {
         let spark = protocol::list(&*self.spark, Some(namespace), selector).await;
         let jobsets = protocol::list(&*self.jobset, Some(namespace), selector).await;
         let jobs = either_kind(container, spark, "jobs not listed")?;
-        let mut jobs = with_jobsets(jobs, jobsets, "jobs not listed")?;
-        jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-        Ok(jobs)
+        let jobs = with_jobsets(jobs, jobsets, "jobs not listed")?;
+        self.with_recorded(jobs, Some(namespace), selector).await
     }
 
     /// The managed jobs of every namespace, of every kind, oldest first (as
@@ -419,7 +418,36 @@ impl Executor {
             container?
         };
         let jobsets = protocol::list(&*self.jobset, None, selector).await;
-        let mut jobs = with_jobsets(jobs, jobsets, "jobs not listed")?;
+        let jobs = with_jobsets(jobs, jobsets, "jobs not listed")?;
+        self.with_recorded(jobs, None, selector).await
+    }
+
+    /// The listed jobs with those known only from their outcome records (their objects gone:
+    /// cancelled, deleted, expired after their TTL), within the records' retention, oldest
+    /// first. A record keeps the job id's label and no other: a label selector finds a job
+    /// whose objects are gone only by its job id.
+    async fn with_recorded(
+        &self,
+        mut jobs: Vec<JobSummary>,
+        namespace: Option<&str>,
+        selector: Option<&str>,
+    ) -> Result<Vec<JobSummary>> {
+        let listed: HashSet<ExecutionId> = jobs.iter().map(|job| job.id.clone()).collect();
+        for (namespace, record) in self.records.listed(namespace, selector).await? {
+            let id = ExecutionId::new(self.cluster.name(), record.kind, &namespace, &record.object);
+            if listed.contains(&id) {
+                continue;
+            }
+            jobs.push(JobSummary {
+                id,
+                job_id: record.job_id,
+                created_at: record.created_at,
+                status: record.outcome,
+                pod: None,
+                node: None,
+                attempts: 0,
+            });
+        }
         jobs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(jobs)
     }

@@ -146,6 +146,7 @@ pub(crate) async fn cancel_from<J: Answers>(
             &id.name,
             job_id_of(&current.meta),
             spec_hash_of(&current.meta),
+            current.meta.creation_timestamp.as_ref().map(|t| t.0),
             current.status.started_at,
             crate::records::actor(),
         );
@@ -265,6 +266,7 @@ pub(crate) fn cancelled_record(
     object: &str,
     job_id: Option<String>,
     spec_hash: Option<String>,
+    created_at: Option<Timestamp>,
     started_at: Option<Timestamp>,
     by: String,
 ) -> OutcomeRecord {
@@ -280,6 +282,7 @@ pub(crate) fn cancelled_record(
         spec_hash,
         outcome,
         recorded_at: Some(now),
+        created_at,
         cancelled_by: Some(by),
     }
 }

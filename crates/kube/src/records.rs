@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use crate::cluster::{Cluster, Op};
-use crate::error::{Error, Result};
+use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::objects::{Objects, name_taken};
 use crate::tracker::{Entry, Recent, Reflector, ReflectorSettings, WatchHealth, lock};
 
@@ -320,6 +320,46 @@ impl Records {
                 Err(_) => drop(batch),
             }
         }
+    }
+
+    /// The records of `namespace`, or of every namespace when it is `None`, within the
+    /// retention, that match `selector` (a record carries the job id's label, not the job's
+    /// other labels): one LIST. With each, its namespace. Empty where records cannot be read
+    /// (said once).
+    pub(crate) async fn listed(
+        &self,
+        namespace: Option<&str>,
+        selector: Option<&str>,
+    ) -> Result<Vec<(String, OutcomeRecord)>> {
+        let selector = match selector.filter(|s| !s.is_empty()) {
+            Some(selector) => format!("{RECORDS_SELECTOR},{selector}"),
+            None => RECORDS_SELECTOR.to_string(),
+        };
+        let params = ListParams::default().labels(&selector);
+        let api = match namespace {
+            Some(namespace) => self.api(namespace),
+            None => Api::all(self.cluster.client().clone()),
+        };
+        let scope = namespace.unwrap_or(ALL_NAMESPACES);
+        let op = Op::collection("list", CONFIGMAPS, scope);
+        let listed = match self.cluster.call(&op, true, || api.list(&params)).await {
+            Ok(listed) => listed,
+            Err(error @ Error::Forbidden { .. }) => {
+                self.cannot_keep(scope, &error);
+                return Ok(Vec::new());
+            }
+            Err(error) => return Err(error),
+        };
+        let now = Timestamp::now();
+        Ok(listed
+            .items
+            .iter()
+            .filter_map(|cm| {
+                let record = OutcomeRecord::read(&cm.metadata, cm.data.as_ref())?;
+                let namespace = cm.metadata.namespace.clone()?;
+                (!record.expired(now, self.settings.retention)).then_some((namespace, record))
+            })
+            .collect())
     }
 
     /// Records `record` unless the job is recorded already (a record another replica wrote

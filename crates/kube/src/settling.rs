@@ -114,6 +114,7 @@ pub(crate) async fn finish_cancel<K: crate::objects::Object>(
         &meta.name,
         meta.job_id.clone(),
         meta.spec_hash.clone(),
+        meta.created_at,
         cancelling.started_at,
         by,
     );

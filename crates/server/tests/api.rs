@@ -601,6 +601,18 @@ async fn cancel_returns_at_once_is_idempotent_and_leaves_finished_jobs_alone() {
     assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.text());
     assert_eq!(again.json()["job"]["state"], "CANCELLED");
 
+    // Once its Job is gone, the list still shows it, from its outcome record.
+    let name = id.rsplit('/').next().unwrap().to_string();
+    eventually("the cancelled Job to go", || {
+        let gone = sim.sim.object("batch", "jobs", "default", &name).is_none();
+        async move { gone.then_some(()) }
+    })
+    .await;
+    let listed = api.get("/v1/jobs?status=CANCELLED").await.json();
+    assert_eq!(listed["items"][0]["job"]["id"], id.as_str(), "{listed}");
+    assert_eq!(listed["items"][0]["job"]["state"], "CANCELLED", "{listed}");
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+
     // A finished job keeps its outcome.
     let done = api.submit(shell_job("quick", "exit 3")).await;
     let failed = api.wait_for(&done, "FAILED").await;
@@ -1475,9 +1487,10 @@ async fn twenty_jobs_cost_twenty_creates_and_the_namespaces_watches() {
         ("create", "configmaps", 20),
         // Once its record is kept, each Job's release of kubeferry's finalizer.
         ("patch", "jobs.batch", 20),
-        // Each namespace's watch of outcome records, and the submissions' reads of records (one
-        // after another: one each).
-        ("list", "configmaps", 3 + 20),
+        // Each namespace's watch of outcome records, the submissions' reads of records (one
+        // after another: one each), and the snapshot's list of records (jobs whose objects are
+        // gone).
+        ("list", "configmaps", 3 + 20 + 1),
         ("watch", "configmaps", 3),
         // The service's watches of its three namespaces, each listed once: Jobs, their pods,
         // the Job controller's refusals, and the Spark drivers' pods; the event stream's

@@ -285,9 +285,9 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
     let list = |made: &[(&str, u64)]| -> std::collections::BTreeMap<String, u64> {
         made.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     };
-    // Without a Spark operator: the Jobs and their pods, and whether the cluster serves
-    // JobSets (it serves none: nothing more is asked of them; the answer is kept a while, so
-    // the sweep asks nothing).
+    // Without a Spark operator: the Jobs and their pods, the outcome records (for jobs whose
+    // objects are gone), and whether the cluster serves JobSets (it serves none: nothing more
+    // is asked of them; the answer is kept a while, so the sweep asks nothing).
     let sim = Sim::start().await;
     let service = sim.serve().await;
     let (listing, sweep) = list_and_sweep_requests(&sim, &service.api).await;
@@ -295,6 +295,7 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
         listing,
         list(&[
             ("get /apis/jobset.x-k8s.io/v1alpha2", 1),
+            ("list configmaps", 1),
             ("list jobs.batch", 1),
             ("list pods", 1)
         ])
@@ -310,6 +311,7 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
         listing,
         list(&[
             ("get /apis/jobset.x-k8s.io/v1alpha2", 1),
+            ("list configmaps", 1),
             ("list jobs.batch", 1),
             ("list pods", 2),
             ("list sparkapplications.spark.apache.org", 1),

@@ -420,6 +420,7 @@ impl Task {
             spec_hash: job.spec_hash.clone(),
             outcome: outcome.clone(),
             recorded_at: Some(Timestamp::now()),
+            created_at: job.created_at,
             cancelled_by: None,
         };
         let undeleted = present && job.deletion_timestamp.is_none();

@@ -143,6 +143,7 @@ async fn recorded_elsewhere(
         spec_hash: kubeferry_core::marks::spec_hash_of(&job.metadata),
         outcome: outcome.clone(),
         recorded_at: Some(jiff::Timestamp::now()),
+        created_at: None,
         cancelled_by: None,
     };
     sim.create("default", record.config_map("default"))

@@ -224,6 +224,7 @@ async fn a_vanished_job_answers_the_record_another_process_wrote_first() {
         outcome: ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
             .with_message("cancelled by kubeferry on another replica"),
         recorded_at: Some(jiff::Timestamp::now()),
+        created_at: None,
         cancelled_by: Some("kubeferry on another replica".into()),
     };
     env.sim
@@ -748,4 +749,59 @@ async fn a_second_replicas_record_never_replaces_the_first_unless_it_tells_more(
     )
     .unwrap();
     assert_eq!(on_job, first, "the first record stands");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_job_whose_job_is_gone_is_listed_from_its_record() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let (_, id) = running(&env, &gate, "listed").await;
+    let created = env
+        .job_object(&id)
+        .and_then(|job| {
+            job["metadata"]["creationTimestamp"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .expect("the Job's creation time");
+    env.executor.cancel(&id).await.unwrap();
+    eventually("the Job to go and its outcome to be recorded", || async {
+        (env.job_object(&id).is_none() && recorded(&env, &id.name)).then_some(())
+    })
+    .await;
+    // A later process lists it, as its status answers it: from the record alone.
+    let fresh = env.fresh_executor().await;
+    for listed in [
+        fresh.list(NS, None).await.unwrap(),
+        fresh.list_all_namespaces(None).await.unwrap(),
+        fresh
+            .list(NS, Some("kubeferry.dev/job-id=listed-1"))
+            .await
+            .unwrap(),
+    ] {
+        let [job] = listed.as_slice() else {
+            panic!("one job, got {listed:#?}");
+        };
+        assert_eq!(job.id, id);
+        assert_eq!(job.job_id.as_deref(), Some("listed-1"));
+        assert_eq!(job.status, fresh.status(&id).await.unwrap());
+        assert_eq!(
+            (job.status.state, job.status.reason),
+            (JobState::Cancelled, Reason::Cancelled)
+        );
+        assert_eq!(
+            job.created_at.map(|at| at.to_string()),
+            Some(created.clone())
+        );
+        assert_eq!((job.pod.as_deref(), job.attempts), (None, 0));
+    }
+    // A record keeps no label but the job id's: another selector does not find it.
+    assert!(fresh.list(NS, Some("team=data")).await.unwrap().is_empty());
+    assert!(
+        fresh
+            .list(NS, Some("kubeferry.dev/job-id=other"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
