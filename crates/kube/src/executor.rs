@@ -280,12 +280,25 @@ impl Executor {
     /// Cancels the job; returns at once. A job that already ended keeps its outcome; the cancel
     /// mark goes on with a resourceVersion precondition (so an outcome reached meanwhile is
     /// seen, not overwritten), then the object is deleted with its pods.
+    /// The job's mark and outcome record name who asked: the user this process runs as and
+    /// its host ([`Executor::cancel_for`] names a caller).
     pub async fn cancel(&self, id: &ExecutionId) -> Result<CancelOutcome> {
+        self.cancel_as(id, &crate::records::requester(None)).await
+    }
+
+    /// [`Executor::cancel`] on behalf of `caller` (a service's word for whom it acts, such as
+    /// `token ci-bot`), named with this host in the job's mark and outcome record.
+    pub async fn cancel_for(&self, id: &ExecutionId, caller: &str) -> Result<CancelOutcome> {
+        self.cancel_as(id, &crate::records::requester(Some(caller)))
+            .await
+    }
+
+    async fn cancel_as(&self, id: &ExecutionId, requester: &str) -> Result<CancelOutcome> {
         self.check(id)?;
         match id.kind {
-            JobKind::Job => protocol::cancel(&*self.container, id).await,
-            JobKind::SparkApp => protocol::cancel(&*self.spark, id).await,
-            JobKind::JobSet => protocol::cancel(&*self.jobset, id).await,
+            JobKind::Job => protocol::cancel(&*self.container, id, requester).await,
+            JobKind::SparkApp => protocol::cancel(&*self.spark, id, requester).await,
+            JobKind::JobSet => protocol::cancel(&*self.jobset, id, requester).await,
         }
     }
 

@@ -28,8 +28,12 @@ use crate::pod_logs::{self as logs, FollowOptions, LogTarget, Tail, TailOptions}
 /// object deleted with its pods ([`stop_cancelled`]). A delete whose response was lost counts
 /// once the object is gone or being deleted; the mark is never taken off. What a cancel could
 /// not finish (its record refused, its process gone) a settler finishes.
-pub(crate) async fn cancel<J: Answers>(jobs: &J, id: &ExecutionId) -> Result<CancelOutcome> {
-    cancel_from(jobs, id, None).await
+pub(crate) async fn cancel<J: Answers>(
+    jobs: &J,
+    id: &ExecutionId,
+    requester: &str,
+) -> Result<CancelOutcome> {
+    cancel_from(jobs, id, None, requester).await
 }
 
 /// [`cancel`], deciding the first time from `seen`, the object as read earlier, when given. A
@@ -39,6 +43,7 @@ pub(crate) async fn cancel_from<J: Answers>(
     jobs: &J,
     id: &ExecutionId,
     mut seen: Option<Current<J::Object>>,
+    requester: &str,
 ) -> Result<CancelOutcome> {
     let cluster = jobs.cluster();
     let mut kind = "object";
@@ -77,7 +82,7 @@ pub(crate) async fn cancel_from<J: Answers>(
                     &id.name,
                     current.meta.resource_version.as_deref(),
                     &Timestamp::now().to_string(),
-                    &crate::records::actor(),
+                    requester,
                 )
                 .await
             {
@@ -148,7 +153,7 @@ pub(crate) async fn cancel_from<J: Answers>(
             spec_hash_of(&current.meta),
             current.meta.creation_timestamp.as_ref().map(|t| t.0),
             current.status.started_at,
-            crate::records::actor(),
+            requester.to_string(),
         );
         let stopped = stop_cancelled(
             cluster,
@@ -271,8 +276,10 @@ pub(crate) fn cancelled_record(
     by: String,
 ) -> OutcomeRecord {
     let now = Timestamp::now();
+    // To the second, as every answer shows its times.
+    let at = now.strftime("%Y-%m-%dT%H:%M:%SZ");
     let mut outcome = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
-        .with_message(format!("cancelled at {now}"));
+        .with_message(format!("cancelled by {by} at {at}"));
     outcome.started_at = started_at;
     outcome.finished_at = Some(now);
     OutcomeRecord {

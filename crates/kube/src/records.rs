@@ -552,14 +552,31 @@ fn newer(watched: Option<ExecutionInfo>, kept: Option<ExecutionInfo>) -> Option<
     }
 }
 
-/// Who acts when this process cancels a job, as its outcome record names it: the host (a
-/// replica's pod name) it runs on.
-pub(crate) fn actor() -> String {
-    let host = std::env::var("HOSTNAME")
+/// Who asks for a cancel, as the cancel's mark and outcome record name them: `caller` (the
+/// service's word for whom it acts, e.g. `token ci-bot`) through kubeferry on this host (a
+/// replica's pod name), or with no caller the user this process runs as and its host, e.g.
+/// `alice on laptop-3`.
+pub(crate) fn requester(caller: Option<&str>) -> String {
+    let host = hostname::get()
         .ok()
-        .filter(|host| !host.is_empty())
-        .unwrap_or_else(|| "unknown host".to_string());
-    format!("kubeferry on {host}")
+        .and_then(|host| host.into_string().ok())
+        .or_else(|| std::env::var("HOSTNAME").ok());
+    let user = ["USER", "LOGNAME", "USERNAME"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|user| !user.is_empty()));
+    requester_named(caller, user, host.filter(|host| !host.is_empty()))
+}
+
+/// [`requester`], from what is known of this process.
+fn requester_named(caller: Option<&str>, user: Option<String>, host: Option<String>) -> String {
+    match (caller, user, host) {
+        (Some(caller), _, Some(host)) => format!("{caller} through kubeferry on {host}"),
+        (Some(caller), _, None) => format!("{caller} through kubeferry"),
+        (None, Some(user), Some(host)) => format!("{user} on {host}"),
+        (None, Some(user), None) => user,
+        (None, None, Some(host)) => format!("a process on {host}"),
+        (None, None, None) => "a process whose user and host are unknown".to_string(),
+    }
 }
 
 /// Checks that a job id submitted again names the run whose outcome `record` holds: same job
@@ -628,5 +645,36 @@ async fn expire(records: Weak<Records>, watch: Weak<Reflector<Kept>>, namespace:
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::requester_named;
+
+    #[test]
+    fn a_requester_is_named_in_words_that_mean_something() {
+        let some = |s: &str| Some(s.to_string());
+        assert_eq!(
+            requester_named(Some("token ci-bot"), some("root"), some("kubeferry-7d9f")),
+            "token ci-bot through kubeferry on kubeferry-7d9f"
+        );
+        assert_eq!(
+            requester_named(Some("token ci-bot"), None, None),
+            "token ci-bot through kubeferry"
+        );
+        assert_eq!(
+            requester_named(None, some("alice"), some("laptop-3")),
+            "alice on laptop-3"
+        );
+        assert_eq!(requester_named(None, some("alice"), None), "alice");
+        assert_eq!(
+            requester_named(None, None, some("laptop-3")),
+            "a process on laptop-3"
+        );
+        assert_eq!(
+            requester_named(None, None, None),
+            "a process whose user and host are unknown"
+        );
     }
 }

@@ -46,6 +46,8 @@ impl Scope {
 pub struct Principal {
     /// The token's name (`anonymous` without authentication).
     pub name: String,
+    /// Whether a token named it (false for a service that asks for none).
+    pub authenticated: bool,
     /// The namespaces it may use.
     pub scope: Scope,
 }
@@ -162,6 +164,7 @@ impl TokenSet {
                 digest,
                 principal: Principal {
                     name: entry.name,
+                    authenticated: true,
                     scope,
                 },
             });
@@ -283,6 +286,7 @@ impl Authenticator {
             Inner::Anonymous => {
                 return Ok(Principal {
                     name: "anonymous".into(),
+                    authenticated: false,
                     scope: Scope::All,
                 });
             }

@@ -595,6 +595,17 @@ async fn cancel_returns_at_once_is_idempotent_and_leaves_finished_jobs_alone() {
         cancelled["startedAt"], started["startedAt"],
         "startedAt is kept"
     );
+    // Who asked, in words: the token, through this replica's host; when, to the second.
+    let message = cancelled["message"].as_str().unwrap();
+    let host = hostname::get().unwrap().into_string().unwrap();
+    let at = message
+        .strip_prefix(&format!(
+            "cancelled by token admin through kubeferry on {host} at "
+        ))
+        .unwrap_or_else(|| panic!("{message}"));
+    let at: jiff::Timestamp = at.parse().unwrap();
+    assert_eq!(at.subsec_nanosecond(), 0, "{message}");
+    assert_eq!(cancelled["finishedAt"], at.to_string());
 
     // Again: still accepted, nothing changes.
     let again = api.post(&format!("/v1/jobs/{id}/cancel"), &json!({})).await;

@@ -518,7 +518,7 @@ impl ContainerJobs {
             Some(job) => Some(self.current(id, job).await?),
             None => None,
         };
-        crate::protocol::cancel_from(self, id, seen).await
+        crate::protocol::cancel_from(self, id, seen, "a test").await
     }
 
     /// The pods of a job that still exist (a deleted pod's log is gone with it), oldest

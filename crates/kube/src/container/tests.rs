@@ -217,7 +217,7 @@ async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled()
     // ...and the cancel's read before its mark did not see that end either (its pods came from
     // a cache that had not seen it): the mark goes on the Job as it is now.
     let seen = read_as(&jobs, &id, running, false, false).await;
-    crate::protocol::cancel_from(&jobs, &id, Some(seen))
+    crate::protocol::cancel_from(&jobs, &id, Some(seen), "a test")
         .await
         .expect("cancel answers");
 
@@ -260,7 +260,7 @@ async fn a_cancel_that_finds_the_work_ended_by_the_jobs_counts_deletes_nothing()
             .times(1),
     );
     sim.reset_counters();
-    let answer = crate::protocol::cancel_from(&jobs, &id, Some(seen))
+    let answer = crate::protocol::cancel_from(&jobs, &id, Some(seen), "a test")
         .await
         .expect("cancel answers");
     let CancelOutcome::Requested(info) = answer else {
@@ -314,7 +314,7 @@ async fn a_cancels_record_gives_way_to_the_jobs_own_end_reached_before_its_delet
 
     // This replica's cancel reads the Job, whose own verdict is in, reached before any
     // delete: it stands (docs/statuses.md, rule 1), and the cancel's record gives way to it.
-    let outcome = crate::protocol::cancel(&jobs, &id)
+    let outcome = crate::protocol::cancel(&jobs, &id, "a test")
         .await
         .expect("cancel answers");
     let CancelOutcome::AlreadyEnded(info) = outcome else {

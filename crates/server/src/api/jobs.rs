@@ -331,7 +331,11 @@ pub async fn cancel(
     Path(path): Path<IdPath>,
 ) -> ApiResult<(StatusCode, Json<CancelResult>)> {
     let (id, executor) = resolve(&app, &principal, &path)?;
-    let outcome = executor.cancel(&id).await?;
+    let caller = match principal.authenticated {
+        true => format!("token {}", principal.name),
+        false => "an unauthenticated caller".to_string(),
+    };
+    let outcome = executor.cancel_for(&id, &caller).await?;
     let already_ended = matches!(outcome, kubeferry_kube::CancelOutcome::AlreadyEnded(_));
     let job = JobInfo::new(&id, outcome.info().clone());
     Ok((
