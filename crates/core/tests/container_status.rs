@@ -327,7 +327,7 @@ fn oom_killed() {
     assert_reports(
         map("oom_killed", Seen::Present, at(70)),
         expect(JobState::Failed, Reason::OomKilled)
-            .message("the main container was OOMKilled (exceeded its memory limit), exit code 137")
+            .message("the main container was OOMKilled (exceeded its memory limit of 2Gi), exit code 137")
             .exit_code(137)
             .started(5)
             .finished(65),
@@ -340,7 +340,7 @@ fn oom_killed_exit_zero() {
         map("oom_killed_exit_zero", Seen::Present, at(70)),
         expect(JobState::Failed, Reason::OomKilled)
             .message(
-                "the main container was OOMKilled (exceeded its memory limit) although it \
+                "the main container was OOMKilled (exceeded its memory limit of 2Gi) although it \
                  exited with code 0",
             )
             .exit_code(0)
@@ -354,14 +354,15 @@ fn oom_killed_in_last_state() {
     assert_reports(
         map("oom_killed_in_last_state", Seen::Present, at(45)),
         expect(JobState::Failed, Reason::OomKilled)
-            .message("the main container was OOMKilled (exceeded its memory limit), exit code 137")
+            .message("the main container was OOMKilled (exceeded its memory limit of 2Gi), exit code 137")
             .exit_code(137)
             .started(5)
             .finished(41),
     );
 }
 
-const JOB_DEADLINE: &str = "Job was active longer than specified deadline";
+/// The fixtures' Jobs have `activeDeadlineSeconds: 600`.
+const JOB_DEADLINE: &str = "timeout 10m reached: Job was active longer than specified deadline";
 
 #[test]
 fn deadline_exceeded() {
@@ -1276,7 +1277,7 @@ fn an_oom_kill_before_a_disruption_stays_oom_killed() {
     assert_reports(
         mapped,
         expect(JobState::Failed, Reason::OomKilled)
-            .message("the main container was OOMKilled (exceeded its memory limit), exit code 137")
+            .message("the main container was OOMKilled (exceeded its memory limit of 2Gi), exit code 137")
             .exit_code(137)
             .started(5)
             .finished(269),

@@ -76,7 +76,7 @@ fn max_failed_indexes_fails_the_job_naming_the_index_and_why() {
             index: 3,
             reason: Reason::OomKilled,
             exit_code: Some(137),
-            message: "the main container was OOMKilled (exceeded its memory limit), exit code 137"
+            message: "the main container was OOMKilled (it has no memory limit: the node ran short of memory), exit code 137"
                 .to_string(),
         }],
     ));

@@ -106,7 +106,7 @@ fn an_oom_killed_worker_fails_the_set_with_oom_killed_and_the_worker_named() {
     let mapped = map(&jobset(status), &children, Seen::Present, at(32), None).expect("mapped");
     let expected = expect(JobState::Failed, Reason::OomKilled)
         .message(format!(
-            "workers index 1 (Job {}-workers-1) failed: the main container was OOMKilled (exceeded its memory limit), exit code 137",
+            "workers index 1 (Job {}-workers-1) failed: the main container was OOMKilled (it has no memory limit: the node ran short of memory), exit code 137",
             jobset_support::NAME
         ))
         .exit_code(137)

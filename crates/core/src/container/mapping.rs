@@ -493,12 +493,8 @@ impl<'a> Mapper<'a> {
         }
         // The succeeded attempt ended before the verdict by cause, whatever the node's clock
         // says.
-        let terminated = self
-            .attempts
-            .iter()
-            .rev()
-            .find(|pod| has_succeeded(pod))
-            .and_then(|pod| main_terminated(pod));
+        let succeeded = self.attempts.iter().rev().find(|pod| has_succeeded(pod));
+        let terminated = succeeded.and_then(|pod| main_terminated(pod));
         let finished_at = terminated
             .and_then(|t| t.finished_at)
             .or(self.job.completion_time)
@@ -508,8 +504,8 @@ impl<'a> Mapper<'a> {
             // with 0: the work did not succeed.
             Some(t) if is_oom(t) => ExecutionInfo::new(JobState::Failed, Reason::OomKilled)
                 .with_message(format!(
-                    "the main container was OOMKilled (exceeded its memory limit) although it \
-                     exited with code {}",
+                    "the main container was OOMKilled ({}) although it exited with code {}",
+                    oom_words(succeeded.and_then(|pod| pod.memory_limit.as_deref())),
                     t.exit_code
                 )),
             _ => ExecutionInfo::new(JobState::Succeeded, Reason::Completed),
@@ -531,7 +527,7 @@ impl<'a> Mapper<'a> {
             // The Job's own reason names the cause.
             Some("DeadlineExceeded") => Cause {
                 reason: Reason::DeadlineExceeded,
-                message: or_default(job_message, "the job ran out of time"),
+                message: deadline_message(self.job.active_deadline_seconds, job_message),
                 exit_code: None,
             },
             // The rule kubeferry adds for jobs without retries: a disrupted pod failed the
@@ -630,7 +626,7 @@ impl<'a> Mapper<'a> {
                 && !killed_while_stopping(pod, t, as_of)
                 && !killed_by_deletion(pod, t, as_of)
         }) {
-            return Some(oom_cause(t));
+            return Some(oom_cause(pod, t));
         }
         if let Some(cause) = disruption(pod, as_of) {
             // A container that failed on its own before the disruption decides the outcome:
@@ -678,7 +674,7 @@ impl<'a> Mapper<'a> {
             .and_then(|m| m.last_terminated.as_ref())
             .filter(|t| is_oom(t))
         {
-            let mut cause = oom_cause(last);
+            let mut cause = oom_cause(pod, last);
             cause.exit_code = Some(last.exit_code);
             return Some(cause);
         }
@@ -959,6 +955,17 @@ impl<'a> Mapper<'a> {
         reason: &Option<String>,
         message: &Option<String>,
     ) -> Mapped {
+        // The kubelet's back-off names no error: the registry's words from the pull before
+        // it, as the answer before kept them, go on with it (to the final message too).
+        let message = &match (reason.as_deref(), message) {
+            (Some("ImagePullBackOff"), Some(back_off))
+                if !back_off.contains(LAST_PULL_ERROR)
+                    && let Some(error) = self.previous.and_then(last_pull_error) =>
+            {
+                Some(format!("{back_off}{LAST_PULL_ERROR}{error}"))
+            }
+            _ => message.clone(),
+        };
         let what = waiting_summary(who, reason, message);
         let cause = match (reason, message) {
             (Some(reason), Some(message)) => format!("{reason}: {message}"),
@@ -1246,14 +1253,24 @@ fn died_of_sigterm(t: &TerminatedView) -> bool {
     t.exit_code == 143 || t.signal == Some(15)
 }
 
-fn oom_cause(t: &TerminatedView) -> Cause {
+fn oom_cause(pod: &PodView, t: &TerminatedView) -> Cause {
     Cause {
         reason: Reason::OomKilled,
         message: format!(
-            "the main container was OOMKilled (exceeded its memory limit), exit code {}",
+            "the main container was OOMKilled ({}), exit code {}",
+            oom_words(pod.memory_limit.as_deref()),
             t.exit_code
         ),
         exit_code: None,
+    }
+}
+
+/// What an OOM kill means for a container with this memory limit: it used more than its limit,
+/// or with none the node (or the pod's other containers) left it too little.
+fn oom_words(memory_limit: Option<&str>) -> String {
+    match memory_limit {
+        Some(limit) => format!("exceeded its memory limit of {limit}"),
+        None => "it has no memory limit: the node ran short of memory".to_string(),
     }
 }
 
@@ -1339,12 +1356,41 @@ pub(crate) fn exit_summary(t: &TerminatedView) -> String {
     summary
 }
 
+/// What joins an image pull's back-off message and the registry's error before it.
+const LAST_PULL_ERROR: &str = "; the last pull failed: ";
+
+/// The registry's error an answer waiting on an image pull names (as `ErrImagePull` said it,
+/// or as a back-off carried it on).
+fn last_pull_error(previous: &ExecutionInfo) -> Option<&str> {
+    if previous.reason != Reason::ImagePullBackOff {
+        return None;
+    }
+    let message = previous.message.as_str();
+    let (_, error) = message
+        .split_once(LAST_PULL_ERROR)
+        .or_else(|| message.split_once("ErrImagePull: "))?;
+    Some(error).filter(|error| !error.is_empty())
+}
+
 fn waiting_summary(who: &str, reason: &Option<String>, message: &Option<String>) -> String {
     match (reason, message) {
         (Some(reason), Some(message)) => format!("{who} is waiting: {reason}: {message}"),
         (Some(reason), None) => format!("{who} is waiting: {reason}"),
         (None, Some(message)) => format!("{who} is waiting: {message}"),
         (None, None) => format!("{who} is waiting"),
+    }
+}
+
+/// A deadline's message: the job's own timeout first (`timeout 5s reached`), then what the
+/// Job controller said.
+fn deadline_message(seconds: Option<i64>, job_message: &str) -> String {
+    let Some(seconds) = seconds.and_then(|s| u64::try_from(s).ok()) else {
+        return or_default(job_message, "the job ran out of time");
+    };
+    let timeout = crate::duration::Duration::from(Duration::from_secs(seconds));
+    match job_message {
+        "" => format!("timeout {timeout} reached"),
+        said => format!("timeout {timeout} reached: {said}"),
     }
 }
 

@@ -858,3 +858,102 @@ fn an_oom_kill_during_the_stop_that_followed_the_verdict_is_its_consequence() {
     assert_eq!(mapped.info.reason, Reason::Evicted, "{mapped:?}");
     assert_eq!(mapped.info.exit_code, None, "{mapped:?}");
 }
+
+/// A pod whose main container waits for its image, as the kubelet shows it.
+fn pulling(reason: &str, message: &str) -> PodView {
+    pod_from(json!({
+        "metadata": {"name": "p", "creationTimestamp": "2025-06-10T08:00:01Z"},
+        "spec": {"containers": [{"name": "main"}]},
+        "status": {
+            "phase": "Pending",
+            "startTime": "2025-06-10T08:00:02Z",
+            "conditions": [{"type": "PodScheduled", "status": "True"}],
+            "containerStatuses": [
+                status("main", json!({"waiting": {"reason": reason, "message": message}}))
+            ],
+        },
+    }))
+}
+
+#[test]
+fn the_registrys_error_goes_on_through_the_back_off_to_the_final_message() {
+    let job = JobView {
+        meta: ManagedMeta {
+            name: "j".into(),
+            ..ManagedMeta::default()
+        },
+        ..JobView::default()
+    };
+    let config = MappingConfig::default();
+    let map = |pod: PodView, now: i64, previous: Option<&ExecutionInfo>| {
+        container_status(
+            &JobObservation::Present(&job),
+            &[pod],
+            at(now),
+            &config,
+            previous,
+        )
+        .expect("mapped")
+        .info
+    };
+    let error = "failed to pull and unpack image \"registry.invalid/x:1\": dial tcp: lookup \
+                 registry.invalid: no such host";
+    let failed_pull = map(pulling("ErrImagePull", error), 10, None);
+    assert_eq!(
+        failed_pull,
+        ExecutionInfo::new(JobState::Queued, Reason::ImagePullBackOff).with_message(format!(
+            "the main container is waiting: ErrImagePull: {error}"
+        ))
+    );
+    let back_off = "Back-off pulling image \"registry.invalid/x:1\"";
+    let backing_off = map(
+        pulling("ImagePullBackOff", back_off),
+        20,
+        Some(&failed_pull),
+    );
+    assert_eq!(
+        backing_off.message,
+        format!(
+            "the main container is waiting: ImagePullBackOff: {back_off}; the last pull failed: \
+             {error}"
+        )
+    );
+    // Carried on from one back-off to the next, and into the outcome.
+    let again = map(
+        pulling("ImagePullBackOff", back_off),
+        40,
+        Some(&backing_off),
+    );
+    assert_eq!(again, backing_off);
+    let expired = map(pulling("ImagePullBackOff", back_off), 183, Some(&again));
+    assert_eq!(expired.reason, Reason::ImagePullFailed);
+    assert_eq!(
+        expired.message,
+        format!(
+            "the main container did not start within 180s: ImagePullBackOff: {back_off}; the \
+             last pull failed: {error}"
+        )
+    );
+    // Without an answer before it, the back-off says what it can.
+    assert_eq!(
+        map(pulling("ImagePullBackOff", back_off), 20, None).message,
+        format!("the main container is waiting: ImagePullBackOff: {back_off}")
+    );
+}
+
+#[test]
+fn the_main_containers_memory_limit_is_read_as_written() {
+    let pod = pod_from(json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [
+            {"name": "sidecar", "resources": {"limits": {"memory": "1Gi"}}},
+            {"name": "main", "resources": {"limits": {"memory": "64Mi", "cpu": "1"}}},
+        ]},
+    }));
+    assert_eq!(pod.memory_limit.as_deref(), Some("64Mi"));
+    let unlimited = pod_from(json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "main", "resources": {"requests": {"memory": "64Mi"}}}]},
+    }));
+    assert_eq!(unlimited.memory_limit, None);
+}

@@ -140,6 +140,8 @@ pub struct JobView {
     pub completion_time: Option<Timestamp>,
     /// `spec.ttlSecondsAfterFinished`.
     pub ttl_seconds_after_finished: Option<i64>,
+    /// `spec.activeDeadlineSeconds`: the job file's `timeout`, which a deadline's message names.
+    pub active_deadline_seconds: Option<i64>,
     /// The Job controller's latest refusal to create a pod for the Job (the message of its
     /// `FailedCreate` event: admission, quota), which the Job's status does not show. Filled
     /// from events by the tracker, never from the Job itself.
@@ -217,6 +219,10 @@ impl From<&Job> for JobView {
                 .as_ref()
                 .and_then(|spec| spec.ttl_seconds_after_finished)
                 .map(i64::from),
+            active_deadline_seconds: job
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.active_deadline_seconds),
             creation_refused: None,
             indexed: indexed(job),
             exit_code_rules: job
@@ -583,6 +589,9 @@ pub struct PodView {
     pub start_time: Option<Timestamp>,
     /// The main container's status (see [`MAIN_CONTAINER`]).
     pub main: Option<ContainerView>,
+    /// The main container's memory limit as written (`64Mi`), which an OOM kill's message
+    /// names.
+    pub memory_limit: Option<String>,
     /// While the main container has not started: the first init container that holds it back
     /// (still waiting, running, or failed). Boxed: most pods have none.
     pub blocking_init: Option<Box<ContainerView>>,
@@ -614,15 +623,17 @@ impl From<&Pod> for PodView {
         let statuses = status
             .and_then(|s| s.container_statuses.as_deref())
             .unwrap_or(&[]);
-        let main_name = spec
-            .and_then(|spec| {
-                let containers = &spec.containers;
-                containers
-                    .iter()
-                    .find(|c| c.name == MAIN_CONTAINER)
-                    .or_else(|| containers.first())
-            })
-            .map(|c| c.name.as_str());
+        let main_spec = spec.and_then(|spec| {
+            let containers = &spec.containers;
+            containers
+                .iter()
+                .find(|c| c.name == MAIN_CONTAINER)
+                .or_else(|| containers.first())
+        });
+        let main_name = main_spec.map(|c| c.name.as_str());
+        let memory_limit = main_spec
+            .and_then(|c| c.resources.as_ref()?.limits.as_ref()?.get("memory"))
+            .map(|quantity| quantity.0.clone());
         let main = match main_name {
             Some(name) => statuses.iter().find(|s| s.name == name),
             // No spec to read the container order from: the named main container, else the
@@ -643,6 +654,7 @@ impl From<&Pod> for PodView {
             node_name: non_empty(spec.and_then(|s| s.node_name.as_deref())),
             start_time: time(status.and_then(|s| s.start_time.as_ref())),
             main,
+            memory_limit,
             blocking_init,
             completion_index: entry(meta.labels.as_ref(), COMPLETION_INDEX_KEY)
                 .or_else(|| entry(meta.annotations.as_ref(), COMPLETION_INDEX_KEY))

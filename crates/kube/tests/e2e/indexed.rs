@@ -151,7 +151,7 @@ async fn more_failed_indexes_than_allowed_fail_the_job_at_once_with_the_index_an
             (
                 1,
                 Reason::OomKilled,
-                "the main container was OOMKilled (exceeded its memory limit), exit code 137"
+                "the main container was OOMKilled (exceeded its memory limit of 64Mi), exit code 137"
             ),
             (2, Reason::Error, stopped),
         ]

@@ -224,6 +224,8 @@ async fn image_pull_failure_is_queued_then_failed_after_the_grace() {
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::ImagePullFailed);
     assert!(outcome.message.contains("registry.invalid"), "{outcome:?}");
+    // The registry's error, seen while it waited, also when the grace ran out in a back-off.
+    assert!(outcome.message.contains("no such host"), "{outcome:?}");
     assert_recorded_and_stopped(&env, &id, &outcome).await;
 }
 
@@ -339,6 +341,11 @@ async fn oom_killed() {
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::OomKilled, "{outcome:?}");
     assert_eq!(outcome.exit_code, Some(137));
+    // The limit it exceeded, as the job file wrote it.
+    assert_eq!(
+        outcome.message,
+        "the main container was OOMKilled (exceeded its memory limit of 64Mi), exit code 137"
+    );
     assert!(!outcome.reason.is_retryable());
 }
 
@@ -361,9 +368,10 @@ async fn oom_killed_also_when_the_main_process_exits_zero() {
     assert_eq!(outcome.state, JobState::Failed, "{seen:#?}");
     assert_eq!(outcome.reason, Reason::OomKilled, "{outcome:?}");
     assert_eq!(outcome.exit_code, Some(0));
-    assert!(
-        outcome.message.contains("exited with code 0"),
-        "{outcome:?}"
+    assert_eq!(
+        outcome.message,
+        "the main container was OOMKilled (exceeded its memory limit of 64Mi) although it \
+         exited with code 0"
     );
     assert!(!outcome.reason.is_retryable());
     let job = env.job_object(&id).expect("kept");
@@ -400,6 +408,11 @@ async fn deadline_exceeded() {
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, JobState::Failed);
     assert_eq!(outcome.reason, Reason::DeadlineExceeded, "{outcome:?}");
+    // The job's own timeout, then what the Job controller said.
+    assert_eq!(
+        outcome.message,
+        "timeout 1s reached: Job was active longer than specified deadline"
+    );
     // The container killed because of the deadline does not lend its exit code, neither to
     // the executor that saw the verdict first nor to one that looks once the kill is over.
     assert_eq!(outcome.exit_code, None, "{outcome:?}");
