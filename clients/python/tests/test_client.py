@@ -13,6 +13,7 @@ from kubeferry_client import (
     BadRequest,
     Client,
     Conflict,
+    DryRunMode,
     FailureClass,
     Forbidden,
     InvalidArgument,
@@ -383,3 +384,12 @@ def test_a_scoped_token_submits_into_its_namespace(replica: Replica, job_id: str
     assert submitted.namespace == "sweep", submitted
     assert submitted.id.split("/")[2] == "sweep"
     assert [item.job.id for item in team.list(job_id=job_id).items] == [submitted.id]
+
+
+def test_a_dry_run_creates_nothing(client: Client, job_id: str) -> None:
+    for mode in (DryRunMode.CLIENT, "server"):
+        answer = client.submit(job_id, shell("dry", "echo never"), dry_run=mode)
+        assert answer.dry_run is DryRunMode(mode), answer
+        assert answer.objects is not None and [o["kind"] for o in answer.objects] == ["Job"]
+        assert answer.objects[0]["metadata"]["labels"]["kubeferry.dev/job-id"] == job_id
+    assert client.list(job_id=job_id).items == []

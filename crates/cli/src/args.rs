@@ -140,6 +140,7 @@ pub enum Command {
         "Examples:\n",
         "  kubeferry submit -f job.yaml\n",
         "  kubeferry submit -f job.yaml --job-id etl-42 -o json\n",
+        "  kubeferry submit -f job.yaml --dry-run=server -o yaml   # admitted, nothing created\n",
         "\n",
         "A job id that already names a job creates nothing: submit says so on stderr and prints\n",
         "that job's execution id (`existing: true` with -o json).\n",
@@ -281,6 +282,33 @@ pub struct RunArgs {
     /// Give up waiting after this long (e.g. 90s, 10m) and exit 124; the job keeps running.
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
+    /// Create nothing: print the objects (`-o yaml|json`) as kubeferry builds them (client) or
+    /// as the API server would store them, judged by its admission and quotas (server).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = DryRunMode::None)]
+    pub dry_run: DryRunMode,
+}
+
+impl DryRunMode {
+    /// The dry run asked for, if any.
+    pub fn mode(self) -> Option<kubeferry::kube::DryRun> {
+        match self {
+            DryRunMode::None => None,
+            DryRunMode::Client => Some(kubeferry::kube::DryRun::Client),
+            DryRunMode::Server => Some(kubeferry::kube::DryRun::Server),
+        }
+    }
+}
+
+/// `--dry-run`, as kubectl's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DryRunMode {
+    /// Submit for real.
+    None,
+    /// The objects as kubeferry builds them; the API server is not asked.
+    Client,
+    /// The objects sent with `dryRun=All`: the API server validates, defaults and admits them,
+    /// and stores nothing.
+    Server,
 }
 
 /// What Ctrl-C during `run` does.
@@ -304,6 +332,10 @@ pub struct SubmitArgs {
     /// The caller's job id (default: generated from the job's name).
     #[arg(long)]
     pub job_id: Option<String>,
+    /// Create nothing: print the objects (`-o yaml|json`) as kubeferry builds them (client) or
+    /// as the API server would store them, judged by its admission and quotas (server).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = DryRunMode::None)]
+    pub dry_run: DryRunMode,
 }
 
 /// Naming a job by the caller's job id instead of its execution id.

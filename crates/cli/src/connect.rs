@@ -7,7 +7,7 @@ use clap::Args;
 use kubeferry::core::spec::JobSpec;
 use kubeferry::kube::cluster::Kubeconfig;
 use kubeferry::kube::{
-    Cluster, ClusterSettings, Executor, ExecutorSettings, KubeconfigLocation, Submission,
+    Cluster, ClusterSettings, DryRun, Executor, ExecutorSettings, KubeconfigLocation, Submission,
     generate_job_id,
 };
 use kubeferry_sim::controllers::spark::with_spark_operators;
@@ -69,6 +69,38 @@ impl Connection {
         spec: &JobSpec,
         job_id: Option<&str>,
     ) -> anyhow::Result<(Submission, String)> {
+        let (namespace, job_id) = self.target(args, spec, job_id)?;
+        let submission = self
+            .executor
+            .submit_or_find(spec, &job_id, &namespace)
+            .await?;
+        Ok((submission, job_id))
+    }
+
+    /// The objects [`Connection::submit`] would create, as kubeferry builds them or as the API
+    /// server would store them; nothing is created.
+    pub async fn dry_run(
+        &self,
+        args: &ClusterArgs,
+        spec: &JobSpec,
+        job_id: Option<&str>,
+        mode: DryRun,
+    ) -> anyhow::Result<Vec<serde_json::Value>> {
+        let (namespace, job_id) = self.target(args, spec, job_id)?;
+        Ok(self
+            .executor
+            .dry_run(spec, &job_id, &namespace, mode)
+            .await?)
+    }
+
+    /// Where a submission goes: the namespace of `-n`, the job file or the context; and its
+    /// job id, the caller's or a fresh one.
+    fn target(
+        &self,
+        args: &ClusterArgs,
+        spec: &JobSpec,
+        job_id: Option<&str>,
+    ) -> anyhow::Result<(String, String)> {
         let namespace = spec
             .resolve_namespace(
                 args.namespace.as_deref(),
@@ -76,11 +108,7 @@ impl Connection {
             )
             .map_err(|clash| crate::UsageError(format!("namespace: {clash}")))?;
         let job_id = job_id.map_or_else(|| generate_job_id(spec.name()), str::to_string);
-        let submission = self
-            .executor
-            .submit_or_find(spec, &job_id, &namespace)
-            .await?;
-        Ok((submission, job_id))
+        Ok((namespace, job_id))
     }
 
     /// Stops the embedded cluster, if any, and its containers.

@@ -1398,3 +1398,50 @@ async fn a_job_id_answers_once_its_job_is_gone_from_its_outcome_record() {
     assert_eq!(listed["items"][0]["job"]["state"], "CANCELLED", "{listed}");
     assert!(listed["items"][0]["createdAt"].is_string(), "{listed}");
 }
+
+#[tokio::test]
+async fn a_dry_run_prints_the_objects_and_creates_nothing() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let hello = example("hello.yaml");
+    let dry = |command: &str, mode: &str, output: &[&str]| {
+        let mut args = vec![command, "-f", &hello, "--job-id", "dry-1", mode];
+        args.extend_from_slice(output);
+        let mut command = kubeferry(kubeconfig);
+        command.args(args);
+        command
+    };
+    // Client: the Job as kubeferry builds it, ready for kubectl apply.
+    let yaml = ok(&mut dry("submit", "--dry-run=client", &["-o", "yaml"])).await;
+    assert!(
+        yaml.starts_with("---\napiVersion: batch/v1\nkind: Job\n"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("kubeferry.dev/job-id: dry-1"), "{yaml}");
+    // Server: as the API server would store it.
+    let json = ok(&mut dry("submit", "--dry-run=server", &["-o", "json"])).await;
+    let json: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["kind"], "Job");
+    assert!(json["metadata"]["uid"].is_string(), "{json}");
+    let name = json["metadata"]["name"].as_str().unwrap().to_string();
+    // Without -o, a line per object, as kubectl says it; run takes it too.
+    let line = ok(&mut dry("run", "--dry-run=server", &[])).await;
+    assert_eq!(line, format!("job.batch/{name} created (server dry run)\n"));
+    let line = ok(&mut dry("submit", "--dry-run=client", &[])).await;
+    assert_eq!(line, format!("job.batch/{name} created (dry run)\n"));
+    assert_eq!(cluster.sim.count("batch", "jobs"), 0);
+    // What the server refuses is the error, exit 1; a mode that is none of them, exit 2.
+    let (_, stderr) = exits(
+        kubeferry(kubeconfig).args(["submit", "-f", &hello, "-n", "nowhere", "--dry-run=server"]),
+        1,
+    )
+    .await;
+    assert!(stderr.contains("nowhere"), "{stderr}");
+    let (_, stderr) = exits(
+        kubeferry(kubeconfig).args(["submit", "-f", &hello, "--dry-run=maybe"]),
+        2,
+    )
+    .await;
+    assert!(stderr.contains("--dry-run"), "{stderr}");
+    assert_eq!(cluster.sim.count("batch", "jobs"), 0);
+}

@@ -33,6 +33,18 @@ pub struct Submission {
     pub existing: bool,
 }
 
+/// How a dry run tries a submission. Nothing is created either way, no outcome record is read
+/// and no watch starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DryRun {
+    /// The objects as kubeferry builds them; the API server is not asked (a Spark job that
+    /// names no operator still asks which ones the cluster serves).
+    Client,
+    /// The objects as the API server would store them: sent with `dryRun=All`, so its
+    /// validation, defaulting, admission webhooks and quotas judge them, and it stores nothing.
+    Server,
+}
+
 /// One managed job as listed.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

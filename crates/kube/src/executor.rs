@@ -10,7 +10,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use rand::Rng;
 use tracing::warn;
 
-use crate::answers::{CancelOutcome, JobSummary, Orphan, Submission};
+use crate::answers::{CancelOutcome, DryRun, JobSummary, Orphan, Submission};
 use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
@@ -249,6 +249,29 @@ impl Executor {
             JobSpec::Spark(spec) => self.spark.submit_or_find(spec, job_id, namespace).await,
             JobSpec::JobSet(spec) => self.jobset.submit_or_find(spec, job_id, namespace).await,
         }
+    }
+
+    /// The objects a submission of `spec` under `job_id` would create, as kubeferry builds
+    /// them ([`DryRun::Client`]) or as the API server would store them ([`DryRun::Server`]):
+    /// nothing is created, no outcome record is read and no watch starts. The server's
+    /// refusal (its validation, an admission webhook, a quota) is the error.
+    pub async fn dry_run(
+        &self,
+        spec: &JobSpec,
+        job_id: &str,
+        namespace: &str,
+        mode: DryRun,
+    ) -> Result<Vec<serde_json::Value>> {
+        let object = match spec {
+            JobSpec::Container(spec) => {
+                self.container
+                    .dry_run(spec, job_id, namespace, mode)
+                    .await?
+            }
+            JobSpec::Spark(spec) => self.spark.dry_run(spec, job_id, namespace, mode).await?,
+            JobSpec::JobSet(spec) => self.jobset.dry_run(spec, job_id, namespace, mode).await?,
+        };
+        Ok(vec![object])
     }
 
     /// The job's status.

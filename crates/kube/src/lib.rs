@@ -60,7 +60,7 @@ mod settling;
 mod spark;
 pub mod tracker;
 
-pub use answers::{CancelOutcome, JobSummary, Orphan, Submission};
+pub use answers::{CancelOutcome, DryRun, JobSummary, Orphan, Submission};
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation};
 pub use container::{ContainerSettings, SelectorEvent};
 pub use error::{Error, Result};

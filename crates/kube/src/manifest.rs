@@ -437,3 +437,14 @@ fn non_empty<T>(items: Vec<T>) -> Option<Vec<T>> {
 
 #[cfg(test)]
 mod tests;
+
+/// An object kubeferry built or the server answered, as JSON (`what` names it for the error).
+pub(crate) fn to_json<T: serde::Serialize>(
+    object: &T,
+    what: &str,
+) -> crate::error::Result<serde_json::Value> {
+    serde_json::to_value(object).map_err(|source| crate::error::Error::Manifest {
+        operation: format!("show {what}"),
+        source,
+    })
+}

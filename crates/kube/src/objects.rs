@@ -111,6 +111,21 @@ impl<K: Object> Objects<K> {
         }
     }
 
+    /// `object` as the API server would create it, judged by its validation, defaulting,
+    /// admission webhooks and quotas, with nothing stored (`dryRun=All`).
+    pub(crate) async fn dry_create(&self, cluster: &Cluster, object: &K) -> Result<K> {
+        let name = object.meta().name.clone().unwrap_or_default();
+        let params = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        cluster
+            .call(&self.op("create", &name), true, || {
+                self.api.create(&params, object)
+            })
+            .await
+    }
+
     /// Sets an annotation, only on the version `resource_version` of the object (a merge patch
     /// carrying the resourceVersion: the server answers 409 if the object changed since).
     /// Returns the object as patched.

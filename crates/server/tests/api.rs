@@ -1611,3 +1611,43 @@ async fn a_metrics_scrape_reads_counts_kept_as_statuses_change() {
     .await;
     service.stop().await;
 }
+
+#[tokio::test]
+async fn a_dry_run_answers_the_objects_and_creates_nothing() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let mut body = shell_job("dry-1", "echo never");
+    for mode in ["client", "server"] {
+        body["dryRun"] = json!(mode);
+        let reply = api.post("/v1/jobs", &body).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+        let answer = reply.json();
+        assert_eq!(answer["dryRun"], mode);
+        assert_eq!(answer["existing"], false);
+        let [job] = answer["objects"].as_array().unwrap().as_slice() else {
+            panic!("one object: {answer}");
+        };
+        assert_eq!(job["kind"], "Job");
+        assert_eq!(job["metadata"]["labels"]["kubeferry.dev/job-id"], "dry-1");
+        let name = job["metadata"]["name"].as_str().unwrap();
+        assert_eq!(answer["id"], format!("sim/job/default/{name}"));
+        // Only the server's answer is the object as it would be stored.
+        assert_eq!(
+            job["metadata"]["uid"].is_string(),
+            mode == "server",
+            "{job}"
+        );
+    }
+    assert_eq!(sim.sim.count("batch", "jobs"), 0);
+    api.job(&format!("sim/job/default/{}", "dry-1"))
+        .await
+        .error(StatusCode::NOT_FOUND, "no_such_job");
+    // A mode that is none of them names the field; nothing is created either.
+    body["dryRun"] = json!("maybe");
+    let reply = api.post("/v1/jobs", &body).await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.text());
+    assert!(reply.text().contains("dryRun"), "{}", reply.text());
+    assert_eq!(sim.sim.count("batch", "jobs"), 0);
+    service.stop().await;
+}

@@ -34,6 +34,7 @@ from ._errors import (
 from ._models import (
     CancelResult,
     ClusterReadiness,
+    DryRunMode,
     FailureClass,
     GoneEvent,
     Health,
@@ -64,6 +65,7 @@ __all__ = [
     "Client",
     "ClusterReadiness",
     "Conflict",
+    "DryRunMode",
     "FailureClass",
     "Forbidden",
     "GoneEvent",

@@ -29,6 +29,7 @@ from ._errors import (
 from ._models import (
     SCHEMAS,
     CancelResult,
+    DryRunMode,
     ErrorBody,
     GoneEvent,
     Health,
@@ -146,13 +147,16 @@ class Client:
         params: Mapping[str, ParamValue] | None = None,
         namespace: str | None = None,
         cluster: str | None = None,
+        dry_run: DryRunMode | str | None = None,
     ) -> Submitted:
         """Submits a job: a spec (a dict, or the text of a YAML or JSON job file) or the name of
         a template, rendered with ``params``, under the caller's own ``job_id``. Submitting the
         same job id again returns the same execution id and creates nothing (``existing`` is
         then True). Without ``namespace`` (here or in the spec), the job goes to the service's
         default namespace when the token may use it, else to the first one it may use. Raises
-        InvalidSpec (422) with every problem for an invalid spec; nothing is created then."""
+        InvalidSpec (422) with every problem for an invalid spec; nothing is created then.
+        With ``dry_run`` (``client`` or ``server``) nothing is created either: ``objects`` are
+        what would have been, and the server's refusal is the error."""
         body: dict[str, Any] = {"jobId": job_id}
         if spec is not None:
             body["spec"] = spec
@@ -164,6 +168,8 @@ class Client:
             body["namespace"] = namespace
         if cluster is not None:
             body["cluster"] = cluster
+        if dry_run is not None:
+            body["dryRun"] = str(DryRunMode(dry_run))
         return self._json("submitJob", Submitted, body=body)
 
     def status(self, job: JobRef) -> JobInfo:

@@ -97,6 +97,14 @@ class FailureClass(_OpenStrEnum):
     CONFIGURATION = "configuration"
 
 
+class DryRunMode(_OpenStrEnum):
+    """How a dry run tries a submission: ``client`` (the objects as kubeferry builds them) or
+    ``server`` (as the API server would store them, judged by its admission and quotas)."""
+
+    CLIENT = "client"
+    SERVER = "server"
+
+
 def _wire(name: str, decode: Callable[[Any], Any] | None = None, **kwargs: Any) -> Any:
     """A dataclass field read from the JSON property `name`, converted by `decode`."""
     return dataclasses.field(metadata={"wire": name, "decode": decode}, **kwargs)
@@ -296,6 +304,10 @@ class Submitted:
     the execution id is that job's. False when this submission created the job."""
     warnings: list[str] = _wire("warnings", _strings, default_factory=list)
     """Things worth knowing that did not stop the submission (e.g. unused parameters)."""
+    dry_run: DryRunMode | None = _wire("dryRun", _optional(DryRunMode), default=None)
+    """A dry run's mode: then nothing was created, and ``objects`` are what would have been."""
+    objects: list[dict[str, Any]] | None = _wire("objects", default=None)
+    """A dry run's objects (Kubernetes objects, ready for ``kubectl apply``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -527,4 +539,5 @@ ENUMS: dict[str, type[enum.Enum]] = {
     "JobState": JobState,
     "Reason": Reason,
     "FailureClass": FailureClass,
+    "DryRunMode": DryRunMode,
 }

@@ -38,7 +38,9 @@ OPERATIONS: dict[str, Operation] = {
         "POST",
         "/v1/jobs",
         body="SubmitRequest",
-        body_properties=frozenset({"jobId", "spec", "template", "params", "namespace", "cluster"}),
+        body_properties=frozenset(
+            {"jobId", "spec", "template", "params", "namespace", "cluster", "dryRun"}
+        ),
         answer="Submitted",
         success=frozenset({200, 201}),
     ),

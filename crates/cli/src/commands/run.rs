@@ -23,6 +23,16 @@ const LOG_DRAIN: Duration = Duration::from_secs(5);
 pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
     // Bad input is refused before anything is contacted or created.
     let spec = spec_input::load(&args.spec)?;
+    if let Some(mode) = args.dry_run.mode() {
+        return crate::commands::submit::dry_run(
+            cli,
+            &spec,
+            args.job_id.as_deref(),
+            mode,
+            Fallback::Embedded,
+        )
+        .await;
+    }
     let connection = connect(&cli.cluster, Fallback::Embedded).await?;
     let executor = connection.executor.clone();
     let (submission, job_id) = connection

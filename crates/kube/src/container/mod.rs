@@ -22,7 +22,7 @@ use kubeferry_core::spec::ContainerJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use tracing::{debug, warn};
 
-use crate::answers::Submission;
+use crate::answers::{DryRun, Submission};
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::kind::{Answers, Kind, KindBase, Listed, ManagedObjects};
@@ -200,6 +200,26 @@ impl ContainerJobs {
             id: self.id(namespace, &name),
             existing: !created,
         })
+    }
+
+    /// The Job a submission of `spec` under `job_id` would create, as kubeferry builds it or
+    /// as the API server would store it ([`DryRun`]).
+    pub(crate) async fn dry_run(
+        &self,
+        spec: &ContainerJobSpec,
+        job_id: &str,
+        namespace: &str,
+        mode: DryRun,
+    ) -> Result<serde_json::Value> {
+        let name = object_name(&self.settings.name_prefix, job_id);
+        let mut job = job_manifest(spec, job_id, &name, namespace);
+        if mode == DryRun::Server {
+            job = self
+                .objects(namespace)
+                .dry_create(&self.base.cluster, &job)
+                .await?;
+        }
+        crate::manifest::to_json(&job, &format!("Job {namespace}/{name}"))
     }
 
     /// The names a job of `job_id` has (one: the name is a function of the job id).

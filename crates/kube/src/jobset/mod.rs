@@ -29,7 +29,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::answers::Submission;
+use crate::answers::{DryRun, Submission};
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
@@ -218,6 +218,26 @@ impl JobSets {
         Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
     }
 
+    /// The JobSet a submission of `spec` under `job_id` would create, as kubeferry builds it
+    /// or as the API server would store it ([`DryRun`]).
+    pub(crate) async fn dry_run(
+        &self,
+        spec: &JobSetSpec,
+        job_id: &str,
+        namespace: &str,
+        mode: DryRun,
+    ) -> Result<serde_json::Value> {
+        let (name, mut object) = planned(spec, job_id, namespace)?;
+        if mode == DryRun::Server {
+            self.check_installed(namespace).await?;
+            object = self
+                .objects(namespace)
+                .dry_create(&self.base.cluster, &object)
+                .await?;
+        }
+        crate::manifest::to_json(&object, &format!("JobSet {namespace}/{name}"))
+    }
+
     /// [`Self::submit`], saying whether the job id already named a job (nothing created).
     pub async fn submit_or_find(
         &self,
@@ -226,8 +246,7 @@ impl JobSets {
         namespace: &str,
     ) -> Result<Submission> {
         self.check_installed(namespace).await?;
-        let name = jobset_object_name(job_id);
-        let manifest = jobset_manifest(spec, job_id, &name, namespace);
+        let (name, object) = planned(spec, job_id, namespace)?;
         // A job id whose run ended (and whose JobSet may be gone) answers that run.
         if let Some(ran) = self
             .ran_before(namespace, &name, job_id, &spec.hash())
@@ -238,11 +257,6 @@ impl JobSets {
                 existing: true,
             });
         }
-        let object: DynamicObject =
-            serde_json::from_value(manifest).map_err(|source| Error::Manifest {
-                operation: format!("build JobSet {namespace}/{name}"),
-                source,
-            })?;
         let created = self
             .objects(namespace)
             .create_or_adopt(&self.base.cluster, &object, job_id, &spec.hash())
@@ -701,4 +715,15 @@ impl EvaluatedWatch for JobSetNamespaceWatch {
     fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
         None
     }
+}
+
+/// The name and JobSet a submission of `spec` under `job_id` builds.
+fn planned(spec: &JobSetSpec, job_id: &str, namespace: &str) -> Result<(String, DynamicObject)> {
+    let name = jobset_object_name(job_id);
+    let manifest = jobset_manifest(spec, job_id, &name, namespace);
+    let object = serde_json::from_value(manifest).map_err(|source| Error::Manifest {
+        operation: format!("build JobSet {namespace}/{name}"),
+        source,
+    })?;
+    Ok((name, object))
 }

@@ -32,7 +32,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::{debug, info};
 
-use crate::answers::Submission;
+use crate::answers::{DryRun, Submission};
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
@@ -279,13 +279,13 @@ impl SparkJobs {
         Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
     }
 
-    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
-    pub async fn submit_or_find(
+    /// The operator, name and SparkApplication a submission of `spec` under `job_id` builds.
+    async fn planned(
         &self,
         spec: &SparkJobSpec,
         job_id: &str,
         namespace: &str,
-    ) -> Result<Submission> {
+    ) -> Result<(SparkOperator, String, DynamicObject)> {
         let operator = match spec.operator {
             Some(operator) => operator,
             None => self.default_operator().await?,
@@ -297,6 +297,40 @@ impl SparkJobs {
             SparkOperator::Apache => object_name(&self.settings.name_prefix, job_id),
         };
         let manifest = spark_application(spec, operator, job_id, &name, namespace)?;
+        let object = serde_json::from_value(manifest).map_err(|source| Error::Manifest {
+            operation: format!("build SparkApplication {namespace}/{name}"),
+            source,
+        })?;
+        Ok((operator, name, object))
+    }
+
+    /// The SparkApplication a submission of `spec` under `job_id` would create, as kubeferry
+    /// builds it or as the API server would store it ([`DryRun`]).
+    pub(crate) async fn dry_run(
+        &self,
+        spec: &SparkJobSpec,
+        job_id: &str,
+        namespace: &str,
+        mode: DryRun,
+    ) -> Result<serde_json::Value> {
+        let (operator, name, mut object) = self.planned(spec, job_id, namespace).await?;
+        if mode == DryRun::Server {
+            object = self
+                .objects(operator, namespace)
+                .dry_create(&self.base.cluster, &object)
+                .await?;
+        }
+        crate::manifest::to_json(&object, &format!("SparkApplication {namespace}/{name}"))
+    }
+
+    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
+    pub async fn submit_or_find(
+        &self,
+        spec: &SparkJobSpec,
+        job_id: &str,
+        namespace: &str,
+    ) -> Result<Submission> {
+        let (operator, name, object) = self.planned(spec, job_id, namespace).await?;
         // A job id whose run ended (and whose application may be gone) answers that run: it
         // never runs twice.
         if let Some(ran) = self
@@ -308,11 +342,6 @@ impl SparkJobs {
                 existing: true,
             });
         }
-        let object: DynamicObject =
-            serde_json::from_value(manifest).map_err(|source| Error::Manifest {
-                operation: format!("build SparkApplication {namespace}/{name}"),
-                source,
-            })?;
         let created = self
             .objects(operator, namespace)
             .create_or_adopt(&self.base.cluster, &object, job_id, &spec.hash())

@@ -60,7 +60,7 @@ pub fn resolve<'a>(
     responses(
         (status = 201, description = "Submitted: the job was created (`existing: false`)", body = Submitted,
             headers(("Location" = String, description = "The job's URL"))),
-        (status = 200, description = "The job id already named a job (running, or ended): nothing was created (`existing: true`)", body = Submitted,
+        (status = 200, description = "The job id already named a job (running, or ended): nothing was created (`existing: true`); or a dry run (`dryRun`): nothing was created, and `objects` are what would have been", body = Submitted,
             headers(("Location" = String, description = "The job's URL"))),
         (status = 400, description = "Malformed JSON (`bad_json`, with line and column) or a wrong field (`bad_request`)", body = ErrorBody),
         (status = 401, description = "No valid bearer token", body = ErrorBody),
@@ -94,12 +94,34 @@ pub async fn submit(
         )
         .map_err(|clash| ApiError::bad_request("namespace", clash.to_string()))?;
     app.check_namespace(&principal, &namespace, "namespace")?;
+    let warnings = unused_parameters(&source_text, &params);
+    if let Some(mode) = request.dry_run {
+        let objects = cluster
+            .executor
+            .dry_run(&spec, &request.job_id, &namespace, mode.into())
+            .await?;
+        let name = objects
+            .first()
+            .and_then(|object| object["metadata"]["name"].as_str())
+            .unwrap_or_default();
+        let id = ExecutionId::new(&cluster.name, spec.kind(), &namespace, name);
+        let answer = Submitted {
+            id: id.to_string(),
+            job_id: request.job_id.clone(),
+            cluster: cluster.name.clone(),
+            namespace,
+            existing: false,
+            warnings,
+            dry_run: Some(mode),
+            objects: Some(objects),
+        };
+        return Ok((StatusCode::OK, Json(answer)).into_response());
+    }
     let submission = cluster
         .executor
         .submit_or_find(&spec, &request.job_id, &namespace)
         .await?;
     let id = submission.id;
-    let warnings = unused_parameters(&source_text, &params);
     let submitted = Submitted {
         id: id.to_string(),
         job_id: request.job_id.clone(),
@@ -107,6 +129,8 @@ pub async fn submit(
         namespace,
         existing: submission.existing,
         warnings,
+        dry_run: None,
+        objects: None,
     };
     let status = if submission.existing {
         StatusCode::OK

@@ -37,6 +37,30 @@ pub struct SubmitRequest<'a> {
     pub namespace: Option<String>,
     /// The cluster (default: the service's first cluster).
     pub cluster: Option<String>,
+    /// Create nothing: `client` answers the objects as kubeferry builds them; `server` sends
+    /// them with `dryRun=All`, so that the API server's validation, defaulting, admission
+    /// webhooks and quotas judge them, and answers them as it would store them.
+    #[serde(default)]
+    pub dry_run: Option<DryRunMode>,
+}
+
+/// How a dry run tries a submission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DryRunMode {
+    /// As kubeferry builds the objects; Kubernetes is not asked.
+    Client,
+    /// As the API server would store them, nothing stored.
+    Server,
+}
+
+impl From<DryRunMode> for kubeferry_kube::DryRun {
+    fn from(mode: DryRunMode) -> Self {
+        match mode {
+            DryRunMode::Client => kubeferry_kube::DryRun::Client,
+            DryRunMode::Server => kubeferry_kube::DryRun::Server,
+        }
+    }
 }
 
 /// A submitted job.
@@ -60,6 +84,13 @@ pub struct Submitted {
     /// Things worth knowing that did not stop the submission (e.g. unused parameters).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// A dry run's mode: then nothing was created, and `objects` are what would have been.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<DryRunMode>,
+    /// A dry run's objects (Kubernetes objects, ready for `kubectl apply`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub objects: Option<Vec<serde_json::Value>>,
 }
 
 /// Where a job stands: one of the six states of the status model.
