@@ -86,6 +86,20 @@ async fn status_queries_only_read() {
         (env.sim.count("", "configmaps") == 3).then_some(())
     })
     .await;
+    // And the settler let their objects go (its last write for them).
+    eventually("the ended jobs' objects let go", || async {
+        [&finished, &failing, &unpullable]
+            .iter()
+            .all(|id| {
+                env.job_object(id).is_none_or(|job| {
+                    job.pointer("/metadata/finalizers")
+                        .and_then(|f| f.as_array())
+                        .is_none_or(|f| f.is_empty())
+                })
+            })
+            .then_some(())
+    })
+    .await;
 
     let ids = [&running, &finished, &failing, &unpullable];
     let answers = answers_reading_only(&env.executor, &env.sim, &ids, 250).await;
