@@ -393,3 +393,17 @@ def test_a_dry_run_creates_nothing(client: Client, job_id: str) -> None:
         assert answer.objects is not None and [o["kind"] for o in answer.objects] == ["Job"]
         assert answer.objects[0]["metadata"]["labels"]["kubeferry.dev/job-id"] == job_id
     assert client.list(job_id=job_id).items == []
+
+
+def test_describe_tells_a_failed_jobs_story(client: Client, job_id: str) -> None:
+    submitted = client.submit(job_id, shell("told", "echo bye; exit 3"))
+    assert client.wait(submitted, timeout=TIMEOUT).state is JobState.FAILED
+    story = client.describe(submitted)
+    assert story.job.exit_code == 3
+    whats = [step.what for step in story.steps]
+    assert whats[0] == "Submitted" and whats[-1] == "FAILED", whats
+    ended = next(step for step in story.steps if step.what == "Ended")
+    assert (ended.detail, ended.warning) == ("exit code 3 (Error)", True)
+    assert ended.at is not None and ended.object is not None
+    assert story.spent.running is not None
+    assert story.what_to_do is not None and story.what_to_do.startswith("read its log")

@@ -158,6 +158,18 @@ pub enum Command {
         "Guide: docs/README.md in the kubeferry repository."
     ))]
     Status(StatusArgs),
+    /// Tell a job's story: what happened to it and why, where its time went, what to do.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  kubeferry describe sim/job/default/hello-1a2b3c4d\n",
+        "  kubeferry describe --job-id etl-42 -o json\n",
+        "\n",
+        "The story comes from the job's object, its pods and their events while they last, and\n",
+        "from its outcome record once they are gone.\n",
+        "\n",
+        "Guide: docs/README.md in the kubeferry repository."
+    ))]
+    Describe(DescribeArgs),
     /// Wait for a job to end; exit 0 only if it succeeded.
     #[command(after_help = concat!(
         "Examples:\n",
@@ -413,6 +425,22 @@ pub struct WaitArgs {
     /// Give up after this long (e.g. 90s, 10m) and exit 124; the job keeps running.
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
+}
+
+/// `kubeferry describe`.
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// The execution id.
+    #[arg(
+        required_unless_present = "job_id",
+        conflicts_with = "job_id",
+        value_name = "ID",
+        add = id_completer()
+    )]
+    pub id: Option<String>,
+    /// A job by its job id.
+    #[command(flatten)]
+    pub by_job_id: JobIdArgs,
 }
 
 /// `kubeferry cancel`.

@@ -155,6 +155,7 @@ async fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => commands::run::run(cli, args).await,
         Command::Submit(args) => commands::submit::submit(cli, args).await,
         Command::Status(args) => commands::status::status(cli, args).await,
+        Command::Describe(args) => commands::describe::describe(cli, args).await,
         Command::Wait(args) => commands::wait::wait(cli, args).await,
         Command::Cancel(args) => commands::cancel::cancel(cli, args).await,
         Command::Logs(args) => commands::logs::logs(cli, args).await,

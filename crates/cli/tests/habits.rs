@@ -1445,3 +1445,65 @@ async fn a_dry_run_prints_the_objects_and_creates_nothing() {
     assert!(stderr.contains("--dry-run"), "{stderr}");
     assert_eq!(cluster.sim.count("batch", "jobs"), 0);
 }
+
+#[tokio::test]
+async fn describe_tells_a_failed_jobs_story_in_80_columns_and_as_json() {
+    let cluster = cluster().await;
+    let kubeconfig = &cluster.kubeconfig;
+    let id = submit_as(kubeconfig, &example("fail.yaml"), "told-1", &[]).await;
+    exits(kubeferry(kubeconfig).args(["wait", &id]), 3).await;
+    let told = ok(kubeferry(kubeconfig).args(["describe", "--job-id", "told-1"])).await;
+    let lines: Vec<&str> = told.lines().collect();
+    assert_eq!(lines[0], format!("ID:      {id}"), "{told}");
+    assert_eq!(lines[1], "Job id:  told-1", "{told}");
+    assert!(
+        lines[2].starts_with("State:   FAILED (Error, exit code 3, user failure)"),
+        "{told}"
+    );
+    assert!(
+        lines.iter().all(|line| line.chars().count() <= 80),
+        "{told}"
+    );
+    let table: Vec<&str> = lines
+        .iter()
+        .copied()
+        .skip_while(|line| !line.starts_with("TIME "))
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let steps: Vec<&str> = table
+        .iter()
+        .skip(1)
+        .map(|row| row.split_whitespace().nth(2).unwrap())
+        .collect();
+    assert_eq!(steps.first(), Some(&"Submitted"), "{told}");
+    assert_eq!(steps.last(), Some(&"FAILED"), "{told}");
+    assert!(
+        steps.contains(&"Started") && steps.contains(&"Ended"),
+        "{told}"
+    );
+    assert!(table[1].split_whitespace().nth(1) == Some("+0s"), "{told}");
+    assert!(told.contains("\nWhere the time went: waiting "), "{told}");
+    assert!(
+        told.ends_with(&format!(
+            "What to do: read its log: kubeferry logs {id}\n            (--previous for the \
+             attempt before)\n"
+        )),
+        "{told}"
+    );
+    let json: Value = serde_json::from_str(
+        &ok(kubeferry(kubeconfig).args(["describe", &id, "-o", "json"])).await,
+    )
+    .unwrap();
+    assert_eq!(json["id"], id.as_str());
+    assert_eq!(json["jobId"], "told-1");
+    assert_eq!(json["status"]["exitCode"], 3);
+    assert_eq!(json["steps"][0]["what"], "Submitted");
+    assert!(json["spent"]["running"].is_number(), "{json}");
+    assert!(json["whatToDo"].is_string(), "{json}");
+    // No such job: the usual error, exit 1.
+    exits(
+        kubeferry(kubeconfig).args(["describe", "test/job/default/nope"]),
+        1,
+    )
+    .await;
+}

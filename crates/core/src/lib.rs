@@ -17,6 +17,7 @@ pub mod spark;
 pub mod spec;
 pub mod status;
 pub mod template;
+pub mod timeline;
 
 pub use id::{ExecutionId, IdError, JobKind};
 pub use spec::{ContainerJobSpec, JobSpec, SparkJobSpec, SpecError};

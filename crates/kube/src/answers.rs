@@ -33,6 +33,23 @@ pub struct Submission {
     pub existing: bool,
 }
 
+/// A job's whole story (`kubeferry describe`, the service's timeline): its status, and what
+/// happened to it in time order, where its time went and what to do about how it ended.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Description {
+    /// The execution id.
+    pub id: ExecutionId,
+    /// The caller's job id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// The job's status, as `status` answers it.
+    pub status: ExecutionInfo,
+    /// Its story.
+    #[serde(flatten)]
+    pub story: kubeferry_core::timeline::Story,
+}
+
 /// How a dry run tries a submission. Nothing is created either way, no outcome record is read
 /// and no watch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

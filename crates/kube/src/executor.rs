@@ -10,7 +10,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use rand::Rng;
 use tracing::warn;
 
-use crate::answers::{CancelOutcome, DryRun, JobSummary, Orphan, Submission};
+use crate::answers::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
 use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
@@ -272,6 +272,18 @@ impl Executor {
             JobSpec::JobSet(spec) => self.jobset.dry_run(spec, job_id, namespace, mode).await?,
         };
         Ok(vec![object])
+    }
+
+    /// The job's whole story: its status, what happened to it in time order (from its object,
+    /// its pods' ends and their events, or once they are gone from its outcome record), where
+    /// its time went and what to do about how it ended. A handful of reads; writes nothing.
+    pub async fn describe(&self, id: &ExecutionId) -> Result<Description> {
+        self.check(id)?;
+        match id.kind {
+            JobKind::Job => crate::describe::describe(&*self.container, id).await,
+            JobKind::SparkApp => crate::describe::describe(&*self.spark, id).await,
+            JobKind::JobSet => crate::describe::describe(&*self.jobset, id).await,
+        }
     }
 
     /// The job's status.

@@ -39,6 +39,7 @@
 mod answers;
 pub mod cluster;
 mod container;
+mod describe;
 pub mod error;
 mod evaluating;
 pub mod executor;
@@ -60,7 +61,7 @@ mod settling;
 mod spark;
 pub mod tracker;
 
-pub use answers::{CancelOutcome, DryRun, JobSummary, Orphan, Submission};
+pub use answers::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation};
 pub use container::{ContainerSettings, SelectorEvent};
 pub use error::{Error, Result};

@@ -1651,3 +1651,53 @@ async fn a_dry_run_answers_the_objects_and_creates_nothing() {
     assert_eq!(sim.sim.count("batch", "jobs"), 0);
     service.stop().await;
 }
+
+#[tokio::test]
+async fn a_jobs_timeline_tells_its_story() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let id = api.submit(shell_job("told", "echo bye; exit 3")).await;
+    api.wait_for(&id, "FAILED").await;
+    let reply = api.get(&format!("/v1/jobs/{id}/timeline")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let timeline = reply.json();
+    assert_eq!(timeline["job"]["id"], id.as_str());
+    assert_eq!(timeline["job"]["jobId"], "told");
+    assert_eq!(timeline["job"]["exitCode"], 3);
+    let steps = timeline["steps"].as_array().unwrap();
+    let whats: Vec<&str> = steps.iter().map(|s| s["what"].as_str().unwrap()).collect();
+    assert_eq!(whats.first(), Some(&"Submitted"), "{timeline}");
+    assert_eq!(whats.last(), Some(&"FAILED"), "{timeline}");
+    let ended = steps
+        .iter()
+        .find(|s| s["what"] == "Ended")
+        .expect("an Ended step");
+    assert_eq!(ended["detail"], "exit code 3 (Error)");
+    assert!(
+        ended["object"]
+            .as_str()
+            .unwrap()
+            .starts_with(id.rsplit('/').next().unwrap())
+    );
+    assert_eq!(ended["warning"], true);
+    // Times to the second, as every answer gives them.
+    assert!(
+        steps
+            .iter()
+            .all(|s| s["at"].as_str().is_some_and(|at| at.len() == 20)),
+        "{timeline}"
+    );
+    assert!(timeline["spent"]["running"].is_number(), "{timeline}");
+    assert!(
+        timeline["whatToDo"]
+            .as_str()
+            .unwrap()
+            .starts_with("read its log"),
+        "{timeline}"
+    );
+    api.get("/v1/jobs/sim/job/default/nope/timeline")
+        .await
+        .error(StatusCode::NOT_FOUND, "no_such_job");
+    service.stop().await;
+}

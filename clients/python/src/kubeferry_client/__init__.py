@@ -55,6 +55,9 @@ from ._models import (
     SpecProblem,
     Submitted,
     SweepResult,
+    Timeline,
+    TimelineStep,
+    TimeSpent,
     WatchReadiness,
 )
 
@@ -97,6 +100,9 @@ __all__ = [
     "SpecProblem",
     "Submitted",
     "SweepResult",
+    "TimeSpent",
+    "Timeline",
+    "TimelineStep",
     "TransportError",
     "Unauthorized",
     "Unavailable",

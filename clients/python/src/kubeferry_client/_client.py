@@ -43,6 +43,7 @@ from ._models import (
     Submitted,
     SweepResult,
     TemplateList,
+    Timeline,
     decode_as,
 )
 from ._operations import OPERATIONS, STREAM_EVENTS, Operation
@@ -175,6 +176,12 @@ class Client:
     def status(self, job: JobRef) -> JobInfo:
         """A job's execution info, from the service's watch cache."""
         return self._json("getJob", JobInfo, path=_id_params(job))
+
+    def describe(self, job: JobRef) -> Timeline:
+        """A job's story: what happened to it in time order (its events, each attempt's end, a
+        cancel, the outcome), where its time went and what to do about how it ended. Told
+        from its objects while they last, then from its outcome record."""
+        return self._json("getJobTimeline", Timeline, path=_id_params(job))
 
     def cancel(self, job: JobRef) -> CancelResult:
         """Cancels a job and returns at once: the job goes CANCELLING, then CANCELLED. Harmless

@@ -333,6 +333,50 @@ class LogTail:
 
 
 @dataclasses.dataclass(frozen=True)
+class TimelineStep:
+    """One thing that happened to a job."""
+
+    what: str = _wire("what")
+    """What: ``Submitted``, an event's reason (``Scheduled``, ``FailedScheduling``, ...),
+    ``Started``, ``Ended``, ``CancelRequested``, or the final state."""
+    detail: str = _wire("detail")
+    """The details: an event's message, an attempt's exit code, who cancelled."""
+    at: datetime.datetime | None = _wire("at", _optional(_timestamp), default=None)
+    """When (to the second)."""
+    object: str | None = _wire("object", default=None)
+    """The object it happened to, when not the job's own (a pod, a JobSet's Job, a driver)."""
+    warning: bool = _wire("warning", default=False)
+    """Whether it went wrong."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeSpent:
+    """Where a job's time went, in seconds; a part not reached is None."""
+
+    waiting: int | None = _wire("waiting", default=None)
+    """From the submission until a node was found."""
+    starting: int | None = _wire("starting", default=None)
+    """From then until the main container started."""
+    running: int | None = _wire("running", default=None)
+    """From then until the end (or now)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Timeline:
+    """A job's story: its status, what happened in time order, where its time went, and what
+    to do about how it ended."""
+
+    job: JobInfo = _wire("job", _as(JobInfo))
+    """The job's status."""
+    steps: list[TimelineStep] = _wire("steps", _list_of(TimelineStep))
+    """What happened, oldest first."""
+    spent: TimeSpent = _wire("spent", _as(TimeSpent))
+    """Where the time went."""
+    what_to_do: str | None = _wire("whatToDo", default=None)
+    """What to do about how the job ended, where kubeferry knows."""
+
+
+@dataclasses.dataclass(frozen=True)
 class JobListItem:
     """One job in a list."""
 
@@ -518,6 +562,9 @@ SCHEMAS: dict[str, type[Any]] = {
     "Submitted": Submitted,
     "CancelResult": CancelResult,
     "LogTail": LogTail,
+    "Timeline": Timeline,
+    "TimelineStep": TimelineStep,
+    "TimeSpent": TimeSpent,
     "JobListItem": JobListItem,
     "JobList": JobList,
     "OrphanItem": OrphanItem,

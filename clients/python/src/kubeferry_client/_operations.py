@@ -45,6 +45,7 @@ OPERATIONS: dict[str, Operation] = {
         success=frozenset({200, 201}),
     ),
     "getJob": Operation("GET", _JOB, answer="JobInfo"),
+    "getJobTimeline": Operation("GET", _JOB + "/timeline", answer="Timeline"),
     "cancelJob": Operation(
         "POST", _JOB + "/cancel", answer="CancelResult", success=frozenset({202})
     ),

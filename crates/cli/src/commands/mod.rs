@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod cancel;
+pub mod describe;
 pub mod list;
 pub mod logs;
 pub mod rbac;

@@ -11,6 +11,7 @@ mod reads;
 mod support;
 
 mod cancel;
+mod describe;
 mod dry_run;
 mod faults;
 mod fidelity;

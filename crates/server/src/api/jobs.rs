@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 
 use super::input::{self, IdPath, QueryParams};
 use super::model::{
-    CancelResult, JobInfo, JobList, JobListItem, SubmitRequest, Submitted, TemplateList,
+    CancelResult, JobInfo, JobList, JobListItem, SubmitRequest, Submitted, TemplateList, Timeline,
 };
 use crate::app::App;
 use crate::auth::Principal;
@@ -327,6 +327,37 @@ pub async fn get(
     let (id, executor) = resolve(&app, &principal, &path)?;
     let info = executor.status(&id).await?;
     Ok(Json(JobInfo::new(&id, info)))
+}
+
+/// Tell a job's story.
+///
+/// What happened to the job in time order (its submission, the scheduler's, the kubelet's and
+/// the Job controller's events, each attempt's end, a cancel, the outcome), where its time went
+/// and what to do about how it ended: `kubeferry describe`. Read from the job's object, its
+/// pods and the namespace's events while they last, then from its outcome record.
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{cluster}/{kind}/{namespace}/{name}/timeline",
+    tag = "jobs",
+    operation_id = "getJobTimeline",
+    params(IdPath),
+    responses(
+        (status = 200, description = "The job's story", body = Timeline),
+        (status = 400, description = "A malformed execution id", body = ErrorBody),
+        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
+        (status = 404, description = "No such job (never created here, or removed)", body = ErrorBody),
+        (status = 421, description = "The id names another cluster", body = ErrorBody),
+        (status = 503, description = "Kubernetes unreachable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn timeline(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Principal>,
+    Path(path): Path<IdPath>,
+) -> ApiResult<Json<Timeline>> {
+    let (id, executor) = resolve(&app, &principal, &path)?;
+    Ok(Json(executor.describe(&id).await?.into()))
 }
 
 /// Cancel a job.

@@ -65,6 +65,7 @@ fn routers() -> (OpenApiRouter<Arc<App>>, OpenApiRouter<Arc<App>>) {
     let api = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(jobs::submit, jobs::list))
         .routes(routes!(jobs::get))
+        .routes(routes!(jobs::timeline))
         .routes(routes!(jobs::cancel))
         .routes(routes!(logs::logs))
         .routes(routes!(events::job_events))

@@ -63,6 +63,91 @@ impl From<DryRunMode> for kubeferry_kube::DryRun {
     }
 }
 
+/// A job's story: its status, what happened to it in time order, where its time went and
+/// what to do about how it ended (`kubeferry describe`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeline {
+    /// The job's status.
+    pub job: JobInfo,
+    /// What happened, oldest first (steps whose time is not known last).
+    pub steps: Vec<TimelineStep>,
+    /// Where the time went.
+    pub spent: TimeSpent,
+    /// What to do about how the job ended, where kubeferry knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what_to_do: Option<String>,
+}
+
+/// One thing that happened to a job.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineStep {
+    /// When (to the second).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_seconds"
+    )]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub at: Option<Timestamp>,
+    /// What: `Submitted`, an event's reason (`Scheduled`, `FailedScheduling`, `Pulling`,
+    /// `Failed`, ...), `Started`, `Ended`, `CancelRequested`, or the final state.
+    pub what: String,
+    /// The object it happened to, when not the job's own: a pod, a JobSet's Job, a driver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
+    /// The details: an event's message, an attempt's exit code, who cancelled.
+    pub detail: String,
+    /// Whether it went wrong.
+    #[serde(default)]
+    pub warning: bool,
+}
+
+/// Where a job's time went, in seconds: waiting for a node, starting (image pulls, container
+/// creation), running; a part not reached is absent, one under way counts until now.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TimeSpent {
+    /// From the submission until a node was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<i64>,
+    /// From then until the main container started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starting: Option<i64>,
+    /// From then until the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<i64>,
+}
+
+impl From<kubeferry_kube::Description> for Timeline {
+    fn from(description: kubeferry_kube::Description) -> Self {
+        let story = description.story;
+        let mut job = JobInfo::new(&description.id, description.status);
+        job.job_id = description.job_id;
+        Timeline {
+            job,
+            steps: story
+                .steps
+                .into_iter()
+                .map(|step| TimelineStep {
+                    at: step.at,
+                    what: step.what,
+                    object: step.object,
+                    detail: step.detail,
+                    warning: step.warning,
+                })
+                .collect(),
+            spent: TimeSpent {
+                waiting: story.spent.waiting,
+                starting: story.spent.starting,
+                running: story.spent.running,
+            },
+            what_to_do: story.what_to_do,
+        }
+    }
+}
+
 /// A submitted job.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

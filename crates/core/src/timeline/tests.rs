@@ -1,0 +1,189 @@
+//! The story of hand-built sources.
+
+use super::*;
+
+fn at(second: i64) -> Timestamp {
+    Timestamp::from_second(1_749_542_400 + second).expect("in range")
+}
+
+fn event(second: i64, object: &str, reason: &str, message: &str, warning: bool) -> EventView {
+    EventView {
+        at: Some(at(second)),
+        object: object.into(),
+        reason: reason.into(),
+        message: message.into(),
+        warning,
+        count: 1,
+        sequence: None,
+    }
+}
+
+fn oom_killed() -> Sources {
+    let mut status = ExecutionInfo::new(JobState::Failed, Reason::OomKilled).with_message(
+        "the main container was OOMKilled (exceeded its memory limit of 64Mi), exit code 137",
+    );
+    status.exit_code = Some(137);
+    status.started_at = Some(at(6));
+    status.finished_at = Some(at(16));
+    Sources {
+        status,
+        object: "etl-x".into(),
+        job_id: Some("etl-1".into()),
+        created_at: Some(at(0)),
+        cancel: None,
+        ends: vec![AttemptEnd {
+            pod: "etl-x-abcde".into(),
+            at: Some(at(16)),
+            exit_code: 137,
+            reason: Some("OOMKilled".into()),
+        }],
+        events: vec![
+            event(
+                3,
+                "etl-x-abcde",
+                "Scheduled",
+                "Successfully assigned default/etl-x-abcde to node-1",
+                false,
+            ),
+            event(
+                1,
+                "etl-x",
+                "SuccessfulCreate",
+                "Created pod: etl-x-abcde",
+                false,
+            ),
+            event(
+                4,
+                "etl-x-abcde",
+                "Pulling",
+                "Pulling image \"python:3\"",
+                false,
+            ),
+            EventView {
+                count: 3,
+                ..event(
+                    2,
+                    "etl-x-abcde",
+                    "FailedScheduling",
+                    "0/3 nodes are available: 3 Insufficient memory.",
+                    true,
+                )
+            },
+            event(6, "etl-x-abcde", "Started", "Started container main", false),
+        ],
+    }
+}
+
+#[test]
+fn an_oom_killed_job_tells_its_steps_in_order_and_what_to_do() {
+    let story = story(&oom_killed(), at(100));
+    let steps: Vec<(i64, &str, Option<&str>, &str, bool)> = story
+        .steps
+        .iter()
+        .map(|s| {
+            (
+                s.at.unwrap().as_second() - at(0).as_second(),
+                s.what.as_str(),
+                s.object.as_deref(),
+                s.detail.as_str(),
+                s.warning,
+            )
+        })
+        .collect();
+    let pod = Some("etl-x-abcde");
+    assert_eq!(
+        steps,
+        [
+            (0, "Submitted", None, "job id etl-1", false),
+            (
+                1,
+                "SuccessfulCreate",
+                None,
+                "Created pod: etl-x-abcde",
+                false
+            ),
+            (
+                2,
+                "FailedScheduling",
+                pod,
+                "0/3 nodes are available: 3 Insufficient memory. (x3)",
+                true
+            ),
+            (
+                3,
+                "Scheduled",
+                pod,
+                "Successfully assigned default/etl-x-abcde to node-1",
+                false
+            ),
+            (4, "Pulling", pod, "Pulling image \"python:3\"", false),
+            (6, "Started", pod, "Started container main", false),
+            (16, "Ended", pod, "exit code 137 (OOMKilled)", true),
+            (
+                16,
+                "FAILED",
+                None,
+                "OomKilled: the main container was OOMKilled (exceeded its memory limit of 64Mi), \
+                 exit code 137",
+                true
+            ),
+        ]
+    );
+    assert_eq!(
+        story.spent,
+        Spent {
+            waiting: Some(3),
+            starting: Some(3),
+            running: Some(10)
+        }
+    );
+    assert_eq!(
+        story.what_to_do.as_deref(),
+        Some("raise resources.memory (and its limit) in the job file, or use less memory")
+    );
+}
+
+#[test]
+fn a_job_whose_objects_are_gone_tells_its_start_and_end_from_its_status() {
+    let mut sources = oom_killed();
+    sources.events.clear();
+    sources.ends.clear();
+    let story = story(&sources, at(100_000));
+    let whats: Vec<&str> = story.steps.iter().map(|s| s.what.as_str()).collect();
+    assert_eq!(whats, ["Submitted", "Started", "FAILED"]);
+    // With no Scheduled event, the wait lasts until the start.
+    assert_eq!(
+        story.spent,
+        Spent {
+            waiting: Some(6),
+            starting: Some(0),
+            running: Some(10)
+        }
+    );
+}
+
+#[test]
+fn a_running_job_counts_until_now_and_a_cancel_names_who_asked() {
+    let mut sources = oom_killed();
+    sources.status = ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested);
+    sources.status.started_at = Some(at(6));
+    sources.ends.clear();
+    sources.cancel = Some((Some(at(20)), Some("alice on laptop-3".into())));
+    let story = story(&sources, at(30));
+    let last = story.steps.last().unwrap();
+    assert_eq!(
+        (last.at, last.what.as_str(), last.detail.as_str()),
+        (Some(at(20)), "CancelRequested", "by alice on laptop-3")
+    );
+    assert_eq!(story.spent.running, Some(24));
+    assert_eq!(story.what_to_do, None);
+}
+
+#[test]
+fn a_step_with_no_known_time_goes_last() {
+    let mut sources = oom_killed();
+    sources.created_at = None;
+    let story = story(&sources, at(100));
+    assert_eq!(story.steps.last().unwrap().what, "Submitted");
+    assert_eq!(story.spent.waiting, None);
+}
