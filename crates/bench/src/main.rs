@@ -76,6 +76,13 @@ enum Bench {
         #[arg(long, default_value_t = 100)]
         workers: usize,
     },
+    /// API requests per job over its whole life (submit, run, end, record, release), and the
+    /// outcome records' sizes, for jobs that succeed, fail with a long log, or are cancelled.
+    Lifecycle {
+        /// Jobs (half succeed, a third fail after printing 200 lines, the rest are cancelled).
+        #[arg(long, default_value_t = 600)]
+        jobs: usize,
+    },
     /// Every benchmark with its default size.
     All,
     /// Internal: track every job of a namespace and print this process's resident memory.
@@ -100,12 +107,14 @@ async fn main() -> anyhow::Result<()> {
             parallelism,
         } => indexed(indexes, parallelism).await,
         Bench::Jobset { workers } => jobset(workers).await,
+        Bench::Lifecycle { jobs } => lifecycle(jobs).await,
         Bench::All => {
             submit(1000, 8).await?;
             latency(1000, 50).await?;
             tracking(1000, Duration::from_secs(60)).await?;
             indexed(1000, 100).await?;
             jobset(100).await?;
+            lifecycle(600).await?;
             memory(10_000).await
         }
         Bench::MemoryProbe { kubeconfig, ids } => memory_probe(&kubeconfig, &ids).await,
@@ -165,6 +174,122 @@ fn print_table(title: &str, rows: &[(&str, String)]) {
     for (key, value) in rows {
         println!("  {key:<width$}   {value}");
     }
+}
+
+/// Requests kubeferry makes per job over its whole life, and the sizes of the outcome records it
+/// keeps: `jobs` jobs, half of which succeed, a third fail after printing 200 lines (their
+/// last words ride in the pod's status: no request more), the rest cancelled while they run.
+async fn lifecycle(jobs: usize) -> anyhow::Result<()> {
+    let sim = sim(jobs).await?;
+    let executor = executor(&sim).await?;
+    let succeed = job_spec("ok", "echo done", "")?;
+    let fail = job_spec(
+        "fail",
+        "i=0; while [ $i -lt 200 ]; do echo \"line $i of a long failing job\"; i=$((i+1)); done; exit 3",
+        "",
+    )?;
+    let cancel = job_spec("cancelled", "sleep 600", "")?;
+    let (failing, cancelled) = (jobs / 3, jobs - jobs / 2 - jobs / 3);
+    sim.reset_counters();
+    let started = Instant::now();
+    let mut ids = submit_all(&executor, &succeed, jobs / 2, 16).await?;
+    ids.extend(submit_all(&executor, &fail, failing, 16).await?);
+    let to_cancel = submit_all(&executor, &cancel, cancelled, 16).await?;
+    wait_all_started(&executor, &to_cancel).await?;
+    for id in &to_cancel {
+        executor.cancel(id).await?;
+    }
+    ids.extend(to_cancel);
+    let outcomes: Vec<anyhow::Result<kubeferry::ExecutionInfo>> = futures::stream::iter(&ids)
+        .map(|id| {
+            let executor = executor.clone();
+            async move { Ok(executor.wait(id, None, |_| {}).await?) }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    let mut by_state = std::collections::BTreeMap::new();
+    for outcome in outcomes {
+        *by_state.entry(outcome?.state.to_string()).or_insert(0) += 1;
+    }
+    // Every record written and every object let go (or deleted): the life is over.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while sim.count("", "configmaps") < jobs
+        || sim.count("batch", "jobs") > jobs - cancelled
+        || sim.request_count("patch", "jobs.batch") < (jobs - cancelled) as u64
+    {
+        anyhow::ensure!(Instant::now() < deadline, "the records were not all kept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let elapsed = started.elapsed();
+    let counters = sim.counters();
+    let requests: u64 = counters.values().sum();
+    let watches: u64 = counters
+        .iter()
+        .filter(|(key, _)| key.verb == "watch")
+        .map(|(_, n)| n)
+        .sum();
+    // The records as the cluster keeps them (read after counting).
+    let api: kube::Api<ConfigMap> =
+        kube::Api::namespaced(executor.cluster().client().clone(), "default");
+    let mut sizes: Vec<usize> = api
+        .list(&Default::default())
+        .await?
+        .items
+        .iter()
+        .filter(|cm| {
+            cm.metadata
+                .name
+                .as_deref()
+                .is_some_and(|name| name.starts_with("kubeferry-outcome-"))
+        })
+        .map(|cm| serde_json::to_vec(cm).map(|bytes| bytes.len()).unwrap_or(0))
+        .collect();
+    sizes.sort_unstable();
+    let size = |p: f64| {
+        sizes
+            .get(((p / 100.0) * (sizes.len().max(1) - 1) as f64).round() as usize)
+            .copied()
+            .unwrap_or(0)
+    };
+    let mean = sizes.iter().sum::<usize>() as f64 / sizes.len().max(1) as f64;
+    let per_day = 100_000.0 * mean * 7.0 / 1e9;
+    print_table(
+        &format!(
+            "Lifecycle: {jobs} jobs from submit to their records kept and objects let go ({:.0} s)",
+            elapsed.as_secs_f64()
+        ),
+        &[
+            ("outcomes", format!("{by_state:?}")),
+            ("API requests by kubeferry", requests.to_string()),
+            (
+                "requests per job",
+                format!("{:.2}", requests as f64 / jobs as f64),
+            ),
+            (
+                "of which watches (per namespace, not per job)",
+                watches.to_string(),
+            ),
+            (
+                "record size, bytes: min / median / p90 / p99 / max",
+                format!(
+                    "{} / {} / {} / {} / {}",
+                    size(0.0),
+                    size(50.0),
+                    size(90.0),
+                    size(99.0),
+                    size(100.0)
+                ),
+            ),
+            (
+                "records of 100,000 jobs a day, kept 7 days",
+                format!("{per_day:.2} GB in etcd (at the mean, {mean:.0} bytes)"),
+            ),
+        ],
+    );
+    print_counters(counters);
+    sim.shutdown().await;
+    Ok(())
 }
 
 /// Requests kubeferry makes per job-minute while `jobs` jobs run and are waited on.
