@@ -196,6 +196,27 @@ async fn an_oom_killed_worker_fails_the_set_with_oom_killed_and_the_worker_named
             .and_then(|r| r.terminal_state.as_deref()),
         Some("Failed")
     );
+    // Its story names the worker's pod and its OOM kill, and what to do.
+    let story = env.executor.describe(&id).await.expect("a story");
+    let steps = &story.story.steps;
+    assert!(
+        steps.iter().any(|s| s.what == "Ended"
+            && s.object
+                .as_deref()
+                .is_some_and(|pod| pod.starts_with(&format!("{}-workers-1-", id.name)))
+            && s.detail == "exit code 137 (OOMKilled)"),
+        "{steps:#?}"
+    );
+    assert!(
+        steps.iter().any(|s| s.what == "SuccessfulCreate"
+            && s.object.as_deref() == Some(&format!("{}-workers-1", id.name))),
+        "the Job controller's events of the set's Jobs: {steps:#?}"
+    );
+    assert_eq!(steps.last().map(|s| s.what.as_str()), Some("FAILED"));
+    assert_eq!(
+        story.story.what_to_do.as_deref(),
+        Some("raise resources.memory (and its limit) in the job file, or use less memory")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -143,6 +143,29 @@ async fn an_evicted_driver_fails_the_job_as_evicted() {
         history[history.len() - 2..],
         ["DriverEvicted".to_string(), "ResourceReleased".to_string()]
     );
+    // Its story: the kubelet stopping the driver (its pod is gone once the operator released
+    // the application), the outcome with the driver's exit, and that a retry may succeed.
+    let story = env.executor.describe(&id).await.expect("a story");
+    assert_eq!(story.status, end);
+    let steps = &story.story.steps;
+    assert_eq!(steps.first().map(|s| s.what.as_str()), Some("Submitted"));
+    let last = steps.last().unwrap();
+    assert_eq!(last.what, "FAILED");
+    assert!(
+        last.detail.starts_with("Evicted: DriverEvicted"),
+        "{last:?}"
+    );
+    assert!(last.detail.ends_with("(driver: exit code 143)"), "{last:?}");
+    assert!(
+        steps.iter().any(|s| s.what == "Killing"
+            && s.object.as_deref() == Some(driver.as_str())
+            && s.detail == "Stopping container spark-kubernetes-driver"),
+        "{steps:#?}"
+    );
+    assert_eq!(
+        story.story.what_to_do.as_deref(),
+        Some("not the job's fault: submit it again under a new job id, or give it retries")
+    );
 }
 
 #[tokio::test]
