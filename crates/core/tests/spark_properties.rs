@@ -212,6 +212,7 @@ fn driver() -> impl Strategy<Value = DriverView> {
                         restart_count: 0,
                         sidecar: false,
                     }),
+                    memory_limit: None,
                 }
             },
         )

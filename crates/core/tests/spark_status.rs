@@ -638,7 +638,7 @@ fn kubeflow_outcomes() {
     assert_reports(
         map(KUBEFLOW, "driver_oom_killed", Seen::Present, at(3600)),
         expect(JobState::Failed, Reason::OomKilled)
-            .message("the application failed: driver container failed with ExitCode: 137, Reason: OOMKilled (driver: OOMKilled, exit code 137)")
+            .message("the application failed: driver container failed with ExitCode: 137, Reason: OOMKilled (driver: OOMKilled, exit code 137, over its memory limit of 896Mi)")
             .exit_code(137)
             .started(5)
             .finished(40),

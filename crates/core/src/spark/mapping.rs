@@ -350,8 +350,12 @@ impl<'a> Mapper<'a> {
             if oom {
                 // The kernel killed a process of the driver for memory even though it exited
                 // with 0: the work did not succeed.
+                let limit = ended
+                    .and_then(|(driver, _)| driver.memory_limit.as_deref())
+                    .map(|limit| format!(" of {limit}"))
+                    .unwrap_or_default();
                 ExecutionInfo::new(JobState::Failed, Reason::OomKilled).with_message(format!(
-                    "the driver was OOMKilled (exceeded its memory limit) although it exited with code {}",
+                    "the driver was OOMKilled (exceeded its memory limit{limit}) although it exited with code {}",
                     exit_code.unwrap_or(0)
                 ))
             } else {
@@ -394,7 +398,13 @@ impl<'a> Mapper<'a> {
             };
             let mut message = verdict.message.clone();
             if let Some(t) = end.filter(|t| t.exit_code != 0 || t.message.is_some()) {
-                let driver = exit_summary(t);
+                let mut driver = exit_summary(t);
+                // An OOM kill names the limit the driver went over, when its pod shows it.
+                if reason == Reason::OomKilled
+                    && let Some(limit) = ended.and_then(|(d, _)| d.memory_limit.as_deref())
+                {
+                    driver.push_str(&format!(", over its memory limit of {limit}"));
+                }
                 message = if message.is_empty() {
                     format!("the driver ended with {driver}")
                 } else {

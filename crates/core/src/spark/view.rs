@@ -374,6 +374,9 @@ pub struct DriverView {
     /// The driver container's status: the container named [`DRIVER_CONTAINER`], else the
     /// first one (in spec order, when the spec is known).
     pub container: Option<ContainerView>,
+    /// The driver container's memory limit as written (`896Mi`), when its pod's spec is known:
+    /// an OOM kill's message names it.
+    pub memory_limit: Option<String>,
 }
 
 // Embedded for the reasons given at `JobView`'s.
@@ -381,17 +384,25 @@ embeds!(DriverView, pod: PodSummary);
 
 impl From<&Pod> for DriverView {
     fn from(pod: &Pod) -> Self {
-        let first = pod
-            .spec
-            .as_ref()
-            .and_then(|spec| spec.containers.first())
+        let containers = pod.spec.as_ref().map(|spec| spec.containers.as_slice());
+        let first = containers
+            .and_then(|containers| containers.first())
             .map(|c| c.name.as_str());
+        let driver = containers.and_then(|containers| {
+            containers
+                .iter()
+                .find(|c| c.name == DRIVER_CONTAINER)
+                .or_else(|| containers.first())
+        });
         let mut view = pod
             .status
             .as_ref()
             .map(|s| DriverView::read_status(s, first))
             .unwrap_or_default();
         view.pod = PodSummary::of(pod);
+        view.memory_limit = driver
+            .and_then(|c| c.resources.as_ref()?.limits.as_ref()?.get("memory"))
+            .map(|quantity| quantity.0.clone());
         view
     }
 }
@@ -413,6 +424,7 @@ impl DriverView {
         DriverView {
             pod: PodSummary::of_status(Some(status)),
             container,
+            memory_limit: None,
         }
     }
 }
