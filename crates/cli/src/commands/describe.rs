@@ -24,14 +24,16 @@ pub async fn describe(cli: &Cli, args: &DescribeArgs) -> anyhow::Result<ExitCode
         None => print_text(&told(
             &description,
             cli.output.format == crate::args::Format::Wide,
+            Timestamp::now(),
         )?)?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The story as text: the job, its steps (the time, how long after the submission, what, the
-/// details cut to the width unless `wide`), where the time went and what to do.
-fn told(description: &Description, wide: bool) -> anyhow::Result<String> {
+/// details cut to the width unless `wide`), where the time went and what to do. Times of the
+/// day of `now` show without their date.
+fn told(description: &Description, wide: bool, now: Timestamp) -> anyhow::Result<String> {
     let status = &description.status;
     let mut text = format!("ID:      {}\n", description.id);
     if let Some(job_id) = &description.job_id {
@@ -74,7 +76,7 @@ fn told(description: &Description, wide: bool) -> anyhow::Result<String> {
             None => one_line(&step.detail),
         };
         table.row(vec![
-            step.at.map(clock).unwrap_or_default(),
+            step.at.map(|at| clock(at, now)).unwrap_or_default(),
             after,
             step.what.clone(),
             detail,
@@ -108,9 +110,9 @@ fn told(description: &Description, wide: bool) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// A time of day, to the second, with its date when it is not today's.
-fn clock(at: Timestamp) -> String {
-    let today = Timestamp::now().strftime("%Y-%m-%d").to_string();
+/// A time of day, to the second, with its date when it is not that of `now`.
+fn clock(at: Timestamp, now: Timestamp) -> String {
+    let today = now.strftime("%Y-%m-%d").to_string();
     let date = at.strftime("%Y-%m-%d").to_string();
     if date == today {
         at.strftime("%H:%M:%SZ").to_string()
@@ -155,4 +157,140 @@ fn cut(line: &str, wide: bool) -> String {
     }
     let kept: String = line.chars().take(WIDTH - 1).collect();
     format!("{}…", kept.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use kubeferry::core::timeline::{AttemptEnd, EventView, Sources, story};
+    use kubeferry::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
+
+    use super::*;
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_second(1_764_806_400 + second).expect("in range")
+    }
+
+    /// An OOM-killed job's story, as the executor would tell it.
+    fn oom_killed() -> Description {
+        let id = ExecutionId::new("prod", JobKind::Job, "etl", "nightly-7-1a2b3c4d");
+        let mut status = ExecutionInfo::new(JobState::Failed, Reason::OomKilled).with_message(
+            "the main container was OOMKilled (exceeded its memory limit of 64Mi), exit code 137",
+        );
+        status.exit_code = Some(137);
+        status.started_at = Some(at(9));
+        status.finished_at = Some(at(70));
+        let pod = "nightly-7-1a2b3c4d-x7k2q";
+        let event = |second, object: &str, reason: &str, message: &str, warning| EventView {
+            at: Some(at(second)),
+            object: object.into(),
+            reason: reason.into(),
+            message: message.into(),
+            warning,
+            count: 1,
+            sequence: None,
+        };
+        let sources = Sources {
+            object: id.name.clone(),
+            status: status.clone(),
+            job_id: Some("nightly-7".into()),
+            created_at: Some(at(0)),
+            cancel: None,
+            ends: vec![AttemptEnd {
+                pod: pod.into(),
+                at: Some(at(70)),
+                exit_code: 137,
+                reason: Some("OOMKilled".into()),
+            }],
+            events: vec![
+                event(
+                    0,
+                    &id.name,
+                    "SuccessfulCreate",
+                    &format!("Created pod: {pod}"),
+                    false,
+                ),
+                event(
+                    1,
+                    pod,
+                    "FailedScheduling",
+                    "0/3 nodes are available: 3 Insufficient memory.",
+                    true,
+                ),
+                event(
+                    4,
+                    pod,
+                    "Scheduled",
+                    &format!("Successfully assigned etl/{pod} to node-2"),
+                    false,
+                ),
+                event(5, pod, "Pulling", "Pulling image \"python:3.12\"", false),
+                event(9, pod, "Started", "Started container main", false),
+            ],
+        };
+        Description {
+            id,
+            job_id: Some("nightly-7".into()),
+            status,
+            story: story(&sources, at(100)),
+        }
+    }
+
+    #[test]
+    fn the_table_tells_the_story_in_80_columns() {
+        let text = told(&oom_killed(), false, at(100)).unwrap();
+        assert_eq!(
+            text,
+            "\
+ID:      prod/job/etl/nightly-7-1a2b3c4d
+Job id:  nightly-7
+State:   FAILED (OomKilled, exit code 137, user failure)
+Message: the main container was OOMKilled (exceeded its memory limit of 64Mi),
+         exit code 137
+
+TIME        AFTER    STEP               DETAILS
+00:00:00Z   +0s      Submitted          job id nightly-7
+00:00:00Z   +0s      SuccessfulCreate   Created pod: nightly-7-1a2b3c4d-x7k2q
+00:00:01Z   +1s      FailedScheduling   …-x7k2q: 0/3 nodes are available: 3 Ins…
+00:00:04Z   +4s      Scheduled          …-x7k2q: Successfully assigned etl/nigh…
+00:00:05Z   +5s      Pulling            …-x7k2q: Pulling image \"python:3.12\"
+00:00:09Z   +9s      Started            …-x7k2q: Started container main
+00:01:10Z   +1m10s   Ended              …-x7k2q: exit code 137 (OOMKilled)
+00:01:10Z   +1m10s   FAILED             OomKilled: the main container was OOMKi…
+
+Where the time went: waiting 4s, starting 5s, running 1m1s
+What to do: raise resources.memory (and its limit) in the job file, or use less
+            memory
+"
+        );
+        // Another day's times carry their date; -o wide keeps every line whole.
+        let wide = told(&oom_killed(), true, at(86_400)).unwrap();
+        assert!(wide.contains("2025-12-04T00:01:10Z   +1m10s   FAILED             OomKilled: the main container was OOMKilled (exceeded its memory limit of 64Mi), exit code 137\n"), "{wide}");
+    }
+
+    #[test]
+    fn the_json_has_every_part_of_the_story() {
+        let json = serde_json::to_value(oom_killed()).unwrap();
+        assert_eq!(json["id"], "prod/job/etl/nightly-7-1a2b3c4d");
+        assert_eq!(json["jobId"], "nightly-7");
+        assert_eq!(json["status"]["exitCode"], 137);
+        assert_eq!(json["steps"].as_array().unwrap().len(), 8);
+        assert_eq!(
+            json["steps"][2],
+            serde_json::json!({
+                "at": "2025-12-04T00:00:01Z",
+                "what": "FailedScheduling",
+                "object": "nightly-7-1a2b3c4d-x7k2q",
+                "detail": "0/3 nodes are available: 3 Insufficient memory.",
+                "warning": true,
+            })
+        );
+        assert_eq!(
+            json["spent"],
+            serde_json::json!({"waiting": 4, "starting": 5, "running": 61})
+        );
+        assert_eq!(
+            json["whatToDo"],
+            "raise resources.memory (and its limit) in the job file, or use less memory"
+        );
+    }
 }
