@@ -244,6 +244,32 @@ async fn an_indexed_job_shows_its_indexes_and_logs_by_index() {
         text(&output.stdout),
         "shard 3 of 5 starting\nshard 3 done\n"
     );
+    // Without --index: one index's log, and which one it is on stderr.
+    let output = run(kubeferry(kubeconfig).args(["logs", &id])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("one of 5 indexes' pods; --index N reads another"),
+        "{}",
+        text(&output.stderr)
+    );
+    // run says which logs it streams.
+    let output = run(kubeferry(kubeconfig).args([
+        "run",
+        "-f",
+        &example("indexed.yaml"),
+        "--job-id",
+        "indexed-run",
+    ]))
+    .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains(
+            "kubeferry: the log below shows each pod's log in turn, whole and unprefixed; \
+             `kubeferry logs ID --index N` reads one index's"
+        ),
+        "{}",
+        text(&output.stderr)
+    );
     let output = run(kubeferry(kubeconfig).args(["logs", &id, "--index", "1", "-f"])).await;
     assert_eq!(
         text(&output.stdout),

@@ -450,6 +450,9 @@ pub(crate) async fn tail<J: Answers>(
     let info = jobs.status(id).await?;
     let all = jobs.attempts(id).await?;
     check_part(id, &info, &all, options)?;
+    let parts: HashSet<(Option<&String>, Option<u32>)> =
+        all.iter().map(|a| (a.replica.as_ref(), a.index)).collect();
+    let parts = parts.len();
     // The last words are the newest attempt's: never the answer of `--previous`.
     let whole_job = whole_job && !options.previous;
     // Only an attempt whose container started has a log (the server refuses to read one that
@@ -507,11 +510,31 @@ pub(crate) async fn tail<J: Answers>(
             }),
             gone: false,
         }),
+        // A job of several pods whose caller named none: which one this is, and how to read
+        // another.
         Ok(log) => Ok(Tail {
             log,
-            warning: None,
+            warning: whole_job.then(|| which_part(attempt, parts)).flatten(),
             gone: false,
         }),
+    }
+}
+
+/// Which of a job's `parts` (indexes, or a JobSet's replicated jobs' Jobs) `attempt` is, when
+/// it has more than one.
+fn which_part(attempt: &Attempt, parts: usize) -> Option<String> {
+    if parts < 2 {
+        return None;
+    }
+    match (&attempt.replica, attempt.index) {
+        (Some(replica), Some(index)) => Some(format!(
+            "the log of replicated job {replica:?}, index {index}, one of {parts} pods; \
+             --replica NAME --index N reads another"
+        )),
+        (None, Some(index)) => Some(format!(
+            "the log of index {index}, one of {parts} indexes' pods; --index N reads another"
+        )),
+        _ => None,
     }
 }
 

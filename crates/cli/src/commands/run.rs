@@ -47,6 +47,11 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("kubeferry: submitted {id} (job id {job_id})");
     }
     let live = Progress::new(cli.output.no_progress);
+    if !args.no_logs
+        && let Some(which) = streamed_part(&spec)
+    {
+        eprintln!("kubeferry: {which}");
+    }
 
     // Log lines go to stdout, unless stdout carries the JSON/YAML result.
     let structured = cli.output.format.structured();
@@ -174,5 +179,26 @@ async fn ask_cancel(id: &ExecutionId) -> bool {
     match answer {
         Ok(Ok(line)) => !matches!(line.trim().to_ascii_lowercase().as_str(), "n" | "no"),
         _ => true,
+    }
+}
+
+/// For a job of several pods, which of their logs `run` streams, and how to read the others.
+fn streamed_part(spec: &kubeferry::core::spec::JobSpec) -> Option<String> {
+    use kubeferry::core::spec::JobSpec;
+    match spec {
+        JobSpec::Container(job) if job.indexed => Some(
+            "the log below shows each pod's log in turn, whole and unprefixed; \
+             `kubeferry logs ID --index N` reads one index's"
+                .to_string(),
+        ),
+        JobSpec::JobSet(set) => {
+            let first = set.replicated_jobs.first()?;
+            Some(format!(
+                "the log below is the first pod of replicated job {:?}; \
+                 `kubeferry logs ID --replica NAME --index N` reads another",
+                first.name
+            ))
+        }
+        _ => None,
     }
 }

@@ -48,9 +48,24 @@ async fn every_index_succeeds_and_each_log_is_its_own() {
     // Every answer on the way carried the summary too.
     assert!(seen.iter().all(|info| info.indexes.is_some()), "{seen:#?}");
     for index in 0..4 {
-        let log = env.executor.tail(&id, &tail_of(index)).await.unwrap().log;
-        assert_eq!(log, format!("shard {index}\n"));
+        let tail = env.executor.tail(&id, &tail_of(index)).await.unwrap();
+        assert_eq!(tail.log, format!("shard {index}\n"));
+        assert_eq!(tail.warning, None, "the caller named the index");
     }
+    // Without --index: one index's log, and a word on which one and how to read another.
+    let any = env
+        .executor
+        .tail(&id, &TailOptions::default())
+        .await
+        .unwrap();
+    let shown: u32 = any.log.trim().trim_start_matches("shard ").parse().unwrap();
+    assert_eq!(
+        any.warning.as_deref(),
+        Some(
+            format!("the log of index {shown}, one of 4 indexes' pods; --index N reads another")
+                .as_str()
+        )
+    );
     // An index the job does not have is the caller's mistake, said so.
     let error = env.executor.tail(&id, &tail_of(9)).await.unwrap_err();
     assert_eq!(

@@ -103,9 +103,16 @@ async fn every_replicated_job_succeeds_and_the_set_is_one_job() {
         .executor
         .tail(&id, &TailOptions::default())
         .await
-        .expect("the leader's log")
-        .log;
-    assert_eq!(leader, "leading\n");
+        .expect("the leader's log");
+    assert_eq!(leader.log, "leading\n");
+    // With a word on which pod it is, and how to read another.
+    assert_eq!(
+        leader.warning.as_deref(),
+        Some(
+            "the log of replicated job \"leader\", index 0, one of 3 pods; --replica NAME \
+             --index N reads another"
+        )
+    );
     let worker = env
         .executor
         .tail(
