@@ -410,10 +410,12 @@ pub(crate) trait Evaluates:
                 };
                 if acting == Acting::Delegate && (mapped.action.is_some() || unrecorded) {
                     // What stands until the settler is done: never an outcome it has not
-                    // recorded.
+                    // recorded. The copy of the record the object carries was recorded (its
+                    // record deleted by hand since, which the settler writes again).
+                    let kept = observed.view().kept_outcome.clone();
+                    let kept_stands = kept.is_some() && info.is_terminal();
                     let holding = if info.is_terminal() {
-                        self.namespaces()
-                            .last_reported(&id.namespace, &id.name)
+                        kept.or_else(|| self.namespaces().last_reported(&id.namespace, &id.name))
                             .unwrap_or_else(|| {
                                 ExecutionInfo::new(JobState::Queued, Reason::Pending)
                             })
@@ -431,6 +433,7 @@ pub(crate) trait Evaluates:
                             .await
                         {
                             Ok(settled) => settled?,
+                            Err(_) if kept_stands => holding,
                             Err(_) => ExecutionInfo {
                                 message: format!(
                                     "{}; not done yet: the namespace's settler is still busy",

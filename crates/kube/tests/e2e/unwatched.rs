@@ -342,6 +342,7 @@ async fn pods_and_record_deleted_by_hand(yaml: &str, job_id: &str) {
         .expect("the pods deleted");
     let records: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
         kube::Api::namespaced(admin, NS);
+    let records = &records;
     records
         .delete(&record_name(id.kind, &id.name), &Default::default())
         .await
@@ -361,6 +362,32 @@ async fn pods_and_record_deleted_by_hand(yaml: &str, job_id: &str) {
     };
     assert_eq!(again, recorded, "the first answer of a new process");
     submitted_again_runs_nothing(env, yaml, job_id, &id, &recorded).await;
+
+    // Its record, written again by that process, deleted once more; and a process that cannot
+    // write it meanwhile (its writes wait at the server): the copy on the object is the record,
+    // and is the answer.
+    records
+        .delete(&record_name(id.kind, &id.name), &Default::default())
+        .await
+        .expect("the record deleted again");
+    let held = env.sim.add_fault(
+        kubeferry_sim::FaultRule::new(kubeferry_sim::FaultAction::Hold)
+            .verbs(&["create"])
+            .resources(&["configmaps"]),
+    );
+    let unwritable = {
+        let id = id.clone();
+        in_a_process_of_its_own(env, |executor| async move {
+            let answer = executor.status(&id).await.expect("its status");
+            (executor, answer)
+        })
+        .await
+    };
+    env.sim.remove_fault(held);
+    assert_eq!(
+        unwritable, recorded,
+        "the answer of a process that cannot record"
+    );
 }
 
 /// A container job that succeeded, its pods and record then deleted by hand: still
