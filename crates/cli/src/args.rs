@@ -169,7 +169,7 @@ pub enum Command {
         "\n",
         "Guide: docs/README.md in the kubeferry repository."
     ))]
-    Describe(DescribeArgs),
+    Describe(OneJobArgs),
     /// Wait for a job to end; exit 0 only if it succeeded.
     #[command(after_help = concat!(
         "Examples:\n",
@@ -408,39 +408,31 @@ fn id_completer() -> clap_complete::ArgValueCompleter {
     clap_complete::ArgValueCompleter::new(crate::completion::complete_ids)
 }
 
+/// One job, by its execution id or by its job id (`wait`, `describe`, `logs`).
+#[derive(Debug, Args)]
+pub struct OneJobArgs {
+    /// The execution id.
+    #[arg(
+        required_unless_present = "job_id",
+        conflicts_with = "job_id",
+        value_name = "ID",
+        add = id_completer()
+    )]
+    pub id: Option<String>,
+    /// A job by its job id.
+    #[command(flatten)]
+    pub by_job_id: JobIdArgs,
+}
+
 /// `kubeferry wait`.
 #[derive(Debug, Args)]
 pub struct WaitArgs {
-    /// The execution id.
-    #[arg(
-        required_unless_present = "job_id",
-        conflicts_with = "job_id",
-        value_name = "ID",
-        add = id_completer()
-    )]
-    pub id: Option<String>,
-    /// A job by its job id.
+    /// The job.
     #[command(flatten)]
-    pub by_job_id: JobIdArgs,
+    pub job: OneJobArgs,
     /// Give up after this long (e.g. 90s, 10m) and exit 124; the job keeps running.
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-}
-
-/// `kubeferry describe`.
-#[derive(Debug, Args)]
-pub struct DescribeArgs {
-    /// The execution id.
-    #[arg(
-        required_unless_present = "job_id",
-        conflicts_with = "job_id",
-        value_name = "ID",
-        add = id_completer()
-    )]
-    pub id: Option<String>,
-    /// A job by its job id.
-    #[command(flatten)]
-    pub by_job_id: JobIdArgs,
 }
 
 /// `kubeferry cancel`.
@@ -465,17 +457,9 @@ pub struct CancelArgs {
 /// `kubeferry logs`.
 #[derive(Debug, Args)]
 pub struct LogsArgs {
-    /// The execution id.
-    #[arg(
-        required_unless_present = "job_id",
-        conflicts_with = "job_id",
-        value_name = "ID",
-        add = id_completer()
-    )]
-    pub id: Option<String>,
-    /// A job by its job id.
+    /// The job.
     #[command(flatten)]
-    pub by_job_id: JobIdArgs,
+    pub job: OneJobArgs,
     /// Stream the log until the job's container ends.
     #[arg(
         short = 'f',

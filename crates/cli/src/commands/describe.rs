@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use jiff::Timestamp;
 use kubeferry::kube::Description;
 
-use crate::args::{Cli, DescribeArgs};
+use crate::args::{Cli, OneJobArgs};
 use crate::commands::{named_job, parse_ids};
 use crate::connect::{Fallback, connect};
 use crate::output::{Table, one_line, print_structured, print_text, short_duration};
@@ -14,7 +14,7 @@ use crate::output::{Table, one_line, print_structured, print_text, short_duratio
 const WIDTH: usize = 80;
 
 /// Runs `kubeferry describe`.
-pub async fn describe(cli: &Cli, args: &DescribeArgs) -> anyhow::Result<ExitCode> {
+pub async fn describe(cli: &Cli, args: &OneJobArgs) -> anyhow::Result<ExitCode> {
     let ids = parse_ids(cli, args.id.as_slice())?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
     let id = named_job(cli, ids, &args.by_job_id, &connection).await?;

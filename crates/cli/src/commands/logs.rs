@@ -13,9 +13,9 @@ use crate::connect::{Fallback, connect};
 
 /// Runs `kubeferry logs`.
 pub async fn logs(cli: &Cli, args: &LogsArgs) -> anyhow::Result<ExitCode> {
-    let ids = parse_ids(cli, args.id.as_slice())?;
+    let ids = parse_ids(cli, args.job.id.as_slice())?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
-    let id = named_job(cli, ids, &args.by_job_id, &connection).await?;
+    let id = named_job(cli, ids, &args.job.by_job_id, &connection).await?;
     if args.index.is_some() && !matches!(id.kind, JobKind::Job | JobKind::JobSet) {
         return Err(crate::UsageError(format!(
             "--index is only for indexed container jobs and JobSets; {id} is neither"

@@ -11,9 +11,9 @@ use crate::output::print_final;
 
 /// Runs `kubeferry wait`.
 pub async fn wait(cli: &Cli, args: &WaitArgs) -> anyhow::Result<ExitCode> {
-    let ids = parse_ids(cli, args.id.as_slice())?;
+    let ids = parse_ids(cli, args.job.id.as_slice())?;
     let connection = connect(&cli.cluster, Fallback::None).await?;
-    let id = named_job(cli, ids, &args.by_job_id, &connection).await?;
+    let id = named_job(cli, ids, &args.job.by_job_id, &connection).await?;
     let live = Progress::new(cli.output.no_progress);
     let executor = &connection.executor;
     let info = executor
@@ -32,7 +32,7 @@ pub async fn wait(cli: &Cli, args: &WaitArgs) -> anyhow::Result<ExitCode> {
         &cli.output.format,
         &id,
         &info,
-        args.by_job_id.job_id.as_deref(),
+        args.job.by_job_id.job_id.as_deref(),
     )?;
     Ok(exit_code_of(&info))
 }

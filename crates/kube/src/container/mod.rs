@@ -504,9 +504,7 @@ impl ContainerJobs {
             }
             // The copy of the record the object carries was recorded (the record deleted by
             // hand since, which the settler writes again): it stands meanwhile.
-            let kept = match observed {
-                Observed::Present(job) | Observed::Vanished(job, _) => job.kept_outcome.clone(),
-            };
+            let kept = observed.view().kept_outcome.clone();
             info = kept.or_else(|| previous.clone()).unwrap_or_else(|| {
                 ExecutionInfo::new(JobState::Queued, Reason::Pending)
                     .with_message(format!("deciding the outcome: {}", info.message))
