@@ -18,6 +18,7 @@ use crate::marks::{
     job_id_label_value, job_id_of, outcome_record, spec_hash_of,
 };
 use crate::status::ExecutionInfo;
+use crate::timeline::{Attempt, kept_attempts};
 
 /// The label that marks a ConfigMap as an outcome record (value [`RECORD_LABEL_VALUE`]).
 pub const RECORD_LABEL: &str = "kubeferry.dev/record";
@@ -34,6 +35,7 @@ const OUTCOME_KEY: &str = "outcome";
 const RECORDED_AT_KEY: &str = "recordedAt";
 const CREATED_AT_KEY: &str = "createdAt";
 const CANCELLED_BY_KEY: &str = "cancelledBy";
+const ATTEMPTS_KEY: &str = "attempts";
 
 /// The name of the record of the job whose object is `object`, of kind `kind`:
 /// `kubeferry-outcome-<kind>-<object>`, cut to a DNS label of at most 63 characters with a
@@ -63,6 +65,9 @@ pub struct OutcomeRecord {
     pub created_at: Option<Timestamp>,
     /// Who cancelled the job, for a cancelled one.
     pub cancelled_by: Option<String>,
+    /// The job's attempts (its pods) as they ended, oldest first: the newest
+    /// [`crate::timeline::KEPT_ATTEMPTS`], so `describe` tells them once the pods are gone.
+    pub attempts: Vec<Attempt>,
 }
 
 impl OutcomeRecord {
@@ -92,6 +97,11 @@ impl OutcomeRecord {
                 .or_else(|| metadata.creation_timestamp.as_ref().map(|t| t.0)),
             created_at: data.get(CREATED_AT_KEY).and_then(|at| at.parse().ok()),
             cancelled_by: data.get(CANCELLED_BY_KEY).cloned(),
+            // A record without them (or written by an older release) tells none.
+            attempts: data
+                .get(ATTEMPTS_KEY)
+                .and_then(|attempts| serde_json::from_str(attempts).ok())
+                .unwrap_or_default(),
         })
     }
 
@@ -122,6 +132,12 @@ impl OutcomeRecord {
         }
         if let Some(by) = &self.cancelled_by {
             data[CANCELLED_BY_KEY] = by.clone().into();
+        }
+        if !self.attempts.is_empty() {
+            let attempts = kept_attempts(self.attempts.clone());
+            data[ATTEMPTS_KEY] = serde_json::to_string(&attempts)
+                .unwrap_or_default()
+                .into();
         }
         serde_json::json!({
             "apiVersion": "v1",
@@ -176,6 +192,15 @@ mod tests {
             recorded_at: Some("2026-12-01T10:00:06Z".parse().unwrap()),
             created_at: Some("2026-12-01T09:59:58Z".parse().unwrap()),
             cancelled_by: None,
+            attempts: vec![Attempt {
+                pod: "nightly-etl-1a2b3c-x7k2q".into(),
+                node: Some("node-1".into()),
+                scheduled_at: Some("2026-12-01T09:59:59Z".parse().unwrap()),
+                ended_at: Some("2026-12-01T10:00:05Z".parse().unwrap()),
+                exit_code: Some(3),
+                reason: Some("Error".into()),
+                message: None,
+            }],
         }
     }
 
@@ -191,6 +216,7 @@ mod tests {
         cancelled.kind = JobKind::SparkApp;
         cancelled.outcome = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled);
         cancelled.cancelled_by = Some("kubeferry@replica-1".into());
+        cancelled.attempts.clear();
         for record in [record(), cancelled] {
             let config_map = record.config_map("ns");
             assert_eq!(

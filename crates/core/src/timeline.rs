@@ -2,13 +2,23 @@
 //! to do about how it ended. Pure: built from what Kubernetes and kubeferry kept of the job.
 
 use jiff::{SignedDuration, Timestamp};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::container::{
+    ConditionStatus, ContainerStateView, ContainerView, PodPhase, PodSummary, PodView,
+    oldest_attempt_first,
+};
 use crate::status::{ExecutionInfo, JobState, Reason};
 
-/// What the story is told from: the job's status, its object's metadata, its pods' ends and the
-/// events of the object and its pods. Once they are gone, the status alone (its outcome record)
-/// still tells the start and the end.
+/// How many attempts an outcome record keeps (the newest): with pod and node names of at most
+/// 63 characters and a message cut to [`KEPT_MESSAGE_CHARS`], at most about 8 KiB.
+pub const KEPT_ATTEMPTS: usize = 16;
+/// How much of a pod's own message (an eviction's, a node loss's) an attempt keeps.
+pub const KEPT_MESSAGE_CHARS: usize = 200;
+
+/// What the story is told from: the job's status, its object's metadata, its pods and the events
+/// of the object and its pods. Once they are gone, the outcome record still tells the start,
+/// each attempt kept and the end; the events' words are not kept.
 #[derive(Clone, Debug)]
 pub struct Sources {
     /// The status the job answers now.
@@ -21,23 +31,100 @@ pub struct Sources {
     pub created_at: Option<Timestamp>,
     /// When a cancel was requested, and by whom (the cancel mark).
     pub cancel: Option<(Option<Timestamp>, Option<String>)>,
-    /// How each attempt's main container ended, oldest first.
-    pub ends: Vec<AttemptEnd>,
+    /// The job's attempts (its pods), oldest first.
+    pub attempts: Vec<Attempt>,
     /// The events of the job's object and of its pods.
     pub events: Vec<EventView>,
 }
 
-/// How one attempt's main container ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AttemptEnd {
+/// One attempt: one of the job's pods, as far as it got. The outcome record keeps the newest
+/// [`KEPT_ATTEMPTS`], so the story outlives the pods.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
     /// The pod.
     pub pod: String,
-    /// When the container ended.
-    pub at: Option<Timestamp>,
-    /// Its exit code.
-    pub exit_code: i32,
-    /// The runtime's reason (`Completed`, `Error`, `OOMKilled`, ...).
+    /// Its node, once scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// When the scheduler placed it (its `PodScheduled` condition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_at: Option<Timestamp>,
+    /// When its main container ended, or the pod failed without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<Timestamp>,
+    /// The main container's exit code, once it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The runtime's reason for the end (`Completed`, `Error`, `OOMKilled`, ...), else the
+    /// pod's (`Evicted`, `DeadlineExceeded`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The pod's own message when it failed without its container's end (an eviction's), cut
+    /// to [`KEPT_MESSAGE_CHARS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Attempt {
+    /// The attempt a pod shows: its summary, its main container and its node.
+    pub fn of(pod: &PodSummary, main: Option<&ContainerView>, node: Option<&str>) -> Self {
+        let scheduled_at = pod
+            .scheduled
+            .as_ref()
+            .filter(|condition| condition.status == ConditionStatus::True)
+            .and_then(|condition| condition.last_transition_time);
+        let mut attempt = Attempt {
+            pod: pod.name.clone(),
+            node: node.map(str::to_string),
+            scheduled_at,
+            ..Attempt::default()
+        };
+        match main.map(|main| &main.state) {
+            Some(ContainerStateView::Terminated(ended)) => {
+                attempt.ended_at = ended.finished_at;
+                attempt.exit_code = Some(ended.exit_code);
+                attempt.reason = ended.reason.clone();
+            }
+            // A pod that failed with its container not ended (evicted, out of time, its node
+            // lost) ends with the pod's reason and words.
+            _ if pod.phase == Some(PodPhase::Failed) || pod.reason.is_some() => {
+                attempt.reason = pod.reason.clone();
+                attempt.message = pod
+                    .message
+                    .as_deref()
+                    .map(|message| message.chars().take(KEPT_MESSAGE_CHARS).collect());
+                attempt.ended_at = pod
+                    .disruption
+                    .as_ref()
+                    .and_then(|condition| condition.last_transition_time);
+            }
+            _ => {}
+        }
+        attempt
+    }
+
+    /// Whether it ended.
+    fn ended(&self) -> bool {
+        self.exit_code.is_some() || self.reason.is_some()
+    }
+}
+
+/// The attempts a Job's pods show, oldest first (as the mapping orders them).
+pub fn attempts_of(pods: &[PodView]) -> Vec<Attempt> {
+    let mut pods: Vec<&PodView> = pods.iter().collect();
+    pods.sort_by(|a, b| oldest_attempt_first(a, b));
+    pods.iter()
+        .map(|pod| Attempt::of(&pod.pod, pod.main.as_ref(), pod.node_name.as_deref()))
+        .collect()
+}
+
+/// The attempts an outcome record keeps of `attempts` (oldest first): the newest
+/// [`KEPT_ATTEMPTS`].
+pub fn kept_attempts(mut attempts: Vec<Attempt>) -> Vec<Attempt> {
+    let extra = attempts.len().saturating_sub(KEPT_ATTEMPTS);
+    attempts.drain(..extra);
+    attempts
 }
 
 /// What the story reads from an event.
@@ -138,6 +225,26 @@ pub fn story(sources: &Sources, now: Timestamp) -> Story {
             warning: event.warning,
         });
     }
+    for attempt in &sources.attempts {
+        // A pod the events no longer tell of (their retention is an hour by default) still
+        // shows where and when it was placed.
+        let scheduled_seen = sources
+            .events
+            .iter()
+            .any(|event| event.reason == "Scheduled" && event.object == attempt.pod);
+        if !scheduled_seen && let Some(at) = attempt.scheduled_at {
+            steps.push(Step {
+                at: Some(at),
+                what: "Scheduled".into(),
+                object: Some(attempt.pod.clone()),
+                detail: match &attempt.node {
+                    Some(node) => format!("on {node}"),
+                    None => String::new(),
+                },
+                warning: false,
+            });
+        }
+    }
     let started_seen = sources.events.iter().any(|event| event.reason == "Started");
     if !started_seen && let Some(started) = status.started_at {
         steps.push(Step {
@@ -148,17 +255,22 @@ pub fn story(sources: &Sources, now: Timestamp) -> Story {
             warning: false,
         });
     }
-    for end in &sources.ends {
-        let how = match end.reason.as_deref() {
-            Some(reason) if !reason.is_empty() => format!("exit code {} ({reason})", end.exit_code),
-            _ => format!("exit code {}", end.exit_code),
+    for attempt in sources.attempts.iter().filter(|attempt| attempt.ended()) {
+        let reason = attempt.reason.as_deref().filter(|reason| !reason.is_empty());
+        let mut detail = match (attempt.exit_code, reason) {
+            (Some(code), Some(reason)) => format!("exit code {code} ({reason})"),
+            (Some(code), None) => format!("exit code {code}"),
+            (None, reason) => reason.unwrap_or_default().to_string(),
         };
+        if let Some(message) = &attempt.message {
+            detail.push_str(&format!(": {message}"));
+        }
         steps.push(Step {
-            at: end.at,
+            at: attempt.ended_at,
             what: "Ended".into(),
-            object: Some(end.pod.clone()),
-            detail: how,
-            warning: end.exit_code != 0 || end.reason.as_deref() == Some("OOMKilled"),
+            object: Some(attempt.pod.clone()),
+            detail,
+            warning: attempt.exit_code != Some(0) || reason == Some("OOMKilled"),
         });
     }
     if let Some((at, by)) = &sources.cancel {
@@ -204,7 +316,7 @@ pub fn story(sources: &Sources, now: Timestamp) -> Story {
     }
 }
 
-/// Where the time went: until the first `Scheduled` event (else the start), until the start,
+/// Where the time went: until the first pod was scheduled (else the start), until the start,
 /// until the end (or now).
 fn spent(sources: &Sources, now: Timestamp) -> Spent {
     let status = &sources.status;
@@ -218,6 +330,7 @@ fn spent(sources: &Sources, now: Timestamp) -> Spent {
         .iter()
         .filter(|event| event.reason == "Scheduled")
         .filter_map(|event| event.at)
+        .chain(sources.attempts.iter().filter_map(|a| a.scheduled_at))
         .min();
     let started = status.started_at;
     let seconds = |from: Option<Timestamp>, to: Option<Timestamp>| -> Option<i64> {

@@ -5,11 +5,11 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams};
 use kubeferry_core::ExecutionId;
-use kubeferry_core::container::{ContainerStateView, PodView, oldest_attempt_first};
+use kubeferry_core::container::PodView;
 use kubeferry_core::marks::{
     CANCEL_ANNOTATION, CANCELLED_BY_ANNOTATION, JOB_ID_LABEL, job_id_label_value, job_id_of,
 };
-use kubeferry_core::timeline::{AttemptEnd, EventView, Sources, story};
+use kubeferry_core::timeline::{Attempt, EventView, Sources, attempts_of, story};
 
 use crate::answers::Description;
 use crate::cluster::Op;
@@ -18,22 +18,27 @@ use crate::kind::Answers;
 
 /// The job's story as of now. Reads, besides the status: the object (one GET, and its pods
 /// listed to map it), the job's pods (one LIST by its job id's label) and the namespace's events
-/// (one LIST); once the object is gone, its outcome record (one GET). Writes nothing.
+/// (one LIST); once the object or its pods are gone, its outcome record (one GET). Writes
+/// nothing.
 pub(crate) async fn describe<J: Answers>(jobs: &J, id: &ExecutionId) -> Result<Description> {
     let status = jobs.status(id).await?;
     let current = jobs.read(id).await?;
     let meta = current.as_ref().map(|current| &current.meta);
-    let record = match meta {
-        Some(_) => None,
-        None => {
-            jobs.records()
-                .fetch(&id.namespace, id.kind, &id.name)
-                .await?
-        }
+    let live_job_id = meta.and_then(job_id_of);
+    let attempts = match &live_job_id {
+        Some(job_id) => attempts(jobs, id, job_id).await?,
+        None => Vec::new(),
     };
-    let job_id = meta
-        .and_then(job_id_of)
-        .or_else(|| record.as_ref().and_then(|record| record.job_id.clone()));
+    // The record tells what the object or the pods no longer do.
+    let record = if meta.is_none() || (attempts.is_empty() && status.is_terminal()) {
+        jobs.records()
+            .fetch(&id.namespace, id.kind, &id.name)
+            .await?
+    } else {
+        None
+    };
+    let job_id =
+        live_job_id.or_else(|| record.as_ref().and_then(|record| record.job_id.clone()));
     let created_at = meta
         .and_then(|meta| meta.creation_timestamp.as_ref().map(|t| t.0))
         .or_else(|| record.as_ref().and_then(|record| record.created_at));
@@ -52,9 +57,9 @@ pub(crate) async fn describe<J: Answers>(jobs: &J, id: &ExecutionId) -> Result<D
             let by = record.cancelled_by.clone()?;
             Some((record.outcome.finished_at, Some(by)))
         });
-    let ends = match &job_id {
-        Some(job_id) => attempt_ends(jobs, id, job_id).await?,
-        None => Vec::new(),
+    let attempts = match record {
+        Some(record) if attempts.is_empty() => record.attempts,
+        _ => attempts,
     };
     let events = events(jobs, id).await?;
     let sources = Sources {
@@ -63,7 +68,7 @@ pub(crate) async fn describe<J: Answers>(jobs: &J, id: &ExecutionId) -> Result<D
         job_id: job_id.clone(),
         created_at,
         cancel,
-        ends,
+        attempts,
         events,
     };
     Ok(Description {
@@ -83,39 +88,20 @@ fn of_the_job(id: &ExecutionId, name: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('-'))
 }
 
-/// How each of the job's pods' main container ended, oldest first.
-async fn attempt_ends<J: Answers>(
-    jobs: &J,
-    id: &ExecutionId,
-    job_id: &str,
-) -> Result<Vec<AttemptEnd>> {
+/// The job's attempts (its pods), oldest first.
+async fn attempts<J: Answers>(jobs: &J, id: &ExecutionId, job_id: &str) -> Result<Vec<Attempt>> {
     let api: Api<Pod> = Api::namespaced(jobs.cluster().client().clone(), &id.namespace);
     let params =
         ListParams::default().labels(&format!("{JOB_ID_LABEL}={}", job_id_label_value(job_id)));
     let op = Op::collection("list", "pods", &id.namespace);
     let pods = jobs.cluster().call(&op, true, || api.list(&params)).await?;
-    // Oldest attempt first, as the mapping orders them (also those of the same second).
-    let mut views: Vec<PodView> = pods
+    let views: Vec<PodView> = pods
         .items
         .iter()
         .filter(|pod| of_the_job(id, pod.metadata.name.as_deref().unwrap_or_default()))
         .map(PodView::from)
         .collect();
-    views.sort_by(oldest_attempt_first);
-    Ok(views
-        .iter()
-        .filter_map(|view| {
-            let ContainerStateView::Terminated(ended) = &view.main.as_ref()?.state else {
-                return None;
-            };
-            Some(AttemptEnd {
-                pod: view.name.clone(),
-                at: ended.finished_at,
-                exit_code: ended.exit_code,
-                reason: ended.reason.clone(),
-            })
-        })
-        .collect())
+    Ok(attempts_of(&views))
 }
 
 /// The events of the job's object and of the objects it made.

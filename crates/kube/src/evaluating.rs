@@ -17,6 +17,7 @@ use kube::api::DynamicObject;
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::observation::{ManagedMeta, Mapped};
 use kubeferry_core::record::OutcomeRecord;
+use kubeferry_core::timeline::Attempt;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
@@ -253,6 +254,9 @@ pub(crate) trait Evaluates:
 
     /// The view of `object`, another copy of the object `like` shows.
     fn view_of(&self, like: &Self::View, object: &DynamicObject) -> Self::View;
+
+    /// The attempts (pods) the parts show, oldest first: the outcome record keeps them.
+    fn attempts_in(&self, parts: &Self::Parts) -> Vec<Attempt>;
 
     /// Adds to a status what the parts could not tell (nothing by default).
     fn note(&self, _parts: &Self::Parts, _info: &mut ExecutionInfo) {}
@@ -500,7 +504,13 @@ pub(crate) trait Evaluates:
                     // A replica that answered already keeps its answer: it replaces no
                     // record with another.
                     match self
-                        .keep(id, observed.view(), &info, undeleted && !answered)
+                        .keep(
+                            id,
+                            observed.view(),
+                            &parts,
+                            &info,
+                            undeleted && !answered,
+                        )
                         .await
                     {
                         Ok(standing) => {
@@ -618,6 +628,7 @@ pub(crate) trait Evaluates:
         &self,
         id: &ExecutionId,
         view: &Self::View,
+        parts: &Self::Parts,
         outcome: &ExecutionInfo,
         undeleted: bool,
     ) -> impl Future<Output = Result<ExecutionInfo>> + Send {
@@ -630,6 +641,7 @@ pub(crate) trait Evaluates:
             recorded_at: Some(Timestamp::now()),
             created_at: view.created_at,
             cancelled_by: None,
+            attempts: self.attempts_in(parts),
         };
         async move { self.records().keep(&id.namespace, record, undeleted).await }
     }

@@ -291,6 +291,9 @@ pub(crate) fn cancelled_record(
         recorded_at: Some(now),
         created_at,
         cancelled_by: Some(by),
+        // The cancel is recorded before its delete, with no pods at hand: the story of a
+        // cancelled job whose pods are gone tells its start, the cancel and the end.
+        attempts: Vec::new(),
     }
 }
 

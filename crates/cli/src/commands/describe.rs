@@ -161,7 +161,7 @@ fn cut(line: &str, wide: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use kubeferry::core::timeline::{AttemptEnd, EventView, Sources, story};
+    use kubeferry::core::timeline::{Attempt, EventView, Sources, story};
     use kubeferry::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 
     use super::*;
@@ -195,11 +195,14 @@ mod tests {
             job_id: Some("nightly-7".into()),
             created_at: Some(at(0)),
             cancel: None,
-            ends: vec![AttemptEnd {
+            attempts: vec![Attempt {
                 pod: pod.into(),
-                at: Some(at(70)),
-                exit_code: 137,
+                node: Some("node-2".into()),
+                scheduled_at: Some(at(4)),
+                ended_at: Some(at(70)),
+                exit_code: Some(137),
                 reason: Some("OOMKilled".into()),
+                message: None,
             }],
             events: vec![
                 event(

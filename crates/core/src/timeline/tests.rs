@@ -31,11 +31,14 @@ fn oom_killed() -> Sources {
         job_id: Some("etl-1".into()),
         created_at: Some(at(0)),
         cancel: None,
-        ends: vec![AttemptEnd {
+        attempts: vec![Attempt {
             pod: "etl-x-abcde".into(),
-            at: Some(at(16)),
-            exit_code: 137,
+            node: Some("node-1".into()),
+            scheduled_at: Some(at(3)),
+            ended_at: Some(at(16)),
+            exit_code: Some(137),
             reason: Some("OOMKilled".into()),
+            message: None,
         }],
         events: vec![
             event(
@@ -147,7 +150,7 @@ fn an_oom_killed_job_tells_its_steps_in_order_and_what_to_do() {
 fn a_job_whose_objects_are_gone_tells_its_start_and_end_from_its_status() {
     let mut sources = oom_killed();
     sources.events.clear();
-    sources.ends.clear();
+    sources.attempts.clear();
     let story = story(&sources, at(100_000));
     let whats: Vec<&str> = story.steps.iter().map(|s| s.what.as_str()).collect();
     assert_eq!(whats, ["Submitted", "Started", "FAILED"]);
@@ -167,7 +170,7 @@ fn a_running_job_counts_until_now_and_a_cancel_names_who_asked() {
     let mut sources = oom_killed();
     sources.status = ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested);
     sources.status.started_at = Some(at(6));
-    sources.ends.clear();
+    sources.attempts.clear();
     sources.cancel = Some((Some(at(20)), Some("alice on laptop-3".into())));
     let story = story(&sources, at(30));
     let last = story.steps.last().unwrap();
@@ -186,4 +189,95 @@ fn a_step_with_no_known_time_goes_last() {
     let story = story(&sources, at(100));
     assert_eq!(story.steps.last().unwrap().what, "Submitted");
     assert_eq!(story.spent.waiting, None);
+}
+
+#[test]
+fn a_job_whose_pods_and_events_are_gone_tells_its_attempts_from_its_record() {
+    let mut sources = oom_killed();
+    sources.events.clear();
+    let evicted = Attempt {
+        pod: "etl-x-fghij".into(),
+        node: Some("node-2".into()),
+        scheduled_at: Some(at(1)),
+        ended_at: Some(at(2)),
+        exit_code: None,
+        reason: Some("Evicted".into()),
+        message: Some("The node was low on resource: memory.".into()),
+    };
+    sources.attempts.insert(0, evicted);
+    let story = story(&sources, at(100_000));
+    let steps: Vec<(i64, &str, Option<&str>, &str, bool)> = story
+        .steps
+        .iter()
+        .map(|s| {
+            (
+                s.at.unwrap().as_second() - at(0).as_second(),
+                s.what.as_str(),
+                s.object.as_deref(),
+                s.detail.as_str(),
+                s.warning,
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (0, "Submitted", None, "job id etl-1", false),
+            (1, "Scheduled", Some("etl-x-fghij"), "on node-2", false),
+            (
+                2,
+                "Ended",
+                Some("etl-x-fghij"),
+                "Evicted: The node was low on resource: memory.",
+                true
+            ),
+            (3, "Scheduled", Some("etl-x-abcde"), "on node-1", false),
+            (6, "Started", None, "the main container started", false),
+            (
+                16,
+                "Ended",
+                Some("etl-x-abcde"),
+                "exit code 137 (OOMKilled)",
+                true
+            ),
+            (
+                16,
+                "FAILED",
+                None,
+                "OomKilled: the main container was OOMKilled (exceeded its memory limit of 64Mi), \
+                 exit code 137",
+                true
+            ),
+        ]
+    );
+    // The first placement ends the wait.
+    assert_eq!(
+        story.spent,
+        Spent {
+            waiting: Some(1),
+            starting: Some(5),
+            running: Some(10)
+        }
+    );
+}
+
+#[test]
+fn a_record_keeps_the_newest_attempts_and_each_in_few_bytes() {
+    let attempts: Vec<Attempt> = (0..40)
+        .map(|n| Attempt {
+            pod: format!("{}-{n:05}", "p".repeat(57)),
+            node: Some("n".repeat(63)),
+            scheduled_at: Some(at(n)),
+            ended_at: Some(at(n + 1)),
+            exit_code: Some(1),
+            reason: Some("DeadlineExceeded".into()),
+            message: Some("m".repeat(KEPT_MESSAGE_CHARS)),
+        })
+        .collect();
+    let kept = kept_attempts(attempts);
+    assert_eq!(kept.len(), KEPT_ATTEMPTS);
+    assert!(kept[0].pod.ends_with("-00024"), "{:?}", kept[0].pod);
+    assert!(kept.last().unwrap().pod.ends_with("-00039"));
+    let bytes = serde_json::to_string(&kept).unwrap().len();
+    assert!(bytes <= 8 * 1024, "{bytes} bytes");
 }

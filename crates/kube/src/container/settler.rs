@@ -14,6 +14,7 @@ use kubeferry_core::container::{
 };
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::record::OutcomeRecord;
+use kubeferry_core::timeline::attempts_of;
 use kubeferry_core::status::FailureClass;
 use kubeferry_core::{ExecutionInfo, JobKind, JobState};
 use tokio::sync::{broadcast, mpsc};
@@ -321,7 +322,7 @@ impl Task {
                     }
                 }
                 if let Some(answer) = self.answer(&key, job, &outcome) {
-                    self.keep(job, &answer, true, timers).await;
+                    self.keep(job, pods, &answer, true, timers).await;
                 }
                 lock(&self.awaiting_pods).remove(&job.name);
             } else if mapped.info.state == JobState::Cancelling
@@ -357,12 +358,12 @@ impl Task {
                 // replica that reads the Job answers it): this replica's answer from now on,
                 // before its outcome record is kept.
                 lock(&self.context.reported).put(key, mapped.info.clone(), None, version);
-                self.keep(job, &mapped.info, true, timers).await;
+                self.keep(job, pods, &mapped.info, true, timers).await;
                 Ok(())
             }
             Ok(false) => {
                 if let Some(answer) = self.answer(&key, job, &mapped.info)
-                    && let Some(standing) = self.keep(job, &answer, true, timers).await
+                    && let Some(standing) = self.keep(job, pods, &answer, true, timers).await
                 {
                     lock(&self.context.reported).put(key, standing, None, version);
                 }
@@ -406,9 +407,11 @@ impl Task {
     /// answers the outcome that stands; a failed write is tried again at the retry interval.
     /// `present`: mapped from the Job as the watch holds it, which, not being deleted, shows
     /// an outcome reached before any cancel's delete ([`crate::records::Records::keep`]).
+    /// The record keeps the attempts `pods` show.
     async fn keep(
         &self,
         job: &JobView,
+        pods: &[PodView],
         outcome: &ExecutionInfo,
         present: bool,
         timers: &Timers,
@@ -422,6 +425,7 @@ impl Task {
             recorded_at: Some(Timestamp::now()),
             created_at: job.created_at,
             cancelled_by: None,
+            attempts: attempts_of(pods),
         };
         let undeleted = present && job.deletion_timestamp.is_none();
         match self
@@ -528,7 +532,7 @@ impl Task {
             return;
         };
         if let Some(answer) = self.answer(&key, job, &mapped.info) {
-            self.keep(job, &answer, false, timers).await;
+            self.keep(job, pods, &answer, false, timers).await;
         }
     }
 

@@ -145,6 +145,7 @@ async fn recorded_elsewhere(
         recorded_at: Some(jiff::Timestamp::now()),
         created_at: None,
         cancelled_by: None,
+        attempts: Vec::new(),
     };
     sim.create("default", record.config_map("default"))
         .expect("the record is created");

@@ -25,6 +25,7 @@ use kubeferry_core::jobset::{
 use kubeferry_core::marks::{MANAGED_SELECTOR, jobset_object_name};
 use kubeferry_core::observation::Mapped;
 use kubeferry_core::spec::JobSetSpec;
+use kubeferry_core::timeline;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::debug;
@@ -587,6 +588,17 @@ impl Evaluates for JobSets {
     type View = JobSetView;
     type Parts = Children;
     type Action = JobSetAction;
+
+    fn attempts_in(&self, children: &Children) -> Vec<timeline::Attempt> {
+        let mut pods: Vec<&ChildPod> = children.pods.iter().collect();
+        pods.sort_by_key(|pod| (pod.view.created_at, pod.view.name.clone()));
+        pods.iter()
+            .map(|pod| {
+                let view = &pod.view;
+                timeline::Attempt::of(&view.pod, view.main.as_ref(), pod.node.as_deref())
+            })
+            .collect()
+    }
 
     fn evaluating(&self) -> &Evaluating<Self> {
         &self.evaluating

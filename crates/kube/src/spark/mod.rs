@@ -28,6 +28,7 @@ use kubeferry_core::spark::{
     SparkOperator, spark_status,
 };
 use kubeferry_core::spec::SparkJobSpec;
+use kubeferry_core::timeline;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::{debug, info};
@@ -863,6 +864,14 @@ impl Evaluates for SparkJobs {
 
     fn view_of(&self, like: &SparkAppView, object: &DynamicObject) -> SparkAppView {
         view_of(like.operator, object)
+    }
+
+    fn attempts_in(&self, drivers: &Drivers) -> Vec<timeline::Attempt> {
+        let mut pods: Vec<&DriverView> = drivers.pods.iter().collect();
+        pods.sort_by_key(|pod| (pod.created_at, pod.name.clone()));
+        pods.iter()
+            .map(|pod| timeline::Attempt::of(&pod.pod, pod.container.as_ref(), None))
+            .collect()
     }
 
     fn note(&self, drivers: &Drivers, info: &mut ExecutionInfo) {

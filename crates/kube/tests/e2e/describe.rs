@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use kube::Api;
 use kube::api::DeleteParams;
 use kubeferry_core::timeline::Step;
@@ -104,18 +104,65 @@ async fn an_oom_killed_jobs_story_names_the_kill_and_the_limit_and_outlives_its_
     );
     assert!(described.story.spent.running.is_some(), "{described:#?}");
 
-    // A day later, its Job, pods and events gone: the record still tells the start and end.
+    // A day later, its Job, pods and events gone: the record still tells the start, the
+    // attempt's placement and end, and the end.
     forget_everything_but_the_record(&env, &id).await;
+    age_the_record(&env, &id, DAY).await;
     let later = env.fresh_executor().await.describe(&id).await.unwrap();
     assert_eq!(
         whats(&later),
-        ["Submitted", "Started", "FAILED"],
+        ["Submitted", "Scheduled", "Started", "Ended", "FAILED"],
         "{later:#?}"
     );
-    assert_eq!(later.status, outcome);
+    let a_day_earlier = |at: Option<jiff::Timestamp>| at.map(|at| at - DAY);
+    assert_eq!(later.status.finished_at, a_day_earlier(outcome.finished_at));
+    assert_eq!(later.status.reason, outcome.reason);
+    assert_eq!(later.status.message, outcome.message);
     assert_eq!(later.job_id, described.job_id);
-    assert_eq!(later.story.steps[0].at, described.story.steps[0].at);
+    assert_eq!(
+        later.story.steps[0].at,
+        a_day_earlier(described.story.steps[0].at)
+    );
+    let scheduled = step(&later, "Scheduled");
+    assert_eq!(scheduled.object, step(&described, "Ended").object);
+    assert!(scheduled.detail.starts_with("on "), "{scheduled:?}");
+    assert_eq!(step(&later, "Ended").detail, "exit code 137 (OOMKilled)");
     assert_eq!(later.story.what_to_do, described.story.what_to_do);
+    assert_eq!(later.story.spent.running, described.story.spent.running);
+}
+
+const DAY: jiff::SignedDuration = jiff::SignedDuration::from_hours(24);
+
+/// Moves every time the job's outcome record holds back by `by`, as if it had been written that
+/// long ago (the record's retention is a week).
+async fn age_the_record(env: &Env, id: &ExecutionId, by: jiff::SignedDuration) {
+    fn aged(value: &mut serde_json::Value, by: jiff::SignedDuration) {
+        match value {
+            serde_json::Value::String(text) => {
+                if let Ok(at) = text.parse::<jiff::Timestamp>() {
+                    *text = (at - by).to_string();
+                } else if let Ok(mut inner) = serde_json::from_str::<serde_json::Value>(text)
+                    && (inner.is_object() || inner.is_array())
+                {
+                    aged(&mut inner, by);
+                    *text = inner.to_string();
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| aged(v, by)),
+            serde_json::Value::Object(map) => map.values_mut().for_each(|v| aged(v, by)),
+            _ => {}
+        }
+    }
+    let records: Api<ConfigMap> = Api::namespaced(env.admin_client().await, NS);
+    let name = kubeferry_core::record::record_name(id.kind, &id.name);
+    let mut record = records.get(&name).await.unwrap();
+    let mut data = serde_json::to_value(record.data.take().unwrap()).unwrap();
+    aged(&mut data, by);
+    record.data = Some(serde_json::from_value(data).unwrap());
+    records
+        .replace(&name, &Default::default(), &record)
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

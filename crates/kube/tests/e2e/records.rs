@@ -226,6 +226,7 @@ async fn a_vanished_job_answers_the_record_another_process_wrote_first() {
         recorded_at: Some(jiff::Timestamp::now()),
         created_at: None,
         cancelled_by: Some("kubeferry on another replica".into()),
+        attempts: Vec::new(),
     };
     env.sim
         .create(NS, record.config_map(NS))
