@@ -135,9 +135,7 @@ impl OutcomeRecord {
         }
         if !self.attempts.is_empty() {
             let attempts = kept_attempts(self.attempts.clone());
-            data[ATTEMPTS_KEY] = serde_json::to_string(&attempts)
-                .unwrap_or_default()
-                .into();
+            data[ATTEMPTS_KEY] = serde_json::to_string(&attempts).unwrap_or_default().into();
         }
         serde_json::json!({
             "apiVersion": "v1",

@@ -256,7 +256,10 @@ pub fn story(sources: &Sources, now: Timestamp) -> Story {
         });
     }
     for attempt in sources.attempts.iter().filter(|attempt| attempt.ended()) {
-        let reason = attempt.reason.as_deref().filter(|reason| !reason.is_empty());
+        let reason = attempt
+            .reason
+            .as_deref()
+            .filter(|reason| !reason.is_empty());
         let mut detail = match (attempt.exit_code, reason) {
             (Some(code), Some(reason)) => format!("exit code {code} ({reason})"),
             (Some(code), None) => format!("exit code {code}"),
@@ -345,9 +348,33 @@ fn spent(sources: &Sources, now: Timestamp) -> Spent {
     }
 }
 
-/// What a person can do about a job that ended so, where kubeferry knows.
+/// What a person can do about a job that ended or waits so, where kubeferry knows.
 pub fn what_to_do(status: &ExecutionInfo) -> Option<&'static str> {
     use Reason::*;
+    // The API server's refusal of the job's pods, in its words, names the cause better than
+    // the reason a wait or its timeout gets.
+    let refusals = [
+        (
+            "exceeded quota: ",
+            "the namespace's ResourceQuota is used up: ask for less, wait for other jobs to \
+             end, or raise the quota (kubectl describe quota)",
+        ),
+        (
+            "failed quota: ",
+            "set resources (cpu, memory and their limits) in the job file: the namespace's \
+             ResourceQuota requires them",
+        ),
+        (
+            "error looking up service account",
+            "create the service account the job file names, or leave serviceAccount out",
+        ),
+    ];
+    if let Some((_, advice)) = refusals
+        .iter()
+        .find(|(words, _)| status.message.contains(words))
+    {
+        return Some(advice);
+    }
     Some(match status.reason {
         OomKilled => "raise resources.memory (and its limit) in the job file, or use less memory",
         DeadlineExceeded => "raise timeout in the job file, or make the job faster",

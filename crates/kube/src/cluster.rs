@@ -390,16 +390,22 @@ impl Cluster {
             .map_err(|exhausted| self.error(op, exhausted))
     }
 
-    /// Turns a failed operation into an error that names what was attempted.
+    /// Turns a failed operation into an error that names what was attempted. A 403 is a missing
+    /// permission only when the authorizer said so; admission's 403s (a quota used up, a
+    /// webhook's denial, a namespace being deleted) are the server's answer as it gave it.
     pub(crate) fn error(&self, op: &Op, exhausted: Exhausted) -> Error {
         let Exhausted { error, attempts } = exhausted;
         match (&error, verdict(&error)) {
-            (kube::Error::Api(status), _) if status.code == 403 => Error::Forbidden {
-                verb: op.verb,
-                resource: op.resource.to_string(),
-                namespace: op.namespace.clone(),
-                message: status.message.clone(),
-            },
+            (kube::Error::Api(status), _)
+                if status.code == 403 && denied_by_authorizer(&status.message) =>
+            {
+                Error::Forbidden {
+                    verb: op.verb,
+                    resource: op.resource.to_string(),
+                    namespace: op.namespace.clone(),
+                    message: status.message.clone(),
+                }
+            }
             (_, Verdict::NoResponse) => Error::Unreachable {
                 url: self.inner.url.clone(),
                 since: Timestamp::now(),
@@ -525,6 +531,14 @@ async fn answered_within<T>(
         })
 }
 
+/// Whether a 403's message is the authorizer's (`User "x" cannot create resource "jobs" in API
+/// group "batch" ...`, `... cannot get path "/version"`) rather than an admission plugin's.
+fn denied_by_authorizer(message: &str) -> bool {
+    message
+        .split_once(" cannot ")
+        .is_some_and(|(_, rest)| rest.contains(" resource \"") || rest.contains(" path \""))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,5 +599,25 @@ mod tests {
             Op::collection("list", "pods", "ns").to_string(),
             "list pods in namespace ns"
         );
+    }
+
+    #[test]
+    fn a_403_is_a_missing_permission_only_in_the_authorizers_words() {
+        assert!(denied_by_authorizer(
+            "jobs.batch is forbidden: User \"ci\" cannot create resource \"jobs\" in API \
+             group \"batch\" in the namespace \"default\""
+        ));
+        assert!(denied_by_authorizer(
+            "forbidden: User \"ci\" cannot get path \"/version\""
+        ));
+        for admission in [
+            "jobs.batch \"x\" is forbidden: exceeded quota: jobs, requested: \
+             count/jobs.batch=1, used: count/jobs.batch=0, limited: count/jobs.batch=0",
+            "admission webhook \"v.jobset\" denied the request: cannot be created",
+            "jobs.batch \"x\" is forbidden: unable to create new content in namespace ns \
+             because it is being terminated",
+        ] {
+            assert!(!denied_by_authorizer(admission), "{admission}");
+        }
     }
 }

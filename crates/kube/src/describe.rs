@@ -37,8 +37,7 @@ pub(crate) async fn describe<J: Answers>(jobs: &J, id: &ExecutionId) -> Result<D
     } else {
         None
     };
-    let job_id =
-        live_job_id.or_else(|| record.as_ref().and_then(|record| record.job_id.clone()));
+    let job_id = live_job_id.or_else(|| record.as_ref().and_then(|record| record.job_id.clone()));
     let created_at = meta
         .and_then(|meta| meta.creation_timestamp.as_ref().map(|t| t.0))
         .or_else(|| record.as_ref().and_then(|record| record.created_at));

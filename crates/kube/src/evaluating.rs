@@ -504,13 +504,7 @@ pub(crate) trait Evaluates:
                     // A replica that answered already keeps its answer: it replaces no
                     // record with another.
                     match self
-                        .keep(
-                            id,
-                            observed.view(),
-                            &parts,
-                            &info,
-                            undeleted && !answered,
-                        )
+                        .keep(id, observed.view(), &parts, &info, undeleted && !answered)
                         .await
                     {
                         Ok(standing) => {

@@ -42,6 +42,11 @@ pub struct SimConfig {
     /// `FROM scratch` for a binary given as `command`): a container of one with no `command`
     /// and no `args` cannot be created (`CreateContainerError`, "no command specified").
     pub images_without_command: Vec<String>,
+    /// An image policy, as a validating admission webhook enforces one (Gatekeeper's
+    /// `K8sAllowedRepos`): when not empty, a Pod or Job with a container whose image starts
+    /// with none of these prefixes is denied, 403 `admission webhook
+    /// "validation.gatekeeper.sh" denied the request: ...`.
+    pub allowed_image_repos: Vec<String>,
     /// Bundles of custom resource definitions installed at start.
     pub crd_bundles: Vec<CrdBundle>,
     /// More CustomResourceDefinition objects (JSON) installed at start.
@@ -72,6 +77,7 @@ impl Default for SimConfig {
             unpullable_registries: vec!["*.invalid".to_string()],
             image_entrypoints: BTreeMap::new(),
             images_without_command: Vec::new(),
+            allowed_image_repos: Vec::new(),
             crd_bundles: Vec::new(),
             extra_crds: Vec::new(),
             watch_history: 10_000,
@@ -288,6 +294,10 @@ pub struct SimArgs {
     /// without `command` and `args` fail with CreateContainerError.
     #[arg(long = "image-without-command", value_name = "IMAGE")]
     pub images_without_command: Vec<String>,
+    /// Deny Pods and Jobs with an image outside these repositories (repeatable prefix, e.g.
+    /// `registry.corp/`), as an image-policy admission webhook does.
+    #[arg(long = "allowed-image-repo", value_name = "PREFIX")]
+    pub allowed_image_repos: Vec<String>,
     /// Install custom resource definitions at start (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub crds: Vec<CrdBundle>,
@@ -392,6 +402,7 @@ impl SimArgs {
             },
             image_entrypoints,
             images_without_command: self.images_without_command.clone(),
+            allowed_image_repos: self.allowed_image_repos.clone(),
             crd_bundles: self.crds.clone(),
             extra_crds: Vec::new(),
             watch_history: self.watch_history.max(1),

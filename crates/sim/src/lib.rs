@@ -35,6 +35,7 @@ pub mod node;
 mod nodes;
 pub mod ops;
 pub mod quantity;
+mod quota;
 pub mod resources;
 pub mod server;
 pub mod state;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
+use crate::config::SimConfig;
 use crate::crd_schema::CrdSchema;
 use crate::error::ApiError;
 use crate::kinds;
@@ -178,6 +179,47 @@ fn service_account_admission(
     Ok(())
 }
 
+/// The image policy's webhook ([`crate::config::SimConfig::allowed_image_repos`]) on the create
+/// of a Pod or a Job, in Gatekeeper's words.
+fn image_policy_webhook(
+    config: &SimConfig,
+    rt: &ResourceType,
+    object: &Value,
+) -> Result<(), ApiError> {
+    let allowed = &config.allowed_image_repos;
+    let spec = match rt.behavior {
+        Behavior::Pod => object.get("spec"),
+        Behavior::Job => object.pointer("/spec/template/spec"),
+        _ => None,
+    };
+    let Some(spec) = spec.filter(|_| !allowed.is_empty()) else {
+        return Ok(());
+    };
+    for field in ["initContainers", "containers"] {
+        for container in spec
+            .get(field)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let image = container["image"].as_str().unwrap_or_default();
+            if !allowed
+                .iter()
+                .any(|prefix| image.starts_with(prefix.as_str()))
+            {
+                let name = container["name"].as_str().unwrap_or_default();
+                return Err(ApiError::webhook_denied(
+                    "validation.gatekeeper.sh",
+                    &format!(
+                        "[allowed-repos] container <{name}> has an invalid image repo <{image}>, allowed repos are {allowed:?}"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Creates an object in `namespace` (ignored for cluster-scoped types), with defaults,
 /// validation and admission. `version` is the version the request used.
 pub fn create(
@@ -261,6 +303,9 @@ pub fn create(
     service_account_admission(state, rt, namespace, &object, &admitted_name)?;
     spark_application::validating_webhook(&state.config, rt, &object, None)?;
     kinds::jobset::validating_webhook(&state.config, rt, &object)?;
+    image_policy_webhook(&state.config, rt, &object)?;
+    // The quota plugin runs last, as the API server orders its admission plugins.
+    crate::quota::admit(state, rt, namespace, &object, &admitted_name)?;
     let key = ObjectKey::new(
         rt.group_resource(),
         if rt.namespaced { namespace } else { "" },

@@ -193,3 +193,99 @@ async fn a_pod_admission_refuses_is_a_failed_create_event_retried_not_a_conditio
             .is_empty()
     );
 }
+
+/// A pod that runs `sleep 30` with `resources`.
+fn pod_with(name: &str, resources: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox:1.36",
+                "command": ["sh", "-c", "sleep 30"], "resources": resources}]
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_resource_quota_refuses_what_would_exceed_it_in_kubernetes_words() {
+    let sim = start().await;
+    let quota = |name: &str, hard: serde_json::Value| {
+        serde_json::json!({"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": name}, "spec": {"hard": hard}})
+    };
+    sim.cluster
+        .create(
+            "default",
+            quota(
+                "compute",
+                serde_json::json!({"requests.cpu": "1", "pods": "2"}),
+            ),
+        )
+        .unwrap();
+    let cpu = |amount: &str| serde_json::json!({"requests": {"cpu": amount}});
+    // Within the quota, then past it by its cpu, then without the cpu it limits.
+    sim.cluster
+        .create("default", pod_with("a", cpu("600m")))
+        .unwrap();
+    let error = sim
+        .cluster
+        .create("default", pod_with("b", cpu("500m")))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "pods \"b\" is forbidden: exceeded quota: compute, requested: requests.cpu=500m, \
+             used: requests.cpu=600m, limited: requests.cpu=1"
+        ),
+        "{error}"
+    );
+    let error = sim
+        .cluster
+        .create("default", pod_with("c", serde_json::json!({})))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "pods \"c\" is forbidden: failed quota: compute: must specify requests.cpu for: main"
+        ),
+        "{error}"
+    );
+    // Two pods running use up the pod count too: both resources are named.
+    sim.cluster
+        .create("default", pod_with("d", cpu("400m")))
+        .unwrap();
+    let error = sim
+        .cluster
+        .create("default", pod_with("e", cpu("1m")))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("requested: pods=1,requests.cpu=1m, used: pods=2,requests.cpu=1"),
+        "{error}"
+    );
+    // Object counts, on any resource; a dry run is judged alike.
+    sim.cluster
+        .create(
+            "default",
+            quota("jobs", serde_json::json!({"count/jobs.batch": "0"})),
+        )
+        .unwrap();
+    let jobs: Api<Job> = Api::namespaced(sim.client.clone(), "default");
+    let job: Job = serde_json::from_value(shell_job("refused", "true")).unwrap();
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    for params in [dry, PostParams::default()] {
+        let error = jobs.create(&params, &job).await.unwrap_err();
+        let status = common::status_of::<Job>(Err(error));
+        assert_eq!(status.code, 403);
+        assert_eq!(
+            status.message,
+            "jobs.batch \"refused\" is forbidden: exceeded quota: jobs, requested: \
+             count/jobs.batch=1, used: count/jobs.batch=0, limited: count/jobs.batch=0"
+        );
+    }
+}

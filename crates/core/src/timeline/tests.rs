@@ -281,3 +281,28 @@ fn a_record_keeps_the_newest_attempts_and_each_in_few_bytes() {
     let bytes = serde_json::to_string(&kept).unwrap().len();
     assert!(bytes <= 8 * 1024, "{bytes} bytes");
 }
+
+#[test]
+fn a_refusal_of_the_pods_says_what_to_do_while_waiting_and_after() {
+    let waiting = ExecutionInfo::new(JobState::Queued, Reason::Pending).with_message(
+        "waiting for the Job controller to create a pod: pods \"q-\" is forbidden: exceeded \
+         quota: compute, requested: requests.cpu=2, used: requests.cpu=0, limited: \
+         requests.cpu=1",
+    );
+    assert!(
+        what_to_do(&waiting)
+            .unwrap()
+            .contains("ResourceQuota is used up")
+    );
+    let timed_out = ExecutionInfo::new(JobState::Failed, Reason::UnschedulableTimeout)
+        .with_message(format!("no pod was created ...: {}", waiting.message));
+    assert_eq!(what_to_do(&timed_out), what_to_do(&waiting));
+    let unset = ExecutionInfo::new(JobState::Queued, Reason::Pending).with_message(
+        "pods \"q-\" is forbidden: failed quota: compute: must specify limits.cpu for: main",
+    );
+    assert!(what_to_do(&unset).unwrap().starts_with("set resources"));
+    assert_eq!(
+        what_to_do(&ExecutionInfo::new(JobState::Queued, Reason::Pending)),
+        None
+    );
+}

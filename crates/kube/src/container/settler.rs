@@ -14,8 +14,8 @@ use kubeferry_core::container::{
 };
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::record::OutcomeRecord;
-use kubeferry_core::timeline::attempts_of;
 use kubeferry_core::status::FailureClass;
+use kubeferry_core::timeline::attempts_of;
 use kubeferry_core::{ExecutionInfo, JobKind, JobState};
 use tokio::sync::{broadcast, mpsc};
 use tracing::{debug, info, warn};

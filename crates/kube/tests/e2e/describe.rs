@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, ResourceQuota};
 use kube::Api;
 use kube::api::DeleteParams;
 use kubeferry_core::timeline::Step;
@@ -268,4 +268,66 @@ async fn a_retried_jobs_story_has_each_attempts_end_and_a_cancelled_ones_who_ask
         Some(&"CANCELLED"),
         "{described:#?}"
     );
+}
+
+/// Creates, as an admin, a ResourceQuota named `name` in the test namespace.
+pub(crate) async fn quota(env: &Env, name: &str, hard: serde_json::Value) {
+    let quotas: Api<ResourceQuota> = Api::namespaced(env.admin_client().await, NS);
+    let quota: ResourceQuota = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {"hard": hard},
+    }))
+    .unwrap();
+    quotas.create(&Default::default(), &quota).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_a_quota_refuses_tells_the_quotas_words_and_what_to_do() {
+    let env = Env::start().await;
+    quota(&env, "compute", serde_json::json!({"requests.cpu": "1"})).await;
+    let id = env
+        .submit(&shell("greedy", "echo never", "resources: {cpu: 2}"))
+        .await;
+    let described = eventually("the quota's refusal", || async {
+        let described = env.executor.describe(&id).await.ok()?;
+        whats(&described)
+            .contains(&"FailedCreate")
+            .then_some(described)
+    })
+    .await;
+    let refused = step(&described, "FailedCreate");
+    assert!(refused.warning);
+    assert!(
+        refused.detail.contains(
+            "is forbidden: exceeded quota: compute, requested: requests.cpu=2, used: \
+             requests.cpu=0, limited: requests.cpu=1"
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(described.status.state, JobState::Queued);
+    let status = env
+        .status_until(&id, "the refusal in the status", |status| {
+            status.message.contains("exceeded quota")
+        })
+        .await;
+    assert!(
+        status.message.starts_with(
+            "waiting for the Job controller to create a pod: Error creating: pods \"greedy-"
+        ),
+        "{status:?}"
+    );
+    let described = env.executor.describe(&id).await.unwrap();
+    assert_eq!(
+        described.story.what_to_do.as_deref(),
+        Some(
+            "the namespace's ResourceQuota is used up: ask for less, wait for other jobs to \
+             end, or raise the quota (kubectl describe quota)"
+        )
+    );
+    // A job that fits runs beside it.
+    let small = env
+        .submit(&shell("small", "echo fits", "resources: {cpu: 500m}"))
+        .await;
+    let (outcome, _) = env.wait(&small).await;
+    assert_eq!(outcome.state, JobState::Succeeded, "{outcome:?}");
 }

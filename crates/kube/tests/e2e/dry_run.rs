@@ -142,3 +142,74 @@ async fn a_server_dry_run_shows_what_the_api_server_refuses() {
     assert!(error.is_conflict(), "{error}");
     assert!(error.to_string().contains(&id.name), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_dry_run_shows_what_a_quota_refuses() {
+    let env = every_kind_env().await;
+    // A namespace that may hold no more Jobs: the quota plugin refuses the Job itself.
+    crate::describe::quota(&env, "jobs", serde_json::json!({"count/jobs.batch": "0"})).await;
+    let before = held(&env);
+    let spec = example("hello.yaml");
+    env.executor
+        .dry_run(&spec, "dry-1", NS, DryRun::Client)
+        .await
+        .expect("the client builds it");
+    let error = env
+        .executor
+        .dry_run(&spec, "dry-1", NS, DryRun::Server)
+        .await
+        .expect_err("the quota refuses it");
+    // The server's answer as it gave it, not a missing permission.
+    assert!(
+        matches!(error, kubeferry_kube::Error::Api { code: 403, .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains(
+            "is forbidden: exceeded quota: jobs, requested: count/jobs.batch=1, used: \
+             count/jobs.batch=0, limited: count/jobs.batch=0"
+        ),
+        "{error}"
+    );
+    // The submission itself is refused alike, and leaves nothing behind.
+    let error = env
+        .executor
+        .submit(&spec, "dry-1", NS)
+        .await
+        .expect_err("the quota refuses it");
+    assert!(
+        error.to_string().contains("exceeded quota: jobs"),
+        "{error}"
+    );
+    assert_eq!(held(&env), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_dry_run_shows_an_admission_webhooks_denial() {
+    let mut config = SimConfig::for_tests();
+    config.allowed_image_repos = vec!["registry.corp/".into()];
+    let env = Env::start_with(config, Settings::fast()).await;
+    let before = held(&env);
+    let spec = example("hello.yaml");
+    env.executor
+        .dry_run(&spec, "dry-1", NS, DryRun::Client)
+        .await
+        .expect("the client builds it");
+    let error = env
+        .executor
+        .dry_run(&spec, "dry-1", NS, DryRun::Server)
+        .await
+        .expect_err("the policy denies it");
+    assert!(
+        matches!(error, kubeferry_kube::Error::Api { code: 403, .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains(
+            "admission webhook \"validation.gatekeeper.sh\" denied the request: [allowed-repos] \
+             container <main> has an invalid image repo"
+        ),
+        "{error}"
+    );
+    assert_eq!(held(&env), before);
+}
