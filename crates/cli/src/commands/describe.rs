@@ -296,4 +296,266 @@ What to do: raise resources.memory (and its limit) in the job file, or use less
             "raise resources.memory (and its limit) in the job file, or use less memory"
         );
     }
+
+    /// What a fixture's story is told from, as Kubernetes and kubeferry keep it.
+    struct Case {
+        id: ExecutionId,
+        job_id: &'static str,
+        status: ExecutionInfo,
+        attempts: Vec<Attempt>,
+        events: Vec<EventView>,
+        cancel: Option<(Option<Timestamp>, Option<String>)>,
+    }
+
+    fn event(second: i64, object: &str, reason: &str, message: &str) -> EventView {
+        let warning = [
+            "FailedScheduling",
+            "FailedCreate",
+            "Failed",
+            "BackOff",
+            "Evicted",
+        ]
+        .contains(&reason);
+        EventView {
+            at: Some(at(second)),
+            object: object.into(),
+            reason: reason.into(),
+            message: message.into(),
+            warning,
+            count: 1,
+            sequence: None,
+        }
+    }
+
+    fn attempt(pod: &str, scheduled: i64, end: Option<(i64, i32, &str)>) -> Attempt {
+        Attempt {
+            pod: pod.into(),
+            node: Some("node-1".into()),
+            scheduled_at: Some(at(scheduled)),
+            ended_at: end.map(|(second, _, _)| at(second)),
+            exit_code: end.map(|(_, code, _)| code),
+            reason: end.map(|(_, _, reason)| reason.to_string()),
+            message: None,
+        }
+    }
+
+    fn status(state: JobState, reason: Reason, message: &str, times: (i64, i64)) -> ExecutionInfo {
+        let mut status = ExecutionInfo::new(state, reason).with_message(message);
+        status.started_at = (times.0 >= 0).then(|| at(times.0));
+        status.finished_at = (times.1 >= 0 && status.is_terminal()).then(|| at(times.1));
+        status
+    }
+
+    /// The stories a person asks about most, each from the objects, pods and events a real
+    /// cluster keeps of it (the events in Kubernetes' own words).
+    fn cases() -> Vec<(&'static str, Case)> {
+        let job = |name: &str| ExecutionId::new("prod", JobKind::Job, "etl", name);
+        let pod = |job: &str, suffix: &str| format!("{job}-{suffix}");
+        let mut cases = Vec::new();
+
+        let name = "big-1-aaaa1111";
+        let waiting = pod(name, "q7x2k");
+        cases.push(("unschedulable", Case {
+            id: job(name),
+            job_id: "big-1",
+            status: status(JobState::Queued, Reason::Unschedulable,
+                "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.", (-1, -1)),
+            attempts: vec![attempt(&waiting, -1, None)].into_iter().map(|mut a| { a.scheduled_at = None; a.node = None; a }).collect(),
+            events: vec![
+                event(0, name, "SuccessfulCreate", &format!("Created pod: {waiting}")),
+                EventView { count: 4, ..event(40, &waiting, "FailedScheduling",
+                    "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.") },
+            ],
+            cancel: None,
+        }));
+
+        let name = "pull-1-bbbb2222";
+        let pulling = pod(name, "m4n5p");
+        cases.push(("image pull failure", Case {
+            id: job(name),
+            job_id: "pull-1",
+            status: status(JobState::Failed, Reason::ImagePullFailed,
+                "image registry.corp/etl:2.1 could not be pulled within 5m0s: Failed to pull image \"registry.corp/etl:2.1\": dial tcp: lookup registry.corp: no such host", (-1, 301)),
+            attempts: vec![attempt(&pulling, 1, None)],
+            events: vec![
+                event(0, name, "SuccessfulCreate", &format!("Created pod: {pulling}")),
+                event(1, &pulling, "Scheduled", &format!("Successfully assigned etl/{pulling} to node-1")),
+                EventView { count: 6, ..event(290, &pulling, "Pulling", "Pulling image \"registry.corp/etl:2.1\"") },
+                EventView { count: 6, ..event(290, &pulling, "Failed", "Failed to pull image \"registry.corp/etl:2.1\": dial tcp: lookup registry.corp: no such host") },
+                EventView { count: 12, ..event(296, &pulling, "BackOff", "Back-off pulling image \"registry.corp/etl:2.1\"") },
+            ],
+            cancel: None,
+        }));
+
+        let name = "greedy-1-cccc3333";
+        cases.push(("refused by a ResourceQuota", Case {
+            id: job(name),
+            job_id: "greedy-1",
+            status: status(JobState::Queued, Reason::Pending,
+                &format!("waiting for the Job controller to create a pod: Error creating: pods \"{name}-\" is forbidden: exceeded quota: compute, requested: requests.cpu=2, used: requests.cpu=0, limited: requests.cpu=1"), (-1, -1)),
+            attempts: Vec::new(),
+            events: vec![EventView { count: 5, ..event(80, name, "FailedCreate",
+                &format!("Error creating: pods \"{name}-\" is forbidden: exceeded quota: compute, requested: requests.cpu=2, used: requests.cpu=0, limited: requests.cpu=1")) }],
+            cancel: None,
+        }));
+
+        let name = "flaky-1-dddd4444";
+        let (first, second) = (pod(name, "a1b2c"), pod(name, "d3e4f"));
+        let mut succeeded = status(JobState::Succeeded, Reason::Completed, "", (13, 24));
+        succeeded.exit_code = Some(0);
+        cases.push((
+            "retried once, then succeeded",
+            Case {
+                id: job(name),
+                job_id: "flaky-1",
+                status: succeeded,
+                attempts: vec![
+                    attempt(&first, 1, Some((3, 3, "Error"))),
+                    attempt(&second, 12, Some((24, 0, "Completed"))),
+                ],
+                events: vec![
+                    event(
+                        0,
+                        name,
+                        "SuccessfulCreate",
+                        &format!("Created pod: {first}"),
+                    ),
+                    event(2, &first, "Started", "Started container main"),
+                    event(
+                        11,
+                        name,
+                        "SuccessfulCreate",
+                        &format!("Created pod: {second}"),
+                    ),
+                    event(13, &second, "Started", "Started container main"),
+                    event(25, name, "Completed", "Job completed"),
+                ],
+                cancel: None,
+            },
+        ));
+
+        let name = "long-1-eeee5555";
+        let running = pod(name, "g5h6j");
+        cases.push((
+            "cancelled",
+            Case {
+                id: job(name),
+                job_id: "long-1",
+                status: status(
+                    JobState::Cancelled,
+                    Reason::Cancelled,
+                    "cancelled by alice on laptop-3 at 2025-12-04T00:10:00Z",
+                    (3, 600),
+                ),
+                attempts: vec![attempt(&running, 1, Some((601, 143, "Error")))],
+                events: vec![
+                    event(
+                        0,
+                        name,
+                        "SuccessfulCreate",
+                        &format!("Created pod: {running}"),
+                    ),
+                    event(3, &running, "Started", "Started container main"),
+                    event(600, &running, "Killing", "Stopping container main"),
+                ],
+                cancel: Some((Some(at(600)), Some("alice on laptop-3".into()))),
+            },
+        ));
+
+        let name = "pi-1-ffff6666";
+        let driver = format!("{name}-0-driver");
+        let mut evicted = status(
+            JobState::Failed,
+            Reason::Evicted,
+            "DriverEvicted: Driver removed. The node was low on resource: memory.",
+            (8, 120),
+        );
+        evicted.exit_code = Some(143);
+        cases.push(("Spark driver evicted", Case {
+            id: ExecutionId::new("prod", JobKind::SparkApp, "etl", name),
+            job_id: "pi-1",
+            status: evicted,
+            attempts: vec![Attempt { message: Some("The node was low on resource: memory.".into()), ..attempt(&driver, 2, Some((120, 143, "Error"))) }],
+            events: vec![
+                event(0, name, "SparkApplicationSubmitted", "SparkApplication pi-1-ffff6666 was submitted successfully"),
+                event(8, name, "SparkDriverRunning", &format!("Driver {driver} is running")),
+                event(119, &driver, "Evicted", "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi."),
+                event(121, name, "SparkDriverFailed", &format!("Driver {driver} failed")),
+            ],
+            cancel: None,
+        }));
+
+        let name = "train-1-abcd7777";
+        let worker = format!("{name}-workers-1-0-x9y8z");
+        let mut oom = status(
+            JobState::Failed,
+            Reason::OomKilled,
+            &format!(
+                "workers index 1 (Job {name}-workers-1) failed: the main container was OOMKilled (exceeded its memory limit of 1Gi), exit code 137"
+            ),
+            (4, 30),
+        );
+        oom.exit_code = Some(137);
+        cases.push((
+            "JobSet worker failed",
+            Case {
+                id: ExecutionId::new("prod", JobKind::JobSet, "etl", name),
+                job_id: "train-1",
+                status: oom,
+                attempts: vec![
+                    attempt(&format!("{name}-leader-0-0-k1l2m"), 2, None),
+                    attempt(&worker, 2, Some((30, 137, "OOMKilled"))),
+                ],
+                events: vec![
+                    event(
+                        1,
+                        &format!("{name}-workers-1"),
+                        "SuccessfulCreate",
+                        &format!("Created pod: {worker}"),
+                    ),
+                    event(4, &worker, "Started", "Started container main"),
+                    event(
+                        31,
+                        name,
+                        "FailedJobs",
+                        &format!("jobset failed due to job {name}-workers-1 failing"),
+                    ),
+                ],
+                cancel: None,
+            },
+        ));
+        cases
+    }
+
+    #[test]
+    fn the_stories_a_person_asks_about_read_as_a_table_and_as_json() {
+        let mut tables = String::new();
+        let mut jsons = Vec::new();
+        for (what, case) in cases() {
+            let sources = Sources {
+                object: case.id.name.clone(),
+                status: case.status.clone(),
+                job_id: Some(case.job_id.into()),
+                created_at: Some(at(0)),
+                cancel: case.cancel,
+                attempts: case.attempts,
+                events: case.events,
+            };
+            let description = Description {
+                id: case.id,
+                job_id: Some(case.job_id.into()),
+                status: case.status,
+                story: story(&sources, at(900)),
+            };
+            let table = told(&description, false, at(900)).unwrap();
+            assert!(
+                table.lines().all(|line| line.chars().count() <= WIDTH),
+                "{table}"
+            );
+            tables.push_str(&format!("=== {what}\n{table}\n"));
+            jsons.push(serde_json::json!({"case": what, "description": description}));
+        }
+        insta::assert_snapshot!("tables", tables);
+        insta::assert_snapshot!("json", serde_json::to_string_pretty(&jsons).unwrap());
+    }
 }
