@@ -22,28 +22,33 @@ async fn backend(sim: &SimCluster) -> ContainerJobs {
 /// [`backend`], its settlers looking again (and stepping in for a cancel left unfinished)
 /// after `recheck_interval`.
 async fn backend_rechecking(sim: &SimCluster, recheck_interval: Duration) -> ContainerJobs {
-    let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml("sim")).expect("parses");
-    let settings = ClusterSettings {
-        retry: RetryPolicy::fast(),
-        ..ClusterSettings::default()
-    };
-    let cluster = Cluster::from_kubeconfig(kubeconfig, None, Some("sim"), settings)
-        .await
-        .expect("connects");
-    let records = crate::records::Records::new(
-        cluster.clone(),
-        crate::tracker::ReflectorSettings::default(),
-        crate::records::RecordSettings::default(),
-        Duration::from_secs(10),
-    );
-    ContainerJobs::new(
-        cluster,
+    backend_with(
+        sim,
         ContainerSettings {
             recheck_interval,
             ..ContainerSettings::default()
         },
-        records,
     )
+    .await
+}
+
+/// A backend with `settings`.
+async fn backend_with(sim: &SimCluster, settings: ContainerSettings) -> ContainerJobs {
+    let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml("sim")).expect("parses");
+    let cluster_settings = ClusterSettings {
+        retry: RetryPolicy::fast(),
+        ..ClusterSettings::default()
+    };
+    let cluster = Cluster::from_kubeconfig(kubeconfig, None, Some("sim"), cluster_settings)
+        .await
+        .expect("connects");
+    let records = crate::records::Records::new(
+        cluster.clone(),
+        settings.reflector.clone(),
+        crate::records::RecordSettings::default(),
+        Duration::from_secs(10),
+    );
+    ContainerJobs::new(cluster, settings, records)
 }
 
 async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
@@ -427,7 +432,20 @@ async fn a_job_the_watch_has_not_delivered_yet_is_answered_from_the_watch() {
         .await
         .expect("starts");
     let submitter = backend(&sim).await;
-    let reader = backend(&sim).await;
+    // Its watches outlast the test however slow the machine (a watch the server ends at its
+    // timeout is opened again, unstalled, and would deliver the Job before the reader asks).
+    let reader = backend_with(
+        &sim,
+        ContainerSettings {
+            recheck_interval: Duration::from_millis(20),
+            reflector: crate::tracker::ReflectorSettings {
+                watch_timeout: Duration::from_secs(3600),
+                ..Default::default()
+            },
+            ..ContainerSettings::default()
+        },
+    )
+    .await;
     assert!(
         reader
             .watch("default")
@@ -437,7 +455,12 @@ async fn a_job_the_watch_has_not_delivered_yet_is_answered_from_the_watch() {
     // Nothing reaches the reader's watches (of Jobs, pods and events, open once their first
     // lists are done) while the job is created and starts.
     eventually("the reader's watches to open", || {
-        (sim.open_watches() >= 3).then_some(())
+        let watching = |resource| sim.request_count("watch", resource) >= 1;
+        (watching("jobs.batch")
+            && watching("pods")
+            && watching("events")
+            && sim.open_watches() >= 3)
+            .then_some(())
     })
     .await;
     // Until the reader has asked (however long the job takes to start on a busy machine).
