@@ -82,6 +82,13 @@ enum Bench {
         /// Jobs (half succeed, a third fail after printing 200 lines, the rest are cancelled).
         #[arg(long, default_value_t = 600)]
         jobs: usize,
+        /// Each job keeps this many last lines of its log with its outcome (`keepLog`); the
+        /// kubelet's last words only when absent.
+        #[arg(long)]
+        keep_log_lines: Option<u32>,
+        /// The most bytes of them kept (with `--keep-log-lines`).
+        #[arg(long, default_value_t = 16 * 1024)]
+        keep_log_bytes: u32,
     },
     /// Every benchmark with its default size.
     All,
@@ -107,14 +114,22 @@ async fn main() -> anyhow::Result<()> {
             parallelism,
         } => indexed(indexes, parallelism).await,
         Bench::Jobset { workers } => jobset(workers).await,
-        Bench::Lifecycle { jobs } => lifecycle(jobs).await,
+        Bench::Lifecycle {
+            jobs,
+            keep_log_lines,
+            keep_log_bytes,
+        } => {
+            let keep_log = keep_log_lines
+                .map(|lines| format!("keepLog: {{lines: {lines}, bytes: {keep_log_bytes}}}"));
+            lifecycle(jobs, keep_log.as_deref().unwrap_or_default()).await
+        }
         Bench::All => {
             submit(1000, 8).await?;
             latency(1000, 50).await?;
             tracking(1000, Duration::from_secs(60)).await?;
             indexed(1000, 100).await?;
             jobset(100).await?;
-            lifecycle(600).await?;
+            lifecycle(600, "").await?;
             memory(10_000).await
         }
         Bench::MemoryProbe { kubeconfig, ids } => memory_probe(&kubeconfig, &ids).await,
@@ -179,16 +194,16 @@ fn print_table(title: &str, rows: &[(&str, String)]) {
 /// Requests kubeferry makes per job over its whole life, and the sizes of the outcome records it
 /// keeps: `jobs` jobs, half of which succeed, a third fail after printing 200 lines (their
 /// last words ride in the pod's status: no request more), the rest cancelled while they run.
-async fn lifecycle(jobs: usize) -> anyhow::Result<()> {
+async fn lifecycle(jobs: usize, keep_log: &str) -> anyhow::Result<()> {
     let sim = sim(jobs).await?;
     let executor = executor(&sim).await?;
-    let succeed = job_spec("ok", "echo done", "")?;
+    let succeed = job_spec("ok", "echo done", keep_log)?;
     let fail = job_spec(
         "fail",
         "i=0; while [ $i -lt 200 ]; do echo \"line $i of a long failing job\"; i=$((i+1)); done; exit 3",
-        "",
+        keep_log,
     )?;
-    let cancel = job_spec("cancelled", "sleep 600", "")?;
+    let cancel = job_spec("cancelled", "sleep 600", keep_log)?;
     let (failing, cancelled) = (jobs / 3, jobs - jobs / 2 - jobs / 3);
     sim.reset_counters();
     let started = Instant::now();
@@ -256,8 +271,13 @@ async fn lifecycle(jobs: usize) -> anyhow::Result<()> {
     let per_day = 100_000.0 * mean * 7.0 / 1e9;
     print_table(
         &format!(
-            "Lifecycle: {jobs} jobs from submit to their records kept and objects let go ({:.0} s)",
-            elapsed.as_secs_f64()
+            "Lifecycle: {jobs} jobs from submit to their records kept and objects let go ({:.0} s){}",
+            elapsed.as_secs_f64(),
+            if keep_log.is_empty() {
+                String::new()
+            } else {
+                format!(", each with {keep_log}")
+            }
         ),
         &[
             ("outcomes", format!("{by_state:?}")),

@@ -22,6 +22,9 @@ pub const JOB_ID_LABEL: &str = "kubeferry.dev/job-id";
 pub const JOB_ID_ANNOTATION: &str = "kubeferry.dev/job-id";
 /// Annotation holding a hash of the spec the object was created from.
 pub const SPEC_HASH_ANNOTATION: &str = "kubeferry.dev/spec-hash";
+/// Annotation asking the settler to keep a longer tail of the main container's log with the
+/// job's outcome ([`KeepLog`], as `lines=N,bytes=B`).
+pub const KEEP_LOG_ANNOTATION: &str = "kubeferry.dev/keep-log";
 /// Annotation set when a cancel is requested; its value is the RFC 3339 time of the request.
 pub const CANCEL_ANNOTATION: &str = "kubeferry.dev/cancel-requested";
 /// Annotation set with [`CANCEL_ANNOTATION`], in the same write: who asked (the process that
@@ -100,6 +103,81 @@ pub fn spec_hash_of(metadata: &ObjectMeta) -> Option<String> {
         .as_ref()
         .and_then(|annotations| annotations.get(SPEC_HASH_ANNOTATION))
         .cloned()
+}
+
+/// How much of its main container's log a job's outcome record keeps beyond the kubelet's own
+/// last words (at most 80 lines or 2,048 bytes): the settler reads this tail once the job ended,
+/// one request, and keeps its last `bytes`, cut at a line (else character) boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeepLog {
+    /// The last lines asked for.
+    pub lines: u32,
+    /// The most bytes kept of them (the last ones).
+    pub bytes: u32,
+}
+
+impl KeepLog {
+    /// The most lines a job may ask to keep.
+    pub const MAX_LINES: u32 = 5_000;
+    /// The most bytes a job may ask to keep: 64 KiB, so that a record stays small in etcd.
+    pub const MAX_BYTES: u32 = 64 * 1024;
+
+    /// As the annotation holds it: `lines=N,bytes=B`.
+    pub fn annotation(&self) -> String {
+        format!("lines={},bytes={}", self.lines, self.bytes)
+    }
+
+    /// Read from the annotation's value, capped at the limits; `None` when it cannot be read.
+    pub fn parse(value: &str) -> Option<Self> {
+        let mut lines = None;
+        let mut bytes = None;
+        for part in value.split(',') {
+            match part.trim().split_once('=')? {
+                ("lines", n) => lines = n.trim().parse::<u32>().ok(),
+                ("bytes", n) => bytes = n.trim().parse::<u32>().ok(),
+                _ => return None,
+            }
+        }
+        Some(KeepLog {
+            lines: lines?.clamp(1, Self::MAX_LINES),
+            bytes: bytes?.clamp(1, Self::MAX_BYTES),
+        })
+    }
+
+    /// The end of `log` this keeps: its last [`KeepLog::bytes`], starting at a line when one
+    /// starts within them, else at a character.
+    pub fn kept<'a>(&self, log: &'a str) -> &'a str {
+        let tail = last_bytes(log, self.bytes as usize);
+        if tail.len() == log.len() {
+            return tail;
+        }
+        match tail.find('\n') {
+            Some(newline) if newline + 1 < tail.len() => &tail[newline + 1..],
+            _ => tail,
+        }
+    }
+}
+
+/// The last `max` bytes of `text`, moved forward to the next character boundary so that no
+/// character is split.
+pub fn last_bytes(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// What the object's [`KEEP_LOG_ANNOTATION`] asks.
+pub fn keep_log_of(metadata: &ObjectMeta) -> Option<KeepLog> {
+    metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(KEEP_LOG_ANNOTATION))
+        .and_then(|value| KeepLog::parse(value))
 }
 
 /// The label that puts a Job in a Kueue LocalQueue; such Jobs are created suspended and Kueue
@@ -232,6 +310,35 @@ pub fn is_label_value(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_kept_log_is_read_back_capped_and_cut_at_a_line() {
+        let keep = KeepLog::parse("lines=300,bytes=8192").unwrap();
+        assert_eq!(
+            keep,
+            KeepLog {
+                lines: 300,
+                bytes: 8192
+            }
+        );
+        assert_eq!(KeepLog::parse(&keep.annotation()), Some(keep));
+        let capped = KeepLog::parse("lines=99999,bytes=99999999").unwrap();
+        assert_eq!(
+            (capped.lines, capped.bytes),
+            (KeepLog::MAX_LINES, KeepLog::MAX_BYTES)
+        );
+        for unreadable in ["", "lines=x,bytes=1", "lines=1", "lines=1,bytes=1,more=2"] {
+            assert_eq!(KeepLog::parse(unreadable), None, "{unreadable:?}");
+        }
+        let small = KeepLog {
+            lines: 10,
+            bytes: 12,
+        };
+        assert_eq!(small.kept("short\n"), "short\n");
+        assert_eq!(small.kept("first line\nsecond\nthird\n"), "third\n");
+        // No line starts within the bytes: cut at a character, never inside one.
+        assert_eq!(small.kept("ééééééééééé\n"), "ééééé\n");
+    }
     use super::*;
 
     #[test]

@@ -234,6 +234,9 @@ pub struct ManagedMeta {
     /// The hash of the spec it was created from ([`crate::marks::spec_hash_of`]), for its
     /// outcome record.
     pub spec_hash: Option<String>,
+    /// How much of its log the outcome record keeps beyond the kubelet's last words
+    /// ([`crate::marks::KEEP_LOG_ANNOTATION`]).
+    pub keep_log: Option<crate::marks::KeepLog>,
     /// `metadata.resourceVersion`, for writes with a precondition.
     pub resource_version: Option<String>,
     /// `metadata.creationTimestamp`.
@@ -265,6 +268,7 @@ impl ManagedMeta {
             uid: meta.uid.clone().unwrap_or_default(),
             job_id: job_id_of(meta),
             spec_hash: spec_hash_of(meta),
+            keep_log: crate::marks::keep_log_of(meta),
             resource_version: meta.resource_version.clone(),
             created_at: time(meta.creation_timestamp.as_ref()),
             deletion_timestamp: time(meta.deletion_timestamp.as_ref()),

@@ -119,6 +119,20 @@ pub fn attempts_of(pods: &[PodView]) -> Vec<Attempt> {
         .collect()
 }
 
+/// The attempt whose log tells how the job ended: the last that failed, else the last that
+/// ended.
+pub fn telling_attempt(attempts: &[Attempt]) -> Option<&Attempt> {
+    let ended = || {
+        attempts
+            .iter()
+            .filter(|attempt| attempt.exit_code.is_some())
+    };
+    ended()
+        .filter(|attempt| attempt.exit_code != Some(0))
+        .next_back()
+        .or_else(|| ended().next_back())
+}
+
 /// The attempts an outcome record keeps of `attempts` (oldest first): the newest
 /// [`KEPT_ATTEMPTS`].
 pub fn kept_attempts(mut attempts: Vec<Attempt>) -> Vec<Attempt> {

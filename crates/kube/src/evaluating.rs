@@ -17,7 +17,9 @@ use kube::api::DynamicObject;
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::observation::{ManagedMeta, Mapped};
 use kubeferry_core::record::OutcomeRecord;
-use kubeferry_core::timeline::Attempt;
+use kubeferry_core::timeline::{Attempt, telling_attempt};
+
+use crate::pod_logs::{LogTarget, kept_tail};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
@@ -257,6 +259,9 @@ pub(crate) trait Evaluates:
 
     /// The attempts (pods) the parts show, oldest first: the outcome record keeps them.
     fn attempts_in(&self, parts: &Self::Parts) -> Vec<Attempt>;
+
+    /// The container whose log is the job's in the pod `pod` of the parts.
+    fn log_container(&self, parts: &Self::Parts, pod: &str) -> Option<String>;
 
     /// Adds to a status what the parts could not tell (nothing by default).
     fn note(&self, _parts: &Self::Parts, _info: &mut ExecutionInfo) {}
@@ -637,7 +642,27 @@ pub(crate) trait Evaluates:
             cancelled_by: None,
             attempts: self.attempts_in(parts),
         };
-        async move { self.records().keep(&id.namespace, record, undeleted).await }
+        // A longer tail of the log, when the job asks for one: read only if no record stands.
+        let told = view.keep_log.and_then(|keep| {
+            let pod = telling_attempt(&record.attempts)?.pod.clone();
+            let container = self.log_container(parts, &pod)?;
+            Some((keep, pod, container))
+        });
+        async move {
+            let tail = async {
+                let (keep, pod, container) = told?;
+                let target = LogTarget {
+                    namespace: id.namespace.clone(),
+                    pod,
+                    container,
+                    uid: None,
+                };
+                kept_tail(self.cluster(), &target, keep).await
+            };
+            self.records()
+                .keep_with_tail(&id.namespace, record, undeleted, tail)
+                .await
+        }
     }
 
     /// Records an outcome kubeferry decided on the object, then deletes it; only then may the

@@ -57,11 +57,14 @@ pub struct Executor {
     spark: Arc<SparkJobs>,
     jobset: Arc<JobSets>,
     records: Arc<Records>,
+    /// How much of its log a job's record keeps when its file does not say.
+    keep_log: Option<kubeferry_core::marks::KeepLog>,
 }
 
 impl Executor {
     /// An executor for `cluster`.
     pub fn new(cluster: Cluster, settings: ExecutorSettings) -> Self {
+        let keep_log = settings.records.keep_log;
         let records = Records::new(
             cluster.clone(),
             settings.container.reflector.clone(),
@@ -81,6 +84,7 @@ impl Executor {
             spark,
             jobset,
             records,
+            keep_log,
         }
     }
 
@@ -242,7 +246,7 @@ impl Executor {
         job_id: &str,
         namespace: &str,
     ) -> Result<Submission> {
-        match spec {
+        match &spec.or_keep_log(self.keep_log) {
             JobSpec::Container(spec) => {
                 self.container.submit_or_find(spec, job_id, namespace).await
             }
@@ -262,7 +266,7 @@ impl Executor {
         namespace: &str,
         mode: DryRun,
     ) -> Result<Vec<serde_json::Value>> {
-        let object = match spec {
+        let object = match &spec.or_keep_log(self.keep_log) {
             JobSpec::Container(spec) => {
                 self.container
                     .dry_run(spec, job_id, namespace, mode)

@@ -41,8 +41,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeferry_core::marks::{
-    JOB_ID_ANNOTATION, JOB_ID_LABEL, KUEUE_QUEUE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
-    RECORD_FINALIZER, SPEC_HASH_ANNOTATION, job_id_label_value,
+    JOB_ID_ANNOTATION, JOB_ID_LABEL, KEEP_LOG_ANNOTATION, KUEUE_QUEUE_LABEL, KeepLog,
+    MANAGED_BY_LABEL, MANAGED_BY_VALUE, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, job_id_label_value,
 };
 use kubeferry_core::spec::{
     ContainerJobSpec, EnvValue, EnvVar, Quantity, Resources, SHARED_MEMORY_PATH, Sidecar,
@@ -81,6 +81,7 @@ impl Marks {
         annotations: &BTreeMap<String, String>,
         job_id: &str,
         spec_hash: String,
+        keep_log: Option<KeepLog>,
     ) -> Self {
         let mut labels = labels.clone();
         labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
@@ -89,6 +90,9 @@ impl Marks {
         annotations.insert(JOB_ID_ANNOTATION.to_string(), job_id.to_string());
         let mut object_annotations = annotations.clone();
         object_annotations.insert(SPEC_HASH_ANNOTATION.to_string(), spec_hash);
+        if let Some(keep_log) = keep_log {
+            object_annotations.insert(KEEP_LOG_ANNOTATION.to_string(), keep_log.annotation());
+        }
         Marks {
             labels,
             annotations,
@@ -109,7 +113,13 @@ pub fn job_manifest(
         labels: pod_labels,
         annotations: pod_annotations,
         object_annotations: job_annotations,
-    } = Marks::new(&spec.labels, &spec.annotations, job_id, spec.hash());
+    } = Marks::new(
+        &spec.labels,
+        &spec.annotations,
+        job_id,
+        spec.hash(),
+        spec.keep_log,
+    );
     let mut job_labels = pod_labels.clone();
     if let Some(queue) = &spec.queue {
         job_labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());

@@ -11,6 +11,7 @@ use jiff::{Timestamp, TimestampRound, Unit};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{ListParams, LogParams};
+use kubeferry_core::marks::KeepLog;
 use tokio::sync::mpsc;
 use tracing::debug;
 
@@ -82,17 +83,27 @@ pub async fn tail(cluster: &Cluster, target: &LogTarget, options: &TailOptions) 
     })
 }
 
-/// The last `max` bytes of `text`, moved forward to the next character boundary so that no
-/// character is split.
-pub(crate) fn last_bytes(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
+pub(crate) use kubeferry_core::marks::last_bytes;
+
+/// The end of the log of `target` that a job's outcome record keeps ([`KeepLog`]), read once
+/// the job ended: one request. `None` when it cannot be read (the pod gone already, no
+/// permission) or is empty: the kubelet's last words stand then.
+pub(crate) async fn kept_tail(
+    cluster: &Cluster,
+    target: &LogTarget,
+    keep: KeepLog,
+) -> Option<String> {
+    let options = TailOptions {
+        lines: Some(u64::from(keep.lines)),
+        ..TailOptions::default()
+    };
+    match tail(cluster, target, &options).await {
+        Ok(text) => Some(keep.kept(&text).to_string()).filter(|text| !text.trim().is_empty()),
+        Err(error) => {
+            debug!(message = "could not read the log tail to keep with the outcome", namespace = %target.namespace, pod = %target.pod, %error);
+            None
+        }
     }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
 }
 
 /// Timings of a follow.

@@ -32,6 +32,9 @@ pub struct RecordSettings {
     pub retention: Duration,
     /// How often each watched namespace's expired records are deleted.
     pub janitor_interval: Duration,
+    /// How much of its main container's log a job's record keeps when its job file does not
+    /// say (`keepLog`); off by default: the kubelet's last words only.
+    pub keep_log: Option<kubeferry_core::marks::KeepLog>,
 }
 
 impl Default for RecordSettings {
@@ -39,6 +42,7 @@ impl Default for RecordSettings {
         Self {
             retention: Duration::from_secs(7 * 24 * 3600),
             janitor_interval: Duration::from_secs(10 * 60),
+            keep_log: None,
         }
     }
 }
@@ -382,6 +386,20 @@ impl Records {
         record: OutcomeRecord,
         undeleted: bool,
     ) -> Result<ExecutionInfo> {
+        self.keep_with_tail(namespace, record, undeleted, std::future::ready(None))
+            .await
+    }
+
+    /// [`Records::keep`], the record's last words being `tail` when it tells more than the
+    /// kubelet's (a longer tail of the log, read only when no record stands yet: at most one
+    /// request per ended job).
+    pub(crate) async fn keep_with_tail(
+        self: &Arc<Self>,
+        namespace: &str,
+        mut record: OutcomeRecord,
+        undeleted: bool,
+        tail: impl Future<Output = Option<String>>,
+    ) -> Result<ExecutionInfo> {
         let name = record_name(record.kind, &record.object);
         let watch = self.watch(namespace);
         // A watch that has not listed yet (a process just started) cannot tell whether another
@@ -389,13 +407,21 @@ impl Records {
         watch.wait_synced(self.sync_timeout).await;
         let key = format!("{namespace}/{name}");
         let kept = lock(&self.kept).get(&key, self.settings.retention);
-        let replaced = |standing: &ExecutionInfo| replaced_by(standing, &record.outcome, undeleted);
+        // Whether a record that stands gives way, judged by the outcome as mapped.
+        let mapped = record.outcome.clone();
+        let replaced = |standing: &ExecutionInfo| replaced_by(standing, &mapped, undeleted);
         match newer(watch.get(&name).map(|entry| entry.view.outcome), kept) {
             Some(standing) if replaced(&standing) => {
                 return self.replace(namespace, &name, record).await;
             }
             Some(standing) => return Ok(standing),
             None => {}
+        }
+        if let Some(tail) = tail.await {
+            let words = &mut record.outcome.last_words;
+            if words.as_ref().is_none_or(|words| words.len() < tail.len()) {
+                *words = Some(tail);
+            }
         }
         let config_map = config_map_of(namespace, &name, &record)?;
         let api = self.api(namespace);

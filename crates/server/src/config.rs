@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kubeferry_core::id::is_dns_label;
-use kubeferry_core::marks::MAX_NAME_LEN;
+use kubeferry_core::marks::{KeepLog, MAX_NAME_LEN};
 use kubeferry_core::spark::SparkOperator;
 use serde::Deserialize;
 
@@ -193,6 +193,11 @@ pub struct LimitsFile {
     pub default_page_size: Option<usize>,
     /// The largest page size a caller may ask for.
     pub max_page_size: Option<usize>,
+    /// Keep this many last lines of a job's log with its outcome, for jobs whose file does not
+    /// say (`keepLog`); off when absent.
+    pub keep_log_lines: Option<u64>,
+    /// The most bytes of them kept (default 16384, at most 65536).
+    pub keep_log_bytes: Option<u64>,
 }
 
 /// Where a cluster's connection comes from.
@@ -349,6 +354,8 @@ pub struct Limits {
     pub default_page_size: usize,
     /// The largest page size a caller may ask for.
     pub max_page_size: usize,
+    /// How much of its log a job's outcome record keeps when its file does not say.
+    pub keep_log: Option<KeepLog>,
 }
 
 impl Default for Limits {
@@ -358,6 +365,7 @@ impl Default for Limits {
             max_log_bytes: 1024 * 1024,
             default_page_size: 100,
             max_page_size: 1000,
+            keep_log: None,
         }
     }
 }
@@ -658,6 +666,8 @@ fn apply_environment(file: &mut FileConfig, vars: &[(String, String)]) -> Result
                     l.default_page_size = Some(to_usize(name, number(value)?)?);
                 }
                 "MAX_PAGE_SIZE" => l.max_page_size = Some(to_usize(name, number(value)?)?),
+                "KEEP_LOG_LINES" => l.keep_log_lines = Some(number(value)?),
+                "KEEP_LOG_BYTES" => l.keep_log_bytes = Some(number(value)?),
                 _ => return Err(unknown_variable(name, &LIMIT_KEYS)),
             }
         }
@@ -666,11 +676,13 @@ fn apply_environment(file: &mut FileConfig, vars: &[(String, String)]) -> Result
 }
 
 /// The keys of `limits:`.
-const LIMIT_KEYS: [&str; 4] = [
+const LIMIT_KEYS: [&str; 6] = [
     "maxBodyBytes",
     "maxLogBytes",
     "defaultPageSize",
     "maxPageSize",
+    "keepLogLines",
+    "keepLogBytes",
 ];
 
 fn to_usize(name: &str, n: u64) -> Result<usize, ConfigError> {
@@ -970,6 +982,33 @@ fn limits(file: &LimitsFile) -> Result<Limits, ConfigError> {
             return Err(invalid(format!("limits.{name}"), "must be more than 0"));
         }
     }
+    let in_range = |name: &str, n: u64, max: u32| {
+        u32::try_from(n)
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| {
+                invalid(
+                    format!("limits.{name}"),
+                    format!("{n} is out of range (1 to {max})"),
+                )
+            })
+    };
+    l.keep_log = match (file.keep_log_lines, file.keep_log_bytes) {
+        (Some(lines), bytes) => Some(KeepLog {
+            lines: in_range("keepLogLines", lines, KeepLog::MAX_LINES)?,
+            bytes: match bytes {
+                Some(bytes) => in_range("keepLogBytes", bytes, KeepLog::MAX_BYTES)?,
+                None => 16 * 1024,
+            },
+        }),
+        (None, Some(_)) => {
+            return Err(invalid(
+                "limits.keepLogBytes",
+                "needs limits.keepLogLines: how many last lines to keep",
+            ));
+        }
+        (None, None) => None,
+    };
     if l.default_page_size > l.max_page_size {
         return Err(invalid(
             "limits.defaultPageSize",

@@ -131,6 +131,7 @@ pub fn executor_settings(
         },
         records: RecordSettings {
             retention: t.outcome_retention,
+            keep_log: config.limits.keep_log,
             ..RecordSettings::default()
         },
     };

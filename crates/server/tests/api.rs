@@ -1701,3 +1701,31 @@ async fn a_jobs_timeline_tells_its_story() {
         .error(StatusCode::NOT_FOUND, "no_such_job");
     service.stop().await;
 }
+
+#[tokio::test]
+async fn the_service_keeps_the_log_tail_its_limits_say_for_jobs_that_do_not() {
+    let sim = Sim::start().await;
+    let mut config = sim.config();
+    config.limits.keep_log = Some(kubeferry_core::marks::KeepLog {
+        lines: 100,
+        bytes: 16 * 1024,
+    });
+    let service = Service::start(config).await;
+    let api = &service.api;
+    let script = "for i in $(seq 1 150); do echo line $i; done";
+    let default = api.submit(shell_job("keeps-default", script)).await;
+    let mut own = shell_job("keeps-own", script);
+    own["spec"]["keepLog"] = json!({"lines": 10});
+    let own = api.submit(own).await;
+    for (id, first) in [(&default, 51), (&own, 141)] {
+        api.wait_for(id, "SUCCEEDED").await;
+        let info = eventually("the outcome recorded with its tail", || async {
+            let info = api.job(id).await.json();
+            info["lastWords"].is_string().then_some(info)
+        })
+        .await;
+        let kept: String = (first..=150).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(info["lastWords"], kept.as_str(), "{id}");
+    }
+    service.stop().await;
+}

@@ -6,7 +6,7 @@ use super::decode::{Decoder, Fields};
 use super::error::{Found, Path, ProblemKind};
 use super::model::PullPolicy;
 use super::names::{dns_label, dns_subdomain, image_reference, label_value, qualified_name};
-use crate::marks::MANAGED_BY_LABEL;
+use crate::marks::{KeepLog, MANAGED_BY_LABEL};
 
 /// The total size a spec's annotations may have: Kubernetes' limit (256 KiB) less the room kept
 /// for kubeferry's own marks.
@@ -61,6 +61,42 @@ impl Decoder {
     }
 }
 
+/// The fields of `keepLog`.
+const KEEP_LOG_FIELDS: &[&str] = &["lines", "bytes"];
+/// How many bytes `keepLog` keeps when it does not say.
+pub(super) const KEEP_LOG_DEFAULT_BYTES: u32 = 16 * 1024;
+
+impl Decoder {
+    /// `keepLog: {lines, bytes}`: how much of the main container's log the outcome record keeps
+    /// once the job ended ([`KeepLog`]).
+    pub(super) fn keep_log(&mut self, f: &Fields<'_>) -> Option<KeepLog> {
+        self.optional(f, "keepLog", |d, node, path| {
+            let f = d.fields(node, path, KEEP_LOG_FIELDS)?;
+            let lines = d.required(&f, "lines", |d, n, p| {
+                d.integer(n, p, 1, i64::from(KeepLog::MAX_LINES))
+            });
+            let bytes = d.optional(&f, "bytes", |d, n, p| {
+                let quantity: super::quantity::Quantity = d.quantity(n, p)?;
+                let max = i128::from(KeepLog::MAX_BYTES) * 1_000_000_000;
+                if !quantity.is_whole()
+                    || quantity.nanos() < 1_000_000_000
+                    || quantity.nanos() > max
+                {
+                    let message =
+                        format!("{quantity} is not a whole number of bytes from 1 to 64Ki");
+                    d.problem(n.offset, p, ProblemKind::Value, message);
+                    return None;
+                }
+                u32::try_from(quantity.nanos() / 1_000_000_000).ok()
+            });
+            Some(KeepLog {
+                lines: u32::try_from(lines?).ok()?,
+                bytes: bytes.unwrap_or(KEEP_LOG_DEFAULT_BYTES),
+            })
+        })
+    }
+}
+
 /// The problems validation finds, named by field.
 #[derive(Default)]
 pub(super) struct Checks {
@@ -96,6 +132,34 @@ impl Checks {
     pub(super) fn required(&mut self, path: Path) {
         self.found
             .push(Found::at(path, ProblemKind::MissingField, "is required"));
+    }
+
+    /// `keepLog`: within [`KeepLog`]'s limits (a spec built in code has no decoder to say so).
+    pub(super) fn keep_log(&mut self, keep_log: Option<&KeepLog>) {
+        let Some(keep_log) = keep_log else {
+            return;
+        };
+        let path = Path::root().field("keepLog");
+        if !(1..=KeepLog::MAX_LINES).contains(&keep_log.lines) {
+            self.invalid(
+                path.field("lines"),
+                format!(
+                    "{} is out of range (1 to {})",
+                    keep_log.lines,
+                    KeepLog::MAX_LINES
+                ),
+            );
+        }
+        if !(1..=KeepLog::MAX_BYTES).contains(&keep_log.bytes) {
+            self.invalid(
+                path.field("bytes"),
+                format!(
+                    "{} is out of range (1 to {})",
+                    keep_log.bytes,
+                    KeepLog::MAX_BYTES
+                ),
+            );
+        }
     }
 
     /// `name` (a DNS label, required) and `namespace` (a DNS label).

@@ -48,6 +48,7 @@ const CONTAINER_FIELDS: &[&str] = &[
     "tolerations",
     "labels",
     "annotations",
+    "keepLog",
     "tmpfs",
     "sharedMemory",
     "persistentVolumeClaims",
@@ -415,7 +416,7 @@ impl Decoder {
         Some(entries.into_iter().collect())
     }
 
-    fn quantity(&mut self, node: &Node, path: &Path) -> Option<Quantity> {
+    pub(super) fn quantity(&mut self, node: &Node, path: &Path) -> Option<Quantity> {
         let text = self.scalar(node, path, "a quantity such as 500m, 2 or 1Gi")?;
         match text.parse() {
             Ok(quantity) => Some(quantity),
@@ -527,6 +528,7 @@ impl Decoder {
         let (name, namespace) = self.identity(&f);
         let (image, image_pull_policy, image_pull_secrets) = self.image_fields(&f);
         let (labels, annotations) = self.metadata(&f);
+        let keep_log = self.keep_log(&f);
         let job = ContainerJob {
             name,
             namespace,
@@ -565,6 +567,7 @@ impl Decoder {
                 .unwrap_or_default(),
             labels,
             annotations,
+            keep_log,
             tmpfs: self.optional(&f, "tmpfs", Self::tmpfs),
             shared_memory: self.optional(&f, "sharedMemory", Self::quantity),
             persistent_volume_claims: self

@@ -24,6 +24,7 @@ const JOBSET_FIELDS: &[&str] = &[
     "ttlAfterFinished",
     "labels",
     "annotations",
+    "keepLog",
 ];
 const REPLICATED_JOB_FIELDS: &[&str] = &[
     "name",
@@ -109,6 +110,7 @@ impl Decoder {
             .required(&f, "replicatedJobs", Self::replicated_jobs)
             .unwrap_or_default();
         let (labels, annotations) = self.metadata(&f);
+        let keep_log = self.keep_log(&f);
         let failure_policy = self.optional(&f, "failurePolicy", |d, n, p| {
             let f = d.fields(n, p, FAILURE_POLICY_FIELDS)?;
             d.optional(&f, "maxRestarts", Self::count)
@@ -134,6 +136,7 @@ impl Decoder {
             ttl_after_finished: self.optional(&f, "ttlAfterFinished", Self::duration),
             labels,
             annotations,
+            keep_log,
         })
     }
 

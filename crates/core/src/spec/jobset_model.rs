@@ -52,6 +52,11 @@ pub struct JobSetJob {
     /// Labels for the JobSet, its Jobs and their pods.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// How much of the main container's log the outcome record keeps once the job ended,
+    /// beyond the kubelet's last words; the submitting service's default when `None`. Not part
+    /// of the spec's hash: it changes what is kept, not what runs.
+    #[serde(skip)]
+    pub keep_log: Option<crate::marks::KeepLog>,
     /// Annotations for the JobSet, its Jobs and their pods.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,

@@ -55,6 +55,7 @@ pub(crate) fn jobset_job(job: &JobSetJob) -> Vec<Found> {
         );
     }
     c.metadata(&job.labels, &job.annotations, jobset_reserved);
+    c.keep_log(job.keep_log.as_ref());
     c.found
 }
 

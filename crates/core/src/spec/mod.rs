@@ -122,6 +122,30 @@ impl JobSpec {
         }
     }
 
+    /// How much of its log the outcome record keeps ([`crate::marks::KeepLog`]).
+    pub fn keep_log(&self) -> Option<crate::marks::KeepLog> {
+        match self {
+            JobSpec::Container(spec) => spec.keep_log,
+            JobSpec::Spark(spec) => spec.keep_log,
+            JobSpec::JobSet(spec) => spec.keep_log,
+        }
+    }
+
+    /// The spec, keeping `default` of its log when it does not say (a service's setting). The
+    /// hash stays the same: what is kept is not what runs.
+    pub fn or_keep_log(&self, default: Option<crate::marks::KeepLog>) -> JobSpec {
+        let mut spec = self.clone();
+        let keep_log = match &mut spec {
+            JobSpec::Container(spec) => &mut spec.0.keep_log,
+            JobSpec::Spark(spec) => &mut spec.0.keep_log,
+            JobSpec::JobSet(spec) => &mut spec.0.keep_log,
+        };
+        if keep_log.is_none() {
+            *keep_log = default;
+        }
+        spec
+    }
+
     /// The spec hash (see [`ContainerJobSpec::hash`] and [`SparkJobSpec::hash`]).
     pub fn hash(&self) -> String {
         match self {

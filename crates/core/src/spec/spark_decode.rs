@@ -39,6 +39,7 @@ const SPARK_FIELDS: &[&str] = &[
     "ttlAfterStop",
     "labels",
     "annotations",
+    "keepLog",
 ];
 const DRIVER_FIELDS: &[&str] = &["cores", "memory", "env"];
 const EXECUTOR_FIELDS: &[&str] = &["cores", "memory", "instances", "env"];
@@ -87,6 +88,7 @@ impl Decoder {
             .unwrap_or_default();
         let (image, image_pull_policy, image_pull_secrets) = self.image_fields(&f);
         let (labels, annotations) = self.metadata(&f);
+        let keep_log = self.keep_log(&f);
         let job = SparkJob {
             name,
             namespace,
@@ -135,6 +137,7 @@ impl Decoder {
             ttl_after_stop: self.optional(&f, "ttlAfterStop", duration),
             labels,
             annotations,
+            keep_log,
         };
         Some(job)
     }

@@ -170,6 +170,7 @@ pub(crate) fn spark_job(job: &SparkJob) -> Vec<Found> {
         );
     }
     c.metadata(&job.labels, &job.annotations, spark_reserved);
+    c.keep_log(job.keep_log.as_ref());
     if let Some(operator) = job.operator {
         c.found.extend(operator_support(job, operator));
     }

@@ -214,6 +214,26 @@ fn reports_errors_with_file_line_column_and_field() {
         ),
         (
             "hello.yaml",
+            "name: hello\nimage: busybox\nkeepLog: {bytes: 1Ki}\n",
+            "hello.yaml:3:10: keepLog.lines: is required",
+        ),
+        (
+            "hello.yaml",
+            "name: hello\nimage: busybox\nkeepLog: {lines: 9000}\n",
+            "hello.yaml:3:18: keepLog.lines: 9000 is out of range (1 to 5000)",
+        ),
+        (
+            "hello.yaml",
+            "name: hello\nimage: busybox\nkeepLog:\n  lines: 10\n  bytes: 1Mi\n",
+            "hello.yaml:5:10: keepLog.bytes: 1Mi is not a whole number of bytes from 1 to 64Ki",
+        ),
+        (
+            "hello.yaml",
+            "name: hello\nimage: busybox\nkeepLog: {line: 10}\n",
+            "hello.yaml:3:11: keepLog: unknown field `line`; did you mean `lines`?",
+        ),
+        (
+            "hello.yaml",
             "name: hello\nimage:\n",
             "hello.yaml:2:1: image: is required",
         ),

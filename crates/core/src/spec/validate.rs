@@ -135,6 +135,7 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
     }
     tolerations(&mut c, job);
     c.metadata(&job.labels, &job.annotations, job_reserved);
+    c.keep_log(job.keep_log.as_ref());
     volumes(&mut c, job);
     security_context(&mut c, job);
     c.found

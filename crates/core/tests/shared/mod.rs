@@ -61,6 +61,7 @@ pub fn managed_meta(
         uid: uid.to_string(),
         job_id: Some("job".to_string()),
         spec_hash: None,
+        keep_log: None,
         resource_version: None,
         created_at,
         deletion_timestamp,

@@ -15,7 +15,10 @@ use kubeferry_core::container::{
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::record::OutcomeRecord;
 use kubeferry_core::status::FailureClass;
-use kubeferry_core::timeline::attempts_of;
+use kubeferry_core::timeline::{attempts_of, telling_attempt};
+
+use crate::manifest::MAIN_CONTAINER;
+use crate::pod_logs::{LogTarget, kept_tail};
 use kubeferry_core::{ExecutionInfo, JobKind, JobState};
 use tokio::sync::{broadcast, mpsc};
 use tracing::{debug, info, warn};
@@ -428,10 +431,24 @@ impl Task {
             attempts: attempts_of(pods),
         };
         let undeleted = present && job.deletion_timestamp.is_none();
+        // A longer tail of the log, when the job asks for one: read only if no record stands.
+        let told = job
+            .keep_log
+            .and_then(|keep| Some((keep, telling_attempt(&record.attempts)?.pod.clone())));
+        let tail = async {
+            let (keep, pod) = told?;
+            let target = LogTarget {
+                namespace: self.namespace.clone(),
+                pod,
+                container: MAIN_CONTAINER.to_string(),
+                uid: None,
+            };
+            kept_tail(&self.context.cluster, &target, keep).await
+        };
         match self
             .context
             .records
-            .keep(&self.namespace, record, undeleted)
+            .keep_with_tail(&self.namespace, record, undeleted, tail)
             .await
         {
             Ok(standing) => {

@@ -589,6 +589,10 @@ impl Evaluates for JobSets {
     type Parts = Children;
     type Action = JobSetAction;
 
+    fn log_container(&self, _children: &Children, _pod: &str) -> Option<String> {
+        Some(MAIN_CONTAINER.to_string())
+    }
+
     fn attempts_in(&self, children: &Children) -> Vec<timeline::Attempt> {
         let mut pods: Vec<&ChildPod> = children.pods.iter().collect();
         pods.sort_by_key(|pod| (pod.view.created_at, pod.view.name.clone()));

@@ -57,7 +57,13 @@ pub fn jobset_manifest(
         labels,
         annotations,
         object_annotations: jobset_annotations,
-    } = Marks::new(&spec.labels, &spec.annotations, job_id, spec.hash());
+    } = Marks::new(
+        &spec.labels,
+        &spec.annotations,
+        job_id,
+        spec.hash(),
+        spec.keep_log,
+    );
 
     let mut child_labels = labels.clone();
     child_labels.remove(MANAGED_BY_LABEL);

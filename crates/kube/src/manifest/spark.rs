@@ -69,7 +69,13 @@ pub fn spark_application(
 ) -> Result<Value, SpecError> {
     spec.check_operator(operator)?;
     // The application carries its pods' labels, and its own annotations.
-    let marks = Marks::new(&spec.labels, &spec.annotations, job_id, spec.hash());
+    let marks = Marks::new(
+        &spec.labels,
+        &spec.annotations,
+        job_id,
+        spec.hash(),
+        spec.keep_log,
+    );
     let body = match operator {
         SparkOperator::Apache => apache_spec(spec, &marks),
         SparkOperator::Kubeflow => kubeflow_spec(spec, &marks),

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
-use kubeferry_core::marks::{self, SPEC_HASH_ANNOTATION};
+use kubeferry_core::marks::{self, KEEP_LOG_ANNOTATION, SPEC_HASH_ANNOTATION};
 use kubeferry_core::spec::{ContainerJobSpec, JobSpec, load};
 use kubeferry_core::template::Params;
 
@@ -400,4 +400,40 @@ fn jobs_without_indexed_fields_are_unchanged() {
     assert_eq!(spec.backoff_limit_per_index, None);
     assert_eq!(spec.max_failed_indexes, None);
     assert_eq!(spec.success_policy, None);
+}
+
+#[test]
+fn a_job_that_keeps_more_of_its_log_says_so_on_its_object_alone() {
+    let keeping = format!("{MINIMAL}keepLog: {{lines: 300, bytes: 8Ki}}\n");
+    let job = manifest(&keeping);
+    let annotations = job.metadata.annotations.as_ref().unwrap();
+    assert_eq!(
+        annotations.get(KEEP_LOG_ANNOTATION).map(String::as_str),
+        Some("lines=300,bytes=8192")
+    );
+    let pod_annotations = pod_template_annotations(&job);
+    assert!(!pod_annotations.contains_key(KEEP_LOG_ANNOTATION));
+    // What is kept is not what runs: the spec's hash does not change.
+    assert_eq!(spec(&keeping).hash(), spec(MINIMAL).hash());
+    assert!(
+        !manifest(MINIMAL)
+            .metadata
+            .annotations
+            .unwrap()
+            .contains_key(KEEP_LOG_ANNOTATION)
+    );
+    // Without bytes, 16 KiB.
+    let default_bytes = manifest(&format!("{MINIMAL}keepLog: {{lines: 10}}\n"));
+    assert_eq!(
+        default_bytes.metadata.annotations.unwrap()[KEEP_LOG_ANNOTATION],
+        "lines=10,bytes=16384"
+    );
+}
+
+fn pod_template_annotations(job: &Job) -> std::collections::BTreeMap<String, String> {
+    job.spec
+        .as_ref()
+        .and_then(|spec| spec.template.metadata.as_ref())
+        .and_then(|meta| meta.annotations.clone())
+        .unwrap_or_default()
 }

@@ -874,6 +874,11 @@ impl Evaluates for SparkJobs {
             .collect()
     }
 
+    fn log_container(&self, drivers: &Drivers, pod: &str) -> Option<String> {
+        let driver = drivers.pods.iter().find(|driver| driver.name == pod)?;
+        Some(driver.container.as_ref()?.name.clone())
+    }
+
     fn note(&self, drivers: &Drivers, info: &mut ExecutionInfo) {
         if let Some(error) = &drivers.lookup_error {
             info.message = format!("{} (driver pod not looked up: {error})", info.message);

@@ -665,6 +665,57 @@ async fn a_failed_jobs_last_words_outlive_its_pods() {
     }
 }
 
+/// A job that asks to keep more of its log (`keepLog`) has the last lines it asked for kept
+/// with its outcome, a succeeded one too, at one request each once it ended: they outlive its
+/// pods.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_keeps_more_of_its_log_has_it_once_its_pods_are_gone() {
+    let env = Env::start().await;
+    let script = "for i in $(seq 1 200); do echo line $i; done; exit 3";
+    env.sim.reset_counters();
+    let failed = env
+        .submit(&shell("keeps", script, "keepLog: {lines: 150, bytes: 1Ki}"))
+        .await;
+    let succeeded = env
+        .submit(&shell(
+            "keeps-ok",
+            "for i in $(seq 1 200); do echo ok $i; done",
+            "keepLog: {lines: 150}",
+        ))
+        .await;
+    // The last 150 lines, cut to their last KiB at a line.
+    let lines: String = (51..=200).map(|i| format!("line {i}\n")).collect();
+    let cut = &lines[lines.len() - 1024..];
+    let kept = &cut[cut.find('\n').unwrap() + 1..];
+    let ok: String = (51..=200).map(|i| format!("ok {i}\n")).collect();
+    for (id, words) in [(&failed, kept), (&succeeded, ok.as_str())] {
+        env.wait(id).await;
+        let outcome = eventually("the outcome recorded and the Job let go", || async {
+            let let_go = env.job_object(id).is_some_and(|job| {
+                job["metadata"]["finalizers"]
+                    .as_array()
+                    .is_none_or(Vec::is_empty)
+            });
+            let outcome = env.executor.status(id).await.ok()?;
+            let_go.then_some(outcome)
+        })
+        .await;
+        assert_eq!(outcome.last_words.as_deref(), Some(words), "{id}");
+        env.delete_job_as_admin(id).await;
+    }
+    // One read of each log, by the settler.
+    assert_eq!(env.sim.request_count("get", "pods/log"), 2);
+    eventually("the Jobs and their pods gone", || async {
+        (env.sim.count("batch", "jobs") == 0 && env.sim.count("", "pods") == 0).then_some(())
+    })
+    .await;
+    let fresh = env.fresh_executor().await;
+    for (id, words) in [(&failed, kept), (&succeeded, ok.as_str())] {
+        let tail = fresh.tail(id, &tail(None, None)).await.unwrap();
+        assert_eq!(tail.log, words, "{id}");
+    }
+}
+
 /// What `logs` says when there is no log to show, in each case a person meets.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_empty_log_always_says_why() {

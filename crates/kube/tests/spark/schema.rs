@@ -75,6 +75,7 @@ fn every_option(operator: SparkOperator, python: bool) -> SparkJobSpec {
         ttl_after_stop: Some(Duration::from_secs(86400)),
         labels: map(&[("team", "data")]),
         annotations: map(&[("note", "nightly")]),
+        keep_log: None,
     };
     SparkJobSpec::new(job).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -271,6 +271,21 @@ fn mistakes_name_their_field() {
             "limits.defaultPageSize: must not exceed limits.maxPageSize (5)",
         ),
         (
+            "limits: {keepLogLines: 0}",
+            anonymous(),
+            "limits.keepLogLines: 0 is out of range (1 to 5000)",
+        ),
+        (
+            "limits: {keepLogLines: 100, keepLogBytes: 1000000}",
+            anonymous(),
+            "limits.keepLogBytes: 1000000 is out of range (1 to 65536)",
+        ),
+        (
+            "limits: {keepLogBytes: 1024}",
+            anonymous(),
+            "limits.keepLogBytes: needs limits.keepLogLines: how many last lines to keep",
+        ),
+        (
             "clusters: [{name: a, apiUrl: 'https://x', inCluster: true}]",
             anonymous(),
             "clusters[0]: give one way to connect",
@@ -373,10 +388,11 @@ fn every_timeout_and_limit_has_a_variable_named_by_its_path() {
             ("KUBEFERRY_TIMEOUTS_REQUEST", "9s"),
             ("KUBEFERRY_LIMITS_MAX_BODY_BYTES", "2048"),
             ("KUBEFERRY_LIMITS_MAX_PAGE_SIZE", "500"),
+            ("KUBEFERRY_LIMITS_KEEP_LOG_LINES", "300"),
         ]),
         ..Overrides::default()
     };
-    assert_eq!(overrides.environment.len(), 6, "others are left alone");
+    assert_eq!(overrides.environment.len(), 7, "others are left alone");
     let config = resolve("timeouts: {retryDeadline: 1s, watch: 30s}", overrides).unwrap();
     assert_eq!(config.timeouts.retry_deadline, Duration::from_secs(3));
     assert_eq!(config.timeouts.no_status, Duration::from_secs(120));
@@ -389,6 +405,13 @@ fn every_timeout_and_limit_has_a_variable_named_by_its_path() {
     );
     assert_eq!(config.limits.max_body_bytes, 2048);
     assert_eq!(config.limits.max_page_size, 500);
+    assert_eq!(
+        config.limits.keep_log,
+        Some(kubeferry_core::marks::KeepLog {
+            lines: 300,
+            bytes: 16 * 1024
+        })
+    );
 
     for (name, value, expected) in [
         (
