@@ -213,3 +213,66 @@ async fn a_server_dry_run_shows_an_admission_webhooks_denial() {
     );
     assert_eq!(held(&env), before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_dry_run_shows_what_the_clusters_schema_refuses() {
+    // A cluster whose JobSet CRD allows one replica per replicated job: a constraint only its
+    // schema knows, as an older or a restricted CRD has.
+    let mut config = SimConfig::for_tests();
+    config.extra_crds.push(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "jobsets.jobset.x-k8s.io"},
+        "spec": {
+            "group": "jobset.x-k8s.io",
+            "scope": "Namespaced",
+            "names": {"kind": "JobSet", "plural": "jobsets", "singular": "jobset", "listKind": "JobSetList"},
+            "versions": [{
+                "name": "v1alpha2", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": true,
+                            "properties": {"replicatedJobs": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "x-kubernetes-preserve-unknown-fields": true,
+                                    "properties": {"replicas": {"type": "integer", "maximum": 1}},
+                                },
+                            }},
+                        },
+                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    },
+                }},
+            }],
+        },
+    }));
+    let env = Env::start_with(config, Settings::fast()).await;
+    let before = held(&env);
+    let spec = example("jobset.yaml");
+    env.executor
+        .dry_run(&spec, "dry-1", NS, DryRun::Client)
+        .await
+        .expect("the client builds it");
+    let error = env
+        .executor
+        .dry_run(&spec, "dry-1", NS, DryRun::Server)
+        .await
+        .expect_err("the schema refuses it");
+    assert!(
+        matches!(error, kubeferry_kube::Error::Api { code: 422, .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains(
+            "spec.replicatedJobs[1].replicas: Invalid value: 2: spec.replicatedJobs[1].replicas \
+             in body should be less than or equal to 1"
+        ),
+        "{error}"
+    );
+    assert_eq!(held(&env), before);
+}
