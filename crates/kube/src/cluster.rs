@@ -391,13 +391,13 @@ impl Cluster {
     }
 
     /// Turns a failed operation into an error that names what was attempted. A 403 is a missing
-    /// permission only when the authorizer said so; admission's 403s (a quota used up, a
-    /// webhook's denial, a namespace being deleted) are the server's answer as it gave it.
+    /// permission, except admission's (a quota used up, a webhook's denial, a namespace being
+    /// deleted): those are the server's answer as it gave it.
     pub(crate) fn error(&self, op: &Op, exhausted: Exhausted) -> Error {
         let Exhausted { error, attempts } = exhausted;
         match (&error, verdict(&error)) {
             (kube::Error::Api(status), _)
-                if status.code == 403 && denied_by_authorizer(&status.message) =>
+                if status.code == 403 && !refused_by_admission(&status.message) =>
             {
                 Error::Forbidden {
                     verb: op.verb,
@@ -531,12 +531,19 @@ async fn answered_within<T>(
         })
 }
 
-/// Whether a 403's message is the authorizer's (`User "x" cannot create resource "jobs" in API
-/// group "batch" ...`, `... cannot get path "/version"`) rather than an admission plugin's.
-fn denied_by_authorizer(message: &str) -> bool {
-    message
-        .split_once(" cannot ")
-        .is_some_and(|(_, rest)| rest.contains(" resource \"") || rest.contains(" path \""))
+/// Whether a 403's message is an admission plugin's refusal (a quota used up, a webhook's
+/// denial, a namespace being deleted) rather than the authorizer's: the words of the API
+/// server's admission plugins. Any other 403 is a missing permission.
+fn refused_by_admission(message: &str) -> bool {
+    [
+        "exceeded quota: ",
+        "failed quota: ",
+        "admission webhook ",
+        "because it is being terminated",
+        "error looking up service account",
+    ]
+    .iter()
+    .any(|words| message.contains(words))
 }
 
 #[cfg(test)]
@@ -602,12 +609,13 @@ mod tests {
     }
 
     #[test]
-    fn a_403_is_a_missing_permission_only_in_the_authorizers_words() {
-        assert!(denied_by_authorizer(
+    fn a_403_is_a_missing_permission_unless_in_an_admission_plugins_words() {
+        assert!(!refused_by_admission(
             "jobs.batch is forbidden: User \"ci\" cannot create resource \"jobs\" in API \
              group \"batch\" in the namespace \"default\""
         ));
-        assert!(denied_by_authorizer(
+        assert!(!refused_by_admission("forbidden"));
+        assert!(!refused_by_admission(
             "forbidden: User \"ci\" cannot get path \"/version\""
         ));
         for admission in [
@@ -617,7 +625,7 @@ mod tests {
             "jobs.batch \"x\" is forbidden: unable to create new content in namespace ns \
              because it is being terminated",
         ] {
-            assert!(!denied_by_authorizer(admission), "{admission}");
+            assert!(refused_by_admission(admission), "{admission}");
         }
     }
 }

@@ -26,6 +26,7 @@ ROOTS = [
     ("api::core::v1", "PersistentVolumeClaim", "v1"),
     ("api::core::v1", "ServiceAccount", "v1"),
     ("api::core::v1", "Service", "v1"),
+    ("api::core::v1", "ResourceQuota", "v1"),
     ("api::apps::v1", "Deployment", "apps/v1"),
     ("api::batch::v1", "Job", "batch/v1"),
     ("api::rbac::v1", "Role", "rbac.authorization.k8s.io/v1"),
