@@ -139,6 +139,7 @@ timeouts:
   keepAlive: 1s
   followReopen: 50ms
   shutdown: 5s
+  stateSample: 200ms
 """
         )
         self.log = sim.dir / f"{name}.log"

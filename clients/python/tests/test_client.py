@@ -407,3 +407,16 @@ def test_describe_tells_a_failed_jobs_story(client: Client, job_id: str) -> None
     assert ended.at is not None and ended.object is not None
     assert story.spent.running is not None
     assert story.what_to_do is not None and story.what_to_do.startswith("read its log")
+
+
+def test_whoami_and_stats_name_the_tokens_namespaces_only(replica: Replica) -> None:
+    admin = replica.client()
+    assert admin.whoami().namespaces == ["default", "sweep"]
+    team = replica.client(TEAM_TOKEN)
+    assert team.whoami().name == "team"
+    assert team.whoami().namespaces == ["sweep"]
+    stats = team.stats()
+    assert stats.minutes, "the replica samples at its start"
+    assert all(set(m.counts) <= set(JobState) for m in stats.minutes)
+    with pytest.raises(Forbidden):
+        team.stats(namespace="default")

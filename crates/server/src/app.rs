@@ -44,6 +44,8 @@ pub struct App {
     pub timeouts: Timeouts,
     /// Limits.
     pub limits: Limits,
+    /// How many jobs stood in each state over the last hour.
+    pub history: crate::history::StateHistory,
     shutdown: watch::Receiver<bool>,
     draining: AtomicBool,
 }
@@ -69,9 +71,20 @@ impl App {
             metrics,
             timeouts,
             limits,
+            history: Default::default(),
             shutdown,
             draining: AtomicBool::new(false),
         }
+    }
+
+    /// Samples how many jobs stand in each state now (from the watch caches: no request).
+    pub fn sample_states(&self) {
+        let counts = self
+            .clusters
+            .iter()
+            .flat_map(|cluster| cluster.executor.jobs_by_state())
+            .collect();
+        self.history.record(jiff::Timestamp::now(), counts);
     }
 
     /// The cluster named `name`.

@@ -179,6 +179,8 @@ pub struct TimeoutsFile {
     pub follow_idle: Option<String>,
     /// How often the tokens file is checked for changes.
     pub tokens_reload: Option<String>,
+    /// How often the count of jobs in each state is sampled for the dashboard's last hour.
+    pub state_sample: Option<String>,
 }
 
 /// `limits:` in the file.
@@ -308,6 +310,8 @@ pub struct Timeouts {
     pub follow_idle: Duration,
     /// How often the tokens file is checked for changes.
     pub tokens_reload: Duration,
+    /// How often the count of jobs in each state is sampled for the dashboard's last hour.
+    pub state_sample: Duration,
 }
 
 impl Default for Timeouts {
@@ -339,6 +343,7 @@ impl Default for Timeouts {
             follow_reopen: Duration::from_millis(500),
             follow_idle: Duration::from_secs(60),
             tokens_reload: Duration::from_secs(10),
+            state_sample: Duration::from_secs(60),
         }
     }
 }
@@ -468,7 +473,7 @@ fn upper_snake(key: &str) -> String {
 
 impl TimeoutsFile {
     /// Every key with its slot.
-    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 23] {
+    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 24] {
         [
             ("request", &mut self.request),
             ("shutdown", &mut self.shutdown),
@@ -496,6 +501,7 @@ impl TimeoutsFile {
             ("followReopen", &mut self.follow_reopen),
             ("followIdle", &mut self.follow_idle),
             ("tokensReload", &mut self.tokens_reload),
+            ("stateSample", &mut self.state_sample),
         ]
     }
 }
@@ -882,7 +888,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
     let mut t = Timeouts::default();
-    let fields: [(&str, &Option<String>, &mut Duration); 22] = [
+    let fields: [(&str, &Option<String>, &mut Duration); 23] = [
         ("request", &file.request, &mut t.request),
         ("shutdown", &file.shutdown, &mut t.shutdown),
         ("drain", &file.drain, &mut t.drain),
@@ -925,6 +931,7 @@ fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
         ("followReopen", &file.follow_reopen, &mut t.follow_reopen),
         ("followIdle", &file.follow_idle, &mut t.follow_idle),
         ("tokensReload", &file.tokens_reload, &mut t.tokens_reload),
+        ("stateSample", &file.state_sample, &mut t.state_sample),
     ];
     for (name, text, slot) in fields {
         if let Some(text) = text {
@@ -944,6 +951,7 @@ fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
         ("recheck", t.recheck),
         ("keepAlive", t.keep_alive),
         ("tokensReload", t.tokens_reload),
+        ("stateSample", t.state_sample),
     ] {
         if value.is_zero() {
             return Err(invalid(format!("timeouts.{name}"), "must be more than 0"));

@@ -13,6 +13,7 @@ pub mod auth;
 pub mod clusters;
 pub mod config;
 pub mod error;
+pub mod history;
 pub mod metrics;
 pub mod middleware;
 pub mod request_id;

@@ -145,6 +145,7 @@ pub struct Running {
     stop: watch::Sender<bool>,
     serving: JoinHandle<std::io::Result<()>>,
     reloading: Option<JoinHandle<()>>,
+    sampling: JoinHandle<()>,
     spark_watches: Vec<JoinHandle<()>>,
     shutdown_timeout: Duration,
     drain: Duration,
@@ -170,6 +171,7 @@ impl Running {
             tokio::time::sleep(self.drain).await;
         }
         let _ = self.stop.send(true);
+        self.sampling.abort();
         if let Some(reloading) = &self.reloading {
             reloading.abort();
         }
@@ -259,6 +261,20 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         config.limits.clone(),
         stopped.clone(),
     ));
+    let sampling = {
+        let app = app.clone();
+        let mut stopped = stopped.clone();
+        let interval = config.timeouts.state_sample;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(interval);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => app.sample_states(),
+                    _ = stopped.changed() => return,
+                }
+            }
+        })
+    };
     let reloading = (!auth.is_anonymous()).then(|| {
         let interval = config.timeouts.tokens_reload;
         tokio::spawn(reload_tokens(auth, interval))
@@ -307,6 +323,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         stop,
         serving,
         reloading,
+        sampling,
         spark_watches,
         shutdown_timeout: config.timeouts.shutdown,
         drain: config.timeouts.drain,

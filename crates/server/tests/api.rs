@@ -1729,3 +1729,44 @@ async fn the_service_keeps_the_log_tail_its_limits_say_for_jobs_that_do_not() {
     }
     service.stop().await;
 }
+
+#[tokio::test]
+async fn the_dashboard_is_served_with_a_strict_policy_and_knows_the_tokens_namespaces() {
+    let sim = Sim::start().await;
+    let service = sim.serve().await;
+    let api = &service.api;
+    let root = api.get("/").await;
+    assert!(root.status.is_redirection(), "{}", root.status);
+    assert_eq!(root.headers[header::LOCATION], "/ui");
+    for (path, content_type) in [
+        ("/ui", "text/html; charset=utf-8"),
+        ("/ui/app.js", "text/javascript; charset=utf-8"),
+        ("/ui/app.css", "text/css; charset=utf-8"),
+    ] {
+        let reply = api.get(path).await;
+        assert_eq!(reply.status, StatusCode::OK, "{path}");
+        assert_eq!(reply.headers[header::CONTENT_TYPE], content_type, "{path}");
+        let policy = reply.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(policy.contains("script-src 'self';"), "{policy}");
+        assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+        assert!(!policy.contains("unsafe"), "{policy}");
+        assert_eq!(reply.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        assert_eq!(reply.headers[header::REFERRER_POLICY], "no-referrer");
+    }
+    // The page has no inline script or style for the policy to refuse.
+    let page = api.get("/ui").await.text();
+    assert!(!page.contains("<script>") && !page.contains("style="), "{page}");
+    let weight: usize = kubeferry_server::api::ui::FILES
+        .iter()
+        .map(|(_, _, body)| body.len())
+        .sum();
+    assert!(weight < 300 * 1024, "{weight} bytes");
+    // The dashboard asks which namespaces the token may see.
+    let me = api.get("/v1/whoami").await.json();
+    assert_eq!(me["name"], "admin");
+    assert_eq!(me["namespaces"], json!(["default", "team-a", "team-b"]));
+    let stats = api.get("/v1/stats?namespace=team-a").await;
+    assert_eq!(stats.status, StatusCode::OK, "{}", stats.text());
+    assert!(stats.json()["minutes"].is_array());
+    service.stop().await;
+}

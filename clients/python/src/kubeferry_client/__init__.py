@@ -53,12 +53,15 @@ from ._models import (
     Replicas,
     ReplicatedJobCounts,
     SpecProblem,
+    StateSample,
+    Stats,
     Submitted,
     SweepResult,
     Timeline,
     TimelineStep,
     TimeSpent,
     WatchReadiness,
+    WhoAmI,
 )
 
 __all__ = [
@@ -98,6 +101,8 @@ __all__ = [
     "ReplicatedJobCounts",
     "ServerError",
     "SpecProblem",
+    "StateSample",
+    "Stats",
     "Submitted",
     "SweepResult",
     "TimeSpent",
@@ -109,5 +114,6 @@ __all__ = [
     "WaitTimeout",
     "WatchEvent",
     "WatchReadiness",
+    "WhoAmI",
     "WrongCluster",
 ]

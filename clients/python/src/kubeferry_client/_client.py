@@ -40,10 +40,12 @@ from ._models import (
     ListedEvent,
     LogTail,
     Readiness,
+    Stats,
     Submitted,
     SweepResult,
     TemplateList,
     Timeline,
+    WhoAmI,
     decode_as,
 )
 from ._operations import OPERATIONS, STREAM_EVENTS, Operation
@@ -417,6 +419,15 @@ class Client:
         """The names of the templates a submission may name."""
         answer = self._json("listTemplates", TemplateList)
         return answer.templates
+
+    def whoami(self) -> WhoAmI:
+        """The token's name and the namespaces it may use."""
+        return self._json("whoAmI", WhoAmI)
+
+    def stats(self, namespace: str | None = None) -> Stats:
+        """How many jobs stood in each state over the last hour, as the replica sampled them
+        (of ``namespace``, else of every namespace the token may use)."""
+        return self._json("jobStats", Stats, query={"namespace": namespace})
 
     # Operations.
 

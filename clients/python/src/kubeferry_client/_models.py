@@ -434,6 +434,42 @@ class TemplateList:
     """Their names."""
 
 
+def _counts(value: Any) -> dict[str, int]:
+    if not isinstance(value, dict) or not all(
+        isinstance(key, str) and isinstance(count, int) for key, count in value.items()
+    ):
+        raise ValueError(f"{value!r} is not a mapping of names to counts")
+    return dict(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class WhoAmI:
+    """Who a token names, and where it may act."""
+
+    name: str = _wire("name")
+    """The token's name (`anonymous` without authentication)."""
+    namespaces: list[str] = _wire("namespaces", _strings)
+    """The served namespaces it may use, the default first."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StateSample:
+    """How many jobs stood in each state at one moment."""
+
+    at: datetime.datetime = _wire("at", _timestamp)
+    """When it was taken."""
+    counts: dict[str, int] = _wire("counts", _counts)
+    """Jobs by state (states with none are left out)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """How many jobs stood in each state over the last hour, as one replica sampled them."""
+
+    minutes: list[StateSample] = _wire("minutes", _list_of(StateSample))
+    """The samples, oldest first."""
+
+
 @dataclasses.dataclass(frozen=True)
 class GoneEvent:
     """A job that is gone and whose end is unknown: deleted by someone else, or removed after it
@@ -570,6 +606,9 @@ SCHEMAS: dict[str, type[Any]] = {
     "OrphanItem": OrphanItem,
     "SweepResult": SweepResult,
     "TemplateList": TemplateList,
+    "WhoAmI": WhoAmI,
+    "Stats": Stats,
+    "StateSample": StateSample,
     "GoneEvent": GoneEvent,
     "ListedEvent": ListedEvent,
     "Health": Health,

@@ -79,6 +79,8 @@ OPERATIONS: dict[str, Operation] = {
         answer="SweepResult",
     ),
     "listTemplates": Operation("GET", "/v1/templates", answer="TemplateList"),
+    "whoAmI": Operation("GET", "/v1/whoami", answer="WhoAmI"),
+    "jobStats": Operation("GET", "/v1/stats", query=frozenset({"namespace"}), answer="Stats"),
     "health": Operation("GET", "/healthz", answer="Health", authenticated=False),
     "ready": Operation(
         "GET",

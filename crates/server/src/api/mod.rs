@@ -8,6 +8,7 @@ pub mod jobs;
 pub mod logs;
 pub mod model;
 pub mod sweep;
+pub mod ui;
 
 use std::sync::Arc;
 
@@ -71,7 +72,9 @@ fn routers() -> (OpenApiRouter<Arc<App>>, OpenApiRouter<Arc<App>>) {
         .routes(routes!(events::job_events))
         .routes(routes!(events::events))
         .routes(routes!(sweep::sweep))
-        .routes(routes!(jobs::templates));
+        .routes(routes!(jobs::templates))
+        .routes(routes!(ui::whoami))
+        .routes(routes!(ui::stats));
     let operations = OpenApiRouter::new()
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
@@ -101,6 +104,10 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .merge(api)
         .merge(operations)
+        .route("/", get(ui::root))
+        .route("/ui", get(ui::index))
+        .route("/ui/app.js", get(ui::script))
+        .route("/ui/app.css", get(ui::styles))
         .route(
             "/openapi.json",
             get(move || {

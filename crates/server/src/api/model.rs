@@ -600,6 +600,32 @@ pub struct TemplateList {
     pub templates: Vec<String>,
 }
 
+/// How many jobs stood in each state over the last hour, as this replica sampled them.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Stats {
+    /// The samples, oldest first (one every `timeouts.stateSample`).
+    pub minutes: Vec<StateSample>,
+}
+
+/// One sample of [`Stats`].
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct StateSample {
+    /// When it was taken.
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+    /// Jobs by state (states with none are left out).
+    pub counts: BTreeMap<String, usize>,
+}
+
+/// Who a token names, and where it may act.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WhoAmI {
+    /// The token's name (`anonymous` without authentication).
+    pub name: String,
+    /// The served namespaces it may use, the default first.
+    pub namespaces: Vec<String>,
+}
+
 /// The process is up.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Health {

@@ -210,6 +210,7 @@ pub fn fast_timeouts() -> Timeouts {
         follow_reopen: Duration::from_millis(50),
         follow_idle: Duration::from_secs(60),
         tokens_reload: Duration::from_millis(50),
+        state_sample: Duration::from_millis(50),
     }
 }
 
