@@ -114,10 +114,12 @@ async function events(path, signal, onEvent) {
   let buffer = '';
   await read(path, signal, (chunk) => {
     buffer += chunk.replace(/\r\n/g, '\n');
+    // One pass over what came (a first burst holds thousands of events), cut once at the end.
+    let start = 0;
     let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
+    while ((end = buffer.indexOf('\n\n', start)) >= 0) {
+      const block = buffer.slice(start, end);
+      start = end + 2;
       let name = 'message';
       const data = [];
       for (const line of block.split('\n')) {
@@ -126,6 +128,7 @@ async function events(path, signal, onEvent) {
       }
       if (data.length) onEvent(name, data.join('\n'));
     }
+    buffer = buffer.slice(start);
   });
 }
 
@@ -253,10 +256,13 @@ function remember(info, extra = {}) {
   // The list and the stream cross on the way: an end stands.
   if (known && TERMINAL.has(known.info.state) && !TERMINAL.has(info.state)) return;
   const changed = known && known.info.state !== info.state;
+  const jobId = info.jobId || extra.jobId || (known && known.jobId) || '';
   page.jobs.set(info.id, {
     info,
-    createdAt: extra.createdAt || (known && known.createdAt) || info.startedAt || null,
-    jobId: info.jobId || extra.jobId || (known && known.jobId) || '',
+    ...parts(info.id),
+    createdAt: extra.createdAt || (known && known.createdAt) || info.startedAt || '',
+    jobId,
+    search: [info.id, jobId, info.reason, info.message].join(' ').toLowerCase(),
     changedAt: changed ? Date.now() : known ? known.changedAt : 0,
   });
   if (changed) setTimeout(queueRender, FLASH_MS + 50);
@@ -324,19 +330,26 @@ async function jobsView() {
   const scope = f.namespace ? `namespace=${encodeURIComponent(f.namespace)}` : '';
   const selector = f.selector ? `selector=${encodeURIComponent(f.selector)}` : '';
   const query = [scope, selector].filter(Boolean).join('&');
-  await loadHistory(f.namespace);
-  // Every page of the list (jobs known only from their outcome records included), then the
-  // changes as they come.
-  follow(async (signal) => {
+  loadHistory(f.namespace);
+  // The event stream first (every job the service's caches hold, then each change), then every
+  // page of the list once the stream has sent what it holds: the list adds the jobs known only
+  // from their outcome records, and each job's creation time and job id. Each page of the list
+  // costs the service a list of every job, so it comes second.
+  let listing = false;
+  const list = () => follow(async (signal) => {
     let next = '';
     do {
-      const list = await api(`/v1/jobs?limit=1000${query ? `&${query}` : ''}${next ? `&continue=${encodeURIComponent(next)}` : ''}`, { signal });
-      for (const item of list.items) remember(item.job, item);
-      next = list.continue || '';
+      const page_ = await api(`/v1/jobs?limit=1000${query ? `&${query}` : ''}${next ? `&continue=${encodeURIComponent(next)}` : ''}`, { signal });
+      for (const item of page_.items) remember(item.job, item);
+      next = page_.continue || '';
       queueRender();
     } while (next);
   });
   follow((signal) => events(`/v1/events${query ? `?${query}` : ''}`, signal, (name, data) => {
+    if (name === 'listed' && !listing) {
+      listing = true;
+      list();
+    }
     if (name !== 'status') return;
     remember(JSON.parse(data));
     queueRender();
@@ -345,38 +358,33 @@ async function jobsView() {
 
 function visibleJobs(f) {
   const text = f.text.toLowerCase();
-  const rows = [];
-  for (const job of page.jobs.values()) {
-    const p = parts(job.info.id);
-    if (f.namespace && p.namespace !== f.namespace) continue;
-    if (f.kind && p.kind !== f.kind) continue;
-    if (f.state && job.info.state !== f.state) continue;
-    if (text) {
-      const haystack = [job.info.id, job.jobId, job.info.reason, job.info.message].join(' ').toLowerCase();
-      if (!haystack.includes(text)) continue;
-    }
-    rows.push(job);
-  }
   const key = {
-    namespace: (j) => parts(j.info.id).namespace,
+    namespace: (j) => j.namespace,
     id: (j) => j.info.id,
     jobId: (j) => j.jobId,
-    kind: (j) => parts(j.info.id).kind,
+    kind: (j) => j.kind,
     state: (j) => STATES.indexOf(j.info.state),
     reason: (j) => j.info.reason || '',
     exit: (j) => (j.info.exitCode === undefined ? -1 : j.info.exitCode),
-    created: (j) => j.createdAt || '',
+    created: (j) => j.createdAt,
     duration: (j) => seconds(j.info.startedAt, j.info.finishedAt) || 0,
-  }[f.sort] || ((j) => j.createdAt || '');
+  }[f.sort] || ((j) => j.createdAt);
+  // Each row's key once, then a sort of the keys: thousands of jobs redrawn at every event.
+  const rows = [];
+  for (const job of page.jobs.values()) {
+    if (f.namespace && job.namespace !== f.namespace) continue;
+    if (f.kind && job.kind !== f.kind) continue;
+    if (f.state && job.info.state !== f.state) continue;
+    if (text && !job.search.includes(text)) continue;
+    rows.push([key(job), job]);
+  }
   const sign = f.dir === 'asc' ? 1 : -1;
-  rows.sort((a, b) => {
-    const x = key(a);
-    const y = key(b);
+  rows.sort(([x, a], [y, b]) => {
     if (x < y) return -sign;
     if (x > y) return sign;
     return a.info.id < b.info.id ? -1 : 1;
   });
-  return rows;
+  return rows.map(([, job]) => job);
 }
 
 function renderJobs() {
@@ -385,7 +393,13 @@ function renderJobs() {
   if (!table) return;
   // Counts by state, of the jobs the other filters leave.
   const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
-  for (const job of visibleJobs({ ...f, state: '' })) counts[job.info.state] += 1;
+  const text = f.text.toLowerCase();
+  for (const job of page.jobs.values()) {
+    if (f.namespace && job.namespace !== f.namespace) continue;
+    if (f.kind && job.kind !== f.kind) continue;
+    if (text && !job.search.includes(text)) continue;
+    counts[job.info.state] += 1;
+  }
   fill(document.getElementById('counts'), ...STATES.map((state) =>
     el('button', {
       type: 'button', class: `count${f.state === state ? ' active' : ''}`, 'data-state': state,
@@ -401,7 +415,7 @@ function renderJobs() {
   const now = Date.now();
   table.tBodies[0].replaceChildren(...shown.map((job) => {
     const info = job.info;
-    const p = parts(info.id);
+    const p = job;
     const spent = seconds(info.startedAt, info.finishedAt);
     const link = `/ui?job=${encodeURIComponent(info.id)}`;
     return el('tr', {

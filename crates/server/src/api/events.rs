@@ -172,9 +172,11 @@ pub async fn events(
     q.finish(&["namespace", "cluster", "selector"])?;
     let namespaces = app.namespaces_for(&principal, namespace.as_deref(), "namespace")?;
     let clusters = app.clusters_for(cluster.as_deref(), "cluster")?;
-    // The selector is checked by the API server before the stream starts: a watch with a
-    // malformed selector would only retry.
-    if let (Some(cluster), Some(namespace)) = (clusters.first(), namespaces.first()) {
+    // A selector is checked by the API server before the stream starts: a watch with a
+    // malformed selector would only retry. No selector needs no check (and no list of every job).
+    if !selector.is_empty()
+        && let (Some(cluster), Some(namespace)) = (clusters.first(), namespaces.first())
+    {
         cluster
             .executor
             .list(namespace, Some(&selector))
