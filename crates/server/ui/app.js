@@ -344,6 +344,7 @@ async function jobsView() {
       next = page_.continue || '';
       queueRender();
     } while (next);
+    document.body.dataset.listed = String(Math.round(performance.now()));
   });
   follow((signal) => events(`/v1/events${query ? `?${query}` : ''}`, signal, (name, data) => {
     if (name === 'listed' && !listing) {
