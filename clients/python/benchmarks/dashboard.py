@@ -6,7 +6,8 @@ Usage, with the release binary, selenium and Debian's chromium and chromium-driv
 .ci/run installs):
 
     cargo build --release -p kubeferry-cli
-    KUBEFERRY_BIN=target/release/kubeferry python clients/python/benchmarks/dashboard.py --jobs 10000
+    export KUBEFERRY_BIN=target/release/kubeferry
+    python clients/python/benchmarks/dashboard.py --jobs 10000
 """
 
 from __future__ import annotations

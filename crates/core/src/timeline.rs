@@ -128,8 +128,7 @@ pub fn telling_attempt(attempts: &[Attempt]) -> Option<&Attempt> {
             .filter(|attempt| attempt.exit_code.is_some())
     };
     ended()
-        .filter(|attempt| attempt.exit_code != Some(0))
-        .next_back()
+        .rfind(|attempt| attempt.exit_code != Some(0))
         .or_else(|| ended().next_back())
 }
 

@@ -1746,7 +1746,9 @@ async fn the_dashboard_is_served_with_a_strict_policy_and_knows_the_tokens_names
         let reply = api.get(path).await;
         assert_eq!(reply.status, StatusCode::OK, "{path}");
         assert_eq!(reply.headers[header::CONTENT_TYPE], content_type, "{path}");
-        let policy = reply.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        let policy = reply.headers[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap();
         assert!(policy.contains("script-src 'self';"), "{policy}");
         assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
         assert!(!policy.contains("unsafe"), "{policy}");
@@ -1755,7 +1757,10 @@ async fn the_dashboard_is_served_with_a_strict_policy_and_knows_the_tokens_names
     }
     // The page has no inline script or style for the policy to refuse.
     let page = api.get("/ui").await.text();
-    assert!(!page.contains("<script>") && !page.contains("style="), "{page}");
+    assert!(
+        !page.contains("<script>") && !page.contains("style="),
+        "{page}"
+    );
     let weight: usize = kubeferry_server::api::ui::FILES
         .iter()
         .map(|(_, _, body)| body.len())
