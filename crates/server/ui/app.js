@@ -522,6 +522,7 @@ async function jobView(id) {
       logNote, logText)));
 
   let current = null;
+  let confirming = false;
   const render = (info) => {
     // Answers cross on the way (a cancel's reply after the stream's end): an end stands.
     if (current && TERMINAL.has(current.state) && !TERMINAL.has(info.state)) return;
@@ -533,13 +534,20 @@ async function jobView(id) {
       ['Started', when(info.startedAt)], ['Finished', when(info.finishedAt)],
       ['Duration', duration(seconds(info.startedAt, info.finishedAt))],
     ];
+    // The question stays asked while the status changes under it.
     const cancel = el('div', { class: 'cancel' });
-    const ask = () => fill(cancel,
-      el('span', {}, 'Cancel this job? Its pods stop. '),
-      el('button', { type: 'button', id: 'cancel-confirm', class: 'danger', onclick: doCancel }, 'Yes, cancel it'),
-      el('button', { type: 'button', id: 'cancel-keep', onclick: () => fill(cancel, cancelButton) }, 'Keep it running'));
+    const ask = () => {
+      confirming = true;
+      fill(cancel,
+        el('span', {}, 'Cancel this job? Its pods stop. '),
+        el('button', { type: 'button', id: 'cancel-confirm', class: 'danger', onclick: doCancel }, 'Yes, cancel it'),
+        el('button', { type: 'button', id: 'cancel-keep', onclick: () => { confirming = false; fill(cancel, cancelButton); } }, 'Keep it running'));
+    };
     const cancelButton = el('button', { type: 'button', id: 'cancel', class: 'danger', onclick: ask }, 'Cancel…');
-    if (!TERMINAL.has(info.state) && info.state !== 'CANCELLING') cancel.append(cancelButton);
+    if (!TERMINAL.has(info.state) && info.state !== 'CANCELLING') {
+      if (confirming) ask();
+      else cancel.append(cancelButton);
+    }
     fill(status,
       el('div', { class: 'status-line' }, stateBadge(info.state), cancel),
       info.message ? el('p', { id: 'job-message', class: 'message' }, info.message) : null,
@@ -548,6 +556,7 @@ async function jobView(id) {
       parts_(info));
   };
   const doCancel = async () => {
+    confirming = false;
     try {
       const result = await api(`${path}/cancel`, { method: 'POST', body: {} });
       render(result.job);
