@@ -33,7 +33,12 @@ WAIT = 20.0
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 FIREFOX = shutil.which("firefox-esr") or shutil.which("firefox") or "/usr/bin/firefox-esr"
-GECKODRIVER = shutil.which("geckodriver") or str(pathlib.Path.home() / ".cargo/bin/geckodriver")
+#: Built by `cargo install geckodriver` (Debian ships none).
+GECKODRIVER = shutil.which("geckodriver") or str(
+    pathlib.Path(os.environ.get("CARGO_HOME", pathlib.Path.home() / ".cargo"))
+    / "bin"
+    / "geckodriver"
+)
 
 
 def run_js(driver: WebDriver, code: str) -> Any:
