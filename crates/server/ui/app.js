@@ -339,9 +339,9 @@ async function jobsView() {
   const list = () => follow(async (signal) => {
     let next = '';
     do {
-      const page_ = await api(`/v1/jobs?limit=1000${query ? `&${query}` : ''}${next ? `&continue=${encodeURIComponent(next)}` : ''}`, { signal });
-      for (const item of page_.items) remember(item.job, item);
-      next = page_.continue || '';
+      const answer = await api(`/v1/jobs?limit=1000${query ? `&${query}` : ''}${next ? `&continue=${encodeURIComponent(next)}` : ''}`, { signal });
+      for (const item of answer.items) remember(item.job, item);
+      next = answer.continue || '';
       queueRender();
     } while (next);
     document.body.dataset.listed = String(Math.round(performance.now()));
@@ -416,14 +416,13 @@ function renderJobs() {
   const now = Date.now();
   table.tBodies[0].replaceChildren(...shown.map((job) => {
     const info = job.info;
-    const p = job;
     const spent = seconds(info.startedAt, info.finishedAt);
     const link = `/ui?job=${encodeURIComponent(info.id)}`;
     return el('tr', {
       'data-id': info.id, 'data-state': info.state,
       class: now - job.changedAt < FLASH_MS ? 'changed' : null,
     },
-    el('td', {}, p.namespace),
+    el('td', {}, job.namespace),
     el('td', { class: 'id' }, el('a', {
       href: link,
       onclick: (event) => {
@@ -431,15 +430,15 @@ function renderJobs() {
         event.preventDefault();
         go(new URLSearchParams({ job: info.id }));
       },
-    }, p.name)),
+    }, job.name)),
     el('td', { class: 'job-id' }, job.jobId),
-    el('td', {}, KINDS[p.kind] || p.kind),
+    el('td', {}, KINDS[job.kind] || job.kind),
     el('td', {}, stateBadge(info.state)),
     el('td', { title: info.message || null }, info.reason || ''),
     el('td', { class: 'number' }, info.exitCode === undefined ? '' : String(info.exitCode)),
     el('td', { class: 'created' }, when(job.createdAt)),
     el('td', { class: 'duration' },
-      el('span', { class: 'bar', style: null, 'data-width': String(Math.round((100 * (spent || 0)) / longest)) }),
+      el('span', { class: 'bar', 'data-width': String(Math.round((100 * (spent || 0)) / longest)) }),
       duration(spent)));
   }));
   // Widths through the CSSOM: the policy allows no inline style attribute.
@@ -553,7 +552,7 @@ async function jobView(id) {
       info.message ? el('p', { id: 'job-message', class: 'message' }, info.message) : null,
       el('dl', { class: 'details' }, details.filter(([, v]) => v !== '').map(([k, v]) =>
         [el('dt', {}, k), el('dd', { 'data-field': k }, v)])),
-      parts_(info));
+      partCounts(info));
   };
   const doCancel = async () => {
     confirming = false;
@@ -643,7 +642,7 @@ async function jobView(id) {
 }
 
 /** Per-index or per-replicated-job counts, where the kind has them. */
-function parts_(info) {
+function partCounts(info) {
   if (info.indexes) {
     const x = info.indexes;
     return el('p', { id: 'job-indexes' },

@@ -180,15 +180,6 @@ mod tests {
         status.started_at = Some(at(9));
         status.finished_at = Some(at(70));
         let pod = "nightly-7-1a2b3c4d-x7k2q";
-        let event = |second, object: &str, reason: &str, message: &str, warning| EventView {
-            at: Some(at(second)),
-            object: object.into(),
-            reason: reason.into(),
-            message: message.into(),
-            warning,
-            count: 1,
-            sequence: None,
-        };
         let sources = Sources {
             object: id.name.clone(),
             status: status.clone(),
@@ -210,24 +201,21 @@ mod tests {
                     &id.name,
                     "SuccessfulCreate",
                     &format!("Created pod: {pod}"),
-                    false,
                 ),
                 event(
                     1,
                     pod,
                     "FailedScheduling",
                     "0/3 nodes are available: 3 Insufficient memory.",
-                    true,
                 ),
                 event(
                     4,
                     pod,
                     "Scheduled",
                     &format!("Successfully assigned etl/{pod} to node-2"),
-                    false,
                 ),
-                event(5, pod, "Pulling", "Pulling image \"python:3.12\"", false),
-                event(9, pod, "Started", "Started container main", false),
+                event(5, pod, "Pulling", "Pulling image \"python:3.12\""),
+                event(9, pod, "Started", "Started container main"),
             ],
         };
         Description {

@@ -18,6 +18,23 @@ fn event(second: i64, object: &str, reason: &str, message: &str, warning: bool) 
     }
 }
 
+/// Each step as (seconds after the start, what, object, detail, warning).
+fn rows(story: &Story) -> Vec<(i64, &str, Option<&str>, &str, bool)> {
+    story
+        .steps
+        .iter()
+        .map(|s| {
+            (
+                s.at.unwrap().as_second() - at(0).as_second(),
+                s.what.as_str(),
+                s.object.as_deref(),
+                s.detail.as_str(),
+                s.warning,
+            )
+        })
+        .collect()
+}
+
 fn oom_killed() -> Sources {
     let mut status = ExecutionInfo::new(JobState::Failed, Reason::OomKilled).with_message(
         "the main container was OOMKilled (exceeded its memory limit of 64Mi), exit code 137",
@@ -80,19 +97,7 @@ fn oom_killed() -> Sources {
 #[test]
 fn an_oom_killed_job_tells_its_steps_in_order_and_what_to_do() {
     let story = story(&oom_killed(), at(100));
-    let steps: Vec<(i64, &str, Option<&str>, &str, bool)> = story
-        .steps
-        .iter()
-        .map(|s| {
-            (
-                s.at.unwrap().as_second() - at(0).as_second(),
-                s.what.as_str(),
-                s.object.as_deref(),
-                s.detail.as_str(),
-                s.warning,
-            )
-        })
-        .collect();
+    let steps = rows(&story);
     let pod = Some("etl-x-abcde");
     assert_eq!(
         steps,
@@ -206,19 +211,7 @@ fn a_job_whose_pods_and_events_are_gone_tells_its_attempts_from_its_record() {
     };
     sources.attempts.insert(0, evicted);
     let story = story(&sources, at(100_000));
-    let steps: Vec<(i64, &str, Option<&str>, &str, bool)> = story
-        .steps
-        .iter()
-        .map(|s| {
-            (
-                s.at.unwrap().as_second() - at(0).as_second(),
-                s.what.as_str(),
-                s.object.as_deref(),
-                s.detail.as_str(),
-                s.warning,
-            )
-        })
-        .collect();
+    let steps = rows(&story);
     assert_eq!(
         steps,
         [

@@ -34,6 +34,18 @@ fn held(env: &Env) -> [usize; 6] {
     ]
 }
 
+/// The error of a server dry run of `spec` that kubeferry itself builds without a word.
+async fn refused_by_the_server(env: &Env, spec: &JobSpec, why: &str) -> kubeferry_kube::Error {
+    env.executor
+        .dry_run(spec, "dry-1", NS, DryRun::Client)
+        .await
+        .expect("the client builds it");
+    env.executor
+        .dry_run(spec, "dry-1", NS, DryRun::Server)
+        .await
+        .expect_err(why)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dry_run_of_every_kind_shows_its_object_and_creates_nothing() {
     let env = every_kind_env().await;
@@ -150,15 +162,7 @@ async fn a_server_dry_run_shows_what_a_quota_refuses() {
     crate::describe::quota(&env, "jobs", serde_json::json!({"count/jobs.batch": "0"})).await;
     let before = held(&env);
     let spec = example("hello.yaml");
-    env.executor
-        .dry_run(&spec, "dry-1", NS, DryRun::Client)
-        .await
-        .expect("the client builds it");
-    let error = env
-        .executor
-        .dry_run(&spec, "dry-1", NS, DryRun::Server)
-        .await
-        .expect_err("the quota refuses it");
+    let error = refused_by_the_server(&env, &spec, "the quota refuses it").await;
     // The server's answer as it gave it, not a missing permission.
     assert!(
         matches!(error, kubeferry_kube::Error::Api { code: 403, .. }),
@@ -191,15 +195,7 @@ async fn a_server_dry_run_shows_an_admission_webhooks_denial() {
     let env = Env::start_with(config, Settings::fast()).await;
     let before = held(&env);
     let spec = example("hello.yaml");
-    env.executor
-        .dry_run(&spec, "dry-1", NS, DryRun::Client)
-        .await
-        .expect("the client builds it");
-    let error = env
-        .executor
-        .dry_run(&spec, "dry-1", NS, DryRun::Server)
-        .await
-        .expect_err("the policy denies it");
+    let error = refused_by_the_server(&env, &spec, "the policy denies it").await;
     assert!(
         matches!(error, kubeferry_kube::Error::Api { code: 403, .. }),
         "{error}"
@@ -254,15 +250,7 @@ async fn a_server_dry_run_shows_what_the_clusters_schema_refuses() {
     let env = Env::start_with(config, Settings::fast()).await;
     let before = held(&env);
     let spec = example("jobset.yaml");
-    env.executor
-        .dry_run(&spec, "dry-1", NS, DryRun::Client)
-        .await
-        .expect("the client builds it");
-    let error = env
-        .executor
-        .dry_run(&spec, "dry-1", NS, DryRun::Server)
-        .await
-        .expect_err("the schema refuses it");
+    let error = refused_by_the_server(&env, &spec, "the schema refuses it").await;
     assert!(
         matches!(error, kubeferry_kube::Error::Api { code: 422, .. }),
         "{error}"
