@@ -138,7 +138,7 @@ fn copy_key(meta: &ManagedMeta) -> String {
 fn present_version<V: Deref<Target = ManagedMeta>>(observed: &Observed<V>) -> Option<&str> {
     match observed {
         Observed::Present(view) => view.resource_version.as_deref(),
-        Observed::Vanished(..) => None,
+        Observed::Vanished { .. } => None,
     }
 }
 
@@ -378,7 +378,10 @@ pub(crate) trait Evaluates:
             if let Observed::Present(view) = &observed
                 && state.found_gone.contains(&copy_key(view))
             {
-                observed = Observed::Vanished(view.clone(), false);
+                observed = Observed::Vanished {
+                    last: view.clone(),
+                    final_state: false,
+                };
             }
             // A changed or vanished object is mapped again; a few rounds settle it.
             for _ in 0..4 {
@@ -407,13 +410,9 @@ pub(crate) trait Evaluates:
                 let (mut info, unrecorded) = match acting {
                     Acting::Delegate => {
                         let undeleted = observed.undeleted();
-                        match self
-                            .standing(id, mapped.info, previous.as_ref(), undeleted)
+                        self.standing(id, mapped.info, previous.as_ref(), undeleted)
                             .await
-                        {
-                            Ok(standing) => (standing, false),
-                            Err(unrecorded) => (unrecorded, true),
-                        }
+                            .into_parts()
                     }
                     Acting::Carry => (mapped.info, false),
                 };
@@ -470,7 +469,13 @@ pub(crate) trait Evaluates:
                     match self.act(id, observed.view(), action).await {
                         Acted::Done => info = Self::outcome_of(action).clone(),
                         Acted::Remap(next) => {
-                            if matches!(*next, Observed::Vanished(_, false)) {
+                            if matches!(
+                                *next,
+                                Observed::Vanished {
+                                    final_state: false,
+                                    ..
+                                }
+                            ) {
                                 state.found_gone.insert(copy_key(observed.view()));
                             }
                             observed = *next;
@@ -693,7 +698,10 @@ pub(crate) trait Evaluates:
                     Ok(patched) => last = self.view_of(view, &patched),
                     Err(error) if error.is_conflict() => return self.reread(id, view).await,
                     Err(error) if error.is_not_found() => {
-                        return Acted::Remap(Box::new(Observed::Vanished(view.clone(), false)));
+                        return Acted::Remap(Box::new(Observed::Vanished {
+                            last: view.clone(),
+                            final_state: false,
+                        }));
                     }
                     Err(error) => return Acted::Failed(error),
                 }
@@ -712,7 +720,10 @@ pub(crate) trait Evaluates:
                     info!(message = "deleted the object after recording its outcome", id = %id, kind = Self::NOUN);
                     Acted::Done
                 }
-                Ok(Deletion::Gone) => Acted::Remap(Box::new(Observed::Vanished(last, false))),
+                Ok(Deletion::Gone) => Acted::Remap(Box::new(Observed::Vanished {
+                    last,
+                    final_state: false,
+                })),
                 Ok(Deletion::Conflict) => self.reread(id, &last).await,
                 Err(error) => Acted::Failed(error),
             }
@@ -730,7 +741,10 @@ pub(crate) trait Evaluates:
                 Ok(Some(object)) => {
                     Acted::Remap(Box::new(Observed::Present(self.view_of(last, &object))))
                 }
-                Ok(None) => Acted::Remap(Box::new(Observed::Vanished(last.clone(), false))),
+                Ok(None) => Acted::Remap(Box::new(Observed::Vanished {
+                    last: last.clone(),
+                    final_state: false,
+                })),
                 Err(error) => Acted::Failed(error),
             }
         }

@@ -35,6 +35,24 @@ pub struct ExecutorSettings {
     pub records: RecordSettings,
 }
 
+/// The notifications of a namespace's watches ([`Executor::subscribe`]).
+pub struct Subscription {
+    /// Each watch's notifications, naming the jobs of its kind whose objects changed.
+    pub changes: Vec<(JobKind, tokio::sync::broadcast::Receiver<String>)>,
+    /// Why the Spark watches are left out (a cluster that cannot run Spark jobs), if they are.
+    pub spark_refused: Option<Error>,
+}
+
+/// The health of a namespace's watches ([`Executor::namespace_health`]).
+#[derive(Clone, Debug)]
+pub struct NamespaceHealth {
+    /// Every watch by resource: the container jobs' Jobs, pods and refusal events, the outcome
+    /// records, then the Spark driver pods and each operator's applications, then JobSets.
+    pub watches: Vec<(String, WatchHealth)>,
+    /// Whether the Spark watches have started (they start once the operators are discovered).
+    pub spark_started: bool,
+}
+
 /// Where a container job's newest attempt runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
@@ -125,14 +143,9 @@ impl Executor {
 
     /// Notifications naming the jobs of `namespace` whose objects changed, by kind, starting
     /// the watches if need be; what tells a job's status is [`Executor::status`]. The Spark
-    /// watches of a cluster that cannot run Spark jobs are left out, and why is returned.
-    pub async fn subscribe(
-        &self,
-        namespace: &str,
-    ) -> (
-        Vec<(JobKind, tokio::sync::broadcast::Receiver<String>)>,
-        Option<Error>,
-    ) {
+    /// watches of a cluster that cannot run Spark jobs are left out, and
+    /// [`Subscription::spark_refused`] says why.
+    pub async fn subscribe(&self, namespace: &str) -> Subscription {
         let mut receivers: Vec<_> = self
             .container
             .watch(namespace)
@@ -165,16 +178,20 @@ impl Executor {
                         .into_iter()
                         .map(|receiver| (JobKind::SparkApp, receiver)),
                 );
-                (receivers, None)
+                Subscription {
+                    changes: receivers,
+                    spark_refused: None,
+                }
             }
-            Err(error) => (receivers, Some(error)),
+            Err(error) => Subscription {
+                changes: receivers,
+                spark_refused: Some(error),
+            },
         }
     }
 
-    /// The health of every watch of `namespace`, by resource (the container jobs' Jobs, pods
-    /// and refusal events, then the Spark driver pods and each operator's applications),
-    /// starting the container watches if need be; and whether the Spark watches have started.
-    pub fn namespace_health(&self, namespace: &str) -> (Vec<(String, WatchHealth)>, bool) {
+    /// The health of every watch of `namespace`, starting the container watches if need be.
+    pub fn namespace_health(&self, namespace: &str) -> NamespaceHealth {
         let mut watches = self.container.watch(namespace).health();
         watches.push(self.records.namespace_health(namespace));
         let spark = self.spark.existing(namespace);
@@ -184,7 +201,10 @@ impl Executor {
         if let Some(jobset) = self.jobset.existing(namespace) {
             watches.extend(jobset.health());
         }
-        (watches, spark.is_some())
+        NamespaceHealth {
+            watches,
+            spark_started: spark.is_some(),
+        }
     }
 
     /// The health of every watch of every watched namespace: namespace, resource, health.

@@ -53,19 +53,24 @@ pub(crate) struct Listed<F> {
     pub(crate) found: F,
 }
 
-/// A job's object as observed, owning its view `V`: present, or gone (`true`: its final
-/// state is known, as a DELETED event delivers it).
+/// A job's object as observed, owning its view `V`: present, or gone.
 #[derive(Clone, Debug)]
 pub(crate) enum Observed<V> {
     Present(V),
-    Vanished(V, bool),
+    Vanished {
+        /// The object as last seen.
+        last: V,
+        /// Whether that is its final state, as a DELETED event delivers it (not a copy from
+        /// before a relist found it gone).
+        final_state: bool,
+    },
 }
 
 impl<V> Observed<V> {
     /// The view, present or last seen.
     pub(crate) fn view(&self) -> &V {
         match self {
-            Observed::Present(view) | Observed::Vanished(view, _) => view,
+            Observed::Present(view) | Observed::Vanished { last: view, .. } => view,
         }
     }
 
@@ -81,10 +86,29 @@ impl<V> Observed<V> {
     pub(crate) fn as_observation(&self) -> Observation<'_, V> {
         match self {
             Observed::Present(view) => Observation::Present(view),
-            Observed::Vanished(view, final_state) => Observation::Vanished {
-                last_seen: view,
+            Observed::Vanished { last, final_state } => Observation::Vanished {
+                last_seen: last,
                 final_state: *final_state,
             },
+        }
+    }
+}
+
+/// What a status query may answer for a job ([`Kind::standing`]).
+pub(crate) enum Standing {
+    /// This, as it stands.
+    Answer(ExecutionInfo),
+    /// An outcome not recorded yet: answered once the settler recorded it (a moment after the
+    /// watch shows it), so that every replica and every later process answers the same.
+    Unrecorded(ExecutionInfo),
+}
+
+impl Standing {
+    /// The answer, and whether it is an outcome not recorded yet.
+    pub(crate) fn into_parts(self) -> (ExecutionInfo, bool) {
+        match self {
+            Standing::Answer(info) => (info, false),
+            Standing::Unrecorded(info) => (info, true),
         }
     }
 }
@@ -242,6 +266,34 @@ pub(crate) trait Kind: Send + Sync + 'static {
         }
     }
 
+    /// Submits the job's object `object`, named `name`, unless `job_id`'s run ended already:
+    /// `None` then, its record answering that run ([`Kind::ran_before`]). Else creates it, or
+    /// adopts the one a lost response already created ([`Objects::create_or_adopt`]), and
+    /// answers whether this call created it.
+    fn submit_object<K: Object>(
+        &self,
+        objects: &Objects<K>,
+        object: &K,
+        name: &str,
+        job_id: &str,
+        spec_hash: &str,
+    ) -> impl Future<Output = Result<Option<bool>>> + Send {
+        async move {
+            let namespace = objects.namespace.as_str();
+            if self
+                .ran_before(namespace, name, job_id, spec_hash)
+                .await?
+                .is_some()
+            {
+                return Ok(None);
+            }
+            let created = objects
+                .create_or_adopt(self.cluster(), object, job_id, spec_hash)
+                .await?;
+            Ok(Some(created))
+        }
+    }
+
     /// The job's final answer, if it has one without mapping anything: the terminal status this
     /// replica already reported (it never changes), else the job's outcome record.
     /// `present`: the caller holds the job's object as a list or a read found it.
@@ -285,30 +337,31 @@ pub(crate) trait Kind: Send + Sync + 'static {
         }
     }
 
-    /// The answer `info` stands as (`Ok`): for an outcome this replica would answer for the
-    /// first time, the outcome the job's record holds (the record written first stands:
-    /// another replica's, a cancel's), else `info` itself. `Err(info)`: such an outcome not
-    /// recorded yet, answered once the settler recorded it (a moment after the watch shows
-    /// it), so that every replica and every later process answers the same. `undeleted`:
-    /// `info` was mapped from a copy of the object not being deleted, whose own outcome a
-    /// cancel's record gives way to ([`Records::keep`]): the settler's to replace, too.
+    /// The answer `info` stands as: for an outcome this replica would answer for the first
+    /// time, the outcome the job's record holds (the record written first stands: another
+    /// replica's, a cancel's), else `info` itself; or such an outcome not recorded yet
+    /// ([`Standing::Unrecorded`]). `undeleted`: `info` was mapped from a copy of the object
+    /// not being deleted, whose own outcome a cancel's record gives way to
+    /// ([`Records::keep`]): the settler's to replace, too.
     fn standing(
         &self,
         id: &ExecutionId,
         info: ExecutionInfo,
         previous: Option<&ExecutionInfo>,
         undeleted: bool,
-    ) -> impl Future<Output = std::result::Result<ExecutionInfo, ExecutionInfo>> + Send {
+    ) -> impl Future<Output = Standing> + Send {
         let first = info.is_terminal() && previous.is_none_or(|p| !p.is_terminal());
         async move {
             if !first {
-                return Ok(info);
+                return Standing::Answer(info);
             }
             match self.records().recorded(id).await {
-                Some(recorded) if undeleted && gives_way(&recorded, &info) => Err(info),
-                Some(recorded) => Ok(recorded),
-                None if self.records().may_keep(&id.namespace) => Err(info),
-                None => Ok(info),
+                Some(recorded) if undeleted && gives_way(&recorded, &info) => {
+                    Standing::Unrecorded(info)
+                }
+                Some(recorded) => Standing::Answer(recorded),
+                None if self.records().may_keep(&id.namespace) => Standing::Unrecorded(info),
+                None => Standing::Answer(info),
             }
         }
     }

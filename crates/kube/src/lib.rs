@@ -65,7 +65,9 @@ pub use answers::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submis
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation};
 pub use container::{ContainerSettings, SelectorEvent};
 pub use error::{Error, Result};
-pub use executor::{Executor, ExecutorSettings, Placement, generate_job_id};
+pub use executor::{
+    Executor, ExecutorSettings, NamespaceHealth, Placement, Subscription, generate_job_id,
+};
 pub use jobset::JobSetSettings;
 pub use manifest::{MAIN_CONTAINER, job_manifest};
 pub use records::RecordSettings;

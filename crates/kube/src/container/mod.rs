@@ -178,27 +178,22 @@ impl ContainerJobs {
         self.watch(namespace);
         // A job id whose run ended (and whose Job may be gone) answers that run: it never
         // runs twice.
-        if let Some(ran) = self
-            .ran_before(namespace, &name, job_id, &spec.hash())
-            .await?
-        {
-            return Ok(Submission {
-                id: ran,
-                existing: true,
-            });
-        }
         self.submitted.insert(format!("{namespace}/{name}"));
         let created = self
-            .objects(namespace)
-            .create_or_adopt(&self.base.cluster, &manifest, job_id, &spec.hash())
+            .submit_object(
+                &self.objects(namespace),
+                &manifest,
+                &name,
+                job_id,
+                &spec.hash(),
+            )
             .await;
-        if created.is_err() {
+        if !matches!(created, Ok(Some(true))) {
             self.submitted.remove(&format!("{namespace}/{name}"));
         }
-        let created = created?;
         Ok(Submission {
             id: self.id(namespace, &name),
-            existing: !created,
+            existing: created? != Some(true),
         })
     }
 
@@ -321,7 +316,10 @@ impl ContainerJobs {
         let tombstone = watch.jobs.tombstone(&id.name)?;
         let final_state = tombstone.departure == crate::tracker::Departure::Deleted;
         Some((
-            Observed::Vanished(tombstone.last, final_state),
+            Observed::Vanished {
+                last: tombstone.last,
+                final_state,
+            },
             watch.pods_of(&id.name),
         ))
     }
@@ -439,7 +437,7 @@ impl ContainerJobs {
         let previous = self.base.namespaces.last_reported(&id.namespace, &id.name);
         let version = match observed {
             Observed::Present(job) => job.resource_version.as_deref(),
-            Observed::Vanished(..) => None,
+            Observed::Vanished { .. } => None,
         };
         // A watch cache lagging a fresh read: its older copy tells nothing new. What was
         // reported from the newer one is read now, not taken from `previous`: another answer
@@ -469,10 +467,7 @@ impl ContainerJobs {
         let standing = self
             .standing(id, mapped.info, previous.as_ref(), observed.undeleted())
             .await;
-        let (mut info, unrecorded) = match standing {
-            Ok(standing) => (standing, false),
-            Err(unrecorded) => (unrecorded, true),
-        };
+        let (mut info, unrecorded) = standing.into_parts();
         // An outcome not recorded yet is the settler's to record first, the Job present or
         // gone: another process may have recorded another outcome for it first (a cancel
         // through another replica), which this one's watch of records has yet to deliver.

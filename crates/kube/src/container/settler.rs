@@ -92,7 +92,10 @@ impl Task {
                     let Some(request) = request else { return };
                     let settled = match &request.observed {
                         Observed::Present(job) => self.settle(job, &request.pods, &timers).await,
-                        Observed::Vanished(job, final_state) => {
+                        Observed::Vanished {
+                            last: job,
+                            final_state,
+                        } => {
                             self.settle_deleted(job, &request.pods, *final_state, &timers)
                                 .await;
                             Ok(())

@@ -249,26 +249,26 @@ impl JobSets {
         self.check_installed(namespace).await?;
         let (name, object) = planned(spec, job_id, namespace)?;
         // A job id whose run ended (and whose JobSet may be gone) answers that run.
-        if let Some(ran) = self
-            .ran_before(namespace, &name, job_id, &spec.hash())
+        let id = self.id(namespace, &name);
+        let Some(created) = self
+            .submit_object(
+                &self.objects(namespace),
+                &object,
+                &name,
+                job_id,
+                &spec.hash(),
+            )
             .await?
-        {
-            return Ok(Submission {
-                id: ran,
-                existing: true,
-            });
-        }
-        let created = self
-            .objects(namespace)
-            .create_or_adopt(&self.base.cluster, &object, job_id, &spec.hash())
-            .await?;
+        else {
+            return Ok(Submission { id, existing: true });
+        };
         // The namespace is looked after from now on (its settler keeps the outcome record);
         // the job exists whatever becomes of that.
         if let Err(error) = self.watch(namespace).await {
             debug!(message = "the namespace's watches did not start", namespace, %error);
         }
         Ok(Submission {
-            id: self.id(namespace, &name),
+            id,
             existing: !created,
         })
     }
@@ -614,7 +614,10 @@ impl Evaluates for JobSets {
             None => {
                 let tombstone = watch.jobsets.tombstone(&id.name)?;
                 let final_state = tombstone.departure == Departure::Deleted;
-                Observed::Vanished(tombstone.last, final_state)
+                Observed::Vanished {
+                    last: tombstone.last,
+                    final_state,
+                }
             }
         };
         let (jobs, pods) = watch.children_of(&id.name);

@@ -334,21 +334,21 @@ impl SparkJobs {
         let (operator, name, object) = self.planned(spec, job_id, namespace).await?;
         // A job id whose run ended (and whose application may be gone) answers that run: it
         // never runs twice.
-        if let Some(ran) = self
-            .ran_before(namespace, &name, job_id, &spec.hash())
-            .await?
-        {
-            return Ok(Submission {
-                id: ran,
-                existing: true,
-            });
-        }
         let created = self
-            .objects(operator, namespace)
-            .create_or_adopt(&self.base.cluster, &object, job_id, &spec.hash())
+            .submit_object(
+                &self.objects(operator, namespace),
+                &object,
+                &name,
+                job_id,
+                &spec.hash(),
+            )
             .await;
         match created {
-            Ok(created) => {
+            Ok(None) => Ok(Submission {
+                id: self.id(namespace, &name),
+                existing: true,
+            }),
+            Ok(Some(created)) => {
                 // The namespace is looked after from now on: its settler fails an application
                 // the operator never takes up at the no-status timeout, whether or not anyone
                 // asks. The job exists whatever becomes of that: a failure here is the next
@@ -784,7 +784,13 @@ impl Evaluates for SparkJobs {
                 watched.iter().find_map(|(op, apps)| {
                     let tombstone = apps.tombstone(&id.name)?;
                     let final_state = tombstone.departure == Departure::Deleted;
-                    Some((*op, Observed::Vanished(tombstone.last, final_state)))
+                    Some((
+                        *op,
+                        Observed::Vanished {
+                            last: tombstone.last,
+                            final_state,
+                        },
+                    ))
                 })
             })?;
         let (parts, listed) = self.drivers(watch, operator, &id.namespace, &id.name).await;

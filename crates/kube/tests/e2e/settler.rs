@@ -146,7 +146,7 @@ async fn a_settler_decides_nothing_while_its_watches_are_still_listing() {
     let fresh = env.fresh_executor().await;
     fresh.watch(NS);
     eventually("the Jobs listed and the pods not", || async {
-        let (watches, _) = fresh.namespace_health(NS);
+        let watches = fresh.namespace_health(NS).watches;
         let synced = |resource: &str| {
             watches
                 .iter()

@@ -221,11 +221,11 @@ async fn follow_namespace(
     recheck: Duration,
     leave_grace: Duration,
 ) {
-    let (receivers, spark_refused) = executor.subscribe(&namespace).await;
-    if let Some(error) = spark_refused {
+    let subscription = executor.subscribe(&namespace).await;
+    if let Some(error) = subscription.spark_refused {
         warn!(message = "cannot follow the Spark jobs of a namespace for an event stream", namespace = %namespace, %error);
     }
-    let mut changes = notifications(receivers);
+    let mut changes = notifications(subscription.changes);
     let mut matching = Box::pin(executor.matching(&namespace, &selector));
     let mut follower = Follower {
         executor: &executor,

@@ -8,8 +8,8 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use kubeferry_kube::Executor;
 use kubeferry_kube::tracker::WatchHealth;
+use kubeferry_kube::{Executor, NamespaceHealth};
 
 use super::model::{ClusterReadiness, Health, NamespaceReadiness, Readiness, WatchReadiness};
 use crate::app::App;
@@ -48,7 +48,10 @@ pub fn readiness(app: &App) -> Readiness {
         }
         let mut namespaces = Vec::new();
         for namespace in &app.namespaces {
-            let (watches, spark_started) = namespace_watches(&cluster.executor, namespace);
+            let NamespaceHealth {
+                watches,
+                spark_started,
+            } = namespace_watches(&cluster.executor, namespace);
             // A Spark watch refused for lack of permission (a Role for container jobs only, on
             // a cluster with a Spark operator) does not hold the replica back: container jobs
             // are served, and a Spark request is answered with the missing permission. Nor does
@@ -128,10 +131,7 @@ const CONTAINER_WATCHES: usize = 2;
 /// the Job controller's refusal events, then the Spark jobs' driver pods and each installed
 /// operator's SparkApplications; and whether the Spark watches have started (they start once
 /// the operators are discovered).
-pub fn namespace_watches(
-    executor: &Executor,
-    namespace: &str,
-) -> (Vec<(String, WatchHealth)>, bool) {
+pub fn namespace_watches(executor: &Executor, namespace: &str) -> NamespaceHealth {
     // The refusal events, after the Jobs and pods, are optional like the Spark watches:
     // refused, they leave messages without a reason.
     executor.namespace_health(namespace)
