@@ -11,10 +11,10 @@ use kubeferry_core::marks::{
 };
 use kubeferry_core::timeline::{Attempt, EventView, Sources, attempts_of, story};
 
-use crate::answers::Description;
 use crate::cluster::Op;
 use crate::error::Result;
 use crate::kind::Answers;
+use crate::replies::Description;
 
 /// The job's story as of now. Reads, besides the status: the object (one GET, and its pods
 /// listed to map it), the job's pods (one LIST by its job id's label) and the namespace's events

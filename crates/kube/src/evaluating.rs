@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
-use crate::kind::{Answers, Kind, Observed, Watches};
+use crate::kind::{Answers, Kind, Seen, Watches};
 use crate::objects::{Deletion, Objects};
 use crate::settling::{
     Change, JobStates, Timers, after, cancel_finish_due, finish_cancel, merged, release_held,
@@ -50,7 +50,7 @@ pub(crate) struct Evaluated {
 /// What is known of a job: its object as observed (`V`, the kind's view), and what else its
 /// mapping reads (`P`: a JobSet's Jobs and pods, an application's driver pods).
 pub(crate) struct Found<V, P> {
-    pub(crate) observed: Observed<V>,
+    pub(crate) observed: Seen<V>,
     pub(crate) parts: P,
     /// Whether the parts were listed from the API server just now (not from a cache).
     pub(crate) listed: bool,
@@ -61,7 +61,7 @@ pub(crate) enum Acted<V> {
     /// Done: the action's outcome may be reported.
     Done,
     /// The object changed or went: map this instead.
-    Remap(Box<Observed<V>>),
+    Remap(Box<Seen<V>>),
     /// It failed; the job is not decided yet.
     Failed(Error),
 }
@@ -135,10 +135,10 @@ fn copy_key(meta: &ManagedMeta) -> String {
 
 /// The resourceVersion of an object still present (a vanished one's last copy says nothing
 /// about how fresh an answer is).
-fn present_version<V: Deref<Target = ManagedMeta>>(observed: &Observed<V>) -> Option<&str> {
+fn present_version<V: Deref<Target = ManagedMeta>>(observed: &Seen<V>) -> Option<&str> {
     match observed {
-        Observed::Present(view) => view.resource_version.as_deref(),
-        Observed::Vanished { .. } => None,
+        Seen::Present(view) => view.resource_version.as_deref(),
+        Seen::Vanished { .. } => None,
     }
 }
 
@@ -226,7 +226,7 @@ pub(crate) trait Evaluates:
     fn map(
         &self,
         id: &ExecutionId,
-        observed: &Observed<Self::View>,
+        observed: &Seen<Self::View>,
         parts: &Self::Parts,
         previous: Option<&ExecutionInfo>,
     ) -> Option<Mapped<Self::Action>>;
@@ -362,7 +362,7 @@ pub(crate) trait Evaluates:
             // A watch cache lagging a fresh read: its older copy tells nothing new. What was
             // reported from the newer one is read now, not taken from `previous`: another
             // answer may have been given from a newer copy since, and may be terminal.
-            if let Observed::Present(view) = &observed
+            if let Seen::Present(view) = &observed
                 && let Some(current) = self.namespaces().reported_from_newer(
                     &id.namespace,
                     &id.name,
@@ -375,10 +375,10 @@ pub(crate) trait Evaluates:
                 });
             }
             // A copy an action already found gone (a stalled watch still holds it) is gone.
-            if let Observed::Present(view) = &observed
+            if let Seen::Present(view) = &observed
                 && state.found_gone.contains(&copy_key(view))
             {
-                observed = Observed::Vanished {
+                observed = Seen::Vanished {
                     last: view.clone(),
                     final_state: false,
                 };
@@ -471,7 +471,7 @@ pub(crate) trait Evaluates:
                         Acted::Remap(next) => {
                             if matches!(
                                 *next,
-                                Observed::Vanished {
+                                Seen::Vanished {
                                     final_state: false,
                                     ..
                                 }
@@ -524,7 +524,7 @@ pub(crate) trait Evaluates:
                             // The object, held until its record was kept, is let go with a
                             // copy of it.
                             let view = observed.view();
-                            if matches!(observed, Observed::Present(_)) {
+                            if matches!(observed, Seen::Present(_)) {
                                 recheck_at = release_held(
                                     &self.objects_of(view),
                                     self.cluster(),
@@ -565,7 +565,7 @@ pub(crate) trait Evaluates:
                 // its record refused meanwhile): the settler finishes it once due.
                 if acting == Acting::Carry
                     && info.state == JobState::Cancelling
-                    && let Observed::Present(view) = &observed
+                    && let Seen::Present(view) = &observed
                     && view.deletion_timestamp.is_none()
                     && view.cancel_mark.is_some()
                     && !self.work_ended(view, &parts)
@@ -698,7 +698,7 @@ pub(crate) trait Evaluates:
                     Ok(patched) => last = self.view_of(view, &patched),
                     Err(error) if error.is_conflict() => return self.reread(id, view).await,
                     Err(error) if error.is_not_found() => {
-                        return Acted::Remap(Box::new(Observed::Vanished {
+                        return Acted::Remap(Box::new(Seen::Vanished {
                             last: view.clone(),
                             final_state: false,
                         }));
@@ -720,7 +720,7 @@ pub(crate) trait Evaluates:
                     info!(message = "deleted the object after recording its outcome", id = %id, kind = Self::NOUN);
                     Acted::Done
                 }
-                Ok(Deletion::Gone) => Acted::Remap(Box::new(Observed::Vanished {
+                Ok(Deletion::Gone) => Acted::Remap(Box::new(Seen::Vanished {
                     last,
                     final_state: false,
                 })),
@@ -739,9 +739,9 @@ pub(crate) trait Evaluates:
         async move {
             match self.objects_of(last).get(self.cluster(), &id.name).await {
                 Ok(Some(object)) => {
-                    Acted::Remap(Box::new(Observed::Present(self.view_of(last, &object))))
+                    Acted::Remap(Box::new(Seen::Present(self.view_of(last, &object))))
                 }
-                Ok(None) => Acted::Remap(Box::new(Observed::Vanished {
+                Ok(None) => Acted::Remap(Box::new(Seen::Vanished {
                     last: last.clone(),
                     final_state: false,
                 })),

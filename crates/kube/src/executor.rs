@@ -10,7 +10,6 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use rand::Rng;
 use tracing::warn;
 
-use crate::answers::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
 use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
@@ -19,6 +18,7 @@ use crate::kind::{Answers, Kind, Watches};
 use crate::logs::{FollowOptions, Tail, TailOptions};
 use crate::protocol;
 use crate::records::{RecordSettings, Records};
+use crate::replies::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
 use crate::spark::{SparkJobs, SparkSettings};
 use crate::tracker::WatchHealth;
 

@@ -53,9 +53,10 @@ pub(crate) struct Listed<F> {
     pub(crate) found: F,
 }
 
-/// A job's object as observed, owning its view `V`: present, or gone.
+/// A job's object as last seen, owning its view `V`: present, or gone (the core's
+/// `Observation` borrows it for the mapping).
 #[derive(Clone, Debug)]
-pub(crate) enum Observed<V> {
+pub(crate) enum Seen<V> {
     Present(V),
     Vanished {
         /// The object as last seen.
@@ -66,11 +67,11 @@ pub(crate) enum Observed<V> {
     },
 }
 
-impl<V> Observed<V> {
+impl<V> Seen<V> {
     /// The view, present or last seen.
     pub(crate) fn view(&self) -> &V {
         match self {
-            Observed::Present(view) | Observed::Vanished { last: view, .. } => view,
+            Seen::Present(view) | Seen::Vanished { last: view, .. } => view,
         }
     }
 
@@ -79,14 +80,14 @@ impl<V> Observed<V> {
     where
         V: std::ops::Deref<Target = kubeferry_core::observation::ManagedMeta>,
     {
-        matches!(self, Observed::Present(view) if view.deletion_timestamp.is_none())
+        matches!(self, Seen::Present(view) if view.deletion_timestamp.is_none())
     }
 
     /// The observation the kind's mapping reads.
     pub(crate) fn as_observation(&self) -> Observation<'_, V> {
         match self {
-            Observed::Present(view) => Observation::Present(view),
-            Observed::Vanished { last, final_state } => Observation::Vanished {
+            Seen::Present(view) => Observation::Present(view),
+            Seen::Vanished { last, final_state } => Observation::Vanished {
                 last_seen: last,
                 final_state: *final_state,
             },

@@ -36,7 +36,6 @@
 //!    settler (`container/settler.rs`), their rules being the Job controller's;
 //! 3. one arm per operation in the [`Executor`], its permissions in `rbac`, and its `JobKind`.
 
-mod answers;
 pub mod cluster;
 mod container;
 mod describe;
@@ -45,6 +44,7 @@ mod evaluating;
 pub mod executor;
 mod jobset;
 mod kind;
+mod replies;
 /// How much of a job's log to read ([`Executor::tail`], [`Executor::follow`]).
 pub mod logs {
     pub use crate::pod_logs::{FollowOptions, Tail, TailOptions};
@@ -61,7 +61,6 @@ mod settling;
 mod spark;
 pub mod tracker;
 
-pub use answers::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation};
 pub use container::{ContainerSettings, SelectorEvent};
 pub use error::{Error, Result};
@@ -71,6 +70,7 @@ pub use executor::{
 pub use jobset::JobSetSettings;
 pub use manifest::{MAIN_CONTAINER, job_manifest};
 pub use records::RecordSettings;
+pub use replies::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
 pub use retry::RetryPolicy;
 pub use spark::SparkSettings;
 

@@ -15,11 +15,11 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tracing::{info, warn};
 
-use crate::answers::{CancelOutcome, JobSummary, Orphan};
 use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind};
 use crate::objects::{Attempt, Current, Deletion};
 use crate::pod_logs::{self as logs, FollowOptions, LogTarget, Tail, TailOptions};
+use crate::replies::{CancelOutcome, JobSummary, Orphan};
 
 /// Cancels a job: returns at once. A job that already ended keeps its outcome. The cancel mark
 /// goes on with a resourceVersion precondition (so an outcome reached meanwhile is seen, not

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::cluster::Cluster;
 use crate::error::Result;
-use crate::kind::Observed;
+use crate::kind::Seen;
 use crate::records::Records;
 use crate::settling::JobStates;
 use crate::tracker::LastReported;
@@ -39,7 +39,7 @@ pub(crate) struct Settler {
 /// timer (the answer waits for the write, so that no replica reports an outcome that is not
 /// on the Job yet). The Job may be gone already: a deleted Job's outcome is recorded too.
 pub(crate) struct Request {
-    pub(crate) observed: Observed<JobView>,
+    pub(crate) observed: Seen<JobView>,
     pub(crate) pods: Vec<PodView>,
     pub(crate) done: oneshot::Sender<Result<()>>,
 }
@@ -72,7 +72,7 @@ impl Settler {
     /// running (it runs as long as its watches).
     pub(crate) async fn settle_now(
         &self,
-        observed: Observed<JobView>,
+        observed: Seen<JobView>,
         pods: Vec<PodView>,
     ) -> Option<Result<()>> {
         let (done, answer) = oneshot::channel();

@@ -22,13 +22,13 @@ use kubeferry_core::spec::ContainerJobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use tracing::{debug, warn};
 
-use crate::answers::{DryRun, Submission};
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::kind::{Answers, Kind, KindBase, Listed, ManagedObjects};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
+use crate::replies::{DryRun, Submission};
 use crate::tracker::{Namespaces, Recent, ReflectorSettings};
 use inbox::SettlerContext;
 use tracker::{NamespaceWatch, WatchStarter};
@@ -294,7 +294,7 @@ impl ContainerJobs {
                     true => self.cached(&watch, id),
                     false => {
                         let pods = self.fresh_pods(&watch, &id.namespace, &id.name).await?;
-                        Some((Observed::Present(JobView::from(&job)), pods))
+                        Some((Seen::Present(JobView::from(&job)), pods))
                     }
                 }
             }
@@ -309,14 +309,14 @@ impl ContainerJobs {
     }
 
     /// What the namespace's watches know of a Job, if they saw it.
-    fn cached(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Option<(Observed, Vec<PodView>)> {
+    fn cached(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Option<(Seen, Vec<PodView>)> {
         if let Some(entry) = watch.jobs.get(&id.name) {
-            return Some((Observed::Present(entry.view), watch.pods_of(&id.name)));
+            return Some((Seen::Present(entry.view), watch.pods_of(&id.name)));
         }
         let tombstone = watch.jobs.tombstone(&id.name)?;
         let final_state = tombstone.departure == crate::tracker::Departure::Deleted;
         Some((
-            Observed::Vanished {
+            Seen::Vanished {
                 last: tombstone.last,
                 final_state,
             },
@@ -330,11 +330,11 @@ impl ContainerJobs {
     fn with_refusal(
         &self,
         id: &ExecutionId,
-        observed: &Observed,
+        observed: &Seen,
         pods: &[PodView],
         now: Timestamp,
-    ) -> Option<Observed> {
-        let Observed::Present(job) = observed else {
+    ) -> Option<Seen> {
+        let Seen::Present(job) = observed else {
             return None;
         };
         let job = self.base.namespaces.existing(&id.namespace)?.with_refusal(
@@ -343,17 +343,17 @@ impl ContainerJobs {
             now,
             self.settings.refusal_freshness,
         )?;
-        Some(Observed::Present(job))
+        Some(Seen::Present(job))
     }
 
     /// Whether a Job still present in the cache would be reported ended for the first time.
     fn would_end(
         &self,
         id: &ExecutionId,
-        (observed, pods): &(Observed, Vec<PodView>),
+        (observed, pods): &(Seen, Vec<PodView>),
         now: Timestamp,
     ) -> bool {
-        let Observed::Present(_) = observed else {
+        let Seen::Present(_) = observed else {
             // A Job's final state, as a DELETED event brought it, is as fresh as it gets.
             return false;
         };
@@ -376,12 +376,12 @@ impl ContainerJobs {
         &self,
         watch: &NamespaceWatch,
         id: &ExecutionId,
-    ) -> Result<Option<(Observed, Vec<PodView>)>> {
+    ) -> Result<Option<(Seen, Vec<PodView>)>> {
         let Some(job) = self.get_job(id).await? else {
             return Ok(None);
         };
         let pods = self.fresh_pods(watch, &id.namespace, &id.name).await?;
-        Ok(Some((Observed::Present(JobView::from(&job)), pods)))
+        Ok(Some((Seen::Present(JobView::from(&job)), pods)))
     }
 
     /// The Job read from the API server; `None` when there is no such Job.
@@ -430,14 +430,14 @@ impl ContainerJobs {
     async fn evaluate(
         &self,
         id: &ExecutionId,
-        observed: &Observed,
+        observed: &Seen,
         pods: &[PodView],
         now: Timestamp,
     ) -> Result<ExecutionInfo> {
         let previous = self.base.namespaces.last_reported(&id.namespace, &id.name);
         let version = match observed {
-            Observed::Present(job) => job.resource_version.as_deref(),
-            Observed::Vanished { .. } => None,
+            Seen::Present(job) => job.resource_version.as_deref(),
+            Seen::Vanished { .. } => None,
         };
         // A watch cache lagging a fresh read: its older copy tells nothing new. What was
         // reported from the newer one is read now, not taken from `previous`: another answer
@@ -471,7 +471,7 @@ impl ContainerJobs {
         // An outcome not recorded yet is the settler's to record first, the Job present or
         // gone: another process may have recorded another outcome for it first (a cancel
         // through another replica), which this one's watch of records has yet to deliver.
-        if unrecorded || (must_record && matches!(observed, Observed::Present(_))) {
+        if unrecorded || (must_record && matches!(observed, Seen::Present(_))) {
             let watch = self.watch(&id.namespace);
             // Bounded: a settler held up by a slow API server must not hold the question too.
             let settled = tokio::time::timeout(
@@ -479,7 +479,7 @@ impl ContainerJobs {
                 watch.settler.settle_now(observed.clone(), pods.to_vec()),
             )
             .await;
-            let present = matches!(observed, Observed::Present(_));
+            let present = matches!(observed, Seen::Present(_));
             if let Some(recorded) = self.final_answer(id, present).await {
                 return Ok(recorded);
             }
@@ -653,7 +653,7 @@ impl ContainerJobs {
             Err(_) => (watch.pods_of(&id.name), false),
         };
         let status = self
-            .evaluate(id, &Observed::Present(view), &pods, Timestamp::now())
+            .evaluate(id, &Seen::Present(view), &pods, Timestamp::now())
             .await?;
         Ok(Current {
             objects: self.objects(&id.namespace),
@@ -743,7 +743,7 @@ impl Answers for ContainerJobs {
         if let Some(answer) = self.final_answer(id, true).await {
             return Ok(answer);
         }
-        self.evaluate(id, &Observed::Present(job), &pods, Timestamp::now())
+        self.evaluate(id, &Seen::Present(job), &pods, Timestamp::now())
             .await
     }
 
@@ -765,7 +765,7 @@ impl Answers for ContainerJobs {
 }
 
 /// The job's object as observed.
-type Observed = crate::kind::Observed<JobView>;
+type Seen = crate::kind::Seen<JobView>;
 
 #[cfg(test)]
 mod tests;

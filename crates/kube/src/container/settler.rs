@@ -27,7 +27,7 @@ use super::inbox::{Inbox, Request, SettlerContext};
 use super::tracker::{NamespaceWatch, listed_pods};
 use crate::cluster::{Cluster, Op};
 use crate::error::Result;
-use crate::kind::Observed;
+use crate::kind::Seen;
 use crate::objects::Objects;
 use crate::settling::{
     JobStates, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel, merged,
@@ -91,8 +91,8 @@ impl Task {
                 request = requests.recv() => {
                     let Some(request) = request else { return };
                     let settled = match &request.observed {
-                        Observed::Present(job) => self.settle(job, &request.pods, &timers).await,
-                        Observed::Vanished {
+                        Seen::Present(job) => self.settle(job, &request.pods, &timers).await,
+                        Seen::Vanished {
                             last: job,
                             final_state,
                         } => {

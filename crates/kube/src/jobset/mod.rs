@@ -30,7 +30,6 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::answers::{DryRun, Submission};
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
 use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
@@ -39,6 +38,7 @@ use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
+use crate::replies::{DryRun, Submission};
 use crate::tracker::{Departure, ReflectorSettings, lock};
 use tracker::{ChildPod, JobSetNamespaceWatch, children_selector};
 
@@ -92,7 +92,7 @@ pub struct JobSets {
 }
 
 /// The job's object as observed.
-type Observed = crate::kind::Observed<JobSetView>;
+type Seen = crate::kind::Seen<JobSetView>;
 
 /// What is known of a job: its JobSet, the set's Jobs and their pods.
 pub(crate) type Found = crate::evaluating::Found<JobSetView, Children>;
@@ -384,7 +384,7 @@ impl JobSets {
                 newest,
                 attempts: set_pods.len(),
                 found: Found {
-                    observed: Observed::Present(view),
+                    observed: Seen::Present(view),
                     parts: Children {
                         jobs: set_jobs,
                         pods: set_pods,
@@ -525,7 +525,7 @@ impl Kind for JobSets {
             .evaluate(
                 id,
                 Found {
-                    observed: Observed::Present(view_of(&object)),
+                    observed: Seen::Present(view_of(&object)),
                     parts,
                     listed: true,
                 },
@@ -610,11 +610,11 @@ impl Evaluates for JobSets {
 
     async fn observed(&self, watch: &JobSetNamespaceWatch, id: &ExecutionId) -> Option<Found> {
         let observed = match watch.jobsets.get(&id.name) {
-            Some(entry) => Observed::Present(entry.view),
+            Some(entry) => Seen::Present(entry.view),
             None => {
                 let tombstone = watch.jobsets.tombstone(&id.name)?;
                 let final_state = tombstone.departure == Departure::Deleted;
-                Observed::Vanished {
+                Seen::Vanished {
                     last: tombstone.last,
                     final_state,
                 }
@@ -657,7 +657,7 @@ impl Evaluates for JobSets {
             return Ok(None);
         };
         Ok(Some(Found {
-            observed: Observed::Present(view_of(&object)),
+            observed: Seen::Present(view_of(&object)),
             parts: self.list_children(&id.namespace, &id.name).await?,
             listed: true,
         }))
@@ -666,7 +666,7 @@ impl Evaluates for JobSets {
     fn map(
         &self,
         _id: &ExecutionId,
-        observed: &Observed,
+        observed: &Seen,
         children: &Children,
         previous: Option<&ExecutionInfo>,
     ) -> Option<Mapped<JobSetAction>> {

@@ -33,7 +33,6 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::{debug, info};
 
-use crate::answers::{DryRun, Submission};
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
@@ -42,6 +41,7 @@ use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
+use crate::replies::{DryRun, Submission};
 use crate::selector::SelectorEvent;
 use crate::tracker::{Departure, ReflectorSettings, lock};
 use tracker::{SparkNamespaceWatch, app_of_pod, driver_pods_selector};
@@ -114,7 +114,7 @@ pub struct SparkJobs {
 }
 
 /// The job's object as observed.
-type Observed = crate::kind::Observed<SparkAppView>;
+type Seen = crate::kind::Seen<SparkAppView>;
 
 /// What is known of a job: its application (the view says of which operator) and its
 /// driver pods.
@@ -538,7 +538,7 @@ impl SparkJobs {
                     newest: newest.map(|driver| (driver.view.name.clone(), driver.node.clone())),
                     attempts,
                     found: Found {
-                        observed: Observed::Present(view),
+                        observed: Seen::Present(view),
                         parts: Drivers::of(app_drivers),
                         listed: true,
                     },
@@ -687,7 +687,7 @@ impl Kind for SparkJobs {
             .evaluate(
                 id,
                 Found {
-                    observed: Observed::Present(view),
+                    observed: Seen::Present(view),
                     parts,
                     listed,
                 },
@@ -779,14 +779,14 @@ impl Evaluates for SparkJobs {
         let watched = watch.watched();
         let (operator, observed) = watched
             .iter()
-            .find_map(|(op, apps)| Some((*op, Observed::Present(apps.get(&id.name)?.view))))
+            .find_map(|(op, apps)| Some((*op, Seen::Present(apps.get(&id.name)?.view))))
             .or_else(|| {
                 watched.iter().find_map(|(op, apps)| {
                     let tombstone = apps.tombstone(&id.name)?;
                     let final_state = tombstone.departure == Departure::Deleted;
                     Some((
                         *op,
-                        Observed::Vanished {
+                        Seen::Vanished {
                             last: tombstone.last,
                             final_state,
                         },
@@ -812,7 +812,7 @@ impl Evaluates for SparkJobs {
         watch.apps_of(operator);
         let (parts, listed) = self.drivers(watch, operator, &id.namespace, &id.name).await;
         Ok(Some(Found {
-            observed: Observed::Present(view),
+            observed: Seen::Present(view),
             parts,
             listed,
         }))
@@ -821,7 +821,7 @@ impl Evaluates for SparkJobs {
     fn map(
         &self,
         id: &ExecutionId,
-        observed: &Observed,
+        observed: &Seen,
         drivers: &Drivers,
         previous: Option<&ExecutionInfo>,
     ) -> Option<Mapped<SparkAction>> {

@@ -1,4 +1,4 @@
-//! What the executor's operations answer, whatever the kind of job: what a cancel did, a job
+//! What the executor's operations reply, whatever the kind of job: what a cancel did, a job
 //! as listed, and a job the sweep found.
 
 use jiff::Timestamp;
