@@ -3,6 +3,7 @@ follow, cancel, list, watch, sweep, templates, and the errors of each kind."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 
@@ -298,8 +299,11 @@ def test_watch_yields_status_events_for_a_selector(client: Client, job_id: str, 
     first = client.submit(f"{job_id}-a", shell("watched", "true", labels=labels))
     client.wait(first, timeout=TIMEOUT)
     events = client.watch(f"suite={job_id}", namespace="default")
-    # The current status of every matching job first, then the namespace is listed.
-    assert next(events) == client.status(first)
+    # The current status of every matching job first, with its job id, then the namespace is
+    # listed.
+    current = next(events)
+    assert isinstance(current, JobInfo) and current.job_id == f"{job_id}-a", current
+    assert dataclasses.replace(current, job_id=None) == client.status(first)
     assert next(events) == ListedEvent("sim", "default")
     second = client.submit(f"{job_id}-b", shell("watched", gate.wait(), labels=labels))
     infos: list[JobInfo] = []

@@ -13,7 +13,7 @@ use kube::Resource;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kubeferry_core::JobKind;
-use kubeferry_core::marks::MANAGED_SELECTOR;
+use kubeferry_core::marks::{MANAGED_SELECTOR, job_id_of};
 use serde::de::DeserializeOwned;
 use tracing::warn;
 
@@ -23,8 +23,15 @@ use crate::error::Result;
 /// A change in which managed jobs of a namespace match a label selector.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SelectorEvent {
-    /// The job (its kind and object name) matches: it was listed, appeared, or changed.
-    Matches(JobKind, String),
+    /// The job matches: it was listed, appeared, or changed.
+    Matches {
+        /// Its kind.
+        kind: JobKind,
+        /// Its object's name.
+        name: String,
+        /// The caller's job id, as the object carries it.
+        job_id: Option<String>,
+    },
     /// The job no longer matches: deleted, relabelled, or missing from a relist.
     Left(JobKind, String),
     /// Every job matching at this moment has been reported (after the first list of every
@@ -64,6 +71,11 @@ where
     let mut ever_listed = false;
     watcher(api, config).default_backoff().flat_map(move |event| {
         let name_of = |object: &K| object.meta().name.clone().unwrap_or_default();
+        let matches = |object: &K| SelectorEvent::Matches {
+            kind,
+            name: name_of(object),
+            job_id: job_id_of(object.meta()),
+        };
         let events = match event {
             Ok(event) => {
                 failing = false;
@@ -77,8 +89,8 @@ where
                         if let Some(seen) = relisted.as_mut() {
                             seen.insert(name.clone());
                         }
-                        known.insert(name.clone());
-                        vec![SelectorEvent::Matches(kind, name)]
+                        known.insert(name);
+                        vec![matches(&object)]
                     }
                     watcher::Event::InitDone => {
                         let seen = relisted.take().unwrap_or_default();
@@ -92,9 +104,8 @@ where
                         events
                     }
                     watcher::Event::Apply(object) => {
-                        let name = name_of(&object);
-                        known.insert(name.clone());
-                        vec![SelectorEvent::Matches(kind, name)]
+                        known.insert(name_of(&object));
+                        vec![matches(&object)]
                     }
                     watcher::Event::Delete(object) => {
                         let name = name_of(&object);
@@ -195,8 +206,13 @@ mod tests {
 
     #[tokio::test]
     async fn merged_streams_say_listed_once_all_have_listed_then_at_each_relist() {
-        let job = |name: &str| SelectorEvent::Matches(JobKind::Job, name.to_string());
-        let app = |name: &str| SelectorEvent::Matches(JobKind::SparkApp, name.to_string());
+        let matches = |kind, name: &str| SelectorEvent::Matches {
+            kind,
+            name: name.to_string(),
+            job_id: None,
+        };
+        let job = |name: &str| matches(JobKind::Job, name);
+        let app = |name: &str| matches(JobKind::SparkApp, name);
         let jobs = futures::stream::iter([job("a"), SelectorEvent::Listed]).boxed();
         let apps =
             futures::stream::iter([app("b"), SelectorEvent::Listed, SelectorEvent::Listed]).boxed();

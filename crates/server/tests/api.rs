@@ -1057,6 +1057,7 @@ async fn selector_events_cover_new_matching_jobs_only() {
     let first = events.next().await.unwrap();
     assert_eq!(first.event, "status");
     assert_eq!(first.data["id"], before.as_str());
+    assert_eq!(first.data["jobId"], "before", "the caller's job id");
     assert_eq!(first.data["state"], "SUCCEEDED");
     let listed = events.next().await.unwrap();
     assert_eq!(listed.event, "listed");
@@ -1079,6 +1080,7 @@ async fn selector_events_cover_new_matching_jobs_only() {
             "a job not matching the selector"
         );
         assert_eq!(event.data["id"], matching.as_str());
+        assert_eq!(event.data["jobId"], "matching", "the caller's job id");
         if event.data["state"] == "SUCCEEDED" {
             break;
         }

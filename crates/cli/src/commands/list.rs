@@ -247,7 +247,7 @@ impl Watched {
             }
             tokio::select! {
                 event = matching.next() => match event {
-                    Some(SelectorEvent::Matches(kind, name)) => {
+                    Some(SelectorEvent::Matches { kind, name, .. }) => {
                         let id = ExecutionId::new(
                             self.executor.cluster().name(), kind, &self.namespace, &name,
                         );

@@ -370,7 +370,11 @@ async fn a_selector_follows_jobsets_with_the_other_kinds() {
         seen.push(event);
     }
     assert!(
-        seen.contains(&SelectorEvent::Matches(JobKind::JobSet, id.name.clone())),
+        seen.contains(&SelectorEvent::Matches {
+            kind: JobKind::JobSet,
+            name: id.name.clone(),
+            job_id: Some("train-selected".to_string()),
+        }),
         "{seen:?}"
     );
     env.executor.cancel(&id).await.expect("cancelled");

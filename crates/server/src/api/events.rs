@@ -235,16 +235,20 @@ async fn follow_namespace(
         leaving: HashMap::new(),
         leave_grace,
         last: HashMap::new(),
+        job_ids: HashMap::new(),
         sender: &sender,
     };
     let mut tick = tokio::time::interval(recheck);
     loop {
         let jobs: Vec<(JobKind, String)> = tokio::select! {
             selected = matching.next() => match selected {
-                Some(SelectorEvent::Matches(kind, name)) => {
+                Some(SelectorEvent::Matches { kind, name, job_id }) => {
                     let job = (kind, name);
                     follower.leaving.remove(&job);
                     follower.members.insert(job.clone());
+                    if let Some(job_id) = job_id {
+                        follower.job_ids.insert(job.clone(), job_id);
+                    }
                     vec![job]
                 }
                 Some(SelectorEvent::Left(kind, name)) => {
@@ -308,6 +312,8 @@ struct Follower<'a> {
     leave_grace: Duration,
     /// What was last sent for each.
     last: HashMap<Member, JobInfo>,
+    /// The caller's job id of each, as its object carries it.
+    job_ids: HashMap<Member, String>,
     sender: &'a mpsc::Sender<Event>,
 }
 
@@ -373,6 +379,7 @@ impl Follower<'_> {
         self.leaving.remove(job);
         self.members.remove(job);
         self.last.remove(job);
+        self.job_ids.remove(job);
     }
 
     /// Sends what `status` says of a job, unless it was sent already.
@@ -384,7 +391,7 @@ impl Follower<'_> {
     ) -> bool {
         let event = match status {
             Ok(info) => {
-                let info = JobInfo::new(id, info);
+                let info = JobInfo::new(id, info).with_job_id(self.job_ids.get(job).cloned());
                 if self.last.get(job) == Some(&info) {
                     return true;
                 }
