@@ -55,6 +55,9 @@ struct JobFacts {
     records_deleted: u32,
     deadline_rv: Option<u64>,
     disrupted_rv: Option<u64>,
+    /// When a pod of the job was first seen being deleted (its deletionTimestamp): the
+    /// kubelet stops containers then, not at a disruption's condition.
+    pod_deleting_rv: Option<u64>,
     image_failure_rv: Option<u64>,
     termination: Option<Termination>,
     /// Pods not ended yet, by (namespace, name).
@@ -310,6 +313,9 @@ impl Observer {
                     job.disrupted_rv = Some(ours.unwrap_or(event.rv));
                 }
                 let deleting = object.pointer("/metadata/deletionTimestamp").is_some();
+                if deleting && job.pod_deleting_rv.is_none() {
+                    job.pod_deleting_rv = Some(event.rv);
+                }
                 let main = main_container(object);
                 let waiting = main
                     .map(|c| str_at(c, "/state/waiting/reason"))
@@ -496,6 +502,9 @@ impl Observer {
         }
         if let Some(rv) = job.disrupted_rv {
             story.push(format!("pod disrupted at rv {rv}"));
+        }
+        if let Some(rv) = job.pod_deleting_rv {
+            story.push(format!("pod's deletion asked at rv {rv}"));
         }
         if before_natural(job.disrupted_rv) {
             allowed.push(Allowed::Infrastructure);
