@@ -71,9 +71,9 @@ where
     let mut ever_listed = false;
     watcher(api, config).default_backoff().flat_map(move |event| {
         let name_of = |object: &K| object.meta().name.clone().unwrap_or_default();
-        let matches = |object: &K| SelectorEvent::Matches {
+        let matches = |object: &K, name: String| SelectorEvent::Matches {
             kind,
-            name: name_of(object),
+            name,
             job_id: job_id_of(object.meta()),
         };
         let events = match event {
@@ -89,8 +89,8 @@ where
                         if let Some(seen) = relisted.as_mut() {
                             seen.insert(name.clone());
                         }
-                        known.insert(name);
-                        vec![matches(&object)]
+                        known.insert(name.clone());
+                        vec![matches(&object, name)]
                     }
                     watcher::Event::InitDone => {
                         let seen = relisted.take().unwrap_or_default();
@@ -104,8 +104,9 @@ where
                         events
                     }
                     watcher::Event::Apply(object) => {
-                        known.insert(name_of(&object));
-                        vec![matches(&object)]
+                        let name = name_of(&object);
+                        known.insert(name.clone());
+                        vec![matches(&object, name)]
                     }
                     watcher::Event::Delete(object) => {
                         let name = name_of(&object);

@@ -764,7 +764,7 @@ impl Answers for ContainerJobs {
     }
 }
 
-/// The job's object as observed.
+/// The job's object as last seen.
 type Seen = crate::kind::Seen<JobView>;
 
 #[cfg(test)]

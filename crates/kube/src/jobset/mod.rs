@@ -91,7 +91,7 @@ pub struct JobSets {
     evaluating: Evaluating<JobSets>,
 }
 
-/// The job's object as observed.
+/// The job's object as last seen.
 type Seen = crate::kind::Seen<JobSetView>;
 
 /// What is known of a job: its JobSet, the set's Jobs and their pods.

@@ -113,7 +113,7 @@ pub struct SparkJobs {
     evaluating: Evaluating<SparkJobs>,
 }
 
-/// The job's object as observed.
+/// The job's object as last seen.
 type Seen = crate::kind::Seen<SparkAppView>;
 
 /// What is known of a job: its application (the view says of which operator) and its

@@ -2,7 +2,7 @@
 //! selector, so that callers need not poll. Both come from the namespace watches: a stream
 //! costs no Kubernetes requests per job.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -231,11 +231,10 @@ async fn follow_namespace(
         executor: &executor,
         cluster: &cluster,
         namespace: &namespace,
-        members: HashSet::new(),
+        members: HashMap::new(),
         leaving: HashMap::new(),
         leave_grace,
         last: HashMap::new(),
-        job_ids: HashMap::new(),
         sender: &sender,
     };
     let mut tick = tokio::time::interval(recheck);
@@ -245,10 +244,7 @@ async fn follow_namespace(
                 Some(SelectorEvent::Matches { kind, name, job_id }) => {
                     let job = (kind, name);
                     follower.leaving.remove(&job);
-                    follower.members.insert(job.clone());
-                    if let Some(job_id) = job_id {
-                        follower.job_ids.insert(job.clone(), job_id);
-                    }
+                    follower.members.insert(job.clone(), job_id);
                     vec![job]
                 }
                 Some(SelectorEvent::Left(kind, name)) => {
@@ -303,8 +299,8 @@ struct Follower<'a> {
     executor: &'a Executor,
     cluster: &'a str,
     namespace: &'a str,
-    /// The jobs matching the selector.
-    members: HashSet<Member>,
+    /// The jobs matching the selector, with the caller's job id each object carries.
+    members: HashMap<Member, Option<String>>,
     /// Jobs that left the selection (deleted or relabelled), each followed until its end is
     /// known, for at most `leave_grace`.
     leaving: HashMap<Member, tokio::time::Instant>,
@@ -312,8 +308,6 @@ struct Follower<'a> {
     leave_grace: Duration,
     /// What was last sent for each.
     last: HashMap<Member, JobInfo>,
-    /// The caller's job id of each, as its object carries it.
-    job_ids: HashMap<Member, String>,
     sender: &'a mpsc::Sender<Event>,
 }
 
@@ -323,14 +317,14 @@ impl Follower<'_> {
         match changed {
             Ok(name) => {
                 let job = (kind, name);
-                if self.members.contains(&job) {
+                if self.members.contains_key(&job) {
                     vec![job]
                 } else {
                     Vec::new()
                 }
             }
             // Notifications were lost: look at every job.
-            Err(RecvError::Lagged(_)) => self.members.iter().cloned().collect(),
+            Err(RecvError::Lagged(_)) => self.members.keys().cloned().collect(),
             Err(RecvError::Closed) => Vec::new(),
         }
     }
@@ -338,7 +332,7 @@ impl Follower<'_> {
     /// The matching jobs not known to have ended (time-based rules may move them).
     fn unfinished(&self) -> Vec<Member> {
         self.members
-            .iter()
+            .keys()
             .filter(|job| {
                 self.last
                     .get(*job)
@@ -379,7 +373,6 @@ impl Follower<'_> {
         self.leaving.remove(job);
         self.members.remove(job);
         self.last.remove(job);
-        self.job_ids.remove(job);
     }
 
     /// Sends what `status` says of a job, unless it was sent already.
@@ -391,7 +384,8 @@ impl Follower<'_> {
     ) -> bool {
         let event = match status {
             Ok(info) => {
-                let info = JobInfo::new(id, info).with_job_id(self.job_ids.get(job).cloned());
+                let info =
+                    JobInfo::new(id, info).with_job_id(self.members.get(job).cloned().flatten());
                 if self.last.get(job) == Some(&info) {
                     return true;
                 }
