@@ -291,7 +291,9 @@ def test_a_wrong_or_expired_token_brings_the_sign_in_back(
     until(page, "the wrong token refused", lambda d: "refused" in text(d, "#sign-in-error"))
     # A token that stops working while the page is open: the next call brings the sign-in back.
     sign_in(page, replica)
-    until(page, "the table", lambda d: d.find_element(By.ID, "jobs"))
+    # Once the list is read the page calls nothing by itself; a call still to come would meet
+    # the expired token first, and its sign-in would forget the token before the reload.
+    until(page, "the list read", lambda d: run_js(d, "return document.body.dataset.listed"))
     run_js(page, f"sessionStorage.setItem({'kubeferry.token'!r}, 'expired')")
     # Its next call (here the reload's first) is refused.
     page.refresh()
