@@ -22,6 +22,11 @@ struct Termination {
     reason: String,
     /// The pod was being deleted or disrupted when its container ended.
     stopping: bool,
+    /// Something had begun to stop the container when it ended: its pod's deletion was asked
+    /// (or its Job's, whose pods the garbage collector deletes), or the kubelet's own
+    /// disruption. A DisruptionTarget condition alone stops nothing: the Eviction API and the
+    /// scheduler write it and then delete the pod, and a container can end on its own between.
+    asked_to_stop: bool,
 }
 
 /// What is known of one job id.
@@ -112,6 +117,24 @@ fn is_disrupted(pod: &Value) -> bool {
                 list.iter().any(|c| {
                     c.get("type").and_then(Value::as_str) == Some("DisruptionTarget")
                         && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+            })
+}
+
+/// Whether the kubelet itself is stopping the pod's containers: its node-pressure eviction,
+/// written with the pod's failure (`TerminationByKubelet`, reason `Evicted`), or a lost node.
+fn stopped_by_kubelet(pod: &Value) -> bool {
+    matches!(str_at(pod, "/status/reason"), "Evicted" | "NodeLost")
+        || pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|list| {
+                list.iter().any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some("DisruptionTarget")
+                        && matches!(
+                            c.get("reason").and_then(Value::as_str),
+                            Some("TerminationByKubelet" | "DeletionByTaintManager")
+                        )
                 })
             })
 }
@@ -339,6 +362,9 @@ impl Observer {
                         reason: str_at(terminated, "/reason").to_string(),
                         // Its Job deleted by someone else: the garbage collector stops it.
                         stopping: deleting || disrupted || job.external_delete_rv.is_some(),
+                        asked_to_stop: deleting
+                            || job.external_delete_rv.is_some()
+                            || stopped_by_kubelet(object),
                     });
                 }
                 let phase = str_at(object, "/status/phase");
@@ -467,7 +493,9 @@ impl Observer {
             let first = !t.stopping
                 && job.disrupted_rv.is_none_or(|d| t.rv < d)
                 && job.deadline_rv.is_none_or(|d| t.rv < d);
-            first || unsignalled || (t.reason == "OOMKilled" && !t.stopping)
+            // An OOM kill before anything began to stop the container is its own, also after
+            // a disruption's condition (the disruption is then allowed too, below).
+            first || unsignalled || (t.reason == "OOMKilled" && !t.asked_to_stop)
         });
         if let Some(t) = &job.termination {
             story.push(format!(
@@ -674,6 +702,97 @@ mod tests {
             "status": status,
         });
         core_change(observer, rv, EventType::Modified, ("pods", name), &object);
+    }
+
+    /// The pod `j-1` of the Job `u1` with a DisruptionTarget condition of `reason`, being
+    /// deleted or not.
+    fn disrupted_pod(observer: &Observer, rv: u64, reason: &str, deleting: bool, main: Value) {
+        let mut object = json!({
+            "metadata": {
+                "name": "j-1", "uid": "pod-j-1",
+                "labels": {"batch.kubernetes.io/job-name": "j"},
+                "ownerReferences": [{"kind": "Job", "name": "j", "uid": "u1", "controller": true}],
+            },
+            "spec": {"nodeName": "sim-node-1"},
+            "status": {
+                "phase": "Running",
+                "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": reason}],
+                "containerStatuses": [{"name": "main", "state": main}],
+            },
+        });
+        if deleting {
+            object["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            object["metadata"]["deletionGracePeriodSeconds"] = json!(30);
+        }
+        core_change(observer, rv, EventType::Modified, ("pods", "j-1"), &object);
+    }
+
+    #[test]
+    fn an_oom_kill_is_the_containers_own_until_something_began_to_stop_it() {
+        let running = json!({"running": {}});
+        let oom = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled"}});
+        let own = Allowed::Failed {
+            exit_code: 137,
+            oom: true,
+        };
+        // The Eviction API's condition, then the OOM kill before the pod's deletion: both the
+        // kill and the disruption are what the cluster showed.
+        let observer = observer_with_job();
+        pod_of(&observer, 2, ("j-1", "u1"), json!({"phase": "Running"}));
+        disrupted_pod(
+            &observer,
+            3,
+            "EvictionByEvictionAPI",
+            false,
+            running.clone(),
+        );
+        disrupted_pod(&observer, 4, "EvictionByEvictionAPI", false, oom.clone());
+        let truth = observer.truth("a");
+        assert_eq!(
+            truth.allowed,
+            [own.clone(), Allowed::Infrastructure],
+            "{}",
+            truth.story
+        );
+        // The harness's own eviction noted before its condition was written: the same.
+        let observer = observer_with_job();
+        pod_of(&observer, 2, ("j-1", "u1"), json!({"phase": "Running"}));
+        observer.disrupting("chaos", "j-1", 2);
+        pod_of(
+            &observer,
+            3,
+            ("j-1", "u1"),
+            json!({"phase": "Running", "containerStatuses": [
+                {"name": "main", "state": oom.clone()}
+            ]}),
+        );
+        let truth = observer.truth("a");
+        assert_eq!(
+            truth.allowed,
+            [own, Allowed::Infrastructure],
+            "{}",
+            truth.story
+        );
+        // Killed once the pod's deletion was asked: the stop's, whatever the runtime said.
+        let observer = observer_with_job();
+        pod_of(&observer, 2, ("j-1", "u1"), json!({"phase": "Running"}));
+        disrupted_pod(
+            &observer,
+            3,
+            "EvictionByEvictionAPI",
+            false,
+            running.clone(),
+        );
+        disrupted_pod(&observer, 4, "EvictionByEvictionAPI", true, running);
+        disrupted_pod(&observer, 5, "EvictionByEvictionAPI", true, oom.clone());
+        let truth = observer.truth("a");
+        assert_eq!(truth.allowed, [Allowed::Infrastructure], "{}", truth.story);
+        // The kubelet's own eviction stops the containers itself.
+        let observer = observer_with_job();
+        pod_of(&observer, 2, ("j-1", "u1"), json!({"phase": "Running"}));
+        disrupted_pod(&observer, 3, "TerminationByKubelet", false, oom);
+        let truth = observer.truth("a");
+        assert_eq!(truth.allowed, [Allowed::Infrastructure], "{}", truth.story);
     }
 
     #[test]
