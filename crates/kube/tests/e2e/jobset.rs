@@ -11,6 +11,7 @@ use kubeferry_kube::logs::TailOptions;
 use kubeferry_kube::{Error, SelectorEvent};
 use kubeferry_sim::{CrdBundle, SimConfig};
 
+use crate::reads::answers_reading_only;
 use crate::support::{Env, Gate, NS, Settings, eventually, is, status_until};
 
 /// As a container job's pod is OOM-killed in the other tests: 256 MiB against a 64 MiB limit.
@@ -348,6 +349,65 @@ async fn a_cancelled_set_is_cancelled() {
         (pods == 0 && jobsets == 0).then_some(())
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_queries_of_jobsets_only_read() {
+    let env = jobset_env().await;
+    let gate = Gate::new();
+    let set = |name: &str, script: &str| jobset(name, "", &[rjob("workers", 2, script, "")]);
+    let running = submit(&env, &set("running", &gate.wait("end")), "reads-running").await;
+    let finished = submit(&env, &set("finished", "exit 0"), "reads-finished").await;
+    let failing = submit(&env, &set("failing", "exit 3"), "reads-failing").await;
+    let cancelled = submit(&env, &set("cancelled", &gate.wait("never")), "reads-cancel").await;
+    for id in [&running, &cancelled] {
+        status_until(&env.executor, id, "running", is(JobState::Started)).await;
+    }
+    env.executor.cancel(&cancelled).await.expect("cancelled");
+    for id in [&finished, &failing, &cancelled] {
+        env.wait(id).await;
+    }
+    // The settler recorded the ended sets' outcomes and let their objects go (its last
+    // writes for them); the cancelled one is gone.
+    eventually("the ended sets let go", || async {
+        let held = |id: &ExecutionId| {
+            env.sim
+                .object("jobset.x-k8s.io", "jobsets", &id.namespace, &id.name)
+                .is_some_and(|set| {
+                    set.pointer("/metadata/finalizers")
+                        .and_then(|f| f.as_array())
+                        .is_some_and(|f| !f.is_empty())
+                })
+        };
+        let gone = env
+            .sim
+            .object("jobset.x-k8s.io", "jobsets", NS, &cancelled.name)
+            .is_none();
+        (gone && !held(&finished) && !held(&failing)).then_some(())
+    })
+    .await;
+    let ids = [&running, &finished, &failing, &cancelled];
+    // Once the watches are open, a round of queries asks the cluster nothing ...
+    eventually("a round of status queries that asks nothing", || async {
+        env.sim.reset_counters();
+        for id in ids {
+            env.executor.status(id).await.expect("a status");
+        }
+        env.sim.counters().values().all(|n| *n == 0).then_some(())
+    })
+    .await;
+    // ... and neither do a thousand more.
+    let answers = answers_reading_only(&env.executor, &env.sim, &ids, 250).await;
+    assert_eq!(
+        answers,
+        [
+            (JobState::Started, Reason::Running),
+            (JobState::Succeeded, Reason::Completed),
+            (JobState::Failed, Reason::Error),
+            (JobState::Cancelled, Reason::Cancelled),
+        ]
+    );
+    gate.open("end");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
