@@ -4,17 +4,18 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
+use futures::future::BoxFuture;
 use kubeferry_core::spec::JobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use rand::Rng;
-use tracing::warn;
 
 use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
 use crate::jobset::{JobSetSettings, JobSets};
-use crate::kind::{Answers, Kind, Watches};
+use crate::kind::KindHealth;
+use crate::kinds::{Entry, Kinds, together};
 use crate::logs::{FollowOptions, Tail, TailOptions};
 use crate::protocol;
 use crate::records::{RecordSettings, Records};
@@ -39,18 +40,19 @@ pub struct ExecutorSettings {
 pub struct Subscription {
     /// Each watch's notifications, naming the jobs of its kind whose objects changed.
     pub changes: Vec<(JobKind, tokio::sync::broadcast::Receiver<String>)>,
-    /// Why the Spark watches are left out (a cluster that cannot run Spark jobs), if they are.
-    pub spark_refused: Option<Error>,
+    /// The kinds whose watches are left out, and why (a cluster that cannot run Spark jobs).
+    pub refused: Vec<(JobKind, Error)>,
 }
 
 /// The health of a namespace's watches ([`Executor::namespace_health`]).
 #[derive(Clone, Debug)]
 pub struct NamespaceHealth {
-    /// Every watch by resource: the container jobs' Jobs, pods and refusal events, the outcome
-    /// records, then the Spark driver pods and each operator's applications, then JobSets.
+    /// Every watch by resource: each kind's in [`JobKind::ALL`]'s order (the container jobs'
+    /// Jobs, pods and refusal events first), then the outcome records'.
     pub watches: Vec<(String, WatchHealth)>,
-    /// Whether the Spark watches have started (they start once the operators are discovered).
-    pub spark_started: bool,
+    /// The kinds whose watches have not started yet, and are waited for: they start once the
+    /// cluster's resources of the kind are discovered (the Spark operators).
+    pub starting: Vec<JobKind>,
 }
 
 /// Where a container job's newest attempt runs.
@@ -71,9 +73,7 @@ pub struct Placement {
 #[derive(Clone)]
 pub struct Executor {
     cluster: Cluster,
-    container: Arc<ContainerJobs>,
-    spark: Arc<SparkJobs>,
-    jobset: Arc<JobSets>,
+    kinds: Arc<Kinds>,
     records: Arc<Records>,
     /// How much of its log a job's record keeps when its file does not say.
     keep_log: Option<kubeferry_core::marks::KeepLog>,
@@ -89,18 +89,18 @@ impl Executor {
             settings.records,
             settings.container.sync_timeout,
         );
-        let container = Arc::new(ContainerJobs::new(
-            cluster.clone(),
-            settings.container,
-            records.clone(),
-        ));
-        let spark = SparkJobs::new(cluster.clone(), settings.spark, records.clone());
-        let jobset = JobSets::new(cluster.clone(), settings.jobset, records.clone());
+        let kinds = Kinds {
+            container: Arc::new(ContainerJobs::new(
+                cluster.clone(),
+                settings.container,
+                records.clone(),
+            )),
+            spark: SparkJobs::new(cluster.clone(), settings.spark, records.clone()),
+            jobset: JobSets::new(cluster.clone(), settings.jobset, records.clone()),
+        };
         Self {
             cluster,
-            container,
-            spark,
-            jobset,
+            kinds: Arc::new(kinds),
             records,
             keep_log,
         }
@@ -114,104 +114,80 @@ impl Executor {
     /// The container job backend.
     #[cfg(feature = "internals")]
     pub fn container_jobs(&self) -> &ContainerJobs {
-        &self.container
+        &self.kinds.container
     }
 
     /// The Spark job backend.
     #[cfg(feature = "internals")]
     pub fn spark_jobs(&self) -> &SparkJobs {
-        &self.spark
+        &self.kinds.spark
     }
 
     /// The JobSet backend.
     #[cfg(feature = "internals")]
     pub fn jobsets(&self) -> &JobSets {
-        &self.jobset
+        &self.kinds.jobset
     }
 
     /// Starts watching the container jobs of `namespace`, if that is not done yet: its first
     /// status query then pays for no list, and its settler looks after its jobs from now on.
     pub fn watch(&self, namespace: &str) {
-        self.container.watch(namespace);
+        self.kinds.container.watch(namespace);
     }
 
     /// Starts watching the Spark jobs of `namespace` (their driver pods, and the
     /// SparkApplications of every operator the cluster serves, which this discovers).
     pub async fn watch_spark(&self, namespace: &str) -> Result<()> {
-        self.spark.watch(namespace).await.map(|_| ())
+        self.kinds.spark.watch(namespace).await.map(|_| ())
     }
 
     /// Notifications naming the jobs of `namespace` whose objects changed, by kind, starting
-    /// the watches if need be; what tells a job's status is [`Executor::status`]. The Spark
-    /// watches of a cluster that cannot run Spark jobs are left out, and
-    /// [`Subscription::spark_refused`] says why.
+    /// the watches if need be; what tells a job's status is [`Executor::status`]. The watches
+    /// of a kind the cluster cannot run (Spark jobs without an operator) are left out, and
+    /// [`Subscription::refused`] says why.
     pub async fn subscribe(&self, namespace: &str) -> Subscription {
-        let mut receivers: Vec<_> = self
-            .container
-            .watch(namespace)
-            .subscribe()
-            .into_iter()
-            .map(|receiver| (JobKind::Job, receiver))
-            .collect();
+        let mut changes = Vec::new();
+        let mut refused = Vec::new();
+        for kind in self.kinds.all() {
+            match kind.subscribe(namespace).await {
+                Ok(receivers) => {
+                    changes.extend(receivers.into_iter().map(|r| (kind.job_kind(), r)))
+                }
+                Err(error) => refused.push((kind.job_kind(), error)),
+            }
+        }
         // An outcome is answered once it is recorded: a record is a change of its job (of
-        // either kind; a name that is not a job of that kind is nobody's).
+        // any kind; a name that is not a job of that kind is nobody's).
         let records = self.records.watch(namespace);
         for kind in JobKind::ALL {
-            receivers.push((kind, records.subscribe()));
+            changes.push((kind, records.subscribe()));
         }
-        // The JobSets' watches, on a cluster that serves them.
-        if self.jobset.installed().await.unwrap_or(false)
-            && let Ok(watch) = self.jobset.watch(namespace).await
-        {
-            receivers.extend(
-                watch
-                    .subscribe()
-                    .into_iter()
-                    .map(|receiver| (JobKind::JobSet, receiver)),
-            );
-        }
-        match self.spark.watch(namespace).await {
-            Ok(watch) => {
-                receivers.extend(
-                    watch
-                        .subscribe()
-                        .into_iter()
-                        .map(|receiver| (JobKind::SparkApp, receiver)),
-                );
-                Subscription {
-                    changes: receivers,
-                    spark_refused: None,
-                }
-            }
-            Err(error) => Subscription {
-                changes: receivers,
-                spark_refused: Some(error),
-            },
-        }
+        Subscription { changes, refused }
     }
 
     /// The health of every watch of `namespace`, starting the container watches if need be.
     pub fn namespace_health(&self, namespace: &str) -> NamespaceHealth {
-        let mut watches = self.container.watch(namespace).health();
+        let mut watches = Vec::new();
+        let mut starting = Vec::new();
+        for kind in self.kinds.all() {
+            match kind.namespace_health(namespace) {
+                KindHealth::Started(health) => watches.extend(health),
+                KindHealth::Starting => starting.push(kind.job_kind()),
+                KindHealth::Unused => {}
+            }
+        }
         watches.push(self.records.namespace_health(namespace));
-        let spark = self.spark.existing(namespace);
-        if let Some(spark) = &spark {
-            watches.extend(spark.health());
-        }
-        if let Some(jobset) = self.jobset.existing(namespace) {
-            watches.extend(jobset.health());
-        }
-        NamespaceHealth {
-            watches,
-            spark_started: spark.is_some(),
-        }
+        NamespaceHealth { watches, starting }
     }
 
     /// The health of every watch of every watched namespace: namespace, resource, health.
     pub fn health(&self) -> Vec<(String, String, WatchHealth)> {
-        let mut all = health_of(&*self.container);
-        all.extend(health_of(&*self.spark));
-        all.extend(health_of(&*self.jobset));
+        let mut all: Vec<_> = self
+            .kinds
+            .all()
+            .into_iter()
+            .flat_map(|kind| kind.health())
+            .collect();
         all.extend(self.records.health());
         all
     }
@@ -219,19 +195,7 @@ impl Executor {
     /// Where a container job's newest attempt runs, from the watch cache (no request); `None`
     /// for a Spark job, or a namespace not watched.
     pub fn placement(&self, id: &ExecutionId) -> Option<Placement> {
-        if id.kind != JobKind::Job {
-            return None;
-        }
-        let watch = self.container.existing(&id.namespace)?;
-        let mut pods = watch.live_pods_of(&id.name);
-        pods.sort_by(kubeferry_core::container::oldest_attempt_first);
-        let attempts = pods.len();
-        let pod = pods.pop()?;
-        Some(Placement {
-            pod: pod.name.clone(),
-            node: pod.node_name,
-            attempts,
-        })
+        self.kinds.get(id.kind).placement(id)
     }
 
     /// Checks that an id names this cluster: an id of another cluster is a configuration error,
@@ -266,13 +230,9 @@ impl Executor {
         job_id: &str,
         namespace: &str,
     ) -> Result<Submission> {
-        match &spec.or_keep_log(self.keep_log) {
-            JobSpec::Container(spec) => {
-                self.container.submit_or_find(spec, job_id, namespace).await
-            }
-            JobSpec::Spark(spec) => self.spark.submit_or_find(spec, job_id, namespace).await,
-            JobSpec::JobSet(spec) => self.jobset.submit_or_find(spec, job_id, namespace).await,
-        }
+        self.kinds
+            .submit_or_find(&spec.or_keep_log(self.keep_log), job_id, namespace)
+            .await
     }
 
     /// The objects a submission of `spec` under `job_id` would create, as kubeferry builds
@@ -286,15 +246,10 @@ impl Executor {
         namespace: &str,
         mode: DryRun,
     ) -> Result<Vec<serde_json::Value>> {
-        let object = match &spec.or_keep_log(self.keep_log) {
-            JobSpec::Container(spec) => {
-                self.container
-                    .dry_run(spec, job_id, namespace, mode)
-                    .await?
-            }
-            JobSpec::Spark(spec) => self.spark.dry_run(spec, job_id, namespace, mode).await?,
-            JobSpec::JobSet(spec) => self.jobset.dry_run(spec, job_id, namespace, mode).await?,
-        };
+        let object = self
+            .kinds
+            .dry_run(&spec.or_keep_log(self.keep_log), job_id, namespace, mode)
+            .await?;
         Ok(vec![object])
     }
 
@@ -303,21 +258,13 @@ impl Executor {
     /// its time went and what to do about how it ended. A handful of reads; writes nothing.
     pub async fn describe(&self, id: &ExecutionId) -> Result<Description> {
         self.check(id)?;
-        match id.kind {
-            JobKind::Job => crate::describe::describe(&*self.container, id).await,
-            JobKind::SparkApp => crate::describe::describe(&*self.spark, id).await,
-            JobKind::JobSet => crate::describe::describe(&*self.jobset, id).await,
-        }
+        self.kinds.get(id.kind).describe(id).await
     }
 
     /// The job's status.
     pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         self.check(id)?;
-        match id.kind {
-            JobKind::Job => self.container.status(id).await,
-            JobKind::SparkApp => self.spark.status(id).await,
-            JobKind::JobSet => self.jobset.status(id).await,
-        }
+        self.kinds.get(id.kind).status(id).await
     }
 
     /// Waits for the job to end (at most `timeout`), calling `on_change` with each new status.
@@ -329,11 +276,7 @@ impl Executor {
         on_change: impl FnMut(&ExecutionInfo),
     ) -> Result<ExecutionInfo> {
         self.check(id)?;
-        match id.kind {
-            JobKind::Job => protocol::wait(&*self.container, id, timeout, on_change).await,
-            JobKind::SparkApp => protocol::wait(&*self.spark, id, timeout, on_change).await,
-            JobKind::JobSet => protocol::wait(&*self.jobset, id, timeout, on_change).await,
-        }
+        protocol::wait(self.kinds.get(id.kind), id, timeout, on_change).await
     }
 
     /// Cancels the job; returns at once. A job that already ended keeps its outcome; the cancel
@@ -354,29 +297,17 @@ impl Executor {
 
     async fn cancel_as(&self, id: &ExecutionId, requester: &str) -> Result<CancelOutcome> {
         self.check(id)?;
-        match id.kind {
-            JobKind::Job => protocol::cancel(&*self.container, id, requester).await,
-            JobKind::SparkApp => protocol::cancel(&*self.spark, id, requester).await,
-            JobKind::JobSet => protocol::cancel(&*self.jobset, id, requester).await,
-        }
+        self.kinds.get(id.kind).cancel(id, requester).await
     }
 
     /// The end of the job's log: the newest attempt's main container (a Spark job's driver
-    /// container), or with `previous` the attempt before it; a Spark driver's log is readable
-    /// as long as its pod is kept. Never silently empty: without a log, the warning says why,
-    /// and once the pods are gone the log is the last words kept with the job's outcome.
+    /// container, a JobSet's first replicated job's Job 0), or with `previous` the attempt
+    /// before it; a Spark driver's log is readable as long as its pod is kept. Never silently
+    /// empty: without a log, the warning says why, and once the pods are gone the log is the
+    /// last words kept with the job's outcome.
     pub async fn tail(&self, id: &ExecutionId, options: &TailOptions) -> Result<Tail> {
         self.check(id)?;
-        // The last words are the job's own: its log when the caller chose no part of it.
-        let whole_job = options.index.is_none() && options.replica.is_none();
-        match id.kind {
-            JobKind::Job => protocol::tail(&*self.container, id, options, whole_job).await,
-            JobKind::SparkApp => protocol::tail(&*self.spark, id, options, whole_job).await,
-            JobKind::JobSet => {
-                let options = self.jobset_log_defaults(id, options.clone()).await?;
-                protocol::tail(&*self.jobset, id, &options, whole_job).await
-            }
-        }
+        self.kinds.get(id.kind).tail(id, options).await
     }
 
     /// Follows the job's log, attempt after attempt, until the job ends.
@@ -386,53 +317,7 @@ impl Executor {
         options: FollowOptions,
     ) -> Result<impl Stream<Item = Result<String>> + Send + 'static> {
         self.check(id)?;
-        let whole_job = options.index.is_none() && options.replica.is_none();
-        Ok(match id.kind {
-            JobKind::Job => {
-                protocol::follow(self.container.clone(), id.clone(), options, whole_job).boxed()
-            }
-            JobKind::SparkApp => {
-                protocol::follow(self.spark.clone(), id.clone(), options, whole_job).boxed()
-            }
-            JobKind::JobSet => {
-                let jobsets = self.jobset.clone();
-                let id = id.clone();
-                futures::stream::once(async move {
-                    let (replica, index) =
-                        match log_defaults(&jobsets, &id, options.replica.clone(), options.index)
-                            .await
-                        {
-                            Ok(defaults) => defaults,
-                            Err(error) => {
-                                return futures::stream::once(async { Err(error) }).boxed();
-                            }
-                        };
-                    let options = FollowOptions {
-                        replica,
-                        index,
-                        ..options
-                    };
-                    protocol::follow(jobsets, id, options, whole_job).boxed()
-                })
-                .flatten()
-                .boxed()
-            }
-        })
-    }
-
-    /// A JobSet's log options with their defaults: the first replicated job, its Job 0.
-    async fn jobset_log_defaults(
-        &self,
-        id: &ExecutionId,
-        options: TailOptions,
-    ) -> Result<TailOptions> {
-        let (replica, index) =
-            log_defaults(&self.jobset, id, options.replica.clone(), options.index).await?;
-        Ok(TailOptions {
-            replica,
-            index,
-            ..options
-        })
+        Ok(self.kinds.get(id.kind).follow(id, options))
     }
 
     /// How many jobs of each watched namespace are in each state (every kind together, every
@@ -441,10 +326,11 @@ impl Executor {
     pub fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
         let mut counts: std::collections::BTreeMap<String, [usize; JobState::ALL.len()]> =
             std::collections::BTreeMap::new();
-        for (namespace, state, count) in Answers::jobs_by_state(&*self.container)
+        for (namespace, state, count) in self
+            .kinds
+            .all()
             .into_iter()
-            .chain(Answers::jobs_by_state(&*self.spark))
-            .chain(Answers::jobs_by_state(&*self.jobset))
+            .flat_map(|kind| kind.jobs_by_state())
         {
             let slot = JobState::ALL.iter().position(|s| *s == state).unwrap_or(0);
             counts.entry(namespace).or_default()[slot] += count;
@@ -460,14 +346,37 @@ impl Executor {
             .collect()
     }
 
+    /// `each` of every kind, their results together ([`together`]): a kind kubeferry may
+    /// not read here is left out with a warning.
+    async fn every_kind<'a, T>(
+        &'a self,
+        what: &str,
+        each: impl Fn(&'a dyn Entry) -> BoxFuture<'a, Result<Vec<T>>>,
+    ) -> Result<Vec<T>> {
+        let mut results = Vec::new();
+        for kind in self.kinds.all() {
+            results.push((kind, each(kind).await));
+        }
+        // Whether each kind is served matters only beside a refusal (and costs a discovery).
+        let refused = results
+            .iter()
+            .any(|(_, result)| matches!(result, Err(Error::Forbidden { .. })));
+        let mut tagged = Vec::new();
+        for (kind, result) in results {
+            let served = refused && kind.served().await;
+            tagged.push((kind.job_kind(), served, result));
+        }
+        together(tagged, what)
+    }
+
     /// The managed jobs of a namespace, of every kind, oldest first. A kind kubeferry may not
-    /// list here (its Role grants only the other kind) is left out with a warning.
+    /// list here (its Role grants only the other kinds) is left out with a warning.
     pub async fn list(&self, namespace: &str, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        let container = protocol::list(&*self.container, Some(namespace), selector).await;
-        let spark = protocol::list(&*self.spark, Some(namespace), selector).await;
-        let jobsets = protocol::list(&*self.jobset, Some(namespace), selector).await;
-        let jobs = either_kind(container, spark, "jobs not listed")?;
-        let jobs = with_jobsets(jobs, jobsets, "jobs not listed")?;
+        let jobs = self
+            .every_kind("jobs not listed", |kind| {
+                kind.list(Some(namespace), selector)
+            })
+            .await?;
         self.with_recorded(jobs, Some(namespace), selector).await
     }
 
@@ -475,22 +384,9 @@ impl Executor {
     /// [`Executor::list`], with cluster-wide lists: kubeferry needs to be allowed to list jobs
     /// and pods in every namespace).
     pub async fn list_all_namespaces(&self, selector: Option<&str>) -> Result<Vec<JobSummary>> {
-        let container = protocol::list(&*self.container, None, selector).await;
-        // With no Spark operator installed, an empty Spark list asked nothing of the server:
-        // it must not stand in for container jobs kubeferry may not list.
-        let spark_installed = self
-            .spark
-            .installed()
-            .await
-            .is_ok_and(|operators| !operators.is_empty());
-        let jobs = if spark_installed {
-            let spark = protocol::list(&*self.spark, None, selector).await;
-            either_kind(container, spark, "jobs not listed")?
-        } else {
-            container?
-        };
-        let jobsets = protocol::list(&*self.jobset, None, selector).await;
-        let jobs = with_jobsets(jobs, jobsets, "jobs not listed")?;
+        let jobs = self
+            .every_kind("jobs not listed", |kind| kind.list(None, selector))
+            .await?;
         self.with_recorded(jobs, None, selector).await
     }
 
@@ -541,14 +437,9 @@ impl Executor {
             return Ok(jobs);
         }
         // No object carries it: a run whose object is gone answers from its outcome record.
-        let candidates = [
-            (JobKind::Job, self.container.object_names(job_id)),
-            (JobKind::SparkApp, self.spark.object_names(job_id)),
-            (JobKind::JobSet, self.jobset.object_names(job_id)),
-        ];
-        for (kind, names) in candidates {
-            for name in names {
-                let id = ExecutionId::new(self.cluster.name(), kind, namespace, name);
+        for kind in self.kinds.all() {
+            for name in kind.object_names(job_id) {
+                let id = ExecutionId::new(self.cluster.name(), kind.job_kind(), namespace, name);
                 match self.status(&id).await {
                     Ok(status) => jobs.push(JobSummary {
                         id,
@@ -582,11 +473,13 @@ impl Executor {
         namespace: &str,
         selector: &str,
     ) -> impl Stream<Item = SelectorEvent> + Send + 'static {
-        crate::selector::merge(vec![
-            self.container.matching(namespace, selector).boxed(),
-            self.spark.matching(namespace, selector).boxed(),
-            self.jobset.matching(namespace, selector).boxed(),
-        ])
+        crate::selector::merge(
+            self.kinds
+                .all()
+                .into_iter()
+                .map(|kind| kind.matching(namespace, selector))
+                .collect(),
+        )
     }
 
     /// Managed jobs of a namespace whose job ids are not in `known`; deleted when `delete`. A
@@ -597,12 +490,11 @@ impl Executor {
         known: &HashSet<String>,
         delete: bool,
     ) -> Result<Vec<Orphan>> {
-        let container = protocol::sweep(&*self.container, namespace, known, delete).await;
-        let spark = protocol::sweep(&*self.spark, namespace, known, delete).await;
-        let jobsets = protocol::sweep(&*self.jobset, namespace, known, delete).await;
         // Outcome records are not orphans: they are bounded, and expire after their retention.
-        let orphans = either_kind(container, spark, "jobs not swept")?;
-        with_jobsets(orphans, jobsets, "jobs not swept")
+        self.every_kind("jobs not swept", |kind| {
+            kind.sweep(namespace, known, delete)
+        })
+        .await
     }
 
     /// Lets go of every object of `namespace` that kubeferry's finalizer holds until its
@@ -610,77 +502,8 @@ impl Executor {
     /// before uninstalling kubeferry (docs/INVARIANTS.md). An object let go before its outcome
     /// was recorded keeps the guarantees of Kubernetes alone: deleted, it is gone.
     pub async fn release_all(&self, namespace: &str) -> Result<Vec<ExecutionId>> {
-        let container = protocol::release_all(&*self.container, namespace).await;
-        let spark = protocol::release_all(&*self.spark, namespace).await;
-        let jobsets = protocol::release_all(&*self.jobset, namespace).await;
-        let released = either_kind(container, spark, "jobs not released")?;
-        with_jobsets(released, jobsets, "jobs not released")
-    }
-}
-
-/// The replicated job and Job index whose log a JobSet's log is: the ones asked for, else the
-/// first replicated job of the JobSet's spec and its Job 0.
-async fn log_defaults(
-    jobsets: &JobSets,
-    id: &ExecutionId,
-    replica: Option<String>,
-    index: Option<u32>,
-) -> Result<(Option<String>, Option<u32>)> {
-    let replica = match replica {
-        Some(replica) => Some(replica),
-        None => jobsets.first_replicated_job(id).await?,
-    };
-    Ok((replica, Some(index.unwrap_or(0))))
-}
-
-/// The health of every watch of every namespace `jobs` watches: namespace, resource, health.
-fn health_of<J: Kind>(jobs: &J) -> Vec<(String, String, WatchHealth)> {
-    jobs.namespaces()
-        .watched()
-        .into_iter()
-        .flat_map(|(namespace, watch)| {
-            watch
-                .health()
-                .into_iter()
-                .map(move |(resource, health)| (namespace.clone(), resource, health))
-        })
-        .collect()
-}
-
-/// The results of both kinds together. A kind that is forbidden is left out with a warning,
-/// unless both are (then the first error is the answer); any other error is the answer.
-fn either_kind<T>(container: Result<Vec<T>>, spark: Result<Vec<T>>, what: &str) -> Result<Vec<T>> {
-    match (container, spark) {
-        (Ok(mut a), Ok(b)) => {
-            a.extend(b);
-            Ok(a)
-        }
-        (Err(error @ Error::Forbidden { .. }), Ok(b)) => {
-            warn!(message = what, kind = "container", %error);
-            Ok(b)
-        }
-        (Ok(a), Err(error @ Error::Forbidden { .. })) => {
-            warn!(message = what, kind = "spark", %error);
-            Ok(a)
-        }
-        (Err(error), _) | (_, Err(error)) => Err(error),
-    }
-}
-
-/// The other kinds' results with the JobSets'. JobSets kubeferry may not list are left out with
-/// a warning (a cluster that does not serve JobSets lists none and asks nothing of them).
-fn with_jobsets<T>(jobs: Vec<T>, jobsets: Result<Vec<T>>, what: &str) -> Result<Vec<T>> {
-    match jobsets {
-        Ok(jobsets) => {
-            let mut jobs = jobs;
-            jobs.extend(jobsets);
-            Ok(jobs)
-        }
-        Err(error @ Error::Forbidden { .. }) => {
-            warn!(message = what, kind = "jobset", %error);
-            Ok(jobs)
-        }
-        Err(error) => Err(error),
+        self.every_kind("jobs not released", |kind| kind.release_all(namespace))
+            .await
     }
 }
 

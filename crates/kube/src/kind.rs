@@ -12,10 +12,14 @@ use kubeferry_core::observation::Observation;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::sync::broadcast;
 
+use futures::stream::BoxStream;
+
 use crate::cluster::Cluster;
 use crate::error::Result;
+use crate::executor::Placement;
 use crate::objects::{Attempt, Current, Object, Objects};
 use crate::records::{Records, check_resubmission, gives_way};
+use crate::selector::SelectorEvent;
 use crate::tracker::{Namespaces, WatchHealth};
 
 /// What a kind watches in one namespace.
@@ -112,6 +116,17 @@ impl Standing {
             Standing::Unrecorded(info) => (info, true),
         }
     }
+}
+
+/// The health of a kind's watches of one namespace.
+pub(crate) enum KindHealth {
+    /// Its watches, by the resource each watches, most needed first.
+    Started(Vec<(String, WatchHealth)>),
+    /// Not started yet, and a replica that serves the namespace waits for them (what they
+    /// watch is being discovered).
+    Starting,
+    /// Not started, and nothing waits for them (they start at the kind's first use).
+    Unused,
 }
 
 /// The managed objects of one resource of a namespace, with where they live.
@@ -214,6 +229,59 @@ pub(crate) trait Kind: Send + Sync + 'static {
         &self,
         namespace: &str,
     ) -> impl Future<Output = Result<Vec<ManagedObjects<Self::Object>>>> + Send;
+
+    /// The names a job of `job_id` may have here (one, a function of the job id, unless the
+    /// kind's objects are named otherwise elsewhere).
+    fn object_names(&self, job_id: &str) -> Vec<String>;
+
+    /// Follows which managed jobs of `namespace` match `selector`, for as long as the stream
+    /// is read ([`crate::Executor::matching`]).
+    fn matching(
+        self: &Arc<Self>,
+        namespace: &str,
+        selector: &str,
+    ) -> BoxStream<'static, SelectorEvent>;
+
+    /// Whether the cluster serves the kind: a list of a kind it does not serve asks the
+    /// server nothing.
+    fn served(&self) -> impl Future<Output = bool> + Send {
+        async { true }
+    }
+
+    /// The watches of `namespace` for a subscriber, started if need be; `None` on a cluster
+    /// that does not serve the kind.
+    fn subscribed(
+        &self,
+        namespace: &str,
+    ) -> impl Future<Output = Result<Option<Arc<Self::Watches>>>> + Send {
+        async move { self.watch(namespace).await.map(Some) }
+    }
+
+    /// The health of `namespace`'s watches: those started, else none, and nothing waits for
+    /// them.
+    fn namespace_health(&self, namespace: &str) -> KindHealth {
+        match self.namespaces().existing(namespace) {
+            Some(watch) => KindHealth::Started(watch.health()),
+            None => KindHealth::Unused,
+        }
+    }
+
+    /// The replicated job and index whose log is the job's log, given the ones asked for
+    /// (`None`: not asked): those asked for, unless the kind has defaults.
+    fn log_part(
+        &self,
+        _id: &ExecutionId,
+        replica: Option<String>,
+        index: Option<u32>,
+    ) -> impl Future<Output = Result<(Option<String>, Option<u32>)>> + Send {
+        async move { Ok((replica, index)) }
+    }
+
+    /// Where the job's newest attempt runs, from the watch cache (no request), for a kind
+    /// whose attempts are pods of its own.
+    fn placement(&self, _id: &ExecutionId) -> Option<Placement> {
+        None
+    }
 
     /// Whether the watches saw the job's object deleted, and hold no newer one: a watch that
     /// merely does not hold it may not have delivered it yet (created a moment ago through

@@ -19,7 +19,8 @@
 //! (`objects.rs`); cancel, wait, tail, follow, list and sweep (`protocol.rs`); the table of
 //! watched namespaces and last answers (`tracker::Namespaces`); the final answer of a job that
 //! ended (`Kind::final_answer`, from the outcome records of `records.rs`); health. The
-//! [`Executor`] dispatches on the execution id's kind.
+//! [`Executor`] holds every kind in one table (`kinds.rs`): each operation is a lookup by the
+//! execution id's kind, or a loop over the table.
 //!
 //! ## Adding a kind
 //!
@@ -34,7 +35,9 @@
 //!    record-then-delete, the outcome record and its namespaces' settlers, the jobs counted by
 //!    state) from `evaluating.rs`; container Jobs implement `Answers` themselves over their own
 //!    settler (`container/settler.rs`), their rules being the Job controller's;
-//! 3. one arm per operation in the [`Executor`], its permissions in `rbac`, and its `JobKind`.
+//! 3. its entry in the table of kinds (`kinds::Kinds`: a field, an arm of `get`, an arm of
+//!    each of the submission's matches on the job file's kind), its permissions in `rbac`,
+//!    and its `JobKind`.
 
 pub mod cluster;
 mod container;
@@ -44,6 +47,7 @@ mod evaluating;
 pub mod executor;
 mod jobset;
 mod kind;
+mod kinds;
 mod replies;
 /// How much of a job's log to read ([`Executor::tail`], [`Executor::follow`]).
 pub mod logs {

@@ -400,8 +400,8 @@ fn accepted(info: ExecutionInfo) -> ExecutionInfo {
 
 /// Waits for the job to end, calling `on_change` with each new status. Costs no API requests
 /// while the watches are healthy: changes come from them.
-pub(crate) async fn wait<J: Answers>(
-    jobs: &J,
+pub(crate) async fn wait(
+    jobs: &dyn crate::kinds::Entry,
     id: &ExecutionId,
     timeout: Option<Duration>,
     mut on_change: impl FnMut(&ExecutionInfo),

@@ -136,10 +136,10 @@ async fn spark_jobs_run_log_and_cancel_through_the_api_under_each_operator() {
                 "jobs.batch",
                 "pods",
                 "events",
-                "configmaps",
                 "pods (spark drivers)",
                 "sparkapplications.spark.apache.org",
-                "sparkapplications.sparkoperator.k8s.io"
+                "sparkapplications.sparkoperator.k8s.io",
+                "configmaps"
             ]
         );
         let metrics = api.get("/metrics").await.text();

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::Stream;
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -24,7 +25,8 @@ use tracing::{debug, warn};
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Error, Result};
-use crate::kind::{Answers, Kind, KindBase, Listed, ManagedObjects};
+use crate::executor::Placement;
+use crate::kind::{Answers, Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
@@ -215,11 +217,6 @@ impl ContainerJobs {
                 .await?;
         }
         crate::manifest::to_json(&job, &format!("Job {namespace}/{name}"))
-    }
-
-    /// The names a job of `job_id` has (one: the name is a function of the job id).
-    pub(crate) fn object_names(&self, job_id: &str) -> Vec<String> {
-        vec![object_name(&self.settings.name_prefix, job_id)]
     }
 
     /// The job's status, from the watch cache (one GET on a miss).
@@ -619,27 +616,7 @@ impl ContainerJobs {
 
 pub use crate::selector::SelectorEvent;
 
-impl ContainerJobs {
-    /// Follows which managed Jobs of `namespace` match `selector` (a Kubernetes label
-    /// selector, evaluated by the API server): one watch for as long as the stream is read,
-    /// relisting on 410 and reconnecting with backoff like the tracker's. Statuses come from
-    /// [`ContainerJobs::status`], changes of status from the tracker's notifications; this
-    /// stream only says which jobs to look at. A failing watch is retried and logged, not
-    /// yielded: check the selector first (e.g. with [`Executor::list`](crate::Executor::list)).
-    pub fn matching(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> impl Stream<Item = SelectorEvent> + Send + 'static {
-        crate::selector::label_watch(
-            self.jobs(namespace),
-            JobKind::Job,
-            namespace,
-            &crate::selector::managed(selector),
-            self.settings.reflector.watch_timeout,
-        )
-    }
-}
+impl ContainerJobs {}
 
 impl ContainerJobs {
     /// A Job as read from the server, with the status it shows given its pods as the server
@@ -723,6 +700,49 @@ impl Kind for ContainerJobs {
             })
             .await?;
         Ok(vec![(self.objects(namespace), jobs.items)])
+    }
+
+    fn object_names(&self, job_id: &str) -> Vec<String> {
+        vec![object_name(&self.settings.name_prefix, job_id)]
+    }
+
+    /// Follows which managed Jobs of `namespace` match `selector` (a Kubernetes label
+    /// selector, evaluated by the API server): one watch for as long as the stream is read,
+    /// relisting on 410 and reconnecting with backoff like the tracker's. Statuses come from
+    /// [`ContainerJobs::status`], changes of status from the tracker's notifications; this
+    /// stream only says which jobs to look at. A failing watch is retried and logged, not
+    /// yielded: check the selector first (e.g. with [`Executor::list`](crate::Executor::list)).
+    fn matching(
+        self: &Arc<Self>,
+        namespace: &str,
+        selector: &str,
+    ) -> BoxStream<'static, SelectorEvent> {
+        crate::selector::label_watch(
+            self.jobs(namespace),
+            JobKind::Job,
+            namespace,
+            &crate::selector::managed(selector),
+            self.settings.reflector.watch_timeout,
+        )
+        .boxed()
+    }
+
+    fn namespace_health(&self, namespace: &str) -> KindHealth {
+        // Every answer about the namespace needs them: asking for their health starts them.
+        KindHealth::Started(ContainerJobs::watch(self, namespace).health())
+    }
+
+    fn placement(&self, id: &ExecutionId) -> Option<Placement> {
+        let watch = self.existing(&id.namespace)?;
+        let mut pods = watch.live_pods_of(&id.name);
+        pods.sort_by(oldest_attempt_first);
+        let attempts = pods.len();
+        let pod = pods.pop()?;
+        Some(Placement {
+            pod: pod.name.clone(),
+            node: pod.node_name,
+            attempts,
+        })
     }
 }
 

@@ -14,6 +14,8 @@ pub mod tracker;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -39,6 +41,7 @@ use crate::manifest::jobset::{api_resource, jobset_manifest};
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
 use crate::replies::{DryRun, Submission};
+use crate::selector::SelectorEvent;
 use crate::tracker::{Departure, ReflectorSettings, lock};
 use tracker::{ChildPod, JobSetNamespaceWatch, children_selector};
 
@@ -122,11 +125,6 @@ impl JobSets {
             installed: Mutex::new(None),
             discovering: tokio::sync::Mutex::new(()),
         })
-    }
-
-    /// The watches of `namespace`, if they are started.
-    pub(crate) fn existing(&self, namespace: &str) -> Option<Arc<JobSetNamespaceWatch>> {
-        self.base.namespaces.existing(namespace)
     }
 
     fn objects(&self, namespace: &str) -> Objects<DynamicObject> {
@@ -273,11 +271,6 @@ impl JobSets {
         })
     }
 
-    /// The names a JobSet of `job_id` has (one: the name is a function of the job id).
-    pub(crate) fn object_names(&self, job_id: &str) -> Vec<String> {
-        vec![jobset_object_name(job_id)]
-    }
-
     /// The Jobs and pods of the JobSet `name`, listed from the API server.
     async fn list_children(&self, namespace: &str, name: &str) -> Result<Children> {
         let selector = format!("{JOBSET_NAME_LABEL}={name}");
@@ -415,45 +408,6 @@ impl JobSets {
         Ok(list.items)
     }
 
-    /// Follows which managed JobSets of `namespace` match `selector`, as
-    /// [`crate::container::ContainerJobs::matching`] does for Jobs: one watch of JobSets for as
-    /// long as the stream is read, none on a cluster that does not serve them (the stream then
-    /// only says it has listed). While discovery fails, it is tried again with backoff and the
-    /// stream does not report its listing done.
-    pub fn matching(
-        self: &Arc<Self>,
-        namespace: &str,
-        selector: &str,
-    ) -> impl futures::Stream<Item = crate::selector::SelectorEvent> + Send + 'static {
-        use futures::StreamExt;
-        let (discovering, jobs) = (self.clone(), self.clone());
-        let (ns, selector) = (namespace.to_string(), crate::selector::managed(selector));
-        crate::selector::after_discovery(
-            self.base.cluster.clone(),
-            namespace.to_string(),
-            "cannot discover whether the cluster serves JobSets; trying again",
-            move || {
-                let jobs = discovering.clone();
-                async move { jobs.installed().await }
-            },
-            move |installed| {
-                if !installed {
-                    return Vec::new();
-                }
-                vec![
-                    crate::selector::label_watch(
-                        jobs.objects(&ns).api,
-                        JobKind::JobSet,
-                        &ns,
-                        &selector,
-                        jobs.settings.reflector.watch_timeout,
-                    )
-                    .boxed(),
-                ]
-            },
-        )
-    }
-
     /// The first replicated job of the job's JobSet, as its spec lists them (the one whose
     /// first pod's log is the job's log when no replica is asked for).
     pub(crate) async fn first_replicated_job(&self, id: &ExecutionId) -> Result<Option<String>> {
@@ -576,6 +530,74 @@ impl Kind for JobSets {
                 replica: Some(pod.replicated_job.clone()),
             })
             .collect())
+    }
+
+    fn object_names(&self, job_id: &str) -> Vec<String> {
+        vec![jobset_object_name(job_id)]
+    }
+
+    /// Follows which managed JobSets of `namespace` match `selector`, as
+    /// [`crate::container::ContainerJobs::matching`] does for Jobs: one watch of JobSets for as
+    /// long as the stream is read, none on a cluster that does not serve them (the stream then
+    /// only says it has listed). While discovery fails, it is tried again with backoff and the
+    /// stream does not report its listing done.
+    fn matching(
+        self: &Arc<Self>,
+        namespace: &str,
+        selector: &str,
+    ) -> BoxStream<'static, SelectorEvent> {
+        let (discovering, jobs) = (self.clone(), self.clone());
+        let (ns, selector) = (namespace.to_string(), crate::selector::managed(selector));
+        crate::selector::after_discovery(
+            self.base.cluster.clone(),
+            namespace.to_string(),
+            "cannot discover whether the cluster serves JobSets; trying again",
+            move || {
+                let jobs = discovering.clone();
+                async move { jobs.installed().await }
+            },
+            move |installed| {
+                if !installed {
+                    return Vec::new();
+                }
+                vec![
+                    crate::selector::label_watch(
+                        jobs.objects(&ns).api,
+                        JobKind::JobSet,
+                        &ns,
+                        &selector,
+                        jobs.settings.reflector.watch_timeout,
+                    )
+                    .boxed(),
+                ]
+            },
+        )
+        .boxed()
+    }
+
+    async fn served(&self) -> bool {
+        self.installed().await.unwrap_or(false)
+    }
+
+    async fn subscribed(&self, namespace: &str) -> Result<Option<Arc<JobSetNamespaceWatch>>> {
+        if !self.installed().await? {
+            return Ok(None);
+        }
+        self.watch(namespace).await.map(Some)
+    }
+
+    async fn log_part(
+        &self,
+        id: &ExecutionId,
+        replica: Option<String>,
+        index: Option<u32>,
+    ) -> Result<(Option<String>, Option<u32>)> {
+        // The first replicated job of the JobSet's spec, and its Job 0.
+        let replica = match replica {
+            Some(replica) => Some(replica),
+            None => self.first_replicated_job(id).await?,
+        };
+        Ok((replica, Some(index.unwrap_or(0))))
     }
 }
 

@@ -17,7 +17,8 @@ pub mod tracker;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
 use kubeferry_core::container::{ContainerStateView, ContainerView};
@@ -37,7 +38,7 @@ use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
 use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
-use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
+use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
@@ -373,17 +374,6 @@ impl SparkJobs {
         }
     }
 
-    /// The names an application of `job_id` may have: one per operator (the Kubeflow
-    /// operator's names start with a letter), each a function of the job id.
-    pub(crate) fn object_names(&self, job_id: &str) -> Vec<String> {
-        let mut names = vec![
-            object_name(&self.settings.name_prefix, job_id),
-            dns1035_object_name(&self.settings.name_prefix, job_id),
-        ];
-        names.dedup();
-        names
-    }
-
     /// The application from the API server, looked up in each operator's group.
     async fn get(&self, id: &ExecutionId) -> Result<Option<(SparkOperator, SparkAppView)>> {
         Ok(self
@@ -595,44 +585,6 @@ impl SparkJobs {
             })
             .collect())
     }
-
-    /// Follows which managed SparkApplications of `namespace` (of every installed operator)
-    /// match `selector`, as [`crate::container::ContainerJobs::matching`] does for Jobs: one
-    /// watch per installed operator for as long as the stream is read. While the operators
-    /// cannot be discovered (the API server unreachable, discovery refused), discovery is tried
-    /// again with backoff and the stream does not report its listing done.
-    pub fn matching(
-        self: &Arc<Self>,
-        namespace: &str,
-        selector: &str,
-    ) -> impl Stream<Item = SelectorEvent> + Send + 'static {
-        let (discovering, jobs) = (self.clone(), self.clone());
-        let (ns, selector) = (namespace.to_string(), crate::selector::managed(selector));
-        crate::selector::after_discovery(
-            self.base.cluster.clone(),
-            namespace.to_string(),
-            "cannot discover the Spark operators; trying again",
-            move || {
-                let jobs = discovering.clone();
-                async move { jobs.installed().await }
-            },
-            move |installed| {
-                installed
-                    .into_iter()
-                    .map(|operator| {
-                        crate::selector::label_watch(
-                            jobs.objects(operator, &ns).api,
-                            JobKind::SparkApp,
-                            &ns,
-                            &selector,
-                            jobs.settings.reflector.watch_timeout,
-                        )
-                        .boxed()
-                    })
-                    .collect()
-            },
-        )
-    }
 }
 
 impl Kind for SparkJobs {
@@ -745,6 +697,70 @@ impl Kind for SparkJobs {
                 replica: None,
             })
             .collect())
+    }
+
+    fn object_names(&self, job_id: &str) -> Vec<String> {
+        // One name per operator (the Kubeflow operator's start with a letter), each a
+        // function of the job id.
+        let mut names = vec![
+            object_name(&self.settings.name_prefix, job_id),
+            dns1035_object_name(&self.settings.name_prefix, job_id),
+        ];
+        names.dedup();
+        names
+    }
+
+    /// Follows which managed SparkApplications of `namespace` (of every installed operator)
+    /// match `selector`, as [`crate::container::ContainerJobs::matching`] does for Jobs: one
+    /// watch per installed operator for as long as the stream is read. While the operators
+    /// cannot be discovered (the API server unreachable, discovery refused), discovery is tried
+    /// again with backoff and the stream does not report its listing done.
+    fn matching(
+        self: &Arc<Self>,
+        namespace: &str,
+        selector: &str,
+    ) -> BoxStream<'static, SelectorEvent> {
+        let (discovering, jobs) = (self.clone(), self.clone());
+        let (ns, selector) = (namespace.to_string(), crate::selector::managed(selector));
+        crate::selector::after_discovery(
+            self.base.cluster.clone(),
+            namespace.to_string(),
+            "cannot discover the Spark operators; trying again",
+            move || {
+                let jobs = discovering.clone();
+                async move { jobs.installed().await }
+            },
+            move |installed| {
+                installed
+                    .into_iter()
+                    .map(|operator| {
+                        crate::selector::label_watch(
+                            jobs.objects(operator, &ns).api,
+                            JobKind::SparkApp,
+                            &ns,
+                            &selector,
+                            jobs.settings.reflector.watch_timeout,
+                        )
+                        .boxed()
+                    })
+                    .collect()
+            },
+        )
+        .boxed()
+    }
+
+    async fn served(&self) -> bool {
+        self.installed()
+            .await
+            .is_ok_and(|operators| !operators.is_empty())
+    }
+
+    fn namespace_health(&self, namespace: &str) -> KindHealth {
+        // They start once the operators are discovered; a replica waits for them.
+        match self.existing(namespace) {
+            Some(watch) => KindHealth::Started(watch.health()),
+            None => KindHealth::Starting,
+        }
     }
 }
 

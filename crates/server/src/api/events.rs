@@ -222,8 +222,8 @@ async fn follow_namespace(
     leave_grace: Duration,
 ) {
     let subscription = executor.subscribe(&namespace).await;
-    if let Some(error) = subscription.spark_refused {
-        warn!(message = "cannot follow the Spark jobs of a namespace for an event stream", namespace = %namespace, %error);
+    for (kind, error) in subscription.refused {
+        warn!(message = "cannot follow a kind's jobs of a namespace for an event stream", namespace = %namespace, kind = %kind, %error);
     }
     let mut changes = notifications(subscription.changes);
     let mut matching = Box::pin(executor.matching(&namespace, &selector));

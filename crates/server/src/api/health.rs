@@ -48,10 +48,8 @@ pub fn readiness(app: &App) -> Readiness {
         }
         let mut namespaces = Vec::new();
         for namespace in &app.namespaces {
-            let NamespaceHealth {
-                watches,
-                spark_started,
-            } = namespace_watches(&cluster.executor, namespace);
+            let NamespaceHealth { watches, starting } =
+                namespace_watches(&cluster.executor, namespace);
             // A Spark watch refused for lack of permission (a Role for container jobs only, on
             // a cluster with a Spark operator) does not hold the replica back: container jobs
             // are served, and a Spark request is answered with the missing permission. Nor does
@@ -59,7 +57,7 @@ pub fn readiness(app: &App) -> Readiness {
             let holding = |(index, (_, health)): &(usize, &(String, WatchHealth))| {
                 *index < CONTAINER_WATCHES || health.forbidden.is_none()
             };
-            let synced = spark_started
+            let synced = starting.is_empty()
                 && watches
                     .iter()
                     .enumerate()
@@ -85,9 +83,10 @@ pub fn readiness(app: &App) -> Readiness {
                         "cluster {:?}, namespace {namespace:?}: the watch is failing: {error}",
                         cluster.name
                     ),
-                    None if !spark_started => format!(
-                        "cluster {:?}, namespace {namespace:?}: the Spark watches have not started yet (the Spark operators are being discovered)",
-                        cluster.name
+                    None if !starting.is_empty() => format!(
+                        "cluster {:?}, namespace {namespace:?}: the watches of {} jobs have not started yet (the cluster's resources of that kind are being discovered)",
+                        cluster.name,
+                        starting.iter().map(|kind| kind.as_str()).collect::<Vec<_>>().join(", ")
                     ),
                     None => format!(
                         "cluster {:?}, namespace {namespace:?}: the watches have not listed yet",
@@ -128,9 +127,10 @@ pub fn readiness(app: &App) -> Readiness {
 const CONTAINER_WATCHES: usize = 2;
 
 /// Every watch of a namespace with its health, by resource: the container jobs' Jobs and pods,
-/// the Job controller's refusal events, then the Spark jobs' driver pods and each installed
-/// operator's SparkApplications; and whether the Spark watches have started (they start once
-/// the operators are discovered).
+/// the Job controller's refusal events, then each other kind's (the Spark jobs' driver pods
+/// and each installed operator's SparkApplications, the JobSets'), then the outcome records';
+/// and the kinds whose watches have not started yet (the Spark watches start once the
+/// operators are discovered).
 pub fn namespace_watches(executor: &Executor, namespace: &str) -> NamespaceHealth {
     // The refusal events, after the Jobs and pods, are optional like the Spark watches:
     // refused, they leave messages without a reason.
