@@ -38,6 +38,11 @@ struct JobFacts {
     job_uids: HashSet<String>,
     pod_uids: HashSet<String>,
     cancel_rv: Option<u64>,
+    /// When the Job was first seen without its cancel mark after it had one (kubeferry never
+    /// takes a mark off).
+    cancel_mark_lost_rv: Option<u64>,
+    /// When the Job was first seen suspended (kubeferry's stop of an outcome it decided).
+    suspended_rv: Option<u64>,
     gone_after_cancel: bool,
     /// When a pod of the job was first deleted (before its Job was).
     pod_deleted_rv: Option<u64>,
@@ -259,6 +264,13 @@ impl Observer {
                     .is_some();
                 if cancelled && job.cancel_rv.is_none() {
                     job.cancel_rv = Some(event.rv);
+                }
+                if !cancelled && job.cancel_rv.is_some() && job.cancel_mark_lost_rv.is_none() {
+                    job.cancel_mark_lost_rv = Some(event.rv);
+                }
+                let suspended = object.pointer("/spec/suspend") == Some(&Value::Bool(true));
+                if suspended && job.suspended_rv.is_none() {
+                    job.suspended_rv = Some(event.rv);
                 }
                 if event.event_type == EventType::Deleted {
                     job.job_deleted = true;
@@ -551,6 +563,15 @@ impl Observer {
         }
         if let Some(rv) = job.cancel_rv {
             story.push(format!("cancel marked at rv {rv}"));
+        }
+        if let Some(rv) = job.cancel_mark_lost_rv {
+            story.push(format!("the Job seen without its cancel mark at rv {rv}"));
+        }
+        if let Some(rv) = job.suspended_rv {
+            story.push(format!("Job suspended at rv {rv}"));
+        }
+        if job.job_uids.len() > 1 {
+            story.push(format!("{} Jobs created", job.job_uids.len()));
         }
         if let Some(rv) = job.pod_deleted_rv {
             story.push(format!("pod deleted at rv {rv}"));
