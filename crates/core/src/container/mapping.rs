@@ -638,6 +638,13 @@ impl<'a> Mapper<'a> {
                     && ended_before_disruption(pod.disruption.as_ref(), t)
                     && !killed_while_stopping(pod, t, as_of)
             }) {
+                // An OOM kill says so, whichever replica looked first: one that looked before
+                // the pod's deletion read it as the OOM kill it was.
+                if is_oom(t) {
+                    let mut cause = oom_cause(pod, t);
+                    cause.exit_code = Some(t.exit_code);
+                    return Some(cause);
+                }
                 return Some(Cause {
                     reason: Reason::Error,
                     message: exit_summary(t),

@@ -823,6 +823,42 @@ fn an_oom_kill_decides_unless_a_disruption_began_first() {
 }
 
 #[test]
+fn an_oom_kill_before_an_eviction_in_the_verdicts_second_says_oom_killed() {
+    // The container is OOM-killed; in the same second the Job controller judges the Job and
+    // the Eviction API marks the pod and deletes it (at once: it had ended). Whole seconds
+    // cannot order the kill and the deletion; the eviction's condition says the kill came
+    // first, and an OOM kill says so, as a replica that looked before the deletion read it.
+    let mut job = job();
+    job.failed = 1;
+    job.conditions = vec![condition(
+        JobConditionType::Failed,
+        "BackoffLimitExceeded",
+        90,
+    )];
+    let mut pod = failed_pod("p", 1, None);
+    pod.main.as_mut().expect("main").state = ContainerStateView::Terminated(TerminatedView {
+        exit_code: 137,
+        signal: None,
+        reason: Some("OOMKilled".into()),
+        message: None,
+        started_at: Some(at(2)),
+        finished_at: Some(at(90)),
+    });
+    let before = map(&job, std::slice::from_ref(&pod), 110);
+    pod.disruption = Some(PodConditionView {
+        status: ConditionStatus::True,
+        reason: Some("EvictionByEvictionAPI".into()),
+        message: None,
+        last_transition_time: Some(at(90)),
+    });
+    pod.deletion_timestamp = Some(at(90));
+    pod.deletion_grace_period_seconds = Some(0);
+    let after = map(&job, &[pod], 110);
+    assert_eq!(before.info.reason, Reason::OomKilled, "{before:?}");
+    assert_eq!(after.info, before.info);
+}
+
+#[test]
 fn an_oom_kill_during_the_stop_that_followed_the_verdict_is_its_consequence() {
     // The kubelet evicts the pod (its own disruption, which tells no start); the disruption
     // rule fails the Job, and the pod is stopped. The main process, still running, is then
