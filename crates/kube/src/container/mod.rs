@@ -497,10 +497,9 @@ impl ContainerJobs {
             // The copy of the record the object carries was recorded (the record deleted by
             // hand since, which the settler writes again): it stands meanwhile.
             let kept = observed.view().kept_outcome.clone();
-            info = kept.or_else(|| previous.clone()).unwrap_or_else(|| {
-                ExecutionInfo::new(JobState::Queued, Reason::Pending)
-                    .with_message(format!("deciding the outcome: {}", info.message))
-            });
+            info = kept
+                .or_else(|| previous.clone())
+                .unwrap_or_else(|| deciding(observed.view(), &info));
         }
         let warning = mapped.warning.as_deref();
         if self
@@ -782,6 +781,23 @@ impl Answers for ContainerJobs {
             })
             .collect()
     }
+}
+
+/// What a job whose outcome `mapped` is not recorded yet is answered while the settler records
+/// it, to a question with no earlier answer to repeat: where it stood before it ended (being
+/// cancelled, started, or queued), never a step back from what another question was told.
+fn deciding(job: &JobView, mapped: &ExecutionInfo) -> ExecutionInfo {
+    let message = format!("deciding the outcome: {}", mapped.message);
+    let (state, reason) = if job.cancel_mark.is_some() {
+        (JobState::Cancelling, Reason::CancelRequested)
+    } else if mapped.started_at.is_some() {
+        (JobState::Started, Reason::Running)
+    } else {
+        (JobState::Queued, Reason::Pending)
+    };
+    let mut info = ExecutionInfo::new(state, reason).with_message(message);
+    info.started_at = mapped.started_at;
+    info
 }
 
 /// The job's object as last seen.

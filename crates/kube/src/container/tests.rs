@@ -533,3 +533,41 @@ async fn a_job_the_watch_has_not_delivered_yet_is_answered_from_the_watch() {
     std::fs::write(&gate, b"").expect("the gate opens");
     let _ = std::fs::remove_file(&gate);
 }
+
+#[test]
+fn an_outcome_being_decided_is_answered_as_where_the_job_stood() {
+    let job = |annotations: serde_json::Value| {
+        let job: Job = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "j", "namespace": "default", "annotations": annotations},
+            "spec": {"template": {"spec": {"containers": [{"name": "main"}]}}},
+        }))
+        .expect("a Job");
+        JobView::from(&job)
+    };
+    let started = "2026-01-02T03:04:05Z".parse().expect("a time");
+    let mut failed = ExecutionInfo::new(JobState::Failed, Reason::OomKilled)
+        .with_message("the main container was OOMKilled");
+    failed.started_at = Some(started);
+    let answer = |job: &JobView, mapped: &ExecutionInfo| {
+        let info = deciding(job, mapped);
+        (info.state, info.reason, info.started_at, info.message)
+    };
+    let marked = job(serde_json::json!({CANCEL_ANNOTATION: "2026-01-02T03:05:00Z"}));
+    let message = "deciding the outcome: the main container was OOMKilled".to_string();
+    assert_eq!(
+        answer(&marked, &failed),
+        (
+            JobState::Cancelling,
+            Reason::CancelRequested,
+            Some(started),
+            message.clone()
+        )
+    );
+    let plain = job(serde_json::json!({}));
+    assert_eq!(
+        answer(&plain, &failed),
+        (JobState::Started, Reason::Running, Some(started), message)
+    );
+    failed.started_at = None;
+    assert_eq!(answer(&plain, &failed).0, JobState::Queued);
+}
