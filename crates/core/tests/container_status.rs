@@ -993,6 +993,48 @@ fn verdict_before_any_pod_is_seen_waits_for_the_pod_watch() {
 }
 
 #[test]
+fn a_verdict_waiting_for_its_pod_is_answered_as_where_the_job_stood() {
+    // The pod watch lags the Job's failure and shows nothing of the pod: the answer meanwhile
+    // never steps back from one given before.
+    let waiting = "the Job controller reported the outcome; waiting for the pod's final status";
+    let config = MappingConfig::default();
+    let (mut job, _) = support::objects("failed_with_exit_code");
+    let started = kubeferry_core::container::JobView::from(&job).start_time;
+    // The Job counts an attempt that ended: the job started, when the Job says.
+    let (plain, _) = views("failed_with_exit_code");
+    let mapped = support::map_views(&plain, &[], Seen::Present, at(70), &config, None).unwrap();
+    assert_eq!(
+        (
+            mapped.info.state,
+            mapped.info.reason,
+            mapped.info.started_at
+        ),
+        (JobState::Started, Reason::Running, started)
+    );
+    assert_eq!(mapped.info.message, waiting);
+    // An earlier answer's start stands.
+    let previous = started_previously();
+    let mapped =
+        support::map_views(&plain, &[], Seen::Present, at(70), &config, Some(&previous)).unwrap();
+    assert_eq!(
+        (mapped.info.state, mapped.info.started_at),
+        (JobState::Started, Some(at(5)))
+    );
+    // A job being cancelled is still being cancelled.
+    job.metadata.annotations.get_or_insert_default().insert(
+        kubeferry_core::marks::CANCEL_ANNOTATION.to_string(),
+        "2025-06-10T08:01:00Z".to_string(),
+    );
+    let marked = kubeferry_core::container::JobView::from(&job);
+    let mapped = support::map_views(&marked, &[], Seen::Present, at(70), &config, None).unwrap();
+    assert_eq!(
+        (mapped.info.state, mapped.info.reason),
+        (JobState::Cancelling, Reason::CancelRequested)
+    );
+    assert_eq!(mapped.info.message, waiting);
+}
+
+#[test]
 fn a_recorded_and_suspended_job_expires_with_its_ttl() {
     let (mut job, _) = support::objects("image_pull_backoff");
     let recorded = recorded_pull_failure(); // finished at(180)

@@ -405,13 +405,18 @@ impl<'a> Mapper<'a> {
     /// The reported outcome of a verdict, with the details its pods show.
     fn outcome(&self, verdict: &Verdict<'_>) -> Mapped {
         if self.awaits_pod_status(verdict) {
-            let info = match self.first_start() {
-                Some(start) => {
-                    ExecutionInfo::new(JobState::Started, Reason::Running).started(Some(start))
-                }
-                None => ExecutionInfo::new(JobState::Queued, Reason::Pending),
+            // Where the job stood before its end, never a step back from an earlier answer:
+            // being cancelled, started (as its pods, an earlier answer or the Job show), or
+            // queued.
+            let start = self.ended_start();
+            let info = if self.job.cancel_mark.is_some() {
+                ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested)
+            } else if start.is_some() {
+                ExecutionInfo::new(JobState::Started, Reason::Running)
+            } else {
+                ExecutionInfo::new(JobState::Queued, Reason::Pending)
             };
-            return Mapped::of(info.with_message(
+            return Mapped::of(info.started(start).with_message(
                 "the Job controller reported the outcome; waiting for the pod's final status",
             ));
         }

@@ -652,9 +652,14 @@ fn a_failure_verdict_whose_pods_are_all_gone_waits_for_a_recorded_outcome() {
         "BackoffLimitExceeded",
         60,
     )];
+    // Meanwhile it started, as the Job says (it counts an attempt that ended).
     let waiting = map(&job, &[], 61);
-    assert_eq!(waiting.info.state, JobState::Queued, "{:?}", waiting.info);
-    assert!(!waiting.info.is_terminal());
+    assert_eq!(
+        (waiting.info.state, waiting.info.started_at),
+        (JobState::Started, job.start_time),
+        "{:?}",
+        waiting.info
+    );
     // Condition times are whole seconds: the wait counts from the end of the verdict's second.
     assert!(!map(&job, &[], 60 + 10).info.is_terminal());
     let alone = map(&job, &[], 60 + 1 + 10);
