@@ -689,8 +689,7 @@ pub(crate) trait Evaluates:
                         cluster,
                         &id.name,
                         view.resource_version.as_deref(),
-                        OUTCOME_ANNOTATION,
-                        &record,
+                        &[(OUTCOME_ANNOTATION, &record)],
                         true,
                     )
                     .await

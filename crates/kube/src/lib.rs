@@ -28,7 +28,8 @@
 //!    `Mapped<YourAction>`;
 //! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches), and
 //!    `impl Kind` (how its objects are found: `watch`, `read`, `attempts`, `listed`,
-//!    `managed`). A kind whose object is a custom resource read whole by its mapping (as
+//!    `managed`, `object_names`, `matching`; and where it differs from the defaults: whether
+//!    the cluster serves it, its watches' health, the part whose log is the job's log). A kind whose object is a custom resource read whole by its mapping (as
 //!    SparkApplications and JobSets are) implements `evaluating::Evaluates` (what its mapping
 //!    reads besides the object, the mapping, its actions) and gets `kind::Answers` (the status
 //!    query and a listed job's status, the lookup on a cache miss, the evaluation loop, the

@@ -10,8 +10,7 @@ use kube::api::{
 };
 use kubeferry_core::ExecutionInfo;
 use kubeferry_core::marks::{
-    CANCEL_ANNOTATION, CANCELLED_BY_ANNOTATION, JOB_ID_ANNOTATION, RECORD_FINALIZER,
-    SPEC_HASH_ANNOTATION, held_for_record,
+    JOB_ID_ANNOTATION, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, held_for_record,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -126,39 +125,23 @@ impl<K: Object> Objects<K> {
             .await
     }
 
-    /// Sets an annotation, only on the version `resource_version` of the object (a merge patch
-    /// carrying the resourceVersion: the server answers 409 if the object changed since).
-    /// Returns the object as patched.
+    /// Sets `annotations`, only on the version `resource_version` of the object (a merge
+    /// patch carrying the resourceVersion: the server answers 409 if the object changed
+    /// since), in one write. Returns the object as patched.
     pub(crate) async fn annotate(
         &self,
         cluster: &Cluster,
         name: &str,
         resource_version: Option<&str>,
-        key: &str,
-        value: &str,
+        annotations: &[(&str, &str)],
         retry_no_response: bool,
     ) -> Result<K> {
-        let fields = serde_json::json!({ "annotations": { key: value } });
+        let annotations: serde_json::Map<String, serde_json::Value> = annotations
+            .iter()
+            .map(|(key, value)| ((*key).to_string(), serde_json::json!(value)))
+            .collect();
+        let fields = serde_json::json!({ "annotations": annotations });
         self.patch_metadata(cluster, name, resource_version, fields, retry_no_response)
-            .await
-    }
-
-    /// Marks a cancel on the object as read at `resource_version`: when it was requested and
-    /// by whom, in one write. Not repeated on a lost response: the precondition makes a repeat
-    /// answer 409.
-    pub(crate) async fn mark_cancel(
-        &self,
-        cluster: &Cluster,
-        name: &str,
-        resource_version: Option<&str>,
-        requested_at: &str,
-        requested_by: &str,
-    ) -> Result<K> {
-        let fields = serde_json::json!({ "annotations": {
-            CANCEL_ANNOTATION: requested_at,
-            CANCELLED_BY_ANNOTATION: requested_by,
-        } });
-        self.patch_metadata(cluster, name, resource_version, fields, false)
             .await
     }
 

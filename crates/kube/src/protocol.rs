@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
-use kubeferry_core::marks::{CANCEL_ANNOTATION, held_for_record, job_id_of, spec_hash_of};
+use kubeferry_core::marks::{
+    CANCEL_ANNOTATION, CANCELLED_BY_ANNOTATION, held_for_record, job_id_of, spec_hash_of,
+};
 use kubeferry_core::record::OutcomeRecord;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use tokio::sync::broadcast;
@@ -73,16 +75,22 @@ pub(crate) async fn cancel_from<J: Answers>(
             .is_some_and(|a| a.contains_key(CANCEL_ANNOTATION));
         let mut marked_version = current.meta.resource_version.clone();
         if !marked {
-            // Not repeated on a lost response: the precondition makes a repeat answer 409,
-            // and the loop re-reads and re-decides anyway.
+            // The mark says when the cancel was requested and by whom. Not repeated on a lost
+            // response: the precondition makes a repeat answer 409, and the loop re-reads and
+            // re-decides anyway.
+            let requested_at = Timestamp::now().to_string();
+            let mark = [
+                (CANCEL_ANNOTATION, requested_at.as_str()),
+                (CANCELLED_BY_ANNOTATION, requester),
+            ];
             match current
                 .objects
-                .mark_cancel(
+                .annotate(
                     cluster,
                     &id.name,
                     current.meta.resource_version.as_deref(),
-                    &Timestamp::now().to_string(),
-                    requester,
+                    &mark,
+                    false,
                 )
                 .await
             {

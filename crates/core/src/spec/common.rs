@@ -1,6 +1,7 @@
 //! The fields every kind of job file has (name, namespace, image, pull secrets, retries, labels, annotations), decoded and validated once for all kinds.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use super::decode::{Decoder, Fields};
 use super::error::{Found, Path, ProblemKind};
@@ -132,6 +133,20 @@ impl Checks {
     pub(super) fn required(&mut self, path: Path) {
         self.found
             .push(Found::at(path, ProblemKind::MissingField, "is required"));
+    }
+
+    /// `ttlAfterFinished`: whole seconds that Kubernetes' `ttlSecondsAfterFinished` (an int32)
+    /// can hold.
+    pub(super) fn ttl_after_finished(&mut self, ttl: Option<Duration>) {
+        let Some(ttl) = ttl else {
+            return;
+        };
+        let path = Path::root().field("ttlAfterFinished");
+        if ttl.subsec_nanos() != 0 {
+            self.invalid(path, "must be whole seconds");
+        } else if i32::try_from(ttl.as_secs()).is_err() {
+            self.invalid(path, "is too long (at most 2^31-1 seconds)");
+        }
     }
 
     /// `keepLog`: within [`KeepLog`]'s limits (a spec built in code has no decoder to say so).

@@ -66,16 +66,7 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
             c.invalid(root.field("timeout"), "is too long");
         }
     }
-    if let Some(ttl) = job.ttl_after_finished {
-        if ttl.subsec_nanos() != 0 {
-            c.invalid(root.field("ttlAfterFinished"), "must be whole seconds");
-        } else if i32::try_from(ttl.as_secs()).is_err() {
-            c.invalid(
-                root.field("ttlAfterFinished"),
-                "is too long (at most 2^31-1 seconds)",
-            );
-        }
-    }
+    c.ttl_after_finished(job.ttl_after_finished);
     if i32::try_from(job.retries).is_err() {
         c.invalid(root.field("retries"), "is too large (at most 2^31-1)");
     }
