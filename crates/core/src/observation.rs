@@ -259,6 +259,20 @@ pub struct ManagedMeta {
 }
 
 impl ManagedMeta {
+    /// Where the job stood before an end no answer gives yet (a verdict waiting for its pod's
+    /// final status, an outcome its settler has not recorded): being cancelled, started at
+    /// `started_at`, or queued; never a step back from an answer given before that end.
+    pub fn before_its_end(&self, started_at: Option<Timestamp>) -> ExecutionInfo {
+        let info = if self.cancel_mark.is_some() {
+            ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested)
+        } else if started_at.is_some() {
+            ExecutionInfo::new(JobState::Started, Reason::Running)
+        } else {
+            ExecutionInfo::new(JobState::Queued, Reason::Pending)
+        };
+        info.started(started_at)
+    }
+
     /// Reads what kubeferry reads of any managed object's metadata.
     pub fn read(meta: &ObjectMeta) -> Self {
         let annotations = meta.annotations.as_ref();

@@ -29,7 +29,7 @@ use crate::kind::{Answers, Kind, Seen, Watches};
 use crate::objects::{Deletion, Objects};
 use crate::settling::{
     Change, JobStates, Timers, after, cancel_finish_due, finish_cancel, merged, release_held,
-    retry_at, retry_delay,
+    retry_at, retry_delay, while_deciding,
 };
 use crate::tracker::{Recent, lock};
 
@@ -424,9 +424,7 @@ pub(crate) trait Evaluates:
                     let kept_stands = kept.is_some() && info.is_terminal();
                     let holding = if info.is_terminal() {
                         kept.or_else(|| self.namespaces().last_reported(&id.namespace, &id.name))
-                            .unwrap_or_else(|| {
-                                ExecutionInfo::new(JobState::Queued, Reason::Pending)
-                            })
+                            .unwrap_or_else(|| while_deciding(observed.view(), &info))
                     } else {
                         info
                     };

@@ -7,8 +7,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use jiff::Timestamp;
-use kubeferry_core::JobState;
 use kubeferry_core::observation::ManagedMeta;
+use kubeferry_core::{ExecutionInfo, JobState};
 use tokio::sync::broadcast;
 use tracing::warn;
 
@@ -22,6 +22,14 @@ pub(crate) const SETTLED_AT_ONCE: usize = 8;
 pub(crate) type Change = std::result::Result<String, broadcast::error::RecvError>;
 
 /// The notifications of several watches as one stream; it ends when every watch is gone.
+/// What a question that finds an outcome its settler has not recorded yet (`mapped`) answers
+/// meanwhile, with no earlier answer to repeat: where the job stood before it ended
+/// ([`ManagedMeta::before_its_end`]), saying the outcome is being decided.
+pub(crate) fn while_deciding(meta: &ManagedMeta, mapped: &ExecutionInfo) -> ExecutionInfo {
+    meta.before_its_end(mapped.started_at)
+        .with_message(format!("deciding the outcome: {}", mapped.message))
+}
+
 pub(crate) fn merged(changes: Vec<broadcast::Receiver<String>>) -> BoxStream<'static, Change> {
     let streams = changes.into_iter().map(|receiver| {
         futures::stream::unfold(receiver, |mut receiver| async move {

@@ -405,18 +405,9 @@ impl<'a> Mapper<'a> {
     /// The reported outcome of a verdict, with the details its pods show.
     fn outcome(&self, verdict: &Verdict<'_>) -> Mapped {
         if self.awaits_pod_status(verdict) {
-            // Where the job stood before its end, never a step back from an earlier answer:
-            // being cancelled, started (as its pods, an earlier answer or the Job show), or
-            // queued.
-            let start = self.ended_start();
-            let info = if self.job.cancel_mark.is_some() {
-                ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested)
-            } else if start.is_some() {
-                ExecutionInfo::new(JobState::Started, Reason::Running)
-            } else {
-                ExecutionInfo::new(JobState::Queued, Reason::Pending)
-            };
-            return Mapped::of(info.started(start).with_message(
+            // Started as its pods, an earlier answer or the Job show.
+            let info = self.job.before_its_end(self.ended_start());
+            return Mapped::of(info.with_message(
                 "the Job controller reported the outcome; waiting for the pod's final status",
             ));
         }

@@ -20,7 +20,7 @@ use kubeferry_core::container::{
 };
 use kubeferry_core::marks::{MANAGED_SELECTOR, object_name};
 use kubeferry_core::spec::ContainerJobSpec;
-use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tracing::{debug, warn};
 
 use crate::cluster::{Cluster, Op};
@@ -31,6 +31,7 @@ use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
 use crate::replies::{DryRun, Submission};
+use crate::settling::while_deciding;
 use crate::tracker::{Namespaces, Recent, ReflectorSettings};
 use inbox::SettlerContext;
 use tracker::{NamespaceWatch, WatchStarter};
@@ -499,7 +500,7 @@ impl ContainerJobs {
             let kept = observed.view().kept_outcome.clone();
             info = kept
                 .or_else(|| previous.clone())
-                .unwrap_or_else(|| deciding(observed.view(), &info));
+                .unwrap_or_else(|| while_deciding(observed.view(), &info));
         }
         let warning = mapped.warning.as_deref();
         if self
@@ -781,23 +782,6 @@ impl Answers for ContainerJobs {
             })
             .collect()
     }
-}
-
-/// What a job whose outcome `mapped` is not recorded yet is answered while the settler records
-/// it, to a question with no earlier answer to repeat: where it stood before it ended (being
-/// cancelled, started, or queued), never a step back from what another question was told.
-fn deciding(job: &JobView, mapped: &ExecutionInfo) -> ExecutionInfo {
-    let message = format!("deciding the outcome: {}", mapped.message);
-    let (state, reason) = if job.cancel_mark.is_some() {
-        (JobState::Cancelling, Reason::CancelRequested)
-    } else if mapped.started_at.is_some() {
-        (JobState::Started, Reason::Running)
-    } else {
-        (JobState::Queued, Reason::Pending)
-    };
-    let mut info = ExecutionInfo::new(state, reason).with_message(message);
-    info.started_at = mapped.started_at;
-    info
 }
 
 /// The job's object as last seen.

@@ -549,7 +549,7 @@ fn an_outcome_being_decided_is_answered_as_where_the_job_stood() {
         .with_message("the main container was OOMKilled");
     failed.started_at = Some(started);
     let answer = |job: &JobView, mapped: &ExecutionInfo| {
-        let info = deciding(job, mapped);
+        let info = crate::settling::while_deciding(job, mapped);
         (info.state, info.reason, info.started_at, info.message)
     };
     let marked = job(serde_json::json!({CANCEL_ANNOTATION: "2026-01-02T03:05:00Z"}));
