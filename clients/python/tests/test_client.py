@@ -110,6 +110,26 @@ def test_a_failure_maps_to_failed_with_its_exit_code_and_class(client: Client, j
     assert client.logs(submitted).warning is None
 
 
+def test_a_bare_pod_runs_once_and_is_cancelled_like_any_job(client: Client, job_id: str) -> None:
+    done = client.submit(job_id, shell("pod", "echo from a pod; exit 4", kind="Pod"))
+    assert done.id.startswith(f"sim/pod/default/{job_id}-"), done.id
+    info = client.wait(done, timeout=TIMEOUT)
+    assert (info.state, info.reason, info.exit_code) == (JobState.FAILED, Reason.ERROR, 4), info
+    assert client.logs(done).log == "from a pod\n"
+    assert client.status(done.id) == info
+
+    running = client.submit(job_id + "-long", shell("pod", "sleep 120", kind="Pod"))
+    for event in client.events(running, timeout=TIMEOUT):
+        if event.state is JobState.STARTED:
+            break
+    assert client.cancel(running).job.state in (JobState.CANCELLING, JobState.CANCELLED)
+    assert client.wait(running, timeout=TIMEOUT).state is JobState.CANCELLED
+
+    with pytest.raises(InvalidSpec) as raised:
+        client.submit(job_id + "-retried", shell("pod", "true", kind="Pod", retries=2))
+    assert "retries: is not for kind: Pod" in str(raised.value)
+
+
 def test_a_template_with_params_as_text_spec(client: Client, job_id: str) -> None:
     assert "greet" in client.templates()
     submitted = client.submit(job_id, template="greet", params={"who": "template"})

@@ -113,8 +113,8 @@ async fn bad_input_is_one_clear_error_and_creates_nothing() {
             "error: execution id \"not-an-id\" is malformed".into(),
         ),
         (
-            vec!["cancel".into(), "test/pod/default/x".into()],
-            "error: execution id kind \"pod\" is unknown".into(),
+            vec!["cancel".into(), "test/cronjob/default/x".into()],
+            "error: execution id kind \"cronjob\" is unknown".into(),
         ),
     ];
     for (args, expected) in cases {

@@ -992,7 +992,7 @@ async fn a_job_id_names_its_job_for_status_logs_wait_and_cancel() {
         vec!["status", id.as_str(), "--job-id", "nightly-7"],
         vec!["wait"],
         vec!["cancel", "--kind", "job"],
-        vec!["status", "--job-id", "x", "--kind", "pod"],
+        vec!["status", "--job-id", "x", "--kind", "cronjob"],
     ] {
         exits(kubeferry(kubeconfig).args(&args), 2).await;
     }
@@ -1203,7 +1203,7 @@ async fn exit_codes_say_timeout_usage_and_a_closed_pipe() {
         vec!["logs", &id, "-f", "--limit-bytes", "3"],
         vec!["logs", &id, "--limit-bytes", "3", "--tail-bytes", "3"],
         vec!["status", "not-an-id"],
-        vec!["status", "test/pod/default/x"],
+        vec!["status", "test/cronjob/default/x"],
         vec!["status", "--until-done", &id],
     ];
     for args in usage {
@@ -1211,12 +1211,12 @@ async fn exit_codes_say_timeout_usage_and_a_closed_pipe() {
     }
     // A list of kinds names every kind.
     let (_, stderr) = exits(
-        kubeferry(kubeconfig).args(["cancel", "test/pod/default/x"]),
+        kubeferry(kubeconfig).args(["cancel", "test/cronjob/default/x"]),
         2,
     )
     .await;
     assert!(
-        stderr.contains("expected one of job, sparkapp, jobset"),
+        stderr.contains("expected one of job, sparkapp, jobset, pod"),
         "{stderr}"
     );
     std::fs::write(&gate, b"").unwrap();

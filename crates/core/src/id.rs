@@ -14,14 +14,21 @@ pub enum JobKind {
     SparkApp,
     /// A JobSet (`jobset.x-k8s.io/v1alpha2`): replicated Jobs run together.
     JobSet,
+    /// A bare pod: one pod that runs once, no controller in between.
+    Pod,
 }
 
 impl JobKind {
     /// All kinds, in the order they are documented.
-    pub const ALL: [JobKind; 3] = [JobKind::Job, JobKind::SparkApp, JobKind::JobSet];
+    pub const ALL: [JobKind; 4] = [
+        JobKind::Job,
+        JobKind::SparkApp,
+        JobKind::JobSet,
+        JobKind::Pod,
+    ];
 
     /// Every kind's name, in [`JobKind::ALL`]'s order, comma-separated (`job, sparkapp,
-    /// jobset`): what an error that expects a kind lists.
+    /// jobset, pod`): what an error that expects a kind lists.
     pub fn names() -> String {
         JobKind::ALL.map(JobKind::as_str).join(", ")
     }
@@ -32,6 +39,7 @@ impl JobKind {
             JobKind::Job => "job",
             JobKind::SparkApp => "sparkapp",
             JobKind::JobSet => "jobset",
+            JobKind::Pod => "pod",
         }
     }
 }
@@ -192,10 +200,17 @@ mod tests {
     #[test]
     fn round_trips() {
         assert_eq!(
-            "c/pod/ns/x".parse::<ExecutionId>().unwrap_err().to_string(),
-            "execution id kind \"pod\" is unknown: expected one of job, sparkapp, jobset"
+            "c/cronjob/ns/x"
+                .parse::<ExecutionId>()
+                .unwrap_err()
+                .to_string(),
+            "execution id kind \"cronjob\" is unknown: expected one of job, sparkapp, jobset, pod"
         );
-        for text in ["sim/job/default/hello-1a2b", "prod-eu/sparkapp/etl/daily-x"] {
+        for text in [
+            "sim/job/default/hello-1a2b",
+            "prod-eu/sparkapp/etl/daily-x",
+            "sim/pod/default/hello-pod-1a2b",
+        ] {
             let id: ExecutionId = text.parse().unwrap();
             assert_eq!(id.to_string(), text);
         }
@@ -213,7 +228,7 @@ mod tests {
             ),
             ("/job/ns/n", "the cluster is empty"),
             ("c/job//n", "the namespace is empty"),
-            ("c/pod/ns/n", "kind \"pod\" is unknown"),
+            ("c/cronjob/ns/n", "kind \"cronjob\" is unknown"),
             ("c/job/NS/n", "the namespace \"NS\" is not a DNS-1123 label"),
             ("c/job/ns/-n", "the name \"-n\" is not a DNS-1123 label"),
         ];

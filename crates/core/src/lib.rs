@@ -12,6 +12,7 @@ pub mod jobset;
 pub mod marks;
 mod named;
 pub mod observation;
+pub mod pod;
 pub mod record;
 pub mod spark;
 pub mod spec;

@@ -75,12 +75,7 @@ impl OutcomeRecord {
     /// outcome cannot be read (such a ConfigMap is left alone and never answers for a job).
     pub fn read(metadata: &ObjectMeta, data: Option<&BTreeMap<String, String>>) -> Option<Self> {
         let data = data?;
-        let kind = match data.get(KIND_KEY)?.as_str() {
-            "job" => JobKind::Job,
-            "sparkapp" => JobKind::SparkApp,
-            "jobset" => JobKind::JobSet,
-            _ => return None,
-        };
+        let kind: JobKind = data.get(KIND_KEY)?.parse().ok()?;
         let outcome: ExecutionInfo = serde_json::from_str(data.get(OUTCOME_KEY)?).ok()?;
         if !outcome.is_terminal() {
             return None;

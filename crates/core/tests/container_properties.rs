@@ -114,6 +114,7 @@ fn job_view() -> impl Strategy<Value = JobView> {
                 creation_refused: refused,
                 indexed: None,
                 exit_code_rules,
+                bare_pod: false,
             },
         )
 }

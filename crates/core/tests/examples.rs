@@ -1,4 +1,4 @@
-//! Every job file in `examples/` loads and validates: the container, Spark and JobSet ones.
+//! Every job file in `examples/` loads and validates: the container, Spark, JobSet and Pod ones.
 
 use std::path::Path;
 
@@ -14,6 +14,7 @@ fn every_example_validates() {
     let mut loaded = Vec::new();
     let mut spark = Vec::new();
     let mut jobsets = Vec::new();
+    let mut pods = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("examples/ exists") {
         let path = entry.expect("a directory entry").path();
         let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
@@ -32,6 +33,7 @@ fn every_example_validates() {
             Ok(JobSpec::Container(spec)) => loaded.push((name, spec)),
             Ok(JobSpec::Spark(spec)) => spark.push((name, spec)),
             Ok(JobSpec::JobSet(spec)) => jobsets.push((name, spec)),
+            Ok(JobSpec::Pod(spec)) => pods.push((name, spec)),
             Err(error) => panic!("{name} does not validate:\n{error}"),
         }
     }
@@ -76,6 +78,11 @@ fn every_example_validates() {
         for rjob in &spec.replicated_jobs {
             assert_eq!(rjob.command, ["sh", "-c"], "{name} {}", rjob.name);
         }
+    }
+    let pod_names: Vec<&str> = pods.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(pod_names, ["pod.yaml"], "the Pod examples");
+    for (name, spec) in &pods {
+        assert_eq!(spec.command, ["sh", "-c"], "{name}");
     }
 }
 

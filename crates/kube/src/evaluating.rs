@@ -13,7 +13,6 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
-use kube::api::DynamicObject;
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::observation::{ManagedMeta, Mapped};
 use kubeferry_core::record::OutcomeRecord;
@@ -182,7 +181,6 @@ impl<K: Evaluates> Answers for K {
 pub(crate) trait Evaluates:
     Sized
     + Kind<
-        Object = DynamicObject,
         Watches: EvaluatedWatch,
         Found = Found<<Self as Evaluates>::View, <Self as Evaluates>::Parts>,
     >
@@ -252,13 +250,13 @@ pub(crate) trait Evaluates:
     fn outcome_of(action: &Self::Action) -> &ExecutionInfo;
 
     /// Where the object of `view` lives.
-    fn objects_of(&self, view: &Self::View) -> Objects<DynamicObject>;
+    fn objects_of(&self, view: &Self::View) -> Objects<Self::Object>;
 
     /// The view of `object`, another copy of the object `like` shows.
-    fn view_of(&self, like: &Self::View, object: &DynamicObject) -> Self::View;
+    fn view_of(&self, like: &Self::View, object: &Self::Object) -> Self::View;
 
     /// The attempts (pods) the parts show, oldest first: the outcome record keeps them.
-    fn attempts_in(&self, parts: &Self::Parts) -> Vec<Attempt>;
+    fn attempts_in(&self, view: &Self::View, parts: &Self::Parts) -> Vec<Attempt>;
 
     /// The container whose log is the job's in the pod `pod` of the parts.
     fn log_container(&self, parts: &Self::Parts, pod: &str) -> Option<String>;
@@ -643,7 +641,7 @@ pub(crate) trait Evaluates:
             recorded_at: Some(Timestamp::now()),
             created_at: view.created_at,
             cancelled_by: None,
-            attempts: self.attempts_in(parts),
+            attempts: self.attempts_in(view, parts),
         };
         // A longer tail of the log, when the job asks for one: read only if no record stands.
         let told = view.keep_log.and_then(|keep| {

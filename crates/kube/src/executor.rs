@@ -17,6 +17,7 @@ use crate::jobset::{JobSetSettings, JobSets};
 use crate::kind::KindHealth;
 use crate::kinds::{Entry, Kinds, together};
 use crate::logs::{FollowOptions, Tail, TailOptions};
+use crate::pod::Pods;
 use crate::protocol;
 use crate::records::{RecordSettings, Records};
 use crate::replies::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
@@ -90,6 +91,8 @@ impl Executor {
             settings.container.sync_timeout,
         );
         let kinds = Kinds {
+            // A bare pod is mapped, named and timed as a container job.
+            pod: Pods::new(cluster.clone(), settings.container.clone(), records.clone()),
             container: Arc::new(ContainerJobs::new(
                 cluster.clone(),
                 settings.container,

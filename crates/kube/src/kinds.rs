@@ -20,6 +20,7 @@ use crate::executor::Placement;
 use crate::jobset::JobSets;
 use crate::kind::{Answers, KindHealth, Watches};
 use crate::logs::{FollowOptions, Tail, TailOptions};
+use crate::pod::Pods;
 use crate::protocol;
 use crate::replies::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
 use crate::selector::SelectorEvent;
@@ -260,6 +261,7 @@ pub(crate) struct Kinds {
     pub(crate) container: Arc<ContainerJobs>,
     pub(crate) spark: Arc<SparkJobs>,
     pub(crate) jobset: Arc<JobSets>,
+    pub(crate) pod: Arc<Pods>,
 }
 
 impl Kinds {
@@ -269,6 +271,7 @@ impl Kinds {
             JobKind::Job => &self.container,
             JobKind::SparkApp => &self.spark,
             JobKind::JobSet => &self.jobset,
+            JobKind::Pod => &self.pod,
         }
     }
 
@@ -290,6 +293,7 @@ impl Kinds {
             }
             JobSpec::Spark(spec) => self.spark.submit_or_find(spec, job_id, namespace).await,
             JobSpec::JobSet(spec) => self.jobset.submit_or_find(spec, job_id, namespace).await,
+            JobSpec::Pod(spec) => self.pod.submit_or_find(spec, job_id, namespace).await,
         }
     }
 
@@ -305,6 +309,7 @@ impl Kinds {
             JobSpec::Container(spec) => self.container.dry_run(spec, job_id, namespace, mode).await,
             JobSpec::Spark(spec) => self.spark.dry_run(spec, job_id, namespace, mode).await,
             JobSpec::JobSet(spec) => self.jobset.dry_run(spec, job_id, namespace, mode).await,
+            JobSpec::Pod(spec) => self.pod.dry_run(spec, job_id, namespace, mode).await,
         }
     }
 }

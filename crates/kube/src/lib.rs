@@ -2,10 +2,10 @@
 //!
 //! # The shape of a kind of job
 //!
-//! A kind of job (a container Job, a SparkApplication, a JobSet) is one module per layer, and implements
-//! one trait, `kind::Kind` (in the spirit of Kueue's `GenericJob`):
+//! A kind of job (a container Job, a SparkApplication, a JobSet, a bare pod) is one module per
+//! layer, and implements one trait, `kind::Kind` (in the spirit of Kueue's `GenericJob`):
 //!
-//! - in `kubeferry-core`, its lean views and its pure mapping (`container`, `spark`), over the
+//! - in `kubeferry-core`, its lean views and its pure mapping (`container`, `spark`, `pod`), over the
 //!   kind-neutral observation model (`kubeferry_core::observation`: the metadata every managed
 //!   object carries, `Observation`, `Mapped<A>` whose action `A` is data: record this outcome,
 //!   stop or delete this object), with `recheck_at`, when time alone next changes the answer;
@@ -29,8 +29,9 @@
 //! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches), and
 //!    `impl Kind` (how its objects are found: `watch`, `read`, `attempts`, `listed`,
 //!    `managed`, `object_names`, `matching`; and where it differs from the defaults: whether
-//!    the cluster serves it, its watches' health, the part whose log is the job's log). A kind whose object is a custom resource read whole by its mapping (as
-//!    SparkApplications and JobSets are) implements `evaluating::Evaluates` (what its mapping
+//!    the cluster serves it, its watches' health, the part whose log is the job's log). A kind
+//!    whose object is read whole by its mapping (as SparkApplications, JobSets and bare pods
+//!    are; `pod/` is the smallest) implements `evaluating::Evaluates` (what its mapping
 //!    reads besides the object, the mapping, its actions) and gets `kind::Answers` (the status
 //!    query and a listed job's status, the lookup on a cache miss, the evaluation loop, the
 //!    record-then-delete, the outcome record and its namespaces' settlers, the jobs counted by
@@ -56,6 +57,7 @@ pub mod logs {
 }
 pub mod manifest;
 mod objects;
+mod pod;
 mod pod_logs;
 mod protocol;
 pub mod rbac;

@@ -52,6 +52,7 @@ use kubeferry_core::spec::{
 pub use kubeferry_core::container::MAIN_CONTAINER;
 
 pub mod jobset;
+pub mod pod;
 pub mod spark;
 
 /// The name of the pod volume behind `tmpfs`.

@@ -121,6 +121,23 @@ pub const JOBSET_PERMISSIONS: &[Permission] = &[
     OUTCOME_RECORDS,
 ];
 
+/// What bare pods need: the pods themselves (no controller creates them) and their logs.
+pub const POD_PERMISSIONS: &[Permission] = &[
+    Permission {
+        group: "",
+        resource: "pods",
+        verbs: &["create", "get", "list", "watch", "patch", "delete"],
+        why: "submit, track (one watch of bare pods per namespace), mark and cancel bare pods",
+    },
+    Permission {
+        group: "",
+        resource: "pods/log",
+        verbs: &["get"],
+        why: "read and follow logs",
+    },
+    OUTCOME_RECORDS,
+];
+
 /// The permissions for the given kinds of jobs, each (group, resource, verbs) once. [`role`]
 /// merges the verbs of each resource into one rule.
 pub fn permissions(kinds: &[JobKind]) -> Vec<Permission> {
@@ -130,6 +147,7 @@ pub fn permissions(kinds: &[JobKind]) -> Vec<Permission> {
             JobKind::Job => CONTAINER_JOB_PERMISSIONS,
             JobKind::SparkApp => SPARK_JOB_PERMISSIONS,
             JobKind::JobSet => JOBSET_PERMISSIONS,
+            JobKind::Pod => POD_PERMISSIONS,
         };
         for permission in table {
             let known = merged.iter().any(|p| {
@@ -310,11 +328,29 @@ mod tests {
     }
 
     #[test]
+    fn bare_pods_need_exactly_this() {
+        assert_eq!(
+            rules(&[JobKind::Pod]),
+            [
+                ":pods:create,get,list,watch,patch,delete",
+                ":pods/log:get",
+                ":configmaps:create,get,list,watch,update,delete",
+            ]
+        );
+        // Beside container jobs, the pods' rule grows by the verbs a bare pod adds.
+        assert_eq!(
+            rules(&[JobKind::Job, JobKind::Pod])[1],
+            ":pods:list,watch,create,get,patch,delete"
+        );
+    }
+
+    #[test]
     fn permissions_merge_without_duplicates() {
         for kinds in [
             vec![JobKind::Job],
             vec![JobKind::SparkApp],
             vec![JobKind::JobSet],
+            vec![JobKind::Pod],
             JobKind::ALL.to_vec(),
         ] {
             let once = permissions(&kinds);

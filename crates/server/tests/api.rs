@@ -561,9 +561,12 @@ async fn ids_of_other_clusters_are_configuration_errors_and_unknown_jobs_are_404
         .await
         .error(StatusCode::NOT_FOUND, "no_such_job");
 
-    api.get("/v1/jobs/sim/pod/default/x")
+    api.get("/v1/jobs/sim/cronjob/default/x")
         .await
         .error(StatusCode::BAD_REQUEST, "bad_execution_id");
+    api.get("/v1/jobs/sim/pod/default/x")
+        .await
+        .error(StatusCode::NOT_FOUND, "no_such_job");
     api.get("/v1/jobs/sim/job/Default/x")
         .await
         .error(StatusCode::BAD_REQUEST, "bad_execution_id");
@@ -1507,11 +1510,13 @@ async fn twenty_jobs_cost_twenty_creates_and_the_namespaces_watches() {
         ("watch", "configmaps", 3),
         // The service's watches of its three namespaces, each listed once: Jobs, their pods,
         // the Job controller's refusals, and the Spark drivers' pods; the event stream's
-        // selector watch of Jobs and its snapshot (a list of Jobs and of pods).
+        // selector watch of Jobs and its snapshot (a list of Jobs and of pods). The bare pods
+        // of the stream's namespace: the watch its subscription starts, its selector watch, and
+        // the snapshot's list of them.
         ("list", "jobs.batch", 3 + 1 + 1),
         ("watch", "jobs.batch", 3 + 1),
-        ("list", "pods", 3 + 3 + 1),
-        ("watch", "pods", 3 + 3),
+        ("list", "pods", 3 + 3 + 1 + (1 + 1 + 1)),
+        ("watch", "pods", 3 + 3 + (1 + 1)),
         ("list", "events", 3),
         ("watch", "events", 3),
         // Which Spark operators the cluster serves.

@@ -139,6 +139,8 @@ async fn spark_jobs_run_log_and_cancel_through_the_api_under_each_operator() {
                 "pods (spark drivers)",
                 "sparkapplications.spark.apache.org",
                 "sparkapplications.sparkoperator.k8s.io",
+                // Started by the event stream's subscription to the namespace.
+                "pods (bare)",
                 "configmaps"
             ]
         );
@@ -285,9 +287,10 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
     let list = |made: &[(&str, u64)]| -> std::collections::BTreeMap<String, u64> {
         made.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     };
-    // Without a Spark operator: the Jobs and their pods, the outcome records (for jobs whose
-    // objects are gone), and whether the cluster serves JobSets (it serves none: nothing more
-    // is asked of them; the answer is kept a while, so the sweep asks nothing).
+    // Without a Spark operator: the Jobs and their pods, the bare pods, the outcome records (for
+    // jobs whose objects are gone), and whether the cluster serves JobSets (it serves none:
+    // nothing more is asked of them; the answer is kept a while, so the sweep asks nothing).
+    // A sweep lists the Jobs and the bare pods.
     let sim = Sim::start().await;
     let service = sim.serve().await;
     let (listing, sweep) = list_and_sweep_requests(&sim, &service.api).await;
@@ -297,10 +300,10 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
             ("get /apis/jobset.x-k8s.io/v1alpha2", 1),
             ("list configmaps", 1),
             ("list jobs.batch", 1),
-            ("list pods", 1)
+            ("list pods", 2)
         ])
     );
-    assert_eq!(sweep, list(&[("list jobs.batch", 1)]));
+    assert_eq!(sweep, list(&[("list jobs.batch", 1), ("list pods", 1)]));
     service.stop().await;
 
     // With both: also the driver pods and each operator's SparkApplications.
@@ -313,7 +316,7 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
             ("get /apis/jobset.x-k8s.io/v1alpha2", 1),
             ("list configmaps", 1),
             ("list jobs.batch", 1),
-            ("list pods", 2),
+            ("list pods", 3),
             ("list sparkapplications.spark.apache.org", 1),
             ("list sparkapplications.sparkoperator.k8s.io", 1),
         ])
@@ -322,6 +325,7 @@ async fn what_a_list_and_a_sweep_cost_with_and_without_spark_operators() {
         sweep,
         list(&[
             ("list jobs.batch", 1),
+            ("list pods", 1),
             ("list sparkapplications.spark.apache.org", 1),
             ("list sparkapplications.sparkoperator.k8s.io", 1),
         ])

@@ -255,7 +255,10 @@ impl<'a> Mapper<'a> {
             Some(Stop::Deleted(at)) => {
                 return Some(self.deleted_externally(
                     Some(at),
-                    format!("the Job was deleted at {at} without a cancel request"),
+                    format!(
+                        "the {} was deleted at {at} without a cancel request",
+                        self.job.noun()
+                    ),
                 ));
             }
             Some(Stop::Vanished) => {
@@ -264,7 +267,10 @@ impl<'a> Mapper<'a> {
                 return if self.vanished == Some(true) {
                     Some(self.deleted_externally(
                         None,
-                        "the Job was deleted without a cancel request".to_string(),
+                        format!(
+                            "the {} was deleted without a cancel request",
+                            self.job.noun()
+                        ),
                     ))
                 } else {
                     None
@@ -578,8 +584,8 @@ impl<'a> Mapper<'a> {
                     reason: Reason::Error,
                     message: match (reason, job_message) {
                         (_, message) if !message.is_empty() => message.to_string(),
-                        (Some(reason), _) => format!("the Job failed: {reason}"),
-                        (None, _) => "the Job failed".to_string(),
+                        (Some(reason), _) => format!("the {} failed: {reason}", self.job.noun()),
+                        (None, _) => format!("the {} failed", self.job.noun()),
                     },
                     exit_code: None,
                 },
@@ -749,8 +755,11 @@ impl<'a> Mapper<'a> {
 
     fn cancelled(&self, stop: Stop, requested_at: Option<Timestamp>, requested: &str) -> Mapped {
         let (finished_at, how) = match stop {
-            Stop::Deleted(at) => (Some(at), format!("the Job was deleted at {at}")),
-            Stop::Vanished => (requested_at, "the Job is gone".to_string()),
+            Stop::Deleted(at) => (
+                Some(at),
+                format!("the {} was deleted at {at}", self.job.noun()),
+            ),
+            Stop::Vanished => (requested_at, format!("the {} is gone", self.job.noun())),
             Stop::Suspended(since) => (
                 since.max(requested_at),
                 "the Job is suspended and none of its pods runs".to_string(),
@@ -1042,10 +1051,12 @@ impl<'a> Mapper<'a> {
                 .or_else(|| pod.phase.as_ref().map(|p| format!("{p:?}")))
                 .unwrap_or_else(|| "ended".to_string()),
         };
-        let message = format!(
-            "pod {} ended ({how}); waiting for the Job controller",
-            pod.name
-        );
+        let waiting = if self.job.bare_pod {
+            "waiting for its phase"
+        } else {
+            "waiting for the Job controller"
+        };
+        let message = format!("pod {} ended ({how}); {waiting}", pod.name);
         let info = match self.first_start() {
             Some(start) => {
                 ExecutionInfo::new(JobState::Started, Reason::Running).started(Some(start))

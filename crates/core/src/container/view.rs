@@ -152,6 +152,9 @@ pub struct JobView {
     /// `spec.podFailurePolicy.rules`: a verdict that names one of these indexes names the main
     /// container's exit code.
     pub exit_code_rules: RuleIndexes,
+    /// Whether the view stands for a bare pod (`kind: Pod`, read by [`crate::pod`] as a Job of
+    /// one pod that runs once): answers name the pod, not a Job.
+    pub bare_pod: bool,
 }
 
 /// A set of indexes into a Job's `spec.podFailurePolicy.rules` (Kubernetes allows at most 20
@@ -224,6 +227,7 @@ impl From<&Job> for JobView {
                 .as_ref()
                 .and_then(|spec| spec.active_deadline_seconds),
             creation_refused: None,
+            bare_pod: false,
             indexed: indexed(job),
             exit_code_rules: job
                 .spec
@@ -267,6 +271,11 @@ fn indexed(job: &Job) -> Option<Box<IndexedView>> {
 }
 
 impl JobView {
+    /// What answers call the object: a Job, or the pod a bare pod's view stands for.
+    pub(crate) fn noun(&self) -> &'static str {
+        if self.bare_pod { "pod" } else { "Job" }
+    }
+
     /// Whether the Job's own counts say its work ended, its verdict perhaps not in yet: every
     /// completion succeeded, or a failed attempt used up its retries. Its pods may be gone by
     /// then (a drain, the pod GC), their exit codes with them; a cancel marked now stops

@@ -22,6 +22,8 @@ pub const CONTAINER_JOB_KIND: &str = "ContainerJob";
 pub const SPARK_JOB_KIND: &str = "SparkJob";
 /// The `kind` of a JobSet file.
 pub const JOBSET_KIND: &str = "JobSet";
+/// The `kind` of a bare pod's job file: one pod that runs once.
+pub const POD_KIND: &str = "Pod";
 
 const CONTAINER_FIELDS: &[&str] = &[
     "kind",
@@ -136,6 +138,7 @@ enum JobFileKind {
     Container,
     Spark,
     JobSet,
+    Pod,
 }
 
 /// The kinds of job file, by their `kind`.
@@ -143,6 +146,7 @@ const KINDS: &[(&str, JobFileKind)] = &[
     (CONTAINER_JOB_KIND, JobFileKind::Container),
     (SPARK_JOB_KIND, JobFileKind::Spark),
     (JOBSET_KIND, JobFileKind::JobSet),
+    (POD_KIND, JobFileKind::Pod),
 ];
 
 /// A decoded job file, of either kind.
@@ -155,6 +159,8 @@ pub(crate) enum Decoded {
     Spark(SparkJob),
     /// `kind: JobSet`.
     JobSet(JobSetJob),
+    /// `kind: Pod`: a container job's fields, run as one bare pod.
+    Pod(ContainerJob),
 }
 
 /// A suggestion for an unknown field: (where, name, what to write instead).
@@ -518,6 +524,7 @@ impl Decoder {
             JobFileKind::Spark => self.spark_job(root).map(Decoded::Spark),
             JobFileKind::JobSet => self.jobset_job(root).map(Decoded::JobSet),
             JobFileKind::Container => self.container_job(root).map(Decoded::Container),
+            JobFileKind::Pod => self.container_job(root).map(Decoded::Pod),
         }
     }
 

@@ -284,7 +284,7 @@ fn a_jobset_file_is_a_job_of_the_jobset_kind() {
     let error = load("t.yaml", "kind: JobSets\nname: x\n", &Params::new()).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "t.yaml:1:7: kind: \"JobSets\" is not one of ContainerJob, SparkJob, JobSet; did you mean JobSet?"
+        "t.yaml:1:7: kind: \"JobSets\" is not one of ContainerJob, SparkJob, JobSet, Pod; did you mean JobSet?"
     );
 }
 

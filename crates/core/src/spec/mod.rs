@@ -28,7 +28,7 @@ use std::ops::Deref;
 
 use serde::Serialize;
 
-pub use decode::{CONTAINER_JOB_KIND, JOBSET_KIND, SPARK_JOB_KIND};
+pub use decode::{CONTAINER_JOB_KIND, JOBSET_KIND, POD_KIND, SPARK_JOB_KIND};
 pub use error::{Problem, ProblemKind, SpecError};
 pub use jobset_model::{
     JobSetJob, JobSetSuccessPolicy, ReplicatedJob, StartupOrder, SuccessOperator,
@@ -73,6 +73,8 @@ pub enum JobSpec {
     Spark(SparkJobSpec),
     /// A JobSet (`kind: JobSet`).
     JobSet(JobSetSpec),
+    /// One bare pod (`kind: Pod`).
+    Pod(PodJobSpec),
 }
 
 impl JobSpec {
@@ -82,6 +84,7 @@ impl JobSpec {
             JobSpec::Container(spec) => &spec.name,
             JobSpec::Spark(spec) => &spec.name,
             JobSpec::JobSet(spec) => &spec.name,
+            JobSpec::Pod(spec) => &spec.name,
         }
     }
 
@@ -91,6 +94,7 @@ impl JobSpec {
             JobSpec::Container(spec) => spec.namespace.as_deref(),
             JobSpec::Spark(spec) => spec.namespace.as_deref(),
             JobSpec::JobSet(spec) => spec.namespace.as_deref(),
+            JobSpec::Pod(spec) => spec.namespace.as_deref(),
         }
     }
 
@@ -119,6 +123,7 @@ impl JobSpec {
             JobSpec::Container(_) => JobKind::Job,
             JobSpec::Spark(_) => JobKind::SparkApp,
             JobSpec::JobSet(_) => JobKind::JobSet,
+            JobSpec::Pod(_) => JobKind::Pod,
         }
     }
 
@@ -128,6 +133,7 @@ impl JobSpec {
             JobSpec::Container(spec) => spec.keep_log,
             JobSpec::Spark(spec) => spec.keep_log,
             JobSpec::JobSet(spec) => spec.keep_log,
+            JobSpec::Pod(spec) => spec.keep_log,
         }
     }
 
@@ -139,6 +145,7 @@ impl JobSpec {
             JobSpec::Container(spec) => &mut spec.0.keep_log,
             JobSpec::Spark(spec) => &mut spec.0.keep_log,
             JobSpec::JobSet(spec) => &mut spec.0.keep_log,
+            JobSpec::Pod(spec) => &mut spec.0.keep_log,
         };
         if keep_log.is_none() {
             *keep_log = default;
@@ -152,6 +159,7 @@ impl JobSpec {
             JobSpec::Container(spec) => spec.hash(),
             JobSpec::Spark(spec) => spec.hash(),
             JobSpec::JobSet(spec) => spec.hash(),
+            JobSpec::Pod(spec) => spec.hash(),
         }
     }
 }
@@ -308,6 +316,48 @@ impl Deref for JobSetSpec {
     }
 }
 
+/// A bare pod's job (`kind: Pod`) that passed validation: a container job's fields, none of
+/// those only a Job honours. Read its fields through [`Deref`] to [`ContainerJob`]; it cannot
+/// be changed, only rebuilt through [`PodJobSpec::new`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodJobSpec(ContainerJob);
+
+impl PodJobSpec {
+    /// Validates a pod's job built in code. Problems name fields but have no position.
+    pub fn new(job: ContainerJob) -> Result<Self, SpecError> {
+        let found = validate::pod_job(&job);
+        if found.is_empty() {
+            return Ok(Self(job));
+        }
+        Err(unplaced(found))
+    }
+
+    /// The spec's data.
+    pub fn into_inner(self) -> ContainerJob {
+        self.0
+    }
+
+    /// The container job of the same fields (valid: a pod's checks include a container
+    /// job's), whose pod template is the pod's.
+    pub fn as_container_job(&self) -> ContainerJobSpec {
+        ContainerJobSpec(self.0.clone())
+    }
+
+    /// A hash of what the spec asks for, with the same guarantees as
+    /// [`ContainerJobSpec::hash`]; never a container job's hash of the same fields.
+    pub fn hash(&self) -> String {
+        canonical_hash(POD_KIND, &self.0)
+    }
+}
+
+impl Deref for PodJobSpec {
+    type Target = ContainerJob;
+
+    fn deref(&self) -> &ContainerJob {
+        &self.0
+    }
+}
+
 /// Loads a job file: renders `text` as a template with `params`, parses it (as strict JSON
 /// first when `source_name` ends in `.json`, then as YAML), decodes and validates it.
 ///
@@ -368,6 +418,7 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
             decode::Decoded::Container(job) => validate::container_job(job),
             decode::Decoded::Spark(job) => spark_validate::spark_job(job),
             decode::Decoded::JobSet(job) => jobset_validate::jobset_job(job),
+            decode::Decoded::Pod(job) => validate::pod_job(job),
         };
         let explained: Vec<&Path> = found
             .iter()
@@ -399,6 +450,7 @@ pub fn load(source_name: &str, text: &str, params: &Params) -> Result<JobSpec, S
             jobset_validate::jobset_job(&job),
             JobSpec::JobSet(JobSetSpec(job)),
         ),
+        decode::Decoded::Pod(job) => (validate::pod_job(&job), JobSpec::Pod(PodJobSpec(job))),
     };
     if !found.is_empty() {
         return Err(locator.error(found, &decoder));

@@ -310,7 +310,7 @@ fn a_misspelt_kind_is_the_one_problem_reported() {
     let text = MINIMAL.replace("kind: SparkJob", "kind: SparkJb");
     assert_eq!(
         error("pi.yaml", &text),
-        r#"pi.yaml:1:7: kind: "SparkJb" is not one of ContainerJob, SparkJob, JobSet; did you mean SparkJob?"#
+        r#"pi.yaml:1:7: kind: "SparkJb" is not one of ContainerJob, SparkJob, JobSet, Pod; did you mean SparkJob?"#
     );
 }
 

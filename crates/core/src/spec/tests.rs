@@ -267,7 +267,7 @@ fn reports_errors_with_file_line_column_and_field() {
         (
             "hello.yaml",
             "kind: ContainerJbo\nname: x\nimage: y\n",
-            r#"hello.yaml:1:7: kind: "ContainerJbo" is not one of ContainerJob, SparkJob, JobSet; did you mean ContainerJob?"#,
+            r#"hello.yaml:1:7: kind: "ContainerJbo" is not one of ContainerJob, SparkJob, JobSet, Pod; did you mean ContainerJob?"#,
         ),
     ];
     for (source, text, want) in cases {
@@ -1007,4 +1007,34 @@ fn indexed_jobs_load_and_are_checked_where_they_are_written() {
         })
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_pod_takes_a_container_jobs_fields_and_refuses_a_jobs_where_they_are_written() {
+    let text = "kind: Pod\nname: hello\nimage: busybox:1.36\ncommand: [sh, -c]\nargs: [echo hi]\n";
+    let JobSpec::Pod(pod) = load("pod.yaml", text, &Params::new()).expect("a pod") else {
+        panic!("kind: Pod loads as a pod");
+    };
+    assert_eq!(pod.command, ["sh", "-c"]);
+    // The same fields as a container job hash apart: the kind is part of what runs.
+    let job = container("job.yaml", &text.replace("kind: Pod\n", ""));
+    assert_ne!(pod.hash(), job.hash());
+    assert_eq!(JobSpec::Pod(pod).kind(), crate::id::JobKind::Pod);
+
+    let message = error(
+        "pod.yaml",
+        "kind: Pod\nname: hello\nimage: busybox\nretries: 2\nindexed: true\ncompletions: 3\nqueue: q\nttlAfterFinished: 1h\n",
+    );
+    for expected in [
+        "pod.yaml:4:10: retries: is not for kind: Pod (a pod runs once; nothing retries it); use kind: ContainerJob, which runs a Job",
+        "pod.yaml:5:10: indexed: is not for kind: Pod (a pod has no indexes)",
+        "pod.yaml:6:14: completions: is not for kind: Pod (a pod runs once)",
+        "pod.yaml:7:8: queue: is not for kind: Pod (kubeferry queues Jobs in Kueue, not bare pods)",
+        "pod.yaml:8:19: ttlAfterFinished: is not for kind: Pod (Kubernetes removes no finished pod after a TTL)",
+    ] {
+        assert!(message.contains(expected), "{expected}\nin\n{message}");
+    }
+    // A container job's own problems are a pod's too.
+    let message = error("pod.yaml", "kind: Pod\nname: Hello\nimage: busybox\n");
+    assert!(message.starts_with("pod.yaml:2:7: name: "), "{message}");
 }

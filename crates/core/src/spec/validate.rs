@@ -132,6 +132,65 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
     c.found
 }
 
+/// Every problem with `job` run as one bare pod (`kind: Pod`): a container job's, and each
+/// field only a Job honours, refused where it is written with a pointer to the kind that
+/// honours it. A pod runs once: nothing retries it, indexes it or removes it after a TTL.
+pub(crate) fn pod_job(job: &ContainerJob) -> Vec<Found> {
+    let mut c = Checks {
+        found: container_job(job),
+    };
+    let root = Path::root();
+    let job_only: [(&'static str, bool, &str); 10] = [
+        (
+            "retries",
+            job.retries > 0,
+            "a pod runs once; nothing retries it",
+        ),
+        (
+            "podFailurePolicy",
+            job.pod_failure_policy != Default::default(),
+            "is the Job controller's; a pod's first failure is its outcome",
+        ),
+        (
+            "ttlAfterFinished",
+            job.ttl_after_finished.is_some(),
+            "Kubernetes removes no finished pod after a TTL",
+        ),
+        (
+            "queue",
+            job.queue.is_some(),
+            "kubeferry queues Jobs in Kueue, not bare pods",
+        ),
+        ("indexed", job.indexed, "a pod has no indexes"),
+        ("completions", job.completions.is_some(), "a pod runs once"),
+        ("parallelism", job.parallelism.is_some(), "a pod runs once"),
+        (
+            "backoffLimitPerIndex",
+            job.backoff_limit_per_index.is_some(),
+            "a pod has no indexes",
+        ),
+        (
+            "maxFailedIndexes",
+            job.max_failed_indexes.is_some(),
+            "a pod has no indexes",
+        ),
+        (
+            "successPolicy",
+            !job.success_policy.is_empty(),
+            "a pod has no indexes",
+        ),
+    ];
+    for (field, set, why) in job_only {
+        if set {
+            c.conflict(
+                root.field(field),
+                format!("is not for kind: Pod ({why}); use kind: ContainerJob, which runs a Job"),
+            );
+        }
+    }
+    c.found
+}
+
 /// Label keys that Kubernetes, the Job controller or Kueue set (where the format has a field,
 /// it says which).
 pub(super) fn job_reserved(key: &str) -> Result<(), String> {

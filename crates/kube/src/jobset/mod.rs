@@ -615,7 +615,7 @@ impl Evaluates for JobSets {
         Some(MAIN_CONTAINER.to_string())
     }
 
-    fn attempts_in(&self, children: &Children) -> Vec<timeline::Attempt> {
+    fn attempts_in(&self, _view: &JobSetView, children: &Children) -> Vec<timeline::Attempt> {
         let mut pods: Vec<&ChildPod> = children.pods.iter().collect();
         pods.sort_by_key(|pod| (pod.view.created_at, pod.view.name.clone()));
         pods.iter()

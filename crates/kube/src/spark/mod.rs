@@ -888,7 +888,7 @@ impl Evaluates for SparkJobs {
         view_of(like.operator, object)
     }
 
-    fn attempts_in(&self, drivers: &Drivers) -> Vec<timeline::Attempt> {
+    fn attempts_in(&self, _view: &Self::View, drivers: &Drivers) -> Vec<timeline::Attempt> {
         let mut pods: Vec<&DriverView> = drivers.pods.iter().collect();
         pods.sort_by_key(|pod| (pod.created_at, pod.name.clone()));
         pods.iter()

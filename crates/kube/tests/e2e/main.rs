@@ -19,6 +19,7 @@ mod indexed;
 mod jobset;
 mod logs;
 mod outcomes;
+mod pod;
 mod rbac;
 mod records;
 mod scale;

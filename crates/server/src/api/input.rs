@@ -354,12 +354,12 @@ mod tests {
     fn ids_in_paths_are_checked() {
         let path = IdPath {
             cluster: "c".into(),
-            kind: "pod".into(),
+            kind: "cronjob".into(),
             namespace: "ns".into(),
             name: "n".into(),
         };
         let error = path.id().unwrap_err();
         assert_eq!(error.code(), "bad_execution_id");
-        assert!(error.message().contains("kind \"pod\" is unknown"));
+        assert!(error.message().contains("kind \"cronjob\" is unknown"));
     }
 }

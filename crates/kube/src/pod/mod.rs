@@ -1,0 +1,459 @@
+//! Bare pods (`kind: Pod`): one pod that runs once, no controller in between, as Airflow's
+//! KubernetesPodOperator runs its pods.
+//!
+//! The status comes from a label-scoped watch of the namespace's bare pods (`tracker.rs`),
+//! mapped by [`pod_status`]: a container job's rules for a Job of one pod that retries nothing.
+//! The one action the mapping asks for (record an outcome kubeferry decided, then delete the
+//! pod) is carried out by the namespace's settler (`crate::evaluating`), which also keeps each
+//! ended pod's outcome record; a status query writes nothing. Submission, cancel, waiting,
+//! logs, list and sweep follow the protocols every kind follows (`crate::protocol`). Its
+//! timings and graces are a container job's ([`ContainerSettings`]).
+
+pub mod tracker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use kubeferry_core::container::ContainerView;
+use kubeferry_core::marks::object_name;
+use kubeferry_core::observation::Mapped;
+use kubeferry_core::pod::{BARE_POD_SELECTOR, BarePodView, PodAction, pod_status};
+use kubeferry_core::spec::PodJobSpec;
+use kubeferry_core::timeline;
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
+use tracing::debug;
+
+use crate::cluster::{Cluster, Op};
+use crate::container::ContainerSettings;
+use crate::error::{ALL_NAMESPACES, Result};
+use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
+use crate::executor::Placement;
+use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
+use crate::manifest::MAIN_CONTAINER;
+use crate::manifest::pod::pod_manifest;
+use crate::objects::{Attempt, Current, Objects};
+use crate::records::Records;
+use crate::replies::{DryRun, Submission};
+use crate::selector::SelectorEvent;
+use crate::tracker::Departure;
+use tracker::PodNamespaceWatch;
+
+const KIND: &str = "Pod";
+/// The resource of pods, as errors name it.
+const RESOURCE: &str = "pods";
+
+/// The bare pod backend of one cluster.
+pub struct Pods {
+    /// The cluster, each watched namespace's watch and the last answers, and the outcome
+    /// records.
+    base: KindBase<PodNamespaceWatch>,
+    /// A container job's settings: a bare pod is mapped, named and timed as one.
+    settings: ContainerSettings,
+    /// Each watched namespace's settler, and what the evaluations saw.
+    evaluating: Evaluating<Pods>,
+}
+
+/// The job's object as last seen.
+type Seen = crate::kind::Seen<BarePodView>;
+
+/// What is known of a job: its pod (there is nothing else to read).
+pub(crate) type Found = crate::evaluating::Found<BarePodView, ()>;
+
+impl Pods {
+    /// A backend for `cluster`, keeping its jobs' outcomes in `records`.
+    pub(crate) fn new(
+        cluster: Cluster,
+        settings: ContainerSettings,
+        records: Arc<Records>,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            evaluating: Evaluating::new(
+                me.clone(),
+                settings.sync_timeout,
+                settings.recheck_interval,
+                settings.reflector.absent_ttl,
+            ),
+            base: KindBase::new(cluster, records),
+            settings,
+        })
+    }
+
+    fn objects(&self, namespace: &str) -> Objects<Pod> {
+        Objects {
+            api: Api::namespaced(self.base.cluster.client().clone(), namespace),
+            resource: RESOURCE,
+            kind: KIND,
+            namespace: namespace.to_string(),
+            dependents_first: false,
+        }
+    }
+
+    /// The watch of `namespace`, started (with its settler) if it is not yet.
+    pub async fn watch(&self, namespace: &str) -> Result<Arc<PodNamespaceWatch>> {
+        let watch = self.base.namespaces.get_or_start(namespace, || {
+            self.base.records.watch(namespace);
+            Arc::new(PodNamespaceWatch::start(
+                &self.base.cluster,
+                namespace,
+                &self.settings.reflector,
+            ))
+        });
+        self.evaluating.start(namespace, &watch);
+        Ok(watch)
+    }
+
+    /// The pod a submission of `spec` under `job_id` would create, as kubeferry builds it or
+    /// as the API server would store it ([`DryRun`]).
+    pub(crate) async fn dry_run(
+        &self,
+        spec: &PodJobSpec,
+        job_id: &str,
+        namespace: &str,
+        mode: DryRun,
+    ) -> Result<serde_json::Value> {
+        let name = self.name(job_id);
+        let mut object = pod_manifest(spec, job_id, &name, namespace);
+        if mode == DryRun::Server {
+            object = self
+                .objects(namespace)
+                .dry_create(&self.base.cluster, &object)
+                .await?;
+        }
+        crate::manifest::to_json(&object, &format!("Pod {namespace}/{name}"))
+    }
+
+    /// Creates the pod for `spec` under `job_id` in `namespace`, or adopts the one a lost
+    /// response already created; says whether the job id already named a job (nothing
+    /// created).
+    pub(crate) async fn submit_or_find(
+        &self,
+        spec: &PodJobSpec,
+        job_id: &str,
+        namespace: &str,
+    ) -> Result<Submission> {
+        let name = self.name(job_id);
+        let object = pod_manifest(spec, job_id, &name, namespace);
+        // A job id whose run ended (and whose pod may be gone) answers that run.
+        let id = self.id(namespace, &name);
+        let Some(created) = self
+            .submit_object(
+                &self.objects(namespace),
+                &object,
+                &name,
+                job_id,
+                &spec.hash(),
+            )
+            .await?
+        else {
+            return Ok(Submission { id, existing: true });
+        };
+        // The namespace is looked after from now on (its settler keeps the outcome record);
+        // the job exists whatever becomes of that.
+        if let Err(error) = self.watch(namespace).await {
+            debug!(message = "the namespace's watch did not start", namespace, %error);
+        }
+        Ok(Submission {
+            id,
+            existing: !created,
+        })
+    }
+
+    /// The pod's name for `job_id`: a container job's Job's name.
+    fn name(&self, job_id: &str) -> String {
+        object_name(&self.settings.name_prefix, job_id)
+    }
+
+    /// The bare pods of `namespace` (of every namespace when `None`) that match `selector`
+    /// (already narrowed to managed objects).
+    async fn list_pods(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<Pod>> {
+        let api: Api<Pod> = match namespace {
+            Some(namespace) => Api::namespaced(self.base.cluster.client().clone(), namespace),
+            None => Api::all(self.base.cluster.client().clone()),
+        };
+        let params = ListParams::default().labels(&bare(selector));
+        let op = Op::collection("list", RESOURCE, namespace.unwrap_or(ALL_NAMESPACES));
+        let list = self
+            .base
+            .cluster
+            .call(&op, true, || api.list(&params))
+            .await?;
+        Ok(list.items)
+    }
+}
+
+/// `selector` (already narrowed to managed objects) narrowed to bare pods.
+fn bare(selector: &str) -> String {
+    let managed = crate::selector::managed("");
+    match selector.trim() {
+        "" => BARE_POD_SELECTOR.to_string(),
+        narrower if narrower == managed => BARE_POD_SELECTOR.to_string(),
+        narrower => format!("{narrower},{}", &BARE_POD_SELECTOR[managed.len() + 1..]),
+    }
+}
+
+impl Kind for Pods {
+    type Object = Pod;
+    type Watches = PodNamespaceWatch;
+    type Found = Found;
+
+    const JOB_KIND: JobKind = JobKind::Pod;
+    const NOUN: &'static str = KIND;
+
+    fn base(&self) -> &KindBase<PodNamespaceWatch> {
+        &self.base
+    }
+
+    async fn watch(&self, namespace: &str) -> Result<Arc<PodNamespaceWatch>> {
+        Pods::watch(self, namespace).await
+    }
+
+    async fn listed(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<Listed<Found>>> {
+        let pods = self.list_pods(namespace, selector).await?;
+        Ok(pods
+            .iter()
+            .map(|pod| {
+                let view = BarePodView::from(pod);
+                Listed {
+                    id: self.id(&view.namespace, &view.name),
+                    job_id: view.job_id.clone(),
+                    created_at: view.created_at,
+                    newest: Some((view.name.clone(), view.pod.node_name.clone())),
+                    attempts: 1,
+                    found: Found {
+                        observed: Seen::Present(view),
+                        parts: (),
+                        listed: true,
+                    },
+                }
+            })
+            .collect())
+    }
+
+    async fn managed(&self, namespace: &str) -> Result<Vec<ManagedObjects<Pod>>> {
+        let pods = self.list_pods(Some(namespace), "").await?;
+        Ok(vec![(self.objects(namespace), pods)])
+    }
+
+    async fn read(&self, id: &ExecutionId) -> Result<Option<Current<Pod>>> {
+        let Some(pod) = self
+            .objects(&id.namespace)
+            .get(&self.base.cluster, &id.name)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let found = Found {
+            observed: Seen::Present(BarePodView::from(&pod)),
+            parts: (),
+            listed: true,
+        };
+        let status = self.evaluate(id, found, Acting::Delegate).await?.info;
+        let ended = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .is_some_and(|phase| matches!(phase, "Succeeded" | "Failed"));
+        Ok(Some(Current {
+            objects: self.objects(&id.namespace),
+            meta: pod.metadata,
+            status,
+            fresh: true,
+            ended,
+        }))
+    }
+
+    async fn attempts(&self, id: &ExecutionId) -> Result<Vec<Attempt>> {
+        let watch = self.watch(&id.namespace).await?;
+        let view = match watch.pods.get(&id.name) {
+            Some(entry) => Some(entry.view),
+            None => self
+                .objects(&id.namespace)
+                .get(&self.base.cluster, &id.name)
+                .await?
+                .map(|pod| BarePodView::from(&pod)),
+        };
+        Ok(view
+            .map(|view| Attempt {
+                pod: view.pod.name.clone(),
+                uid: view.pod.uid.clone(),
+                container: MAIN_CONTAINER.to_string(),
+                started: view
+                    .pod
+                    .main
+                    .as_ref()
+                    .is_some_and(ContainerView::has_started),
+                index: None,
+                replica: None,
+            })
+            .into_iter()
+            .collect())
+    }
+
+    fn object_names(&self, job_id: &str) -> Vec<String> {
+        vec![self.name(job_id)]
+    }
+
+    /// Follows which bare pods of `namespace` match `selector`: one watch of pods for as long
+    /// as the stream is read.
+    fn matching(
+        self: &Arc<Self>,
+        namespace: &str,
+        selector: &str,
+    ) -> BoxStream<'static, SelectorEvent> {
+        crate::selector::label_watch(
+            self.objects(namespace).api,
+            JobKind::Pod,
+            namespace,
+            &bare(&crate::selector::managed(selector)),
+            self.settings.reflector.watch_timeout,
+        )
+        .boxed()
+    }
+
+    fn placement(&self, id: &ExecutionId) -> Option<Placement> {
+        let entry = self
+            .base
+            .namespaces
+            .existing(&id.namespace)?
+            .pods
+            .get(&id.name)?;
+        Some(Placement {
+            pod: entry.view.pod.name.clone(),
+            node: entry.view.pod.node_name.clone(),
+            attempts: 1,
+        })
+    }
+}
+
+impl Evaluates for Pods {
+    type View = BarePodView;
+    type Parts = ();
+    type Action = PodAction;
+
+    fn log_container(&self, _parts: &(), _pod: &str) -> Option<String> {
+        Some(MAIN_CONTAINER.to_string())
+    }
+
+    fn evaluating(&self) -> &Evaluating<Self> {
+        &self.evaluating
+    }
+
+    async fn observed(&self, watch: &PodNamespaceWatch, id: &ExecutionId) -> Option<Found> {
+        let observed = match watch.pods.get(&id.name) {
+            Some(entry) => Seen::Present(entry.view),
+            None => {
+                let tombstone = watch.pods.tombstone(&id.name)?;
+                Seen::Vanished {
+                    last: tombstone.last,
+                    final_state: tombstone.departure == Departure::Deleted,
+                }
+            }
+        };
+        Some(Found {
+            observed,
+            parts: (),
+            listed: false,
+        })
+    }
+
+    async fn fetched(&self, _watch: &PodNamespaceWatch, id: &ExecutionId) -> Result<Option<Found>> {
+        Ok(self
+            .objects(&id.namespace)
+            .get(&self.base.cluster, &id.name)
+            .await?
+            .map(|pod| Found {
+                observed: Seen::Present(BarePodView::from(&pod)),
+                parts: (),
+                listed: true,
+            }))
+    }
+
+    fn map(
+        &self,
+        _id: &ExecutionId,
+        observed: &Seen,
+        _parts: &(),
+        previous: Option<&ExecutionInfo>,
+    ) -> Option<Mapped<PodAction>> {
+        pod_status(
+            &observed.as_observation(),
+            jiff::Timestamp::now(),
+            &self.settings.mapping,
+            previous,
+        )
+    }
+
+    /// Nothing besides the pod: a relist tells nothing a read of the pod does not.
+    async fn relisted(&self, _id: &ExecutionId, _view: &BarePodView, _parts: &()) -> Option<()> {
+        None
+    }
+
+    async fn act(
+        &self,
+        id: &ExecutionId,
+        view: &BarePodView,
+        action: &PodAction,
+    ) -> Acted<BarePodView> {
+        match action {
+            PodAction::RecordOutcomeAndDelete { outcome } => {
+                self.record_and_delete(id, view, outcome).await
+            }
+        }
+    }
+
+    fn outcome_of(action: &PodAction) -> &ExecutionInfo {
+        match action {
+            PodAction::RecordOutcomeAndDelete { outcome } => outcome,
+        }
+    }
+
+    fn objects_of(&self, view: &BarePodView) -> Objects<Pod> {
+        self.objects(&view.namespace)
+    }
+
+    fn view_of(&self, _like: &BarePodView, object: &Pod) -> BarePodView {
+        BarePodView::from(object)
+    }
+
+    fn attempts_in(&self, view: &BarePodView, _parts: &()) -> Vec<timeline::Attempt> {
+        let pod = &view.pod;
+        vec![timeline::Attempt::of(
+            &pod.pod,
+            pod.main.as_ref(),
+            pod.node_name.as_deref(),
+        )]
+    }
+
+    /// The pod itself says its work ended (its phase), its outcome perhaps not decided yet.
+    fn work_ended(&self, view: &BarePodView, _parts: &()) -> bool {
+        matches!(
+            view.pod.phase,
+            Some(
+                kubeferry_core::container::PodPhase::Succeeded
+                    | kubeferry_core::container::PodPhase::Failed
+            )
+        )
+    }
+}
+
+impl EvaluatedWatch for PodNamespaceWatch {
+    fn names(&self) -> Vec<String> {
+        self.pods
+            .all()
+            .into_iter()
+            .map(|entry| entry.name)
+            .collect()
+    }
+
+    async fn wait_synced(&self, timeout: Duration) -> bool {
+        PodNamespaceWatch::wait_synced(self, timeout).await
+    }
+
+    fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
+        None
+    }
+}
