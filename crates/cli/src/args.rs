@@ -554,6 +554,10 @@ pub struct RbacArgs {
     /// Also print a ServiceAccount of this name and a RoleBinding to it.
     #[arg(long, value_name = "NAME")]
     pub service_account: Option<String>,
+    /// Only what these kinds of job need (job, sparkapp, jobset, pod; repeat the flag for
+    /// several). Every kind when not given.
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kinds: Vec<kubeferry::JobKind>,
 }
 
 /// `kubeferry template ...`.

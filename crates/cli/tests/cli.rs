@@ -433,6 +433,53 @@ async fn template_render_fills_parameters() {
 }
 
 #[tokio::test]
+async fn rbac_prints_only_what_the_kinds_asked_for_need() {
+    let cluster = cluster().await;
+    let pods_rule = |kinds: &[&'static str]| {
+        let mut args = vec!["rbac", "-o", "json"];
+        for kind in kinds {
+            args.extend(["--kind", *kind]);
+        }
+        let kubeconfig = cluster.kubeconfig.clone();
+        async move {
+            let output = run(kubeferry(&kubeconfig).args(&args)).await;
+            assert!(output.status.success(), "{}", text(&output.stderr));
+            let list: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            list["items"][0]["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|rule| rule["resources"][0] == "pods")
+                .map(|rule| rule["verbs"].clone())
+        }
+    };
+    // Container jobs only read pods; bare pods are the one kind that writes them.
+    assert_eq!(
+        pods_rule(&["job"]).await,
+        Some(serde_json::json!(["list", "watch"]))
+    );
+    assert_eq!(
+        pods_rule(&["pod"]).await,
+        Some(serde_json::json!([
+            "create", "get", "list", "watch", "patch", "delete"
+        ]))
+    );
+    assert_eq!(
+        pods_rule(&[]).await,
+        Some(serde_json::json!([
+            "list", "watch", "delete", "create", "get", "patch"
+        ]))
+    );
+    let output = run(kubeferry(&cluster.kubeconfig).args(["rbac", "--kind", "cronjob"])).await;
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("expected one of job, sparkapp, jobset, pod"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[tokio::test]
 async fn rbac_prints_a_role_kubectl_applies() {
     let cluster = cluster().await;
     let output = run(kubeferry(&cluster.kubeconfig).args([

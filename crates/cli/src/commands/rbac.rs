@@ -11,7 +11,11 @@ use crate::output::{Structured, print_structured};
 /// Runs `kubeferry rbac`.
 pub fn rbac(cli: &Cli, args: &RbacArgs) -> anyhow::Result<ExitCode> {
     let namespace = cli.cluster.namespace.as_deref();
-    let permissions = rbac::permissions(&JobKind::ALL);
+    let kinds = match args.kinds.as_slice() {
+        [] => &JobKind::ALL[..],
+        some => some,
+    };
+    let permissions = rbac::permissions(kinds);
     let role = rbac::role(&args.name, namespace, &permissions);
     let format = cli.output.format.structured().unwrap_or(Structured::Yaml);
     let mut documents = vec![serde_json::to_value(&role)?];
