@@ -413,9 +413,11 @@ impl<'a> Mapper<'a> {
         if self.awaits_pod_status(verdict) {
             // Started as its pods, an earlier answer or the Job show.
             let info = self.job.before_its_end(self.ended_start());
-            return Mapped::of(info.with_message(
-                "the Job controller reported the outcome; waiting for the pod's final status",
-            ));
+            return Mapped::of(info.with_message(if self.job.bare_pod {
+                "the pod's outcome is known; waiting for its final status"
+            } else {
+                "the Job controller reported the outcome; waiting for the pod's final status"
+            }));
         }
         if let Some(info) = self.awaits_final_condition(verdict) {
             return Mapped::of(info);

@@ -118,7 +118,7 @@ pub fn pod_status(
             })
         });
     }
-    let job = as_job(view);
+    let (job, pod) = as_job(view);
     let as_job_observed = match *observed {
         Observation::Present(_) => Observation::Present(&job),
         Observation::Vanished { final_state, .. } => Observation::Vanished {
@@ -128,7 +128,7 @@ pub fn pod_status(
     };
     let mapped = crate::container::container_status(
         &as_job_observed,
-        std::slice::from_ref(&view.pod),
+        std::slice::from_ref(&pod),
         now,
         config,
         previous,
@@ -152,24 +152,37 @@ fn deleting(view: &BarePodView, started: Option<Timestamp>, outcome: ExecutionIn
     PodMapped::acting(info, PodAction::RecordOutcomeAndDelete { outcome })
 }
 
-/// The pod read as a Job of one pod that retries nothing, whose verdict the pod itself gives.
-fn as_job(view: &BarePodView) -> JobView {
-    let pod = &view.pod;
+/// The pod read as a Job of one pod that retries nothing, whose verdict the pod itself gives,
+/// and the pod as that Job's one attempt.
+fn as_job(view: &BarePodView) -> (JobView, PodView) {
+    let mut pod = view.pod.clone();
     let mut meta = view.meta.clone();
     // Handled before (a recorded outcome that cannot be read stays, for its warning).
     if matches!(meta.recorded_outcome, Some(Ok(_))) {
         meta.recorded_outcome = None;
     }
     let verdict = verdict(view);
-    // The pod's deletion stops the work when it was requested (`deletionTimestamp` adds the
-    // grace period); a deletion after the pod's disruption is the disruption's doing (the
-    // Eviction API, preemption, the taint manager and the pod GC mark the pod, then delete
-    // it), which the verdict tells.
-    meta.deletion_timestamp = pod.deletion_requested_at();
+    // A deletion that follows the pod's disruption is the disruption's doing (the Eviction
+    // API, preemption, the taint manager and the pod GC mark the pod, then delete it): not a
+    // stop, and not what ended the container. The verdict tells it, its time the
+    // disruption's, so every replica reads the same whichever copy it saw first. Any other
+    // deletion stops the work when it was requested (`deletionTimestamp` adds the grace
+    // period).
+    let requested = pod.deletion_requested_at();
+    let by_disruption = match (disrupted_at(&pod), requested) {
+        (Some(disrupted), Some(requested)) => disrupted.is_none_or(|at| at <= requested),
+        _ => false,
+    };
+    if by_disruption {
+        pod.deletion_timestamp = None;
+        meta.deletion_timestamp = None;
+    } else {
+        meta.deletion_timestamp = requested;
+    }
     let phase = pod.phase.as_ref();
     let ended = matches!(phase, Some(PodPhase::Succeeded | PodPhase::Failed));
-    let main_finished = main_finished_at(pod);
-    JobView {
+    let main_finished = main_finished_at(&pod);
+    let job = JobView {
         meta,
         conditions: verdict.into_iter().collect(),
         active: i32::from(!ended && pod.deletion_timestamp.is_none()),
@@ -183,7 +196,17 @@ fn as_job(view: &BarePodView) -> JobView {
         active_deadline_seconds: view.active_deadline_seconds,
         bare_pod: true,
         ..JobView::default()
-    }
+    };
+    (job, pod)
+}
+
+/// When the pod's `DisruptionTarget` condition came (`Some(None)`: at a time it does not show),
+/// if it holds.
+fn disrupted_at(pod: &PodView) -> Option<Option<Timestamp>> {
+    pod.disruption
+        .as_ref()
+        .filter(|c| c.status.is_true())
+        .map(|c| c.last_transition_time)
 }
 
 /// When the main container's last run ended, if it did.
@@ -209,11 +232,7 @@ fn verdict(view: &BarePodView) -> Option<JobConditionView> {
         last_transition_time: at,
     };
     let finished = main_finished_at(pod);
-    let disrupted = pod
-        .disruption
-        .as_ref()
-        .filter(|c| c.status.is_true())
-        .map(|c| c.last_transition_time);
+    let disrupted = disrupted_at(pod);
     let stopping = pod.deletion_timestamp.is_some();
     match pod.phase.as_ref() {
         Some(PodPhase::Succeeded) => {

@@ -237,11 +237,50 @@ fn evictions_preemptions_and_lost_nodes_say_so() {
                         "message": "preempted by a higher priority pod"}],
     });
     let deleted = json!({"deletionTimestamp": time(50), "deletionGracePeriodSeconds": 30});
-    let answer = map_at(&pod(deleted.clone(), preempting), 21);
+    let stopping = pod(deleted.clone(), preempting.clone());
+    let answer = map_at(&stopping, 21);
+    assert_eq!(
+        (answer.info.state, answer.info.message.as_str()),
+        (
+            JobState::Started,
+            "the pod's outcome is known; waiting for its final status"
+        ),
+        "as a Job's verdict waits for its pod"
+    );
+    // Its final status, whichever copy of the pod (deleted or not) a replica saw first; or,
+    // still stopping, once the wait for it is over.
+    let mut killed = ended("Failed", 137, "Error", 22);
+    merge(&mut killed, preempting);
+    for view in [pod(deleted.clone(), killed.clone()), pod(json!({}), killed)] {
+        let answer = map_at(&view, 23);
+        assert_eq!(
+            (answer.info.state, answer.info.reason, answer.info.exit_code),
+            (JobState::Failed, Reason::Preempted, None)
+        );
+    }
+    let answer = map_at(&stopping, 31);
     assert_eq!(
         (answer.info.state, answer.info.reason),
         (JobState::Failed, Reason::Preempted)
     );
+
+    // Its node is gone: the taint manager failed it (the container lost) and deleted it at
+    // once, in the same second. Each copy says the same, exit code included.
+    let mut unknown = ended("Failed", 137, "ContainerStatusUnknown", 19);
+    merge(
+        &mut unknown,
+        json!({"reason": "NodeLost",
+               "conditions": [{"type": "DisruptionTarget", "status": "True",
+                               "reason": "DeletionByTaintManager", "lastTransitionTime": time(19)}]}),
+    );
+    let gone_now = json!({"deletionTimestamp": time(19), "deletionGracePeriodSeconds": 0});
+    for view in [pod(json!({}), unknown.clone()), pod(gone_now, unknown)] {
+        let answer = map_at(&view, 20);
+        assert_eq!(
+            (answer.info.state, answer.info.reason, answer.info.exit_code),
+            (JobState::Failed, Reason::NodeLost, Some(137))
+        );
+    }
 
     // Its node is gone: the pod GC marked it and removed it.
     let lost = json!({
