@@ -24,6 +24,9 @@ pub enum Scenario {
     /// Spark applications, under the apache and the Kubeflow operator, that succeed or fail
     /// with an exit code.
     Spark,
+    /// Some of the container jobs (success, exit, OOM, deadline, unpullable) run as bare pods
+    /// (`kind: Pod`) instead of Jobs.
+    Pods,
     /// Cancels before the start, while running and at the moment of the end.
     Cancel,
     /// One job submitted through two replicas at once, and cancelled through two at once.
@@ -74,13 +77,14 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario and its name on the command line.
-    pub const ALL: [(Scenario, &'static str); 23] = [
+    pub const ALL: [(Scenario, &'static str); 24] = [
         (Scenario::Success, "success"),
         (Scenario::Exit, "exit"),
         (Scenario::Oom, "oom"),
         (Scenario::Deadline, "deadline"),
         (Scenario::Unpullable, "unpullable"),
         (Scenario::Spark, "spark"),
+        (Scenario::Pods, "pods"),
         (Scenario::Cancel, "cancel"),
         (Scenario::Concurrent, "concurrent"),
         (Scenario::Resubmit, "resubmit"),
@@ -181,6 +185,8 @@ pub struct JobPlan {
     pub submit_at: Duration,
     /// What it runs.
     pub work: Work,
+    /// Run as a bare pod (`kind: Pod`), not a Job.
+    pub bare: bool,
     /// Submitted through two replicas at once.
     pub duplicate_submit: bool,
     /// Waited for through a replica's event stream as well.
@@ -216,6 +222,9 @@ impl JobPlan {
                 code,
             } => format!("spark ({operator}) exit {code} after {seconds}s"),
         }];
+        if self.bare {
+            words.push("as a bare pod".into());
+        }
         if self.duplicate_submit {
             words.push("duplicate submit".into());
         }
@@ -498,8 +507,17 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
             }
             _ => ms(&mut rng, 0, submit_window),
         };
+        // A container job as a bare pod, now and then. Its pod is its object, so neither a
+        // Job deleted by someone else nor its pods deleted after the end apply; nor does its
+        // record deleted by hand: a drain or a lost node deletes a finished pod, and with its
+        // record gone too nothing in the cluster remembers the run (as for a Job deleted by
+        // someone else, which no scenario combines with a lost record either).
+        let bare = shape.has(Scenario::Pods)
+            && unwatched.is_none()
+            && !matches!(scenario, Scenario::Spark)
+            && rng.random_bool(0.25);
         let delete_record =
-            unwatched.is_none() && shape.has(Scenario::RecordLoss) && rng.random_bool(0.1);
+            !bare && unwatched.is_none() && shape.has(Scenario::RecordLoss) && rng.random_bool(0.1);
         let resubmit_cancelled =
             cancel.is_some() && shape.has(Scenario::Resubmit) && rng.random_bool(0.3);
         jobs.push(JobPlan {
@@ -511,8 +529,10 @@ pub fn plan(seed: u64, shape: &Shape) -> Plan {
             concurrent_cancel: concurrent && cancel.is_some() && rng.random_bool(0.4),
             resubmit: resubmit_cancelled || unwatched.is_some() || delete_record,
             // Half the jobs whose record is deleted lose their pods first: the Job alone is left.
-            delete_pods_after_end: shape.has(Scenario::PodLoss)
+            delete_pods_after_end: !bare
+                && shape.has(Scenario::PodLoss)
                 && rng.random_bool(if delete_record { 0.5 } else { 0.1 }),
+            bare,
             unwatched,
             delete_record,
             cancel,

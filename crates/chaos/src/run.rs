@@ -593,7 +593,11 @@ async fn drive(shared: Arc<Shared>, job: JobPlan) {
 async fn poll(shared: Arc<Shared>, job: JobPlan) -> Option<tokio::task::JoinHandle<()>> {
     let mut rng = StdRng::seed_from_u64(job.seed);
     tokio::time::sleep_until(shared.started + job.submit_at).await;
-    let body = json!({"jobId": job.job_id, "spec": spec(&job.work), "namespace": NAMESPACE});
+    let mut spec = spec(&job.work);
+    if job.bare {
+        spec["kind"] = json!("Pod");
+    }
+    let body = json!({"jobId": job.job_id, "spec": spec, "namespace": NAMESPACE});
     let replicas = shared.replica_count();
     let exec_id = if job.duplicate_submit && replicas > 1 {
         let first = rng.random_range(0..replicas);

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use kubeferry_core::marks::{CANCEL_ANNOTATION, JOB_ID_ANNOTATION, RECORD_FINALIZER};
+use kubeferry_core::pod::{BARE_POD_VALUE, KIND_LABEL};
 use kubeferry_core::record::{RECORD_LABEL, RECORD_LABEL_VALUE};
 use kubeferry_sim::store::{EventType, Follower, StoreEvent};
 use parking_lot::Mutex;
@@ -187,6 +188,97 @@ fn spark_owner(pod: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
+/// Folds in a change of a job's object: a Job, a SparkApplication, or a bare pod (`bare`, whose
+/// own phase is its verdict). `None` when it is not the first object of a job id (a second
+/// run's, only counted) or carries none; else the job id.
+fn object_change(
+    facts: &mut Facts,
+    event: &Change<'_>,
+    object: &Value,
+    name: &(String, String),
+    (spark, bare): (bool, bool),
+) -> Option<String> {
+    let job_id = object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(JOB_ID_ANNOTATION))
+        .and_then(Value::as_str)?
+        .to_string();
+    if spark {
+        facts.app_ids.insert(name.clone(), job_id.clone());
+    } else if !bare {
+        facts.job_ids.insert(name.clone(), job_id.clone());
+    }
+    let ours = facts.deleting_by_us.contains(&job_id);
+    let job = facts.jobs.entry(job_id.clone()).or_default();
+    let uid = str_at(object, "/metadata/uid");
+    job.job_uids.insert(uid.to_string());
+    if *job.first_uid.get_or_insert_with(|| uid.to_string()) != uid {
+        return None;
+    }
+    let deleting = event.event_type == EventType::Deleted
+        || object.pointer("/metadata/deletionTimestamp").is_some();
+    if ours && deleting && job.external_delete_rv.is_none() {
+        job.external_delete_rv = Some(event.rv);
+    }
+    job.job_object = (!deleting).then(|| name.clone());
+    job.released |= !object
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|list| list.iter().any(|f| f == RECORD_FINALIZER));
+    let phase = str_at(object, "/status/phase");
+    job.job_finished |= (bare && matches!(phase, "Succeeded" | "Failed"))
+        || object
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|list| {
+                list.iter().any(|c| {
+                    matches!(
+                        c.get("type").and_then(Value::as_str),
+                        Some("Complete" | "Failed")
+                    ) && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+            });
+    let cancelled = object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(CANCEL_ANNOTATION))
+        .is_some();
+    if cancelled && job.cancel_rv.is_none() {
+        job.cancel_rv = Some(event.rv);
+    }
+    if !cancelled && job.cancel_rv.is_some() && job.cancel_mark_lost_rv.is_none() {
+        job.cancel_mark_lost_rv = Some(event.rv);
+    }
+    let suspended = object.pointer("/spec/suspend") == Some(&Value::Bool(true));
+    if suspended && job.suspended_rv.is_none() {
+        job.suspended_rv = Some(event.rv);
+    }
+    if event.event_type == EventType::Deleted {
+        job.job_deleted = true;
+        job.gone_after_cancel |= cancelled;
+    }
+    // A bare pod's deadline is the kubelet's: the pod fails with reason DeadlineExceeded.
+    let deadline = (bare && str_at(object, "/status/reason") == "DeadlineExceeded")
+        || object
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|list| {
+                // The Job controller's verdict is its FailureTarget condition; the Failed one
+                // follows once the pods stopped (a Job deleted meanwhile, by a cancel, never
+                // gets it).
+                list.iter().any(|c| {
+                    matches!(
+                        c.get("type").and_then(Value::as_str),
+                        Some("Failed" | "FailureTarget")
+                    ) && c.get("status").and_then(Value::as_str) != Some("False")
+                        && c.get("reason").and_then(Value::as_str) == Some("DeadlineExceeded")
+                })
+            });
+    if deadline && job.deadline_rv.is_none() {
+        job.deadline_rv = Some(event.rv);
+    }
+    Some(job_id)
+}
+
 impl Observer {
     /// Folds the store's changes in until the stream ends (the cluster stopped).
     pub async fn follow(self, mut changes: Follower) {
@@ -217,84 +309,7 @@ impl Observer {
         let spark = change.resource == "sparkapplications";
         match (change.group, change.resource) {
             ("batch", "jobs") | (_, "sparkapplications") => {
-                let Some(job_id) = object
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get(JOB_ID_ANNOTATION))
-                    .and_then(Value::as_str)
-                else {
-                    return;
-                };
-                let job_id = job_id.to_string();
-                if spark {
-                    facts.app_ids.insert(name.clone(), job_id.clone());
-                } else {
-                    facts.job_ids.insert(name.clone(), job_id.clone());
-                }
-                let ours = facts.deleting_by_us.contains(&job_id);
-                let job = facts.jobs.entry(job_id).or_default();
-                let uid = str_at(object, "/metadata/uid");
-                job.job_uids.insert(uid.to_string());
-                if *job.first_uid.get_or_insert_with(|| uid.to_string()) != uid {
-                    return;
-                }
-                let deleting = event.event_type == EventType::Deleted
-                    || object.pointer("/metadata/deletionTimestamp").is_some();
-                if ours && deleting && job.external_delete_rv.is_none() {
-                    job.external_delete_rv = Some(event.rv);
-                }
-                job.job_object = (!deleting).then(|| name.clone());
-                job.released |= !object
-                    .pointer("/metadata/finalizers")
-                    .and_then(Value::as_array)
-                    .is_some_and(|list| list.iter().any(|f| f == RECORD_FINALIZER));
-                job.job_finished |= object
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .is_some_and(|list| {
-                        list.iter().any(|c| {
-                            matches!(
-                                c.get("type").and_then(Value::as_str),
-                                Some("Complete" | "Failed")
-                            ) && c.get("status").and_then(Value::as_str) == Some("True")
-                        })
-                    });
-                let cancelled = object
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get(CANCEL_ANNOTATION))
-                    .is_some();
-                if cancelled && job.cancel_rv.is_none() {
-                    job.cancel_rv = Some(event.rv);
-                }
-                if !cancelled && job.cancel_rv.is_some() && job.cancel_mark_lost_rv.is_none() {
-                    job.cancel_mark_lost_rv = Some(event.rv);
-                }
-                let suspended = object.pointer("/spec/suspend") == Some(&Value::Bool(true));
-                if suspended && job.suspended_rv.is_none() {
-                    job.suspended_rv = Some(event.rv);
-                }
-                if event.event_type == EventType::Deleted {
-                    job.job_deleted = true;
-                    job.gone_after_cancel |= cancelled;
-                }
-                let deadline = object
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .is_some_and(|list| {
-                        // The Job controller's verdict is its FailureTarget condition; the
-                        // Failed one follows once the pods stopped (a Job deleted meanwhile,
-                        // by a cancel, never gets it).
-                        list.iter().any(|c| {
-                            matches!(
-                                c.get("type").and_then(Value::as_str),
-                                Some("Failed" | "FailureTarget")
-                            ) && c.get("status").and_then(Value::as_str) != Some("False")
-                                && c.get("reason").and_then(Value::as_str)
-                                    == Some("DeadlineExceeded")
-                        })
-                    });
-                if deadline && job.deadline_rv.is_none() {
-                    job.deadline_rv = Some(event.rv);
-                }
+                object_change(&mut facts, event, object, &name, (spark, false));
             }
             ("", "configmaps") => {
                 let record = object
@@ -326,7 +341,14 @@ impl Observer {
                     ids.get(&(change.namespace.to_string(), name.to_string()))
                         .cloned()
                 };
+                // A bare pod is its job's object and its one attempt at once.
+                let bare = object
+                    .pointer("/metadata/labels")
+                    .and_then(|l| l.get(KIND_LABEL))
+                    .and_then(Value::as_str)
+                    == Some(BARE_POD_VALUE);
                 let job_id = match spark_owner(object) {
+                    _ if bare => object_change(&mut facts, event, object, &name, (false, true)),
                     Some(app) => owner(&facts.app_ids, app),
                     None => owner(&facts.job_ids, job_name),
                 };
@@ -987,5 +1009,74 @@ mod tests {
             json!({"metadata": {"uid": "u2", "annotations": {JOB_ID_ANNOTATION: "a"}}}),
         );
         assert_eq!(observer.truth("a").jobs_created, 2);
+    }
+
+    /// A bare pod of job id `id`, with more metadata and its status.
+    fn bare_pod(observer: &Observer, rv: u64, event_type: EventType, id: &str, extra: Value) {
+        let mut object = json!({
+            "metadata": {
+                "name": id, "uid": format!("{id}-uid"),
+                "labels": {KIND_LABEL: BARE_POD_VALUE},
+                "annotations": {JOB_ID_ANNOTATION: id},
+                "finalizers": [RECORD_FINALIZER],
+            },
+            "spec": {"nodeName": "sim-node-1"},
+            "status": {"phase": "Running"},
+        });
+        if let (Some(into), Value::Object(from)) = (object.as_object_mut(), extra) {
+            for (key, value) in from {
+                match (into.get_mut(&key), value) {
+                    (Some(Value::Object(into)), Value::Object(value)) => into.extend(value),
+                    (_, value) => {
+                        into.insert(key, value);
+                    }
+                }
+            }
+        }
+        core_change(observer, rv, event_type, ("pods", id), &object);
+    }
+
+    #[test]
+    fn a_bare_pod_is_its_jobs_object_and_its_one_attempt() {
+        let observer = Observer::default();
+        // Cancelled: marked, deleted, then its container killed.
+        let marked = json!({"metadata": {"annotations":
+            {JOB_ID_ANNOTATION: "a", CANCEL_ANNOTATION: "2026-01-01T00:00:00Z"}}});
+        bare_pod(&observer, 1, EventType::Added, "a", json!({}));
+        bare_pod(&observer, 2, EventType::Modified, "a", marked.clone());
+        let mut deleting = marked.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:30Z");
+        bare_pod(&observer, 3, EventType::Modified, "a", deleting.clone());
+        deleting["status"] = exited(137, "Error");
+        bare_pod(&observer, 4, EventType::Deleted, "a", deleting);
+        let truth = observer.truth("a");
+        assert_eq!(truth.allowed, [Allowed::Cancelled], "{}", truth.story);
+        assert_eq!((truth.jobs_created, truth.pods_created), (1, 1));
+        assert!(truth.gone_after_cancel);
+        assert!(!truth.pod_gone_unrecorded, "the pod is the object");
+
+        // Its own OOM kill, and its deadline (the kubelet's).
+        bare_pod(&observer, 5, EventType::Added, "b", json!({}));
+        let oom = json!({"status": exited(137, "OOMKilled")});
+        bare_pod(&observer, 6, EventType::Modified, "b", oom);
+        assert_eq!(
+            observer.truth("b").allowed,
+            [Allowed::Failed {
+                exit_code: 137,
+                oom: true
+            }]
+        );
+        bare_pod(&observer, 7, EventType::Added, "c", json!({}));
+        let mut deadline = exited(137, "Error");
+        deadline["reason"] = json!("DeadlineExceeded");
+        bare_pod(
+            &observer,
+            8,
+            EventType::Modified,
+            "c",
+            json!({"status": deadline}),
+        );
+        assert_eq!(observer.truth("c").allowed, [Allowed::DeadlineExceeded]);
+        assert!(observer.job_finished("c"));
     }
 }
