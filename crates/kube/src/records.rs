@@ -53,9 +53,15 @@ impl Default for RecordSettings {
 pub(crate) struct Kept {
     outcome: ExecutionInfo,
     recorded_at: Option<Timestamp>,
+    /// When the job's object was created: which run of its job id the record is of.
+    created_at: Option<Timestamp>,
     /// The ConfigMap's uid, for a delete that must not take a newer record of the same name.
     uid: String,
 }
+
+/// How many records seen deleted each namespace's watch remembers (for its tombstones' TTL),
+/// to write them again as they were.
+const LOST_RECORDS_KEPT: usize = 1_000;
 
 /// The records of one cluster's watched namespaces.
 pub(crate) struct Records {
@@ -136,7 +142,8 @@ impl Records {
             reflector: ReflectorSettings {
                 // A refused watch (a Role without ConfigMaps) runs jobs all the same.
                 optional: true,
-                max_tombstones: 0,
+                // A record deleted by hand is written again as it was (`keep_with_tail`).
+                max_tombstones: LOST_RECORDS_KEPT,
                 ..reflector
             },
             settings,
@@ -173,6 +180,7 @@ impl Records {
                     view: Kept {
                         outcome: record.outcome,
                         recorded_at: record.recorded_at,
+                        created_at: record.created_at,
                         uid: config_map.metadata.uid.clone().unwrap_or_default(),
                     },
                 })
@@ -417,7 +425,23 @@ impl Records {
             Some(standing) => return Ok(standing),
             None => {}
         }
-        if let Some(tail) = tail.await {
+        // A record of this very run (its object created at the same time) that this process
+        // saw deleted, by hand or by a sweep: it was answered, and it is written again as it
+        // was, whatever this process maps now (its copy of the object may predate the one
+        // that carries the record's copy, and its pods may be gone). A later run of the job
+        // id, or an outcome that tells more, is recorded as mapped.
+        let lost = watch
+            .tombstone(&name)
+            .filter(|lost| {
+                lost.last
+                    .created_at
+                    .is_some_and(|at| Some(at) == record.created_at)
+            })
+            .map(|lost| lost.last.outcome)
+            .filter(|lost| !replaced(lost));
+        if let Some(lost) = lost {
+            record.outcome = lost;
+        } else if let Some(tail) = tail.await {
             let words = &mut record.outcome.last_words;
             if words.as_ref().is_none_or(|words| words.len() < tail.len()) {
                 *words = Some(tail);
@@ -676,7 +700,96 @@ async fn expire(records: Weak<Records>, watch: Weak<Reflector<Kept>>, namespace:
 
 #[cfg(test)]
 mod tests {
-    use super::requester_named;
+    use super::*;
+    use crate::cluster::{ClusterSettings, Kubeconfig};
+    use kubeferry_core::Reason;
+    use kubeferry_sim::{SimCluster, SimConfig};
+
+    /// Another process's records of the simulated cluster.
+    async fn process(sim: &SimCluster) -> Arc<Records> {
+        let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml("sim")).expect("parses");
+        let settings = ClusterSettings {
+            retry: crate::retry::RetryPolicy::fast(),
+            ..ClusterSettings::default()
+        };
+        let cluster = Cluster::from_kubeconfig(kubeconfig, None, Some("sim"), settings)
+            .await
+            .expect("connects");
+        Records::new(
+            cluster,
+            ReflectorSettings::default(),
+            RecordSettings::default(),
+            Duration::from_secs(10),
+        )
+    }
+
+    /// A record of the Job `j-1`, its object created at `created` (seconds).
+    fn record(outcome: &ExecutionInfo, created: i64) -> OutcomeRecord {
+        OutcomeRecord {
+            kind: JobKind::Job,
+            object: "j-1".into(),
+            job_id: Some("j".into()),
+            spec_hash: None,
+            outcome: outcome.clone(),
+            recorded_at: None,
+            created_at: Some(Timestamp::from_second(1_800_000_000 + created).unwrap()),
+            cancelled_by: None,
+            attempts: Vec::new(),
+        }
+    }
+
+    async fn until<T>(what: &str, check: impl Fn() -> Option<T>) -> T {
+        for _ in 0..400 {
+            if let Some(value) = check() {
+                return value;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{what} did not happen");
+    }
+
+    /// Deletes the record by hand, and waits until `watcher` saw it go.
+    async fn delete_by_hand(watcher: &Arc<Records>) {
+        let name = record_name(JobKind::Job, "j-1");
+        let api = watcher.api("default");
+        api.delete(&name, &Default::default())
+            .await
+            .expect("deleted");
+        let watch = watcher.watch("default");
+        until("the deletion seen", || watch.tombstone(&name).map(|_| ())).await;
+    }
+
+    #[tokio::test]
+    async fn a_record_seen_deleted_is_written_again_as_it_was_for_the_same_run_only() {
+        let sim = SimCluster::start(SimConfig::for_tests()).await.unwrap();
+        let (first, other) = (process(&sim).await, process(&sim).await);
+        let watch = other.watch("default");
+        let name = record_name(JobKind::Job, "j-1");
+        let disrupted = ExecutionInfo::new(JobState::Failed, Reason::Disrupted);
+        let mut evicted = ExecutionInfo::new(JobState::Failed, Reason::Evicted);
+        evicted.exit_code = Some(143);
+        let kept = first.keep("default", record(&disrupted, 0), false).await;
+        assert_eq!(kept.unwrap(), disrupted);
+        until("the record seen", || watch.get(&name).map(|_| ())).await;
+        delete_by_hand(&other).await;
+        // Another process reads the same run's end otherwise (its copy of the object older,
+        // its pods gone): the record is written again as it was, and answered.
+        let again = other.keep("default", record(&evicted, 0), false).await;
+        assert_eq!(again.unwrap(), disrupted);
+        let fetched = other.fetch("default", JobKind::Job, "j-1").await.unwrap();
+        assert_eq!(fetched.map(|r| r.outcome), Some(disrupted.clone()));
+        // A later run of the job id (its object created later), seen by a third process that
+        // saw the record deleted too, is recorded as it ended.
+        let third = process(&sim).await;
+        let third_watch = third.watch("default");
+        until("the record seen again", || {
+            third_watch.get(&name).map(|_| ())
+        })
+        .await;
+        delete_by_hand(&third).await;
+        let later = third.keep("default", record(&evicted, 60), false).await;
+        assert_eq!(later.unwrap(), evicted);
+    }
 
     #[test]
     fn a_requester_is_named_in_words_that_mean_something() {
