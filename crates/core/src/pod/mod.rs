@@ -17,7 +17,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::container::view::{ConditionStatus, JobConditionType, JobConditionView};
-use crate::container::{ContainerStateView, JobView, MappingConfig, PodPhase, PodView};
+use crate::container::{
+    ContainerStateView, JobView, MappingConfig, PodPhase, PodView, stopped_exit,
+};
 use crate::observation::{self, Action, ManagedMeta, Observation, embeds};
 use crate::status::ExecutionInfo;
 
@@ -174,10 +176,13 @@ fn as_job(view: &BarePodView) -> (JobView, PodView) {
         _ => false,
     };
     if by_disruption {
-        pod.deletion_timestamp = None;
         meta.deletion_timestamp = None;
     } else {
         meta.deletion_timestamp = requested;
+    }
+    // Nor did a deletion end a container that had ended on its own before it.
+    if by_disruption || ended_before_deletion(&pod) {
+        pod.deletion_timestamp = None;
     }
     let phase = pod.phase.as_ref();
     let ended = matches!(phase, Some(PodPhase::Succeeded | PodPhase::Failed));
@@ -257,10 +262,27 @@ fn verdict(view: &BarePodView) -> Option<JobConditionView> {
                 at,
             ))
         }
-        // Ended with a deletion and no time to order them by: the deletion decides.
-        Some(PodPhase::Failed) if stopping && finished.is_none() => None,
+        // Ended while being deleted, not on its own before: the deletion decides.
+        Some(PodPhase::Failed) if stopping && !ended_before_deletion(pod) => None,
         Some(PodPhase::Failed) => Some(condition(JobConditionType::Failed, None, None, finished)),
         _ => None,
+    }
+}
+
+/// Whether the pod's main container ended on its own before its deletion was requested: by
+/// then, the same second included (timestamps have whole seconds), with an exit no stop gives
+/// (137, 143, a container the kubelet lost). The container mapping reads a disruption's tie
+/// so too.
+fn ended_before_deletion(pod: &PodView) -> bool {
+    let Some(requested) = pod.deletion_requested_at() else {
+        return false;
+    };
+    match pod.main.as_ref().map(|main| &main.state) {
+        Some(ContainerStateView::Terminated(t)) => {
+            !stopped_exit(t.exit_code, t.reason.as_deref())
+                && t.finished_at.is_some_and(|end| end <= requested)
+        }
+        _ => false,
     }
 }
 

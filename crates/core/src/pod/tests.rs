@@ -329,11 +329,27 @@ fn a_cancel_is_cancelling_until_the_pods_deletion_then_cancelled() {
         assert_eq!(answer.info.finished_at, Some(at(12)));
     }
 
+    // Killed in the deletion's own second: the kill's exit (137) says the deletion ended it.
+    let same_second = map_at(&pod(deleted.clone(), ended("Failed", 137, "Error", 12)), 14);
+    assert_eq!(same_second.info.state, JobState::Cancelled);
+
     // A failure of its own before the cancel's deletion stands.
     let failed_first = map_at(&pod(deleted, ended("Failed", 3, "Error", 11)), 14);
     assert_eq!(
         (failed_first.info.state, failed_first.info.exit_code),
         (JobState::Failed, Some(3))
+    );
+}
+
+#[test]
+fn a_pod_that_failed_on_its_own_then_was_deleted_in_the_same_second_failed() {
+    // Timestamps have whole seconds: an exit no stop gives (3) ended it on its own.
+    let deleted = json!({"deletionTimestamp": time(42), "deletionGracePeriodSeconds": 30});
+    let answer = map_at(&pod(deleted, ended("Failed", 3, "Error", 12)), 14);
+    assert_eq!(
+        (answer.info.state, answer.info.reason, answer.info.exit_code),
+        (JobState::Failed, Reason::Error, Some(3)),
+        "{answer:?}"
     );
 }
 

@@ -202,11 +202,12 @@ impl Env {
         ExecutionId::new(CLUSTER, JobKind::Job, NS, name)
     }
 
-    /// Deletes a job's object (a Job, or a JobSet) as someone other than kubeferry would
-    /// (`kubectl delete`: background propagation).
+    /// Deletes a job's object (a Job, a JobSet, or a bare pod) as someone other than kubeferry
+    /// would (`kubectl delete`: background propagation).
     pub async fn delete_job_as_admin(&self, id: &ExecutionId) {
         let resource = match id.kind {
             JobKind::JobSet => kubeferry_kube::manifest::jobset::api_resource(),
+            JobKind::Pod => kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&()),
             _ => kube::api::ApiResource::erase::<Job>(&()),
         };
         let api: Api<kube::api::DynamicObject> =

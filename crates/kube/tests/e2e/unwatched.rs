@@ -45,6 +45,7 @@ fn resource_of(kind: JobKind) -> (&'static str, &'static str) {
     match kind {
         JobKind::Job => ("batch", "jobs"),
         JobKind::JobSet => ("jobset.x-k8s.io", "jobsets"),
+        JobKind::Pod => ("", "pods"),
         other => panic!("not a kind of these tests: {other:?}"),
     }
 }
@@ -135,7 +136,10 @@ async fn submitted_again_runs_nothing(
     outcome: &ExecutionInfo,
 ) {
     let (group, resource) = resource_of(first.kind);
-    let resource = format!("{resource}.{group}");
+    let resource = match group {
+        "" => resource.to_string(),
+        group => format!("{resource}.{group}"),
+    };
     let creates = env.sim.request_count("create", &resource);
     let jobs_created = env.sim.request_count("create", "jobs.batch");
     let spec = spec_of(yaml);
@@ -199,9 +203,15 @@ async fn cancelled_by_a_process_that_exited(yaml: &str, job_id: &str) {
         (executor, ())
     })
     .await;
-    // The work stops even if no process is left to let the object go: its pods go first.
-    eventually("the cancelled job's pods to be gone", || async {
-        (env.sim.count("", "pods") == 0).then_some(())
+    // The work stops even if no process is left to let the object go: its pods go first. A
+    // bare pod is its own object: deleted (its cancel recorded first, nothing holds it).
+    eventually("the cancelled job's work to stop", || async {
+        let stopped = match id.kind {
+            JobKind::Pod => object(&env, &id)
+                .is_none_or(|pod| pod.pointer("/metadata/deletionTimestamp").is_some()),
+            _ => env.sim.count("", "pods") == 0,
+        };
+        stopped.then_some(())
     })
     .await;
     let outcome = answered_by_a_new_process(&env, &id).await;
@@ -337,9 +347,12 @@ async fn pods_and_record_deleted_by_hand(yaml: &str, job_id: &str) {
     assert!(recorded.started_at.is_some(), "{recorded:#?}");
     let admin = env.admin_client().await;
     let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(admin.clone(), NS);
-    pods.delete_collection(&Default::default(), &Default::default())
-        .await
-        .expect("the pods deleted");
+    // A bare pod is its own object: it is kept, its record alone deleted.
+    if id.kind != JobKind::Pod {
+        pods.delete_collection(&Default::default(), &Default::default())
+            .await
+            .expect("the pods deleted");
+    }
     let records: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
         kube::Api::namespaced(admin, NS);
     let records = &records;
@@ -348,7 +361,7 @@ async fn pods_and_record_deleted_by_hand(yaml: &str, job_id: &str) {
         .await
         .expect("the record deleted");
     eventually("the pods gone", || async {
-        (env.sim.count("", "pods") == 0).then_some(())
+        (id.kind == JobKind::Pod || env.sim.count("", "pods") == 0).then_some(())
     })
     .await;
     assert!(object(env, &id).is_some(), "the object is kept");
@@ -408,6 +421,59 @@ async fn a_jobset_whose_pods_and_record_were_deleted_by_hand_answers_its_first_r
     pods_and_record_deleted_by_hand(
         "kind: JobSet\nname: done\nreplicatedJobs:\n  - name: workers\n    replicas: 1\n    image: busybox:1.36\n    command: [sh, -c, 'echo done']\n",
         "lost-record-jobset",
+    )
+    .await;
+}
+
+const POD_FAIL: &str = "kind: Pod\nname: fail\nimage: busybox:1.36\ncommand: [sh, -c]\nargs: ['echo about to fail; exit 3']\n";
+const POD_SLEEP: &str =
+    "kind: Pod\nname: sleep\nimage: busybox:1.36\ncommand: [sh, -c, 'sleep 60']\n";
+
+/// A bare pod that failed and was deleted while nobody watched (held by kubeferry's finalizer
+/// until a process records it): its first run's outcome from a new process, and never run
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_failed_and_was_deleted_while_nobody_watched_answers_its_first_run() {
+    let env = env().await;
+    let id = submitted_and_left(&env, POD_FAIL, "unseen-pod-fail").await;
+    assert_eq!(id.kind, JobKind::Pod);
+    eventually("the pod failed", || async {
+        let pod = object(&env, &id)?;
+        (pod.pointer("/status/phase")? == "Failed").then_some(())
+    })
+    .await;
+    env.delete_job_as_admin(&id).await;
+    held_while_deleted(&env, &id).await;
+    let outcome = answered_by_a_new_process(&env, &id).await;
+    assert_eq!(
+        (outcome.state, outcome.reason, outcome.exit_code),
+        (JobState::Failed, Reason::Error, Some(3)),
+        "{outcome:#?}"
+    );
+    assert!(outcome.started_at.is_some(), "{outcome:#?}");
+    submitted_again_runs_nothing(&env, POD_FAIL, "unseen-pod-fail", &id, &outcome).await;
+}
+
+/// A bare pod running when someone deleted it, with nobody watching: deleted externally.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_pod_deleted_while_nobody_watched_was_deleted_externally() {
+    running_then_deleted_while_nobody_watched(POD_SLEEP, "unseen-pod-running").await;
+}
+
+/// A bare pod cancelled by a process that exited at once: CANCELLED from a new process, and
+/// never run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_cancelled_by_a_process_that_exited_stays_cancelled() {
+    cancelled_by_a_process_that_exited(POD_SLEEP, "unseen-pod-cancel").await;
+}
+
+/// A bare pod that succeeded, its record then deleted by hand (the pod, its object, kept):
+/// the same answer from a new process, and never run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_whose_record_was_deleted_by_hand_answers_its_first_run() {
+    pods_and_record_deleted_by_hand(
+        "kind: Pod\nname: done\nimage: busybox:1.36\ncommand: [sh, -c, 'echo done']\n",
+        "lost-record-pod",
     )
     .await;
 }
