@@ -100,6 +100,24 @@ impl Marks {
             object_annotations,
         }
     }
+
+    /// The metadata of the job's own object, labelled `labels`: its marks and the spec's
+    /// hash, and kubeferry's finalizer, which holds it until its outcome is recorded.
+    pub(crate) fn object_meta(
+        &self,
+        name: &str,
+        namespace: &str,
+        labels: BTreeMap<String, String>,
+    ) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            labels: Some(labels),
+            annotations: Some(self.object_annotations.clone()),
+            finalizers: Some(vec![RECORD_FINALIZER.to_string()]),
+            ..ObjectMeta::default()
+        }
+    }
 }
 
 /// Builds the Job that runs `spec` for the caller's `job_id`, named `object_name` (see
@@ -110,31 +128,26 @@ pub fn job_manifest(
     object_name: &str,
     namespace: &str,
 ) -> Job {
-    let Marks {
-        labels: pod_labels,
-        annotations: pod_annotations,
-        object_annotations: job_annotations,
-    } = Marks::new(
+    let marks = Marks::new(
         &spec.labels,
         &spec.annotations,
         job_id,
         spec.hash(),
         spec.keep_log,
     );
-    let mut job_labels = pod_labels.clone();
+    let mut job_labels = marks.labels.clone();
     if let Some(queue) = &spec.queue {
         job_labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());
     }
+    let metadata = marks.object_meta(object_name, namespace, job_labels);
+    let Marks {
+        labels: pod_labels,
+        annotations: pod_annotations,
+        ..
+    } = marks;
 
     Job {
-        metadata: ObjectMeta {
-            name: Some(object_name.to_string()),
-            namespace: Some(namespace.to_string()),
-            labels: Some(job_labels),
-            annotations: Some(job_annotations),
-            finalizers: Some(vec![RECORD_FINALIZER.to_string()]),
-            ..ObjectMeta::default()
-        },
+        metadata,
         spec: Some(K8sJobSpec {
             backoff_limit: (spec.retries > 0 || spec.backoff_limit_per_index.is_none())
                 .then(|| i32::try_from(spec.retries).unwrap_or(i32::MAX)),

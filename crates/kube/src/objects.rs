@@ -18,6 +18,7 @@ use tracing::info;
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
+use crate::replies::DryRun;
 
 /// What the protocols need of a resource's objects.
 pub(crate) trait Object:
@@ -108,6 +109,22 @@ impl<K: Object> Objects<K> {
             }
             Err(error) => Err(error),
         }
+    }
+
+    /// `object` as the dry run `mode` shows it, as JSON: as kubeferry built it, or as the API
+    /// server would store it ([`Objects::dry_create`]).
+    pub(crate) async fn dry_run(
+        &self,
+        cluster: &Cluster,
+        object: K,
+        mode: DryRun,
+    ) -> Result<serde_json::Value> {
+        let name = object.meta().name.clone().unwrap_or_default();
+        let object = match mode {
+            DryRun::Client => object,
+            DryRun::Server => self.dry_create(cluster, &object).await?,
+        };
+        crate::manifest::to_json(&object, &format!("{} {}/{name}", self.kind, self.namespace))
     }
 
     /// `object` as the API server would create it, judged by its validation, defaulting,

@@ -210,14 +210,10 @@ impl ContainerJobs {
         mode: DryRun,
     ) -> Result<serde_json::Value> {
         let name = object_name(&self.settings.name_prefix, job_id);
-        let mut job = job_manifest(spec, job_id, &name, namespace);
-        if mode == DryRun::Server {
-            job = self
-                .objects(namespace)
-                .dry_create(&self.base.cluster, &job)
-                .await?;
-        }
-        crate::manifest::to_json(&job, &format!("Job {namespace}/{name}"))
+        let job = job_manifest(spec, job_id, &name, namespace);
+        self.objects(namespace)
+            .dry_run(&self.base.cluster, job, mode)
+            .await
     }
 
     /// The job's status, from the watch cache (one GET on a miss).

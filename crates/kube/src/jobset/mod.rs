@@ -226,15 +226,13 @@ impl JobSets {
         namespace: &str,
         mode: DryRun,
     ) -> Result<serde_json::Value> {
-        let (name, mut object) = planned(spec, job_id, namespace)?;
+        let (_, object) = planned(spec, job_id, namespace)?;
         if mode == DryRun::Server {
             self.check_installed(namespace).await?;
-            object = self
-                .objects(namespace)
-                .dry_create(&self.base.cluster, &object)
-                .await?;
         }
-        crate::manifest::to_json(&object, &format!("JobSet {namespace}/{name}"))
+        self.objects(namespace)
+            .dry_run(&self.base.cluster, object, mode)
+            .await
     }
 
     /// [`Self::submit`], saying whether the job id already named a job (nothing created).

@@ -15,8 +15,6 @@
 //!   told from the pods of kubeferry's Jobs.
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kubeferry_core::marks::RECORD_FINALIZER;
 use kubeferry_core::pod::{BARE_POD_VALUE, KIND_LABEL};
 use kubeferry_core::spec::PodJobSpec;
 
@@ -33,27 +31,17 @@ pub fn pod_manifest(spec: &PodJobSpec, job_id: &str, object_name: &str, namespac
     pod_spec.active_deadline_seconds = spec
         .timeout
         .map(|t| i64::try_from(t.as_secs()).unwrap_or(i64::MAX));
-    let Marks {
-        mut labels,
-        object_annotations,
-        ..
-    } = Marks::new(
+    let marks = Marks::new(
         &spec.labels,
         &spec.annotations,
         job_id,
         spec.hash(),
         spec.keep_log,
     );
+    let mut labels = marks.labels.clone();
     labels.insert(KIND_LABEL.to_string(), BARE_POD_VALUE.to_string());
     Pod {
-        metadata: ObjectMeta {
-            name: Some(object_name.to_string()),
-            namespace: Some(namespace.to_string()),
-            labels: Some(labels),
-            annotations: Some(object_annotations),
-            finalizers: Some(vec![RECORD_FINALIZER.to_string()]),
-            ..ObjectMeta::default()
-        },
+        metadata: marks.object_meta(object_name, namespace, labels),
         spec: Some(pod_spec),
         status: None,
     }

@@ -21,7 +21,9 @@ use kube::api::{Api, ListParams};
 use kubeferry_core::container::ContainerView;
 use kubeferry_core::marks::object_name;
 use kubeferry_core::observation::Mapped;
-use kubeferry_core::pod::{BARE_POD_SELECTOR, BarePodView, PodAction, pod_status};
+use kubeferry_core::pod::{
+    BARE_POD_SELECTOR, BARE_POD_VALUE, BarePodView, KIND_LABEL, PodAction, pod_status,
+};
 use kubeferry_core::spec::PodJobSpec;
 use kubeferry_core::timeline;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
@@ -115,15 +117,10 @@ impl Pods {
         namespace: &str,
         mode: DryRun,
     ) -> Result<serde_json::Value> {
-        let name = self.name(job_id);
-        let mut object = pod_manifest(spec, job_id, &name, namespace);
-        if mode == DryRun::Server {
-            object = self
-                .objects(namespace)
-                .dry_create(&self.base.cluster, &object)
-                .await?;
-        }
-        crate::manifest::to_json(&object, &format!("Pod {namespace}/{name}"))
+        let pod = pod_manifest(spec, job_id, &self.name(job_id), namespace);
+        self.objects(namespace)
+            .dry_run(&self.base.cluster, pod, mode)
+            .await
     }
 
     /// Creates the pod for `spec` under `job_id` in `namespace`, or adopts the one a lost
@@ -187,11 +184,9 @@ impl Pods {
 
 /// `selector` (already narrowed to managed objects) narrowed to bare pods.
 fn bare(selector: &str) -> String {
-    let managed = crate::selector::managed("");
     match selector.trim() {
         "" => BARE_POD_SELECTOR.to_string(),
-        narrower if narrower == managed => BARE_POD_SELECTOR.to_string(),
-        narrower => format!("{narrower},{}", &BARE_POD_SELECTOR[managed.len() + 1..]),
+        narrower => format!("{narrower},{KIND_LABEL}={BARE_POD_VALUE}"),
     }
 }
 

@@ -315,14 +315,10 @@ impl SparkJobs {
         namespace: &str,
         mode: DryRun,
     ) -> Result<serde_json::Value> {
-        let (operator, name, mut object) = self.planned(spec, job_id, namespace).await?;
-        if mode == DryRun::Server {
-            object = self
-                .objects(operator, namespace)
-                .dry_create(&self.base.cluster, &object)
-                .await?;
-        }
-        crate::manifest::to_json(&object, &format!("SparkApplication {namespace}/{name}"))
+        let (operator, _, object) = self.planned(spec, job_id, namespace).await?;
+        self.objects(operator, namespace)
+            .dry_run(&self.base.cluster, object, mode)
+            .await
     }
 
     /// [`Self::submit`], saying whether the job id already named a job (nothing created).
