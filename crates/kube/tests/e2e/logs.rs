@@ -790,11 +790,14 @@ async fn an_empty_log_always_says_why() {
         "{gone}"
     );
 
-    // A job stopped at its deadline.
+    // A job stopped at its deadline once its container started. One whose deadline passes
+    // first never had a log ("no container ever started"): it has time to start under load.
     let late = env
-        .submit(&shell("late", &gate.wait("never-either"), "timeout: 1s"))
+        .submit(&shell("late", &gate.wait("never-either"), "timeout: 3s"))
         .await;
     let pod = env.pod_of(&late).await;
+    env.status_until(&late, "running", is(JobState::Started))
+        .await;
     let (outcome, _) = env.wait(&late).await;
     assert_eq!(outcome.reason, kubeferry_core::Reason::DeadlineExceeded);
     eventually("the late job's pod gone", || async {
