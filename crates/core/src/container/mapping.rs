@@ -1290,7 +1290,7 @@ fn oom_words(memory_limit: Option<&str>) -> String {
     }
 }
 
-fn main_terminated(pod: &PodView) -> Option<&TerminatedView> {
+pub(crate) fn main_terminated(pod: &PodView) -> Option<&TerminatedView> {
     match &pod.main.as_ref()?.state {
         ContainerStateView::Terminated(t) => Some(t),
         _ => None,
@@ -1301,13 +1301,9 @@ fn is_oom(t: &TerminatedView) -> bool {
     t.reason.as_deref() == Some("OOMKilled")
 }
 
-fn is_terminal_phase(pod: &PodView) -> bool {
-    matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed))
-}
-
 /// Whether the attempt is over: a terminal phase or a terminated main container.
 fn has_ended(pod: &PodView) -> bool {
-    is_terminal_phase(pod) || main_terminated(pod).is_some()
+    pod.phase_ended() || main_terminated(pod).is_some()
 }
 
 fn has_succeeded(pod: &PodView) -> bool {

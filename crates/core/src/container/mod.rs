@@ -20,7 +20,7 @@ pub use mapping::{
 };
 pub(crate) use mapping::{
     IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary, last_words,
-    stopped_by_disruption, stopped_exit,
+    main_terminated, stopped_by_disruption, stopped_exit,
 };
 pub use view::{
     COMPLETION_INDEX_KEY, CancelMark, ConditionStatus, ContainerStateView, ContainerView,

@@ -552,6 +552,11 @@ pub struct PodSummary {
 }
 
 impl PodSummary {
+    /// Whether the pod's phase is a terminal one (`Succeeded` or `Failed`).
+    pub fn phase_ended(&self) -> bool {
+        matches!(self.phase, Some(PodPhase::Succeeded | PodPhase::Failed))
+    }
+
     /// The summary of a pod's status alone (none of its metadata).
     pub(crate) fn of_status(status: Option<&PodStatus>) -> Self {
         let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);

@@ -17,9 +17,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::container::view::{ConditionStatus, JobConditionType, JobConditionView};
-use crate::container::{
-    ContainerStateView, JobView, MappingConfig, PodPhase, PodView, stopped_exit,
-};
+use crate::container::{JobView, MappingConfig, PodPhase, PodView, main_terminated, stopped_exit};
 use crate::observation::{self, Action, ManagedMeta, Observation, embeds};
 use crate::status::ExecutionInfo;
 
@@ -185,12 +183,11 @@ fn as_job(view: &BarePodView) -> (JobView, PodView) {
         pod.deletion_timestamp = None;
     }
     let phase = pod.phase.as_ref();
-    let ended = matches!(phase, Some(PodPhase::Succeeded | PodPhase::Failed));
-    let main_finished = main_finished_at(&pod);
+    let main_finished = main_terminated(&pod).and_then(|t| t.finished_at);
     let job = JobView {
         meta,
         conditions: verdict.into_iter().collect(),
-        active: i32::from(!ended && pod.deletion_timestamp.is_none()),
+        active: i32::from(!pod.phase_ended() && pod.deletion_timestamp.is_none()),
         succeeded: i32::from(phase == Some(&PodPhase::Succeeded)),
         failed: i32::from(phase == Some(&PodPhase::Failed)),
         backoff_limit: Some(0),
@@ -214,14 +211,6 @@ fn disrupted_at(pod: &PodView) -> Option<Option<Timestamp>> {
         .map(|c| c.last_transition_time)
 }
 
-/// When the main container's last run ended, if it did.
-fn main_finished_at(pod: &PodView) -> Option<Timestamp> {
-    match &pod.main.as_ref()?.state {
-        ContainerStateView::Terminated(t) => t.finished_at,
-        _ => None,
-    }
-}
-
 /// The verdict a Job controller would give its one pod without retries: success once the pod
 /// succeeded; failure once it failed, at its deadline (`DeadlineExceeded`), by a disruption
 /// (the FailJob rule on `DisruptionTarget`, also for a disrupted pod being deleted or gone
@@ -236,7 +225,7 @@ fn verdict(view: &BarePodView) -> Option<JobConditionView> {
         message,
         last_transition_time: at,
     };
-    let finished = main_finished_at(pod);
+    let finished = main_terminated(pod).and_then(|t| t.finished_at);
     let disrupted = disrupted_at(pod);
     let stopping = pod.deletion_timestamp.is_some();
     match pod.phase.as_ref() {
@@ -277,13 +266,10 @@ fn ended_before_deletion(pod: &PodView) -> bool {
     let Some(requested) = pod.deletion_requested_at() else {
         return false;
     };
-    match pod.main.as_ref().map(|main| &main.state) {
-        Some(ContainerStateView::Terminated(t)) => {
-            !stopped_exit(t.exit_code, t.reason.as_deref())
-                && t.finished_at.is_some_and(|end| end <= requested)
-        }
-        _ => false,
-    }
+    main_terminated(pod).is_some_and(|t| {
+        !stopped_exit(t.exit_code, t.reason.as_deref())
+            && t.finished_at.is_some_and(|end| end <= requested)
+    })
 }
 
 /// When a deadline of `seconds` from `start` passed.

@@ -13,7 +13,7 @@ use jiff::Timestamp;
 use super::reading::{Progress, Reading, ReadingKind, Verdict};
 use super::view::{DriverView, SparkAppView, SparkStatus};
 use crate::clock::{Clock, Resolution, deadline};
-use crate::container::view::{ContainerStateView, ContainerView, PodPhase, TerminatedView};
+use crate::container::view::{ContainerStateView, ContainerView, TerminatedView};
 use crate::container::{
     IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary, last_words,
     stopped_by_disruption, stopped_exit,
@@ -616,9 +616,7 @@ fn decided_after(at: Option<Timestamp>, stop: Option<Stop>) -> bool {
 
 /// Whether a driver pod may still run the application: not ended and not being deleted.
 pub(super) fn driver_runs(driver: &DriverView) -> bool {
-    driver.deletion_timestamp.is_none()
-        && !matches!(driver.phase, Some(PodPhase::Succeeded | PodPhase::Failed))
-        && terminated(driver).is_none()
+    driver.deletion_timestamp.is_none() && !driver.phase_ended() && terminated(driver).is_none()
 }
 
 fn terminated(driver: &DriverView) -> Option<&TerminatedView> {

@@ -149,7 +149,7 @@ pub(crate) fn pod_job(job: &ContainerJob) -> Vec<Found> {
         (
             "podFailurePolicy",
             job.pod_failure_policy != Default::default(),
-            "is the Job controller's; a pod's first failure is its outcome",
+            "the Job controller applies it; a pod's first failure is its outcome",
         ),
         (
             "ttlAfterFinished",
