@@ -308,6 +308,28 @@ impl Cluster {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The objects of `api` (of `namespace`, or of every namespace when `None`, as `api` is
+    /// scoped) that match the label `selector`, as the API server lists them now; errors name
+    /// `resource`.
+    pub(crate) async fn list<K>(
+        &self,
+        api: &kube::Api<K>,
+        resource: &'static str,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<K>>
+    where
+        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        let params = kube::api::ListParams::default().labels(selector);
+        let op = Op::collection(
+            "list",
+            resource,
+            namespace.unwrap_or(crate::error::ALL_NAMESPACES),
+        );
+        Ok(self.call(&op, true, || api.list(&params)).await?.items)
+    }
+
     /// Runs one API operation with the cluster's retry policy, recording reachability, and
     /// turns its failure into an [`Error`] that names what was attempted.
     pub(crate) async fn call<T, F, Fut>(

@@ -66,6 +66,8 @@ pub mod retry;
 pub mod selector;
 mod settling;
 mod spark;
+#[cfg(test)]
+mod testing;
 pub mod tracker;
 
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation};

@@ -701,22 +701,14 @@ async fn expire(records: Weak<Records>, watch: Weak<Reflector<Kept>>, namespace:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{ClusterSettings, Kubeconfig};
+    use crate::testing::{connect, eventually};
     use kubeferry_core::Reason;
     use kubeferry_sim::{SimCluster, SimConfig};
 
     /// Another process's records of the simulated cluster.
     async fn process(sim: &SimCluster) -> Arc<Records> {
-        let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml("sim")).expect("parses");
-        let settings = ClusterSettings {
-            retry: crate::retry::RetryPolicy::fast(),
-            ..ClusterSettings::default()
-        };
-        let cluster = Cluster::from_kubeconfig(kubeconfig, None, Some("sim"), settings)
-            .await
-            .expect("connects");
         Records::new(
-            cluster,
+            connect(sim).await,
             ReflectorSettings::default(),
             RecordSettings::default(),
             Duration::from_secs(10),
@@ -738,16 +730,6 @@ mod tests {
         }
     }
 
-    async fn until<T>(what: &str, check: impl Fn() -> Option<T>) -> T {
-        for _ in 0..400 {
-            if let Some(value) = check() {
-                return value;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("{what} did not happen");
-    }
-
     /// Deletes the record by hand, and waits until `watcher` saw it go.
     async fn delete_by_hand(watcher: &Arc<Records>) {
         let name = record_name(JobKind::Job, "j-1");
@@ -756,7 +738,7 @@ mod tests {
             .await
             .expect("deleted");
         let watch = watcher.watch("default");
-        until("the deletion seen", || watch.tombstone(&name).map(|_| ())).await;
+        eventually("the deletion seen", || watch.tombstone(&name).map(|_| ())).await;
     }
 
     #[tokio::test]
@@ -770,7 +752,7 @@ mod tests {
         evicted.exit_code = Some(143);
         let kept = first.keep("default", record(&disrupted, 0), false).await;
         assert_eq!(kept.unwrap(), disrupted);
-        until("the record seen", || watch.get(&name).map(|_| ())).await;
+        eventually("the record seen", || watch.get(&name).map(|_| ())).await;
         delete_by_hand(&other).await;
         // Another process reads the same run's end otherwise (its copy of the object older,
         // its pods gone): the record is written again as it was, and answered.
@@ -782,7 +764,7 @@ mod tests {
         // saw the record deleted too, is recorded as it ended.
         let third = process(&sim).await;
         let third_watch = third.watch("default");
-        until("the record seen again", || {
+        eventually("the record seen again", || {
             third_watch.get(&name).map(|_| ())
         })
         .await;

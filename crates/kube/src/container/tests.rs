@@ -12,8 +12,7 @@ use kubeferry_sim::{SimCluster, SimConfig};
 
 use super::*;
 use crate::CancelOutcome;
-use crate::cluster::{ClusterSettings, Kubeconfig};
-use crate::retry::RetryPolicy;
+use crate::testing::{connect, eventually};
 
 async fn backend(sim: &SimCluster) -> ContainerJobs {
     backend_rechecking(sim, Duration::from_millis(20)).await
@@ -34,14 +33,7 @@ async fn backend_rechecking(sim: &SimCluster, recheck_interval: Duration) -> Con
 
 /// A backend with `settings`.
 async fn backend_with(sim: &SimCluster, settings: ContainerSettings) -> ContainerJobs {
-    let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml("sim")).expect("parses");
-    let cluster_settings = ClusterSettings {
-        retry: RetryPolicy::fast(),
-        ..ClusterSettings::default()
-    };
-    let cluster = Cluster::from_kubeconfig(kubeconfig, None, Some("sim"), cluster_settings)
-        .await
-        .expect("connects");
+    let cluster = connect(sim).await;
     let records = crate::records::Records::new(
         cluster.clone(),
         settings.reflector.clone(),
@@ -49,20 +41,6 @@ async fn backend_with(sim: &SimCluster, settings: ContainerSettings) -> Containe
         Duration::from_secs(10),
     );
     ContainerJobs::new(cluster, settings, records)
-}
-
-async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let end = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < end,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// A running job named `name` whose container waits for its gate (a file) to open, then exits

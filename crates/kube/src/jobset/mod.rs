@@ -18,7 +18,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject};
 use kubeferry_core::container::{ContainerView, MappingConfig};
 use kubeferry_core::jobset::{
     ChildJobView, JOBSET_GROUP, JOBSET_NAME_LABEL, JOBSET_VERSION, JOBSETS, JobSetAction,
@@ -33,7 +33,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::cluster::{Cluster, Op};
-use crate::error::{ALL_NAMESPACES, Error, Result};
+use crate::error::{Error, Result};
 use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects, Watches};
 use crate::manifest::MAIN_CONTAINER;
@@ -290,8 +290,6 @@ impl JobSets {
             "" => children_selector(),
             narrower => format!("{},{narrower}", children_selector()),
         };
-        let params = ListParams::default().labels(&selector);
-        let scope = namespace.unwrap_or(ALL_NAMESPACES);
         let (jobs_api, pods_api): (Api<Job>, Api<Pod>) = match namespace {
             Some(namespace) => (
                 Api::namespaced(self.base.cluster.client().clone(), namespace),
@@ -302,20 +300,10 @@ impl JobSets {
                 Api::all(self.base.cluster.client().clone()),
             ),
         };
-        let op = Op::collection("list", JOBS, scope);
-        let jobs = self
-            .base
-            .cluster
-            .call(&op, true, || jobs_api.list(&params))
-            .await?;
-        let op = Op::collection("list", PODS, scope);
-        let pods = self
-            .base
-            .cluster
-            .call(&op, true, || pods_api.list(&params))
-            .await?;
+        let cluster = &self.base.cluster;
+        let jobs = cluster.list(&jobs_api, JOBS, namespace, &selector).await?;
+        let pods = cluster.list(&pods_api, PODS, namespace, &selector).await?;
         let jobs = jobs
-            .items
             .iter()
             .filter_map(|job| {
                 let view = ChildJobView::from(job);
@@ -323,7 +311,6 @@ impl JobSets {
             })
             .collect();
         let pods = pods
-            .items
             .iter()
             .filter_map(|pod| {
                 let (jobset, view) = ChildPod::of(pod)?;
@@ -396,14 +383,10 @@ impl JobSets {
             Some(namespace) => self.objects(namespace).api,
             None => Api::all_with(self.base.cluster.client().clone(), &api_resource()),
         };
-        let params = ListParams::default().labels(selector);
-        let op = Op::collection("list", RESOURCE, namespace.unwrap_or(ALL_NAMESPACES));
-        let list = self
-            .base
+        self.base
             .cluster
-            .call(&op, true, || api.list(&params))
-            .await?;
-        Ok(list.items)
+            .list(&api, RESOURCE, namespace, selector)
+            .await
     }
 
     /// The first replicated job of the job's JobSet, as its spec lists them (the one whose

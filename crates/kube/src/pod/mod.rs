@@ -17,7 +17,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kubeferry_core::container::ContainerView;
 use kubeferry_core::marks::object_name;
 use kubeferry_core::observation::Mapped;
@@ -29,9 +29,9 @@ use kubeferry_core::timeline;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tracing::debug;
 
-use crate::cluster::{Cluster, Op};
+use crate::cluster::Cluster;
 use crate::container::ContainerSettings;
-use crate::error::{ALL_NAMESPACES, Result};
+use crate::error::Result;
 use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
 use crate::executor::Placement;
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
@@ -171,14 +171,10 @@ impl Pods {
             Some(namespace) => Api::namespaced(self.base.cluster.client().clone(), namespace),
             None => Api::all(self.base.cluster.client().clone()),
         };
-        let params = ListParams::default().labels(&bare(selector));
-        let op = Op::collection("list", RESOURCE, namespace.unwrap_or(ALL_NAMESPACES));
-        let list = self
-            .base
+        self.base
             .cluster
-            .call(&op, true, || api.list(&params))
-            .await?;
-        Ok(list.items)
+            .list(&api, RESOURCE, namespace, &bare(selector))
+            .await
     }
 }
 
@@ -241,17 +237,14 @@ impl Kind for Pods {
         else {
             return Ok(None);
         };
+        let view = BarePodView::from(&pod);
+        let ended = self.work_ended(&view, &());
         let found = Found {
-            observed: Seen::Present(BarePodView::from(&pod)),
+            observed: Seen::Present(view),
             parts: (),
             listed: true,
         };
         let status = self.evaluate(id, found, Acting::Delegate).await?.info;
-        let ended = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.phase.as_deref())
-            .is_some_and(|phase| matches!(phase, "Succeeded" | "Failed"));
         Ok(Some(Current {
             objects: self.objects(&id.namespace),
             meta: pod.metadata,
@@ -425,13 +418,7 @@ impl Evaluates for Pods {
 
     /// The pod itself says its work ended (its phase), its outcome perhaps not decided yet.
     fn work_ended(&self, view: &BarePodView, _parts: &()) -> bool {
-        matches!(
-            view.pod.phase,
-            Some(
-                kubeferry_core::container::PodPhase::Succeeded
-                    | kubeferry_core::container::PodPhase::Failed
-            )
-        )
+        view.pod.phase_ended()
     }
 }
 

@@ -544,15 +544,10 @@ impl SparkJobs {
             Some(namespace) => self.objects(operator, namespace).api,
             None => Api::all_with(self.base.cluster.client().clone(), &api_resource(operator)),
         };
-        let params = ListParams::default().labels(selector);
-        let scope = namespace.unwrap_or(ALL_NAMESPACES);
-        let op = Op::collection("list", resource(operator), scope);
-        let list = self
-            .base
+        self.base
             .cluster
-            .call(&op, true, || api.list(&params))
-            .await?;
-        Ok(list.items)
+            .list(&api, resource(operator), namespace, selector)
+            .await
     }
 
     /// Every managed driver pod of a namespace (of every namespace when `None`).

@@ -12,7 +12,9 @@ use kubeferry_kube::{Error, SelectorEvent};
 use kubeferry_sim::{CrdBundle, SimConfig};
 
 use crate::reads::answers_reading_only;
-use crate::support::{Env, Gate, NS, Settings, eventually, is, status_until};
+use crate::support::{
+    Env, Gate, NS, Settings, eventually, is, status_until, until_a_round_reads_only,
+};
 
 /// As a container job's pod is OOM-killed in the other tests: 256 MiB against a 64 MiB limit.
 const OOM: &str = "python3 -c 'import time; x = b\"x\" * (256 * 1024 * 1024); time.sleep(30)'";
@@ -388,14 +390,7 @@ async fn status_queries_of_jobsets_only_read() {
     .await;
     let ids = [&running, &finished, &failing, &cancelled];
     // Once the watches are open, a round of queries asks the cluster nothing ...
-    eventually("a round of status queries that asks nothing", || async {
-        env.sim.reset_counters();
-        for id in ids {
-            env.executor.status(id).await.expect("a status");
-        }
-        env.sim.counters().values().all(|n| *n == 0).then_some(())
-    })
-    .await;
+    until_a_round_reads_only(&env, &ids).await;
     // ... and neither do a thousand more.
     let answers = answers_reading_only(&env.executor, &env.sim, &ids, 250).await;
     assert_eq!(

@@ -15,7 +15,9 @@ use kubeferry_kube::CancelOutcome;
 use kubeferry_sim::SimConfig;
 
 use crate::reads::answers_reading_only;
-use crate::support::{Env, Gate, NS, Settings, eventually, is, spec_of, status_until};
+use crate::support::{
+    Env, Gate, NS, Settings, eventually, is, spec_of, status_until, until_a_round_reads_only,
+};
 
 /// A bare pod running `script` with `sh -c`, with more YAML fields appended.
 fn pod(name: &str, script: &str, extra: &str) -> String {
@@ -323,14 +325,7 @@ async fn status_queries_of_pods_only_read() {
     .await;
     let ids = [&started, &finished, &failing, &cancelled];
     // Once the watches are open, a round of queries asks the cluster nothing ...
-    eventually("a round of status queries that asks nothing", || async {
-        env.sim.reset_counters();
-        for id in ids {
-            env.executor.status(id).await.expect("a status");
-        }
-        env.sim.counters().values().all(|n| *n == 0).then_some(())
-    })
-    .await;
+    until_a_round_reads_only(&env, &ids).await;
     // ... and neither do a thousand more.
     let answers = answers_reading_only(&env.executor, &env.sim, &ids, 250).await;
     assert_eq!(

@@ -285,6 +285,19 @@ where
     eventually_within(DEADLINE, Duration::from_millis(20), what, check).await
 }
 
+/// Waits until a round of status queries of `ids` asks the cluster nothing: the watches are
+/// open and current.
+pub async fn until_a_round_reads_only(env: &Env, ids: &[&ExecutionId]) {
+    eventually("a round of status queries that asks nothing", || async {
+        env.sim.reset_counters();
+        for id in ids {
+            env.executor.status(id).await.expect("a status");
+        }
+        env.sim.counters().values().all(|n| *n == 0).then_some(())
+    })
+    .await;
+}
+
 /// Whether a status is in `state`.
 pub fn is(state: JobState) -> impl Fn(&ExecutionInfo) -> bool {
     move |info| info.state == state
