@@ -113,36 +113,33 @@ fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// Whether any of the object's status conditions passes `test`.
+fn any_condition(object: &Value, test: impl Fn(&Value) -> bool) -> bool {
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|list| list.iter().any(test))
+}
+
 fn is_disrupted(pod: &Value) -> bool {
     let reason = str_at(pod, "/status/reason");
     matches!(reason, "Evicted" | "Preempted" | "NodeLost")
-        || pod
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .is_some_and(|list| {
-                list.iter().any(|c| {
-                    c.get("type").and_then(Value::as_str) == Some("DisruptionTarget")
-                        && c.get("status").and_then(Value::as_str) == Some("True")
-                })
-            })
+        || any_condition(pod, |c| {
+            str_at(c, "/type") == "DisruptionTarget" && str_at(c, "/status") == "True"
+        })
 }
 
 /// Whether the kubelet itself is stopping the pod's containers: its node-pressure eviction,
 /// written with the pod's failure (`TerminationByKubelet`, reason `Evicted`), or a lost node.
 fn stopped_by_kubelet(pod: &Value) -> bool {
     matches!(str_at(pod, "/status/reason"), "Evicted" | "NodeLost")
-        || pod
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .is_some_and(|list| {
-                list.iter().any(|c| {
-                    c.get("type").and_then(Value::as_str) == Some("DisruptionTarget")
-                        && matches!(
-                            c.get("reason").and_then(Value::as_str),
-                            Some("TerminationByKubelet" | "DeletionByTaintManager")
-                        )
-                })
-            })
+        || any_condition(pod, |c| {
+            str_at(c, "/type") == "DisruptionTarget"
+                && matches!(
+                    str_at(c, "/reason"),
+                    "TerminationByKubelet" | "DeletionByTaintManager"
+                )
+        })
 }
 
 /// The container whose end is the job's: `main` of a container job, the Spark driver's.
@@ -227,17 +224,9 @@ fn object_change(
         .is_some_and(|list| list.iter().any(|f| f == RECORD_FINALIZER));
     let phase = str_at(object, "/status/phase");
     job.job_finished |= (bare && matches!(phase, "Succeeded" | "Failed"))
-        || object
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .is_some_and(|list| {
-                list.iter().any(|c| {
-                    matches!(
-                        c.get("type").and_then(Value::as_str),
-                        Some("Complete" | "Failed")
-                    ) && c.get("status").and_then(Value::as_str) == Some("True")
-                })
-            });
+        || any_condition(object, |c| {
+            matches!(str_at(c, "/type"), "Complete" | "Failed") && str_at(c, "/status") == "True"
+        });
     let cancelled = object
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(CANCEL_ANNOTATION))
@@ -257,22 +246,14 @@ fn object_change(
         job.gone_after_cancel |= cancelled;
     }
     // A bare pod's deadline is the kubelet's: the pod fails with reason DeadlineExceeded.
+    // The Job controller's verdict is its FailureTarget condition; the Failed one follows once
+    // the pods stopped (a Job deleted meanwhile, by a cancel, never gets it).
     let deadline = (bare && str_at(object, "/status/reason") == "DeadlineExceeded")
-        || object
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .is_some_and(|list| {
-                // The Job controller's verdict is its FailureTarget condition; the Failed one
-                // follows once the pods stopped (a Job deleted meanwhile, by a cancel, never
-                // gets it).
-                list.iter().any(|c| {
-                    matches!(
-                        c.get("type").and_then(Value::as_str),
-                        Some("Failed" | "FailureTarget")
-                    ) && c.get("status").and_then(Value::as_str) != Some("False")
-                        && c.get("reason").and_then(Value::as_str) == Some("DeadlineExceeded")
-                })
-            });
+        || any_condition(object, |c| {
+            matches!(str_at(c, "/type"), "Failed" | "FailureTarget")
+                && str_at(c, "/status") != "False"
+                && str_at(c, "/reason") == "DeadlineExceeded"
+        });
     if deadline && job.deadline_rv.is_none() {
         job.deadline_rv = Some(event.rv);
     }
