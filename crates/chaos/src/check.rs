@@ -173,6 +173,10 @@ pub struct Truth {
     /// administrator) before the job's outcome was recorded: what only the pod showed went
     /// with it before any replica's answer stood (a terminal answer is given once recorded).
     pub pod_gone_unrecorded: bool,
+    /// The main container was OOM-killed while its pod was being stopped, in the second its
+    /// disruption began, and before the job's outcome was recorded its pod already showed
+    /// the deletion's grace period cut to 0: the picture of a kill before the disruption.
+    pub stop_order_hidden: bool,
     /// What happened, in words, for the evidence.
     pub story: String,
 }
@@ -203,7 +207,7 @@ pub struct Violation {
 
 /// What no process could have read from the API: kept apart from the violations, with their
 /// evidence, so that a run still shows how often it happens.
-const BEYOND_THE_API: &[&str] = &["oom-unreadable"];
+const BEYOND_THE_API: &[&str] = &["oom-unreadable", "order-unreadable"];
 
 impl Violation {
     /// Whether what was seen is beyond what the API showed anyone (see [`BEYOND_THE_API`]).
@@ -224,6 +228,20 @@ fn oom_unreadable(truth: &Truth, seen: &Seen) -> bool {
         && truth.allowed.iter().any(|allowed| {
             matches!(allowed, Allowed::Failed { exit_code, oom: true } if seen.exit_code == Some(*exit_code))
         })
+}
+
+/// An OOM kill during a disruption's stop answered as the OOM kill, when the API no longer
+/// showed the order by the time the outcome was recorded: the kill, the disruption's
+/// condition and the deletion share one second, and the kubelet's final delete has set the
+/// grace period to 0, so the pod reads as one OOM-killed and then evicted at once (an ended
+/// pod is deleted with no grace). Only a process that kept the pod's earlier state could
+/// tell; kubeferry answers from what the API shows (docs/statuses.md, "Disruptions after the
+/// container's own end"). Replicas that disagree are still a violation.
+fn order_unreadable(truth: &Truth, seen: &Seen) -> bool {
+    truth.stop_order_hidden
+        && seen.state == "FAILED"
+        && seen.reason == "OomKilled"
+        && truth.allowed.contains(&Allowed::Infrastructure)
 }
 
 /// A job's scenario, truth and answers, as the evidence shows them.
@@ -386,6 +404,8 @@ pub fn check_job(
             violation(
                 if oom_unreadable(truth, seen) {
                     "oom-unreadable"
+                } else if order_unreadable(truth, seen) {
+                    "order-unreadable"
                 } else {
                     "wrong-outcome"
                 },
@@ -496,6 +516,7 @@ mod tests {
                 }],
                 gone_after_cancel: false,
                 pod_gone_unrecorded: false,
+                stop_order_hidden: false,
                 story: "main exited 3 (Error)".into(),
             },
             answers: vec![
@@ -577,6 +598,58 @@ mod tests {
                 && a.replica == 1
             {
                 seen.reason = "OomKilled".into();
+            }
+        }
+        let kinds: Vec<_> = check_job("a", &history, false)
+            .into_iter()
+            .filter(|v| !v.beyond_the_api())
+            .map(|v| v.kind)
+            .collect();
+        assert!(kinds.contains(&"replicas-disagree"), "{kinds:?}");
+    }
+
+    #[test]
+    fn an_oom_kill_whose_order_the_api_hid_is_beyond_it_and_a_disagreement_is_not() {
+        let killed_while_stopping = |hidden: bool| {
+            let mut history = failed_with_3();
+            history.truth.allowed = vec![Allowed::Infrastructure];
+            history.truth.stop_order_hidden = hidden;
+            for a in &mut history.answers {
+                if let Said::Job(seen) = &mut a.said
+                    && seen.is_terminal()
+                {
+                    seen.reason = "OomKilled".into();
+                    seen.exit_code = Some(137);
+                }
+            }
+            history
+        };
+        // Every replica read the kill as the container's own, the order hidden: apart.
+        let found = check_job("a", &killed_while_stopping(true), false);
+        assert_eq!(
+            found.iter().map(|v| v.kind).collect::<Vec<_>>(),
+            ["order-unreadable"]
+        );
+        assert!(found[0].beyond_the_api());
+        // The order still readable when the outcome was recorded: a wrong outcome.
+        let found = check_job("a", &killed_while_stopping(false), false);
+        assert_eq!(
+            found.iter().map(|v| v.kind).collect::<Vec<_>>(),
+            ["wrong-outcome"]
+        );
+        // One replica said the disruption: the answers disagree, a violation.
+        let mut history = killed_while_stopping(true);
+        for a in &mut history.answers {
+            if let Said::Job(seen) = &mut a.said
+                && seen.is_terminal()
+                && a.replica == 1
+            {
+                *seen = Seen {
+                    state: "FAILED".into(),
+                    reason: "Evicted".into(),
+                    exit_code: Some(137),
+                    failure_class: Some("infrastructure".into()),
+                };
             }
         }
         let kinds: Vec<_> = check_job("a", &history, false)

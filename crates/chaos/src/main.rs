@@ -27,7 +27,11 @@
 //! beyond_the_api=N`, then the evidence of each violation, and exits 1 when any was found
 //! (or a seed could not run). Beyond the API, counted and shown apart, never a failure: an
 //! OOM kill answered as its exit code 137 by every replica, its pod gone before any read it
-//! (only the pod carried `OOMKilled`; the Job's verdict names the code alone). The schedule
+//! (only the pod carried `OOMKilled`; the Job's verdict names the code alone); and an OOM
+//! kill during a disruption's stop answered as the OOM kill by every replica, when by the
+//! time the outcome was recorded the kill, the disruption and the deletion shared a second
+//! and the kubelet's final delete had cut the grace period to 0 (the picture of a pod killed
+//! first and evicted at once: docs/statuses.md, "Disruptions after the container's own end"). The schedule
 //! (jobs, faults, kills and their times) comes from the seed alone, so a failing seed reruns
 //! the same schedule with `--seed N`; the timing of the cluster and the replicas is real, so
 //! a narrow race may need a few reruns.

@@ -70,6 +70,9 @@ struct JobFacts {
     /// kubelet stops containers then, not at a disruption's condition.
     pod_deleting_rv: Option<u64>,
     image_failure_rv: Option<u64>,
+    /// When a pod of the job first showed an OOM kill whose order against its disruption and
+    /// its deletion whole seconds cannot tell ([`stop_order_hidden`]).
+    stop_order_hidden_rv: Option<u64>,
     termination: Option<Termination>,
     /// Pods not ended yet, by (namespace, name).
     running: HashSet<(String, String)>,
@@ -153,6 +156,35 @@ fn main_container(pod: &Value) -> Option<&Value> {
                 Some("main" | "spark-kubernetes-driver")
             )
         })
+}
+
+/// Whether a pod shows an OOM kill in the second its disruption began and its deletion was
+/// asked, the deletion's grace period 0: the picture of a pod OOM-killed first and then
+/// evicted at once (an ended pod is deleted with no grace), and also of one killed while it
+/// was being stopped once the kubelet's final delete cut the grace to 0 (the API server's
+/// `BeforeDelete` moves deletionTimestamp back to the request and sets the grace it was
+/// given). Whole seconds cannot order the kill and the disruption in it.
+fn stop_order_hidden(pod: &Value) -> bool {
+    let second = |at: &str| at.get(..19).map(str::to_string);
+    let Some(finished) = main_container(pod)
+        .and_then(|c| c.pointer("/state/terminated"))
+        .filter(|t| str_at(t, "/reason") == "OOMKilled")
+        .and_then(|t| second(str_at(t, "/finishedAt")))
+    else {
+        return false;
+    };
+    let disrupted_then = any_condition(pod, |c| {
+        str_at(c, "/type") == "DisruptionTarget"
+            && str_at(c, "/status") == "True"
+            && second(str_at(c, "/lastTransitionTime")).as_ref() == Some(&finished)
+    });
+    let grace = pod
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    disrupted_then
+        && grace == 0
+        && second(str_at(pod, "/metadata/deletionTimestamp")).as_ref() == Some(&finished)
 }
 
 /// The uid of a pod's controller (its Job, or a driver's SparkApplication).
@@ -382,6 +414,12 @@ impl Observer {
                             || stopped_by_kubelet(object),
                     });
                 }
+                if job.stop_order_hidden_rv.is_none()
+                    && event.event_type != EventType::Deleted
+                    && stop_order_hidden(object)
+                {
+                    job.stop_order_hidden_rv = Some(event.rv);
+                }
                 let phase = str_at(object, "/status/phase");
                 let ended = matches!(phase, "Succeeded" | "Failed") || deleting;
                 if event.event_type == EventType::Deleted {
@@ -549,6 +587,12 @@ impl Observer {
         if let Some(rv) = job.pod_deleting_rv {
             story.push(format!("pod's deletion asked at rv {rv}"));
         }
+        if let Some(rv) = job.stop_order_hidden_rv {
+            story.push(format!(
+                "from rv {rv} the pod showed its OOM kill, disruption and deletion in one \
+                 second, with no grace"
+            ));
+        }
         if before_natural(job.disrupted_rv) {
             allowed.push(Allowed::Infrastructure);
         }
@@ -606,6 +650,13 @@ impl Observer {
             pod_gone_unrecorded: job
                 .pod_deleted_rv
                 .is_some_and(|deleted| job.recorded_rv.is_none_or(|recorded| deleted < recorded)),
+            stop_order_hidden: job.termination.as_ref().is_some_and(|t| {
+                t.reason == "OOMKilled"
+                    && natural.is_none()
+                    && job
+                        .stop_order_hidden_rv
+                        .is_some_and(|rv| job.recorded_rv.is_none_or(|recorded| rv < recorded))
+            }),
             allowed,
             story: story.join(", "),
         }
@@ -712,6 +763,80 @@ mod tests {
         recorded(&observer, 3);
         pod_deleted(&observer, 4);
         assert!(!observer.truth("a").pod_gone_unrecorded);
+    }
+
+    #[test]
+    fn an_oom_kill_during_a_stop_is_hidden_once_the_grace_is_cut_before_the_record() {
+        const S: &str = "2026-01-01T00:00:07Z";
+        // The pod `j-1` of the Job `u1`, evicted in second S and being deleted with `grace`
+        // (deletionTimestamp S once it is 0, as the kubelet's final delete leaves it).
+        let evicted = |observer: &Observer, rv: u64, grace: i64, main: Value| {
+            let mut object = json!({
+                "metadata": {
+                    "name": "j-1", "uid": "pod-j-1",
+                    "labels": {"batch.kubernetes.io/job-name": "j"},
+                    "ownerReferences": [{"kind": "Job", "name": "j", "uid": "u1", "controller": true}],
+                    "deletionTimestamp": if grace == 0 { S } else { "2026-01-01T00:00:37Z" },
+                    "deletionGracePeriodSeconds": grace,
+                },
+                "spec": {"nodeName": "sim-node-1"},
+                "status": {
+                    "phase": "Running",
+                    "conditions": [{"type": "DisruptionTarget", "status": "True",
+                        "reason": "EvictionByEvictionAPI", "lastTransitionTime": S}],
+                    "containerStatuses": [{"name": "main", "state": main}],
+                },
+            });
+            if main.get("terminated").is_some() {
+                object["status"]["phase"] = json!("Failed");
+            }
+            core_change(observer, rv, EventType::Modified, ("pods", "j-1"), &object);
+        };
+        let oom = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": S}});
+        let recorded = |observer: &Observer, rv| {
+            let object = json!({"metadata": {
+                "labels": {RECORD_LABEL: RECORD_LABEL_VALUE},
+                "annotations": {JOB_ID_ANNOTATION: "a"},
+            }});
+            core_change(
+                observer,
+                rv,
+                EventType::Added,
+                ("configmaps", "rec"),
+                &object,
+            );
+        };
+        let story = |record_at: u64| {
+            let observer = observer_with_job();
+            evicted(&observer, 2, 30, json!({"running": {}}));
+            evicted(&observer, 3, 30, oom.clone());
+            // The kubelet's final delete: the grace cut to 0.
+            evicted(&observer, 5, 0, oom.clone());
+            recorded(&observer, record_at);
+            observer.truth("a")
+        };
+        // Recorded after the grace was cut: the order was hidden from the recorder.
+        let hidden = story(6);
+        assert_eq!(
+            hidden.allowed,
+            vec![Allowed::Infrastructure],
+            "{}",
+            hidden.story
+        );
+        assert!(hidden.stop_order_hidden);
+        // Recorded while the pod still showed its deletion's grace: the order was readable.
+        let readable = story(4);
+        assert_eq!(readable.allowed, vec![Allowed::Infrastructure]);
+        assert!(!readable.stop_order_hidden);
+        // A kill in a later second than the disruption: no tie to hide anything.
+        let observer = observer_with_job();
+        evicted(&observer, 2, 30, json!({"running": {}}));
+        let later = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled",
+            "finishedAt": "2026-01-01T00:00:08Z"}});
+        evicted(&observer, 3, 30, later.clone());
+        evicted(&observer, 5, 0, later);
+        recorded(&observer, 6);
+        assert!(!observer.truth("a").stop_order_hidden);
     }
 
     /// A pod of the Job `uid`.
