@@ -357,18 +357,14 @@ impl Cluster {
     /// Runs an operation the API server proxies to a node's kubelet (container logs) with the
     /// cluster's retry policy. Its failures say nothing about the API server itself (a
     /// kubelet that is slow or gone, a long read timing out), so unlike [`Cluster::call`] it
-    /// never opens the unreachable window that makes status queries fail fast.
-    pub(crate) async fn call_proxied<T, F, Fut>(
-        &self,
-        op: &Op,
-        retry_no_response: bool,
-        attempt: F,
-    ) -> Result<T>
+    /// never opens the unreachable window that makes status queries fail fast. A read, it is
+    /// retried also when no response came.
+    pub(crate) async fn call_proxied<T, F, Fut>(&self, op: &Op, attempt: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, kube::Error>>,
     {
-        self.run_bounded(op, retry_no_response, attempt)
+        self.run_bounded(op, true, attempt)
             .await
             .map_err(|exhausted| self.error(op, exhausted))
     }

@@ -45,8 +45,8 @@ use kubeferry_core::marks::{
     MANAGED_BY_LABEL, MANAGED_BY_VALUE, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, job_id_label_value,
 };
 use kubeferry_core::spec::{
-    ContainerJobSpec, EnvValue, EnvVar, Quantity, Resources, SHARED_MEMORY_PATH, Sidecar,
-    Toleration,
+    ContainerJobSpec, EnvValue, EnvVar, JobSetSpec, PodJobSpec, Quantity, Resources,
+    SHARED_MEMORY_PATH, Sidecar, SparkJobSpec, Toleration,
 };
 
 pub use kubeferry_core::container::MAIN_CONTAINER;
@@ -76,8 +76,26 @@ pub(crate) struct Marks {
     pub(crate) object_annotations: BTreeMap<String, String>,
 }
 
+/// A job file's spec, whose labels, annotations, hash and log keeping mark its objects.
+pub(crate) trait Marked {
+    /// The marks of the objects that run the spec for the caller's `job_id`.
+    fn marks(&self, job_id: &str) -> Marks;
+}
+
+// Every spec type says the same four things, under the same names.
+macro_rules! marked {
+    ($($spec:ty),+) => {$(
+        impl Marked for $spec {
+            fn marks(&self, job_id: &str) -> Marks {
+                Marks::new(&self.labels, &self.annotations, job_id, self.hash(), self.keep_log)
+            }
+        }
+    )+};
+}
+marked!(ContainerJobSpec, PodJobSpec, SparkJobSpec, JobSetSpec);
+
 impl Marks {
-    pub(crate) fn new(
+    fn new(
         labels: &BTreeMap<String, String>,
         annotations: &BTreeMap<String, String>,
         job_id: &str,
@@ -128,13 +146,7 @@ pub fn job_manifest(
     object_name: &str,
     namespace: &str,
 ) -> Job {
-    let marks = Marks::new(
-        &spec.labels,
-        &spec.annotations,
-        job_id,
-        spec.hash(),
-        spec.keep_log,
-    );
+    let marks = spec.marks(job_id);
     let mut job_labels = marks.labels.clone();
     if let Some(queue) = &spec.queue {
         job_labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());

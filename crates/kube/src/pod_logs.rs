@@ -75,7 +75,7 @@ pub async fn tail(cluster: &Cluster, target: &LogTarget, options: &TailOptions) 
     };
     let op = Op::named("get", "pods/log", &target.namespace, &target.pod);
     let text = cluster
-        .call_proxied(&op, true, || api.logs(&target.pod, &params))
+        .call_proxied(&op, || api.logs(&target.pod, &params))
         .await?;
     Ok(match options.bytes {
         Some(max) => last_bytes(&text, usize::try_from(max).unwrap_or(usize::MAX)).to_string(),
@@ -246,7 +246,7 @@ async fn follow_into(
                     ..LogParams::default()
                 };
                 let rest = match cluster
-                    .call_proxied(&op, true, || api.logs(&target.pod, &params))
+                    .call_proxied(&op, || api.logs(&target.pod, &params))
                     .await
                 {
                     Ok(rest) => rest,

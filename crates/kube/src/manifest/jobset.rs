@@ -30,7 +30,8 @@ use kubeferry_core::spec::{JobSetSpec, ReplicatedJob, StartupOrder, SuccessOpera
 use serde_json::{Value, json};
 
 use super::{
-    MAIN_CONTAINER, Marks, container_ports, env_vars, non_empty, resource_requirements, secret_env,
+    MAIN_CONTAINER, Marked, Marks, container_ports, env_vars, non_empty, resource_requirements,
+    secret_env,
 };
 
 /// The Kubernetes API resource of JobSets, for a kube `Api<DynamicObject>`.
@@ -57,13 +58,7 @@ pub fn jobset_manifest(
         labels,
         annotations,
         object_annotations: jobset_annotations,
-    } = Marks::new(
-        &spec.labels,
-        &spec.annotations,
-        job_id,
-        spec.hash(),
-        spec.keep_log,
-    );
+    } = spec.marks(job_id);
 
     let mut child_labels = labels.clone();
     child_labels.remove(MANAGED_BY_LABEL);

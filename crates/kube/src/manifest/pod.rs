@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kubeferry_core::pod::{BARE_POD_VALUE, KIND_LABEL};
 use kubeferry_core::spec::PodJobSpec;
 
-use super::Marks;
+use super::Marked;
 
 /// Builds the pod that runs `spec` for the caller's `job_id`, named `object_name` in
 /// `namespace`.
@@ -31,13 +31,7 @@ pub fn pod_manifest(spec: &PodJobSpec, job_id: &str, object_name: &str, namespac
     pod_spec.active_deadline_seconds = spec
         .timeout
         .map(|t| i64::try_from(t.as_secs()).unwrap_or(i64::MAX));
-    let marks = Marks::new(
-        &spec.labels,
-        &spec.annotations,
-        job_id,
-        spec.hash(),
-        spec.keep_log,
-    );
+    let marks = spec.marks(job_id);
     let mut labels = marks.labels.clone();
     labels.insert(KIND_LABEL.to_string(), BARE_POD_VALUE.to_string());
     Pod {

@@ -40,7 +40,7 @@ use kubeferry_core::spark::{SPARK_APPLICATION_KIND, SPARK_APPLICATIONS, SparkOpe
 use kubeferry_core::spec::{SparkAppType, SparkJobSpec, SparkRestartPolicy};
 use serde_json::{Map, Value, json};
 
-use super::Marks;
+use super::{Marked, Marks};
 
 /// The wait before a restart when the spec gives none (the apache operator's own default).
 pub const DEFAULT_RETRY_INTERVAL: Duration = Duration::from_secs(30);
@@ -69,13 +69,7 @@ pub fn spark_application(
 ) -> Result<Value, SpecError> {
     spec.check_operator(operator)?;
     // The application carries its pods' labels, and its own annotations.
-    let marks = Marks::new(
-        &spec.labels,
-        &spec.annotations,
-        job_id,
-        spec.hash(),
-        spec.keep_log,
-    );
+    let marks = spec.marks(job_id);
     let body = match operator {
         SparkOperator::Apache => apache_spec(spec, &marks),
         SparkOperator::Kubeflow => kubeflow_spec(spec, &marks),
