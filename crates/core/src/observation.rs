@@ -117,6 +117,22 @@ impl<A> Mapped<A> {
     }
 }
 
+/// The action of a kind whose object kubeferry ends itself when a grace period or timeout of
+/// its own runs out (a JobSet, a bare pod): record `outcome` on the object, then delete it
+/// ([`Mapped`], "Record, then delete"), so that every replica reports the same outcome. Until
+/// the deletion succeeded the status is [`Mapped::info`], not terminal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordOutcomeAndDelete {
+    /// The outcome to record and then report.
+    pub outcome: ExecutionInfo,
+}
+
+impl Action for RecordOutcomeAndDelete {
+    fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo> {
+        Some(&mut self.outcome)
+    }
+}
+
 /// An action a mapping asks for, as data.
 pub(crate) trait Action {
     /// The outcome the action carries, to report once it is carried out; `None` when that

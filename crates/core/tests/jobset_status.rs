@@ -339,7 +339,7 @@ fn an_image_that_cannot_be_pulled_holds_the_set_then_fails_it_naming_the_replica
         JobState::Queued,
         "not failed before the record"
     );
-    let Some(JobSetAction::RecordOutcomeAndDelete { outcome }) = &mapped.action else {
+    let Some(JobSetAction { outcome }) = &mapped.action else {
         panic!("an action: {mapped:?}");
     };
     assert_eq!(outcome.state, JobState::Failed);
@@ -384,7 +384,7 @@ fn a_recorded_outcome_counts_once_the_set_is_deleted() {
     let mapped = map(&object, &[], Seen::Present, at(201), None).expect("mapped");
     assert_eq!(
         mapped.action,
-        Some(JobSetAction::RecordOutcomeAndDelete {
+        Some(JobSetAction {
             outcome: outcome.clone()
         })
     );

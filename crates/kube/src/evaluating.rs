@@ -14,7 +14,7 @@ use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
-use kubeferry_core::observation::{ManagedMeta, Mapped};
+use kubeferry_core::observation::{ManagedMeta, Mapped, RecordOutcomeAndDelete};
 use kubeferry_core::record::OutcomeRecord;
 use kubeferry_core::timeline::{Attempt, telling_attempt};
 
@@ -31,6 +31,18 @@ use crate::settling::{
     retry_at, retry_delay, while_deciding,
 };
 use crate::tracker::{Recent, lock};
+
+/// An action a mapping asks for, with the outcome it reports once carried out.
+pub(crate) trait Outcome: Send + Sync {
+    /// The outcome to report once the action is done.
+    fn outcome(&self) -> &ExecutionInfo;
+}
+
+impl Outcome for RecordOutcomeAndDelete {
+    fn outcome(&self) -> &ExecutionInfo {
+        &self.outcome
+    }
+}
 
 /// Whether a mapping's actions are carried out now (the settler does) or handed to the
 /// namespace's settler (a status query, a wait or a list does: they write nothing).
@@ -190,7 +202,7 @@ pub(crate) trait Evaluates:
     /// What the mapping reads besides the object.
     type Parts: Send + 'static;
     /// What the mapping asks to be done before an outcome stands.
-    type Action: Send + Sync;
+    type Action: Outcome;
 
     /// Its settlers and what it saw.
     fn evaluating(&self) -> &Evaluating<Self>;
@@ -238,16 +250,17 @@ pub(crate) trait Evaluates:
         parts: &Self::Parts,
     ) -> impl Future<Output = Option<Self::Parts>> + Send;
 
-    /// Carries out what the mapping asks for before it may report an outcome.
+    /// Carries out what the mapping asks for before it may report an outcome: by default, what
+    /// the action of most kinds asks ([`RecordOutcomeAndDelete`]), the outcome recorded on the
+    /// object, then the object deleted.
     fn act(
         &self,
         id: &ExecutionId,
         view: &Self::View,
         action: &Self::Action,
-    ) -> impl Future<Output = Acted<Self::View>> + Send;
-
-    /// The outcome an action reports once done.
-    fn outcome_of(action: &Self::Action) -> &ExecutionInfo;
+    ) -> impl Future<Output = Acted<Self::View>> + Send {
+        self.record_and_delete(id, view, action.outcome())
+    }
 
     /// Where the object of `view` lives.
     fn objects_of(&self, view: &Self::View) -> Objects<Self::Object>;
@@ -463,7 +476,7 @@ pub(crate) trait Evaluates:
                 let recheck_at = mapped.recheck_at;
                 if let Some(action) = &mapped.action {
                     match self.act(id, observed.view(), action).await {
-                        Acted::Done => info = Self::outcome_of(action).clone(),
+                        Acted::Done => info = action.outcome().clone(),
                         Acted::Remap(next) => {
                             if matches!(
                                 *next,

@@ -32,7 +32,8 @@
 //!    the cluster serves it, its watches' health, the part whose log is the job's log). A kind
 //!    whose object is read whole by its mapping (as SparkApplications, JobSets and bare pods
 //!    are; `pod/` is the smallest) implements `evaluating::Evaluates` (what its mapping
-//!    reads besides the object, the mapping, its actions) and gets `kind::Answers` (the status
+//!    reads besides the object, the mapping, and how to carry out its actions when they ask
+//!    more than the shared `RecordOutcomeAndDelete`) and gets `kind::Answers` (the status
 //!    query and a listed job's status, the lookup on a cache miss, the evaluation loop, the
 //!    record-then-delete, the outcome record and its namespaces' settlers, the jobs counted by
 //!    state) from `evaluating.rs`; container Jobs implement `Answers` themselves over their own

@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use super::view::{ChildJobView, JobSetConditionView, JobSetStatus, JobSetStatusView, JobSetView};
 use crate::container::view::{ConditionStatus, JobView, PodView};
 use crate::container::{ContainerAction, MappingConfig, container_status};
-use crate::observation::{self, Action, Mapped, Observation};
+use crate::observation::{self, Mapped, Observation, RecordOutcomeAndDelete};
 use crate::status::{
     ExecutionInfo, JobState, Reason, ReplicaSummary, ReplicatedJobCounts, Started,
 };
@@ -22,26 +22,12 @@ pub type JobSetObservation<'a> = Observation<'a, JobSetView>;
 /// The result of mapping a JobSet's observation.
 pub type JobSetMapped = Mapped<JobSetAction>;
 
-/// What the settler must do before a JobSet's outcome stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JobSetAction {
-    /// A pod of the set cannot start for good (its image cannot be pulled, its container
-    /// cannot be created, past the grace periods of [`MappingConfig`]), which the JobSet
-    /// controller never judges: it would wait forever. `outcome` is recorded on the JobSet,
-    /// then the JobSet is deleted with its Jobs and pods ([`Mapped`], "Record, then delete").
-    RecordOutcomeAndDelete {
-        /// The outcome to record and then report.
-        outcome: ExecutionInfo,
-    },
-}
-
-impl Action for JobSetAction {
-    fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo> {
-        match self {
-            JobSetAction::RecordOutcomeAndDelete { outcome } => Some(outcome),
-        }
-    }
-}
+/// What the settler must do before a JobSet's outcome stands, when a pod of the set cannot
+/// start for good (its image cannot be pulled, its container cannot be created, past the grace
+/// periods of [`MappingConfig`]), which the JobSet controller never judges: it would wait
+/// forever. The outcome is recorded on the JobSet, then the JobSet is deleted with its Jobs and
+/// pods.
+pub type JobSetAction = RecordOutcomeAndDelete;
 
 /// The message the JobSet controller puts in its `Failed` condition names the Job whose failure
 /// decided it this way.
@@ -215,7 +201,7 @@ impl Mapper<'_> {
                         self.in_progress_info(
                             "kubeferry recorded the outcome; deleting the JobSet before reporting it",
                         ),
-                        JobSetAction::RecordOutcomeAndDelete {
+                        JobSetAction {
                             outcome: outcome.clone(),
                         },
                     ),
@@ -318,10 +304,7 @@ impl Mapper<'_> {
                 "{}; recording the outcome and deleting the JobSet",
                 outcome.message
             ));
-            return Some(JobSetMapped::acting(
-                info,
-                JobSetAction::RecordOutcomeAndDelete { outcome },
-            ));
+            return Some(JobSetMapped::acting(info, JobSetAction { outcome }));
         }
         // 6. The progress of the current restart.
         Some(JobSetMapped::of(self.progress(status)))

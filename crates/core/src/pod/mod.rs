@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::container::view::{ConditionStatus, JobConditionType, JobConditionView};
 use crate::container::{JobView, MappingConfig, PodPhase, PodView, main_terminated, stopped_exit};
-use crate::observation::{self, Action, ManagedMeta, Observation, embeds};
+use crate::observation::{self, ManagedMeta, Observation, RecordOutcomeAndDelete, embeds};
 use crate::status::ExecutionInfo;
 
 /// The label that tells a bare pod from the pods of kubeferry's other kinds (a Job's pods
@@ -59,25 +59,9 @@ pub type PodObservation<'a> = Observation<'a, BarePodView>;
 /// The result of mapping a bare pod.
 pub type PodMapped = observation::Mapped<PodAction>;
 
-/// What the settler must do before a bare pod's outcome stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PodAction {
-    /// kubeferry decided the outcome (a grace period or timeout of its own ran out): record it
-    /// on the pod, then delete the pod, as [`crate::observation::Mapped`] describes. Until the
-    /// deletion succeeded the pod's status is [`PodMapped::info`], not terminal.
-    RecordOutcomeAndDelete {
-        /// The outcome to record and report.
-        outcome: ExecutionInfo,
-    },
-}
-
-impl Action for PodAction {
-    fn outcome_mut(&mut self) -> Option<&mut ExecutionInfo> {
-        match self {
-            PodAction::RecordOutcomeAndDelete { outcome } => Some(outcome),
-        }
-    }
-}
+/// What the settler must do before a bare pod's outcome stands, when kubeferry decided it (a
+/// grace period or timeout of its own ran out): record it on the pod, then delete the pod.
+pub type PodAction = RecordOutcomeAndDelete;
 
 /// What the Job controller's verdict says when a pod's `DisruptionTarget` condition matched
 /// the FailJob rule at index 0 (pkg/controller/job/pod_failure_policy.go), which the container
@@ -149,7 +133,7 @@ fn deleting(view: &BarePodView, started: Option<Timestamp>, outcome: ExecutionIn
     let info = view
         .before_its_end(started)
         .with_message("kubeferry decided the outcome; deleting the pod before reporting it");
-    PodMapped::acting(info, PodAction::RecordOutcomeAndDelete { outcome })
+    PodMapped::acting(info, PodAction { outcome })
 }
 
 /// The pod read as a Job of one pod that retries nothing, whose verdict the pod itself gives,

@@ -142,7 +142,7 @@ fn an_image_that_cannot_be_pulled_is_recorded_and_the_pod_deleted_past_its_grace
         !late.info.is_terminal(),
         "nothing stands before the deletion"
     );
-    let Some(PodAction::RecordOutcomeAndDelete { outcome }) = &late.action else {
+    let Some(PodAction { outcome }) = &late.action else {
         panic!("record and delete: {late:?}");
     };
     assert_eq!(
@@ -157,10 +157,7 @@ fn an_image_that_cannot_be_pulled_is_recorded_and_the_pod_deleted_past_its_grace
         waiting.clone(),
     );
     let still = map_at(&recorded, 101);
-    assert!(matches!(
-        still.action,
-        Some(PodAction::RecordOutcomeAndDelete { .. })
-    ));
+    assert!(matches!(still.action, Some(PodAction { .. })));
     // Being deleted: the recorded outcome stands.
     let deleting = pod(
         json!({"annotations": {"kubeferry.dev/outcome": record},
@@ -187,7 +184,7 @@ fn a_pod_no_node_takes_is_unschedulable_then_failed_at_the_pending_timeout() {
         (JobState::Queued, Reason::Unschedulable)
     );
     let late = map_at(&pod(json!({}), unschedulable), 61);
-    let Some(PodAction::RecordOutcomeAndDelete { outcome }) = &late.action else {
+    let Some(PodAction { outcome }) = &late.action else {
         panic!("record and delete: {late:?}");
     };
     assert_eq!(outcome.reason, Reason::UnschedulableTimeout);

@@ -34,7 +34,7 @@ use tracing::debug;
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
-use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
+use crate::evaluating::{Acting, EvaluatedWatch, Evaluates, Evaluating};
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects, Watches};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
@@ -691,25 +691,6 @@ impl Evaluates for JobSets {
         _children: &Children,
     ) -> Option<Children> {
         self.list_children(&id.namespace, &view.name).await.ok()
-    }
-
-    async fn act(
-        &self,
-        id: &ExecutionId,
-        view: &JobSetView,
-        action: &JobSetAction,
-    ) -> Acted<JobSetView> {
-        match action {
-            JobSetAction::RecordOutcomeAndDelete { outcome } => {
-                self.record_and_delete(id, view, outcome).await
-            }
-        }
-    }
-
-    fn outcome_of(action: &JobSetAction) -> &ExecutionInfo {
-        match action {
-            JobSetAction::RecordOutcomeAndDelete { outcome } => outcome,
-        }
     }
 
     fn objects_of(&self, view: &JobSetView) -> Objects<DynamicObject> {

@@ -32,7 +32,7 @@ use tracing::debug;
 use crate::cluster::Cluster;
 use crate::container::ContainerSettings;
 use crate::error::Result;
-use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
+use crate::evaluating::{Acting, EvaluatedWatch, Evaluates, Evaluating};
 use crate::executor::Placement;
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
 use crate::manifest::MAIN_CONTAINER;
@@ -378,25 +378,6 @@ impl Evaluates for Pods {
     /// Nothing besides the pod: a relist tells nothing a read of the pod does not.
     async fn relisted(&self, _id: &ExecutionId, _view: &BarePodView, _parts: &()) -> Option<()> {
         None
-    }
-
-    async fn act(
-        &self,
-        id: &ExecutionId,
-        view: &BarePodView,
-        action: &PodAction,
-    ) -> Acted<BarePodView> {
-        match action {
-            PodAction::RecordOutcomeAndDelete { outcome } => {
-                self.record_and_delete(id, view, outcome).await
-            }
-        }
-    }
-
-    fn outcome_of(action: &PodAction) -> &ExecutionInfo {
-        match action {
-            PodAction::RecordOutcomeAndDelete { outcome } => outcome,
-        }
     }
 
     fn objects_of(&self, view: &BarePodView) -> Objects<Pod> {

@@ -37,7 +37,7 @@ use tracing::{debug, info};
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
-use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating};
+use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating, Outcome};
 use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
@@ -578,6 +578,12 @@ impl SparkJobs {
     }
 }
 
+impl Outcome for SparkAction {
+    fn outcome(&self) -> &ExecutionInfo {
+        SparkAction::outcome(self)
+    }
+}
+
 impl Kind for SparkJobs {
     type Object = DynamicObject;
     type Watches = SparkNamespaceWatch;
@@ -865,10 +871,6 @@ impl Evaluates for SparkJobs {
         action: &SparkAction,
     ) -> Acted<SparkAppView> {
         self.act_on(id, view, action).await
-    }
-
-    fn outcome_of(action: &SparkAction) -> &ExecutionInfo {
-        action.outcome()
     }
 
     fn objects_of(&self, view: &SparkAppView) -> Objects<DynamicObject> {
