@@ -13,6 +13,7 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeferry_core::marks::OUTCOME_ANNOTATION;
 use kubeferry_core::observation::{ManagedMeta, Mapped, RecordOutcomeAndDelete};
 use kubeferry_core::record::OutcomeRecord;
@@ -25,7 +26,7 @@ use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind, Seen, Watches};
-use crate::objects::{Deletion, Objects};
+use crate::objects::{Current, Deletion, Objects};
 use crate::settling::{
     Change, JobStates, Timers, after, cancel_finish_due, finish_cancel, merged, release_held,
     retry_at, retry_delay, while_deciding,
@@ -287,6 +288,33 @@ pub(crate) trait Evaluates:
     /// How soon a job whose settling failed is looked at again.
     fn retry_interval(&self) -> Duration {
         self.recheck_interval()
+    }
+
+    /// The job as a read of its object found it ([`Kind::read`]): where the object lives, its
+    /// metadata, and the status the mapping gives over the view and parts read (`fresh`:
+    /// the parts as the API server lists them now); a cancel acts on that. An action found
+    /// due is handed to the namespace's settler.
+    fn read_now(
+        &self,
+        id: &ExecutionId,
+        (objects, meta): (Objects<Self::Object>, ObjectMeta),
+        found: Self::Found,
+        fresh: bool,
+    ) -> impl Future<Output = Result<Current<Self::Object>>> + Send {
+        async move {
+            let ended = match &found.observed {
+                Seen::Present(view) => self.work_ended(view, &found.parts),
+                Seen::Vanished { .. } => false,
+            };
+            let status = self.evaluate(id, found, Acting::Delegate).await?.info;
+            Ok(Current {
+                objects,
+                meta,
+                status,
+                fresh,
+                ended,
+            })
+        }
     }
 
     /// What is known of a job: from the cache, else (an object created a moment ago by another

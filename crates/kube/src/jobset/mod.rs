@@ -18,6 +18,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject};
 use kubeferry_core::container::{ContainerView, MappingConfig};
 use kubeferry_core::jobset::{
@@ -34,7 +35,7 @@ use tracing::debug;
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
-use crate::evaluating::{Acting, EvaluatedWatch, Evaluates, Evaluating};
+use crate::evaluating::{EvaluatedWatch, Evaluates, Evaluating};
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects, Watches};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
@@ -269,6 +270,24 @@ impl JobSets {
         })
     }
 
+    /// The JobSet's metadata and what is known of it, with its Jobs and pods, read from the
+    /// API server; `None` when there is no JobSet.
+    async fn fetch(&self, id: &ExecutionId) -> Result<Option<(ObjectMeta, Found)>> {
+        let Some(object) = self
+            .objects(&id.namespace)
+            .get(&self.base.cluster, &id.name)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let found = Found {
+            observed: Seen::Present(view_of(&object)),
+            parts: self.list_children(&id.namespace, &id.name).await?,
+            listed: true,
+        };
+        Ok(Some((object.metadata, found)))
+    }
+
     /// The Jobs and pods of the JobSet `name`, listed from the API server.
     async fn list_children(&self, namespace: &str, name: &str) -> Result<Children> {
         let selector = format!("{JOBSET_NAME_LABEL}={name}");
@@ -448,34 +467,11 @@ impl Kind for JobSets {
     }
 
     async fn read(&self, id: &ExecutionId) -> Result<Option<Current<DynamicObject>>> {
-        let Some(object) = self
-            .objects(&id.namespace)
-            .get(&self.base.cluster, &id.name)
-            .await?
-        else {
+        let Some((meta, found)) = self.fetch(id).await? else {
             return Ok(None);
         };
-        let parts = self.list_children(&id.namespace, &id.name).await?;
-        let status = self
-            .evaluate(
-                id,
-                Found {
-                    observed: Seen::Present(view_of(&object)),
-                    parts,
-                    listed: true,
-                },
-                Acting::Delegate,
-            )
-            .await?
-            .info;
-        Ok(Some(Current {
-            objects: self.objects(&id.namespace),
-            meta: object.metadata,
-            status,
-            fresh: true,
-            // The JobSet's status says it once its verdict is in: nothing before that does.
-            ended: false,
-        }))
+        let objects = self.objects(&id.namespace);
+        Ok(Some(self.read_now(id, (objects, meta), found, true).await?))
     }
 
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<Attempt>> {
@@ -652,18 +648,7 @@ impl Evaluates for JobSets {
         _watch: &JobSetNamespaceWatch,
         id: &ExecutionId,
     ) -> Result<Option<Found>> {
-        let Some(object) = self
-            .objects(&id.namespace)
-            .get(&self.base.cluster, &id.name)
-            .await?
-        else {
-            return Ok(None);
-        };
-        Ok(Some(Found {
-            observed: Seen::Present(view_of(&object)),
-            parts: self.list_children(&id.namespace, &id.name).await?,
-            listed: true,
-        }))
+        Ok(self.fetch(id).await?.map(|(_, found)| found))
     }
 
     fn map(

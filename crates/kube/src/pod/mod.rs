@@ -32,7 +32,7 @@ use tracing::debug;
 use crate::cluster::Cluster;
 use crate::container::ContainerSettings;
 use crate::error::Result;
-use crate::evaluating::{Acting, EvaluatedWatch, Evaluates, Evaluating};
+use crate::evaluating::{EvaluatedWatch, Evaluates, Evaluating};
 use crate::executor::Placement;
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
 use crate::manifest::MAIN_CONTAINER;
@@ -178,6 +178,15 @@ impl Pods {
     }
 }
 
+/// What a pod read from the API server tells of its job.
+fn found(pod: &Pod) -> Found {
+    Found {
+        observed: Seen::Present(BarePodView::from(pod)),
+        parts: (),
+        listed: true,
+    }
+}
+
 /// `selector` (already narrowed to managed objects) narrowed to bare pods.
 fn bare(selector: &str) -> String {
     match selector.trim() {
@@ -237,21 +246,12 @@ impl Kind for Pods {
         else {
             return Ok(None);
         };
-        let view = BarePodView::from(&pod);
-        let ended = self.work_ended(&view, &());
-        let found = Found {
-            observed: Seen::Present(view),
-            parts: (),
-            listed: true,
-        };
-        let status = self.evaluate(id, found, Acting::Delegate).await?.info;
-        Ok(Some(Current {
-            objects: self.objects(&id.namespace),
-            meta: pod.metadata,
-            status,
-            fresh: true,
-            ended,
-        }))
+        let found = found(&pod);
+        let objects = self.objects(&id.namespace);
+        Ok(Some(
+            self.read_now(id, (objects, pod.metadata), found, true)
+                .await?,
+        ))
     }
 
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<Attempt>> {
@@ -353,11 +353,8 @@ impl Evaluates for Pods {
             .objects(&id.namespace)
             .get(&self.base.cluster, &id.name)
             .await?
-            .map(|pod| Found {
-                observed: Seen::Present(BarePodView::from(&pod)),
-                parts: (),
-                listed: true,
-            }))
+            .as_ref()
+            .map(found))
     }
 
     fn map(

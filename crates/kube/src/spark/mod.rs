@@ -37,7 +37,7 @@ use tracing::{debug, info};
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
-use crate::evaluating::{Acted, Acting, EvaluatedWatch, Evaluates, Evaluating, Outcome};
+use crate::evaluating::{Acted, EvaluatedWatch, Evaluates, Evaluating, Outcome};
 use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
@@ -631,26 +631,16 @@ impl Kind for SparkJobs {
             }
         };
         let fresh = listed && parts.lookup_error.is_none();
-        let ended = self.work_ended(&view, &parts);
-        let status = self
-            .evaluate(
-                id,
-                Found {
-                    observed: Seen::Present(view),
-                    parts,
-                    listed,
-                },
-                Acting::Delegate,
-            )
-            .await?
-            .info;
-        Ok(Some(Current {
-            objects: self.objects(operator, &id.namespace),
-            meta: object.metadata,
-            status,
-            fresh,
-            ended,
-        }))
+        let found = Found {
+            observed: Seen::Present(view),
+            parts,
+            listed,
+        };
+        let objects = self.objects(operator, &id.namespace);
+        Ok(Some(
+            self.read_now(id, (objects, object.metadata), found, fresh)
+                .await?,
+        ))
     }
 
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<Attempt>> {
