@@ -330,6 +330,42 @@ impl ManagedMeta {
 }
 
 /// The cancel mark among an object's annotations ([`CANCEL_ANNOTATION`]).
+/// How an object's work was stopped, if it was.
+#[derive(Clone, Copy)]
+pub(crate) enum Stop {
+    /// The object's deletion was requested at this time.
+    Deleted(Timestamp),
+    /// The object is gone and no view showed its deletion.
+    Vanished,
+}
+
+/// What a cancel `mark` comes to: `CANCELLED` once the object (`noun`: "the JobSet") is
+/// stopped, ended when its deletion was requested (when the cancel was, for an object that
+/// vanished unseen); `CANCELLING` until then, `waiting` saying for what.
+pub(crate) fn cancel_progress(
+    mark: &CancelMark,
+    stop: Option<Stop>,
+    noun: &str,
+    waiting: &str,
+) -> ExecutionInfo {
+    let requested = mark
+        .requested_at
+        .map(|at| format!(" at {at}"))
+        .unwrap_or_default();
+    let Some(stop) = stop else {
+        return ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested)
+            .with_message(format!("cancel requested{requested}; {waiting}"));
+    };
+    let (finished_at, how) = match stop {
+        Stop::Deleted(at) => (Some(at), format!("{noun} was deleted at {at}")),
+        Stop::Vanished => (mark.requested_at, format!("{noun} is gone")),
+    };
+    let mut info = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
+        .with_message(format!("cancel requested{requested}; {how}"));
+    info.finished_at = finished_at;
+    info
+}
+
 fn cancel_mark(annotations: Option<&BTreeMap<String, String>>) -> Option<CancelMark> {
     annotations
         .and_then(|a| a.get(CANCEL_ANNOTATION))

@@ -11,7 +11,9 @@ use jiff::Timestamp;
 use super::view::{ChildJobView, JobSetConditionView, JobSetStatus, JobSetStatusView, JobSetView};
 use crate::container::view::{ConditionStatus, JobView, PodView};
 use crate::container::{ContainerAction, MappingConfig, container_status};
-use crate::observation::{self, Mapped, Observation, RecordOutcomeAndDelete};
+use crate::observation::{
+    self, Mapped, Observation, RecordOutcomeAndDelete, Stop, cancel_progress,
+};
 use crate::status::{
     ExecutionInfo, JobState, Reason, ReplicaSummary, ReplicatedJobCounts, Started,
 };
@@ -140,15 +142,6 @@ impl Child<'_> {
     }
 }
 
-/// How the work was stopped, if it was.
-#[derive(Clone, Copy)]
-enum Stop {
-    /// The JobSet's deletion was requested at this time.
-    Deleted(Timestamp),
-    /// The JobSet is gone and no view showed its deletion.
-    Vanished,
-}
-
 struct Mapper<'a> {
     jobset: &'a JobSetView,
     /// `Some(final_state)` when the JobSet is gone.
@@ -243,26 +236,7 @@ impl Mapper<'_> {
         // 2. A cancel request: done once the JobSet is being deleted or gone, in progress
         //    until then.
         if let Some(mark) = &self.jobset.cancel_mark {
-            let requested = mark
-                .requested_at
-                .map(|at| format!(" at {at}"))
-                .unwrap_or_default();
-            let info = match stop {
-                Some(stop) => {
-                    let (finished_at, how) = match stop {
-                        Stop::Deleted(at) => (Some(at), format!("the JobSet was deleted at {at}")),
-                        Stop::Vanished => (mark.requested_at, "the JobSet is gone".to_string()),
-                    };
-                    let mut info = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
-                        .with_message(format!("cancel requested{requested}; {how}"));
-                    info.finished_at = finished_at;
-                    info
-                }
-                None => ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested)
-                    .with_message(format!(
-                        "cancel requested{requested}; waiting for the JobSet to stop"
-                    )),
-            };
+            let info = cancel_progress(mark, stop, "the JobSet", "waiting for the JobSet to stop");
             return Some(JobSetMapped::of(info.started(self.first_start())));
         }
         // 3. Stopped without a cancel request: someone else deleted the JobSet.

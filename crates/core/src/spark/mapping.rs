@@ -18,7 +18,7 @@ use crate::container::{
     IMAGE_PULL_REASONS, disruption_reason, ended_before_disruption, exit_summary, last_words,
     stopped_by_disruption, stopped_exit,
 };
-use crate::observation::{self, Action, Mapped, Observation};
+use crate::observation::{self, Action, Mapped, Observation, Stop, cancel_progress};
 use crate::status::{ExecutionInfo, JobState, Reason, Started};
 
 /// Every timeout the Spark mapping applies.
@@ -148,15 +148,6 @@ pub fn pick_driver<'a>(app: &SparkAppView, drivers: &'a [DriverView]) -> Option<
         .or_else(|| drivers.iter().filter(owned).max_by(newest))
 }
 
-/// How the work was stopped, if it was.
-#[derive(Clone, Copy)]
-enum Stop {
-    /// The application's deletion was requested at this time.
-    Deleted(Timestamp),
-    /// The application is gone and no view showed its deletion.
-    Vanished,
-}
-
 struct Mapper<'a> {
     app: &'a SparkAppView,
     /// `Some(final_state)` when the application is gone.
@@ -228,30 +219,12 @@ impl<'a> Mapper<'a> {
         }
         // 2. A cancel request: done once the application is being deleted or gone.
         if let Some(mark) = &self.app.cancel_mark {
-            let requested = mark
-                .requested_at
-                .map(|at| format!(" at {at}"))
-                .unwrap_or_default();
-            let info = match stop {
-                Some(stop) => {
-                    let (finished_at, how) = match stop {
-                        Stop::Deleted(at) => {
-                            (Some(at), format!("the SparkApplication was deleted at {at}"))
-                        }
-                        Stop::Vanished => {
-                            (mark.requested_at, "the SparkApplication is gone".to_string())
-                        }
-                    };
-                    let mut info = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled)
-                        .with_message(format!("cancel requested{requested}; {how}"));
-                    info.finished_at = finished_at;
-                    info
-                }
-                None => ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested)
-                    .with_message(format!(
-                        "cancel requested{requested}; waiting for the SparkApplication to be deleted"
-                    )),
-            };
+            let info = cancel_progress(
+                mark,
+                stop,
+                "the SparkApplication",
+                "waiting for the SparkApplication to be deleted",
+            );
             return Some(SparkMapped::of(self.started(info, reading)));
         }
         // 3. Stopped without a cancel request: someone else deleted the application.
