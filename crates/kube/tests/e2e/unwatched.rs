@@ -104,12 +104,15 @@ async fn answered_and_let_go(env: &Env, id: &ExecutionId, kept: bool) -> Executi
             ExecutionInfo::is_terminal,
         )
         .await;
-        eventually("the outcome recorded and the object let go", || async {
+        // Polled by hand: a timeout shows the record and the object as they stand.
+        let end = tokio::time::Instant::now() + DEADLINE;
+        loop {
             let recorded = env
                 .sim
                 .object("", "configmaps", NS, &record_name(id.kind, &id.name))
                 .is_some();
-            let let_go = match object(env, &id) {
+            let current = object(env, &id);
+            let let_go = match &current {
                 None => !kept,
                 Some(o) => {
                     kept && o
@@ -118,9 +121,17 @@ async fn answered_and_let_go(env: &Env, id: &ExecutionId, kept: bool) -> Executi
                         .is_none_or(|f| f.iter().all(|f| f != RECORD_FINALIZER))
                 }
             };
-            (recorded && let_go).then_some(())
-        })
-        .await;
+            if recorded && let_go {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < end,
+                "timed out waiting for the outcome recorded and the object let go: recorded \
+                 {recorded}; the object's metadata: {:#}",
+                current.map(|o| o["metadata"].clone()).unwrap_or_default()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
         (executor, answer)
     })
     .await
