@@ -83,8 +83,14 @@ impl Task {
         let mut expiring: Option<tokio::task::JoinHandle<()>> = None;
         // Jobs that changed while the watches were catching up (a first list, a relist after
         // a failure): their cache may lack pods or hold stale ones, and nothing is decided
-        // from it. They are settled once the watches are current again.
-        let mut deferred: BTreeSet<String> = BTreeSet::new();
+        // from it. They are settled once the watches are current again. At the start, every
+        // job the watches already hold: their first list may have been delivered before the
+        // changes were subscribed to, and a job that changes no more (deleted, held by
+        // kubeferry's finalizer until its record is kept) would never be settled.
+        let mut deferred: BTreeSet<String> = match self.watch.upgrade() {
+            Some(watch) => self.everything(&watch).into_iter().collect(),
+            None => return,
+        };
         loop {
             let mut due: BTreeSet<String> = BTreeSet::new();
             tokio::select! {

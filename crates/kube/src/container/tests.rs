@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::Api;
-use kubeferry_core::marks::CANCEL_ANNOTATION;
+use kubeferry_core::marks::{CANCEL_ANNOTATION, RECORD_FINALIZER};
 use kubeferry_core::spec::{self, JobSpec, Params};
 use kubeferry_core::{JobState, Reason};
 use kubeferry_sim::{SimCluster, SimConfig};
@@ -548,4 +548,63 @@ fn an_outcome_being_decided_is_answered_as_where_the_job_stood() {
     );
     failed.started_at = None;
     assert_eq!(answer(&plain, &failed).0, JobState::Queued);
+}
+
+/// Starts a namespace's settler only once its watches have listed, subscribing to their changes
+/// then: as when the first list is delivered before the changes are subscribed to.
+fn settler_after_the_first_list(
+    inbox: inbox::Inbox,
+    namespace: &str,
+    context: inbox::SettlerContext,
+    watch: std::sync::Weak<NamespaceWatch>,
+    _subscribed_before: Vec<tokio::sync::broadcast::Receiver<String>>,
+) {
+    let namespace = namespace.to_string();
+    tokio::spawn(async move {
+        let Some(listed) = watch.upgrade() else {
+            return;
+        };
+        listed.wait_synced(Duration::from_secs(10)).await;
+        let changes = listed.subscribe();
+        drop(listed);
+        settler::start(inbox, &namespace, context, watch, changes);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_listed_before_its_settler_subscribed_is_still_let_go() {
+    let sim = SimCluster::start(SimConfig::for_tests()).await.unwrap();
+    // A process cancels a running job and exits before its settler saw the Job's deletion:
+    // the cancel is recorded, the Job deleted and held by kubeferry's finalizer.
+    let (id, gate) = {
+        let first = backend(&sim).await;
+        let (id, gate) = gated_job(&first, "listed", 0).await;
+        sim.stall_watches(Duration::from_millis(500));
+        let answer = crate::protocol::cancel_from(&first, &id, None, "a test")
+            .await
+            .expect("cancel answers");
+        assert!(matches!(answer, CancelOutcome::Requested(_)), "{answer:?}");
+        (id, gate)
+    };
+    let held = || {
+        sim.object("batch", "jobs", &id.namespace, &id.name)
+            .and_then(|job| job["metadata"]["finalizers"].as_array().cloned())
+    };
+    // Its pods gone and the garbage collector done with it, the Job changes no more.
+    eventually(
+        "the Job deleted, its pods gone, held by kubeferry alone",
+        || {
+            (sim.count("", "pods") == 0
+                && held().is_some_and(|f| f == [serde_json::json!(RECORD_FINALIZER)]))
+            .then_some(())
+        },
+    )
+    .await;
+    // The next process's settler subscribes after the watches listed the Job: it still
+    // settles it once, and lets it go.
+    let mut next = backend(&sim).await;
+    next.starter.start_settler = settler_after_the_first_list;
+    let _watch = next.watch(&id.namespace);
+    eventually("the Job let go", || held().is_none().then_some(())).await;
+    let _ = std::fs::remove_file(gate);
 }
