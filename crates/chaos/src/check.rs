@@ -558,6 +558,27 @@ mod tests {
             .collect()
     }
 
+    /// Edits every terminal answer of the history, or only replica `only`'s.
+    fn terminal_answers(history: &mut JobHistory, only: Option<usize>, edit: impl Fn(&mut Seen)) {
+        for a in &mut history.answers {
+            if let Said::Job(seen) = &mut a.said
+                && seen.is_terminal()
+                && only.is_none_or(|replica| a.replica == replica)
+            {
+                edit(seen);
+            }
+        }
+    }
+
+    /// The kinds of the violations found, those beyond the API left out.
+    fn violation_kinds(history: &JobHistory) -> Vec<&'static str> {
+        check_job("a", history, false)
+            .into_iter()
+            .filter(|v| !v.beyond_the_api())
+            .map(|v| v.kind)
+            .collect()
+    }
+
     #[test]
     fn an_oom_kill_no_replica_could_read_is_beyond_the_api_and_a_seen_one_is_not() {
         let oom_gone = |pod_gone: bool| {
@@ -567,13 +588,7 @@ mod tests {
                 oom: true,
             }];
             history.truth.pod_gone_unrecorded = pod_gone;
-            for a in &mut history.answers {
-                if let Said::Job(seen) = &mut a.said
-                    && seen.is_terminal()
-                {
-                    seen.exit_code = Some(137);
-                }
-            }
+            terminal_answers(&mut history, None, |seen| seen.exit_code = Some(137));
             history
         };
         // Every replica answered the exit code alone, the pod gone: apart from the violations.
@@ -592,19 +607,10 @@ mod tests {
         assert!(!found[0].beyond_the_api());
         // One replica read it: the other's answer is a disagreement, a violation.
         let mut history = oom_gone(true);
-        for a in &mut history.answers {
-            if let Said::Job(seen) = &mut a.said
-                && seen.is_terminal()
-                && a.replica == 1
-            {
-                seen.reason = "OomKilled".into();
-            }
-        }
-        let kinds: Vec<_> = check_job("a", &history, false)
-            .into_iter()
-            .filter(|v| !v.beyond_the_api())
-            .map(|v| v.kind)
-            .collect();
+        terminal_answers(&mut history, Some(1), |seen| {
+            seen.reason = "OomKilled".into();
+        });
+        let kinds = violation_kinds(&history);
         assert!(kinds.contains(&"replicas-disagree"), "{kinds:?}");
     }
 
@@ -614,14 +620,10 @@ mod tests {
             let mut history = failed_with_3();
             history.truth.allowed = vec![Allowed::Infrastructure];
             history.truth.stop_order_hidden = hidden;
-            for a in &mut history.answers {
-                if let Said::Job(seen) = &mut a.said
-                    && seen.is_terminal()
-                {
-                    seen.reason = "OomKilled".into();
-                    seen.exit_code = Some(137);
-                }
-            }
+            terminal_answers(&mut history, None, |seen| {
+                seen.reason = "OomKilled".into();
+                seen.exit_code = Some(137);
+            });
             history
         };
         // Every replica read the kill as the container's own, the order hidden: apart.
@@ -639,24 +641,15 @@ mod tests {
         );
         // One replica said the disruption: the answers disagree, a violation.
         let mut history = killed_while_stopping(true);
-        for a in &mut history.answers {
-            if let Said::Job(seen) = &mut a.said
-                && seen.is_terminal()
-                && a.replica == 1
-            {
-                *seen = Seen {
-                    state: "FAILED".into(),
-                    reason: "Evicted".into(),
-                    exit_code: Some(137),
-                    failure_class: Some("infrastructure".into()),
-                };
-            }
-        }
-        let kinds: Vec<_> = check_job("a", &history, false)
-            .into_iter()
-            .filter(|v| !v.beyond_the_api())
-            .map(|v| v.kind)
-            .collect();
+        terminal_answers(&mut history, Some(1), |seen| {
+            *seen = Seen {
+                state: "FAILED".into(),
+                reason: "Evicted".into(),
+                exit_code: Some(137),
+                failure_class: Some("infrastructure".into()),
+            };
+        });
+        let kinds = violation_kinds(&history);
         assert!(kinds.contains(&"replicas-disagree"), "{kinds:?}");
     }
 

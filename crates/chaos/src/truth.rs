@@ -733,23 +733,25 @@ mod tests {
         observer
     }
 
+    /// The outcome record of the job id `a`, created at `rv`.
+    fn recorded(observer: &Observer, rv: u64) {
+        let object = json!({"metadata": {
+            "labels": {RECORD_LABEL: RECORD_LABEL_VALUE},
+            "annotations": {JOB_ID_ANNOTATION: "a"},
+        }});
+        core_change(
+            observer,
+            rv,
+            EventType::Added,
+            ("configmaps", "rec"),
+            &object,
+        );
+    }
+
     #[test]
     fn a_pod_is_gone_unrecorded_only_when_it_went_before_the_outcome_record() {
         let pod_deleted = |observer: &Observer, rv| {
             pod_event(observer, rv, EventType::Deleted, exited(137, "OOMKilled"));
-        };
-        let recorded = |observer: &Observer, rv| {
-            let object = json!({"metadata": {
-                "labels": {RECORD_LABEL: RECORD_LABEL_VALUE},
-                "annotations": {JOB_ID_ANNOTATION: "a"},
-            }});
-            core_change(
-                observer,
-                rv,
-                EventType::Added,
-                ("configmaps", "rec"),
-                &object,
-            );
         };
         // Deleted before anything was recorded: what only the pod showed is gone.
         let observer = observer_with_job();
@@ -793,19 +795,6 @@ mod tests {
             core_change(observer, rv, EventType::Modified, ("pods", "j-1"), &object);
         };
         let oom = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": S}});
-        let recorded = |observer: &Observer, rv| {
-            let object = json!({"metadata": {
-                "labels": {RECORD_LABEL: RECORD_LABEL_VALUE},
-                "annotations": {JOB_ID_ANNOTATION: "a"},
-            }});
-            core_change(
-                observer,
-                rv,
-                EventType::Added,
-                ("configmaps", "rec"),
-                &object,
-            );
-        };
         let story = |record_at: u64| {
             let observer = observer_with_job();
             evicted(&observer, 2, 30, json!({"running": {}}));

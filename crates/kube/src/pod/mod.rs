@@ -179,7 +179,7 @@ impl Pods {
 }
 
 /// What a pod read from the API server tells of its job.
-fn found(pod: &Pod) -> Found {
+fn found_in(pod: &Pod) -> Found {
     Found {
         observed: Seen::Present(BarePodView::from(pod)),
         parts: (),
@@ -246,7 +246,7 @@ impl Kind for Pods {
         else {
             return Ok(None);
         };
-        let found = found(&pod);
+        let found = found_in(&pod);
         let objects = self.objects(&id.namespace);
         Ok(Some(
             self.read_now(id, (objects, pod.metadata), found, true)
@@ -354,7 +354,7 @@ impl Evaluates for Pods {
             .get(&self.base.cluster, &id.name)
             .await?
             .as_ref()
-            .map(found))
+            .map(found_in))
     }
 
     fn map(
