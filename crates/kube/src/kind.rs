@@ -338,7 +338,8 @@ pub(crate) trait Kind: Send + Sync + 'static {
     /// Submits the job's object `object`, named `name`, unless `job_id`'s run ended already:
     /// `None` then, its record answering that run ([`Kind::ran_before`]). Else creates it, or
     /// adopts the one a lost response already created ([`Objects::create_or_adopt`]), and
-    /// answers whether this call created it.
+    /// answers whether this call created it. A create repeated (after a failure or a lost
+    /// response) asks the record again first.
     fn submit_object<K: Object>(
         &self,
         objects: &Objects<K>,
@@ -356,10 +357,13 @@ pub(crate) trait Kind: Send + Sync + 'static {
             {
                 return Ok(None);
             }
-            let created = objects
-                .create_or_adopt(self.cluster(), object, job_id, spec_hash)
-                .await?;
-            Ok(Some(created))
+            let recorded = || async {
+                let ran = self.ran_before(namespace, name, job_id, spec_hash).await?;
+                Ok(ran.is_some())
+            };
+            objects
+                .create_or_adopt(self.cluster(), object, job_id, spec_hash, recorded)
+                .await
         }
     }
 

@@ -3,6 +3,7 @@
 //! one tells.
 
 use std::fmt::Debug;
+use std::future::Future;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{
@@ -74,26 +75,59 @@ impl<K: Object> Objects<K> {
     /// Creates `object` for `job_id`, or adopts the one an earlier attempt already created (a
     /// create whose response was lost): only if it carries the same job id and spec hash and
     /// is not being deleted. The name is deterministic, so a repeated create answers 409.
-    /// Returns whether this call created it (`false`: it was there already).
-    pub(crate) async fn create_or_adopt(
+    /// Returns whether this call created it (`false`: it was there already), or `None` when
+    /// `recorded` says the job's outcome is recorded by the time a create is repeated.
+    ///
+    /// A repeated create asks `recorded` first: while it was failing or its response was lost,
+    /// the object an earlier attempt (or another submission) created may have run, been
+    /// recorded and gone, freeing its name; a create then would run the job id twice.
+    pub(crate) async fn create_or_adopt<R, Recorded>(
         &self,
         cluster: &Cluster,
         object: &K,
         job_id: &str,
         spec_hash: &str,
-    ) -> Result<bool> {
+        recorded: R,
+    ) -> Result<Option<bool>>
+    where
+        R: Fn() -> Recorded,
+        Recorded: Future<Output = Result<bool>>,
+    {
+        /// What one attempt came to.
+        enum Attempt<K> {
+            Created(K),
+            /// The outcome was recorded before a repeated create.
+            Recorded,
+            /// The record could not be read before a repeated create.
+            Unreadable(Error),
+        }
         let name = object.meta().name.clone().unwrap_or_default();
         let params = PostParams::default();
+        let recorded = &recorded;
+        let mut repeated = false;
         let created = cluster
             .call(&self.op("create", &name), true, || {
-                self.api.create(&params, object)
+                let again = std::mem::replace(&mut repeated, true);
+                let params = &params;
+                async move {
+                    if again {
+                        match recorded().await {
+                            Ok(true) => return Ok(Attempt::Recorded),
+                            Ok(false) => {}
+                            Err(error) => return Ok(Attempt::Unreadable(error)),
+                        }
+                    }
+                    self.api.create(params, object).await.map(Attempt::Created)
+                }
             })
             .await;
         match created {
-            Ok(_) => {
+            Ok(Attempt::Created(_)) => {
                 info!(message = "job submitted", job_id, namespace = %self.namespace, %name, kind = self.kind);
-                Ok(true)
+                Ok(Some(true))
             }
+            Ok(Attempt::Recorded) => Ok(None),
+            Ok(Attempt::Unreadable(error)) => Err(error),
             Err(error) if error.is_conflict() => {
                 let existing = self.get(cluster, &name).await?;
                 check_adoptable(
@@ -105,7 +139,7 @@ impl<K: Object> Objects<K> {
                     existing.as_ref().map(|o| o.meta()),
                 )?;
                 info!(message = "adopted an existing job", job_id, namespace = %self.namespace, %name, kind = self.kind);
-                Ok(false)
+                Ok(Some(false))
             }
             Err(error) => Err(error),
         }

@@ -6,8 +6,9 @@ use std::collections::HashSet;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DeleteParams, PropagationPolicy};
 use kubeferry_core::marks::JOB_ID_ANNOTATION;
+use kubeferry_core::{ExecutionId, JobKind, JobState};
 use kubeferry_kube::Error;
-use kubeferry_sim::{FaultAction, FaultRule};
+use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
 
 use crate::support::*;
 
@@ -222,4 +223,62 @@ async fn list_shows_each_managed_job_with_its_status() {
     let team = env.executor.list(NS, Some("team=data")).await.unwrap();
     assert_eq!(team.len(), 1);
     assert_eq!(team[0].id, ok);
+}
+
+/// I2: a create repeated after a lost response asks the record first. Here the first create
+/// lands but its answer is lost, and every repeat fails until the Job it made has run, been
+/// recorded and been deleted, which frees its name: the repeat must answer that run, not
+/// create it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_repeated_after_its_job_ran_and_went_answers_that_run() {
+    let settings = Settings::fast().with_retry(|retry| retry.deadline = DEADLINE);
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::LoseResponse)
+            .verbs(&["create"])
+            .resources(&["jobs.batch"])
+            .times(1),
+    );
+    let failing = env.sim.add_fault(
+        FaultRule::new(FaultAction::error(500))
+            .verbs(&["create"])
+            .resources(&["jobs.batch"]),
+    );
+    let spec = spec_of(&shell("went", "exit 3", ""));
+    let submitting = {
+        let (executor, spec) = (env.executor.clone(), spec.clone());
+        tokio::spawn(async move { executor.submit(&spec, "went-1", NS).await })
+    };
+    let id = ExecutionId::new(
+        CLUSTER,
+        JobKind::Job,
+        NS,
+        kubeferry_core::marks::object_name("", "went-1"),
+    );
+    eventually("the first create to land", || async {
+        env.job_object(&id).map(|_| ())
+    })
+    .await;
+    // Another replica watches the namespace: it sees the Job end, records it and, once the
+    // Job is deleted, lets it go.
+    let replica = env.fresh_executor().await;
+    let (outcome, _) = wait_on(&replica, &id).await;
+    assert_eq!(
+        (outcome.state, outcome.exit_code),
+        (JobState::Failed, Some(3))
+    );
+    env.delete_job_as_admin(&id).await;
+    eventually("the Job to be recorded and gone", || async {
+        env.job_object(&id).is_none().then_some(())
+    })
+    .await;
+    assert!(
+        !submitting.is_finished(),
+        "the submission is still repeating its create"
+    );
+    env.sim.remove_fault(failing);
+    let answered = submitting.await.unwrap().unwrap();
+    assert_eq!(answered, id);
+    assert!(env.job_object(&id).is_none(), "the job ran again");
+    assert_eq!(env.executor.status(&id).await.unwrap(), outcome);
 }
