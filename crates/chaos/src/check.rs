@@ -87,11 +87,12 @@ impl std::fmt::Display for Said {
 /// One answer of one replica.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
-    /// Milliseconds since the run started, when the request was sent (for an event of a
-    /// stream: when the stream was opened).
-    pub sent_ms: u64,
-    /// Milliseconds since the run started, when the answer arrived.
-    pub at_ms: u64,
+    /// Microseconds since the run started, when the request was sent (for an event of a
+    /// stream: when the stream was opened). Finer than the milliseconds shown: an answer asked
+    /// for within the millisecond a terminal one arrived is ordered by it.
+    pub sent_us: u64,
+    /// Microseconds since the run started, when the answer arrived.
+    pub at_us: u64,
     /// Which replica (its index; a restarted replica keeps its index).
     pub replica: usize,
     /// How many times that replica had been started when it answered (1 for the first).
@@ -255,6 +256,11 @@ pub fn describe(job_id: &str, history: &JobHistory) -> String {
     )
 }
 
+/// Microseconds as milliseconds, to the microsecond.
+fn ms(us: u64) -> String {
+    format!("{}.{:03}ms", us / 1000, us % 1000)
+}
+
 fn answers_text(history: &JobHistory, only: Option<usize>) -> String {
     let mut text = String::new();
     for a in &history.answers {
@@ -264,8 +270,13 @@ fn answers_text(history: &JobHistory, only: Option<usize>) -> String {
         }
         let _ = write!(
             text,
-            "\n    {:>7}ms r{}#{} {:?} (asked {}ms): {}",
-            a.at_ms, a.replica, a.incarnation, a.op, a.sent_ms, a.said
+            "\n    {:>11} r{}#{} {:?} (asked {}): {}",
+            ms(a.at_us),
+            a.replica,
+            a.incarnation,
+            a.op,
+            ms(a.sent_us),
+            a.said
         );
     }
     text
@@ -351,7 +362,7 @@ pub fn check_job(
             }
             // Only an answer asked for after the terminal one arrived comes after it: one
             // asked before may have been computed before it, whatever order they arrive in.
-            (Some(first), seen) if !changed_on.contains(&a.replica) && a.sent_ms >= first.at_ms => {
+            (Some(first), seen) if !changed_on.contains(&a.replica) && a.sent_us >= first.at_us => {
                 let Said::Job(before) = &first.said else {
                     continue;
                 };
@@ -360,8 +371,11 @@ pub fn check_job(
                     violation(
                         "terminal-changed",
                         format!(
-                            "replica {} answered {before} at {}ms, then {} at {}ms",
-                            a.replica, first.at_ms, a.said, a.at_ms
+                            "replica {} answered {before} at {}, then {} at {}",
+                            a.replica,
+                            ms(first.at_us),
+                            a.said,
+                            ms(a.at_us)
                         ),
                         Some(a.replica),
                     );
@@ -495,8 +509,8 @@ mod tests {
 
     fn answer(at_ms: u64, replica: usize, op: Op, said: Said) -> Answer {
         Answer {
-            sent_ms: at_ms,
-            at_ms,
+            sent_us: at_ms * 1000,
+            at_us: at_ms * 1000,
             replica,
             incarnation: 1,
             op,
@@ -682,11 +696,15 @@ mod tests {
         let mut history = failed_with_3();
         // Asked at 2 ms, answered at 5 ms, after the terminal answer of 4 ms: computed first.
         let mut overtaken = answer(5, 1, Op::Status, seen("STARTED", "Running", None, None));
-        overtaken.sent_ms = 2;
+        overtaken.sent_us = 2_000;
         history.answers.insert(4, overtaken.clone());
         assert_eq!(kinds(&history), Vec::<&str>::new());
+        // Asked a microsecond before the terminal answer arrived, in the same millisecond.
+        overtaken.sent_us = 3_999;
+        history.answers[4] = overtaken.clone();
+        assert_eq!(kinds(&history), Vec::<&str>::new());
         // Asked at 4 ms, as the terminal answer arrived: a change.
-        overtaken.sent_ms = 4;
+        overtaken.sent_us = 4_000;
         history.answers[4] = overtaken;
         assert_eq!(kinds(&history), ["terminal-changed"]);
     }

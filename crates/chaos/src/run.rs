@@ -213,7 +213,7 @@ impl Replicas {
 struct Asked {
     replica: usize,
     incarnation: u32,
-    sent_ms: u64,
+    sent_us: u64,
 }
 
 /// Everything the tasks of one run share.
@@ -234,20 +234,20 @@ struct Shared {
 }
 
 impl Shared {
-    /// Milliseconds since the run started.
-    fn now_ms(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+    /// Microseconds since the run started.
+    fn now_us(&self) -> u64 {
+        self.started.elapsed().as_micros() as u64
     }
 
     fn record(&self, job_id: &str, asked: Asked, op: Op, said: Said) {
         let Asked {
             replica,
             incarnation,
-            sent_ms,
+            sent_us,
         } = asked;
         let answer = Answer {
-            sent_ms,
-            at_ms: self.now_ms(),
+            sent_us,
+            at_us: self.now_us(),
             replica,
             incarnation,
             op,
@@ -273,7 +273,7 @@ impl Shared {
         let asked = Asked {
             replica: index,
             incarnation,
-            sent_ms: self.now_ms(),
+            sent_us: self.now_us(),
         };
         match addr {
             Some(addr) => (self.http.call(addr, method, path, body).await, asked),
@@ -556,7 +556,7 @@ async fn wait_for_end(shared: Arc<Shared>, job_id: String, exec_id: String, seed
             let asked = Asked {
                 replica: index,
                 incarnation,
-                sent_ms: shared.now_ms(),
+                sent_us: shared.now_us(),
             };
             let path = format!("/v1/jobs/{exec_id}/events");
             let ended = shared
