@@ -12,6 +12,8 @@ pub mod jobset;
 pub mod marks;
 mod named;
 pub mod observation;
+#[cfg(feature = "openapi")]
+mod openapi;
 pub mod pod;
 pub mod record;
 pub mod spark;

@@ -326,6 +326,7 @@ pub struct ExecutionInfo {
 /// reports it, and the counts of each replicated job's Jobs (the JobSet's
 /// `status.replicatedJobsStatus`, of the current restart).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = Replicas))]
 #[serde(rename_all = "camelCase")]
 pub struct ReplicaSummary {
     /// How many times the whole set was restarted (`status.restarts`).
@@ -339,6 +340,7 @@ pub struct ReplicaSummary {
 
 /// How the Jobs of one replicated job of a JobSet stand.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ReplicatedJobCounts {
     /// The replicated job's name.
@@ -391,6 +393,7 @@ impl ReplicaSummary {
 /// Where the indexes of an indexed job stand: counts that add up to `completions`, the Job's
 /// own interval strings, and why each failed index failed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = Indexes))]
 #[serde(rename_all = "camelCase")]
 pub struct IndexSummary {
     /// How many indexes the job has.
@@ -412,7 +415,7 @@ pub struct IndexSummary {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub failed_indexes: String,
     /// Why failed indexes failed, lowest index first, as far as their pods still show it (at
-    /// most [`IndexSummary::MAX_FAILURES`]).
+    /// most 20: `IndexSummary::MAX_FAILURES`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<IndexFailure>,
 }
@@ -443,6 +446,7 @@ impl IndexSummary {
 
 /// Why one index of an indexed job failed: its last attempt's end.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = IndexFailureInfo))]
 #[serde(rename_all = "camelCase")]
 pub struct IndexFailure {
     /// The index.

@@ -1,17 +1,14 @@
 //! The request and response bodies of the API, with their OpenAPI schemas.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use kubeferry_core::status::{FailureClass, IndexFailure, IndexSummary, ReplicaSummary};
+use kubeferry_core::status::{FailureClass, IndexSummary, ReplicaSummary};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use kubeferry_kube::{JobSummary, Orphan};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
-use utoipa::{PartialSchema, ToSchema};
+use utoipa::ToSchema;
 
 /// A job to run: a spec or a named template, and the caller's own job id.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -178,67 +175,6 @@ pub struct Submitted {
     pub objects: Option<Vec<serde_json::Value>>,
 }
 
-/// Where a job stands: one of the six states of the status model.
-pub struct JobStateName;
-
-impl PartialSchema for JobStateName {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .description(Some(
-                "QUEUED and STARTED go on; SUCCEEDED, FAILED and CANCELLED are final and never change; CANCELLING is a cancel in progress.",
-            ))
-            .enum_values(Some(JobState::ALL.map(JobState::as_str)))
-            .into()
-    }
-}
-
-impl ToSchema for JobStateName {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("JobState")
-    }
-}
-
-/// Why a job is in its state (see docs/statuses.md).
-pub struct ReasonName;
-
-impl PartialSchema for ReasonName {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .description(Some("Why the job is in its state, machine-readable."))
-            .enum_values(Some(Reason::ALL.map(Reason::as_str)))
-            .into()
-    }
-}
-
-impl ToSchema for ReasonName {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("Reason")
-    }
-}
-
-/// Whose fault a failure was.
-pub struct FailureClassName;
-
-impl PartialSchema for FailureClassName {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .description(Some(
-                "user: the job's own fault; infrastructure: the cluster's (a retry may succeed); configuration: the spec or cluster setup (no retry helps until it is fixed).",
-            ))
-            .enum_values(Some(["user", "infrastructure", "configuration"]))
-            .into()
-    }
-}
-
-impl ToSchema for FailureClassName {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("FailureClass")
-    }
-}
-
 /// A job's execution info.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -250,10 +186,8 @@ pub struct JobInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
     /// Where the job stands.
-    #[schema(value_type = JobStateName)]
     pub state: JobState,
     /// Why.
-    #[schema(value_type = ReasonName)]
     pub reason: Reason,
     /// Why, for humans (the scheduler's message, the container's termination message, ...).
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -284,138 +218,14 @@ pub struct JobInfo {
     pub finished_at: Option<Timestamp>,
     /// For a failure, whose fault it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<FailureClassName>)]
     pub failure_class: Option<FailureClass>,
     /// For an indexed job: where its indexes stand (absent for every other job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub indexes: Option<Indexes>,
+    pub indexes: Option<IndexSummary>,
     /// For a JobSet: its restarts and where each replicated job's Jobs stand (absent for every
     /// other job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicas: Option<Replicas>,
-}
-
-/// Where a JobSet stands: its restarts, its terminal state and each replicated job's Jobs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Replicas {
-    /// How many times the whole set was restarted.
-    pub restarts: u32,
-    /// The JobSet's terminal state (`Completed`, `Failed`) once it has ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub terminal_state: Option<String>,
-    /// Each replicated job, in the spec's order.
-    pub replicated_jobs: Vec<ReplicatedJobCounts>,
-}
-
-/// How the Jobs of one replicated job of a JobSet stand.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplicatedJobCounts {
-    /// The replicated job's name.
-    pub name: String,
-    /// How many Jobs it has.
-    pub replicas: u32,
-    /// Jobs whose pods are all ready (or succeeded).
-    pub ready: u32,
-    /// Jobs that succeeded.
-    pub succeeded: u32,
-    /// Jobs that failed.
-    pub failed: u32,
-    /// Jobs with a pod still running or pending.
-    pub active: u32,
-    /// Jobs that are suspended.
-    pub suspended: u32,
-}
-
-impl From<ReplicaSummary> for Replicas {
-    fn from(summary: ReplicaSummary) -> Self {
-        Self {
-            restarts: summary.restarts,
-            terminal_state: summary.terminal_state,
-            replicated_jobs: summary
-                .replicated_jobs
-                .into_iter()
-                .map(|r| ReplicatedJobCounts {
-                    name: r.name,
-                    replicas: r.replicas,
-                    ready: r.ready,
-                    succeeded: r.succeeded,
-                    failed: r.failed,
-                    active: r.active,
-                    suspended: r.suspended,
-                })
-                .collect(),
-        }
-    }
-}
-
-/// Where the indexes of an indexed job stand.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Indexes {
-    /// How many indexes the job has.
-    pub completions: u32,
-    /// Indexes that succeeded.
-    pub succeeded: u32,
-    /// Indexes that failed for good.
-    pub failed: u32,
-    /// Indexes whose pod runs.
-    pub running: u32,
-    /// Indexes not yet running, succeeded or failed (or never run because the job ended first).
-    pub pending: u32,
-    /// The succeeded indexes as the Job reports them (e.g. `0-2,4`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub completed_indexes: String,
-    /// The failed indexes as the Job reports them.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub failed_indexes: String,
-    /// Why failed indexes failed, lowest index first (at most 20).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failures: Vec<IndexFailureInfo>,
-}
-
-/// Why one index of an indexed job failed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct IndexFailureInfo {
-    /// The index.
-    pub index: u32,
-    /// Why its last attempt failed.
-    #[schema(value_type = ReasonName)]
-    pub reason: Reason,
-    /// Its last attempt's exit code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    /// Why, for humans.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-}
-
-impl From<IndexSummary> for Indexes {
-    fn from(summary: IndexSummary) -> Self {
-        Self {
-            completions: summary.completions,
-            succeeded: summary.succeeded,
-            failed: summary.failed,
-            running: summary.running,
-            pending: summary.pending,
-            completed_indexes: summary.completed_indexes,
-            failed_indexes: summary.failed_indexes,
-            failures: summary.failures.into_iter().map(Into::into).collect(),
-        }
-    }
-}
-
-impl From<IndexFailure> for IndexFailureInfo {
-    fn from(failure: IndexFailure) -> Self {
-        Self {
-            index: failure.index,
-            reason: failure.reason,
-            exit_code: failure.exit_code,
-            message: failure.message,
-        }
-    }
+    pub replicas: Option<ReplicaSummary>,
 }
 
 impl JobInfo {
@@ -437,8 +247,8 @@ impl JobInfo {
             started_at: info.started_at,
             finished_at: info.finished_at,
             failure_class,
-            indexes: info.indexes.map(Into::into),
-            replicas: info.replicas.map(|r| (*r).into()),
+            indexes: info.indexes,
+            replicas: info.replicas.map(|r| *r),
         }
     }
 
