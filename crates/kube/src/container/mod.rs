@@ -153,20 +153,9 @@ impl ContainerJobs {
     }
 
     /// Creates the Job for `spec` under `job_id` in `namespace`, or adopts the one a lost
-    /// response already created. Submitting the same job id twice runs the job once. The
-    /// namespace's watches start, if they had not.
-    /// (The Executor calls [`Self::submit_or_find`]; this is for the crate's own tests.)
-    #[cfg(any(test, feature = "internals"))]
-    pub async fn submit(
-        &self,
-        spec: &ContainerJobSpec,
-        job_id: &str,
-        namespace: &str,
-    ) -> Result<ExecutionId> {
-        Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
-    }
-
-    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
+    /// response already created; says whether the job id already named a job (nothing
+    /// created). Submitting the same job id twice runs the job once. The namespace's watches
+    /// start, if they had not.
     pub async fn submit_or_find(
         &self,
         spec: &ContainerJobSpec,

@@ -62,9 +62,10 @@ async fn gated_job(
         panic!("a container job");
     };
     let id = jobs
-        .submit(&spec, &format!("{name}-1"), "default")
+        .submit_or_find(&spec, &format!("{name}-1"), "default")
         .await
-        .expect("submitted");
+        .expect("submitted")
+        .id;
     let mut running = jobs.status(&id).await.expect("a status");
     while running.state != JobState::Started {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -456,9 +457,10 @@ async fn a_job_the_watch_has_not_delivered_yet_is_answered_from_the_watch() {
             panic!("a container job");
         };
         let id = submitter
-            .submit(&spec, "unseen-1", "default")
+            .submit_or_find(&spec, "unseen-1", "default")
             .await
-            .expect("submitted");
+            .expect("submitted")
+            .id;
         (id, gate)
     };
     let pods: Api<Pod> = Api::namespaced(submitter.base.cluster.client().clone(), "default");

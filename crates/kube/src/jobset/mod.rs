@@ -205,19 +205,6 @@ impl JobSets {
         Ok(watch)
     }
 
-    /// Creates the JobSet for `spec` under `job_id` in `namespace`, or adopts the one a lost
-    /// response already created.
-    /// (The Executor calls [`Self::submit_or_find`]; this is for the crate's own tests.)
-    #[cfg(any(test, feature = "internals"))]
-    pub async fn submit(
-        &self,
-        spec: &JobSetSpec,
-        job_id: &str,
-        namespace: &str,
-    ) -> Result<ExecutionId> {
-        Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
-    }
-
     /// The JobSet a submission of `spec` under `job_id` would create, as kubeferry builds it
     /// or as the API server would store it ([`DryRun`]).
     pub(crate) async fn dry_run(
@@ -236,7 +223,9 @@ impl JobSets {
             .await
     }
 
-    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
+    /// Creates the JobSet for `spec` under `job_id` in `namespace`, or adopts the one a lost
+    /// response already created; says whether the job id already named a job (nothing
+    /// created).
     pub async fn submit_or_find(
         &self,
         spec: &JobSetSpec,

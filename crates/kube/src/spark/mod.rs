@@ -267,20 +267,6 @@ impl SparkJobs {
         Ok(watch)
     }
 
-    /// Creates the SparkApplication for `spec` under `job_id` in `namespace`, or adopts the
-    /// one a lost response already created. The operator is the file's, else the cluster's;
-    /// fields it cannot honour are refused before anything is created.
-    /// (The Executor calls [`Self::submit_or_find`]; this is for the crate's own tests.)
-    #[cfg(any(test, feature = "internals"))]
-    pub async fn submit(
-        &self,
-        spec: &SparkJobSpec,
-        job_id: &str,
-        namespace: &str,
-    ) -> Result<ExecutionId> {
-        Ok(self.submit_or_find(spec, job_id, namespace).await?.id)
-    }
-
     /// The operator, name and SparkApplication a submission of `spec` under `job_id` builds.
     async fn planned(
         &self,
@@ -321,7 +307,10 @@ impl SparkJobs {
             .await
     }
 
-    /// [`Self::submit`], saying whether the job id already named a job (nothing created).
+    /// Creates the SparkApplication for `spec` under `job_id` in `namespace`, or adopts the
+    /// one a lost response already created; says whether the job id already named a job
+    /// (nothing created). The operator is the file's, else the cluster's; fields it cannot
+    /// honour are refused before anything is created.
     pub async fn submit_or_find(
         &self,
         spec: &SparkJobSpec,
