@@ -11,6 +11,7 @@ use jiff::Timestamp;
 use kubeferry_core::observation::Observation;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::sync::broadcast;
+use tracing::debug;
 
 use futures::stream::BoxStream;
 
@@ -19,6 +20,7 @@ use crate::error::Result;
 use crate::executor::Placement;
 use crate::objects::{Attempt, Current, Object, Objects};
 use crate::records::{Records, check_resubmission, gives_way};
+use crate::replies::Submission;
 use crate::selector::SelectorEvent;
 use crate::tracker::{Namespaces, WatchHealth};
 
@@ -364,6 +366,38 @@ pub(crate) trait Kind: Send + Sync + 'static {
             objects
                 .create_or_adopt(self.cluster(), object, job_id, spec_hash, recorded)
                 .await
+        }
+    }
+
+    /// [`Kind::submit_object`], answered as a [`Submission`]; once this call created the
+    /// object, the namespace is looked after from now on (its settler keeps the outcome
+    /// record and ends what a grace period or timeout ends, whether or not anyone asks). The
+    /// job exists whatever becomes of that: a watch that did not start is the next query's to
+    /// report.
+    fn submit_watched<K: Object>(
+        &self,
+        objects: &Objects<K>,
+        object: &K,
+        name: &str,
+        job_id: &str,
+        spec_hash: &str,
+    ) -> impl Future<Output = Result<Submission>> + Send {
+        async move {
+            let namespace = objects.namespace.as_str();
+            let id = self.id(namespace, name);
+            let Some(created) = self
+                .submit_object(objects, object, name, job_id, spec_hash)
+                .await?
+            else {
+                return Ok(Submission { id, existing: true });
+            };
+            if let Err(error) = self.watch(namespace).await {
+                debug!(message = "the namespace's watches did not start", namespace, %error);
+            }
+            Ok(Submission {
+                id,
+                existing: !created,
+            })
         }
     }
 

@@ -94,7 +94,7 @@ impl<K: Object> Objects<K> {
         Recorded: Future<Output = Result<bool>>,
     {
         /// What one attempt came to.
-        enum Attempt<K> {
+        enum CreateAttempt<K> {
             Created(K),
             /// The outcome was recorded before a repeated create.
             Recorded,
@@ -112,22 +112,25 @@ impl<K: Object> Objects<K> {
                 async move {
                     if again {
                         match recorded().await {
-                            Ok(true) => return Ok(Attempt::Recorded),
+                            Ok(true) => return Ok(CreateAttempt::Recorded),
                             Ok(false) => {}
-                            Err(error) => return Ok(Attempt::Unreadable(error)),
+                            Err(error) => return Ok(CreateAttempt::Unreadable(error)),
                         }
                     }
-                    self.api.create(params, object).await.map(Attempt::Created)
+                    self.api
+                        .create(params, object)
+                        .await
+                        .map(CreateAttempt::Created)
                 }
             })
             .await;
         match created {
-            Ok(Attempt::Created(_)) => {
+            Ok(CreateAttempt::Created(_)) => {
                 info!(message = "job submitted", job_id, namespace = %self.namespace, %name, kind = self.kind);
                 Ok(Some(true))
             }
-            Ok(Attempt::Recorded) => Ok(None),
-            Ok(Attempt::Unreadable(error)) => Err(error),
+            Ok(CreateAttempt::Recorded) => Ok(None),
+            Ok(CreateAttempt::Unreadable(error)) => Err(error),
             Err(error) if error.is_conflict() => {
                 let existing = self.get(cluster, &name).await?;
                 check_adoptable(

@@ -31,7 +31,6 @@ use kubeferry_core::spec::JobSetSpec;
 use kubeferry_core::timeline;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
-use tracing::debug;
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
@@ -234,29 +233,14 @@ impl JobSets {
     ) -> Result<Submission> {
         self.check_installed(namespace).await?;
         let (name, object) = planned(spec, job_id, namespace)?;
-        // A job id whose run ended (and whose JobSet may be gone) answers that run.
-        let id = self.id(namespace, &name);
-        let Some(created) = self
-            .submit_object(
-                &self.objects(namespace),
-                &object,
-                &name,
-                job_id,
-                &spec.hash(),
-            )
-            .await?
-        else {
-            return Ok(Submission { id, existing: true });
-        };
-        // The namespace is looked after from now on (its settler keeps the outcome record);
-        // the job exists whatever becomes of that.
-        if let Err(error) = self.watch(namespace).await {
-            debug!(message = "the namespace's watches did not start", namespace, %error);
-        }
-        Ok(Submission {
-            id,
-            existing: !created,
-        })
+        self.submit_watched(
+            &self.objects(namespace),
+            &object,
+            &name,
+            job_id,
+            &spec.hash(),
+        )
+        .await
     }
 
     /// The JobSet's metadata and what is known of it, with its Jobs and pods, read from the

@@ -27,7 +27,6 @@ use kubeferry_core::pod::{
 use kubeferry_core::spec::PodJobSpec;
 use kubeferry_core::timeline;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
-use tracing::debug;
 
 use crate::cluster::Cluster;
 use crate::container::ContainerSettings;
@@ -134,29 +133,14 @@ impl Pods {
     ) -> Result<Submission> {
         let name = self.name(job_id);
         let object = pod_manifest(spec, job_id, &name, namespace);
-        // A job id whose run ended (and whose pod may be gone) answers that run.
-        let id = self.id(namespace, &name);
-        let Some(created) = self
-            .submit_object(
-                &self.objects(namespace),
-                &object,
-                &name,
-                job_id,
-                &spec.hash(),
-            )
-            .await?
-        else {
-            return Ok(Submission { id, existing: true });
-        };
-        // The namespace is looked after from now on (its settler keeps the outcome record);
-        // the job exists whatever becomes of that.
-        if let Err(error) = self.watch(namespace).await {
-            debug!(message = "the namespace's watch did not start", namespace, %error);
-        }
-        Ok(Submission {
-            id,
-            existing: !created,
-        })
+        self.submit_watched(
+            &self.objects(namespace),
+            &object,
+            &name,
+            job_id,
+            &spec.hash(),
+        )
+        .await
     }
 
     /// The pod's name for `job_id`: a container job's Job's name.

@@ -32,7 +32,7 @@ use kubeferry_core::spec::SparkJobSpec;
 use kubeferry_core::timeline;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
-use tracing::{debug, info};
+use tracing::info;
 
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
@@ -318,10 +318,8 @@ impl SparkJobs {
         namespace: &str,
     ) -> Result<Submission> {
         let (operator, name, object) = self.planned(spec, job_id, namespace).await?;
-        // A job id whose run ended (and whose application may be gone) answers that run: it
-        // never runs twice.
-        let created = self
-            .submit_object(
+        let submitted = self
+            .submit_watched(
                 &self.objects(operator, namespace),
                 &object,
                 &name,
@@ -329,24 +327,8 @@ impl SparkJobs {
                 &spec.hash(),
             )
             .await;
-        match created {
-            Ok(None) => Ok(Submission {
-                id: self.id(namespace, &name),
-                existing: true,
-            }),
-            Ok(Some(created)) => {
-                // The namespace is looked after from now on: its settler fails an application
-                // the operator never takes up at the no-status timeout, whether or not anyone
-                // asks. The job exists whatever becomes of that: a failure here is the next
-                // query's to report.
-                if let Err(error) = self.watch(namespace).await {
-                    debug!(message = "the namespace's watches did not start", namespace, %error);
-                }
-                Ok(Submission {
-                    id: self.id(namespace, &name),
-                    existing: !created,
-                })
-            }
+        match submitted {
+            Ok(submission) => Ok(submission),
             Err(Error::Api {
                 code: 404, message, ..
             }) => Err(Error::SparkUnavailable {
