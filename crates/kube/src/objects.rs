@@ -319,6 +319,9 @@ impl<K: Object> Objects<K> {
 
     /// Deletes the object, only if it is still the object `uid` (and, when given, still at
     /// `resource_version`). Safe to repeat: a repeat cannot touch a new object of the same name.
+    /// When the delete fails, looks again: an object that is gone or being deleted counts as
+    /// deleted (the delete took effect and its response was lost), and one replaced meanwhile
+    /// as gone.
     ///
     /// Dependents first where [`Objects::dependents_first`] says so: kubeferry's finalizer holds
     /// the object until a settler lets it go, and a cancel whose process exits at once must
@@ -342,39 +345,22 @@ impl<K: Object> Objects<K> {
             }),
             ..DeleteParams::default()
         };
-        match cluster
+        let deleted = cluster
             .call(&self.op("delete", name), true, || {
                 self.api.delete(name, &params)
             })
-            .await
-        {
-            Ok(_) => Ok(Deletion::Deleted),
-            Err(error) if error.is_not_found() => Ok(Deletion::Gone),
-            Err(error) if error.is_conflict() => Ok(Deletion::Conflict),
-            Err(error) => Err(error),
-        }
-    }
-
-    /// Deletes the object ([`Objects::delete`]); when the delete fails, looks again: an object
-    /// that is gone or being deleted counts as deleted (the delete took effect and its
-    /// response was lost), and one replaced meanwhile as gone.
-    pub(crate) async fn delete_confirmed(
-        &self,
-        cluster: &Cluster,
-        name: &str,
-        uid: &str,
-        resource_version: Option<&str>,
-    ) -> Result<Deletion> {
-        match self.delete(cluster, name, uid, resource_version).await {
-            Ok(deletion) => Ok(deletion),
-            Err(error) => match self.get(cluster, name).await {
-                Ok(None) => Ok(Deletion::Gone),
-                Ok(Some(object)) if object.meta().deletion_timestamp.is_some() => {
-                    Ok(Deletion::Deleted)
-                }
-                Ok(Some(object)) if object.meta().uid.as_deref() != Some(uid) => Ok(Deletion::Gone),
-                _ => Err(error),
-            },
+            .await;
+        let error = match deleted {
+            Ok(_) => return Ok(Deletion::Deleted),
+            Err(error) if error.is_not_found() => return Ok(Deletion::Gone),
+            Err(error) if error.is_conflict() => return Ok(Deletion::Conflict),
+            Err(error) => error,
+        };
+        match self.get(cluster, name).await {
+            Ok(None) => Ok(Deletion::Gone),
+            Ok(Some(object)) if object.meta().deletion_timestamp.is_some() => Ok(Deletion::Deleted),
+            Ok(Some(object)) if object.meta().uid.as_deref() != Some(uid) => Ok(Deletion::Gone),
+            _ => Err(error),
         }
     }
 }

@@ -254,7 +254,7 @@ pub(crate) async fn stop_cancelled<K: crate::objects::Object>(
         return Ok(Stopped::EndedFirst(standing));
     }
     match objects
-        .delete_confirmed(cluster, &name, uid, resource_version)
+        .delete(cluster, &name, uid, resource_version)
         .await?
     {
         Deletion::Deleted | Deletion::Gone => Ok(Stopped::Cancelled),
