@@ -14,7 +14,7 @@ use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
 use crate::jobset::{JobSetSettings, JobSets};
-use crate::kind::KindHealth;
+use crate::kind::{Kind, KindHealth};
 use crate::kinds::{Entry, Kinds, together};
 use crate::logs::{FollowOptions, Tail, TailOptions};
 use crate::pod::Pods;
@@ -114,22 +114,16 @@ impl Executor {
         &self.cluster
     }
 
-    /// The container job backend.
+    /// The container job backend, whose watch caches the crate's tests look into.
     #[cfg(feature = "internals")]
     pub fn container_jobs(&self) -> &ContainerJobs {
         &self.kinds.container
     }
 
-    /// The Spark job backend.
+    /// The Spark job backend, whose watch caches the crate's Spark tests look into.
     #[cfg(feature = "internals")]
     pub fn spark_jobs(&self) -> &SparkJobs {
         &self.kinds.spark
-    }
-
-    /// The JobSet backend.
-    #[cfg(feature = "internals")]
-    pub fn jobsets(&self) -> &JobSets {
-        &self.kinds.jobset
     }
 
     /// Starts watching the container jobs of `namespace`, if that is not done yet: its first

@@ -84,10 +84,14 @@ pub use replies::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submis
 pub use retry::RetryPolicy;
 pub use spark::SparkSettings;
 
-/// The log follower, for this crate's own integration tests; not an interface for library
-/// users (the [`Executor`] is).
+/// The log follower and the container and Spark backends' watch caches, for this crate's own
+/// integration tests; not an interface for library users (the [`Executor`] is).
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::container::ContainerJobs;
+    pub use crate::container::tracker::NamespaceWatch;
     pub use crate::pod_logs::{LogTarget, follow};
+    pub use crate::spark::SparkJobs;
+    pub use crate::spark::tracker::SparkNamespaceWatch;
 }

@@ -184,26 +184,6 @@ impl JobSets {
         })
     }
 
-    /// The watches of `namespace`, started (with its settler) if they are not yet.
-    pub async fn watch(&self, namespace: &str) -> Result<Arc<JobSetNamespaceWatch>> {
-        let watch = match self.base.namespaces.existing(namespace) {
-            Some(watch) => watch,
-            None => {
-                self.check_installed(namespace).await?;
-                self.base.namespaces.get_or_start(namespace, || {
-                    self.base.records.watch(namespace);
-                    Arc::new(JobSetNamespaceWatch::start(
-                        &self.base.cluster,
-                        namespace,
-                        &self.settings.reflector,
-                    ))
-                })
-            }
-        };
-        self.evaluating.start(namespace, &watch);
-        Ok(watch)
-    }
-
     /// The JobSet a submission of `spec` under `job_id` would create, as kubeferry builds it
     /// or as the API server would store it ([`DryRun`]).
     pub(crate) async fn dry_run(
@@ -313,59 +293,6 @@ impl JobSets {
         Ok((jobs, pods))
     }
 
-    /// The managed JobSets of `namespace` (of every namespace when `None`) that match
-    /// `selector`, with their Jobs and pods. None when the cluster does not serve JobSets.
-    async fn listed_jobsets(
-        &self,
-        namespace: Option<&str>,
-        selector: &str,
-    ) -> Result<Vec<Listed<Found>>> {
-        if !self.installed().await? {
-            return Ok(Vec::new());
-        }
-        let objects = self.list_objects(namespace, selector).await?;
-        if objects.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (jobs, pods) = self.all_children(namespace, "").await?;
-        let mut listed = Vec::new();
-        for object in objects {
-            let view = view_of(&object);
-            let mine =
-                |(ns, jobset): (&String, &String)| *ns == view.namespace && *jobset == view.name;
-            let set_jobs: Vec<ChildJobView> = jobs
-                .iter()
-                .filter(|(ns, js, _)| mine((ns, js)))
-                .map(|(_, _, job)| job.clone())
-                .collect();
-            let set_pods: Vec<ChildPod> = pods
-                .iter()
-                .filter(|(ns, js, _)| mine((ns, js)))
-                .map(|(_, _, pod)| pod.clone())
-                .collect();
-            let newest = set_pods
-                .iter()
-                .max_by_key(|p| (p.view.created_at, p.view.name.clone()))
-                .map(|p| (p.view.name.clone(), p.node.clone()));
-            listed.push(Listed {
-                id: self.id(&view.namespace, &view.name),
-                job_id: view.job_id.clone(),
-                created_at: view.created_at,
-                newest,
-                attempts: set_pods.len(),
-                found: Found {
-                    observed: Seen::Present(view),
-                    parts: Children {
-                        jobs: set_jobs,
-                        pods: set_pods,
-                    },
-                    listed: true,
-                },
-            });
-        }
-        Ok(listed)
-    }
-
     async fn list_objects(
         &self,
         namespace: Option<&str>,
@@ -423,12 +350,73 @@ impl Kind for JobSets {
         &self.base
     }
 
+    /// The watches of `namespace`, started (with its settler) if they are not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<JobSetNamespaceWatch>> {
-        JobSets::watch(self, namespace).await
+        let watch = match self.base.namespaces.existing(namespace) {
+            Some(watch) => watch,
+            None => {
+                self.check_installed(namespace).await?;
+                self.base.namespaces.get_or_start(namespace, || {
+                    self.base.records.watch(namespace);
+                    Arc::new(JobSetNamespaceWatch::start(
+                        &self.base.cluster,
+                        namespace,
+                        &self.settings.reflector,
+                    ))
+                })
+            }
+        };
+        self.evaluating.start(namespace, &watch);
+        Ok(watch)
     }
 
+    /// The managed JobSets of `namespace` (of every namespace when `None`) that match
+    /// `selector`, with their Jobs and pods. None when the cluster does not serve JobSets.
     async fn listed(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<Listed<Found>>> {
-        self.listed_jobsets(namespace, selector).await
+        if !self.installed().await? {
+            return Ok(Vec::new());
+        }
+        let objects = self.list_objects(namespace, selector).await?;
+        if objects.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (jobs, pods) = self.all_children(namespace, "").await?;
+        let mut listed = Vec::new();
+        for object in objects {
+            let view = view_of(&object);
+            let mine =
+                |(ns, jobset): (&String, &String)| *ns == view.namespace && *jobset == view.name;
+            let set_jobs: Vec<ChildJobView> = jobs
+                .iter()
+                .filter(|(ns, js, _)| mine((ns, js)))
+                .map(|(_, _, job)| job.clone())
+                .collect();
+            let set_pods: Vec<ChildPod> = pods
+                .iter()
+                .filter(|(ns, js, _)| mine((ns, js)))
+                .map(|(_, _, pod)| pod.clone())
+                .collect();
+            let newest = set_pods
+                .iter()
+                .max_by_key(|p| (p.view.created_at, p.view.name.clone()))
+                .map(|p| (p.view.name.clone(), p.node.clone()));
+            listed.push(Listed {
+                id: self.id(&view.namespace, &view.name),
+                job_id: view.job_id.clone(),
+                created_at: view.created_at,
+                newest,
+                attempts: set_pods.len(),
+                found: Found {
+                    observed: Seen::Present(view),
+                    parts: Children {
+                        jobs: set_jobs,
+                        pods: set_pods,
+                    },
+                    listed: true,
+                },
+            });
+        }
+        Ok(listed)
     }
 
     async fn managed(&self, namespace: &str) -> Result<Vec<ManagedObjects<DynamicObject>>> {

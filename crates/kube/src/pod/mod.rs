@@ -93,20 +93,6 @@ impl Pods {
         }
     }
 
-    /// The watch of `namespace`, started (with its settler) if it is not yet.
-    pub async fn watch(&self, namespace: &str) -> Result<Arc<PodNamespaceWatch>> {
-        let watch = self.base.namespaces.get_or_start(namespace, || {
-            self.base.records.watch(namespace);
-            Arc::new(PodNamespaceWatch::start(
-                &self.base.cluster,
-                namespace,
-                &self.settings.reflector,
-            ))
-        });
-        self.evaluating.start(namespace, &watch);
-        Ok(watch)
-    }
-
     /// The pod a submission of `spec` under `job_id` would create, as kubeferry builds it or
     /// as the API server would store it ([`DryRun`]).
     pub(crate) async fn dry_run(
@@ -191,8 +177,18 @@ impl Kind for Pods {
         &self.base
     }
 
+    /// The watch of `namespace`, started (with its settler) if it is not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<PodNamespaceWatch>> {
-        Pods::watch(self, namespace).await
+        let watch = self.base.namespaces.get_or_start(namespace, || {
+            self.base.records.watch(namespace);
+            Arc::new(PodNamespaceWatch::start(
+                &self.base.cluster,
+                namespace,
+                &self.settings.reflector,
+            ))
+        });
+        self.evaluating.start(namespace, &watch);
+        Ok(watch)
     }
 
     async fn listed(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<Listed<Found>>> {

@@ -242,31 +242,6 @@ impl SparkJobs {
         }
     }
 
-    /// The watches of `namespace` (the driver pods, and the SparkApplications of every
-    /// operator installed), started if they are not yet.
-    pub async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
-        let watch = match self.base.namespaces.existing(namespace) {
-            Some(watch) => watch,
-            None => {
-                let installed = self.installed().await?;
-                let watch = self.base.namespaces.get_or_start(namespace, || {
-                    self.base.records.watch(namespace);
-                    SparkNamespaceWatch::start(
-                        &self.base.cluster,
-                        namespace,
-                        &self.settings.reflector,
-                    )
-                });
-                for operator in installed {
-                    watch.apps_of(operator);
-                }
-                watch
-            }
-        };
-        self.evaluating.start(namespace, &watch);
-        Ok(watch)
-    }
-
     /// The operator, name and SparkApplication a submission of `spec` under `job_id` builds.
     async fn planned(
         &self,
@@ -457,54 +432,6 @@ impl SparkJobs {
         }
     }
 
-    /// The managed SparkApplications of `namespace` (of every installed operator), or of every
-    /// namespace when it is `None`, that match `selector`, with their driver pods.
-    async fn listed_apps(
-        &self,
-        namespace: Option<&str>,
-        selector: &str,
-    ) -> Result<Vec<Listed<Found>>> {
-        let mut listed = Vec::new();
-        let installed = self.installed().await?;
-        if installed.is_empty() {
-            return Ok(listed);
-        }
-        let drivers = self.all_drivers(namespace).await;
-        for operator in installed {
-            for object in self.list_objects(operator, namespace, selector).await? {
-                let view = view_of(operator, &object);
-                let mine = |driver: &&Driver| {
-                    driver.namespace == view.namespace && driver.app == view.name
-                };
-                let app_drivers = match &drivers {
-                    Ok(all) => Ok(all.iter().filter(mine).map(|d| d.view.clone()).collect()),
-                    Err(error) => Err(error.to_string()),
-                };
-                let newest = drivers.as_ref().ok().and_then(|all| {
-                    all.iter()
-                        .filter(mine)
-                        .max_by_key(|d| (d.view.created_at, d.view.name.clone()))
-                });
-                let attempts = drivers
-                    .as_ref()
-                    .map_or(0, |all| all.iter().filter(mine).count());
-                listed.push(Listed {
-                    id: self.id(&view.namespace, &view.name),
-                    job_id: view.job_id.clone(),
-                    created_at: view.created_at,
-                    newest: newest.map(|driver| (driver.view.name.clone(), driver.node.clone())),
-                    attempts,
-                    found: Found {
-                        observed: Seen::Present(view),
-                        parts: Drivers::of(app_drivers),
-                        listed: true,
-                    },
-                });
-            }
-        }
-        Ok(listed)
-    }
-
     async fn list_objects(
         &self,
         operator: SparkOperator,
@@ -567,12 +494,73 @@ impl Kind for SparkJobs {
         &self.base
     }
 
+    /// The watches of `namespace` (the driver pods, and the SparkApplications of every
+    /// operator installed), started if they are not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
-        SparkJobs::watch(self, namespace).await
+        let watch = match self.base.namespaces.existing(namespace) {
+            Some(watch) => watch,
+            None => {
+                let installed = self.installed().await?;
+                let watch = self.base.namespaces.get_or_start(namespace, || {
+                    self.base.records.watch(namespace);
+                    SparkNamespaceWatch::start(
+                        &self.base.cluster,
+                        namespace,
+                        &self.settings.reflector,
+                    )
+                });
+                for operator in installed {
+                    watch.apps_of(operator);
+                }
+                watch
+            }
+        };
+        self.evaluating.start(namespace, &watch);
+        Ok(watch)
     }
 
+    /// The managed SparkApplications of `namespace` (of every installed operator), or of every
+    /// namespace when it is `None`, that match `selector`, with their driver pods.
     async fn listed(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<Listed<Found>>> {
-        self.listed_apps(namespace, selector).await
+        let mut listed = Vec::new();
+        let installed = self.installed().await?;
+        if installed.is_empty() {
+            return Ok(listed);
+        }
+        let drivers = self.all_drivers(namespace).await;
+        for operator in installed {
+            for object in self.list_objects(operator, namespace, selector).await? {
+                let view = view_of(operator, &object);
+                let mine = |driver: &&Driver| {
+                    driver.namespace == view.namespace && driver.app == view.name
+                };
+                let app_drivers = match &drivers {
+                    Ok(all) => Ok(all.iter().filter(mine).map(|d| d.view.clone()).collect()),
+                    Err(error) => Err(error.to_string()),
+                };
+                let newest = drivers.as_ref().ok().and_then(|all| {
+                    all.iter()
+                        .filter(mine)
+                        .max_by_key(|d| (d.view.created_at, d.view.name.clone()))
+                });
+                let attempts = drivers
+                    .as_ref()
+                    .map_or(0, |all| all.iter().filter(mine).count());
+                listed.push(Listed {
+                    id: self.id(&view.namespace, &view.name),
+                    job_id: view.job_id.clone(),
+                    created_at: view.created_at,
+                    newest: newest.map(|driver| (driver.view.name.clone(), driver.node.clone())),
+                    attempts,
+                    found: Found {
+                        observed: Seen::Present(view),
+                        parts: Drivers::of(app_drivers),
+                        listed: true,
+                    },
+                });
+            }
+        }
+        Ok(listed)
     }
 
     async fn managed(&self, namespace: &str) -> Result<Vec<ManagedObjects<DynamicObject>>> {

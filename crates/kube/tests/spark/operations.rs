@@ -319,12 +319,19 @@ async fn polling_an_unknown_application_costs_one_lookup_per_period() {
         NS,
         "never-ran",
     );
-    let watch = env.executor.spark_jobs().watch(NS).await.unwrap();
+    env.executor.watch_spark(NS).await.unwrap();
     eventually(
         "every operator's applications watched and current",
         || async {
+            let watches = env.executor.spark_jobs().watched();
+            let [(namespace, watch)] = watches.as_slice() else {
+                return None;
+            };
             let watched = watch.watched();
-            (watched.len() == 2 && watched.iter().all(|(_, apps)| apps.is_current())).then_some(())
+            (namespace == NS
+                && watched.len() == 2
+                && watched.iter().all(|(_, apps)| apps.is_current()))
+            .then_some(())
         },
     )
     .await;
