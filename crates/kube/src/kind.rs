@@ -337,44 +337,17 @@ pub(crate) trait Kind: Send + Sync + 'static {
         }
     }
 
-    /// Submits the job's object `object`, named `name`, unless `job_id`'s run ended already:
-    /// `None` then, its record answering that run ([`Kind::ran_before`]). Else creates it, or
-    /// adopts the one a lost response already created ([`Objects::create_or_adopt`]), and
-    /// answers whether this call created it. A create repeated (after a failure or a lost
-    /// response) asks the record again first.
+    /// Submits the job's object `object`, named `name`, unless `job_id`'s run ended already
+    /// (its record answers that run: [`Kind::ran_before`]). Else creates it, or adopts the one
+    /// a lost response already created ([`Objects::create_or_adopt`]); a create repeated
+    /// (after a failure or a lost response) asks the record again first. `existing`: this
+    /// call created nothing.
+    ///
+    /// Once this call created the object, the namespace is looked after from now on (its
+    /// settler keeps the outcome record and ends what a grace period or timeout ends, whether
+    /// or not anyone asks). The job exists whatever becomes of that: a watch that did not
+    /// start is the next query's to report.
     fn submit_object<K: Object>(
-        &self,
-        objects: &Objects<K>,
-        object: &K,
-        name: &str,
-        job_id: &str,
-        spec_hash: &str,
-    ) -> impl Future<Output = Result<Option<bool>>> + Send {
-        async move {
-            let namespace = objects.namespace.as_str();
-            if self
-                .ran_before(namespace, name, job_id, spec_hash)
-                .await?
-                .is_some()
-            {
-                return Ok(None);
-            }
-            let recorded = || async {
-                let ran = self.ran_before(namespace, name, job_id, spec_hash).await?;
-                Ok(ran.is_some())
-            };
-            objects
-                .create_or_adopt(self.cluster(), object, job_id, spec_hash, recorded)
-                .await
-        }
-    }
-
-    /// [`Kind::submit_object`], answered as a [`Submission`]; once this call created the
-    /// object, the namespace is looked after from now on (its settler keeps the outcome
-    /// record and ends what a grace period or timeout ends, whether or not anyone asks). The
-    /// job exists whatever becomes of that: a watch that did not start is the next query's to
-    /// report.
-    fn submit_watched<K: Object>(
         &self,
         objects: &Objects<K>,
         object: &K,
@@ -385,18 +358,30 @@ pub(crate) trait Kind: Send + Sync + 'static {
         async move {
             let namespace = objects.namespace.as_str();
             let id = self.id(namespace, name);
-            let Some(created) = self
-                .submit_object(objects, object, name, job_id, spec_hash)
+            let existing = Submission { id, existing: true };
+            if self
+                .ran_before(namespace, name, job_id, spec_hash)
                 .await?
-            else {
-                return Ok(Submission { id, existing: true });
+                .is_some()
+            {
+                return Ok(existing);
+            }
+            let recorded = || async {
+                let ran = self.ran_before(namespace, name, job_id, spec_hash).await?;
+                Ok(ran.is_some())
             };
+            let created = objects
+                .create_or_adopt(self.cluster(), object, job_id, spec_hash, recorded)
+                .await?;
+            if created != Some(true) {
+                return Ok(existing);
+            }
             if let Err(error) = self.watch(namespace).await {
                 debug!(message = "the namespace's watches did not start", namespace, %error);
             }
             Ok(Submission {
-                id,
-                existing: !created,
+                existing: false,
+                ..existing
             })
         }
     }

@@ -171,7 +171,7 @@ impl ContainerJobs {
         // A job id whose run ended (and whose Job may be gone) answers that run: it never
         // runs twice.
         self.submitted.insert(format!("{namespace}/{name}"));
-        let created = self
+        let submitted = self
             .submit_object(
                 &self.objects(namespace),
                 &manifest,
@@ -180,13 +180,16 @@ impl ContainerJobs {
                 &spec.hash(),
             )
             .await;
-        if !matches!(created, Ok(Some(true))) {
+        if !matches!(
+            submitted,
+            Ok(Submission {
+                existing: false,
+                ..
+            })
+        ) {
             self.submitted.remove(&format!("{namespace}/{name}"));
         }
-        Ok(Submission {
-            id: self.id(namespace, &name),
-            existing: created? != Some(true),
-        })
+        submitted
     }
 
     /// The Job a submission of `spec` under `job_id` would create, as kubeferry builds it or

@@ -213,7 +213,7 @@ impl JobSets {
     ) -> Result<Submission> {
         self.check_installed(namespace).await?;
         let (name, object) = planned(spec, job_id, namespace)?;
-        self.submit_watched(
+        self.submit_object(
             &self.objects(namespace),
             &object,
             &name,

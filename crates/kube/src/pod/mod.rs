@@ -119,7 +119,7 @@ impl Pods {
     ) -> Result<Submission> {
         let name = self.name(job_id);
         let object = pod_manifest(spec, job_id, &name, namespace);
-        self.submit_watched(
+        self.submit_object(
             &self.objects(namespace),
             &object,
             &name,

@@ -294,7 +294,7 @@ impl SparkJobs {
     ) -> Result<Submission> {
         let (operator, name, object) = self.planned(spec, job_id, namespace).await?;
         let submitted = self
-            .submit_watched(
+            .submit_object(
                 &self.objects(operator, namespace),
                 &object,
                 &name,
