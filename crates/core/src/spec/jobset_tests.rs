@@ -334,3 +334,28 @@ fn a_spec_built_in_code_is_validated() {
     fixed.replicated_jobs[0].name = "workers".into();
     assert_eq!(JobSetSpec::new(fixed).unwrap().replicated_jobs.len(), 1);
 }
+
+#[test]
+fn the_hash_of_every_replicated_job_field_is_fixed() {
+    // A fixed value: a change of the canonical form would make a newer kubeferry refuse to
+    // adopt JobSets an older one created.
+    let rich = "\
+kind: JobSet
+name: train
+imagePullSecrets: [registry]
+serviceAccount: runner
+replicatedJobs:
+  - name: workers
+    replicas: 2
+    image: busybox:1.36
+    imagePullPolicy: IfNotPresent
+    command: [sh, -c]
+    args: ['echo $(A)']
+    workingDir: /work
+    env: {A: x, B: y}
+    secrets: [creds]
+    resources: {cpu: 500m, memory: 256Mi}
+    port: 8080
+";
+    assert_eq!(jobset("r.yaml", rich).hash(), "c5841aaa856ce0e3");
+}

@@ -1038,3 +1038,26 @@ fn a_pod_takes_a_container_jobs_fields_and_refuses_a_jobs_where_they_are_written
     let message = error("pod.yaml", "kind: Pod\nname: Hello\nimage: busybox\n");
     assert!(message.starts_with("pod.yaml:2:7: name: "), "{message}");
 }
+
+#[test]
+fn the_hash_of_every_container_field_is_fixed() {
+    // Fixed values, as for the minimal job: a change of the canonical form would make a newer
+    // kubeferry refuse to adopt Jobs an older one created.
+    let rich = "\
+name: rich
+image: busybox:1.36
+imagePullPolicy: IfNotPresent
+imagePullSecrets: [registry]
+serviceAccount: runner
+command: [sh, -c]
+args: ['echo $(A)']
+workingDir: /work
+env: {A: x, B: y}
+secrets: [creds]
+resources: {cpu: 500m, memory: 256Mi}
+port: 8080
+timeout: 10m
+retries: 2
+";
+    assert_eq!(container("r.yaml", rich).hash(), "a4f8b96d9973d04b");
+}
