@@ -489,33 +489,6 @@ impl ExecutionInfo {
         self.state.is_terminal()
     }
 
-    /// Whether this reading of a job's end tells more than `recorded`, another reading of the
-    /// same end (two replicas that recorded it from different views): the same state, every
-    /// detail `recorded` has (exit code, start, end, last words; a reason other than the
-    /// generic `Error`) the same here, and at least one more. A record is replaced only by one that tells more,
-    /// so the record that stands is the one with the most evidence, whichever replica wrote
-    /// first; one that tells less or as much never replaces it (docs/INVARIANTS.md, I1 and I7).
-    pub fn tells_more_than(&self, recorded: &ExecutionInfo) -> bool {
-        fn covers<T: PartialEq>(mine: &Option<T>, theirs: &Option<T>) -> bool {
-            theirs.is_none() || mine == theirs
-        }
-        fn adds<T>(mine: &Option<T>, theirs: &Option<T>) -> bool {
-            mine.is_some() && theirs.is_none()
-        }
-        let same_reading = self.state == recorded.state
-            && (self.reason == recorded.reason || recorded.reason == Reason::Error)
-            && covers(&self.exit_code, &recorded.exit_code)
-            && covers(&self.started_at, &recorded.started_at)
-            && covers(&self.finished_at, &recorded.finished_at)
-            && covers(&self.last_words, &recorded.last_words);
-        same_reading
-            && (self.reason != recorded.reason
-                || adds(&self.exit_code, &recorded.exit_code)
-                || adds(&self.started_at, &recorded.started_at)
-                || adds(&self.finished_at, &recorded.finished_at)
-                || adds(&self.last_words, &recorded.last_words))
-    }
-
     /// The status a caller should hold after observing `next` while holding `self`.
     ///
     /// A terminal status never changes, and once a job has started every later answer keeps its
@@ -616,41 +589,5 @@ mod tests {
 
         let failed = ExecutionInfo::new(JobState::Failed, Reason::Error);
         assert_eq!(held.advance(failed), held);
-    }
-
-    #[test]
-    fn a_reading_tells_more_only_with_every_detail_of_the_other_and_one_more() {
-        let at = |s: i64| Timestamp::from_second(s).expect("time");
-        let mut bare = ExecutionInfo::new(JobState::Failed, Reason::Error);
-        bare.finished_at = Some(at(10));
-        let mut coded = bare.clone();
-        coded.exit_code = Some(137);
-        let mut oom = coded.clone();
-        oom.reason = Reason::OomKilled;
-        oom.started_at = Some(at(5));
-        assert!(coded.tells_more_than(&bare));
-        assert!(oom.tells_more_than(&coded));
-        assert!(oom.tells_more_than(&bare));
-        // Less, or as much, never replaces.
-        assert!(!bare.tells_more_than(&coded));
-        assert!(!coded.tells_more_than(&oom));
-        assert!(!coded.tells_more_than(&coded));
-        // Another reading of the same end (another exit code, another time, another state, a
-        // specific reason for a generic one's opposite) is not more of the same.
-        let mut other_code = coded.clone();
-        other_code.exit_code = Some(3);
-        other_code.started_at = Some(at(5));
-        assert!(!other_code.tells_more_than(&coded));
-        let mut later = coded.clone();
-        later.finished_at = Some(at(11));
-        later.started_at = Some(at(5));
-        assert!(!later.tells_more_than(&coded));
-        let mut error = oom.clone();
-        error.reason = Reason::Error;
-        assert!(!error.tells_more_than(&oom));
-        let mut cancelled = coded.clone();
-        cancelled.state = JobState::Cancelled;
-        cancelled.started_at = Some(at(5));
-        assert!(!cancelled.tells_more_than(&coded));
     }
 }

@@ -379,8 +379,9 @@ impl Records {
     /// and answers the outcome that stands: the job's answer from now on, here and on every
     /// replica. Nothing is kept where records cannot be (said once).
     ///
-    /// A record that tells less gives way to a reading of the same end that tells more
-    /// ([`ExecutionInfo::tells_more_than`]), replaced with the resourceVersion it was read at.
+    /// A record that stands is never replaced by another reading of the same end, even one
+    /// that tells more (an exit code another replica's views lacked): a replica may have
+    /// answered it already, and a terminal answer never changes (I1).
     ///
     /// A cancel's record gives way too: its CANCELLED, written before its delete, to the job's own
     /// outcome read from a copy of its object that is not being deleted (`undeleted`): the job
@@ -429,7 +430,7 @@ impl Records {
         // saw deleted, by hand or by a sweep: it was answered, and it is written again as it
         // was, whatever this process maps now (its copy of the object may predate the one
         // that carries the record's copy, and its pods may be gone). A later run of the job
-        // id, or an outcome that tells more, is recorded as mapped.
+        // id is recorded as mapped.
         let lost = watch
             .tombstone(&name)
             .filter(|lost| {
@@ -494,8 +495,7 @@ impl Records {
     }
 
     /// Replaces the record of the job with `record` (see [`Records::keep`]): the job's own
-    /// outcome for a cancel's, or a reading that tells more for one that tells less, unless
-    /// the record that stands by then is not replaced by it. The replace carries the
+    /// outcome for a cancel's, unless the record that stands by then is not replaced by it. The replace carries the
     /// resourceVersion it read: a record changed meanwhile is read again.
     async fn replace(
         self: &Arc<Self>,
@@ -530,7 +530,7 @@ impl Records {
                 .await
             {
                 Ok(_) => {
-                    info!(message = "replaced an outcome record: the job's own end for its cancel's, or a reading that tells more", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason);
+                    info!(message = "replaced an outcome record: the job's own end for its cancel's", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason);
                     lock(&self.kept).insert(key, record.outcome.clone());
                     return Ok(record.outcome);
                 }
@@ -584,17 +584,16 @@ pub(crate) fn gives_way(standing: &ExecutionInfo, outcome: &ExecutionInfo) -> bo
         && outcome.state != JobState::Cancelled
 }
 
-/// Whether the record `standing` is replaced by `outcome`: a cancel's CANCELLED by the job's
-/// own end read from an object not being deleted (`undeleted`), or any record by a reading of
-/// the same end that tells more ([`ExecutionInfo::tells_more_than`]: two replicas that read
-/// the end from different views; the one with more evidence stands, whichever wrote first).
+/// Whether the record `standing` is replaced by `outcome`: only a cancel's CANCELLED, by the
+/// job's own end read from an object not being deleted (`undeleted`). Any other record stands,
+/// whatever another reading of the same end tells (two replicas that read it from different
+/// views: the one written first is the one answered).
 fn replaced_by(standing: &ExecutionInfo, outcome: &ExecutionInfo, undeleted: bool) -> bool {
-    (undeleted && gives_way(standing, outcome)) || outcome.tells_more_than(standing)
+    undeleted && gives_way(standing, outcome)
 }
 
 /// The newer of two answers for the same record, the watch's and the one this process kept
-/// lately: a record changes only when a cancel's gives way to the job's own outcome, or a
-/// reading that tells more replaces one that tells less.
+/// lately: a record changes only when a cancel's gives way to the job's own outcome.
 fn newer(watched: Option<ExecutionInfo>, kept: Option<ExecutionInfo>) -> Option<ExecutionInfo> {
     match (watched, kept) {
         (Some(watched), Some(kept)) if replaced_by(&watched, &kept, true) => Some(kept),

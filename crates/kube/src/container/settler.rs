@@ -19,7 +19,7 @@ use kubeferry_core::timeline::{attempts_of, telling_attempt};
 
 use crate::manifest::MAIN_CONTAINER;
 use crate::pod_logs::{LogTarget, kept_tail};
-use kubeferry_core::{ExecutionInfo, JobKind, JobState};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::sync::{broadcast, mpsc};
 use tracing::{debug, info, warn};
 
@@ -29,6 +29,7 @@ use crate::cluster::{Cluster, Op};
 use crate::error::Result;
 use crate::kind::Seen;
 use crate::objects::Objects;
+use crate::records::gives_way;
 use crate::settling::{
     JobStates, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel, merged,
     release_held, retry_at, retry_delay,
@@ -263,10 +264,6 @@ impl Task {
                 .delete(&self.context.cluster, &job.name, &job.uid, None)
                 .await
                 .map(|_| false)
-        } else if let Some(better) = self.reads_more_than_recorded(job, pods, now) {
-            // Another replica recorded the same end from views that showed less (a pod already
-            // gone): the reading with more evidence replaces it, with a precondition.
-            self.record(job, &better).await.map(|()| false)
         } else if mapped.info.is_terminal()
             && self.worth_recording(watch.as_deref(), job, pods, &mapped.info, now)
         {
@@ -280,6 +277,18 @@ impl Task {
             }
             let Some(answer) = self.answer(&key, job, &mapped.info) else {
                 return Ok(());
+            };
+            // An outcome record another replica kept first stands, whatever this replica's
+            // views tell: the Job carries the same (a cancel's gives way to the job's own end).
+            let id = ExecutionId::new(
+                self.context.cluster.name(),
+                JobKind::Job,
+                &self.namespace,
+                &job.name,
+            );
+            let answer = match self.context.records.recorded(&id).await {
+                Some(standing) if !gives_way(&standing, &answer) => standing,
+                _ => answer,
             };
             self.record(job, &answer).await.map(|()| false)
         } else {
@@ -572,37 +581,6 @@ impl Task {
     /// So is the one outcome that contradicts Kubernetes' own verdict, which the pods' removal
     /// (by anyone, or the pod GC, at any later time) would turn around: a Job Kubernetes
     /// completed whose main container was OOMKilled with exit code 0.
-    /// The reading of a Job's end that its pods give, when it tells more than the outcome
-    /// recorded on the Job from a pod's final state ([`ExecutionInfo::tells_more_than`]):
-    /// then it replaces the record. Only a Job Kubernetes judged and not being deleted: an
-    /// outcome kubeferry decided itself stopped the work, and its pods tell nothing more.
-    fn reads_more_than_recorded(
-        &self,
-        job: &JobView,
-        pods: &[PodView],
-        now: Timestamp,
-    ) -> Option<ExecutionInfo> {
-        let Some(Ok(recorded)) = &job.recorded_outcome else {
-            return None;
-        };
-        if job.deletion_timestamp.is_some() || !recorded.is_terminal() || job.suspend {
-            return None;
-        }
-        let mut unrecorded = job.clone();
-        unrecorded.recorded_outcome = None;
-        let reading = container_status(
-            &JobObservation::Present(&unrecorded),
-            pods,
-            now,
-            &self.context.mapping,
-            None,
-        )?;
-        reading
-            .info
-            .tells_more_than(recorded)
-            .then_some(reading.info)
-    }
-
     fn worth_recording(
         &self,
         watch: Option<&NamespaceWatch>,
@@ -679,7 +657,7 @@ impl Task {
     /// it (the mapping's rule 0). Replicas may read the same end from different views (one saw
     /// the pod's final state, another only the Job's verdict): the write carries the
     /// resourceVersion the Job was read at, so a record another replica wrote meanwhile is read
-    /// and judged again ([`Self::reads_more_than_recorded`]) rather than overwritten.
+    /// and stands rather than being overwritten, whatever this replica's views tell.
     async fn record(&self, job: &JobView, info: &ExecutionInfo) -> Result<()> {
         let outcome = kubeferry_core::marks::outcome_record(info);
         let patch = serde_json::json!({

@@ -700,10 +700,10 @@ async fn without_configmaps_jobs_still_run_and_only_the_record_is_missing() {
 
 /// Two replicas record the same end on the Job a moment apart, from different views: the
 /// second write carries the resourceVersion it read, so it cannot replace the first (it is
-/// refused, and the settler judges the Job again: a reading that tells no more writes
-/// nothing). Without the precondition, the second write stood, whatever it knew.
+/// refused, and the settler judges the Job again: a recorded Job is not written again).
+/// Without the precondition, the second write stood, whatever it knew.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_replicas_record_never_replaces_the_first_unless_it_tells_more() {
+async fn a_second_replicas_record_never_replaces_the_first() {
     let env = Env::start().await;
     let gate = Gate::new();
     let (_, id) = running(&env, &gate, "raced").await;
