@@ -69,20 +69,20 @@ fn every_example_validates() {
     // The examples the simulated cluster runs need nothing but sh, echo and sleep.
     for (name, spec) in &loaded {
         if name != "full.yaml" {
-            assert_eq!(spec.command, ["sh", "-c"], "{name}");
+            assert_eq!(spec.process.command, ["sh", "-c"], "{name}");
         }
     }
     let jobset_names: Vec<&str> = jobsets.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(jobset_names, ["jobset.yaml"], "the JobSet examples");
     for (name, spec) in &jobsets {
         for rjob in &spec.replicated_jobs {
-            assert_eq!(rjob.command, ["sh", "-c"], "{name} {}", rjob.name);
+            assert_eq!(rjob.process.command, ["sh", "-c"], "{name} {}", rjob.name);
         }
     }
     let pod_names: Vec<&str> = pods.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(pod_names, ["pod.yaml"], "the Pod examples");
     for (name, spec) in &pods {
-        assert_eq!(spec.command, ["sh", "-c"], "{name}");
+        assert_eq!(spec.process.command, ["sh", "-c"], "{name}");
     }
 }
 

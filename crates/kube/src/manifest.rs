@@ -45,8 +45,8 @@ use kubeferry_core::marks::{
     MANAGED_BY_LABEL, MANAGED_BY_VALUE, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, job_id_label_value,
 };
 use kubeferry_core::spec::{
-    ContainerJobSpec, EnvValue, EnvVar, JobSetSpec, PodJobSpec, Quantity, Resources,
-    SHARED_MEMORY_PATH, Sidecar, SparkJobSpec, Toleration,
+    ContainerJobSpec, EnvValue, EnvVar, JobSetSpec, PodJobSpec, Process, PullPolicy, Quantity,
+    Resources, SHARED_MEMORY_PATH, Sidecar, SparkJobSpec, Toleration,
 };
 
 pub use kubeferry_core::container::MAIN_CONTAINER;
@@ -318,9 +318,6 @@ fn pod_spec(spec: &ContainerJobSpec) -> PodSpec {
 }
 
 fn container(spec: &ContainerJobSpec, volume_mounts: Vec<VolumeMount>) -> Container {
-    let resources = resource_requirements(&spec.resources);
-    let env = env_vars(&spec.env);
-    let env_from = secret_env(&spec.secrets);
     let security = &spec.security_context;
     let security_context = (!security.is_empty()).then(|| K8sSecurityContext {
         privileged: security.privileged,
@@ -330,20 +327,32 @@ fn container(spec: &ContainerJobSpec, volume_mounts: Vec<VolumeMount>) -> Contai
         run_as_non_root: security.run_as_non_root,
         ..K8sSecurityContext::default()
     });
-
     Container {
-        name: MAIN_CONTAINER.to_string(),
-        image: Some(spec.image.clone()),
-        image_pull_policy: spec.image_pull_policy.map(|p| p.as_str().to_string()),
-        command: non_empty(spec.command.clone()),
-        args: non_empty(spec.args.clone()),
-        working_dir: spec.working_dir.clone(),
-        env: non_empty(env),
-        env_from: non_empty(env_from),
-        resources,
-        ports: container_ports(spec.port.as_slice()),
         volume_mounts: non_empty(volume_mounts),
         security_context,
+        ..main_container(&spec.image, spec.image_pull_policy, &spec.process)
+    }
+}
+
+/// The job's main container: `image`, pulled by `pull_policy`, running `process`. Its
+/// termination message falls back to the end of its log, so that a failed container's last
+/// words outlive its pod.
+pub(crate) fn main_container(
+    image: &str,
+    pull_policy: Option<PullPolicy>,
+    process: &Process,
+) -> Container {
+    Container {
+        name: MAIN_CONTAINER.to_string(),
+        image: Some(image.to_string()),
+        image_pull_policy: pull_policy.map(|p| p.as_str().to_string()),
+        command: non_empty(process.command.clone()),
+        args: non_empty(process.args.clone()),
+        working_dir: process.working_dir.clone(),
+        env: non_empty(env_vars(&process.env)),
+        env_from: non_empty(secret_env(&process.secrets)),
+        resources: resource_requirements(&process.resources),
+        ports: container_ports(process.port.as_slice()),
         termination_message_policy: Some("FallbackToLogsOnError".to_string()),
         ..Container::default()
     }

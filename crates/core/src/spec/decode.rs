@@ -8,9 +8,9 @@ use std::time::Duration;
 use super::error::{Found, Path, ProblemKind};
 use super::jobset_model::JobSetJob;
 use super::model::{
-    ContainerJob, EnvValue, EnvVar, GpuVendor, Limits, PodFailurePolicy, PodField, PullPolicy, Qos,
-    Resources, SecurityContext, Sidecar, SuccessPolicyRule, TaintEffect, Tmpfs, Toleration,
-    TolerationOperator,
+    ContainerJob, EnvValue, EnvVar, GpuVendor, Limits, PodFailurePolicy, PodField, Process,
+    PullPolicy, Qos, Resources, SecurityContext, Sidecar, SuccessPolicyRule, TaintEffect, Tmpfs,
+    Toleration, TolerationOperator,
 };
 use super::quantity::Quantity;
 use super::spark_model::SparkJob;
@@ -543,21 +543,7 @@ impl Decoder {
             image_pull_policy,
             image_pull_secrets,
             service_account: self.optional(&f, "serviceAccount", Self::string),
-            command: self
-                .optional(&f, "command", Self::strings)
-                .unwrap_or_default(),
-            args: self.optional(&f, "args", Self::strings).unwrap_or_default(),
-            working_dir: self.optional(&f, "workingDir", Self::string),
-            env: self.optional(&f, "env", Self::env).unwrap_or_default(),
-            secrets: self
-                .optional(&f, "secrets", Self::strings)
-                .unwrap_or_default(),
-            resources: self
-                .optional(&f, "resources", Self::resources)
-                .unwrap_or_default(),
-            port: self
-                .optional(&f, "port", |d, n, p| d.integer(n, p, 1, 65535))
-                .and_then(|n| u16::try_from(n).ok()),
+            process: self.process(&f),
             timeout: self.optional(&f, "timeout", Self::duration),
             retries: self.retries(&f),
             pod_failure_policy: self
@@ -596,6 +582,27 @@ impl Decoder {
                 .unwrap_or_default(),
         };
         Some(job)
+    }
+
+    /// What the main container runs: the fields a container job and a replicated job share.
+    pub(super) fn process(&mut self, f: &Fields<'_>) -> Process {
+        Process {
+            command: self
+                .optional(f, "command", Self::strings)
+                .unwrap_or_default(),
+            args: self.optional(f, "args", Self::strings).unwrap_or_default(),
+            working_dir: self.optional(f, "workingDir", Self::string),
+            env: self.optional(f, "env", Self::env).unwrap_or_default(),
+            secrets: self
+                .optional(f, "secrets", Self::strings)
+                .unwrap_or_default(),
+            resources: self
+                .optional(f, "resources", Self::resources)
+                .unwrap_or_default(),
+            port: self
+                .optional(f, "port", |d, n, p| d.integer(n, p, 1, 65535))
+                .and_then(|n| u16::try_from(n).ok()),
+        }
     }
 
     /// A count Kubernetes keeps in an int32: 0 to 2^31-1.

@@ -158,17 +158,7 @@ impl Decoder {
                 image_pull_policy: d.optional(f, "imagePullPolicy", |d, n, p| {
                     d.choice(n, p, &PullPolicy::NAMES)
                 }),
-                command: d.optional(f, "command", Self::strings).unwrap_or_default(),
-                args: d.optional(f, "args", Self::strings).unwrap_or_default(),
-                working_dir: d.optional(f, "workingDir", Self::string),
-                env: d.optional(f, "env", Self::env).unwrap_or_default(),
-                secrets: d.optional(f, "secrets", Self::strings).unwrap_or_default(),
-                resources: d
-                    .optional(f, "resources", Self::resources)
-                    .unwrap_or_default(),
-                port: d
-                    .optional(f, "port", |d, n, p| d.integer(n, p, 1, 65535))
-                    .and_then(|n| u16::try_from(n).ok()),
+                process: d.process(f),
             },
         )
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-use super::model::{EnvVar, PullPolicy, Resources};
+use super::model::{Process, PullPolicy};
 
 /// A JobSet: groups of identical Jobs (replicated jobs, e.g. a leader and its workers) run
 /// together by the JobSet controller (`jobset.x-k8s.io/v1alpha2`), restarted together on a
@@ -76,27 +76,9 @@ pub struct ReplicatedJob {
     /// When the kubelet pulls the image; Kubernetes' default when `None`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image_pull_policy: Option<PullPolicy>,
-    /// The entrypoint; the image's own when empty.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub command: Vec<String>,
-    /// Arguments to the entrypoint.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-    /// The working directory (absolute); the image's own when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub working_dir: Option<String>,
-    /// Environment variables, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<EnvVar>,
-    /// Secrets whose keys all become environment variables (`envFrom.secretRef`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub secrets: Vec<String>,
-    /// Compute resources of each pod.
-    #[serde(skip_serializing_if = "Resources::is_empty")]
-    pub resources: Resources,
-    /// A port the container listens on (reachable through the pod's DNS name).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub port: Option<u16>,
+    /// What the container of each pod runs, with what.
+    #[serde(flatten)]
+    pub process: Process,
 }
 
 /// When a JobSet has succeeded: `operator` over the Jobs of the target replicated jobs.

@@ -47,11 +47,12 @@ fn loads_a_minimal_file_with_defaults() {
         .collect();
     assert_eq!(names, [("leader", 1), ("workers", 2)]);
     assert_eq!(
-        spec.replicated_jobs[0].command,
+        spec.replicated_jobs[0].process.command,
         ["sh", "-c", "echo leading"]
     );
     assert_eq!(
         spec.replicated_jobs[1]
+            .process
             .resources
             .memory
             .as_ref()
@@ -103,10 +104,10 @@ annotations: {note: "nightly"}
     assert_eq!(spec.image_pull_secrets, ["regcred"]);
     let leader = &spec.replicated_jobs[0];
     assert_eq!(leader.image_pull_policy, Some(PullPolicy::IfNotPresent));
-    assert_eq!(leader.args, ["--role", "leader"]);
-    assert_eq!(leader.working_dir.as_deref(), Some("/work"));
+    assert_eq!(leader.process.args, ["--role", "leader"]);
+    assert_eq!(leader.process.working_dir.as_deref(), Some("/work"));
     assert_eq!(
-        leader.env,
+        leader.process.env,
         [
             EnvVar {
                 name: "ROLE".into(),
@@ -120,9 +121,9 @@ annotations: {note: "nightly"}
             }
         ]
     );
-    assert_eq!(leader.secrets, ["s3-credentials"]);
-    assert_eq!(leader.resources.gpu, Some(1));
-    assert_eq!(leader.port, Some(29500));
+    assert_eq!(leader.process.secrets, ["s3-credentials"]);
+    assert_eq!(leader.process.resources.gpu, Some(1));
+    assert_eq!(leader.process.port, Some(29500));
     assert_eq!(spec.replicated_jobs[1].replicas, 4);
     assert_eq!(spec.max_restarts, 3);
     assert_eq!(

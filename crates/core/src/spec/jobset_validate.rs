@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use super::common::Checks;
 use super::error::{Found, Path};
 use super::jobset_model::JobSetJob;
-use super::names::{absolute_path, dns_label, dns_subdomain, image_reference};
-use super::validate::{env, job_reserved, resources};
+use super::names::{dns_label, dns_subdomain, image_reference};
+use super::validate::{job_reserved, process};
 use crate::marks::{KUEUE_QUEUE_LABEL, MAX_JOBSET_NAME_LEN, MAX_NAME_LEN};
 
 /// The label and annotation prefix of the JobSet controller's own marks.
@@ -92,15 +92,7 @@ fn replicated_jobs(c: &mut Checks, job: &JobSetJob) {
         } else {
             c.value(path.field("image"), image_reference(&rjob.image));
         }
-        if let Some(dir) = &rjob.working_dir {
-            c.value(path.field("workingDir"), absolute_path(dir));
-        }
-        env(c, &path.field("env"), &rjob.env);
-        c.names_list(&path.field("secrets"), &rjob.secrets);
-        resources(c, &rjob.resources, path.field("resources"));
-        if rjob.port == Some(0) {
-            c.invalid(path.field("port"), "must be between 1 and 65535");
-        }
+        process(c, &path, &rjob.process);
     }
 }
 

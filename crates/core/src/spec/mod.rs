@@ -35,7 +35,7 @@ pub use jobset_model::{
 };
 pub use model::{
     CPU, ContainerJob, EPHEMERAL_STORAGE, EnvValue, EnvVar, GpuVendor, Limits, MEMORY,
-    PodFailurePolicy, PodField, PullPolicy, Qos, ResourceRequirements, Resources,
+    PodFailurePolicy, PodField, Process, PullPolicy, Qos, ResourceRequirements, Resources,
     SHARED_MEMORY_PATH, SecurityContext, Sidecar, SuccessPolicyRule, TaintEffect, Tmpfs,
     Toleration, TolerationOperator,
 };

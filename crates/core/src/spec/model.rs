@@ -32,27 +32,9 @@ pub struct ContainerJob {
     /// The service account the pod runs as; the namespace's `default` when `None`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_account: Option<String>,
-    /// The entrypoint; the image's own when empty.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub command: Vec<String>,
-    /// Arguments to the entrypoint.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-    /// The working directory (absolute); the image's own when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub working_dir: Option<String>,
-    /// Environment variables, in order (Kubernetes expands `$(NAME)` only from earlier ones).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<EnvVar>,
-    /// Secrets whose keys all become environment variables (`envFrom.secretRef`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub secrets: Vec<String>,
-    /// Compute resources.
-    #[serde(skip_serializing_if = "Resources::is_empty")]
-    pub resources: Resources,
-    /// A port the container listens on (informational for Kubernetes, useful for tooling).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub port: Option<u16>,
+    /// What the container runs, with what.
+    #[serde(flatten)]
+    pub process: Process,
     /// The longest the job may run, counted by the Job from its start (or Kueue's admission).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
     pub timeout: Option<Duration>,
@@ -180,6 +162,35 @@ fn seconds<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<
         Some(d) => serializer.serialize_u64(d.as_secs()),
         None => serializer.serialize_none(),
     }
+}
+
+/// What a job's main container runs and with what, after its image: the same fields in a
+/// container job (and a bare pod) and in each replicated job of a JobSet, decoded, validated
+/// and built into a container once. Field names in job files are the camelCase forms.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Process {
+    /// The entrypoint; the image's own when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Arguments to the entrypoint.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// The working directory (absolute); the image's own when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    /// Environment variables, in order (Kubernetes expands `$(NAME)` only from earlier ones).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+    /// Secrets whose keys all become environment variables (`envFrom.secretRef`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
+    /// Compute resources.
+    #[serde(skip_serializing_if = "Resources::is_empty")]
+    pub resources: Resources,
+    /// A port the container listens on (informational for Kubernetes, useful for tooling).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 /// When the kubelet pulls the image.

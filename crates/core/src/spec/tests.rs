@@ -35,7 +35,7 @@ fn loads_a_minimal_file() {
     assert_eq!(spec.image, "busybox:1.36");
     assert_eq!(spec.namespace, None);
     assert_eq!(spec.retries, 0);
-    assert!(spec.resources.is_empty());
+    assert!(spec.process.resources.is_empty());
 }
 
 #[test]
@@ -84,9 +84,9 @@ persistentVolumeClaims: {datasets: /data, checkpoints: /ckpt}
 securityContext: {runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true, allowPrivilegeEscalation: false, privileged: false}
 "#;
     let spec = container("train.yaml", text);
-    assert_eq!(spec.args, ["--epochs", "3", "--verbose", "yes"]);
+    assert_eq!(spec.process.args, ["--epochs", "3", "--verbose", "yes"]);
     assert_eq!(
-        spec.env,
+        spec.process.env,
         [
             EnvVar {
                 name: "GREETING".into(),
@@ -111,10 +111,10 @@ securityContext: {runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true, allowPr
         ]
     );
     assert_eq!(
-        spec.resources.cpu.map(|q| q.to_string()).as_deref(),
+        spec.process.resources.cpu.map(|q| q.to_string()).as_deref(),
         Some("1500m")
     );
-    assert_eq!(spec.resources.gpu_vendor(), GpuVendor::Amd);
+    assert_eq!(spec.process.resources.gpu_vendor(), GpuVendor::Amd);
     assert_eq!(spec.timeout, Some(Duration::from_secs(5400)));
     assert_eq!(spec.ttl_after_finished, Some(Duration::from_secs(86400)));
     assert_eq!(spec.pod_failure_policy.fail_on_exit_codes, [42, 3]);
@@ -122,7 +122,7 @@ securityContext: {runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true, allowPr
     assert_eq!(spec.tolerations.len(), 2);
     assert_eq!(spec.persistent_volume_claims.len(), 2);
     assert_eq!(spec.security_context.run_as_user, Some(1000));
-    let requirements = spec.resources.requirements();
+    let requirements = spec.process.resources.requirements();
     let show = |m: &std::collections::BTreeMap<String, Quantity>| {
         m.iter()
             .map(|(k, v)| format!("{k}={v}"))
@@ -658,7 +658,7 @@ fn templated_values_load() {
         Err(e) => panic!("{e}"),
     };
     assert_eq!(spec.name, "hello");
-    assert_eq!(spec.args, ["echo world {{literal}}"]);
+    assert_eq!(spec.process.args, ["echo world {{literal}}"]);
 }
 
 #[test]
@@ -696,7 +696,10 @@ fn specs_built_in_code_are_validated() {
     let job = ContainerJob {
         name: "hello".into(),
         image: "busybox".into(),
-        port: Some(0),
+        process: Process {
+            port: Some(0),
+            ..Process::default()
+        },
         ..ContainerJob::default()
     };
     let error = ContainerJobSpec::new(job).expect_err("port 0");
@@ -1015,7 +1018,7 @@ fn a_pod_takes_a_container_jobs_fields_and_refuses_a_jobs_where_they_are_written
     let JobSpec::Pod(pod) = load("pod.yaml", text, &Params::new()).expect("a pod") else {
         panic!("kind: Pod loads as a pod");
     };
-    assert_eq!(pod.command, ["sh", "-c"]);
+    assert_eq!(pod.process.command, ["sh", "-c"]);
     // The same fields as a container job hash apart: the kind is part of what runs.
     let job = container("job.yaml", &text.replace("kind: Pod\n", ""));
     assert_ne!(pod.hash(), job.hash());

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::common::Checks;
 use super::error::{Found, Path};
 use super::model::{
-    ContainerJob, EnvVar, GpuVendor, Qos, Resources, SHARED_MEMORY_PATH, TaintEffect,
+    ContainerJob, EnvVar, GpuVendor, Process, Qos, Resources, SHARED_MEMORY_PATH, TaintEffect,
     TolerationOperator,
 };
 use super::names::{
@@ -25,12 +25,7 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
     if let Some(account) = &job.service_account {
         c.value(root.field("serviceAccount"), dns_subdomain(account));
     }
-    if let Some(dir) = &job.working_dir {
-        c.value(root.field("workingDir"), absolute_path(dir));
-    }
-    env(&mut c, &root.field("env"), &job.env);
-    c.names_list(&root.field("secrets"), &job.secrets);
-    resources(&mut c, &job.resources, root.field("resources"));
+    process(&mut c, &root, &job.process);
     let mut sidecar_names = BTreeSet::new();
     for (i, sidecar) in job.sidecars.iter().enumerate() {
         let path = root.field("sidecars").index(i);
@@ -53,9 +48,6 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
         }
         env(&mut c, &path.field("env"), &sidecar.env);
         resources(&mut c, &sidecar.resources, path.field("resources"));
-    }
-    if job.port == Some(0) {
-        c.invalid(root.field("port"), "must be between 1 and 65535");
     }
     if let Some(timeout) = job.timeout {
         if timeout.subsec_nanos() != 0 {
@@ -244,6 +236,20 @@ pub(super) fn env(c: &mut Checks, path: &Path, vars: &[EnvVar]) {
     }
 }
 
+/// What the main container runs, its fields under `path` (a container job's root, a
+/// replicated job).
+pub(super) fn process(c: &mut Checks, path: &Path, process: &Process) {
+    if let Some(dir) = &process.working_dir {
+        c.value(path.field("workingDir"), absolute_path(dir));
+    }
+    env(c, &path.field("env"), &process.env);
+    c.names_list(&path.field("secrets"), &process.secrets);
+    resources(c, &process.resources, path.field("resources"));
+    if process.port == Some(0) {
+        c.invalid(path.field("port"), "must be between 1 and 65535");
+    }
+}
+
 pub(super) fn resources(c: &mut Checks, r: &Resources, path: Path) {
     let limits_path = path.field("limits");
     if let Some(cpu) = &r.cpu {
@@ -392,7 +398,7 @@ fn volumes(c: &mut Checks, job: &ContainerJob) {
         }
     }
     // Files in memory-backed volumes count against the container's memory limit.
-    let Some(limit) = job.resources.memory_limit() else {
+    let Some(limit) = job.process.resources.memory_limit() else {
         return;
     };
     let tmpfs_size = job.tmpfs.as_ref().and_then(|t| t.size);

@@ -21,7 +21,7 @@
 //!   of its own.
 
 use k8s_openapi::api::batch::v1::JobSpec as K8sJobSpec;
-use k8s_openapi::api::core::v1::{Container, LocalObjectReference, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{LocalObjectReference, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::ApiResource;
 use kubeferry_core::jobset::{JOBSET_GROUP, JOBSET_KIND, JOBSET_VERSION, JOBSETS};
@@ -29,10 +29,7 @@ use kubeferry_core::marks::{MANAGED_BY_LABEL, RECORD_FINALIZER};
 use kubeferry_core::spec::{JobSetSpec, ReplicatedJob, StartupOrder, SuccessOperator};
 use serde_json::{Value, json};
 
-use super::{
-    MAIN_CONTAINER, Marked, Marks, container_ports, env_vars, non_empty, resource_requirements,
-    secret_env,
-};
+use super::{Marked, Marks, main_container, non_empty};
 
 /// The Kubernetes API resource of JobSets, for a kube `Api<DynamicObject>`.
 pub fn api_resource() -> ApiResource {
@@ -125,7 +122,11 @@ fn job_spec(spec: &JobSetSpec, rjob: &ReplicatedJob, template_meta: &ObjectMeta)
             metadata: Some(template_meta.clone()),
             spec: Some(PodSpec {
                 restart_policy: Some("Never".to_string()),
-                containers: vec![container(rjob)],
+                containers: vec![main_container(
+                    &rjob.image,
+                    rjob.image_pull_policy,
+                    &rjob.process,
+                )],
                 service_account_name: spec.service_account.clone(),
                 image_pull_secrets: non_empty(
                     spec.image_pull_secrets
@@ -137,24 +138,6 @@ fn job_spec(spec: &JobSetSpec, rjob: &ReplicatedJob, template_meta: &ObjectMeta)
             }),
         },
         ..K8sJobSpec::default()
-    }
-}
-
-fn container(rjob: &ReplicatedJob) -> Container {
-    let env_from = secret_env(&rjob.secrets);
-    Container {
-        name: MAIN_CONTAINER.to_string(),
-        image: Some(rjob.image.clone()),
-        image_pull_policy: rjob.image_pull_policy.map(|p| p.as_str().to_string()),
-        command: non_empty(rjob.command.clone()),
-        args: non_empty(rjob.args.clone()),
-        working_dir: rjob.working_dir.clone(),
-        env: non_empty(env_vars(&rjob.env)),
-        env_from: non_empty(env_from),
-        resources: resource_requirements(&rjob.resources),
-        ports: container_ports(rjob.port.as_slice()),
-        termination_message_policy: Some("FallbackToLogsOnError".to_string()),
-        ..Container::default()
     }
 }
 
