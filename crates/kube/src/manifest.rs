@@ -304,12 +304,7 @@ fn pod_spec(spec: &ContainerJobSpec) -> PodSpec {
         init_containers: non_empty(spec.sidecars.iter().map(sidecar).collect()),
         volumes: non_empty(volumes),
         service_account_name: spec.service_account.clone(),
-        image_pull_secrets: non_empty(
-            spec.image_pull_secrets
-                .iter()
-                .map(|name| LocalObjectReference { name: name.clone() })
-                .collect(),
-        ),
+        image_pull_secrets: pull_secrets(&spec.image_pull_secrets),
         node_selector: (!spec.node_selector.is_empty()).then(|| spec.node_selector.clone()),
         tolerations: non_empty(spec.tolerations.iter().map(toleration).collect()),
         priority_class_name: spec.priority_class.clone(),
@@ -332,6 +327,16 @@ fn container(spec: &ContainerJobSpec, volume_mounts: Vec<VolumeMount>) -> Contai
         security_context,
         ..main_container(&spec.image, spec.image_pull_policy, &spec.process)
     }
+}
+
+/// The Secrets of registry credentials a pod's images are pulled with, by name.
+pub(crate) fn pull_secrets(names: &[String]) -> Option<Vec<LocalObjectReference>> {
+    non_empty(
+        names
+            .iter()
+            .map(|name| LocalObjectReference { name: name.clone() })
+            .collect(),
+    )
 }
 
 /// The job's main container: `image`, pulled by `pull_policy`, running `process`. Its

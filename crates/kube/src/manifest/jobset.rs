@@ -21,7 +21,7 @@
 //!   of its own.
 
 use k8s_openapi::api::batch::v1::JobSpec as K8sJobSpec;
-use k8s_openapi::api::core::v1::{LocalObjectReference, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::ApiResource;
 use kubeferry_core::jobset::{JOBSET_GROUP, JOBSET_KIND, JOBSET_VERSION, JOBSETS};
@@ -29,7 +29,7 @@ use kubeferry_core::marks::{MANAGED_BY_LABEL, RECORD_FINALIZER};
 use kubeferry_core::spec::{JobSetSpec, ReplicatedJob, StartupOrder, SuccessOperator};
 use serde_json::{Value, json};
 
-use super::{Marked, Marks, main_container, non_empty};
+use super::{Marked, Marks, main_container, pull_secrets};
 
 /// The Kubernetes API resource of JobSets, for a kube `Api<DynamicObject>`.
 pub fn api_resource() -> ApiResource {
@@ -128,12 +128,7 @@ fn job_spec(spec: &JobSetSpec, rjob: &ReplicatedJob, template_meta: &ObjectMeta)
                     &rjob.process,
                 )],
                 service_account_name: spec.service_account.clone(),
-                image_pull_secrets: non_empty(
-                    spec.image_pull_secrets
-                        .iter()
-                        .map(|name| LocalObjectReference { name: name.clone() })
-                        .collect(),
-                ),
+                image_pull_secrets: pull_secrets(&spec.image_pull_secrets),
                 ..PodSpec::default()
             }),
         },
