@@ -45,11 +45,21 @@ async fn a_create_whose_response_was_lost_is_adopted() {
             .resources(&["jobs.batch"])
             .times(1),
     );
-    let id = env.submit(&shell("lost", "echo once", "")).await;
+    // Still running when the create is repeated: a job that ended by then is answered from
+    // its record instead (a_create_repeated_after_its_job_ran_and_went_answers_that_run).
+    let gate = Gate::new();
+    let id = env
+        .submit(&shell(
+            "lost",
+            &format!("{}; echo once", gate.wait("end")),
+            "",
+        ))
+        .await;
     assert_eq!(env.sim.count("batch", "jobs"), 1);
     // The create landed, its answer was lost; the repeat met the Job (409) and adopted it.
     assert_eq!(env.sim.request_count("create", "jobs.batch"), 2);
     assert_eq!(env.sim.request_count("get", "jobs.batch"), 1);
+    gate.open("end");
     let (outcome, _) = env.wait(&id).await;
     assert_eq!(outcome.state, kubeferry_core::JobState::Succeeded);
     assert_eq!(env.sim.count("", "pods"), 1, "the job ran once");
