@@ -343,9 +343,9 @@ pub(crate) trait Kind: Send + Sync + 'static {
     /// (after a failure or a lost response) asks the record again first. `existing`: this
     /// call created nothing.
     ///
-    /// Once this call created the object, the namespace is looked after from now on (its
-    /// settler keeps the outcome record and ends what a grace period or timeout ends, whether
-    /// or not anyone asks). The job exists whatever becomes of that: a watch that did not
+    /// Once this call created or adopted the object, the namespace is looked after from now on
+    /// (its settler keeps the outcome record and ends what a grace period or timeout ends,
+    /// whether or not anyone asks). The job exists whatever becomes of that: a watch that did not
     /// start is the next query's to report.
     fn submit_object<K: Object>(
         &self,
@@ -370,17 +370,17 @@ pub(crate) trait Kind: Send + Sync + 'static {
                 let ran = self.ran_before(namespace, name, job_id, spec_hash).await?;
                 Ok(ran.is_some())
             };
-            let created = objects
+            let Some(created) = objects
                 .create_or_adopt(self.cluster(), object, job_id, spec_hash, recorded)
-                .await?;
-            if created != Some(true) {
+                .await?
+            else {
                 return Ok(existing);
-            }
+            };
             if let Err(error) = self.watch(namespace).await {
                 debug!(message = "the namespace's watches did not start", namespace, %error);
             }
             Ok(Submission {
-                existing: false,
+                existing: !created,
                 ..existing
             })
         }

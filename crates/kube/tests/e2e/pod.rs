@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams};
+use kubeferry_core::record::record_name;
 use kubeferry_core::spec::JobSpec;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use kubeferry_kube::CancelOutcome;
-use kubeferry_sim::SimConfig;
+use kubeferry_sim::{FaultAction, FaultRule, SimConfig};
 
 use crate::reads::answers_reading_only;
 use crate::support::{
@@ -107,6 +108,42 @@ async fn a_pod_that_succeeds_is_one_job_with_its_log_and_its_record() {
     .await;
     delete_as_admin(&env, &id).await;
     every_replica_reports(&env, &id, &outcome).await;
+}
+
+/// A pod whose create's answer was lost is adopted by the repeat, and its namespace looked
+/// after from then on: its outcome is recorded and the pod let go with nobody asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_whose_create_answer_was_lost_is_adopted_and_settled() {
+    let env = Env::start().await;
+    env.sim.add_fault(
+        FaultRule::new(FaultAction::LoseResponse)
+            .verbs(&["create"])
+            .resources(&["pods"])
+            .times(1),
+    );
+    let id = submit(&env, &pod("lost", "echo once", ""), "lost-1").await;
+    assert_eq!(
+        env.sim.request_count("create", "pods"),
+        2,
+        "created, then adopted"
+    );
+    eventually("the outcome recorded and the pod let go", || async {
+        let record = env
+            .sim
+            .object("", "configmaps", NS, &record_name(JobKind::Pod, &id.name));
+        let let_go = pod_object(&env, &id).is_some_and(|p| {
+            p["metadata"]["finalizers"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+        });
+        (record.is_some() && let_go).then_some(())
+    })
+    .await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(
+        (outcome.state, outcome.exit_code),
+        (JobState::Succeeded, Some(0))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
