@@ -342,7 +342,38 @@ impl Cluster {
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, kube::Error>>,
     {
-        match self.run_bounded(op, retry_no_response, attempt).await {
+        self.call_checked(op, retry_no_response, attempt, || std::future::ready(None))
+            .await
+    }
+
+    /// [`Cluster::call`], asking `before_repeat` before each repeated attempt
+    /// ([`RetryPolicy::run_checked`]).
+    pub(crate) async fn call_checked<T, F, Fut, C, Checked>(
+        &self,
+        op: &Op,
+        retry_no_response: bool,
+        mut attempt: F,
+        before_repeat: C,
+    ) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = std::result::Result<T, kube::Error>>,
+        C: FnMut() -> Checked,
+        Checked: Future<Output = Option<T>>,
+    {
+        let limit = self.inner.settings.read_timeout;
+        let checked = self
+            .inner
+            .settings
+            .retry
+            .run_checked(
+                &op.to_string(),
+                retry_no_response,
+                move || answered_within(limit, attempt()),
+                before_repeat,
+            )
+            .await;
+        match checked {
             Ok(value) => {
                 self.observe(Ok(()));
                 Ok(value)

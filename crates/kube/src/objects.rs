@@ -15,7 +15,7 @@ use kubeferry_core::marks::{
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tracing::info;
+use tracing::{debug, info};
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
@@ -80,7 +80,8 @@ impl<K: Object> Objects<K> {
     ///
     /// A repeated create asks `recorded` first: while it was failing or its response was lost,
     /// the object an earlier attempt (or another submission) created may have run, been
-    /// recorded and gone, freeing its name; a create then would run the job id twice.
+    /// recorded and gone, freeing its name; a create then would run the job id twice. A record
+    /// that cannot be read leaves the create to be repeated, as without the question.
     pub(crate) async fn create_or_adopt<R, Recorded>(
         &self,
         cluster: &Cluster,
@@ -93,46 +94,43 @@ impl<K: Object> Objects<K> {
         R: Fn() -> Recorded,
         Recorded: Future<Output = Result<bool>>,
     {
-        /// What one attempt came to.
-        enum CreateAttempt<K> {
-            Created(K),
-            /// The outcome was recorded before a repeated create.
+        /// What the create came to: the object, or its run found recorded before a repeat.
+        enum Created<K> {
+            Made(K),
             Recorded,
-            /// The record could not be read before a repeated create.
-            Unreadable(Error),
         }
         let name = object.meta().name.clone().unwrap_or_default();
         let params = PostParams::default();
         let recorded = &recorded;
-        let mut repeated = false;
         let created = cluster
-            .call(&self.op("create", &name), true, || {
-                let again = std::mem::replace(&mut repeated, true);
-                let params = &params;
-                async move {
-                    if again {
-                        match recorded().await {
-                            Ok(true) => return Ok(CreateAttempt::Recorded),
-                            Ok(false) => {}
-                            Err(error) => return Ok(CreateAttempt::Unreadable(error)),
+            .call_checked(
+                &self.op("create", &name),
+                true,
+                || async { self.api.create(&params, object).await.map(Created::Made) },
+                || async move {
+                    match recorded().await {
+                        Ok(true) => Some(Created::Recorded),
+                        Ok(false) => None,
+                        Err(error) => {
+                            debug!(message = "cannot read the record before repeating a create", job_id, %error);
+                            None
                         }
                     }
-                    self.api
-                        .create(params, object)
-                        .await
-                        .map(CreateAttempt::Created)
-                }
-            })
+                },
+            )
             .await;
         match created {
-            Ok(CreateAttempt::Created(_)) => {
+            Ok(Created::Made(_)) => {
                 info!(message = "job submitted", job_id, namespace = %self.namespace, %name, kind = self.kind);
                 Ok(Some(true))
             }
-            Ok(CreateAttempt::Recorded) => Ok(None),
-            Ok(CreateAttempt::Unreadable(error)) => Err(error),
+            Ok(Created::Recorded) => Ok(None),
             Err(error) if error.is_conflict() => {
                 let existing = self.get(cluster, &name).await?;
+                // Gone between the 409 and the read: its run may be recorded by now.
+                if existing.is_none() && matches!(recorded().await, Ok(true)) {
+                    return Ok(None);
+                }
                 check_adoptable(
                     self.kind,
                     &self.namespace,
@@ -225,9 +223,9 @@ impl<K: Object> Objects<K> {
     /// as it is now, and a settler judges it again.
     ///
     /// `kept`, the outcome its record holds, is written on the object in the same patch as
-    /// [`kubeferry_core::marks::KEPT_OUTCOME_ANNOTATION`], unless `seen` carries an outcome
-    /// kubeferry recorded on it (which says the same), and only where `seen` shows annotations
-    /// (its spec hash is one).
+    /// [`kubeferry_core::marks::KEPT_OUTCOME_ANNOTATION`], unless `seen` carries the same
+    /// outcome recorded on it, and only where `seen` shows annotations (its spec hash is one).
+    /// The kept copy is what the object answers once its record is gone.
     pub(crate) async fn release_seen(
         &self,
         cluster: &Cluster,
@@ -243,8 +241,11 @@ impl<K: Object> Objects<K> {
             serde_json::json!({ "op": "test", "path": path, "value": RECORD_FINALIZER }),
             serde_json::json!({ "op": "remove", "path": path }),
         ];
+        // The outcome kubeferry recorded on the object says the same, unless another
+        // replica's record stood first (written before this replica's watch showed it).
+        let said = matches!(&seen.recorded_outcome, Some(Ok(recorded)) if Some(recorded) == kept);
         if let Some(kept) = kept
-            && seen.recorded_outcome.is_none()
+            && !said
             && seen.spec_hash.is_some()
         {
             // A JSON pointer spells `/` in a key as `~1`.
@@ -358,8 +359,8 @@ impl<K: Object> Objects<K> {
         };
         match self.get(cluster, name).await {
             Ok(None) => Ok(Deletion::Gone),
-            Ok(Some(object)) if object.meta().deletion_timestamp.is_some() => Ok(Deletion::Deleted),
             Ok(Some(object)) if object.meta().uid.as_deref() != Some(uid) => Ok(Deletion::Gone),
+            Ok(Some(object)) if object.meta().deletion_timestamp.is_some() => Ok(Deletion::Deleted),
             _ => Err(error),
         }
     }

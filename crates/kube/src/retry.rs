@@ -117,15 +117,42 @@ impl RetryPolicy {
         &self,
         operation: &str,
         retry_no_response: bool,
-        mut attempt: F,
+        attempt: F,
     ) -> Result<T, Exhausted>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, kube::Error>>,
     {
+        self.run_checked(operation, retry_no_response, attempt, || {
+            std::future::ready(None)
+        })
+        .await
+    }
+
+    /// [`RetryPolicy::run`], asking `before_repeat` before each repeated attempt (not bounded
+    /// by an attempt's deadline): a value it gives ends the operation with it. For a write
+    /// whose earlier attempts, or what happened meanwhile, may already have decided it.
+    pub(crate) async fn run_checked<T, F, Fut, C, Checked>(
+        &self,
+        operation: &str,
+        retry_no_response: bool,
+        mut attempt: F,
+        mut before_repeat: C,
+    ) -> Result<T, Exhausted>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, kube::Error>>,
+        C: FnMut() -> Checked,
+        Checked: Future<Output = Option<T>>,
+    {
         let started = Instant::now();
         let mut attempts = 0u32;
         loop {
+            if attempts > 0
+                && let Some(value) = before_repeat().await
+            {
+                return Ok(value);
+            }
             let error = match attempt().await {
                 Ok(value) => return Ok(value),
                 Err(error) => error,

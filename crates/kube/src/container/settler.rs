@@ -280,6 +280,7 @@ impl Task {
             };
             // An outcome record another replica kept first stands, whatever this replica's
             // views tell: the Job carries the same (a cancel's gives way to the job's own end).
+            // One this replica's watch does not show yet is copied onto the Job as it is let go.
             let id = ExecutionId::new(
                 self.context.cluster.name(),
                 JobKind::Job,
