@@ -199,3 +199,38 @@ async fn honours_retry_after() {
     assert!(result.is_ok());
     assert!(started.elapsed() >= Duration::from_secs(7));
 }
+
+#[tokio::test]
+async fn a_check_before_each_repeat_can_end_the_operation() {
+    let (calls, checks) = (AtomicU32::new(0), AtomicU32::new(0));
+    // Asked before every repeat, never before the first attempt; its value ends it.
+    let result = RetryPolicy::fast()
+        .run_checked(
+            "create",
+            true,
+            || async {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err(api_error(500, 0))
+            },
+            || async { (checks.fetch_add(1, Ordering::SeqCst) == 1).then_some(9) },
+        )
+        .await;
+    assert_eq!(result.unwrap(), 9);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(checks.load(Ordering::SeqCst), 2);
+    // A first attempt that succeeds asks nothing.
+    let checks = AtomicU32::new(0);
+    let result = RetryPolicy::fast()
+        .run_checked(
+            "create",
+            true,
+            || async { Ok(1) },
+            || async {
+                checks.fetch_add(1, Ordering::SeqCst);
+                None
+            },
+        )
+        .await;
+    assert_eq!(result.unwrap(), 1);
+    assert_eq!(checks.load(Ordering::SeqCst), 0);
+}
