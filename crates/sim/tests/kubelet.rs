@@ -860,3 +860,46 @@ async fn crashing_containers_back_off_and_deadlines_end_pods() {
         Some("Pod was active on the node longer than the specified deadline")
     );
 }
+
+/// A pod the control plane failed while its container ran stays failed when the container then
+/// exits 0: the kubelet never moves a pod from one terminal phase to the other.
+#[tokio::test]
+async fn a_pod_failed_by_the_control_plane_is_not_reported_succeeded_later() {
+    let sim = start().await;
+    let pods = create_pod(
+        &sim,
+        pod(
+            "failed-first",
+            json!([{"name": "main", "image": "busybox", "command": ["sh", "-c", "sleep 0.5; echo done; exit 0"]}]),
+        ),
+    )
+    .await;
+    phase(&pods, "failed-first", "Running").await;
+    // As the node lifecycle controller or the pod GC would.
+    let failed = json!({"status": {"phase": "Failed", "reason": "NodeLost"}});
+    pods.patch_status(
+        "failed-first",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&failed),
+    )
+    .await
+    .expect("failed");
+    eventually("the container to finish", WAIT, || {
+        let pods = pods.clone();
+        async move {
+            let log = pods
+                .logs("failed-first", &LogParams::default())
+                .await
+                .ok()?;
+            log.contains("done").then_some(())
+        }
+    })
+    .await;
+    // An absence: the kubelet's report of the exit follows the last line at once, and is
+    // looked for a while (a slow machine can only make this pass, never fail, wrongly).
+    for _ in 0..20 {
+        let pod = pods.get("failed-first").await.expect("the pod");
+        assert_eq!(pod.status.and_then(|s| s.phase).as_deref(), Some("Failed"));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -485,10 +485,17 @@ impl PodWorker {
             if pod.pointer("/metadata/uid") != self.pod.pointer("/metadata/uid") {
                 return false;
             }
-            // A pod in a terminal phase stays there (the API server refuses the way back): a
-            // pod the control plane failed meanwhile is not reported pending or running again.
+            // Asked again under the store's lock: a node lost since the question above has
+            // had its pods failed by the control plane already.
+            if self.state.kubelet.is_down(&self.node) {
+                return false;
+            }
+            // A pod in a terminal phase stays there: the API server refuses the way back, and
+            // the kubelet never moves a pod from one terminal phase to the other ("illegal
+            // phase transition"). A pod the control plane failed meanwhile is reported neither
+            // running again nor succeeded.
             let stored = pod.pointer("/status/phase").and_then(Value::as_str);
-            if matches!(stored, Some("Succeeded" | "Failed")) && !terminal {
+            if matches!(stored, Some("Succeeded" | "Failed")) && stored != status.final_phase {
                 return false;
             }
             merge_status(pod, &ours, disruption_condition.as_ref());
