@@ -352,7 +352,7 @@ impl Cluster {
         &self,
         op: &Op,
         retry_no_response: bool,
-        mut attempt: F,
+        attempt: F,
         before_repeat: C,
     ) -> Result<T>
     where
@@ -361,19 +361,10 @@ impl Cluster {
         C: FnMut() -> Checked,
         Checked: Future<Output = Option<T>>,
     {
-        let limit = self.inner.settings.read_timeout;
-        let checked = self
-            .inner
-            .settings
-            .retry
-            .run_checked(
-                &op.to_string(),
-                retry_no_response,
-                move || answered_within(limit, attempt()),
-                before_repeat,
-            )
-            .await;
-        match checked {
+        match self
+            .run_bounded(op, retry_no_response, attempt, before_repeat)
+            .await
+        {
             Ok(value) => {
                 self.observe(Ok(()));
                 Ok(value)
@@ -395,30 +386,36 @@ impl Cluster {
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, kube::Error>>,
     {
-        self.run_bounded(op, true, attempt)
+        self.run_bounded(op, true, attempt, || std::future::ready(None))
             .await
             .map_err(|exhausted| self.error(op, exhausted))
     }
 
     /// Runs an operation with the cluster's retry policy, each attempt bounded by the read
-    /// timeout.
-    async fn run_bounded<T, F, Fut>(
+    /// timeout and `before_repeat` asked before each repeat ([`RetryPolicy::run_checked`]).
+    async fn run_bounded<T, F, Fut, C, Checked>(
         &self,
         op: &Op,
         retry_no_response: bool,
         mut attempt: F,
+        before_repeat: C,
     ) -> std::result::Result<T, Exhausted>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = std::result::Result<T, kube::Error>>,
+        C: FnMut() -> Checked,
+        Checked: Future<Output = Option<T>>,
     {
         let limit = self.inner.settings.read_timeout;
         self.inner
             .settings
             .retry
-            .run(&op.to_string(), retry_no_response, move || {
-                answered_within(limit, attempt())
-            })
+            .run_checked(
+                &op.to_string(),
+                retry_no_response,
+                move || answered_within(limit, attempt()),
+                before_repeat,
+            )
             .await
     }
 
