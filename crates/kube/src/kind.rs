@@ -150,6 +150,15 @@ impl<W> KindBase<W> {
             records,
         }
     }
+
+    /// The kind's watches of `namespace`, started with `start` if they are not yet, and with
+    /// them the namespace's watch of outcome records, which every answer reads.
+    pub(crate) fn watches(&self, namespace: &str, start: impl FnOnce() -> Arc<W>) -> Arc<W> {
+        self.namespaces.get_or_start(namespace, || {
+            self.records.watch(namespace);
+            start()
+        })
+    }
 }
 
 /// How a kind answers for its jobs: written once for every kind whose mapping reads its object

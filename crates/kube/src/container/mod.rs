@@ -128,8 +128,7 @@ impl ContainerJobs {
     /// The watches of `namespace` and its settler, started if this is the first question
     /// about it.
     pub fn watch(&self, namespace: &str) -> Arc<NamespaceWatch> {
-        self.base.namespaces.get_or_start(namespace, || {
-            self.base.records.watch(namespace);
+        self.base.watches(namespace, || {
             NamespaceWatch::start(namespace, &self.starter)
         })
     }

@@ -356,8 +356,7 @@ impl Kind for JobSets {
             Some(watch) => watch,
             None => {
                 self.check_installed(namespace).await?;
-                self.base.namespaces.get_or_start(namespace, || {
-                    self.base.records.watch(namespace);
+                self.base.watches(namespace, || {
                     Arc::new(JobSetNamespaceWatch::start(
                         &self.base.cluster,
                         namespace,

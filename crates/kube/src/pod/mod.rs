@@ -179,8 +179,7 @@ impl Kind for Pods {
 
     /// The watch of `namespace`, started (with its settler) if it is not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<PodNamespaceWatch>> {
-        let watch = self.base.namespaces.get_or_start(namespace, || {
-            self.base.records.watch(namespace);
+        let watch = self.base.watches(namespace, || {
             Arc::new(PodNamespaceWatch::start(
                 &self.base.cluster,
                 namespace,

@@ -501,8 +501,7 @@ impl Kind for SparkJobs {
             Some(watch) => watch,
             None => {
                 let installed = self.installed().await?;
-                let watch = self.base.namespaces.get_or_start(namespace, || {
-                    self.base.records.watch(namespace);
+                let watch = self.base.watches(namespace, || {
                     SparkNamespaceWatch::start(
                         &self.base.cluster,
                         namespace,
