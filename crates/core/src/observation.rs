@@ -329,7 +329,6 @@ impl ManagedMeta {
     }
 }
 
-/// The cancel mark among an object's annotations ([`CANCEL_ANNOTATION`]).
 /// How an object's work was stopped, if it was.
 #[derive(Clone, Copy)]
 pub(crate) enum Stop {
@@ -366,6 +365,7 @@ pub(crate) fn cancel_progress(
     info
 }
 
+/// The cancel mark among an object's annotations ([`CANCEL_ANNOTATION`]).
 fn cancel_mark(annotations: Option<&BTreeMap<String, String>>) -> Option<CancelMark> {
     annotations
         .and_then(|a| a.get(CANCEL_ANNOTATION))

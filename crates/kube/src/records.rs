@@ -383,11 +383,11 @@ impl Records {
     /// that tells more (an exit code another replica's views lacked): a replica may have
     /// answered it already, and a terminal answer never changes (I1).
     ///
-    /// A cancel's record gives way too: its CANCELLED, written before its delete, to the job's own
+    /// Only a cancel's record gives way: its CANCELLED, written before its delete, to the job's own
     /// outcome read from a copy of its object that is not being deleted (`undeleted`): the job
-    /// ended before the cancel's delete, and an outcome reached before the work was stopped
-    /// stands (docs/statuses.md, rule 1). The cancel's delete, made at the version it saw running,
-    /// is refused then, and a cancel's record is answered only for an object deleted or gone
+    /// ended before the cancel's delete, and an outcome reached before the work was stopped stands
+    /// (docs/statuses.md, rule 1). The cancel's delete, made at the version it saw running, is
+    /// refused then, and a cancel's record is answered only for an object deleted or gone
     /// (`Kind::final_answer`): no replica answered that CANCELLED meanwhile.
     pub(crate) async fn keep(
         self: &Arc<Self>,
@@ -495,8 +495,9 @@ impl Records {
     }
 
     /// Replaces the record of the job with `record` (see [`Records::keep`]): the job's own
-    /// outcome for a cancel's, unless the record that stands by then is not replaced by it. The replace carries the
-    /// resourceVersion it read: a record changed meanwhile is read again.
+    /// outcome for a cancel's, unless the record that stands by then is not replaced by it.
+    /// The replace carries the resourceVersion it read: a record changed meanwhile is read
+    /// again.
     async fn replace(
         self: &Arc<Self>,
         namespace: &str,
