@@ -47,33 +47,57 @@ pub fn unsupported(strategic_allowed: bool) -> ApiError {
     ))
 }
 
-/// Applies a JSON patch document.
+/// Applies a JSON patch document, all of it or nothing.
+///
+/// As Kubernetes' JSON patch (evanphx/json-patch) does, a `test` of `null` passes on a key
+/// missing from an object that exists (RFC 6902 and the json-patch crate refuse it): so a
+/// client tests that a field is absent.
 pub fn apply_json_patch(doc: &mut Value, body: &[u8]) -> Result<(), ApiError> {
     let ops: Vec<PatchOperation> = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("json: cannot unmarshal patch: {e}")))?;
-    json_patch::patch(doc, &ops).map_err(|e| {
-        let path = e.path.to_string();
-        let op = ops.get(e.operation);
-        let message = match (&e.kind, op) {
-            (PatchErrorKind::TestFailed, _) => format!("testing value {path} failed: test failed"),
-            (_, Some(PatchOperation::Remove(_))) => {
-                let last = path.rsplit('/').next().unwrap_or("");
-                format!("Unable to remove nonexistent key: {last}: missing value")
-            }
-            (_, Some(PatchOperation::Replace(_))) => {
-                format!(
-                    "replace operation does not apply: doc is missing key: {path}: missing value"
-                )
-            }
-            (_, Some(PatchOperation::Add(_))) => {
-                format!(
-                    "add operation does not apply: doc is missing path: {path:?}: missing value"
-                )
-            }
-            _ => e.to_string(),
-        };
-        ApiError::unprocessable(message)
-    })
+    let before = doc.clone();
+    for op in &ops {
+        if tests_an_absent_key_for_null(doc, op) {
+            continue;
+        }
+        if let Err(e) = json_patch::patch(doc, std::slice::from_ref(op)) {
+            *doc = before;
+            return Err(refused(&e, op));
+        }
+    }
+    Ok(())
+}
+
+fn tests_an_absent_key_for_null(doc: &Value, op: &PatchOperation) -> bool {
+    let PatchOperation::Test(test) = op else {
+        return false;
+    };
+    let path = test.path.to_string();
+    test.value.is_null()
+        && doc.pointer(&path).is_none()
+        && path
+            .rsplit_once('/')
+            .is_some_and(|(parent, _)| doc.pointer(parent).is_some_and(Value::is_object))
+}
+
+/// The API server's words for a patch operation that does not apply.
+fn refused(e: &json_patch::PatchError, op: &PatchOperation) -> ApiError {
+    let path = e.path.to_string();
+    let message = match (&e.kind, op) {
+        (PatchErrorKind::TestFailed, _) => format!("testing value {path} failed: test failed"),
+        (_, PatchOperation::Remove(_)) => {
+            let last = path.rsplit('/').next().unwrap_or("");
+            format!("Unable to remove nonexistent key: {last}: missing value")
+        }
+        (_, PatchOperation::Replace(_)) => {
+            format!("replace operation does not apply: doc is missing key: {path}: missing value")
+        }
+        (_, PatchOperation::Add(_)) => {
+            format!("add operation does not apply: doc is missing path: {path:?}: missing value")
+        }
+        _ => e.to_string(),
+    };
+    ApiError::unprocessable(message)
 }
 
 /// Applies a JSON merge patch.
@@ -287,6 +311,28 @@ mod tests {
         assert_eq!(
             apply_json_patch(&mut doc, b"{").map_err(|e| e.code),
             Err(400)
+        );
+    }
+
+    #[test]
+    fn a_test_of_null_passes_on_an_absent_key_as_kubernetes_does() {
+        let mut doc = json!({"metadata": {"labels": {"a": "1"}}});
+        apply_json_patch(&mut doc, br#"[{"op":"test","path":"/metadata/deletionTimestamp","value":null},{"op":"add","path":"/metadata/labels/b","value":"2"}]"#)
+            .expect("absent: applies");
+        assert_eq!(doc["metadata"]["labels"]["b"], json!("2"));
+        let err = apply_json_patch(&mut doc, br#"[{"op":"test","path":"/metadata/labels/a","value":null},{"op":"add","path":"/metadata/labels/c","value":"3"}]"#)
+            .expect_err("present: refused");
+        assert_eq!(err.code, 422);
+        assert!(
+            doc["metadata"]["labels"].get("c").is_none(),
+            "nothing applied"
+        );
+        let err = apply_json_patch(&mut doc, br#"[{"op":"add","path":"/metadata/labels/d","value":"4"},{"op":"test","path":"/nowhere/at/all","value":null}]"#)
+            .expect_err("no parent: refused");
+        assert_eq!(err.code, 422);
+        assert!(
+            doc["metadata"]["labels"].get("d").is_none(),
+            "nothing applied"
         );
     }
 
