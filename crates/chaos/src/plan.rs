@@ -31,16 +31,14 @@ pub enum Scenario {
     Cancel,
     /// One job submitted through two replicas at once, and cancelled through two at once.
     Concurrent,
-    /// A cancelled job id submitted again (a durable outcome record keeps it from running
-    /// again; not built yet).
+    /// A cancelled job id submitted again (its outcome record keeps it from running again).
     Resubmit,
-    /// A finished job's pods deleted by an administrator; its outcome must not change (a
-    /// durable outcome record keeps it; not built yet).
+    /// A finished job's pods deleted by an administrator; its outcome must not change (its
+    /// outcome record keeps it).
     PodLoss,
     /// A cancelled job whose Job is gone must still read CANCELLED on a replica started, or
-    /// whose watch listed again, after the deletion (a durable outcome record keeps it; not
-    /// built yet). Left out, "no such job" is accepted for such a job, as the API documents
-    /// it today.
+    /// whose watch listed again, after the deletion (its outcome record keeps it). Left out,
+    /// "no such job" is accepted for such a job.
     CancelledGone,
     /// API errors: 5xx, and 429 with Retry-After.
     Errors,

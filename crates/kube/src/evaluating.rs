@@ -28,8 +28,8 @@ use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind, Seen, Watches};
 use crate::objects::{Current, Deletion, Objects};
 use crate::settling::{
-    Change, JobStates, Timers, after, cancel_finish_due, finish_cancel, merged, release_held,
-    retry_at, retry_delay, while_deciding,
+    Change, JobStates, Releases, Timers, after, cancel_finish_due, finish_cancel, merged,
+    release_held, retry_at, retry_delay, while_deciding,
 };
 use crate::tracker::{Recent, lock};
 
@@ -37,6 +37,11 @@ use crate::tracker::{Recent, lock};
 pub(crate) trait Outcome: Send + Sync {
     /// The outcome to report once the action is done.
     fn outcome(&self) -> &ExecutionInfo;
+
+    /// Whether the action, done, deleted the job's object (most kinds' actions do).
+    fn deletes_object(&self) -> bool {
+        true
+    }
 }
 
 impl Outcome for RecordOutcomeAndDelete {
@@ -88,8 +93,8 @@ pub(crate) struct Evaluating<K: Evaluates> {
     warned: Recent,
     /// Copies of objects (namespace, name and resourceVersion) an action found gone.
     found_gone: Recent,
-    /// The objects a settler let go of lately (`settling::release_held`).
-    released: Recent,
+    /// The objects a settler let go of lately, or holds a while first (`settling::release_held`).
+    releases: Releases,
     /// How long a status query waits for a namespace's first list.
     sync_timeout: Duration,
     /// How often a waiter looks again when nothing changes, and a failed action is retried.
@@ -110,7 +115,7 @@ impl<K: Evaluates> Evaluating<K> {
             settlers: Settlers::default(),
             warned: Recent::new(10_000),
             found_gone: Recent::new(10_000),
-            released: Recent::new(1_024),
+            releases: Releases::new(),
             sync_timeout,
             recheck_interval,
             absent_ttl,
@@ -502,9 +507,14 @@ pub(crate) trait Evaluates:
                     state.warn_once(id, "unreadable status", warning);
                 }
                 let recheck_at = mapped.recheck_at;
+                // Whether this settle deleted the object (its action's record and delete).
+                let mut deleted_now = false;
                 if let Some(action) = &mapped.action {
                     match self.act(id, observed.view(), action).await {
-                        Acted::Done => info = action.outcome().clone(),
+                        Acted::Done => {
+                            info = action.outcome().clone();
+                            deleted_now = action.deletes_object();
+                        }
                         Acted::Remap(next) => {
                             if matches!(
                                 *next,
@@ -562,13 +572,15 @@ pub(crate) trait Evaluates:
                             // copy of it.
                             let view = observed.view();
                             if matches!(observed, Seen::Present(_)) {
+                                let deleting = deleted_now || view.deletion_timestamp.is_some();
                                 recheck_at = release_held(
                                     &self.objects_of(view),
                                     self.cluster(),
                                     view,
                                     self.retry_interval(),
-                                    &state.released,
+                                    &state.releases,
                                     Some(&standing),
+                                    (self.records().name_hold(), deleting),
                                 )
                                 .await;
                             }

@@ -32,6 +32,16 @@ impl<K> Object for K where
 {
 }
 
+/// What a release ([`Objects::release_seen`]) did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// Let go of, or nothing left to let go of (gone, replaced, let go of already).
+    Done,
+    /// Nothing: the copy showed no deletion, and the object was deleted since (or let go of
+    /// already: the two look alike).
+    DeletedMeanwhile,
+}
+
 /// The objects of one resource in one namespace, and how operations on them are named.
 pub(crate) struct Objects<K> {
     /// The API of the objects.
@@ -231,9 +241,9 @@ impl<K: Object> Objects<K> {
         cluster: &Cluster,
         seen: &kubeferry_core::observation::ManagedMeta,
         kept: Option<&kubeferry_core::ExecutionInfo>,
-    ) -> Result<()> {
+    ) -> Result<Released> {
         let Some(at) = seen.held else {
-            return Ok(());
+            return Ok(Released::Done);
         };
         let path = format!("/metadata/finalizers/{at}");
         let mut ops = vec![
@@ -241,6 +251,16 @@ impl<K: Object> Objects<K> {
             serde_json::json!({ "op": "test", "path": path, "value": RECORD_FINALIZER }),
             serde_json::json!({ "op": "remove", "path": path }),
         ];
+        // A copy that shows no deletion lets go only of an object not deleted since: one
+        // deleted meanwhile is held for the name hold (`settling::release_held`). A test of
+        // `null` passes on an absent key in Kubernetes' JSON patch.
+        let undeleted = seen.deletion_timestamp.is_none();
+        if undeleted {
+            ops.insert(
+                0,
+                serde_json::json!({ "op": "test", "path": "/metadata/deletionTimestamp", "value": null }),
+            );
+        }
         // The outcome kubeferry recorded on the object says the same, unless another
         // replica's record stood first (written before this replica's watch showed it).
         let said = matches!(&seen.recorded_outcome, Some(Ok(recorded)) if Some(recorded) == kept);
@@ -268,9 +288,11 @@ impl<K: Object> Objects<K> {
             })
             .await
         {
-            Ok(_) => Ok(()),
-            Err(error) if error.is_not_found() => Ok(()),
-            Err(Error::Api { code: 422, .. }) => Ok(()),
+            Ok(_) => Ok(Released::Done),
+            Err(error) if error.is_not_found() => Ok(Released::Done),
+            // Let go of already, replaced, or (for an undeleted copy) deleted since.
+            Err(Error::Api { code: 422, .. }) if undeleted => Ok(Released::DeletedMeanwhile),
+            Err(Error::Api { code: 422, .. }) => Ok(Released::Done),
             Err(error) => Err(error),
         }
     }

@@ -35,6 +35,11 @@ pub struct RecordSettings {
     /// How much of its main container's log a job's record keeps when its job file does not
     /// say (`keepLog`); off by default: the kubelet's last words only.
     pub keep_log: Option<kubeferry_core::marks::KeepLog>,
+    /// How long a job's object deleted once its outcome was recorded keeps its name before
+    /// it is let go: a submission of its job id still on its way then finds the name taken
+    /// and answers the record, rather than running the job again. At least the longest a
+    /// request may take (`ClusterSettings::read_timeout`). Default 30 s.
+    pub name_hold: Duration,
 }
 
 impl Default for RecordSettings {
@@ -43,6 +48,7 @@ impl Default for RecordSettings {
             retention: Duration::from_secs(7 * 24 * 3600),
             janitor_interval: Duration::from_secs(10 * 60),
             keep_log: None,
+            name_hold: Duration::from_secs(30),
         }
     }
 }
@@ -543,6 +549,11 @@ impl Records {
             operation: format!("update ConfigMap {namespace}/{name}"),
             message: "the outcome record kept changing".to_string(),
         })
+    }
+
+    /// How long a deleted object whose record is kept holds its name ([`RecordSettings::name_hold`]).
+    pub(crate) fn name_hold(&self) -> Duration {
+        self.settings.name_hold
     }
 
     /// Whether `namespace`'s records can be kept: not when the server refuses them (a Role

@@ -12,7 +12,8 @@ use kubeferry_core::{ExecutionInfo, JobState};
 use tokio::sync::broadcast;
 use tracing::warn;
 
-use crate::tracker::lock;
+use crate::objects::Released;
+use crate::tracker::{Recent, lock};
 
 /// How many of a namespace's jobs its settler settles side by side (each at most a few
 /// requests: a record's create, a suspend).
@@ -59,32 +60,77 @@ pub(crate) fn retry_delay(error: &crate::Error, interval: Duration) -> Duration 
     }
 }
 
+/// The objects a settler let go of lately, and the deleted ones it holds a while first.
+pub(crate) struct Releases {
+    /// Let go of: until the watch delivers the released object, the settler may see a copy
+    /// that still shows the finalizer (a change of the job's pods, the deletion's own event),
+    /// and writes nothing for it.
+    released: Recent,
+    /// Deleted objects whose record is kept, from when this settler first found them so: each
+    /// is let go of once the name hold has passed since.
+    holding: Recent,
+}
+
+impl Releases {
+    pub(crate) fn new() -> Self {
+        Self {
+            released: Recent::new(1_024),
+            holding: Recent::new(10_000),
+        }
+    }
+}
+
 /// Takes [`kubeferry_core::marks::RECORD_FINALIZER`] off a held object whose outcome record
 /// is kept (the only time a settler calls this: the hold has done its work). Answers when to
-/// look at the job again after a failed write; `None` once released.
+/// look at the job again: after a failed write, or when the name hold is over; `None` once
+/// released.
 ///
-/// `released` remembers the objects let go of: until the watch delivers the released object,
-/// the settler may see a copy that still shows the finalizer (a change of the job's pods, the
-/// deletion's own event), and writes nothing for it.
+/// `hold`, the name hold, keeps an object being deleted (`deleting`: by its cancel, by a
+/// settler's action, by someone else) that long after this settler found its record kept. A
+/// submission of its job id that looked for the record before it was written, and whose
+/// create is still on its way, lands on the held name (409, then the record answers) rather
+/// than running the job again (I2, docs/INVARIANTS.md). Found later than its record was
+/// written, the hold only lasts longer. A copy that shows no deletion is let go of only if
+/// the object was not deleted since (the release tests it).
 pub(crate) async fn release_held<K: crate::objects::Object>(
     objects: &crate::objects::Objects<K>,
     cluster: &crate::cluster::Cluster,
     meta: &ManagedMeta,
     retry_interval: Duration,
-    released: &crate::tracker::Recent,
+    releases: &Releases,
     kept: Option<&kubeferry_core::ExecutionInfo>,
+    (hold, deleting): (Duration, bool),
 ) -> Option<Timestamp> {
     // By uid: nothing puts kubeferry's finalizer back on an object once it is let go, so any
     // later copy still showing it (the watch has not yet delivered the release) is stale.
     let copy = format!("{}/{}/{}", meta.namespace, meta.name, meta.uid);
+    if meta.held.is_none() || releases.released.contains(&copy) {
+        return None;
+    }
+    // A copy older than the deletion this settler saw is held all the same.
+    if deleting || releases.holding.contains(&copy) {
+        let held_for = releases.holding.age(copy.clone());
+        if held_for < hold {
+            return after(hold - held_for);
+        }
+    }
     // Claimed before the write: two settles of the same object at once write once.
-    if meta.held.is_none() || !released.insert(copy.clone()) {
+    if !releases.released.insert(copy.clone()) {
         return None;
     }
     match objects.release_seen(cluster, meta, kept).await {
-        Ok(()) => None,
+        Ok(Released::Done) => {
+            releases.holding.remove(&copy);
+            None
+        }
+        // Deleted since `meta` was seen: judged again from the copy the watch delivers, which
+        // shows the deletion and so the hold.
+        Ok(Released::DeletedMeanwhile) => {
+            releases.released.remove(&copy);
+            None
+        }
         Err(error) => {
-            released.remove(&copy);
+            releases.released.remove(&copy);
             warn!(message = "could not let go of a job's object; will retry", namespace = %meta.namespace, name = %meta.name, %error);
             retry_at(&error, retry_interval)
         }

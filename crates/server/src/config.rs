@@ -168,6 +168,9 @@ pub struct TimeoutsFile {
     /// How long a job's outcome record is kept after it ended (a job id submitted again within
     /// it answers the first run and never runs twice).
     pub outcome_retention: Option<String>,
+    /// How long a job's object deleted once its outcome was recorded keeps its name (a
+    /// submission of its job id still on its way then runs nothing); at least `read`.
+    pub name_hold: Option<String>,
     /// How long a SparkApplication may go without any status from its operator before the
     /// job fails (and the application is deleted).
     pub no_status: Option<String>,
@@ -299,6 +302,8 @@ pub struct Timeouts {
     pub absent: Duration,
     /// How long a job's outcome record is kept after it ended.
     pub outcome_retention: Duration,
+    /// How long a job's object deleted once its outcome was recorded keeps its name.
+    pub name_hold: Duration,
     /// How long a SparkApplication may go without any status before the job fails.
     pub no_status: Duration,
     /// How often an idle event stream sends a keep-alive comment.
@@ -338,6 +343,7 @@ impl Default for Timeouts {
             tombstone: Duration::from_secs(15 * 60),
             absent: Duration::from_secs(10),
             outcome_retention: Duration::from_secs(7 * 24 * 3600),
+            name_hold: Duration::from_secs(30),
             no_status: Duration::from_secs(10 * 60),
             keep_alive: Duration::from_secs(15),
             follow_reopen: Duration::from_millis(500),
@@ -473,7 +479,7 @@ fn upper_snake(key: &str) -> String {
 
 impl TimeoutsFile {
     /// Every key with its slot.
-    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 24] {
+    fn slots(&mut self) -> [(&'static str, &mut Option<String>); 25] {
         [
             ("request", &mut self.request),
             ("shutdown", &mut self.shutdown),
@@ -496,6 +502,7 @@ impl TimeoutsFile {
             ("tombstone", &mut self.tombstone),
             ("absent", &mut self.absent),
             ("outcomeRetention", &mut self.outcome_retention),
+            ("nameHold", &mut self.name_hold),
             ("noStatus", &mut self.no_status),
             ("keepAlive", &mut self.keep_alive),
             ("followReopen", &mut self.follow_reopen),
@@ -888,7 +895,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
     let mut t = Timeouts::default();
-    let fields: [(&str, &Option<String>, &mut Duration); 23] = [
+    let fields: [(&str, &Option<String>, &mut Duration); 24] = [
         ("request", &file.request, &mut t.request),
         ("shutdown", &file.shutdown, &mut t.shutdown),
         ("drain", &file.drain, &mut t.drain),
@@ -926,6 +933,7 @@ fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
             &file.outcome_retention,
             &mut t.outcome_retention,
         ),
+        ("nameHold", &file.name_hold, &mut t.name_hold),
         ("noStatus", &file.no_status, &mut t.no_status),
         ("keepAlive", &file.keep_alive, &mut t.keep_alive),
         ("followReopen", &file.follow_reopen, &mut t.follow_reopen),
@@ -961,6 +969,18 @@ fn timeouts(file: &TimeoutsFile) -> Result<Timeouts, ConfigError> {
         return Err(invalid(
             "timeouts.watch",
             "must be at least 1s (Kubernetes counts watch timeouts in seconds)",
+        ));
+    }
+    // The hold outlasts any create still on its way: no shorter than one request may take.
+    if file.name_hold.is_none() {
+        t.name_hold = t.read;
+    } else if t.name_hold < t.read {
+        return Err(invalid(
+            "timeouts.nameHold",
+            format!(
+                "must be at least timeouts.read ({:?}): a submission's create may be on its way that long, and would run the job again once the name is free",
+                t.read
+            ),
         ));
     }
     Ok(t)

@@ -131,6 +131,7 @@ pub fn executor_settings(
         },
         records: RecordSettings {
             retention: t.outcome_retention,
+            name_hold: t.name_hold,
             keep_log: config.limits.keep_log,
             ..RecordSettings::default()
         },

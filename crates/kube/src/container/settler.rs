@@ -31,10 +31,10 @@ use crate::kind::Seen;
 use crate::objects::Objects;
 use crate::records::gives_way;
 use crate::settling::{
-    JobStates, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel, merged,
+    JobStates, Releases, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel, merged,
     release_held, retry_at, retry_delay,
 };
-use crate::tracker::{Departure, Recent, lock, reported_key};
+use crate::tracker::{Departure, lock, reported_key};
 
 const JOBS: &str = "jobs.batch";
 
@@ -52,7 +52,7 @@ pub(crate) fn start(
         watch,
         states: inbox.states,
         awaiting_pods: Mutex::default(),
-        released: Recent::new(1_024),
+        releases: Releases::new(),
     };
     tokio::spawn(task.run(changes, inbox.requests));
 }
@@ -64,8 +64,8 @@ struct Task {
     states: Arc<JobStates>,
     /// Jobs whose outcome came without an exit code, given a moment for their pods' watch.
     awaiting_pods: Mutex<HashSet<String>>,
-    /// The Jobs this settler let go of lately ([`release_held`]).
-    released: Recent,
+    /// The Jobs this settler let go of lately, or holds a while first ([`release_held`]).
+    releases: Releases,
 }
 
 impl Task {
@@ -479,8 +479,12 @@ impl Task {
                         &self.context.cluster,
                         job,
                         self.context.retry_interval,
-                        &self.released,
+                        &self.releases,
                         Some(&standing),
+                        (
+                            self.context.records.name_hold(),
+                            job.deletion_timestamp.is_some(),
+                        ),
                     )
                     .await
                 {

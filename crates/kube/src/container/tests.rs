@@ -37,7 +37,10 @@ async fn backend_with(sim: &SimCluster, settings: ContainerSettings) -> Containe
     let records = crate::records::Records::new(
         cluster.clone(),
         settings.reflector.clone(),
-        crate::records::RecordSettings::default(),
+        crate::records::RecordSettings {
+            name_hold: Duration::from_millis(300),
+            ..crate::records::RecordSettings::default()
+        },
         Duration::from_secs(10),
     );
     ContainerJobs::new(cluster, settings, records)

@@ -480,6 +480,10 @@ impl Outcome for SparkAction {
     fn outcome(&self) -> &ExecutionInfo {
         SparkAction::outcome(self)
     }
+
+    fn deletes_object(&self) -> bool {
+        matches!(self, SparkAction::RecordOutcomeAndDeleteApp { .. })
+    }
 }
 
 impl Kind for SparkJobs {

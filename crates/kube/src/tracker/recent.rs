@@ -54,6 +54,21 @@ impl Recent {
         kept.0.contains_key(key)
     }
 
+    /// How long ago `key` was remembered, remembering it now (zero) if it was not.
+    pub(crate) fn age(&self, key: String) -> Duration {
+        let remembered = {
+            let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            kept.0.get(&key).copied()
+        };
+        match remembered {
+            Some(at) => at.elapsed(),
+            None => {
+                self.insert(key);
+                Duration::ZERO
+            }
+        }
+    }
+
     /// Whether `key` was remembered less than `window` ago.
     pub(crate) fn contains_within(&self, key: &str, window: Duration) -> bool {
         let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
@@ -85,5 +100,16 @@ mod tests {
             "remembered too long ago"
         );
         assert!(!recent.contains_within("gone", Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn a_keys_age_counts_from_when_it_was_first_remembered() {
+        let recent = Recent::new(2);
+        assert_eq!(recent.age("a".into()), Duration::ZERO, "remembered now");
+        assert!(recent.contains("a"));
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(recent.age("a".into()) >= Duration::from_millis(5));
+        recent.remove("a");
+        assert_eq!(recent.age("a".into()), Duration::ZERO, "new again");
     }
 }

@@ -2,8 +2,8 @@
 //! in between, answered like a container job. Success with its log and record; an exit code
 //! with last words; OOM kills; an image that cannot be pulled past its grace; a pod no node
 //! takes past the pending timeout; its deadline; eviction, preemption and a lost node; a
-//! cancel while it runs, and the job id submitted again after it; status queries that only
-//! read.
+//! cancel while it runs, and the job id submitted again after it; a create on its way while
+//! the pod is recorded and deleted; status queries that only read.
 
 use std::time::Duration;
 
@@ -212,6 +212,56 @@ async fn an_unpullable_image_fails_past_its_grace_and_the_pod_is_deleted() {
     assert!(outcome.message.contains("registry.invalid"), "{outcome:?}");
     // Recorded on the pod before it was deleted; every replica answers it once it is gone.
     every_replica_reports(&env, &id, &outcome).await;
+}
+
+/// I2 with one create on its way (docs/INVARIANTS.md, "I2 and a slow submission"): a
+/// submission's create waits at the server while another submission's pod of the same job id
+/// fails to pull, is recorded and deleted by kubeferry. The deleted pod keeps its name for the
+/// name hold, so the create that lands meanwhile finds it taken and answers that run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_on_its_way_while_the_pod_is_recorded_and_deleted_runs_nothing() {
+    let mut settings = Settings::fast();
+    settings.executor.records.name_hold = Duration::from_secs(4);
+    let env = Env::start_with(SimConfig::for_tests(), settings).await;
+    let yaml = "kind: Pod\nname: slow\nimage: registry.invalid/nothing:1.0\ncommand: [sh, -c, 'echo never']\n";
+    let held = env.sim.add_fault(
+        FaultRule::new(FaultAction::Hold)
+            .verbs(&["create"])
+            .resources(&["pods"])
+            .times(1),
+    );
+    let slow = env.fresh_executor().await;
+    let on_its_way = {
+        let spec = spec_of(yaml);
+        tokio::spawn(async move { slow.submit(&spec, "slow", NS).await })
+    };
+    eventually("the first create to wait at the server", || async {
+        (env.sim.request_count("create", "pods") == 1).then_some(())
+    })
+    .await;
+    let id = submit(&env, yaml, "slow").await;
+    let (outcome, _) = env.wait(&id).await;
+    assert_eq!(
+        (outcome.state, outcome.reason),
+        (JobState::Failed, Reason::ImagePullFailed)
+    );
+    let first = pod_object(&env, &id).expect("the pod, held by its name hold");
+    assert!(
+        first["metadata"]["deletionTimestamp"].is_string(),
+        "deleted by kubeferry: {first}"
+    );
+    env.sim.remove_fault(held);
+    let answered = on_its_way.await.unwrap().expect("answered");
+    assert_eq!(answered, id);
+    if let Some(now) = pod_object(&env, &id) {
+        assert_eq!(
+            now["metadata"]["uid"], first["metadata"]["uid"],
+            "the job ran again"
+        );
+    }
+    // Once the hold is over the pod goes, and nothing took its name.
+    every_replica_reports(&env, &id, &outcome).await;
+    assert!(pod_object(&env, &id).is_none(), "nothing ran again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

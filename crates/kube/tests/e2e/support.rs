@@ -17,8 +17,8 @@ use kubeferry_core::spec::{self, JobSpec, Params};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use kubeferry_kube::cluster::Kubeconfig;
 use kubeferry_kube::{
-    ContainerSettings, Executor, ExecutorSettings, JobSetSettings, RetryPolicy, generate_job_id,
-    job_manifest,
+    ContainerSettings, Executor, ExecutorSettings, JobSetSettings, RecordSettings, RetryPolicy,
+    generate_job_id, job_manifest,
 };
 use kubeferry_sim::{SimCluster, SimConfig};
 
@@ -64,6 +64,12 @@ impl Settings {
                     sync_timeout: Duration::from_secs(5),
                     recheck_interval: Duration::from_millis(50),
                     ..JobSetSettings::default()
+                },
+                records: RecordSettings {
+                    // Shorter than the read timeout, which the hold must outlast where it
+                    // matters: the tests of the hold set their own.
+                    name_hold: Duration::from_millis(300),
+                    ..RecordSettings::default()
                 },
                 ..ExecutorSettings::default()
             },

@@ -228,7 +228,13 @@ async fn review_1_while_the_delete_of_an_application_without_status_fails_the_jo
     env.sim.remove_fault(refuse);
     let end = until_state(&env.executor, &id, JobState::Failed).await;
     assert_eq!(end.reason, Reason::NoStatusTimeout);
-    assert!(env.app(SparkOperator::Apache, &id.name).is_none());
+    // Deleted; let go of once its name hold is over.
+    eventually("the application to go", || async {
+        env.app(SparkOperator::Apache, &id.name)
+            .is_none()
+            .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]

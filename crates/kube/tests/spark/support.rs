@@ -17,7 +17,7 @@ use kubeferry_core::spec::{self, JobSpec, Params};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState};
 use kubeferry_kube::cluster::Kubeconfig;
 use kubeferry_kube::manifest::spark::api_resource;
-use kubeferry_kube::{Executor, ExecutorSettings, SparkSettings};
+use kubeferry_kube::{Executor, ExecutorSettings, RecordSettings, SparkSettings};
 use kubeferry_sim::controllers::spark::{SparkFaults, with_spark_operators};
 use kubeferry_sim::{SimCluster, SimConfig};
 use serde_json::Value;
@@ -42,6 +42,12 @@ impl Settings {
                 sync_timeout: Duration::from_secs(5),
                 recheck_interval: Duration::from_millis(50),
                 ..SparkSettings::default()
+            },
+            records: RecordSettings {
+                // Shorter than the read timeout, which the hold must outlast where it
+                // matters: the tests of the hold set their own.
+                name_hold: Duration::from_millis(300),
+                ..RecordSettings::default()
             },
             ..ExecutorSettings::default()
         };

@@ -261,6 +261,11 @@ fn mistakes_name_their_field() {
             "timeouts.watch: must be at least 1s",
         ),
         (
+            "timeouts: {read: 1m, nameHold: 30s}",
+            anonymous(),
+            "timeouts.nameHold: must be at least timeouts.read (60s)",
+        ),
+        (
             "limits: {maxPageSize: 0}",
             anonymous(),
             "limits.maxPageSize: must be more than 0",
@@ -325,6 +330,21 @@ fn mistakes_name_their_field() {
         let message = error(text, overrides);
         assert!(message.contains(expected), "{text}: {message}");
     }
+}
+
+#[test]
+fn the_name_hold_follows_read_unless_given() {
+    let anonymous = || Overrides {
+        anonymous: true,
+        ..Overrides::default()
+    };
+    let hold = |text: &str| resolve(text, anonymous()).unwrap().timeouts.name_hold;
+    assert_eq!(hold("{}"), Duration::from_secs(30));
+    assert_eq!(hold("timeouts: {read: 45s}"), Duration::from_secs(45));
+    assert_eq!(
+        hold("timeouts: {read: 45s, nameHold: 2m}"),
+        Duration::from_secs(120)
+    );
 }
 
 #[test]

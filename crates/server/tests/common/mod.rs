@@ -205,6 +205,8 @@ pub fn fast_timeouts() -> Timeouts {
         tombstone: Duration::from_secs(900),
         absent: Duration::from_secs(10),
         outcome_retention: Duration::from_secs(7 * 24 * 3600),
+        // Shorter than `read`, which the hold must outlast where it matters.
+        name_hold: Duration::from_millis(300),
         no_status: Duration::from_secs(600),
         keep_alive: Duration::from_secs(1),
         follow_reopen: Duration::from_millis(50),
@@ -646,6 +648,8 @@ timeouts:
   podStatusWait: 500ms
   shutdown: 5s
   tokensReload: 50ms
+  read: 3s
+  nameHold: 3s
 "#,
                 tokens = sim.tokens_file().display(),
                 kubeconfig = kubeconfig.display(),
