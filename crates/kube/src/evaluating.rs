@@ -580,7 +580,12 @@ pub(crate) trait Evaluates:
                                     self.retry_interval(),
                                     &state.releases,
                                     Some(&standing),
-                                    (self.records().name_hold(), deleting),
+                                    self.records().name_hold(
+                                        &id.namespace,
+                                        Self::JOB_KIND,
+                                        &view.name,
+                                        deleting,
+                                    ),
                                 )
                                 .await;
                             }

@@ -551,9 +551,24 @@ impl Records {
         })
     }
 
-    /// How long a deleted object whose record is kept holds its name ([`RecordSettings::name_hold`]).
-    pub(crate) fn name_hold(&self) -> Duration {
-        self.settings.name_hold
+    /// How a deleted object of `kind` named `object` holds its name once its record is kept
+    /// ([`RecordSettings::name_hold`]): from the record's time, as the watch holds it.
+    pub(crate) fn name_hold(
+        self: &Arc<Self>,
+        namespace: &str,
+        kind: JobKind,
+        object: &str,
+        deleting: bool,
+    ) -> crate::settling::NameHold {
+        let watch = self.watch(namespace);
+        let recorded_at = watch
+            .get(&record_name(kind, object))
+            .and_then(|entry| entry.view.recorded_at);
+        crate::settling::NameHold {
+            length: self.settings.name_hold,
+            deleting,
+            recorded_at,
+        }
     }
 
     /// Whether `namespace`'s records can be kept: not when the server refuses them (a Role

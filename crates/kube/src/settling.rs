@@ -80,18 +80,46 @@ impl Releases {
     }
 }
 
+/// How long an object being deleted keeps its name once its record is kept
+/// ([`release_held`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NameHold {
+    /// The name hold ([`crate::records::RecordSettings::name_hold`]).
+    pub(crate) length: Duration,
+    /// Whether the object is being deleted (by its cancel, a settler's action, someone else).
+    pub(crate) deleting: bool,
+    /// When its record was written, where the records' watch shows it: the hold counts from
+    /// then (the writer's clock), else from when this settler first found the record kept.
+    pub(crate) recorded_at: Option<Timestamp>,
+}
+
+impl NameHold {
+    /// When the hold is over, counted from `first_found`, how long ago this settler first
+    /// found the object deleted with its record kept.
+    fn over_at(&self, first_found: Duration) -> Option<Timestamp> {
+        let since = match self.recorded_at {
+            Some(at) => at,
+            None => Timestamp::now()
+                .checked_sub(jiff::SignedDuration::try_from(first_found).ok()?)
+                .ok()?,
+        };
+        since
+            .checked_add(jiff::SignedDuration::try_from(self.length).ok()?)
+            .ok()
+    }
+}
+
 /// Takes [`kubeferry_core::marks::RECORD_FINALIZER`] off a held object whose outcome record
 /// is kept (the only time a settler calls this: the hold has done its work). Answers when to
 /// look at the job again: after a failed write, or when the name hold is over; `None` once
 /// released.
 ///
-/// `hold`, the name hold, keeps an object being deleted (`deleting`: by its cancel, by a
-/// settler's action, by someone else) that long after this settler found its record kept. A
-/// submission of its job id that looked for the record before it was written, and whose
-/// create is still on its way, lands on the held name (409, then the record answers) rather
-/// than running the job again (I2, docs/INVARIANTS.md). Found later than its record was
-/// written, the hold only lasts longer. A copy that shows no deletion is let go of only if
-/// the object was not deleted since (the release tests it).
+/// `hold` keeps an object being deleted (by its cancel, by a settler's action, by someone
+/// else) for the name hold after its record was written. A submission of its job id that
+/// looked for the record before it was written, and whose create is still on its way, lands
+/// on the held name (409, then the record answers) rather than running the job again (I2,
+/// docs/INVARIANTS.md). A copy that shows no deletion is let go of only if the object was not
+/// deleted since (the release tests it).
 pub(crate) async fn release_held<K: crate::objects::Object>(
     objects: &crate::objects::Objects<K>,
     cluster: &crate::cluster::Cluster,
@@ -99,7 +127,7 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
     retry_interval: Duration,
     releases: &Releases,
     kept: Option<&kubeferry_core::ExecutionInfo>,
-    (hold, deleting): (Duration, bool),
+    hold: NameHold,
 ) -> Option<Timestamp> {
     // By uid: nothing puts kubeferry's finalizer back on an object once it is let go, so any
     // later copy still showing it (the watch has not yet delivered the release) is stale.
@@ -108,10 +136,13 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
         return None;
     }
     // A copy older than the deletion this settler saw is held all the same.
-    if deleting || releases.holding.contains(&copy) {
-        let held_for = releases.holding.age(copy.clone());
-        if held_for < hold {
-            return after(hold - held_for);
+    if hold.deleting || releases.holding.contains(&copy) {
+        let first_found = releases.holding.age(copy.clone());
+        if let Some(over) = hold
+            .over_at(first_found)
+            .filter(|at| Timestamp::now() < *at)
+        {
+            return Some(over);
         }
     }
     // Claimed before the write: two settles of the same object at once write once.
@@ -317,6 +348,32 @@ impl JobStates {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_hold_counts_from_the_record_else_from_when_it_was_found() {
+        let hold = |recorded_at| NameHold {
+            length: Duration::from_secs(30),
+            deleting: true,
+            recorded_at,
+        };
+        let recorded = Timestamp::now() - jiff::SignedDuration::from_secs(10);
+        assert_eq!(
+            hold(Some(recorded)).over_at(Duration::ZERO),
+            Some(recorded + jiff::SignedDuration::from_secs(30)),
+            "the record's time, however late it was found"
+        );
+        let long_ago = Timestamp::now() - jiff::SignedDuration::from_secs(60);
+        assert!(
+            hold(Some(long_ago)).over_at(Duration::ZERO).unwrap() < Timestamp::now(),
+            "over already: a later process lets it go at once"
+        );
+        let found = hold(None).over_at(Duration::from_secs(20)).unwrap();
+        let expected = Timestamp::now() + jiff::SignedDuration::from_secs(10);
+        assert!(
+            (found - expected).get_seconds().abs() <= 1,
+            "ten seconds left of thirty found twenty ago: {found}"
+        );
+    }
 
     #[tokio::test]
     async fn timers_give_their_jobs_once_due_and_not_before() {

@@ -481,8 +481,10 @@ impl Task {
                         self.context.retry_interval,
                         &self.releases,
                         Some(&standing),
-                        (
-                            self.context.records.name_hold(),
+                        self.context.records.name_hold(
+                            &self.namespace,
+                            JobKind::Job,
+                            &job.name,
                             job.deletion_timestamp.is_some(),
                         ),
                     )
