@@ -255,6 +255,8 @@ impl Task {
                 mapped.info.state
             }),
         );
+        // Whether what follows deletes the Job: a Job in a Kueue queue goes once recorded.
+        let deletes = (mapped.must_record() && job.queue_name.is_some()) || stopped_in_a_queue(job);
         let written = if mapped.must_record() {
             self.record_and_stop(job, &mapped.info).await.map(|()| true)
         } else if stopped_in_a_queue(job) {
@@ -344,7 +346,7 @@ impl Task {
                     }
                 }
                 if let Some(answer) = self.answer(&key, job, &outcome) {
-                    self.keep(job, pods, &answer, true, timers).await;
+                    self.keep(job, pods, &answer, (true, false), timers).await;
                 }
                 lock(&self.awaiting_pods).remove(&job.name);
             } else if mapped.info.state == JobState::Cancelling
@@ -380,12 +382,14 @@ impl Task {
                 // replica that reads the Job answers it): this replica's answer from now on,
                 // before its outcome record is kept.
                 lock(&self.context.reported).put(key, mapped.info.clone(), None, version);
-                self.keep(job, pods, &mapped.info, true, timers).await;
+                self.keep(job, pods, &mapped.info, (true, deletes), timers)
+                    .await;
                 Ok(())
             }
             Ok(false) => {
                 if let Some(answer) = self.answer(&key, job, &mapped.info)
-                    && let Some(standing) = self.keep(job, pods, &answer, true, timers).await
+                    && let Some(standing) =
+                        self.keep(job, pods, &answer, (true, deletes), timers).await
                 {
                     lock(&self.context.reported).put(key, standing, None, version);
                 }
@@ -428,14 +432,15 @@ impl Task {
     /// Keeps the outcome record of a job that ended (nothing when it is kept already), and
     /// answers the outcome that stands; a failed write is tried again at the retry interval.
     /// `present`: mapped from the Job as the watch holds it, which, not being deleted, shows
-    /// an outcome reached before any cancel's delete ([`crate::records::Records::keep`]).
+    /// an outcome reached before any cancel's delete ([`crate::records::Records::keep`]);
+    /// `deleted_now`: this settle deleted the Job (the copy `job` predates the deletion).
     /// The record keeps the attempts `pods` show.
     async fn keep(
         &self,
         job: &JobView,
         pods: &[PodView],
         outcome: &ExecutionInfo,
-        present: bool,
+        (present, deleted_now): (bool, bool),
         timers: &Timers,
     ) -> Option<ExecutionInfo> {
         let record = OutcomeRecord {
@@ -485,7 +490,7 @@ impl Task {
                             &self.namespace,
                             JobKind::Job,
                             &job.name,
-                            job.deletion_timestamp.is_some(),
+                            deleted_now || job.deletion_timestamp.is_some(),
                         ),
                     )
                     .await
@@ -574,7 +579,7 @@ impl Task {
             return;
         };
         if let Some(answer) = self.answer(&key, job, &mapped.info) {
-            self.keep(job, pods, &answer, false, timers).await;
+            self.keep(job, pods, &answer, (false, false), timers).await;
         }
     }
 
