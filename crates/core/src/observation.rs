@@ -317,6 +317,14 @@ impl ManagedMeta {
         }
     }
 
+    /// Whether kubeferry deleted the object: it is being deleted, and carries a cancel's mark or
+    /// an outcome kubeferry recorded on it before its delete. Someone else's delete carries
+    /// neither.
+    pub fn deleted_by_kubeferry(&self) -> bool {
+        self.deletion_timestamp.is_some()
+            && (self.cancel_mark.is_some() || self.recorded_outcome.is_some())
+    }
+
     /// When a settler may act on this object's cancel mark in the cancel's stead: `grace` after
     /// the cancel was requested (both times are kubeferry's clocks), so as not to race the
     /// cancel itself, which records and deletes at once; `None`, at once, when the mark's time
@@ -406,4 +414,36 @@ pub(crate) fn controller_uid(meta: &ObjectMeta) -> Option<String> {
 /// A Kubernetes time as a timestamp.
 pub(crate) fn time(time: Option<&Time>) -> Option<Timestamp> {
     time.map(|t| t.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubeferrys_deletes_carry_its_mark_or_its_recorded_outcome() {
+        let deleted = ManagedMeta {
+            deletion_timestamp: Some(Timestamp::UNIX_EPOCH),
+            ..ManagedMeta::default()
+        };
+        assert!(!deleted.deleted_by_kubeferry(), "someone else's delete");
+        let cancelled = ManagedMeta {
+            cancel_mark: Some(CancelMark {
+                requested_at: None,
+                requested_by: None,
+            }),
+            ..deleted.clone()
+        };
+        assert!(cancelled.deleted_by_kubeferry(), "a cancel's");
+        let stopped = ManagedMeta {
+            recorded_outcome: Some(Err("unreadable".into())),
+            ..deleted.clone()
+        };
+        assert!(stopped.deleted_by_kubeferry(), "a job kubeferry stopped");
+        let running = ManagedMeta {
+            deletion_timestamp: None,
+            ..cancelled
+        };
+        assert!(!running.deleted_by_kubeferry(), "not deleted yet");
+    }
 }

@@ -572,7 +572,7 @@ pub(crate) trait Evaluates:
                             // copy of it.
                             let view = observed.view();
                             if matches!(observed, Seen::Present(_)) {
-                                let deleting = deleted_now || view.deletion_timestamp.is_some();
+                                let deleting = deleted_now || view.deleted_by_kubeferry();
                                 recheck_at = release_held(
                                     &self.objects_of(view),
                                     self.cluster(),

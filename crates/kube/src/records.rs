@@ -35,8 +35,8 @@ pub struct RecordSettings {
     /// How much of its main container's log a job's record keeps when its job file does not
     /// say (`keepLog`); off by default: the kubelet's last words only.
     pub keep_log: Option<kubeferry_core::marks::KeepLog>,
-    /// How long a job's object deleted once its outcome was recorded keeps its name before
-    /// it is let go: a submission of its job id still on its way then finds the name taken
+    /// How long a job's object kubeferry deleted (a cancel, a job it stopped) keeps its name
+    /// after its outcome record before it is let go: a submission of its job id still on its way then finds the name taken
     /// and answers the record, rather than running the job again. At least the longest a
     /// request may take (`ClusterSettings::read_timeout`). Default 30 s.
     pub name_hold: Duration,

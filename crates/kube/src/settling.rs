@@ -86,7 +86,8 @@ impl Releases {
 pub(crate) struct NameHold {
     /// The name hold ([`crate::records::RecordSettings::name_hold`]).
     pub(crate) length: Duration,
-    /// Whether the object is being deleted (by its cancel, a settler's action, someone else).
+    /// Whether kubeferry deleted the object (its cancel, a settler's action):
+    /// [`ManagedMeta::deleted_by_kubeferry`], or this very settle.
     pub(crate) deleting: bool,
     /// When its record was written, where the records' watch shows it: the hold counts from
     /// then (the writer's clock), else from when this settler first found the record kept.
@@ -114,8 +115,8 @@ impl NameHold {
 /// look at the job again: after a failed write, or when the name hold is over; `None` once
 /// released.
 ///
-/// `hold` keeps an object being deleted (by its cancel, by a settler's action, by someone
-/// else) for the name hold after its record was written. A submission of its job id that
+/// `hold` keeps an object kubeferry deleted (by its cancel, by a settler's action) for the
+/// name hold after its record was written. A submission of its job id that
 /// looked for the record before it was written, and whose create is still on its way, lands
 /// on the held name (409, then the record answers) rather than running the job again (I2,
 /// docs/INVARIANTS.md). A copy that shows no deletion is let go of only if the object was not

@@ -168,8 +168,9 @@ pub struct TimeoutsFile {
     /// How long a job's outcome record is kept after it ended (a job id submitted again within
     /// it answers the first run and never runs twice).
     pub outcome_retention: Option<String>,
-    /// How long a job's object deleted once its outcome was recorded keeps its name (a
-    /// submission of its job id still on its way then runs nothing); at least `read`.
+    /// How long a job's object kubeferry deleted (a cancel, a job it stopped) keeps its name
+    /// after its record (a submission of its job id still on its way then runs nothing); at
+    /// least `read`.
     pub name_hold: Option<String>,
     /// How long a SparkApplication may go without any status from its operator before the
     /// job fails (and the application is deleted).
@@ -302,7 +303,7 @@ pub struct Timeouts {
     pub absent: Duration,
     /// How long a job's outcome record is kept after it ended.
     pub outcome_retention: Duration,
-    /// How long a job's object deleted once its outcome was recorded keeps its name.
+    /// How long a job's object kubeferry deleted keeps its name after its record.
     pub name_hold: Duration,
     /// How long a SparkApplication may go without any status before the job fails.
     pub no_status: Duration,

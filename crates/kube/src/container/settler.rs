@@ -490,7 +490,7 @@ impl Task {
                             &self.namespace,
                             JobKind::Job,
                             &job.name,
-                            deleted_now || job.deletion_timestamp.is_some(),
+                            deleted_now || job.deleted_by_kubeferry(),
                         ),
                     )
                     .await

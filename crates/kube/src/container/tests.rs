@@ -438,19 +438,21 @@ async fn a_job_the_watch_has_not_delivered_yet_is_answered_from_the_watch() {
             .wait_synced(Duration::from_secs(10))
             .await
     );
-    // Nothing reaches the reader's watches (of Jobs, pods and events, open once their first
-    // lists are done) while the job is created and starts.
+    // Nothing reaches the reader's watches (of Jobs, pods, events and outcome records, open
+    // once their first lists are done) while the job is created and starts. All four: a watch
+    // of Jobs that opened after the stall would deliver the Job, and no read would be needed.
     eventually("the reader's watches to open", || {
         let watching = |resource| sim.request_count("watch", resource) >= 1;
         (watching("jobs.batch")
             && watching("pods")
             && watching("events")
-            && sim.open_watches() >= 3)
+            && watching("configmaps")
+            && sim.open_watches() >= 4)
             .then_some(())
     })
     .await;
     // Until the reader has asked (however long the job takes to start on a busy machine).
-    assert!(sim.stall_watches(Duration::from_secs(600)) >= 3);
+    assert_eq!(sim.stall_watches(Duration::from_secs(600)), 4);
     let (id, gate) = {
         let gate = std::env::temp_dir().join(format!("kubeferry-unseen-{}", std::process::id()));
         let _ = std::fs::remove_file(&gate);
