@@ -572,7 +572,6 @@ pub(crate) trait Evaluates:
                             // copy of it.
                             let view = observed.view();
                             if matches!(observed, Seen::Present(_)) {
-                                let deleting = deleted_now || view.deleted_by_kubeferry();
                                 recheck_at = release_held(
                                     &self.objects_of(view),
                                     self.cluster(),
@@ -580,12 +579,7 @@ pub(crate) trait Evaluates:
                                     self.retry_interval(),
                                     &state.releases,
                                     Some(&standing),
-                                    self.records().name_hold(
-                                        &id.namespace,
-                                        Self::JOB_KIND,
-                                        &view.name,
-                                        deleting,
-                                    ),
+                                    self.records().name_hold(view, Self::JOB_KIND, deleted_now),
                                 )
                                 .await;
                             }

@@ -36,9 +36,10 @@ pub struct RecordSettings {
     /// say (`keepLog`); off by default: the kubelet's last words only.
     pub keep_log: Option<kubeferry_core::marks::KeepLog>,
     /// How long a job's object kubeferry deleted (a cancel, a job it stopped) keeps its name
-    /// after its outcome record before it is let go: a submission of its job id still on its way then finds the name taken
-    /// and answers the record, rather than running the job again. At least the longest a
-    /// request may take (`ClusterSettings::read_timeout`). Default 30 s.
+    /// after its outcome record before it is let go: a submission of its job id still on its
+    /// way then finds the name taken and answers the record, rather than running the job
+    /// again. At least the longest a request may take (`ClusterSettings::read_timeout`).
+    /// Default 30 s.
     pub name_hold: Duration,
 }
 
@@ -551,22 +552,22 @@ impl Records {
         })
     }
 
-    /// How a deleted object of `kind` named `object` holds its name once its record is kept
-    /// ([`RecordSettings::name_hold`]): from the record's time, as the watch holds it.
+    /// How the object of `kind` that `meta` shows holds its name once its record is kept
+    /// ([`RecordSettings::name_hold`]): only if kubeferry deleted it (as `meta` shows, or
+    /// `deleted_now` by the settle that asks), from the record's time as the watch holds it.
     pub(crate) fn name_hold(
         self: &Arc<Self>,
-        namespace: &str,
+        meta: &kubeferry_core::observation::ManagedMeta,
         kind: JobKind,
-        object: &str,
-        deleting: bool,
+        deleted_now: bool,
     ) -> crate::settling::NameHold {
-        let watch = self.watch(namespace);
-        let recorded_at = watch
-            .get(&record_name(kind, object))
+        let recorded_at = self
+            .watch(&meta.namespace)
+            .get(&record_name(kind, &meta.name))
             .and_then(|entry| entry.view.recorded_at);
         crate::settling::NameHold {
             length: self.settings.name_hold,
-            deleting,
+            kubeferry_deleted: deleted_now || meta.deleted_by_kubeferry(),
             recorded_at,
         }
     }

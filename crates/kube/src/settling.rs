@@ -80,7 +80,7 @@ impl Releases {
     }
 }
 
-/// How long an object being deleted keeps its name once its record is kept
+/// How long an object kubeferry deleted keeps its name once its record is kept
 /// ([`release_held`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct NameHold {
@@ -88,7 +88,7 @@ pub(crate) struct NameHold {
     pub(crate) length: Duration,
     /// Whether kubeferry deleted the object (its cancel, a settler's action):
     /// [`ManagedMeta::deleted_by_kubeferry`], or this very settle.
-    pub(crate) deleting: bool,
+    pub(crate) kubeferry_deleted: bool,
     /// When its record was written, where the records' watch shows it: the hold counts from
     /// then (the writer's clock), else from when this settler first found the record kept.
     pub(crate) recorded_at: Option<Timestamp>,
@@ -116,11 +116,11 @@ impl NameHold {
 /// released.
 ///
 /// `hold` keeps an object kubeferry deleted (by its cancel, by a settler's action) for the
-/// name hold after its record was written. A submission of its job id that
-/// looked for the record before it was written, and whose create is still on its way, lands
-/// on the held name (409, then the record answers) rather than running the job again (I2,
-/// docs/INVARIANTS.md). A copy that shows no deletion is let go of only if the object was not
-/// deleted since (the release tests it).
+/// name hold after its record was written. A submission of its job id that looked for the
+/// record before it was written, and whose create is still on its way, lands on the held name
+/// (409, then the record answers) rather than running the job again (I2, docs/INVARIANTS.md).
+/// A copy that shows no deletion is let go of only if the object was not deleted since (the
+/// release tests it).
 pub(crate) async fn release_held<K: crate::objects::Object>(
     objects: &crate::objects::Objects<K>,
     cluster: &crate::cluster::Cluster,
@@ -137,7 +137,7 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
         return None;
     }
     // A copy older than the deletion this settler saw is held all the same.
-    if hold.deleting || releases.holding.contains(&copy) {
+    if hold.kubeferry_deleted || releases.holding.contains(&copy) {
         let first_found = releases.holding.age(copy.clone());
         if let Some(over) = hold
             .over_at(first_found)
@@ -354,7 +354,7 @@ mod tests {
     fn a_name_hold_counts_from_the_record_else_from_when_it_was_found() {
         let hold = |recorded_at| NameHold {
             length: Duration::from_secs(30),
-            deleting: true,
+            kubeferry_deleted: true,
             recorded_at,
         };
         let recorded = Timestamp::now() - jiff::SignedDuration::from_secs(10);

@@ -486,12 +486,9 @@ impl Task {
                         self.context.retry_interval,
                         &self.releases,
                         Some(&standing),
-                        self.context.records.name_hold(
-                            &self.namespace,
-                            JobKind::Job,
-                            &job.name,
-                            deleted_now || job.deleted_by_kubeferry(),
-                        ),
+                        self.context
+                            .records
+                            .name_hold(job, JobKind::Job, deleted_now),
                     )
                     .await
                 {
