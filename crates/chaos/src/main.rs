@@ -193,6 +193,15 @@ fn settings(args: &Args) -> Result<(Settings, Option<Duration>, Vec<u64>), Strin
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // `RUST_LOG=kubeferry_kube=info` prints what the replicas do, each line naming its
+    // replica (`replica-0`): the way to read how a violation came about.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_thread_names(true)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let (settings, budget, seeds) = match settings(&args) {
         Ok(s) => s,
         Err(message) => {

@@ -467,7 +467,7 @@ impl Records {
             .await
         {
             Ok(_) => {
-                info!(message = "recorded an outcome", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason);
+                info!(message = "recorded an outcome", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason, exit_code = ?record.outcome.exit_code);
                 lock(&self.kept).insert(key, record.outcome.clone());
                 Ok(record.outcome)
             }
