@@ -317,6 +317,17 @@ impl ManagedMeta {
         }
     }
 
+    /// The outcome the object carries, as readers answer it: the copy of its record, else a
+    /// terminal outcome kubeferry recorded on it.
+    pub fn carried_outcome(&self) -> Option<ExecutionInfo> {
+        self.kept_outcome
+            .clone()
+            .or_else(|| match &self.recorded_outcome {
+                Some(Ok(outcome)) if outcome.is_terminal() => Some(outcome.clone()),
+                _ => None,
+            })
+    }
+
     /// Whether kubeferry deleted the object: it is being deleted, and carries a cancel's mark or
     /// an outcome kubeferry recorded on it before its delete. Someone else's delete carries
     /// neither.
@@ -445,5 +456,37 @@ mod tests {
             ..cancelled
         };
         assert!(!running.deleted_by_kubeferry(), "not deleted yet");
+    }
+
+    #[test]
+    fn an_object_carries_its_records_copy_before_an_outcome_recorded_on_it() {
+        let copy = ExecutionInfo::new(JobState::Succeeded, Reason::Completed);
+        let decided = ExecutionInfo::new(JobState::Failed, Reason::ImagePullFailed);
+        let none = ManagedMeta::default();
+        assert_eq!(none.carried_outcome(), None);
+        let recorded = ManagedMeta {
+            recorded_outcome: Some(Ok(decided.clone())),
+            ..ManagedMeta::default()
+        };
+        assert_eq!(recorded.carried_outcome(), Some(decided.clone()));
+        let both = ManagedMeta {
+            kept_outcome: Some(copy.clone()),
+            ..recorded
+        };
+        assert_eq!(both.carried_outcome(), Some(copy));
+        let unreadable = ManagedMeta {
+            recorded_outcome: Some(Err("unreadable".into())),
+            ..ManagedMeta::default()
+        };
+        assert_eq!(unreadable.carried_outcome(), None);
+        let unended = ManagedMeta {
+            recorded_outcome: Some(Ok(ExecutionInfo::new(JobState::Started, Reason::Running))),
+            ..ManagedMeta::default()
+        };
+        assert_eq!(
+            unended.carried_outcome(),
+            None,
+            "only an outcome is carried"
+        );
     }
 }

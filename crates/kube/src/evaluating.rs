@@ -27,6 +27,7 @@ use tracing::{debug, info, warn};
 use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind, Seen, Watches};
 use crate::objects::{Current, Deletion, Objects};
+use crate::records::Reading;
 use crate::settling::{
     Change, JobStates, Releases, Timers, after, cancel_finish_due, finish_cancel, merged,
     release_held, retry_at, retry_delay, while_deciding,
@@ -565,14 +566,11 @@ pub(crate) trait Evaluates:
                         .await
                     {
                         Ok(standing) => {
-                            if !answered {
-                                info = standing.clone();
-                            }
                             // The object, held until its record was kept, is let go with a
-                            // copy of it.
+                            // copy of it; its record is answered once it is let go.
                             let view = observed.view();
-                            if matches!(observed, Seen::Present(_)) {
-                                recheck_at = release_held(
+                            let answerable = !matches!(observed, Seen::Present(_)) || {
+                                let let_go = release_held(
                                     &self.objects_of(view),
                                     self.cluster(),
                                     view,
@@ -582,6 +580,18 @@ pub(crate) trait Evaluates:
                                     self.records().name_hold(view, Self::JOB_KIND, deleted_now),
                                 )
                                 .await;
+                                recheck_at = let_go.again_at;
+                                let_go.answerable
+                            };
+                            if !answered {
+                                info = if answerable {
+                                    standing
+                                } else {
+                                    recheck_at = recheck_at.or(after(self.recheck_interval()));
+                                    previous
+                                        .clone()
+                                        .unwrap_or_else(|| while_deciding(view, &standing))
+                                };
                             }
                         }
                         Err(error) if answered => {
@@ -695,6 +705,10 @@ pub(crate) trait Evaluates:
             cancelled_by: None,
             attempts: self.attempts_in(view, parts),
         };
+        let reading = Reading {
+            undeleted,
+            carried: view.carried_outcome().as_ref() == Some(outcome),
+        };
         // A longer tail of the log, when the job asks for one: read only if no record stands.
         let told = view.keep_log.and_then(|keep| {
             let pod = telling_attempt(&record.attempts)?.pod.clone();
@@ -713,7 +727,7 @@ pub(crate) trait Evaluates:
                 kept_tail(self.cluster(), &target, keep).await
             };
             self.records()
-                .keep_with_tail(&id.namespace, record, undeleted, tail)
+                .keep_with_tail(&id.namespace, record, reading, tail)
                 .await
         }
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use kubeferry_core::observation::Observation;
+use kubeferry_core::observation::{ManagedMeta, Observation};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::sync::broadcast;
 use tracing::debug;
@@ -41,6 +41,34 @@ pub(crate) trait Watches: Send + Sync + 'static {
 
     /// Whether the watches saw the object `name` deleted.
     fn deleted(&self, name: &str) -> bool;
+
+    /// The metadata of the object `name` as the watches hold it, if they hold it.
+    fn meta(&self, name: &str) -> Option<ManagedMeta>;
+}
+
+/// What a reader answers of a job's outcome record, `recorded`, given its object as the
+/// watches hold it (`meta`; `None`: not held, gone or never seen):
+/// - the outcome the object carries (the copy of its record, else the outcome kubeferry
+///   recorded on it) where it differs: written before this record, it was answered first (a
+///   record deleted by hand and written again from another replica's reading gives way to
+///   it; `Records::keep`). A cancel's copy gives way to the job's own end, as its record does;
+/// - nothing yet for an object held by kubeferry's finalizer, not deleted and carrying no
+///   outcome: the settler lets it go with a copy of the record a moment later, unless the
+///   object carries another outcome by then, which the record then gives way to;
+/// - else the record.
+pub(crate) fn record_as_answered(
+    recorded: ExecutionInfo,
+    meta: Option<&ManagedMeta>,
+) -> Option<ExecutionInfo> {
+    let Some(meta) = meta else {
+        return Some(recorded);
+    };
+    match meta.carried_outcome() {
+        Some(carried) if carried != recorded && !gives_way(&carried, &recorded) => Some(carried),
+        Some(_) => Some(recorded),
+        None if meta.held.is_some() && meta.deletion_timestamp.is_none() => None,
+        None => Some(recorded),
+    }
 }
 
 /// One job as a list found it: what its summary shows, and what its status is mapped from.
@@ -303,6 +331,13 @@ pub(crate) trait Kind: Send + Sync + 'static {
             .is_some_and(|watch| watch.deleted(&id.name) && !watch.holds(&id.name))
     }
 
+    /// The metadata of the job's object as the watches hold it, if they hold it.
+    fn seen_meta(&self, id: &ExecutionId) -> Option<ManagedMeta> {
+        self.namespaces()
+            .existing(&id.namespace)
+            .and_then(|watch| watch.meta(&id.name))
+    }
+
     /// The execution id of the job whose object is `name` in `namespace`.
     fn id(&self, namespace: &str, name: &str) -> ExecutionId {
         ExecutionId::new(self.cluster().name(), Self::JOB_KIND, namespace, name)
@@ -419,8 +454,9 @@ pub(crate) trait Kind: Send + Sync + 'static {
             if recorded.state == JobState::Cancelled && (present || !self.seen_deleted(id)) {
                 return None;
             }
-            self.remember(id, &recorded, None);
-            Some(recorded)
+            let answer = record_as_answered(recorded, self.seen_meta(id).as_ref())?;
+            self.remember(id, &answer, None);
+            Some(answer)
         }
     }
 
@@ -460,7 +496,12 @@ pub(crate) trait Kind: Send + Sync + 'static {
                 Some(recorded) if undeleted && gives_way(&recorded, &info) => {
                     Standing::Unrecorded(info)
                 }
-                Some(recorded) => Standing::Answer(recorded),
+                // Not answered yet while the object is held (`record_as_answered`): the
+                // settler's to let go of.
+                Some(recorded) => match record_as_answered(recorded, self.seen_meta(id).as_ref()) {
+                    Some(answer) => Standing::Answer(answer),
+                    None => Standing::Unrecorded(info),
+                },
                 None if self.records().may_keep(&id.namespace) => Standing::Unrecorded(info),
                 None => Standing::Answer(info),
             }
@@ -472,5 +513,58 @@ pub(crate) trait Kind: Send + Sync + 'static {
     fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {
         self.namespaces()
             .remember(&id.namespace, &id.name, info, None, version);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubeferry_core::Reason;
+
+    #[test]
+    fn a_record_is_answered_once_its_object_is_let_go_and_gives_way_to_what_it_carries() {
+        let recorded = ExecutionInfo::new(JobState::Succeeded, Reason::Completed);
+        let mut other = recorded.clone();
+        other.exit_code = Some(0);
+        let held = ManagedMeta {
+            held: Some(0),
+            ..ManagedMeta::default()
+        };
+        let answer = |meta: Option<&ManagedMeta>| record_as_answered(recorded.clone(), meta);
+        assert_eq!(answer(None), Some(recorded.clone()), "no object seen");
+        assert_eq!(
+            answer(Some(&held)),
+            None,
+            "held: its settler lets it go first"
+        );
+        let deleted = ManagedMeta {
+            deletion_timestamp: Some(Timestamp::UNIX_EPOCH),
+            ..held.clone()
+        };
+        assert_eq!(answer(Some(&deleted)), Some(recorded.clone()), "deleted");
+        let let_go = ManagedMeta::default();
+        assert_eq!(answer(Some(&let_go)), Some(recorded.clone()), "let go");
+        let same = ManagedMeta {
+            kept_outcome: Some(recorded.clone()),
+            ..ManagedMeta::default()
+        };
+        assert_eq!(answer(Some(&same)), Some(recorded.clone()));
+        let carrying = ManagedMeta {
+            kept_outcome: Some(other.clone()),
+            ..held.clone()
+        };
+        assert_eq!(answer(Some(&carrying)), Some(other), "the object's, first");
+        // A cancel's copy gives way to the job's own end, as its record does.
+        let cancelled = ExecutionInfo::new(JobState::Cancelled, Reason::CancelRequested);
+        let cancel_copy = ManagedMeta {
+            kept_outcome: Some(cancelled.clone()),
+            ..ManagedMeta::default()
+        };
+        assert_eq!(answer(Some(&cancel_copy)), Some(recorded.clone()));
+        let decided_on_it = ManagedMeta {
+            recorded_outcome: Some(Ok(cancelled.clone())),
+            ..held
+        };
+        assert_eq!(answer(Some(&decided_on_it)), Some(recorded));
     }
 }

@@ -11,7 +11,8 @@ use kube::api::{
 };
 use kubeferry_core::ExecutionInfo;
 use kubeferry_core::marks::{
-    JOB_ID_ANNOTATION, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, held_for_record,
+    JOB_ID_ANNOTATION, KEPT_OUTCOME_ANNOTATION, OUTCOME_ANNOTATION, RECORD_FINALIZER,
+    SPEC_HASH_ANNOTATION, held_for_record,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -37,9 +38,9 @@ impl<K> Object for K where
 pub(crate) enum Released {
     /// Let go of, or nothing left to let go of (gone, replaced, let go of already).
     Done,
-    /// Nothing: the copy showed no deletion, and the object was deleted since (or let go of
-    /// already: the two look alike).
-    DeletedMeanwhile,
+    /// Nothing: the object changed since the copy (deleted, let go of already, or given an
+    /// outcome the copy did not show: they look alike); the watch delivers it as it is now.
+    ChangedMeanwhile,
 }
 
 /// The objects of one resource in one namespace, and how operations on them are named.
@@ -261,6 +262,24 @@ impl<K: Object> Objects<K> {
                 serde_json::json!({ "op": "test", "path": "/metadata/deletionTimestamp", "value": null }),
             );
         }
+        // A JSON pointer spells `/` in a key as `~1`.
+        let annotation = |key: &str| format!("/metadata/annotations/{}", key.replace('/', "~1"));
+        // Where `seen` shows annotations, an outcome it does not carry is still not carried:
+        // one another replica put on meanwhile (its record, kept before this replica's watch
+        // showed it, then deleted by hand) is what readers answer, and this record gives way
+        // to it (`Records::keep`).
+        if seen.spec_hash.is_some() {
+            let absent = [
+                (OUTCOME_ANNOTATION, seen.recorded_outcome.is_none()),
+                (KEPT_OUTCOME_ANNOTATION, seen.kept_outcome.is_none()),
+            ];
+            for (key, _) in absent.into_iter().filter(|(_, absent)| *absent) {
+                ops.insert(
+                    0,
+                    serde_json::json!({ "op": "test", "path": annotation(key), "value": null }),
+                );
+            }
+        }
         // The outcome kubeferry recorded on the object says the same, unless another
         // replica's record stood first (written before this replica's watch showed it).
         let said = matches!(&seen.recorded_outcome, Some(Ok(recorded)) if Some(recorded) == kept);
@@ -268,11 +287,9 @@ impl<K: Object> Objects<K> {
             && !said
             && seen.spec_hash.is_some()
         {
-            // A JSON pointer spells `/` in a key as `~1`.
-            let key = kubeferry_core::marks::KEPT_OUTCOME_ANNOTATION.replace('/', "~1");
             ops.push(serde_json::json!({
                 "op": "add",
-                "path": format!("/metadata/annotations/{key}"),
+                "path": annotation(KEPT_OUTCOME_ANNOTATION),
                 "value": kubeferry_core::marks::outcome_record(kept),
             }));
         }
@@ -291,7 +308,7 @@ impl<K: Object> Objects<K> {
             Ok(_) => Ok(Released::Done),
             Err(error) if error.is_not_found() => Ok(Released::Done),
             // Let go of already, replaced, or (for an undeleted copy) deleted since.
-            Err(Error::Api { code: 422, .. }) if undeleted => Ok(Released::DeletedMeanwhile),
+            Err(Error::Api { code: 422, .. }) if undeleted => Ok(Released::ChangedMeanwhile),
             Err(Error::Api { code: 422, .. }) => Ok(Released::Done),
             Err(error) => Err(error),
         }

@@ -402,20 +402,31 @@ impl Records {
         record: OutcomeRecord,
         undeleted: bool,
     ) -> Result<ExecutionInfo> {
-        self.keep_with_tail(namespace, record, undeleted, std::future::ready(None))
+        let reading = Reading {
+            undeleted,
+            carried: false,
+        };
+        self.keep_with_tail(namespace, record, reading, std::future::ready(None))
             .await
     }
 
     /// [`Records::keep`], the record's last words being `tail` when it tells more than the
     /// kubelet's (a longer tail of the log, read only when no record stands yet: at most one
     /// request per ended job).
+    ///
+    /// Where the outcome is the one the job's object carries (`reading.carried`: the copy of
+    /// a record, else the outcome kubeferry recorded on it), a record that says otherwise gives
+    /// way to it. The object's outcome was written first and answered first: the record was
+    /// deleted by hand and written again from another replica's reading, before its watches
+    /// showed the object's (`kind::record_as_answered`).
     pub(crate) async fn keep_with_tail(
         self: &Arc<Self>,
         namespace: &str,
         mut record: OutcomeRecord,
-        undeleted: bool,
+        reading: Reading,
         tail: impl Future<Output = Option<String>>,
     ) -> Result<ExecutionInfo> {
+        let Reading { undeleted, carried } = reading;
         let name = record_name(record.kind, &record.object);
         let watch = self.watch(namespace);
         // A watch that has not listed yet (a process just started) cannot tell whether another
@@ -425,10 +436,13 @@ impl Records {
         let kept = lock(&self.kept).get(&key, self.settings.retention);
         // Whether a record that stands gives way, judged by the outcome as mapped.
         let mapped = record.outcome.clone();
-        let replaced = |standing: &ExecutionInfo| replaced_by(standing, &mapped, undeleted);
+        let replaced = |standing: &ExecutionInfo| {
+            replaced_by(standing, &mapped, undeleted)
+                || (carried && *standing != mapped && !gives_way(&mapped, standing))
+        };
         match newer(watch.get(&name).map(|entry| entry.view.outcome), kept) {
             Some(standing) if replaced(&standing) => {
-                return self.replace(namespace, &name, record).await;
+                return self.replace(namespace, &name, record, replaced).await;
             }
             Some(standing) => return Ok(standing),
             None => {}
@@ -474,7 +488,7 @@ impl Records {
             Err(error) if error.is_conflict() => {
                 match self.fetch(namespace, record.kind, &record.object).await? {
                     Some(standing) if replaced(&standing.outcome) => {
-                        self.replace(namespace, &name, record).await
+                        self.replace(namespace, &name, record, replaced).await
                     }
                     Some(standing) => {
                         lock(&self.kept).insert(key, standing.outcome.clone());
@@ -501,15 +515,16 @@ impl Records {
         }
     }
 
-    /// Replaces the record of the job with `record` (see [`Records::keep`]): the job's own
-    /// outcome for a cancel's, unless the record that stands by then is not replaced by it.
-    /// The replace carries the resourceVersion it read: a record changed meanwhile is read
-    /// again.
+    /// Replaces the record of the job with `record` (see [`Records::keep_with_tail`]): the
+    /// job's own outcome for a cancel's, the object's outcome for another, unless the record
+    /// that stands by then is not `replaced` by it. The replace carries the resourceVersion it
+    /// read: a record changed meanwhile is read again.
     async fn replace(
         self: &Arc<Self>,
         namespace: &str,
         name: &str,
         record: OutcomeRecord,
+        replaced: impl Fn(&ExecutionInfo) -> bool,
     ) -> Result<ExecutionInfo> {
         let api = self.api(namespace);
         let key = format!("{namespace}/{name}");
@@ -523,7 +538,7 @@ impl Records {
             // An unreadable record answers nothing (every reader ignores it): it is replaced.
             let standing = OutcomeRecord::read(&current.metadata, current.data.as_ref())
                 .map(|standing| standing.outcome);
-            if let Some(standing) = standing.filter(|s| !replaced_by(s, &record.outcome, true)) {
+            if let Some(standing) = standing.filter(|s| !replaced(s)) {
                 lock(&self.kept).insert(key, standing.clone());
                 return Ok(standing);
             }
@@ -538,7 +553,7 @@ impl Records {
                 .await
             {
                 Ok(_) => {
-                    info!(message = "replaced an outcome record: the job's own end for its cancel's", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason);
+                    info!(message = "replaced an outcome record: the job's own end for its cancel's, or the outcome its object carries", namespace, record = %name, state = %record.outcome.state, reason = %record.outcome.reason, exit_code = ?record.outcome.exit_code);
                     lock(&self.kept).insert(key, record.outcome.clone());
                     return Ok(record.outcome);
                 }
@@ -602,6 +617,16 @@ fn config_map_of(namespace: &str, name: &str, record: &OutcomeRecord) -> Result<
         operation: format!("build ConfigMap {namespace}/{name}"),
         source,
     })
+}
+
+/// How the outcome to record was read ([`Records::keep_with_tail`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Reading {
+    /// Mapped from a copy of the object not being deleted, whose own end a cancel's record
+    /// gives way to.
+    pub(crate) undeleted: bool,
+    /// The outcome the object carries, which a record that says otherwise gives way to.
+    pub(crate) carried: bool,
 }
 
 /// Whether the recorded outcome `standing` gives way to `outcome`: a cancel's CANCELLED to

@@ -66,6 +66,11 @@ pub(crate) struct Releases {
     /// that still shows the finalizer (a change of the job's pods, the deletion's own event),
     /// and writes nothing for it.
     released: Recent,
+    /// Being let go of now: two settles of the same object at once write once.
+    releasing: Recent,
+    /// Copies (by resourceVersion) whose release found the object changed since: nothing is
+    /// written for them again; the watch delivers the object as it is now.
+    outdated: Recent,
     /// Deleted objects whose record is kept, from when this settler first found them so: each
     /// is let go of once the name hold has passed since.
     holding: Recent,
@@ -75,6 +80,8 @@ impl Releases {
     pub(crate) fn new() -> Self {
         Self {
             released: Recent::new(1_024),
+            releasing: Recent::new(1_024),
+            outdated: Recent::new(1_024),
             holding: Recent::new(10_000),
         }
     }
@@ -110,17 +117,45 @@ impl NameHold {
     }
 }
 
+/// What letting go of a held object came to ([`release_held`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LetGo {
+    /// When to look at the job again: after a failed write, or when the name hold is over.
+    pub(crate) again_at: Option<Timestamp>,
+    /// Whether the outcome record may be answered now: the object is let go of (or was not
+    /// held), or deleted, whose record is answered while the name hold keeps it. Readers
+    /// answer no record of an object their watch shows held, not deleted and carrying no
+    /// outcome (`kind::record_as_answered`); a settler answers its record no sooner.
+    pub(crate) answerable: bool,
+}
+
+impl LetGo {
+    fn answerable(again_at: Option<Timestamp>) -> Self {
+        Self {
+            again_at,
+            answerable: true,
+        }
+    }
+
+    fn pending(again_at: Option<Timestamp>) -> Self {
+        Self {
+            again_at,
+            answerable: false,
+        }
+    }
+}
+
 /// Takes [`kubeferry_core::marks::RECORD_FINALIZER`] off a held object whose outcome record
-/// is kept (the only time a settler calls this: the hold has done its work). Answers when to
-/// look at the job again: after a failed write, or when the name hold is over; `None` once
-/// released.
+/// is kept (the only time a settler calls this: the hold has done its work), with a copy of
+/// the record (`kept`). Says when to look at the job again, and whether its record may be
+/// answered now.
 ///
 /// `hold` keeps an object kubeferry deleted (by its cancel, by a settler's action) for the
 /// name hold after its record was written. A submission of its job id that looked for the
 /// record before it was written, and whose create is still on its way, lands on the held name
 /// (409, then the record answers) rather than running the job again (I2, docs/INVARIANTS.md).
-/// A copy that shows no deletion is let go of only if the object was not deleted since (the
-/// release tests it).
+/// A copy that shows no deletion is let go of only if the object was not deleted since, nor
+/// given an outcome the copy does not show (the release tests both).
 pub(crate) async fn release_held<K: crate::objects::Object>(
     objects: &crate::objects::Objects<K>,
     cluster: &crate::cluster::Cluster,
@@ -129,12 +164,12 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
     releases: &Releases,
     kept: Option<&kubeferry_core::ExecutionInfo>,
     hold: NameHold,
-) -> Option<Timestamp> {
+) -> LetGo {
     // By uid: nothing puts kubeferry's finalizer back on an object once it is let go, so any
     // later copy still showing it (the watch has not yet delivered the release) is stale.
     let copy = format!("{}/{}/{}", meta.namespace, meta.name, meta.uid);
     if meta.held.is_none() || releases.released.contains(&copy) {
-        return None;
+        return LetGo::answerable(None);
     }
     // A copy older than the deletion this settler saw is held all the same.
     if hold.kubeferry_deleted || releases.holding.contains(&copy) {
@@ -143,28 +178,39 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
             .over_at(first_found)
             .filter(|at| Timestamp::now() < *at)
         {
-            return Some(over);
+            return LetGo::answerable(Some(over));
         }
     }
-    // Claimed before the write: two settles of the same object at once write once.
-    if !releases.released.insert(copy.clone()) {
-        return None;
+    let version = format!(
+        "{copy}@{}",
+        meta.resource_version.as_deref().unwrap_or_default()
+    );
+    if releases.outdated.contains(&version) {
+        return LetGo::pending(None);
     }
-    match objects.release_seen(cluster, meta, kept).await {
+    // Claimed before the write: two settles of the same object at once write once, and the
+    // one that writes says when its record may be answered.
+    if !releases.releasing.insert(copy.clone()) {
+        return LetGo::pending(None);
+    }
+    let released = objects.release_seen(cluster, meta, kept).await;
+    releases.releasing.remove(&copy);
+    match released {
         Ok(Released::Done) => {
+            releases.released.insert(copy.clone());
             releases.holding.remove(&copy);
-            None
+            LetGo::answerable(None)
         }
-        // Deleted since `meta` was seen: judged again from the copy the watch delivers, which
-        // shows the deletion and so the hold.
-        Ok(Released::DeletedMeanwhile) => {
-            releases.released.remove(&copy);
-            None
+        // Deleted since `meta` was seen, or given an outcome it does not show: judged again
+        // from the copy the watch delivers, which shows the deletion (and so the hold) or the
+        // outcome (which this record then gives way to).
+        Ok(Released::ChangedMeanwhile) => {
+            releases.outdated.insert(version);
+            LetGo::pending(None)
         }
         Err(error) => {
-            releases.released.remove(&copy);
             warn!(message = "could not let go of a job's object; will retry", namespace = %meta.namespace, name = %meta.name, %error);
-            retry_at(&error, retry_interval)
+            LetGo::pending(retry_at(&error, retry_interval))
         }
     }
 }

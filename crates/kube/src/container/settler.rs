@@ -29,7 +29,7 @@ use crate::cluster::{Cluster, Op};
 use crate::error::Result;
 use crate::kind::Seen;
 use crate::objects::Objects;
-use crate::records::gives_way;
+use crate::records::{Reading, gives_way};
 use crate::settling::{
     JobStates, Releases, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel, merged,
     release_held, retry_at, retry_delay,
@@ -410,16 +410,15 @@ impl Task {
     /// `None` when it is not terminal. The settler only reads the answers here: it records,
     /// and the record is what every later question is answered from.
     ///
-    /// An outcome recorded on the Job is kept as it is: every replica answers it (rule 0), and
-    /// the durable record must say the same once the Job is gone.
+    /// An outcome the Job carries (the copy of its record, an outcome recorded on it) is kept
+    /// as it is: every replica answers it (rule 0), and the durable record must say the same
+    /// once the Job is gone.
     fn answer(&self, key: &str, job: &JobView, mapped: &ExecutionInfo) -> Option<ExecutionInfo> {
         if !mapped.is_terminal() {
             return None;
         }
-        if let Some(Ok(recorded)) = &job.recorded_outcome
-            && recorded.is_terminal()
-        {
-            return Some(recorded.clone());
+        if let Some(carried) = job.carried_outcome() {
+            return Some(carried);
         }
         let reported = lock(&self.context.reported).get(key);
         Some(
@@ -430,7 +429,8 @@ impl Task {
     }
 
     /// Keeps the outcome record of a job that ended (nothing when it is kept already), and
-    /// answers the outcome that stands; a failed write is tried again at the retry interval.
+    /// answers the outcome that stands once it may be answered (the Job let go of, deleted or
+    /// gone: [`release_held`]); a failed write is tried again at the retry interval.
     /// `present`: mapped from the Job as the watch holds it, which, not being deleted, shows
     /// an outcome reached before any cancel's delete ([`crate::records::Records::keep`]);
     /// `deleted_now`: this settle deleted the Job (the copy `job` predates the deletion).
@@ -454,7 +454,10 @@ impl Task {
             cancelled_by: None,
             attempts: attempts_of(pods),
         };
-        let undeleted = present && job.deletion_timestamp.is_none();
+        let reading = Reading {
+            undeleted: present && job.deletion_timestamp.is_none(),
+            carried: job.carried_outcome().as_ref() == Some(outcome),
+        };
         // A longer tail of the log, when the job asks for one: read only if no record stands.
         let told = job
             .keep_log
@@ -472,29 +475,31 @@ impl Task {
         match self
             .context
             .records
-            .keep_with_tail(&self.namespace, record, undeleted, tail)
+            .keep_with_tail(&self.namespace, record, reading, tail)
             .await
         {
             Ok(standing) => {
                 // The record is kept: the Job, held until then, is let go with a copy of it (a
-                // Job gone needs nothing more).
-                if present
-                    && let Some(at) = release_held(
-                        &self.objects(),
-                        &self.context.cluster,
-                        job,
-                        self.context.retry_interval,
-                        &self.releases,
-                        Some(&standing),
-                        self.context
-                            .records
-                            .name_hold(job, JobKind::Job, deleted_now),
-                    )
-                    .await
-                {
+                // Job gone needs nothing more). Its record is answered once it is let go.
+                if !present {
+                    return Some(standing);
+                }
+                let let_go = release_held(
+                    &self.objects(),
+                    &self.context.cluster,
+                    job,
+                    self.context.retry_interval,
+                    &self.releases,
+                    Some(&standing),
+                    self.context
+                        .records
+                        .name_hold(job, JobKind::Job, deleted_now),
+                )
+                .await;
+                if let Some(at) = let_go.again_at {
                     timers.arm(at, &job.name);
                 }
-                Some(standing)
+                let_go.answerable.then_some(standing)
             }
             Err(error) => {
                 timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);

@@ -263,6 +263,10 @@ impl Watches for NamespaceWatch {
     fn deleted(&self, name: &str) -> bool {
         self.jobs.tombstone(name).is_some()
     }
+
+    fn meta(&self, name: &str) -> Option<kubeferry_core::observation::ManagedMeta> {
+        self.jobs.get(name).map(|entry| entry.view.meta)
+    }
 }
 
 /// A Job's pods as the API server lists them now, with the final states of deleted ones only

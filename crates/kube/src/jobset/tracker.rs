@@ -195,4 +195,8 @@ impl Watches for JobSetNamespaceWatch {
     fn deleted(&self, name: &str) -> bool {
         self.jobsets.tombstone(name).is_some()
     }
+
+    fn meta(&self, name: &str) -> Option<kubeferry_core::observation::ManagedMeta> {
+        self.jobsets.get(name).map(|entry| (*entry.view).clone())
+    }
 }

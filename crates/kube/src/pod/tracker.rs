@@ -72,4 +72,8 @@ impl Watches for PodNamespaceWatch {
     fn deleted(&self, name: &str) -> bool {
         self.pods.tombstone(name).is_some()
     }
+
+    fn meta(&self, name: &str) -> Option<kubeferry_core::observation::ManagedMeta> {
+        self.pods.get(name).map(|entry| (*entry.view).clone())
+    }
 }

@@ -214,6 +214,13 @@ impl Watches for SparkNamespaceWatch {
             .iter()
             .any(|(_, apps)| apps.tombstone(name).is_some())
     }
+
+    fn meta(&self, name: &str) -> Option<kubeferry_core::observation::ManagedMeta> {
+        self.watched()
+            .iter()
+            .find_map(|(_, apps)| apps.get(name))
+            .map(|entry| (*entry.view).clone())
+    }
 }
 
 #[cfg(test)]

@@ -806,3 +806,98 @@ async fn a_cancelled_job_whose_job_is_gone_is_listed_from_its_record() {
             .is_empty()
     );
 }
+
+/// Another replica records a job's end with less than this one read (no exit code: its pods'
+/// watch lagged), lets the Job go with a copy of that record, and the record is deleted by
+/// hand, all before this replica's watches show any of it. This replica's own record, written
+/// then, gives way to the Job's copy, which every replica answered: it answers that copy, and
+/// never its own reading. Without it, this replica answered the exit code and its record
+/// stood, while the other replica had answered none (the chaos command's `c34-224`, I7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_written_again_from_a_lagging_view_gives_way_to_the_objects_copy() {
+    let env = Env::start().await;
+    let gate = Gate::new();
+    let (_, id) = running(&env, &gate, "relayed").await;
+    // This replica's record of the end is held on its way.
+    let creates = env.sim.request_count("create", "configmaps");
+    let hold = env.sim.add_fault(
+        FaultRule::new(FaultAction::Hold)
+            .verbs(&["create"])
+            .resources(&["configmaps"])
+            .times(1),
+    );
+    gate.open("never");
+    eventually("this replica's record to be on its way", || async {
+        (env.sim.request_count("create", "configmaps") > creates).then_some(())
+    })
+    .await;
+    // From here its watches deliver nothing.
+    env.watches_open(NAMESPACE_WATCHES).await;
+    env.sim.stall_watches(Duration::from_secs(600));
+    // Another replica records the end without the exit code, lets the Job go with a copy of
+    // its record, and the record is deleted by hand.
+    let job = env.job_object(&id).expect("the Job");
+    let mut first = ExecutionInfo::new(JobState::Succeeded, Reason::Completed)
+        .with_message("recorded first by another replica");
+    first.started_at = Some(jiff::Timestamp::from_second(1).unwrap());
+    first.finished_at = Some(jiff::Timestamp::from_second(2).unwrap());
+    let record = OutcomeRecord {
+        kind: JobKind::Job,
+        object: id.name.clone(),
+        job_id: Some("relayed-1".to_string()),
+        spec_hash: job["metadata"]["annotations"][kubeferry_core::marks::SPEC_HASH_ANNOTATION]
+            .as_str()
+            .map(str::to_string),
+        outcome: first.clone(),
+        recorded_at: Some(jiff::Timestamp::now()),
+        created_at: None,
+        cancelled_by: None,
+        attempts: Vec::new(),
+    };
+    let client = env.admin_client().await;
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), NS);
+    let config_map = serde_json::from_value(record.config_map(NS)).unwrap();
+    config_maps
+        .create(&Default::default(), &config_map)
+        .await
+        .expect("the other replica's record");
+    let jobs: Api<Job> = Api::namespaced(client, NS);
+    let release = serde_json::json!({ "metadata": {
+        "finalizers": [],
+        "annotations": {
+            kubeferry_core::marks::KEPT_OUTCOME_ANNOTATION:
+                kubeferry_core::marks::outcome_record(&first),
+        },
+    } });
+    jobs.patch(&id.name, &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .expect("let go of with a copy");
+    let name = record_name(JobKind::Job, &id.name);
+    config_maps
+        .delete(&name, &Default::default())
+        .await
+        .expect("deleted by hand");
+    // This replica's record lands now, with the exit code it read; its watches still lag.
+    env.sim.remove_fault(hold);
+    eventually("this replica's record to be written", || async {
+        recorded(&env, &id.name).then_some(())
+    })
+    .await;
+    let meanwhile = env.executor.status(&id).await.expect("a status");
+    assert!(!meanwhile.is_terminal(), "{meanwhile:?}");
+    // Its watches catch up: the Job's copy is the answer, and the record says the same.
+    env.sim.cut_watches();
+    let answer = env
+        .status_until(&id, "the outcome", ExecutionInfo::is_terminal)
+        .await;
+    assert_eq!(answer, first, "{answer:?}");
+    eventually("the record to give way to the Job's copy", || async {
+        let kept = config_maps.get(&name).await.ok()?;
+        let record = OutcomeRecord::read(&kept.metadata, kept.data.as_ref())?;
+        (record.outcome == first).then_some(())
+    })
+    .await;
+    let fresh = env.fresh_executor().await;
+    assert_eq!(fresh.status(&id).await.unwrap(), first);
+}
