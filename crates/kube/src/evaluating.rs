@@ -151,6 +151,14 @@ fn copy_key(meta: &ManagedMeta) -> String {
     )
 }
 
+/// The metadata of an object still present (a vanished one's record is answered as it is).
+fn present_meta<V: Deref<Target = ManagedMeta>>(observed: &Seen<V>) -> Option<&ManagedMeta> {
+    match observed {
+        Seen::Present(view) => Some(view),
+        Seen::Vanished { .. } => None,
+    }
+}
+
 /// The resourceVersion of an object still present (a vanished one's last copy says nothing
 /// about how fresh an answer is).
 fn present_version<V: Deref<Target = ManagedMeta>>(observed: &Seen<V>) -> Option<&str> {
@@ -455,7 +463,8 @@ pub(crate) trait Evaluates:
                 let (mut info, unrecorded) = match acting {
                     Acting::Delegate => {
                         let undeleted = observed.undeleted();
-                        self.standing(id, mapped.info, previous.as_ref(), undeleted)
+                        let meta = present_meta(&observed);
+                        self.standing(id, mapped.info, previous.as_ref(), undeleted, meta)
                             .await
                             .into_parts()
                     }

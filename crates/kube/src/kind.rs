@@ -431,12 +431,24 @@ pub(crate) trait Kind: Send + Sync + 'static {
     }
 
     /// The job's final answer, if it has one without mapping anything: the terminal status this
-    /// replica already reported (it never changes), else the job's outcome record.
+    /// replica already reported (it never changes), else the job's outcome record, as its
+    /// object in the watch lets it be answered ([`record_as_answered`]).
     /// `present`: the caller holds the job's object as a list or a read found it.
     fn final_answer(
         &self,
         id: &ExecutionId,
         present: bool,
+    ) -> impl Future<Output = Option<ExecutionInfo>> + Send {
+        self.final_answer_seeing(id, present, self.seen_meta(id))
+    }
+
+    /// [`Kind::final_answer`], the record judged by `meta`, the object as the caller holds it
+    /// (a read or a list may be newer than the watch); `None`: gone.
+    fn final_answer_seeing(
+        &self,
+        id: &ExecutionId,
+        present: bool,
+        meta: Option<ManagedMeta>,
     ) -> impl Future<Output = Option<ExecutionInfo>> + Send {
         async move {
             if let Some(reported) = self
@@ -454,7 +466,7 @@ pub(crate) trait Kind: Send + Sync + 'static {
             if recorded.state == JobState::Cancelled && (present || !self.seen_deleted(id)) {
                 return None;
             }
-            let answer = record_as_answered(recorded, self.seen_meta(id).as_ref())?;
+            let answer = record_as_answered(recorded, meta.as_ref())?;
             self.remember(id, &answer, None);
             Some(answer)
         }
@@ -479,13 +491,16 @@ pub(crate) trait Kind: Send + Sync + 'static {
     /// replica's, a cancel's), else `info` itself; or such an outcome not recorded yet
     /// ([`Standing::Unrecorded`]). `undeleted`: `info` was mapped from a copy of the object
     /// not being deleted, whose own outcome a cancel's record gives way to
-    /// ([`Records::keep`]): the settler's to replace, too.
+    /// ([`Records::keep`]): the settler's to replace, too. `meta`: the object as `info` was
+    /// mapped from it (`None`: gone), which says whether its record may be answered yet
+    /// ([`record_as_answered`]).
     fn standing(
         &self,
         id: &ExecutionId,
         info: ExecutionInfo,
         previous: Option<&ExecutionInfo>,
         undeleted: bool,
+        meta: Option<&ManagedMeta>,
     ) -> impl Future<Output = Standing> + Send {
         let first = info.is_terminal() && previous.is_none_or(|p| !p.is_terminal());
         async move {
@@ -498,7 +513,7 @@ pub(crate) trait Kind: Send + Sync + 'static {
                 }
                 // Not answered yet while the object is held (`record_as_answered`): the
                 // settler's to let go of.
-                Some(recorded) => match record_as_answered(recorded, self.seen_meta(id).as_ref()) {
+                Some(recorded) => match record_as_answered(recorded, meta) {
                     Some(answer) => Standing::Answer(answer),
                     None => Standing::Unrecorded(info),
                 },

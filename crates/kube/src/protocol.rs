@@ -18,7 +18,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tracing::{info, warn};
 
 use crate::error::{Error, Result};
-use crate::kind::{Answers, Kind};
+use crate::kind::{Answers, Kind, record_as_answered};
 use crate::objects::{Attempt, Current, Deletion};
 use crate::pod_logs::{self as logs, FollowOptions, LogTarget, Tail, TailOptions};
 use crate::replies::{CancelOutcome, JobSummary, Orphan};
@@ -176,7 +176,16 @@ pub(crate) async fn cancel_from<J: Answers>(
             Ok(Stopped::Cancelled) => info!(message = "cancel requested", id = %id),
             Ok(Stopped::Changed) => continue,
             // Recorded first (by its settler): the job's work ended before the cancel took it.
-            Ok(Stopped::EndedFirst(outcome)) => return Ok(CancelOutcome::AlreadyEnded(outcome)),
+            // This replica's answer from now on, whatever its watch shows yet (a record is not
+            // answered from a watch that shows its object held: `kind::record_as_answered`),
+            // unless the object, as read, carries another outcome, which the record gives way
+            // to.
+            Ok(Stopped::EndedFirst(recorded)) => {
+                let read = kubeferry_core::observation::ManagedMeta::read(&current.meta);
+                let outcome = record_as_answered(recorded.clone(), Some(&read)).unwrap_or(recorded);
+                jobs.remember(id, &outcome, None);
+                return Ok(CancelOutcome::AlreadyEnded(outcome));
+            }
             Ok(Stopped::NotRecorded(error)) => {
                 // Nothing deleted: the job runs on, marked (CANCELLING, never CANCELLED while
                 // it runs), and a settler finishes the cancel once its record can be kept.

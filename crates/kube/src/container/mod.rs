@@ -450,7 +450,13 @@ impl ContainerJobs {
         };
         let must_record = mapped.must_record();
         let standing = self
-            .standing(id, mapped.info, previous.as_ref(), observed.undeleted())
+            .standing(
+                id,
+                mapped.info,
+                previous.as_ref(),
+                observed.undeleted(),
+                present_meta(observed),
+            )
             .await;
         let (mut info, unrecorded) = standing.into_parts();
         // An outcome not recorded yet is the settler's to record first, the Job present or
@@ -465,7 +471,8 @@ impl ContainerJobs {
             )
             .await;
             let present = matches!(observed, Seen::Present(_));
-            if let Some(recorded) = self.final_answer(id, present).await {
+            let meta = present_meta(observed).cloned();
+            if let Some(recorded) = self.final_answer_seeing(id, present, meta).await {
                 return Ok(recorded);
             }
             // Until the outcome is recorded, other replicas may still see the job go on:
@@ -776,3 +783,11 @@ type Seen = crate::kind::Seen<JobView>;
 
 #[cfg(test)]
 mod tests;
+
+/// The metadata of a Job still present (a vanished one's record is answered as it is).
+fn present_meta(observed: &Seen) -> Option<&kubeferry_core::observation::ManagedMeta> {
+    match observed {
+        Seen::Present(job) => Some(&job.meta),
+        Seen::Vanished { .. } => None,
+    }
+}
