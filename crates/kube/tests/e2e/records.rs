@@ -901,3 +901,42 @@ async fn a_record_written_again_from_a_lagging_view_gives_way_to_the_objects_cop
     let fresh = env.fresh_executor().await;
     assert_eq!(fresh.status(&id).await.unwrap(), first);
 }
+
+/// A replica whose watches lag cancels a job another replica stopped a moment ago (its image
+/// never pulled): its read of the Job carries the outcome recorded on it, so the cancel answers
+/// that end, and so does every status after it, though its watch still shows the Job held
+/// with no outcome (the chaos command's `c9-207`: a cancel answered FAILED, then a status
+/// QUEUED).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_that_finds_the_job_recorded_elsewhere_answers_that_end_from_then_on() {
+    // This replica would wait a minute for the image; the other one gives up at once.
+    let patient = Settings::fast().with_mapping(|m| m.image_pull_grace = Duration::from_secs(60));
+    let env = Env::start_with(SimConfig::for_tests(), patient).await;
+    let yaml =
+        "name: elsewhere\nimage: registry.invalid/nothing:1.0\ncommand: [sh, -c, 'echo never']\n";
+    let id = env.submit(yaml).await;
+    env.status_until(&id, "pulling", |info| {
+        info.reason == Reason::ImagePullBackOff
+    })
+    .await;
+    env.watches_open(NAMESPACE_WATCHES).await;
+    env.sim.stall_watches(Duration::from_secs(600));
+    // The other replica, its watches opened after the stall, stops the job, records its end
+    // and lets go of the Job.
+    let other = executor_as(&env.sim, env.sim.admin_token(), &Settings::fast()).await;
+    let (recorded, _) = wait_on(&other, &id).await;
+    assert_eq!(recorded.reason, Reason::ImagePullFailed, "{recorded:?}");
+    eventually("the Job to be let go with the outcome on it", || async {
+        let job = env.job_object(&id)?;
+        let let_go = job["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(Vec::is_empty);
+        (let_go && outcome_annotation(&job).as_ref() == Some(&recorded)).then_some(())
+    })
+    .await;
+    let cancel = env.executor.cancel(&id).await.expect("cancelled");
+    assert_eq!(cancel, CancelOutcome::AlreadyEnded(recorded.clone()));
+    for _ in 0..3 {
+        assert_eq!(env.executor.status(&id).await.unwrap(), recorded);
+    }
+}
