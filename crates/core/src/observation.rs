@@ -272,6 +272,9 @@ pub struct ManagedMeta {
     /// ([`KEPT_OUTCOME_ANNOTATION`]); a value this version cannot read counts as none (the
     /// record itself still answers).
     pub kept_outcome: Option<ExecutionInfo>,
+    /// Whether the object has a [`KEPT_OUTCOME_ANNOTATION`] at all, readable or not: a release
+    /// tests that one it did not see is still absent, and must not test one it cannot read.
+    pub kept_annotated: bool,
 }
 
 impl ManagedMeta {
@@ -314,6 +317,7 @@ impl ManagedMeta {
                 .and_then(|a| a.get(KEPT_OUTCOME_ANNOTATION))
                 .and_then(|value| serde_json::from_str::<ExecutionInfo>(value).ok())
                 .filter(ExecutionInfo::is_terminal),
+            kept_annotated: annotations.is_some_and(|a| a.contains_key(KEPT_OUTCOME_ANNOTATION)),
         }
     }
 
@@ -488,5 +492,20 @@ mod tests {
             None,
             "only an outcome is carried"
         );
+    }
+
+    #[test]
+    fn a_copy_it_cannot_read_is_no_outcome_but_is_there() {
+        let mut meta = ObjectMeta::default();
+        let read = ManagedMeta::read(&meta);
+        assert!(!read.kept_annotated);
+        meta.annotations = Some(
+            [(KEPT_OUTCOME_ANNOTATION.to_string(), "{not json".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        let read = ManagedMeta::read(&meta);
+        assert_eq!(read.kept_outcome, None);
+        assert!(read.kept_annotated, "a release must not test it absent");
     }
 }

@@ -271,7 +271,7 @@ impl<K: Object> Objects<K> {
         if seen.spec_hash.is_some() {
             let absent = [
                 (OUTCOME_ANNOTATION, seen.recorded_outcome.is_none()),
-                (KEPT_OUTCOME_ANNOTATION, seen.kept_outcome.is_none()),
+                (KEPT_OUTCOME_ANNOTATION, !seen.kept_annotated),
             ];
             for (key, _) in absent.into_iter().filter(|(_, absent)| *absent) {
                 ops.insert(

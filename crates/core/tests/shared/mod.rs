@@ -72,6 +72,7 @@ pub fn managed_meta(
         }),
         recorded_outcome,
         kept_outcome: None,
+        kept_annotated: false,
     }
 }
 
