@@ -192,7 +192,9 @@ impl<K: Evaluates> Answers for K {
     }
 
     async fn status_of(&self, id: &ExecutionId, found: K::Found) -> Result<ExecutionInfo> {
-        if let Some(answer) = self.final_answer(id, true).await {
+        // The record judged by the copy the list found, newer than a watch's, if there is one.
+        let meta = present_meta(&found.observed).cloned();
+        if let Some(answer) = self.final_answer_seeing(id, true, meta).await {
             return Ok(answer);
         }
         Ok(self.evaluate(id, found, Acting::Delegate).await?.info)

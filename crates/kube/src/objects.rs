@@ -39,8 +39,11 @@ pub(crate) enum Released {
     /// Let go of, or nothing left to let go of (gone, replaced, let go of already).
     Done,
     /// Nothing: the object changed since the copy (deleted, let go of already, or given an
-    /// outcome the copy did not show: they look alike); the watch delivers it as it is now.
+    /// outcome the copy did not show); the watch delivers it as it is now.
     ChangedMeanwhile,
+    /// Nothing: the server refuses the patch of an object unchanged since the copy (a
+    /// validation or an admission policy), so no retry lets it go.
+    Refused,
 }
 
 /// The objects of one resource in one namespace, and how operations on them are named.
@@ -307,9 +310,27 @@ impl<K: Object> Objects<K> {
         {
             Ok(_) => Ok(Released::Done),
             Err(error) if error.is_not_found() => Ok(Released::Done),
-            // Let go of already, replaced, or (for an undeleted copy) deleted since.
-            Err(Error::Api { code: 422, .. }) if undeleted => Ok(Released::ChangedMeanwhile),
-            Err(Error::Api { code: 422, .. }) => Ok(Released::Done),
+            // A test failed, or the server refused the patch: the object as it is now says
+            // which (one read, only then).
+            Err(Error::Api { code: 422, .. }) => {
+                let Some(now) = self.get(cluster, &seen.name).await? else {
+                    return Ok(Released::Done);
+                };
+                let meta = now.meta();
+                if meta.uid.as_deref() != Some(seen.uid.as_str()) {
+                    return Ok(Released::Done);
+                }
+                if meta.resource_version == seen.resource_version {
+                    return Ok(Released::Refused);
+                }
+                // Let go of already, deleted since, or given an outcome: the watch delivers
+                // it. A deleted one let go of needs nothing more.
+                let held = held_for_record(meta.finalizers.as_deref());
+                if !held && (!undeleted || meta.deletion_timestamp.is_some()) {
+                    return Ok(Released::Done);
+                }
+                Ok(Released::ChangedMeanwhile)
+            }
             Err(error) => Err(error),
         }
     }

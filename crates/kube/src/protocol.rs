@@ -137,6 +137,10 @@ pub(crate) async fn cancel_from<J: Answers>(
             Ok(Some(now)) => now.meta.resource_version.clone(),
             Ok(None) | Err(_) => marked_version.clone(),
         };
+        let reread_meta = match &reread {
+            Ok(Some(now)) => Some(now.meta.clone()),
+            Ok(None) | Err(_) => None,
+        };
         let running_when_marked = match reread {
             Ok(Some(now)) if now.fresh => {
                 !now.status.is_terminal() && now.status.exit_code.is_none()
@@ -176,13 +180,16 @@ pub(crate) async fn cancel_from<J: Answers>(
             Ok(Stopped::Cancelled) => info!(message = "cancel requested", id = %id),
             Ok(Stopped::Changed) => continue,
             // Recorded first (by its settler): the job's work ended before the cancel took it.
-            // This replica's answer from now on, whatever its watch shows yet (a record is not
-            // answered from a watch that shows its object held: `kind::record_as_answered`),
-            // unless the object, as read, carries another outcome, which the record gives way
-            // to.
+            // Answered as the object, as last read, lets the record be answered
+            // (`kind::record_as_answered`), and this replica's answer from now on, whatever its
+            // watch shows yet. An object still held with no outcome on it is let go by its
+            // settler first: until then the cancel is accepted, and the job's end follows.
             Ok(Stopped::EndedFirst(recorded)) => {
-                let read = kubeferry_core::observation::ManagedMeta::read(&current.meta);
-                let outcome = record_as_answered(recorded.clone(), Some(&read)).unwrap_or(recorded);
+                let read = reread_meta.as_ref().unwrap_or(&current.meta);
+                let read = kubeferry_core::observation::ManagedMeta::read(read);
+                let Some(outcome) = record_as_answered(recorded, Some(&read)) else {
+                    return Ok(CancelOutcome::Requested(accepted(jobs.status(id).await?)));
+                };
                 jobs.remember(id, &outcome, None);
                 return Ok(CancelOutcome::AlreadyEnded(outcome));
             }

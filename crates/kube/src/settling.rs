@@ -71,6 +71,9 @@ pub(crate) struct Releases {
     /// Copies (by resourceVersion) whose release found the object changed since: nothing is
     /// written for them again; the watch delivers the object as it is now.
     outdated: Recent,
+    /// Objects whose release failed lately: not tried again before the retry is due, however
+    /// many questions hand the job to the settler meanwhile.
+    failed: Recent,
     /// Deleted objects whose record is kept, from when this settler first found them so: each
     /// is let go of once the name hold has passed since.
     holding: Recent,
@@ -82,6 +85,7 @@ impl Releases {
             released: Recent::new(1_024),
             releasing: Recent::new(1_024),
             outdated: Recent::new(1_024),
+            failed: Recent::new(1_024),
             holding: Recent::new(10_000),
         }
     }
@@ -127,6 +131,10 @@ pub(crate) struct LetGo {
     /// answer no record of an object their watch shows held, not deleted and carrying no
     /// outcome (`kind::record_as_answered`); a settler answers its record no sooner.
     pub(crate) answerable: bool,
+    /// Whether the object stays held though its record may be answered (its release refused
+    /// for good, or for a while): readers whose copy shows it held are answered by the
+    /// settler's process, not by that copy.
+    pub(crate) stays_held: bool,
 }
 
 impl LetGo {
@@ -134,6 +142,7 @@ impl LetGo {
         Self {
             again_at,
             answerable: true,
+            stays_held: false,
         }
     }
 
@@ -141,6 +150,7 @@ impl LetGo {
         Self {
             again_at,
             answerable: false,
+            stays_held: false,
         }
     }
 }
@@ -185,7 +195,9 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
         "{copy}@{}",
         meta.resource_version.as_deref().unwrap_or_default()
     );
-    if releases.outdated.contains(&version) {
+    if releases.outdated.contains(&version)
+        || releases.failed.contains_within(&copy, retry_interval)
+    {
         return LetGo::pending(None);
     }
     // Claimed before the write: two settles of the same object at once write once, and the
@@ -194,10 +206,12 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
         return LetGo::pending(None);
     }
     let released = objects.release_seen(cluster, meta, kept).await;
+    if matches!(released, Ok(Released::Done | Released::Refused)) {
+        releases.released.insert(copy.clone());
+    }
     releases.releasing.remove(&copy);
     match released {
         Ok(Released::Done) => {
-            releases.released.insert(copy.clone());
             releases.holding.remove(&copy);
             LetGo::answerable(None)
         }
@@ -208,9 +222,28 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
             releases.outdated.insert(version);
             LetGo::pending(None)
         }
+        // No retry lets it go: the record is answered as it stands, and the object stays
+        // held (`kubeferry sweep --release` lets go of it once the refusal is mended).
+        Ok(Released::Refused) => {
+            warn!(message = "the server refuses to let go of a job's object; its record is answered as it stands", namespace = %meta.namespace, name = %meta.name);
+            LetGo {
+                again_at: None,
+                answerable: true,
+                stays_held: true,
+            }
+        }
+        // A refusal no retry mends soon (a Role, a webhook): the record is answered meanwhile,
+        // as before there were releases to wait for.
         Err(error) => {
             warn!(message = "could not let go of a job's object; will retry", namespace = %meta.namespace, name = %meta.name, %error);
-            LetGo::pending(retry_at(&error, retry_interval))
+            releases.failed.remove(&copy);
+            releases.failed.insert(copy);
+            let lasting = retry_delay(&error, retry_interval) > retry_interval;
+            LetGo {
+                again_at: retry_at(&error, retry_interval),
+                answerable: lasting,
+                stays_held: lasting,
+            }
         }
     }
 }

@@ -754,7 +754,9 @@ impl Answers for ContainerJobs {
         id: &ExecutionId,
         (job, pods): (JobView, Vec<PodView>),
     ) -> Result<ExecutionInfo> {
-        if let Some(answer) = self.final_answer(id, true).await {
+        // The record judged by the copy the list found, newer than a watch's, if there is one.
+        let meta = Some(job.meta.clone());
+        if let Some(answer) = self.final_answer_seeing(id, true, meta).await {
             return Ok(answer);
         }
         self.evaluate(id, &Seen::Present(job), &pods, Timestamp::now())

@@ -257,7 +257,10 @@ impl Task {
         );
         // Whether what follows deletes the Job: a Job in a Kueue queue goes once recorded.
         let deletes = (mapped.must_record() && job.queue_name.is_some()) || stopped_in_a_queue(job);
+        // The outcome this settle writes on the Job, if it writes one.
+        let mut on_job: Option<ExecutionInfo> = None;
         let written = if mapped.must_record() {
+            on_job = Some(mapped.info.clone());
             self.record_and_stop(job, &mapped.info).await.map(|()| true)
         } else if stopped_in_a_queue(job) {
             // Recorded, and still there for Kueue to admit again: the delete that follows the
@@ -293,6 +296,7 @@ impl Task {
                 Some(standing) if !gives_way(&standing, &answer) => standing,
                 _ => answer,
             };
+            on_job = Some(answer.clone());
             self.record(job, &answer).await.map(|()| false)
         } else {
             if mapped.info.is_terminal() {
@@ -375,6 +379,14 @@ impl Task {
             }
             return Ok(());
         };
+        // The Job as this settle left it: with the outcome it wrote, which its release then
+        // does not test absent.
+        let written_on = on_job.filter(|_| written.is_ok()).map(|outcome| {
+            let mut job = job.clone();
+            job.meta.recorded_outcome = Some(Ok(outcome));
+            job
+        });
+        let job = written_on.as_ref().unwrap_or(job);
         match written {
             Ok(true) => {
                 self.states.set(&job.name, Some(mapped.info.state));
@@ -498,6 +510,13 @@ impl Task {
                 .await;
                 if let Some(at) = let_go.again_at {
                     timers.arm(at, &job.name);
+                }
+                // A Job that stays held (its release refused) is answered from here: no
+                // reader's copy of it will show it let go.
+                if let_go.answerable && let_go.stays_held {
+                    let key = reported_key(&job.namespace, &job.name);
+                    let version = job.resource_version.as_deref();
+                    lock(&self.context.reported).put(key, standing.clone(), None, version);
                 }
                 let_go.answerable.then_some(standing)
             }

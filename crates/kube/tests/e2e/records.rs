@@ -940,3 +940,34 @@ async fn a_cancel_that_finds_the_job_recorded_elsewhere_answers_that_end_from_th
         assert_eq!(env.executor.status(&id).await.unwrap(), recorded);
     }
 }
+
+/// A Job the server will not let go of (every patch refused: a validation, an admission
+/// policy, a Role without `patch`) still answers its recorded end: the record waits for the
+/// release only while a release can go through. The Job stays held, as `sweep --release`
+/// lets go of it once the refusal is mended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_release_is_refused_answers_its_record_all_the_same() {
+    for code in [422, 403] {
+        let env = Env::start().await;
+        let refused = env.sim.add_fault(
+            FaultRule::new(FaultAction::error(code))
+                .verbs(&["patch"])
+                .resources(&["jobs.batch"]),
+        );
+        let id = env
+            .submit(&shell(&format!("kept{code}"), "echo done", ""))
+            .await;
+        let (outcome, _) = env.wait(&id).await;
+        assert_eq!(outcome.state, JobState::Succeeded, "{code}: {outcome:?}");
+        assert_eq!(outcome.exit_code, Some(0), "{code}: {outcome:?}");
+        let job = env.job_object(&id).expect("the Job");
+        assert_eq!(
+            job["metadata"]["finalizers"][0],
+            kubeferry_core::marks::RECORD_FINALIZER,
+            "{code}: still held"
+        );
+        let fresh = env.fresh_executor().await;
+        assert_eq!(fresh.status(&id).await.unwrap(), outcome, "{code}");
+        env.sim.remove_fault(refused);
+    }
+}
