@@ -151,23 +151,6 @@ fn copy_key(meta: &ManagedMeta) -> String {
     )
 }
 
-/// The metadata of an object still present (a vanished one's record is answered as it is).
-fn present_meta<V: Deref<Target = ManagedMeta>>(observed: &Seen<V>) -> Option<&ManagedMeta> {
-    match observed {
-        Seen::Present(view) => Some(view),
-        Seen::Vanished { .. } => None,
-    }
-}
-
-/// The resourceVersion of an object still present (a vanished one's last copy says nothing
-/// about how fresh an answer is).
-fn present_version<V: Deref<Target = ManagedMeta>>(observed: &Seen<V>) -> Option<&str> {
-    match observed {
-        Seen::Present(view) => view.resource_version.as_deref(),
-        Seen::Vanished { .. } => None,
-    }
-}
-
 /// Every evaluating kind answers alike: from its evaluation, its settlers' counts and its
 /// settings.
 impl<K: Evaluates> Answers for K {
@@ -193,7 +176,7 @@ impl<K: Evaluates> Answers for K {
 
     async fn status_of(&self, id: &ExecutionId, found: K::Found) -> Result<ExecutionInfo> {
         // The record judged by the copy the list found, newer than a watch's, if there is one.
-        let meta = present_meta(&found.observed).cloned();
+        let meta = found.observed.present_meta().cloned();
         if let Some(answer) = self.final_answer_seeing(id, true, meta).await {
             return Ok(answer);
         }
@@ -465,7 +448,7 @@ pub(crate) trait Evaluates:
                 let (mut info, unrecorded) = match acting {
                     Acting::Delegate => {
                         let undeleted = observed.undeleted();
-                        let meta = present_meta(&observed);
+                        let meta = observed.present_meta();
                         self.standing(id, mapped.info, previous.as_ref(), undeleted, meta)
                             .await
                             .into_parts()
@@ -548,7 +531,7 @@ pub(crate) trait Evaluates:
                                 // the next try.
                                 info.message = format!("{}; not done yet: {error}", info.message);
                             }
-                            self.remember(id, &info, present_version(&observed));
+                            self.remember(id, &info, observed.present_version());
                             if forbidden {
                                 // A missing permission does not go away by itself: say so.
                                 return Err(error);
@@ -592,7 +575,7 @@ pub(crate) trait Evaluates:
                                 )
                                 .await;
                                 recheck_at = let_go.again_at;
-                                let_go.answerable
+                                let_go.answerable_now()
                             };
                             if !answered {
                                 info = if answerable {
@@ -659,7 +642,7 @@ pub(crate) trait Evaluates:
                         (a, b) => a.or(b),
                     };
                 }
-                self.remember(id, &info, present_version(&observed));
+                self.remember(id, &info, observed.present_version());
                 // What stands: an answer computed at the same time from a newer copy wins.
                 let info = self
                     .namespaces()

@@ -117,6 +117,26 @@ impl<V> Seen<V> {
         matches!(self, Seen::Present(view) if view.deletion_timestamp.is_none())
     }
 
+    /// The metadata of an object still present; `None` for one gone (its record is answered
+    /// as it stands, and its last copy says nothing about how fresh an answer is).
+    pub(crate) fn present_meta(&self) -> Option<&ManagedMeta>
+    where
+        V: std::ops::Deref<Target = ManagedMeta>,
+    {
+        match self {
+            Seen::Present(view) => Some(view),
+            Seen::Vanished { .. } => None,
+        }
+    }
+
+    /// The resourceVersion of an object still present ([`Seen::present_meta`]).
+    pub(crate) fn present_version(&self) -> Option<&str>
+    where
+        V: std::ops::Deref<Target = ManagedMeta>,
+    {
+        self.present_meta()?.resource_version.as_deref()
+    }
+
     /// The observation the kind's mapping reads.
     pub(crate) fn as_observation(&self) -> Observation<'_, V> {
         match self {

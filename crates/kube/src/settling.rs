@@ -126,32 +126,44 @@ impl NameHold {
 pub(crate) struct LetGo {
     /// When to look at the job again: after a failed write, or when the name hold is over.
     pub(crate) again_at: Option<Timestamp>,
-    /// Whether the outcome record may be answered now: the object is let go of (or was not
-    /// held), or deleted, whose record is answered while the name hold keeps it. Readers
-    /// answer no record of an object their watch shows held, not deleted and carrying no
-    /// outcome (`kind::record_as_answered`); a settler answers its record no sooner.
-    pub(crate) answerable: bool,
-    /// Whether the object stays held though its record may be answered (its release refused
-    /// for good, or for a while): readers whose copy shows it held are answered by the
-    /// settler's process, not by that copy.
-    pub(crate) stays_held: bool,
+    /// Whether the job's outcome record may be answered now.
+    pub(crate) record: RecordAnswered,
+}
+
+/// Whether a job's outcome record may be answered, once its object's release was tried.
+/// Readers answer no record of an object their copy shows held, not deleted and carrying no
+/// outcome (`kind::record_as_answered`); a settler answers its record no sooner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RecordAnswered {
+    /// Not yet: the release is on its way, failed for a moment, or found the object changed.
+    NotYet,
+    /// Yes: the object is let go of (or was not held), or deleted, whose record is answered
+    /// while the name hold keeps it.
+    Now,
+    /// Yes, though the object stays held (its release refused for good, or for a while):
+    /// readers whose copy shows it held are answered by the settler's process, not by that
+    /// copy.
+    WhileHeld,
 }
 
 impl LetGo {
     fn answerable(again_at: Option<Timestamp>) -> Self {
         Self {
             again_at,
-            answerable: true,
-            stays_held: false,
+            record: RecordAnswered::Now,
         }
     }
 
     fn pending(again_at: Option<Timestamp>) -> Self {
         Self {
             again_at,
-            answerable: false,
-            stays_held: false,
+            record: RecordAnswered::NotYet,
         }
+    }
+
+    /// Whether the record may be answered now.
+    pub(crate) fn answerable_now(&self) -> bool {
+        self.record != RecordAnswered::NotYet
     }
 }
 
@@ -228,8 +240,7 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
             warn!(message = "the server refuses to let go of a job's object; its record is answered as it stands", namespace = %meta.namespace, name = %meta.name);
             LetGo {
                 again_at: None,
-                answerable: true,
-                stays_held: true,
+                record: RecordAnswered::WhileHeld,
             }
         }
         // A refusal no retry mends soon (a Role, a webhook): the record is answered meanwhile,
@@ -241,8 +252,11 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
             let lasting = retry_delay(&error, retry_interval) > retry_interval;
             LetGo {
                 again_at: retry_at(&error, retry_interval),
-                answerable: lasting,
-                stays_held: lasting,
+                record: if lasting {
+                    RecordAnswered::WhileHeld
+                } else {
+                    RecordAnswered::NotYet
+                },
             }
         }
     }

@@ -420,10 +420,7 @@ impl ContainerJobs {
         now: Timestamp,
     ) -> Result<ExecutionInfo> {
         let previous = self.base.namespaces.last_reported(&id.namespace, &id.name);
-        let version = match observed {
-            Seen::Present(job) => job.resource_version.as_deref(),
-            Seen::Vanished { .. } => None,
-        };
+        let version = observed.present_version();
         // A watch cache lagging a fresh read: its older copy tells nothing new. What was
         // reported from the newer one is read now, not taken from `previous`: another answer
         // (a wait's) may have been given from a newer copy since, and may be terminal.
@@ -455,7 +452,7 @@ impl ContainerJobs {
                 mapped.info,
                 previous.as_ref(),
                 observed.undeleted(),
-                present_meta(observed),
+                observed.present_meta(),
             )
             .await;
         let (mut info, unrecorded) = standing.into_parts();
@@ -471,7 +468,7 @@ impl ContainerJobs {
             )
             .await;
             let present = matches!(observed, Seen::Present(_));
-            let meta = present_meta(observed).cloned();
+            let meta = observed.present_meta().cloned();
             if let Some(recorded) = self.final_answer_seeing(id, present, meta).await {
                 return Ok(recorded);
             }
@@ -785,11 +782,3 @@ type Seen = crate::kind::Seen<JobView>;
 
 #[cfg(test)]
 mod tests;
-
-/// The metadata of a Job still present (a vanished one's record is answered as it is).
-fn present_meta(observed: &Seen) -> Option<&kubeferry_core::observation::ManagedMeta> {
-    match observed {
-        Seen::Present(job) => Some(&job.meta),
-        Seen::Vanished { .. } => None,
-    }
-}

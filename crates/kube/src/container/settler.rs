@@ -31,8 +31,8 @@ use crate::kind::Seen;
 use crate::objects::Objects;
 use crate::records::{Reading, gives_way};
 use crate::settling::{
-    JobStates, Releases, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel, merged,
-    release_held, retry_at, retry_delay,
+    JobStates, RecordAnswered, Releases, SETTLED_AT_ONCE, Timers, after, cancel_finish_due,
+    finish_cancel, merged, release_held, retry_at, retry_delay,
 };
 use crate::tracker::{Departure, lock, reported_key};
 
@@ -513,12 +513,12 @@ impl Task {
                 }
                 // A Job that stays held (its release refused) is answered from here: no
                 // reader's copy of it will show it let go.
-                if let_go.answerable && let_go.stays_held {
+                if let_go.record == RecordAnswered::WhileHeld {
                     let key = reported_key(&job.namespace, &job.name);
                     let version = job.resource_version.as_deref();
                     lock(&self.context.reported).put(key, standing.clone(), None, version);
                 }
-                let_go.answerable.then_some(standing)
+                let_go.answerable_now().then_some(standing)
             }
             Err(error) => {
                 timers.arm_after(retry_delay(&error, self.context.retry_interval), &job.name);
