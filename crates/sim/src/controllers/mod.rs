@@ -80,6 +80,7 @@ pub fn start(
     state: &Arc<State>,
     shutdown: &watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
+    spark::install(state);
     vec![
         tokio::spawn(job::run(state.clone(), shutdown.clone())),
         tokio::spawn(scheduler::run(state.clone(), shutdown.clone())),

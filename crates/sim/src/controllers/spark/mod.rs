@@ -69,6 +69,20 @@ pub(crate) trait Operator: Send + 'static {
     fn reconcile(&mut self, ctx: &Ctx, key: &ObjectKey, app: &Value) -> Option<Duration>;
 }
 
+/// Installs what the operators of the installed CRD bundles bring with them, their
+/// ServiceAccounts, before the cluster answers its first request: a chart installs them with
+/// the operator, not a moment after it is up.
+pub fn install(state: &State) {
+    install_for::<apache::Apache>(state);
+    install_for::<kubeflow::Kubeflow>(state);
+}
+
+fn install_for<O: Operator>(state: &State) {
+    if state.config.crd_bundles.contains(&O::BUNDLE) {
+        install_service_account(state, "default", O::SERVICE_ACCOUNT);
+    }
+}
+
 /// Runs the operators of the installed CRD bundles until shutdown.
 pub async fn run(state: Arc<State>, shutdown: watch::Receiver<bool>) {
     let apache = run_operator(state.clone(), shutdown.clone(), apache::Apache);
@@ -88,7 +102,6 @@ async fn run_operator<O: Operator>(
     if !state.config.crd_bundles.contains(&O::BUNDLE) {
         return;
     }
-    install_service_account(&state, "default", O::SERVICE_ACCOUNT);
     let ctx = Ctx {
         config: state.config.spark.clone(),
         state: state.clone(),
