@@ -1,8 +1,8 @@
-//! The kinds whose status query evaluates an observation and hands what it asks for to the
-//! namespace's settler (SparkApplications, JobSets), written once over [`Evaluates`]: the
-//! status query, the lookup on a cache miss, the evaluation loop, the record-then-delete of an
-//! outcome kubeferry decided, the outcome record, and the settler of each namespace. A kind
-//! brings its views, what its mapping reads besides its object, its mapping and its actions.
+//! The one status path and settler of every kind, written once over [`Evaluates`]: the status
+//! query, the lookup on a cache miss, the evaluation loop, the actions an outcome kubeferry
+//! decided asks for (by default its record on the object, then the object deleted), the
+//! outcome record, and the settler of each namespace. A kind brings its views, what its
+//! mapping reads besides its object, its mapping and its actions.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -29,8 +29,8 @@ use crate::kind::{Answers, Kind, Seen, Watches};
 use crate::objects::{Current, Deletion, Objects};
 use crate::records::Reading;
 use crate::settling::{
-    Change, JobStates, Releases, Timers, after, cancel_finish_due, finish_cancel, merged,
-    release_held, retry_at, retry_delay, while_deciding,
+    Change, JobStates, Releases, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel,
+    merged, release_held, retry_at, retry_delay, while_deciding,
 };
 use crate::tracker::{Recent, lock};
 
@@ -78,6 +78,9 @@ pub(crate) struct Found<V, P> {
 pub(crate) enum Acted<V> {
     /// Done: the action's outcome may be reported.
     Done,
+    /// Done, and the object stays, as this copy: the one the action wrote (its outcome, which
+    /// it carries, is the one reported; its release tests what this copy shows).
+    Written(Box<V>),
     /// The object changed or went: map this instead.
     Remap(Box<Seen<V>>),
     /// It failed; the job is not decided yet.
@@ -242,12 +245,14 @@ pub(crate) trait Evaluates:
     ) -> Option<Mapped<Self::Action>>;
 
     /// The parts as the API server lists them now, when that tells something the cache did
-    /// not (their watches may lag the object's); `None` when the listing failed or is the same.
+    /// not (their watches may lag the object's); `None` when the listing failed, is the same,
+    /// or is not worth a request. `mapped`: what the cache's parts decide.
     fn relisted(
         &self,
         id: &ExecutionId,
         view: &Self::View,
         parts: &Self::Parts,
+        mapped: &Mapped<Self::Action>,
     ) -> impl Future<Output = Option<Self::Parts>> + Send;
 
     /// Carries out what the mapping asks for before it may report an outcome: by default, what
@@ -282,6 +287,30 @@ pub(crate) trait Evaluates:
     /// (nothing by default).
     fn work_ended(&self, _view: &Self::View, _parts: &Self::Parts) -> bool {
         false
+    }
+
+    /// Finishes the cancel of a job marked cancelled that nobody finished (its process gone
+    /// between the mark and the delete): by default CANCELLED recorded, then the object deleted
+    /// ([`finish_cancel`]). `info`: the job's status. Answers when to look at it again.
+    fn finish_abandoned_cancel(
+        &self,
+        _id: &ExecutionId,
+        view: &Self::View,
+        _parts: &Self::Parts,
+        info: &ExecutionInfo,
+    ) -> impl Future<Output = Option<Timestamp>> + Send {
+        async move {
+            finish_cancel(
+                &self.objects_of(view),
+                self.cluster(),
+                self.records(),
+                Self::JOB_KIND,
+                view,
+                info,
+                self.retry_interval(),
+            )
+            .await
+        }
     }
 
     /// How soon a job whose settling failed is looked at again.
@@ -438,7 +467,7 @@ pub(crate) trait Evaluates:
                 let deciding = mapped.info.is_terminal() || mapped.action.is_some();
                 if deciding && !listed && previous.as_ref().is_none_or(|p| !p.is_terminal()) {
                     listed = true;
-                    if let Some(fresh) = self.relisted(id, observed.view(), &parts).await {
+                    if let Some(fresh) = self.relisted(id, observed.view(), &parts, &mapped).await {
                         parts = fresh;
                         continue;
                     }
@@ -509,6 +538,13 @@ pub(crate) trait Evaluates:
                         Acted::Done => {
                             info = action.outcome().clone();
                             deleted_now = action.deletes_object();
+                        }
+                        Acted::Written(written) => {
+                            info = written
+                                .carried_outcome()
+                                .unwrap_or_else(|| action.outcome().clone());
+                            deleted_now = action.deletes_object();
+                            observed = Seen::Present(*written);
                         }
                         Acted::Remap(next) => {
                             if matches!(
@@ -624,18 +660,7 @@ pub(crate) trait Evaluates:
                 {
                     let due = match cancel_finish_due(view, self.retry_interval()) {
                         Some(due) => Some(due),
-                        None => {
-                            finish_cancel(
-                                &self.objects_of(view),
-                                self.cluster(),
-                                self.records(),
-                                Self::JOB_KIND,
-                                view,
-                                &info,
-                                self.retry_interval(),
-                            )
-                            .await
-                        }
+                        None => self.finish_abandoned_cancel(id, view, &parts, &info).await,
                     };
                     recheck_at = match (recheck_at, due) {
                         (Some(a), Some(b)) => Some(a.min(b)),
@@ -817,6 +842,13 @@ pub(crate) trait EvaluatedWatch: Watches {
     /// How many watches notify of changes now, when that can grow (a Spark operator
     /// discovered later): the settler subscribes again when it does.
     fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>>;
+
+    /// Whether jobs may be settled from the watches now; while they catch up (a first list,
+    /// a relist after a failure) the settler waits, where the parts they hold may be stale
+    /// and decide nothing. Always, by default.
+    fn settling(&self) -> bool {
+        true
+    }
 }
 
 /// A status query that found an action due: the settler carries it out on the query's
@@ -936,6 +968,13 @@ async fn run<K: Evaluates>(
         Some(watch) => watch.watched(),
         None => return,
     };
+    // Jobs that changed while the watches could not be settled from (`settling`): settled once
+    // they can, looked at again every retry interval meanwhile.
+    let mut deferred: BTreeSet<String> = BTreeSet::new();
+    let retry = match kind.upgrade() {
+        Some(kind) => kind.retry_interval(),
+        None => return,
+    };
     loop {
         let mut due: BTreeSet<String> = BTreeSet::new();
         {
@@ -984,6 +1023,7 @@ async fn run<K: Evaluates>(
                     }
                 },
                 () = timers.next() => due.extend(timers.take_due()),
+                () = tokio::time::sleep(retry), if !deferred.is_empty() => {}
                 still = grown => {
                     if !still {
                         return;
@@ -1003,31 +1043,48 @@ async fn run<K: Evaluates>(
                 }
             }
         }
-        for name in due {
-            let (Some(kind), Some(held)) = (kind.upgrade(), watch.upgrade()) else {
-                return;
-            };
-            let id = kind.id(&namespace, &name);
-            let Some(found) = kind.observed(&held, &id).await else {
-                states.set(&name, None);
+        {
+            let Some(watch) = watch.upgrade() else { return };
+            if !watch.settling() {
+                deferred.append(&mut due);
                 continue;
-            };
-            drop(held);
-            match kind.carry_out(&id, found).await {
-                Ok((info, recheck_at)) => {
-                    if let Some(at) = recheck_at {
-                        timers.arm(at, &name);
+            }
+            due.append(&mut deferred);
+        }
+        // Jobs are settled side by side: many ending at once (a burst of outcomes to record)
+        // wait for a few round trips, not for one each in turn.
+        let settle = |name: String| {
+            let (kind, watch, timers, states) = (&kind, &watch, &timers, &states);
+            let namespace = &namespace;
+            async move {
+                let (Some(kind), Some(held)) = (kind.upgrade(), watch.upgrade()) else {
+                    return;
+                };
+                let id = kind.id(namespace, &name);
+                let Some(found) = kind.observed(&held, &id).await else {
+                    states.set(&name, None);
+                    return;
+                };
+                drop(held);
+                match kind.carry_out(&id, found).await {
+                    Ok((info, recheck_at)) => {
+                        if let Some(at) = recheck_at {
+                            timers.arm(at, &name);
+                        }
+                        count(states, watch, &name, &info);
                     }
-                    count(&states, &watch, &name, &info);
-                }
-                // Gone: its deletion is on its way on the watch, and nothing is left to do.
-                Err(error) if error.is_no_such_job() => states.set(&name, None),
-                Err(error) => {
-                    debug!(message = "could not settle a job; will retry", id = %id, %error);
-                    timers.arm_after(retry_delay(&error, kind.retry_interval()), &name);
+                    // Gone: its deletion is on its way on the watch, and nothing is left to do.
+                    Err(error) if error.is_no_such_job() => states.set(&name, None),
+                    Err(error) => {
+                        debug!(message = "could not settle a job; will retry", id = %id, %error);
+                        timers.arm_after(retry_delay(&error, kind.retry_interval()), &name);
+                    }
                 }
             }
-        }
+        };
+        futures::stream::iter(due)
+            .for_each_concurrent(SETTLED_AT_ONCE, settle)
+            .await;
     }
 }
 

@@ -93,11 +93,7 @@ impl Executor {
         let kinds = Kinds {
             // A bare pod is mapped, named and timed as a container job.
             pod: Pods::new(cluster.clone(), settings.container.clone(), records.clone()),
-            container: Arc::new(ContainerJobs::new(
-                cluster.clone(),
-                settings.container,
-                records.clone(),
-            )),
+            container: ContainerJobs::new(cluster.clone(), settings.container, records.clone()),
             spark: SparkJobs::new(cluster.clone(), settings.spark, records.clone()),
             jobset: JobSets::new(cluster.clone(), settings.jobset, records.clone()),
         };

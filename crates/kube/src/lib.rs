@@ -10,12 +10,14 @@
 //!   object carries, `Observation`, `Mapped<A>` whose action `A` is data: record this outcome,
 //!   stop or delete this object), with `recheck_at`, when time alone next changes the answer;
 //! - here, its manifest builder (`manifest`), what it watches in a namespace (`tracker.rs` in
-//!   the kind's module, implementing `kind::Watches`), its settler (the one writer, carrying
-//!   out the mapping's actions on watch events and at `recheck_at`, and keeping each ended
-//!   job's outcome record: `container/settler.rs`, or the one of `evaluating.rs`), and its
-//!   `Kind` implementation: how its objects are found, read, listed and mapped.
+//!   the kind's module, implementing `kind::Watches`), and its `Kind` and
+//!   `evaluating::Evaluates` implementations: how its objects are found, read and listed,
+//!   what its mapping reads besides its object, and how its actions are carried out.
 //!
-//! Everything else is written once over the trait: create-or-adopt, annotate and delete
+//! Everything else is written once over the traits: the status query, the lookup on a cache
+//! miss, the evaluation loop and the settler of each watched namespace, the one writer that
+//! carries out the mapping's actions on watch events and at `recheck_at` and keeps each ended
+//! job's outcome record (`evaluating.rs`); create-or-adopt, annotate and delete
 //! (`objects.rs`); cancel, wait, tail, follow, list and sweep (`protocol.rs`); the table of
 //! watched namespaces and last answers (`tracker::Namespaces`); the final answer of a job that
 //! ended (`Kind::final_answer`, from the outcome records of `records.rs`); health. The
@@ -24,20 +26,17 @@
 //!
 //! ## Adding a kind
 //!
+//! The bare pod (`pod/`, and `pod` in `kubeferry-core`) is the smallest kind: follow it.
+//!
 //! 1. `kubeferry-core`: its job file section (`spec`), its views and its mapping, returning
 //!    `Mapped<YourAction>`;
-//! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches), and
-//!    `impl Kind` (how its objects are found: `watch`, `read`, `attempts`, `listed`,
-//!    `managed`, `object_names`, `matching`; and where it differs from the defaults: whether
-//!    the cluster serves it, its watches' health, the part whose log is the job's log). A kind
-//!    whose object is read whole by its mapping (as SparkApplications, JobSets and bare pods
-//!    are; `pod/` is the smallest) implements `evaluating::Evaluates` (what its mapping
-//!    reads besides the object, the mapping, and how to carry out its actions when they ask
-//!    more than the shared `RecordOutcomeAndDelete`) and gets `kind::Answers` (the status
-//!    query and a listed job's status, the lookup on a cache miss, the evaluation loop, the
-//!    record-then-delete, the outcome record and its namespaces' settlers, the jobs counted by
-//!    state) from `evaluating.rs`; container Jobs implement `Answers` themselves over their own
-//!    settler (`container/settler.rs`), their rules being the Job controller's;
+//! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches, and
+//!    `evaluating::EvaluatedWatch`), `impl Kind` (how its objects are found: `watch`, `read`,
+//!    `attempts`, `listed`, `managed`, `object_names`, `matching`; and where it differs from
+//!    the defaults: whether the cluster serves it, its watches' health, the part whose log is
+//!    the job's log) and `impl Evaluates` (its views, what its mapping reads besides the
+//!    object, the mapping, and how to carry out its actions when they ask more than the
+//!    shared `RecordOutcomeAndDelete`); it then gets `kind::Answers` from `evaluating.rs`;
 //! 3. its entry in the table of kinds (`kinds::Kinds`: a field, an arm of `get`, an arm of
 //!    each of the submission's matches on the job file's kind), its permissions in `rbac`,
 //!    and its `JobKind`.

@@ -1,7 +1,7 @@
-//! Container jobs (`batch/v1` Jobs): submit, status, wait, cancel, logs, list and sweep.
+//! Container jobs (`batch/v1` Jobs): a Job and its pods, mapped by [`container_status`] and
+//! settled by the namespace's settler (`crate::evaluating`), like every kind.
 
-mod inbox;
-mod settler;
+mod acting;
 pub mod tracker;
 
 use std::collections::BTreeMap;
@@ -19,22 +19,25 @@ use kubeferry_core::container::{
     oldest_attempt_first,
 };
 use kubeferry_core::marks::{MANAGED_SELECTOR, object_name};
+use kubeferry_core::observation::Mapped;
 use kubeferry_core::spec::ContainerJobSpec;
-use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
-use tracing::{debug, warn};
+use kubeferry_core::timeline;
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
+use tracing::debug;
 
 use crate::cluster::{Cluster, Op};
-use crate::error::{ALL_NAMESPACES, Error, Result};
+use crate::error::{ALL_NAMESPACES, Result};
+use crate::evaluating::{Acted, EvaluatedWatch, Evaluates, Evaluating};
 use crate::executor::Placement;
-use crate::kind::{Answers, Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
+use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
 use crate::replies::{DryRun, Submission};
 use crate::settling::while_deciding;
-use crate::tracker::{Namespaces, Recent, ReflectorSettings};
-use inbox::SettlerContext;
-use tracker::{NamespaceWatch, WatchStarter};
+use crate::tracker::{Recent, ReflectorSettings};
+use acting::JobAction;
+use tracker::NamespaceWatch;
 
 const JOBS: &str = "jobs.batch";
 const PODS: &str = "pods";
@@ -78,14 +81,18 @@ impl Default for ContainerSettings {
 
 /// The container job backend of one cluster.
 pub struct ContainerJobs {
-    /// The cluster, each watched namespace's watches and settler and the last answers, and the
-    /// outcome records.
+    /// The cluster, each watched namespace's watches and the last answers, and the outcome
+    /// records.
     base: KindBase<NamespaceWatch>,
     settings: ContainerSettings,
-    starter: WatchStarter,
+    /// Each watched namespace's settler, and what the evaluations saw.
+    evaluating: Evaluating<ContainerJobs>,
     /// The Jobs this process creates or created lately (`namespace/name`).
     submitted: Recent,
 }
+
+/// What is known of a job: its Job, and its pods.
+pub(crate) type Found = crate::evaluating::Found<JobView, Vec<PodView>>;
 
 impl ContainerJobs {
     /// A backend for `cluster`, keeping its jobs' outcomes in `records`.
@@ -93,31 +100,18 @@ impl ContainerJobs {
         cluster: Cluster,
         settings: ContainerSettings,
         records: Arc<Records>,
-    ) -> Self {
-        let namespaces = Namespaces::default();
-        let starter = WatchStarter {
-            settings: settings.reflector.clone(),
-            settler: SettlerContext {
-                cluster: cluster.clone(),
-                mapping: settings.mapping.clone(),
-                refusal_freshness: settings.refusal_freshness,
-                retry_interval: settings.recheck_interval,
-                janitor_interval: settings.janitor_interval,
-                reported: namespaces.reported(),
-                records: records.clone(),
-            },
-            start_settler: settler::start,
-        };
-        Self {
-            base: KindBase {
-                cluster,
-                namespaces,
-                records,
-            },
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            evaluating: Evaluating::new(
+                me.clone(),
+                settings.sync_timeout,
+                settings.recheck_interval,
+                settings.reflector.absent_ttl,
+            ),
+            base: KindBase::new(cluster, records),
             settings,
-            starter,
             submitted: Recent::new(10_000),
-        }
+        })
     }
 
     /// The watches of `namespace`, if they are started.
@@ -128,8 +122,27 @@ impl ContainerJobs {
     /// The watches of `namespace` and its settler, started if this is the first question
     /// about it.
     pub fn watch(&self, namespace: &str) -> Arc<NamespaceWatch> {
+        let watch = self.started_watches(namespace);
+        self.evaluating.start(namespace, &watch);
+        watch
+    }
+
+    /// The watches of `namespace`, started (with the sweep of stopped Jobs past their TTL)
+    /// if they are not yet.
+    fn started_watches(&self, namespace: &str) -> Arc<NamespaceWatch> {
         self.base.watches(namespace, || {
-            NamespaceWatch::start(namespace, &self.starter)
+            let watch = Arc::new(NamespaceWatch::start(
+                &self.base.cluster,
+                namespace,
+                &self.settings.reflector,
+            ));
+            tokio::spawn(acting::delete_expired_every(
+                Arc::downgrade(&watch),
+                self.objects(namespace),
+                self.base.cluster.clone(),
+                self.settings.janitor_interval,
+            ));
+            watch
         })
     }
 
@@ -207,106 +220,23 @@ impl ContainerJobs {
             .await
     }
 
-    /// The job's status, from the watch cache (one GET on a miss).
-    pub async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
-        // One instant for the whole answer: whether the cache would report an outcome and the
-        // answer itself must agree, or a grace running out in between would let the cache's
-        // stale pods decide it.
-        let now = Timestamp::now();
-        let watch = self.watch(&id.namespace);
-        let synced = watch.wait_synced(self.settings.sync_timeout).await;
-        if let Some(answer) = self.final_answer(id, false).await {
-            return Ok(answer);
-        }
-        watch.check_permitted(&id.namespace)?;
-        let found = match self.cached(&watch, id) {
-            Some(cached) if watch.is_current() || !self.would_end(id, &cached, now) => Some(cached),
-            // A watch that failed is catching up (a relist after 410 Gone, a reconnect): the
-            // cache may hold a Job's verdict and not yet its pods, and an outcome, once
-            // reported, is final. It is read from the server itself, once per job that ends
-            // meanwhile; should the Job be gone by then, what the cache holds is all there is.
-            Some(cached) => {
-                debug!(message = "cache catching up; reading the job", id = %id);
-                self.fetch(&watch, id).await?.or(Some(cached))
-            }
-            // A Job this process creates or created a moment ago: the watch delivers it
-            // shortly (an event stream may ask before the create's answer is even back). Not
-            // one created longer ago: it may be gone, and waiting would only delay the answer.
-            None if watch.is_current()
-                && self.submitted.contains_within(
-                    &format!("{}/{}", id.namespace, id.name),
-                    self.settings.sync_timeout,
-                )
-                && watch
-                    .wait_for_job(&id.name, self.settings.sync_timeout)
-                    .await =>
-            {
-                self.cached(&watch, id)
-            }
-            // The server said a moment ago it has no such Job, and the watch, current since,
-            // has not delivered one.
-            None if watch.is_current()
-                && self.base.namespaces.absent_lately(
-                    &id.namespace,
-                    &id.name,
-                    self.settings.reflector.absent_ttl,
-                ) =>
-            {
-                None
-            }
-            // A miss: a Job created a moment ago (perhaps by another replica) that the watch
-            // has not delivered yet, or a watch that has not synced. One GET settles whether
-            // it exists. A current watch then delivers it, with its pods, shortly: the answer
-            // is the cache's, for pods read now and the watch's older copies of them would
-            // take a started job back to queued in the next answer.
+    /// What the namespace's watches know of a Job, if they saw it.
+    fn cached(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Option<Found> {
+        let observed = match watch.jobs.get(&id.name) {
+            Some(entry) => Seen::Present(entry.view),
             None => {
-                debug!(message = "cache miss", id = %id, synced);
-                let current = watch.is_current();
-                let Some(job) = self.get_job(id).await? else {
-                    if current {
-                        self.base.namespaces.note_absent(&id.namespace, &id.name);
-                    }
-                    return match self.recorded_gone(id).await {
-                        Some(recorded) => Ok(recorded),
-                        None => Err(self.no_such_job(id, &watch)),
-                    };
-                };
-                match current
-                    && watch
-                        .wait_for_job(&id.name, self.settings.sync_timeout)
-                        .await
-                {
-                    true => self.cached(&watch, id),
-                    false => {
-                        let pods = self.fresh_pods(&watch, &id.namespace, &id.name).await?;
-                        Some((Seen::Present(JobView::from(&job)), pods))
-                    }
+                let tombstone = watch.jobs.tombstone(&id.name)?;
+                Seen::Vanished {
+                    last: tombstone.last,
+                    final_state: tombstone.departure == crate::tracker::Departure::Deleted,
                 }
             }
         };
-        let Some((observed, pods)) = found else {
-            return match self.recorded_gone(id).await {
-                Some(recorded) => Ok(recorded),
-                None => Err(self.no_such_job(id, &watch)),
-            };
-        };
-        self.evaluate(id, &observed, &pods, now).await
-    }
-
-    /// What the namespace's watches know of a Job, if they saw it.
-    fn cached(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Option<(Seen, Vec<PodView>)> {
-        if let Some(entry) = watch.jobs.get(&id.name) {
-            return Some((Seen::Present(entry.view), watch.pods_of(&id.name)));
-        }
-        let tombstone = watch.jobs.tombstone(&id.name)?;
-        let final_state = tombstone.departure == crate::tracker::Departure::Deleted;
-        Some((
-            Seen::Vanished {
-                last: tombstone.last,
-                final_state,
-            },
-            watch.pods_of(&id.name),
-        ))
+        Some(Found {
+            observed,
+            parts: watch.pods_of(&id.name),
+            listed: false,
+        })
     }
 
     /// The Job with the Job controller's refusal to create a pod for it, while it has none
@@ -332,13 +262,8 @@ impl ContainerJobs {
     }
 
     /// Whether a Job still present in the cache would be reported ended for the first time.
-    fn would_end(
-        &self,
-        id: &ExecutionId,
-        (observed, pods): &(Seen, Vec<PodView>),
-        now: Timestamp,
-    ) -> bool {
-        let Seen::Present(_) = observed else {
+    fn would_end(&self, id: &ExecutionId, found: &Found) -> bool {
+        let Seen::Present(_) = &found.observed else {
             // A Job's final state, as a DELETED event brought it, is as fresh as it gets.
             return false;
         };
@@ -347,9 +272,9 @@ impl ContainerJobs {
             return false;
         }
         container_status(
-            &observed.as_observation(),
-            pods,
-            now,
+            &found.observed.as_observation(),
+            &found.parts,
+            Timestamp::now(),
             &self.settings.mapping,
             previous.as_ref(),
         )
@@ -357,16 +282,16 @@ impl ContainerJobs {
     }
 
     /// A Job and its pods read from the API server; `None` when there is no such Job.
-    async fn fetch(
-        &self,
-        watch: &NamespaceWatch,
-        id: &ExecutionId,
-    ) -> Result<Option<(Seen, Vec<PodView>)>> {
+    async fn fetch(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Result<Option<Found>> {
         let Some(job) = self.get_job(id).await? else {
             return Ok(None);
         };
         let pods = self.fresh_pods(watch, &id.namespace, &id.name).await?;
-        Ok(Some((Seen::Present(JobView::from(&job)), pods)))
+        Ok(Some(Found {
+            observed: Seen::Present(JobView::from(&job)),
+            parts: pods,
+            listed: true,
+        }))
     }
 
     /// The Job read from the API server; `None` when there is no such Job.
@@ -393,121 +318,6 @@ impl ContainerJobs {
 
     async fn list_pods(&self, namespace: &str, job: &str) -> Result<Vec<PodView>> {
         tracker::listed_pods(&self.base.cluster, namespace, job, None).await
-    }
-
-    fn no_such_job(&self, id: &ExecutionId, watch: &NamespaceWatch) -> Error {
-        let hint = if watch.jobs.tombstone(&id.name).is_some() {
-            " (it was deleted: cancelled through another replica, or removed by someone else)"
-        } else {
-            " (never created on this cluster, or already removed: cancelled, deleted, or expired after ttlAfterFinished)"
-        };
-        Error::NoSuchJob {
-            id: id.clone(),
-            hint: hint.to_string(),
-        }
-    }
-
-    /// Maps an observation and remembers the answer, logging a warning the first time it
-    /// appears for the job. Writes nothing: an outcome kubeferry decides (a grace period run
-    /// out) is recorded on the Job and the job stopped by the namespace's settler, normally at
-    /// the deadline itself; a question that finds it due first has the settler do it now and
-    /// answers once it is done, so that no replica reports an outcome not on the Job yet.
-    async fn evaluate(
-        &self,
-        id: &ExecutionId,
-        observed: &Seen,
-        pods: &[PodView],
-        now: Timestamp,
-    ) -> Result<ExecutionInfo> {
-        let previous = self.base.namespaces.last_reported(&id.namespace, &id.name);
-        let version = observed.present_version();
-        // A watch cache lagging a fresh read: its older copy tells nothing new. What was
-        // reported from the newer one is read now, not taken from `previous`: another answer
-        // (a wait's) may have been given from a newer copy since, and may be terminal.
-        if let Some(current) =
-            self.base
-                .namespaces
-                .reported_from_newer(&id.namespace, &id.name, version)
-        {
-            return Ok(current);
-        }
-        let enriched = self.with_refusal(id, observed, pods, now);
-        let observed = enriched.as_ref().unwrap_or(observed);
-        let Some(mapped) = container_status(
-            &observed.as_observation(),
-            pods,
-            now,
-            &self.settings.mapping,
-            previous.as_ref(),
-        ) else {
-            return Err(Error::NoSuchJob {
-                id: id.clone(),
-                hint: " (it is gone and what became of it is unknown: if it was being cancelled, it was cancelled)".into(),
-            });
-        };
-        let must_record = mapped.must_record();
-        let standing = self
-            .standing(
-                id,
-                mapped.info,
-                previous.as_ref(),
-                observed.undeleted(),
-                observed.present_meta(),
-            )
-            .await;
-        let (mut info, unrecorded) = standing.into_parts();
-        // An outcome not recorded yet is the settler's to record first, the Job present or
-        // gone: another process may have recorded another outcome for it first (a cancel
-        // through another replica), which this one's watch of records has yet to deliver.
-        if unrecorded || (must_record && matches!(observed, Seen::Present(_))) {
-            let watch = self.watch(&id.namespace);
-            // Bounded: a settler held up by a slow API server must not hold the question too.
-            let settled = tokio::time::timeout(
-                self.settings.sync_timeout,
-                watch.settler.settle_now(observed.clone(), pods.to_vec()),
-            )
-            .await;
-            let present = matches!(observed, Seen::Present(_));
-            let meta = observed.present_meta().cloned();
-            if let Some(recorded) = self.final_answer_seeing(id, present, meta).await {
-                return Ok(recorded);
-            }
-            // Until the outcome is recorded, other replicas may still see the job go on:
-            // report what was known before rather than an outcome no one else would report.
-            match settled {
-                Ok(Some(Err(error))) => {
-                    info.message = format!("{}; not recorded yet: {error}", info.message);
-                }
-                Err(_) => {
-                    info.message = format!(
-                        "{}; not recorded yet: the namespace's settler is still busy",
-                        info.message
-                    );
-                }
-                Ok(_) => {}
-            }
-            // The copy of the record the object carries was recorded (the record deleted by
-            // hand since, which the settler writes again): it stands meanwhile.
-            let kept = observed.view().kept_outcome.clone();
-            info = kept
-                .or_else(|| previous.clone())
-                .unwrap_or_else(|| while_deciding(observed.view(), &info));
-        }
-        let warning = mapped.warning.as_deref();
-        if self
-            .base
-            .namespaces
-            .remember(&id.namespace, &id.name, &info, warning, version)
-            && let Some(warning) = warning
-        {
-            warn!(message = "unreadable status", id = %id, %warning);
-        }
-        // What stands: an answer computed at the same time from a newer copy wins.
-        Ok(self
-            .base
-            .namespaces
-            .last_reported(&id.namespace, &id.name)
-            .unwrap_or(info))
     }
 
     /// Cancels, deciding the first time from `seen`, a copy of the Job read earlier, when one
@@ -548,7 +358,7 @@ impl ContainerJobs {
         &self,
         namespace: Option<&str>,
         selector: &str,
-    ) -> Result<Vec<Listed<(JobView, Vec<PodView>)>>> {
+    ) -> Result<Vec<Listed<Found>>> {
         let params = ListParams::default().labels(selector);
         let client = self.base.cluster.client().clone();
         let (jobs_api, pods_api): (Api<Job>, Api<Pod>) = match namespace {
@@ -598,7 +408,11 @@ impl ContainerJobs {
                         .last()
                         .map(|pod| (pod.name.clone(), pod.node_name.clone())),
                     attempts: pods.len(),
-                    found: (view, pods),
+                    found: Found {
+                        observed: Seen::Present(view),
+                        parts: pods,
+                        listed: true,
+                    },
                 }
             })
             .collect())
@@ -607,36 +421,30 @@ impl ContainerJobs {
 
 pub use crate::selector::SelectorEvent;
 
-impl ContainerJobs {}
-
 impl ContainerJobs {
     /// A Job as read from the server, with the status it shows given its pods as the server
     /// lists them now (and the final states of deleted ones the watch still knows).
     async fn current(&self, id: &ExecutionId, job: Job) -> Result<Current<Job>> {
-        let view = JobView::from(&job);
-        let ended = view.counts_ended();
         let watch = self.watch(&id.namespace);
         let (pods, fresh) = match self.fresh_pods(&watch, &id.namespace, &id.name).await {
             Ok(pods) => (pods, true),
             Err(_) => (watch.pods_of(&id.name), false),
         };
-        let status = self
-            .evaluate(id, &Seen::Present(view), &pods, Timestamp::now())
-            .await?;
-        Ok(Current {
-            objects: self.objects(&id.namespace),
-            meta: job.metadata,
-            status,
-            fresh,
-            ended,
-        })
+        let found = Found {
+            observed: Seen::Present(JobView::from(&job)),
+            parts: pods,
+            listed: fresh,
+        };
+        let objects = self.objects(&id.namespace);
+        self.read_now(id, (objects, job.metadata), found, fresh)
+            .await
     }
 }
 
 impl Kind for ContainerJobs {
     type Object = Job;
     type Watches = NamespaceWatch;
-    type Found = (JobView, Vec<PodView>);
+    type Found = Found;
 
     const JOB_KIND: JobKind = JobKind::Job;
     const NOUN: &'static str = "Job";
@@ -645,6 +453,7 @@ impl Kind for ContainerJobs {
         &self.base
     }
 
+    /// The watches of `namespace`, started (with its settler) if they are not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<NamespaceWatch>> {
         Ok(ContainerJobs::watch(self, namespace))
     }
@@ -672,11 +481,7 @@ impl Kind for ContainerJobs {
             .collect())
     }
 
-    async fn listed(
-        &self,
-        namespace: Option<&str>,
-        selector: &str,
-    ) -> Result<Vec<Listed<(JobView, Vec<PodView>)>>> {
+    async fn listed(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<Listed<Found>>> {
         self.listed_jobs(namespace, selector).await
     }
 
@@ -737,43 +542,207 @@ impl Kind for ContainerJobs {
     }
 }
 
-impl Answers for ContainerJobs {
-    fn recheck_interval(&self) -> Duration {
-        self.settings.recheck_interval
+impl Evaluates for ContainerJobs {
+    type View = JobView;
+    type Parts = Vec<PodView>;
+    type Action = JobAction;
+
+    fn evaluating(&self) -> &Evaluating<Self> {
+        &self.evaluating
     }
 
-    async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
-        ContainerJobs::status(self, id).await
+    async fn observed(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Option<Found> {
+        self.cached(watch, id)
     }
 
-    async fn status_of(
+    /// A refused watch is an error, not a stale cache. A watch catching up (a relist after
+    /// 410 Gone, a reconnect) may hold a Job's verdict and not yet its pods, and an outcome,
+    /// once reported, is final: it is read from the server itself, once per job that ends
+    /// meanwhile; should the Job be gone by then, what the cache holds is all there is.
+    async fn complete(
+        &self,
+        watch: &NamespaceWatch,
+        id: &ExecutionId,
+        found: Found,
+    ) -> Result<Found> {
+        watch.check_permitted(&id.namespace)?;
+        if watch.is_current() || !self.would_end(id, &found) {
+            return Ok(found);
+        }
+        debug!(message = "cache catching up; reading the job", id = %id);
+        Ok(self.fetch(watch, id).await?.unwrap_or(found))
+    }
+
+    /// A Job this process creates or created a moment ago is waited for on the watch (an
+    /// event stream may ask before the create's answer is even back); not one created longer
+    /// ago: it may be gone, and waiting would only delay the answer. Otherwise one GET settles
+    /// whether it exists, and a current watch then delivers it with its pods shortly: the
+    /// answer is the cache's, for pods read now and the watch's older copies of them would
+    /// take a started job back to queued in the next answer.
+    async fn fetched(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Result<Option<Found>> {
+        watch.check_permitted(&id.namespace)?;
+        let wait = self.settings.sync_timeout;
+        if watch.is_current()
+            && self
+                .submitted
+                .contains_within(&format!("{}/{}", id.namespace, id.name), wait)
+            && watch.wait_for_job(&id.name, wait).await
+        {
+            return Ok(self.cached(watch, id));
+        }
+        let Some(job) = self.get_job(id).await? else {
+            return Ok(None);
+        };
+        if watch.is_current() && watch.wait_for_job(&id.name, wait).await {
+            return Ok(self.cached(watch, id));
+        }
+        let pods = self.fresh_pods(watch, &id.namespace, &id.name).await?;
+        Ok(Some(Found {
+            observed: Seen::Present(JobView::from(&job)),
+            parts: pods,
+            listed: true,
+        }))
+    }
+
+    /// The container mapping, the Job enriched with the Job controller's refusal to create a
+    /// pod; the action it asks for, and the outcomes worth writing on the Job.
+    fn map(
         &self,
         id: &ExecutionId,
-        (job, pods): (JobView, Vec<PodView>),
-    ) -> Result<ExecutionInfo> {
-        // The record judged by the copy the list found, newer than a watch's, if there is one.
-        let meta = Some(job.meta.clone());
-        if let Some(answer) = self.final_answer_seeing(id, true, meta).await {
-            return Ok(answer);
-        }
-        self.evaluate(id, &Seen::Present(job), &pods, Timestamp::now())
-            .await
+        observed: &Seen,
+        pods: &Vec<PodView>,
+        previous: Option<&ExecutionInfo>,
+    ) -> Option<Mapped<JobAction>> {
+        let now = Timestamp::now();
+        let enriched = self.with_refusal(id, observed, pods, now);
+        let observed = enriched.as_ref().unwrap_or(observed);
+        let mapped = container_status(
+            &observed.as_observation(),
+            pods,
+            now,
+            &self.settings.mapping,
+            previous,
+        )?;
+        let must_record = mapped.must_record();
+        let Mapped {
+            info,
+            warning,
+            recheck_at,
+            ..
+        } = mapped;
+        let action = match observed {
+            Seen::Vanished { .. } => None,
+            Seen::Present(job) if must_record && job.queue_name.is_some() => {
+                Some(JobAction::RecordAndLeaveQueue(info.clone()))
+            }
+            Seen::Present(_) if must_record => Some(JobAction::RecordAndStop(info.clone())),
+            Seen::Present(job) if acting::stopped_in_a_queue(job) => {
+                Some(JobAction::DeleteFromQueue(info.clone()))
+            }
+            Seen::Present(job)
+                if info.is_terminal() && self.worth_recording(job, pods, &info, now) =>
+            {
+                Some(JobAction::Record(info.clone()))
+            }
+            Seen::Present(_) => None,
+        };
+        // Until the settler wrote it, an outcome is not the answer: where the job stood.
+        let info = match &action {
+            Some(JobAction::DeleteFromQueue(_)) | None => info,
+            Some(_) if previous.is_some_and(ExecutionInfo::is_terminal) => info,
+            Some(_) => while_deciding(observed.view(), &info),
+        };
+        Some(Mapped {
+            info,
+            warning,
+            action,
+            recheck_at,
+        })
     }
 
-    fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        self.base
-            .namespaces
-            .watched()
+    /// The pods as the API server lists them, before a verdict the Job reached without an
+    /// exit code is first reported while an attempt still shows unfinished: the pods' watch
+    /// may lag the Job's by a moment, and the listed pods tell the container's end if it had
+    /// one.
+    async fn relisted(
+        &self,
+        id: &ExecutionId,
+        job: &JobView,
+        pods: &Vec<PodView>,
+        mapped: &Mapped<JobAction>,
+    ) -> Option<Vec<PodView>> {
+        let verdict = mapped.action.is_none() && mapped.info.is_terminal();
+        if !verdict || mapped.info.exit_code.is_some() || !acting::pods_may_lag(job, pods) {
+            return None;
+        }
+        let watch = self.existing(&id.namespace);
+        tracker::listed_pods(
+            &self.base.cluster,
+            &id.namespace,
+            &id.name,
+            watch.as_deref(),
+        )
+        .await
+        .ok()
+    }
+
+    async fn act(&self, id: &ExecutionId, job: &JobView, action: &JobAction) -> Acted<JobView> {
+        self.act_on(id, job, action).await
+    }
+
+    async fn finish_abandoned_cancel(
+        &self,
+        _id: &ExecutionId,
+        job: &JobView,
+        _pods: &Vec<PodView>,
+        _info: &ExecutionInfo,
+    ) -> Option<Timestamp> {
+        self.finish_cancel_of_running(job).await
+    }
+
+    fn objects_of(&self, job: &JobView) -> Objects<Job> {
+        self.objects(&job.namespace)
+    }
+
+    fn view_of(&self, _like: &JobView, job: &Job) -> JobView {
+        JobView::from(job)
+    }
+
+    fn attempts_in(&self, _job: &JobView, pods: &Vec<PodView>) -> Vec<timeline::Attempt> {
+        timeline::attempts_of(pods)
+    }
+
+    fn log_container(&self, _pods: &Vec<PodView>, _pod: &str) -> Option<String> {
+        Some(MAIN_CONTAINER.to_string())
+    }
+
+    /// The Job counts its work ended, its verdict perhaps not in yet.
+    fn work_ended(&self, job: &JobView, _pods: &Vec<PodView>) -> bool {
+        job.counts_ended()
+    }
+}
+
+impl EvaluatedWatch for NamespaceWatch {
+    fn names(&self) -> Vec<String> {
+        self.jobs
+            .all()
             .into_iter()
-            .flat_map(|(namespace, watch)| {
-                watch
-                    .settler
-                    .states
-                    .counts()
-                    .into_iter()
-                    .map(move |(state, count)| (namespace.clone(), state, count))
-            })
+            .map(|entry| entry.name)
             .collect()
+    }
+
+    async fn wait_synced(&self, timeout: Duration) -> bool {
+        NamespaceWatch::wait_synced(self, timeout).await
+    }
+
+    fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
+        None
+    }
+
+    /// Nothing is decided from Jobs and pods while their watches catch up: their cache may
+    /// lack pods or hold stale ones.
+    fn settling(&self) -> bool {
+        self.is_current()
     }
 }
 

@@ -8,19 +8,20 @@ use kube::api::Api;
 use kubeferry_core::marks::{CANCEL_ANNOTATION, RECORD_FINALIZER};
 use kubeferry_core::spec::{self, JobSpec, Params};
 use kubeferry_core::{JobState, Reason};
-use kubeferry_sim::{SimCluster, SimConfig};
+use kubeferry_sim::{FaultAction, FaultRule, SimCluster, SimConfig};
 
 use super::*;
 use crate::CancelOutcome;
+use crate::kind::Answers;
 use crate::testing::{connect, eventually};
 
-async fn backend(sim: &SimCluster) -> ContainerJobs {
+async fn backend(sim: &SimCluster) -> Arc<ContainerJobs> {
     backend_rechecking(sim, Duration::from_millis(20)).await
 }
 
 /// [`backend`], its settlers looking again (and stepping in for a cancel left unfinished)
 /// after `recheck_interval`.
-async fn backend_rechecking(sim: &SimCluster, recheck_interval: Duration) -> ContainerJobs {
+async fn backend_rechecking(sim: &SimCluster, recheck_interval: Duration) -> Arc<ContainerJobs> {
     backend_with(
         sim,
         ContainerSettings {
@@ -32,7 +33,7 @@ async fn backend_rechecking(sim: &SimCluster, recheck_interval: Duration) -> Con
 }
 
 /// A backend with `settings`.
-async fn backend_with(sim: &SimCluster, settings: ContainerSettings) -> ContainerJobs {
+async fn backend_with(sim: &SimCluster, settings: ContainerSettings) -> Arc<ContainerJobs> {
     let cluster = connect(sim).await;
     let records = crate::records::Records::new(
         cluster.clone(),
@@ -166,10 +167,19 @@ async fn a_job_that_ends_between_the_read_and_the_mark_keeps_its_outcome() {
     .await;
     let patches = sim.request_count("patch", "jobs.batch");
 
-    let outcome = jobs
+    // The cancel comes through a replica that has not seen the end: its watch of Jobs has not
+    // listed yet (this one's settler answered the end from a newer copy, and would know).
+    let unlisted = sim.add_fault(
+        FaultRule::new(FaultAction::Hold)
+            .verbs(&["list"])
+            .resources(&["jobs.batch"]),
+    );
+    let other = backend(&sim).await;
+    let outcome = other
         .cancel_from(&id, Some(stale))
         .await
         .expect("cancel answers");
+    sim.remove_fault(unlisted);
     let _ = std::fs::remove_file(&gate);
     // The mark was tried on the copy it read, refused (409), and the re-read found the outcome.
     assert_eq!(sim.request_count("patch", "jobs.batch"), patches + 1);
@@ -205,7 +215,7 @@ async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled()
     // ...and the cancel's read before its mark did not see that end either (its pods came from
     // a cache that had not seen it): the mark goes on the Job as it is now.
     let seen = read_as(&jobs, &id, running, false, false).await;
-    crate::protocol::cancel_from(&jobs, &id, Some(seen), "a test")
+    crate::protocol::cancel_from(&*jobs, &id, Some(seen), "a test")
         .await
         .expect("cancel answers");
 
@@ -248,7 +258,7 @@ async fn a_cancel_that_finds_the_work_ended_by_the_jobs_counts_deletes_nothing()
             .times(1),
     );
     sim.reset_counters();
-    let answer = crate::protocol::cancel_from(&jobs, &id, Some(seen), "a test")
+    let answer = crate::protocol::cancel_from(&*jobs, &id, Some(seen), "a test")
         .await
         .expect("cancel answers");
     let CancelOutcome::Requested(info) = answer else {
@@ -302,7 +312,7 @@ async fn a_cancels_record_gives_way_to_the_jobs_own_end_reached_before_its_delet
 
     // This replica's cancel reads the Job, whose own verdict is in, reached before any
     // delete: it stands (docs/statuses.md, rule 1), and the cancel's record gives way to it.
-    let outcome = crate::protocol::cancel(&jobs, &id, "a test")
+    let outcome = crate::protocol::cancel(&*jobs, &id, "a test")
         .await
         .expect("cancel answers");
     let CancelOutcome::AlreadyEnded(info) = outcome else {
@@ -561,27 +571,6 @@ fn an_outcome_being_decided_is_answered_as_where_the_job_stood() {
     assert_eq!(answer(&plain, &failed).0, JobState::Queued);
 }
 
-/// Starts a namespace's settler only once its watches have listed, subscribing to their changes
-/// then: as when the first list is delivered before the changes are subscribed to.
-fn settler_after_the_first_list(
-    inbox: inbox::Inbox,
-    namespace: &str,
-    context: inbox::SettlerContext,
-    watch: std::sync::Weak<NamespaceWatch>,
-    _subscribed_before: Vec<tokio::sync::broadcast::Receiver<String>>,
-) {
-    let namespace = namespace.to_string();
-    tokio::spawn(async move {
-        let Some(listed) = watch.upgrade() else {
-            return;
-        };
-        listed.wait_synced(Duration::from_secs(10)).await;
-        let changes = listed.subscribe();
-        drop(listed);
-        settler::start(inbox, &namespace, context, watch, changes);
-    });
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_listed_before_its_settler_subscribed_is_still_let_go() {
     let sim = SimCluster::start(SimConfig::for_tests()).await.unwrap();
@@ -591,7 +580,7 @@ async fn a_job_listed_before_its_settler_subscribed_is_still_let_go() {
         let first = backend(&sim).await;
         let (id, gate) = gated_job(&first, "listed", 0).await;
         sim.stall_watches(Duration::from_millis(500));
-        let answer = crate::protocol::cancel_from(&first, &id, None, "a test")
+        let answer = crate::protocol::cancel_from(&*first, &id, None, "a test")
             .await
             .expect("cancel answers");
         assert!(matches!(answer, CancelOutcome::Requested(_)), "{answer:?}");
@@ -613,9 +602,10 @@ async fn a_job_listed_before_its_settler_subscribed_is_still_let_go() {
     .await;
     // The next process's settler subscribes after the watches listed the Job: it still
     // settles it once, and lets it go.
-    let mut next = backend(&sim).await;
-    next.starter.start_settler = settler_after_the_first_list;
-    let _watch = next.watch(&id.namespace);
+    let next = backend(&sim).await;
+    let watch = next.started_watches(&id.namespace);
+    assert!(watch.wait_synced(Duration::from_secs(10)).await);
+    next.evaluating.start(&id.namespace, &watch);
     eventually("the Job let go", || held().is_none().then_some(())).await;
     let _ = std::fs::remove_file(gate);
 }

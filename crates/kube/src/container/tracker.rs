@@ -1,7 +1,6 @@
 //! One watch of managed Jobs, one of their pods and one of the Job controller's refusals to
 //! create pods per namespace, shared by every query.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -13,7 +12,6 @@ use kubeferry_core::container::{JobView, PodView};
 use kubeferry_core::marks::MANAGED_SELECTOR;
 use tokio::sync::broadcast;
 
-use super::inbox::{self, Inbox, Settler, SettlerContext};
 use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
 use crate::kind::Watches;
@@ -36,8 +34,6 @@ pub struct NamespaceWatch {
     /// The Job controller's `FailedCreate` events, by name, indexed by their Job's name. Only
     /// enriches messages: a refused watch of events (a Role without them) changes nothing else.
     pub refusals: Reflector<RefusalView>,
-    /// The one writer of the namespace's jobs.
-    pub(crate) settler: Settler,
 }
 
 /// A `FailedCreate` event of a Job: the Job controller was refused a pod.
@@ -293,28 +289,14 @@ pub(crate) async fn listed_pods(
     Ok(pods)
 }
 
-/// Starts a namespace's settler over its watches and their notifications (handed in by the
-/// backend, so that the tracker does not import the settler that reads its watches).
-pub(crate) type StartSettler = fn(
-    Inbox,
-    &str,
-    SettlerContext,
-    std::sync::Weak<NamespaceWatch>,
-    Vec<broadcast::Receiver<String>>,
-);
-
-/// What starting a namespace's watches and settler takes.
-pub(crate) struct WatchStarter {
-    pub(crate) settings: ReflectorSettings,
-    pub(crate) settler: SettlerContext,
-    pub(crate) start_settler: StartSettler,
-}
-
 impl NamespaceWatch {
-    /// Starts the watches of `namespace` and its settler.
-    pub(crate) fn start(namespace: &str, starter: &WatchStarter) -> Arc<NamespaceWatch> {
-        let client = starter.settler.cluster.client().clone();
-        let settings = &starter.settings;
+    /// Starts the watches of `namespace`.
+    pub(crate) fn start(
+        cluster: &Cluster,
+        namespace: &str,
+        settings: &ReflectorSettings,
+    ) -> NamespaceWatch {
+        let client = cluster.client().clone();
         let config = watcher::Config::default().labels(MANAGED_SELECTOR);
         let jobs = Reflector::spawn(
             Api::<Job>::namespaced(client.clone(), namespace),
@@ -360,22 +342,11 @@ impl NamespaceWatch {
                 })
             },
         );
-        let changes = vec![jobs.subscribe(), pods.subscribe(), refusals.subscribe()];
-        let (settler, inbox) = inbox::channel();
-        let watch = Arc::new(NamespaceWatch {
+        NamespaceWatch {
             jobs,
             pods,
             refusals,
-            settler,
-        });
-        (starter.start_settler)(
-            inbox,
-            namespace,
-            starter.settler.clone(),
-            Arc::downgrade(&watch),
-            changes,
-        );
-        watch
+        }
     }
 }
 

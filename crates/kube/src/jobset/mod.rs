@@ -634,6 +634,7 @@ impl Evaluates for JobSets {
         id: &ExecutionId,
         view: &JobSetView,
         _children: &Children,
+        _mapped: &Mapped<JobSetAction>,
     ) -> Option<Children> {
         self.list_children(&id.namespace, &view.name).await.ok()
     }

@@ -352,7 +352,13 @@ impl Evaluates for Pods {
     }
 
     /// Nothing besides the pod: a relist tells nothing a read of the pod does not.
-    async fn relisted(&self, _id: &ExecutionId, _view: &BarePodView, _parts: &()) -> Option<()> {
+    async fn relisted(
+        &self,
+        _id: &ExecutionId,
+        _view: &BarePodView,
+        _parts: &(),
+        _mapped: &Mapped<PodAction>,
+    ) -> Option<()> {
         None
     }
 

@@ -808,6 +808,7 @@ impl Evaluates for SparkJobs {
         id: &ExecutionId,
         view: &SparkAppView,
         drivers: &Drivers,
+        _mapped: &Mapped<SparkAction>,
     ) -> Option<Drivers> {
         let listed = self
             .list_drivers(view.operator, &id.namespace, &view.name)

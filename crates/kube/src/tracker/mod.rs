@@ -7,7 +7,7 @@ mod recent;
 mod reflector;
 mod reported;
 
-pub(crate) use namespaces::{Namespaces, lock, reported_key};
+pub(crate) use namespaces::{Namespaces, lock};
 pub(crate) use recent::Recent;
 pub(crate) use reflector::{Departure, Entry, Reflector, refusal_of};
 pub use reflector::{ReflectorSettings, Refusal, WatchHealth};

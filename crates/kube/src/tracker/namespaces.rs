@@ -75,11 +75,6 @@ impl<W> Namespaces<W> {
         self.absent.remove(&reported_key(namespace, name));
     }
 
-    /// The last answers, shared with whoever else answers for the kind (its settlers).
-    pub(crate) fn reported(&self) -> Arc<Mutex<LastReported>> {
-        self.reported.clone()
-    }
-
     /// What was last reported for a job, for the mapping's `previous`.
     pub(crate) fn last_reported(&self, namespace: &str, name: &str) -> Option<ExecutionInfo> {
         lock(&self.reported).get(&reported_key(namespace, name))
