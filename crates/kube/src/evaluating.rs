@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, Result};
-use crate::kind::{Answers, Kind, Seen, Watches};
+use crate::kind::{Answers, Kind, KindBase, Seen, Watches};
 use crate::objects::{Current, Deletion, Objects};
 use crate::records::Reading;
 use crate::settling::{
@@ -131,6 +131,19 @@ impl<K: Evaluates> Evaluating<K> {
         self.settlers.start(&self.me, namespace, watch);
     }
 
+    /// The watches of `namespace` held in `base`, and its settler, each started if it is not
+    /// yet (the watches by `start`).
+    pub(crate) fn watches(
+        &self,
+        base: &KindBase<K::Watches>,
+        namespace: &str,
+        start: impl FnOnce() -> Arc<K::Watches>,
+    ) -> Arc<K::Watches> {
+        let watch = base.watches(namespace, start);
+        self.start(namespace, &watch);
+        watch
+    }
+
     /// How many jobs are in each state, by namespace, as the settlers last mapped them.
     pub(crate) fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
         self.settlers.jobs_by_state()
@@ -194,11 +207,7 @@ impl<K: Evaluates> Answers for K {
 /// A kind whose status query evaluates an observation: what it brings, and everything written
 /// once over it.
 pub(crate) trait Evaluates:
-    Sized
-    + Kind<
-        Watches: EvaluatedWatch,
-        Found = Found<<Self as Evaluates>::View, <Self as Evaluates>::Parts>,
-    >
+    Sized + Kind<Found = Found<<Self as Evaluates>::View, <Self as Evaluates>::Parts>>
 {
     /// The lean view of the kind's object.
     type View: Deref<Target = ManagedMeta> + Clone + Send + Sync + 'static;
@@ -831,26 +840,6 @@ pub(crate) trait Evaluates:
     }
 }
 
-/// What such a kind needs of a namespace's watches.
-pub(crate) trait EvaluatedWatch: Watches {
-    /// Every job whose object the watches hold.
-    fn names(&self) -> Vec<String>;
-
-    /// Waits until the watches have listed once; `false` when `timeout` ran out first.
-    fn wait_synced(&self, timeout: Duration) -> impl Future<Output = bool> + Send;
-
-    /// How many watches notify of changes now, when that can grow (a Spark operator
-    /// discovered later): the settler subscribes again when it does.
-    fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>>;
-
-    /// Whether jobs may be settled from the watches now; while they catch up (a first list,
-    /// a relist after a failure) the settler waits, where the parts they hold may be stale
-    /// and decide nothing. Always, by default.
-    fn settling(&self) -> bool {
-        true
-    }
-}
-
 /// A status query that found an action due: the settler carries it out on the query's
 /// observation and answers with what the query is to report.
 struct Request<F> {
@@ -965,7 +954,7 @@ async fn run<K: Evaluates>(
     let mut subscribed: Option<usize> = None;
     let mut changes: BoxStream<'static, Change> = futures::stream::pending().boxed();
     let mut watched = match watch.upgrade() {
-        Some(watch) => watch.watched(),
+        Some(watch) => watch.watch_count(),
         None => return,
     };
     // Jobs that changed while the watches could not be settled from (`settling`): settled once
@@ -1090,14 +1079,14 @@ async fn run<K: Evaluates>(
 
 /// Counts the job in its state while its object is there (a deleted one's outcome stands, but
 /// it is no longer a job the cluster holds).
-fn count<W: EvaluatedWatch>(states: &JobStates, watch: &Weak<W>, name: &str, info: &ExecutionInfo) {
+fn count<W: Watches>(states: &JobStates, watch: &Weak<W>, name: &str, info: &ExecutionInfo) {
     let present = watch.upgrade().is_some_and(|watch| watch.holds(name));
     states.set(name, present.then_some(info.state));
 }
 
 /// Every job the watches hold, after notifications were missed; the counts forget the jobs
 /// whose removal was among them.
-fn everything<W: EvaluatedWatch + ?Sized>(watch: &W, states: &JobStates) -> Vec<String> {
+fn everything<W: Watches + ?Sized>(watch: &W, states: &JobStates) -> Vec<String> {
     let present = watch.names();
     states.retain(|name| present.iter().any(|n| n == name));
     present

@@ -44,6 +44,25 @@ pub(crate) trait Watches: Send + Sync + 'static {
 
     /// The metadata of the object `name` as the watches hold it, if they hold it.
     fn meta(&self, name: &str) -> Option<ManagedMeta>;
+
+    /// Every job whose object the watches hold.
+    fn names(&self) -> Vec<String>;
+
+    /// Waits until the watches have listed once; `false` when `timeout` ran out first.
+    fn wait_synced(&self, timeout: Duration) -> impl Future<Output = bool> + Send;
+
+    /// How many watches notify of changes now, when that can grow (a Spark operator
+    /// discovered later): the settler subscribes again when it does. `None`: it cannot.
+    fn watch_count(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
+        None
+    }
+
+    /// Whether jobs may be settled from the watches now; while they catch up (a first list,
+    /// a relist after a failure) the settler waits, where the parts they hold may be stale
+    /// and decide nothing. Always, by default.
+    fn settling(&self) -> bool {
+        true
+    }
 }
 
 /// What a reader answers of a job's outcome record, `recorded`, given its object as the

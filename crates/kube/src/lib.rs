@@ -30,8 +30,7 @@
 //!
 //! 1. `kubeferry-core`: its job file section (`spec`), its views and its mapping, returning
 //!    `Mapped<YourAction>`;
-//! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches, and
-//!    `evaluating::EvaluatedWatch`), `impl Kind` (how its objects are found: `watch`, `read`,
+//! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches), `impl Kind` (how its objects are found: `watch`, `read`,
 //!    `attempts`, `listed`, `managed`, `object_names`, `matching`; and where it differs from
 //!    the defaults: whether the cluster serves it, its watches' health, the part whose log is
 //!    the job's log) and `impl Evaluates` (its views, what its mapping reads besides the

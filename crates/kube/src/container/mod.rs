@@ -27,7 +27,7 @@ use tracing::debug;
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Result};
-use crate::evaluating::{Acted, EvaluatedWatch, Evaluates, Evaluating};
+use crate::evaluating::{Acted, Evaluates, Evaluating};
 use crate::executor::Placement;
 use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::job_manifest;
@@ -122,28 +122,25 @@ impl ContainerJobs {
     /// The watches of `namespace` and its settler, started if this is the first question
     /// about it.
     pub fn watch(&self, namespace: &str) -> Arc<NamespaceWatch> {
-        let watch = self.started_watches(namespace);
-        self.evaluating.start(namespace, &watch);
-        watch
+        self.evaluating
+            .watches(&self.base, namespace, || self.started_watches(namespace))
     }
 
-    /// The watches of `namespace`, started (with the sweep of stopped Jobs past their TTL)
-    /// if they are not yet.
+    /// New watches of `namespace`, and beside them the sweep of stopped Jobs past their TTL.
     fn started_watches(&self, namespace: &str) -> Arc<NamespaceWatch> {
-        self.base.watches(namespace, || {
-            let watch = Arc::new(NamespaceWatch::start(
-                &self.base.cluster,
-                namespace,
-                &self.settings.reflector,
-            ));
-            tokio::spawn(acting::delete_expired_every(
-                Arc::downgrade(&watch),
-                self.objects(namespace),
-                self.base.cluster.clone(),
-                self.settings.janitor_interval,
-            ));
-            watch
-        })
+        let cluster = &self.base.cluster;
+        let watch = Arc::new(NamespaceWatch::start(
+            cluster,
+            namespace,
+            &self.settings.reflector,
+        ));
+        tokio::spawn(acting::delete_expired_every(
+            Arc::downgrade(&watch),
+            self.objects(namespace),
+            cluster.clone(),
+            self.settings.janitor_interval,
+        ));
+        watch
     }
 
     fn jobs(&self, namespace: &str) -> Api<Job> {
@@ -719,30 +716,6 @@ impl Evaluates for ContainerJobs {
     /// The Job counts its work ended, its verdict perhaps not in yet.
     fn work_ended(&self, job: &JobView, _pods: &Vec<PodView>) -> bool {
         job.counts_ended()
-    }
-}
-
-impl EvaluatedWatch for NamespaceWatch {
-    fn names(&self) -> Vec<String> {
-        self.jobs
-            .all()
-            .into_iter()
-            .map(|entry| entry.name)
-            .collect()
-    }
-
-    async fn wait_synced(&self, timeout: Duration) -> bool {
-        NamespaceWatch::wait_synced(self, timeout).await
-    }
-
-    fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
-        None
-    }
-
-    /// Nothing is decided from Jobs and pods while their watches catch up: their cache may
-    /// lack pods or hold stale ones.
-    fn settling(&self) -> bool {
-        self.is_current()
     }
 }
 

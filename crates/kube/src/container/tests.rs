@@ -603,7 +603,9 @@ async fn a_job_listed_before_its_settler_subscribed_is_still_let_go() {
     // The next process's settler subscribes after the watches listed the Job: it still
     // settles it once, and lets it go.
     let next = backend(&sim).await;
-    let watch = next.started_watches(&id.namespace);
+    let watch = next
+        .base
+        .watches(&id.namespace, || next.started_watches(&id.namespace));
     assert!(watch.wait_synced(Duration::from_secs(10)).await);
     next.evaluating.start(&id.namespace, &watch);
     eventually("the Job let go", || held().is_none().then_some(())).await;

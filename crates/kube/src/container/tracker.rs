@@ -263,6 +263,20 @@ impl Watches for NamespaceWatch {
     fn meta(&self, name: &str) -> Option<kubeferry_core::observation::ManagedMeta> {
         self.jobs.get(name).map(|entry| entry.view.meta)
     }
+
+    fn names(&self) -> Vec<String> {
+        self.jobs.names()
+    }
+
+    async fn wait_synced(&self, timeout: Duration) -> bool {
+        NamespaceWatch::wait_synced(self, timeout).await
+    }
+
+    /// Nothing is decided from Jobs and pods while their watches catch up: their cache may
+    /// lack pods or hold stale ones.
+    fn settling(&self) -> bool {
+        self.is_current()
+    }
 }
 
 /// A Job's pods as the API server lists them now, with the final states of deleted ones only

@@ -34,7 +34,7 @@ use tokio::time::Instant;
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
-use crate::evaluating::{EvaluatedWatch, Evaluates, Evaluating};
+use crate::evaluating::{Evaluates, Evaluating};
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects, Watches};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
@@ -352,21 +352,14 @@ impl Kind for JobSets {
 
     /// The watches of `namespace`, started (with its settler) if they are not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<JobSetNamespaceWatch>> {
-        let watch = match self.base.namespaces.existing(namespace) {
-            Some(watch) => watch,
-            None => {
-                self.check_installed(namespace).await?;
-                self.base.watches(namespace, || {
-                    Arc::new(JobSetNamespaceWatch::start(
-                        &self.base.cluster,
-                        namespace,
-                        &self.settings.reflector,
-                    ))
-                })
-            }
-        };
-        self.evaluating.start(namespace, &watch);
-        Ok(watch)
+        if self.base.namespaces.existing(namespace).is_none() {
+            self.check_installed(namespace).await?;
+        }
+        let cluster = &self.base.cluster;
+        let start = || JobSetNamespaceWatch::start(cluster, namespace, &self.settings.reflector);
+        Ok(self
+            .evaluating
+            .watches(&self.base, namespace, || Arc::new(start())))
     }
 
     /// The managed JobSets of `namespace` (of every namespace when `None`) that match
@@ -645,24 +638,6 @@ impl Evaluates for JobSets {
 
     fn view_of(&self, _like: &JobSetView, object: &DynamicObject) -> JobSetView {
         view_of(object)
-    }
-}
-
-impl EvaluatedWatch for JobSetNamespaceWatch {
-    fn names(&self) -> Vec<String> {
-        self.jobsets
-            .all()
-            .into_iter()
-            .map(|entry| entry.name)
-            .collect()
-    }
-
-    async fn wait_synced(&self, timeout: Duration) -> bool {
-        JobSetNamespaceWatch::wait_synced(self, timeout).await
-    }
-
-    fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
-        None
     }
 }
 

@@ -199,4 +199,12 @@ impl Watches for JobSetNamespaceWatch {
     fn meta(&self, name: &str) -> Option<kubeferry_core::observation::ManagedMeta> {
         self.jobsets.get(name).map(|entry| (*entry.view).clone())
     }
+
+    fn names(&self) -> Vec<String> {
+        self.jobsets.names()
+    }
+
+    async fn wait_synced(&self, timeout: Duration) -> bool {
+        JobSetNamespaceWatch::wait_synced(self, timeout).await
+    }
 }

@@ -12,7 +12,6 @@
 pub mod tracker;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -31,7 +30,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use crate::cluster::Cluster;
 use crate::container::ContainerSettings;
 use crate::error::Result;
-use crate::evaluating::{EvaluatedWatch, Evaluates, Evaluating};
+use crate::evaluating::{Evaluates, Evaluating};
 use crate::executor::Placement;
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
 use crate::manifest::MAIN_CONTAINER;
@@ -179,15 +178,11 @@ impl Kind for Pods {
 
     /// The watch of `namespace`, started (with its settler) if it is not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<PodNamespaceWatch>> {
-        let watch = self.base.watches(namespace, || {
-            Arc::new(PodNamespaceWatch::start(
-                &self.base.cluster,
-                namespace,
-                &self.settings.reflector,
-            ))
-        });
-        self.evaluating.start(namespace, &watch);
-        Ok(watch)
+        let cluster = &self.base.cluster;
+        let start = || PodNamespaceWatch::start(cluster, namespace, &self.settings.reflector);
+        Ok(self
+            .evaluating
+            .watches(&self.base, namespace, || Arc::new(start())))
     }
 
     async fn listed(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<Listed<Found>>> {
@@ -382,23 +377,5 @@ impl Evaluates for Pods {
     /// The pod itself says its work ended (its phase), its outcome perhaps not decided yet.
     fn work_ended(&self, view: &BarePodView, _parts: &()) -> bool {
         view.pod.phase_ended()
-    }
-}
-
-impl EvaluatedWatch for PodNamespaceWatch {
-    fn names(&self) -> Vec<String> {
-        self.pods
-            .all()
-            .into_iter()
-            .map(|entry| entry.name)
-            .collect()
-    }
-
-    async fn wait_synced(&self, timeout: Duration) -> bool {
-        PodNamespaceWatch::wait_synced(self, timeout).await
-    }
-
-    fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
-        None
     }
 }

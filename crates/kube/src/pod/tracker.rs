@@ -76,4 +76,12 @@ impl Watches for PodNamespaceWatch {
     fn meta(&self, name: &str) -> Option<kubeferry_core::observation::ManagedMeta> {
         self.pods.get(name).map(|entry| (*entry.view).clone())
     }
+
+    fn names(&self) -> Vec<String> {
+        self.pods.names()
+    }
+
+    async fn wait_synced(&self, timeout: Duration) -> bool {
+        PodNamespaceWatch::wait_synced(self, timeout).await
+    }
 }

@@ -37,7 +37,7 @@ use tracing::info;
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
-use crate::evaluating::{Acted, EvaluatedWatch, Evaluates, Evaluating, Outcome};
+use crate::evaluating::{Acted, Evaluates, Evaluating, Outcome};
 use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
@@ -501,24 +501,17 @@ impl Kind for SparkJobs {
     /// The watches of `namespace` (the driver pods, and the SparkApplications of every
     /// operator installed), started if they are not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
-        let watch = match self.base.namespaces.existing(namespace) {
-            Some(watch) => watch,
-            None => {
-                let installed = self.installed().await?;
-                let watch = self.base.watches(namespace, || {
-                    SparkNamespaceWatch::start(
-                        &self.base.cluster,
-                        namespace,
-                        &self.settings.reflector,
-                    )
-                });
-                for operator in installed {
-                    watch.apps_of(operator);
-                }
-                watch
-            }
+        // The operators installed are asked once, when the namespace is first watched.
+        let installed = match self.base.namespaces.existing(namespace) {
+            Some(_) => Vec::new(),
+            None => self.installed().await?,
         };
-        self.evaluating.start(namespace, &watch);
+        let cluster = &self.base.cluster;
+        let start = || SparkNamespaceWatch::start(cluster, namespace, &self.settings.reflector);
+        let watch = self.evaluating.watches(&self.base, namespace, start);
+        for operator in installed {
+            watch.apps_of(operator);
+        }
         Ok(watch)
     }
 
@@ -851,23 +844,6 @@ impl Evaluates for SparkJobs {
         if let Some(error) = &drivers.lookup_error {
             info.message = format!("{} (driver pod not looked up: {error})", info.message);
         }
-    }
-}
-
-impl EvaluatedWatch for SparkNamespaceWatch {
-    fn names(&self) -> Vec<String> {
-        self.watched()
-            .iter()
-            .flat_map(|(_, apps)| apps.all().into_iter().map(|entry| entry.name))
-            .collect()
-    }
-
-    async fn wait_synced(&self, timeout: Duration) -> bool {
-        SparkNamespaceWatch::wait_synced(self, timeout).await
-    }
-
-    fn watched(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
-        Some(self.operators_changed())
     }
 }
 

@@ -221,6 +221,21 @@ impl Watches for SparkNamespaceWatch {
             .find_map(|(_, apps)| apps.get(name))
             .map(|entry| (*entry.view).clone())
     }
+
+    fn names(&self) -> Vec<String> {
+        self.watched()
+            .iter()
+            .flat_map(|(_, apps)| apps.names())
+            .collect()
+    }
+
+    async fn wait_synced(&self, timeout: Duration) -> bool {
+        SparkNamespaceWatch::wait_synced(self, timeout).await
+    }
+
+    fn watch_count(&self) -> Option<tokio::sync::watch::Receiver<usize>> {
+        Some(self.operators_changed())
+    }
 }
 
 #[cfg(test)]

@@ -333,6 +333,11 @@ impl<V: Clone + Send + Sync + 'static> Reflector<V> {
         present.chain(gone).collect()
     }
 
+    /// The names of every entry.
+    pub(crate) fn names(&self) -> Vec<String> {
+        read(&self.state).objects.keys().cloned().collect()
+    }
+
     /// Every entry (for listing).
     pub fn all(&self) -> Vec<Entry<V>> {
         read(&self.state)
