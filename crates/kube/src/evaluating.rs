@@ -24,10 +24,12 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
+use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind, KindBase, Seen, Watches};
 use crate::objects::{Current, Deletion, Objects};
 use crate::records::Reading;
+use crate::records::Records;
 use crate::settling::{
     Change, JobStates, Releases, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel,
     merged, release_held, retry_at, retry_delay, while_deciding,
@@ -87,8 +89,11 @@ pub(crate) enum Acted<V> {
     Failed(Error),
 }
 
-/// What an evaluating kind keeps besides its settings: its settlers, and what it saw.
-pub(crate) struct Evaluating<K: Evaluates> {
+/// What every kind keeps besides its settings: its base (the cluster, its watched namespaces
+/// and their last answers, the outcome records), its settlers, and what it saw.
+pub(crate) struct Common<K: Evaluates> {
+    /// The cluster, each watched namespace's watches and last answers, and the outcome records.
+    pub(crate) base: KindBase<K::Watches>,
     /// The kind, for the settlers it starts.
     me: Weak<K>,
     /// Each watched namespace's settler, the one writer of its jobs.
@@ -99,6 +104,13 @@ pub(crate) struct Evaluating<K: Evaluates> {
     found_gone: Recent,
     /// The objects a settler let go of lately, or holds a while first (`settling::release_held`).
     releases: Releases,
+    /// How its waits are paced.
+    pace: Pace,
+}
+
+/// How a kind's waits are paced, as its settings say.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pace {
     /// How long a status query waits for a namespace's first list.
     sync_timeout: Duration,
     /// How often a waiter looks again when nothing changes, and a failed action is retried.
@@ -107,23 +119,47 @@ pub(crate) struct Evaluating<K: Evaluates> {
     absent_ttl: Duration,
 }
 
-impl<K: Evaluates> Evaluating<K> {
-    pub(crate) fn new(
-        me: Weak<K>,
-        sync_timeout: Duration,
-        recheck_interval: Duration,
-        absent_ttl: Duration,
-    ) -> Self {
-        Self {
-            me,
-            settlers: Settlers::default(),
-            warned: Recent::new(10_000),
-            found_gone: Recent::new(10_000),
-            releases: Releases::new(),
-            sync_timeout,
-            recheck_interval,
-            absent_ttl,
+/// Every kind's settings pace its waits alike.
+macro_rules! paced_by {
+    ($($settings:ty),*) => {$(
+        impl From<&$settings> for Pace {
+            fn from(settings: &$settings) -> Pace {
+                Pace {
+                    sync_timeout: settings.sync_timeout,
+                    recheck_interval: settings.recheck_interval,
+                    absent_ttl: settings.reflector.absent_ttl,
+                }
+            }
         }
+    )*};
+}
+
+paced_by!(
+    crate::ContainerSettings,
+    crate::SparkSettings,
+    crate::JobSetSettings
+);
+
+impl<K: Evaluates> Common<K> {
+    /// A kind of `cluster` keeping its jobs' outcomes in `records`, paced by `pace`: `build`
+    /// makes it of what it keeps in common with every kind.
+    pub(crate) fn build(
+        cluster: Cluster,
+        records: Arc<Records>,
+        pace: Pace,
+        build: impl FnOnce(Self) -> K,
+    ) -> Arc<K> {
+        Arc::new_cyclic(|me| {
+            build(Self {
+                base: KindBase::new(cluster, records),
+                me: me.clone(),
+                settlers: Settlers::default(),
+                warned: Recent::new(10_000),
+                found_gone: Recent::new(10_000),
+                releases: Releases::new(),
+                pace,
+            })
+        })
     }
 
     /// Starts the settler of `namespace` over `watch`, if it is not running.
@@ -131,15 +167,14 @@ impl<K: Evaluates> Evaluating<K> {
         self.settlers.start(&self.me, namespace, watch);
     }
 
-    /// The watches of `namespace` held in `base`, and its settler, each started if it is not
-    /// yet (the watches by `start`).
+    /// The watches of `namespace`, and its settler, each started if it is not yet (the watches
+    /// by `start`).
     pub(crate) fn watches(
         &self,
-        base: &KindBase<K::Watches>,
         namespace: &str,
         start: impl FnOnce() -> Arc<K::Watches>,
     ) -> Arc<K::Watches> {
-        let watch = base.watches(namespace, start);
+        let watch = self.base.watches(namespace, start);
         self.start(namespace, &watch);
         watch
     }
@@ -171,13 +206,13 @@ fn copy_key(meta: &ManagedMeta) -> String {
 /// settings.
 impl<K: Evaluates> Answers for K {
     fn recheck_interval(&self) -> Duration {
-        self.evaluating().recheck_interval
+        self.common().pace.recheck_interval
     }
 
     /// From the watch cache (one GET on a miss); writes nothing.
     async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         let watch = self.watch(&id.namespace).await?;
-        let synced = watch.wait_synced(self.evaluating().sync_timeout).await;
+        let synced = watch.wait_synced(self.common().pace.sync_timeout).await;
         if let Some(answer) = self.final_answer(id, false).await {
             return Ok(answer);
         }
@@ -200,7 +235,7 @@ impl<K: Evaluates> Answers for K {
     }
 
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        self.evaluating().jobs_by_state()
+        self.common().jobs_by_state()
     }
 }
 
@@ -216,8 +251,8 @@ pub(crate) trait Evaluates:
     /// What the mapping asks to be done before an outcome stands.
     type Action: Outcome;
 
-    /// Its settlers and what it saw.
-    fn evaluating(&self) -> &Evaluating<Self>;
+    /// What it keeps in common with every kind.
+    fn common(&self) -> &Common<Self>;
 
     /// What the namespace's watches know of the job, if they saw it.
     fn observed(
@@ -373,7 +408,7 @@ pub(crate) trait Evaluates:
                 && self.namespaces().absent_lately(
                     &id.namespace,
                     &id.name,
-                    self.evaluating().absent_ttl,
+                    self.common().pace.absent_ttl,
                 )
             {
                 return Ok(None);
@@ -428,7 +463,7 @@ pub(crate) trait Evaluates:
         acting: Acting,
     ) -> impl Future<Output = Result<Evaluated>> + Send {
         async move {
-            let state = self.evaluating();
+            let state = self.common();
             let previous = self.namespaces().last_reported(&id.namespace, &id.name);
             let Found {
                 mut observed,
@@ -511,20 +546,22 @@ pub(crate) trait Evaluates:
                         listed,
                     };
                     // Bounded: a settler held up by a slow API server must not hold the question.
-                    let info =
-                        match tokio::time::timeout(state.sync_timeout, self.settle_now(id, found))
-                            .await
-                        {
-                            Ok(settled) => settled?,
-                            Err(_) if kept_stands => holding,
-                            Err(_) => ExecutionInfo {
-                                message: format!(
-                                    "{}; not done yet: the namespace's settler is still busy",
-                                    holding.message
-                                ),
-                                ..holding
-                            },
-                        };
+                    let info = match tokio::time::timeout(
+                        state.pace.sync_timeout,
+                        self.settle_now(id, found),
+                    )
+                    .await
+                    {
+                        Ok(settled) => settled?,
+                        Err(_) if kept_stands => holding,
+                        Err(_) => ExecutionInfo {
+                            message: format!(
+                                "{}; not done yet: the namespace's settler is still busy",
+                                holding.message
+                            ),
+                            ..holding
+                        },
+                    };
                     // A terminal answer given meanwhile (the settler's) stands.
                     let info = self
                         .namespaces()
@@ -703,7 +740,7 @@ pub(crate) trait Evaluates:
     ) -> impl Future<Output = Result<ExecutionInfo>> + Send {
         async move {
             let watch = self.watch(&id.namespace).await?;
-            let state = self.evaluating();
+            let state = self.common();
             state
                 .settlers
                 .settle_now(&state.me, &watch, id, found)

@@ -10,7 +10,9 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use kube::Resource;
-use kube::api::Api;
+use std::sync::Arc;
+
+use kube::api::{Api, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use kubeferry_core::JobKind;
 use kubeferry_core::marks::{MANAGED_SELECTOR, job_id_of};
@@ -165,28 +167,39 @@ pub(crate) fn merge(
         .boxed()
 }
 
-/// The merged watches `watches` builds from what `discover` finds out (which resources the
-/// cluster serves). While discovery fails (the API server unreachable, discovery refused), it
-/// is tried again with the cluster's backoff, each failure logged as `failing`, and the stream
-/// does not report its listing done.
-pub(crate) fn after_discovery<T, D, F, W>(
-    cluster: Cluster,
-    namespace: String,
+/// A kind whose resources the cluster may or may not serve (a CRD of an operator):
+/// discovery says which APIs to watch.
+pub(crate) trait Discovered: Send + Sync + 'static {
+    /// The APIs of the kind's objects in `namespace` that the cluster serves (none, when it
+    /// serves none).
+    fn served_apis(
+        &self,
+        namespace: &str,
+    ) -> impl Future<Output = Result<Vec<Api<DynamicObject>>>> + Send;
+
+    /// How long one watch request lasts.
+    fn watch_timeout(&self) -> Duration;
+}
+
+/// Follows which managed jobs of `kind` in `namespace` match `selector`: one watch per API of
+/// `discovered` the cluster serves (none on a cluster that serves none: the stream then only
+/// says it has listed). While discovery fails (the API server unreachable, discovery refused),
+/// it is tried again with `cluster`'s backoff, each failure logged as `failing`, and the
+/// stream does not report its listing done.
+pub(crate) fn after_discovery<D: Discovered>(
+    (discovered, cluster): (&Arc<D>, &Cluster),
+    kind: JobKind,
+    namespace: &str,
+    selector: &str,
     failing: &'static str,
-    discover: D,
-    watches: W,
-) -> impl Stream<Item = SelectorEvent> + Send + 'static
-where
-    D: Fn() -> F + Send + 'static,
-    T: Send,
-    F: Future<Output = Result<T>> + Send,
-    W: FnOnce(T) -> Vec<BoxStream<'static, SelectorEvent>> + Send + 'static,
-{
+) -> BoxStream<'static, SelectorEvent> {
+    let (discovered, cluster) = (discovered.clone(), cluster.clone());
+    let (namespace, selector) = (namespace.to_string(), managed(selector));
     futures::stream::once(async move {
         let mut attempt = 0;
-        let found = loop {
-            match discover().await {
-                Ok(found) => break found,
+        let apis = loop {
+            match discovered.served_apis(&namespace).await {
+                Ok(apis) => break apis,
                 Err(error) => {
                     let retry = &cluster.settings().retry;
                     let delay = retry.backoff(attempt).max(retry.base);
@@ -196,9 +209,14 @@ where
                 }
             }
         };
-        merge(watches(found))
+        let timeout = discovered.watch_timeout();
+        let watches = apis
+            .into_iter()
+            .map(|api| label_watch(api, kind, &namespace, &selector, timeout).boxed());
+        merge(watches.collect())
     })
     .flatten()
+    .boxed()
 }
 
 #[cfg(test)]

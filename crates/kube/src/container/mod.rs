@@ -27,7 +27,7 @@ use tracing::debug;
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{ALL_NAMESPACES, Result};
-use crate::evaluating::{Acted, Evaluates, Evaluating};
+use crate::evaluating::{Acted, Common, Evaluates, Pace};
 use crate::executor::Placement;
 use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::job_manifest;
@@ -81,12 +81,10 @@ impl Default for ContainerSettings {
 
 /// The container job backend of one cluster.
 pub struct ContainerJobs {
-    /// The cluster, each watched namespace's watches and the last answers, and the outcome
-    /// records.
-    base: KindBase<NamespaceWatch>,
+    /// What it keeps in common with every kind: the cluster, each watched namespace's watches,
+    /// settler and last answers, and the outcome records.
+    common: Common<ContainerJobs>,
     settings: ContainerSettings,
-    /// Each watched namespace's settler, and what the evaluations saw.
-    evaluating: Evaluating<ContainerJobs>,
     /// The Jobs this process creates or created lately (`namespace/name`).
     submitted: Recent,
 }
@@ -101,34 +99,28 @@ impl ContainerJobs {
         settings: ContainerSettings,
         records: Arc<Records>,
     ) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self {
-            evaluating: Evaluating::new(
-                me.clone(),
-                settings.sync_timeout,
-                settings.recheck_interval,
-                settings.reflector.absent_ttl,
-            ),
-            base: KindBase::new(cluster, records),
-            settings,
+        Common::build(cluster, records, Pace::from(&settings), |common| Self {
+            common,
             submitted: Recent::new(10_000),
+            settings,
         })
     }
 
     /// The watches of `namespace`, if they are started.
     pub fn existing(&self, namespace: &str) -> Option<Arc<NamespaceWatch>> {
-        self.base.namespaces.existing(namespace)
+        self.namespaces().existing(namespace)
     }
 
     /// The watches of `namespace` and its settler, started if this is the first question
     /// about it.
     pub fn watch(&self, namespace: &str) -> Arc<NamespaceWatch> {
-        self.evaluating
-            .watches(&self.base, namespace, || self.started_watches(namespace))
+        self.common
+            .watches(namespace, || self.started_watches(namespace))
     }
 
     /// New watches of `namespace`, and beside them the sweep of stopped Jobs past their TTL.
     fn started_watches(&self, namespace: &str) -> Arc<NamespaceWatch> {
-        let cluster = &self.base.cluster;
+        let cluster = self.cluster();
         let watch = Arc::new(NamespaceWatch::start(
             cluster,
             namespace,
@@ -144,11 +136,11 @@ impl ContainerJobs {
     }
 
     fn jobs(&self, namespace: &str) -> Api<Job> {
-        Api::namespaced(self.base.cluster.client().clone(), namespace)
+        Api::namespaced(self.cluster().client().clone(), namespace)
     }
 
     fn pods(&self, namespace: &str) -> Api<Pod> {
-        Api::namespaced(self.base.cluster.client().clone(), namespace)
+        Api::namespaced(self.cluster().client().clone(), namespace)
     }
 
     fn objects(&self, namespace: &str) -> Objects<Job> {
@@ -213,7 +205,7 @@ impl ContainerJobs {
         let name = object_name(&self.settings.name_prefix, job_id);
         let job = job_manifest(spec, job_id, &name, namespace);
         self.objects(namespace)
-            .dry_run(&self.base.cluster, job, mode)
+            .dry_run(self.cluster(), job, mode)
             .await
     }
 
@@ -249,7 +241,7 @@ impl ContainerJobs {
         let Seen::Present(job) = observed else {
             return None;
         };
-        let job = self.base.namespaces.existing(&id.namespace)?.with_refusal(
+        let job = self.namespaces().existing(&id.namespace)?.with_refusal(
             job,
             pods,
             now,
@@ -264,7 +256,7 @@ impl ContainerJobs {
             // A Job's final state, as a DELETED event brought it, is as fresh as it gets.
             return false;
         };
-        let previous = self.base.namespaces.last_reported(&id.namespace, &id.name);
+        let previous = self.namespaces().last_reported(&id.namespace, &id.name);
         if previous.as_ref().is_some_and(ExecutionInfo::is_terminal) {
             return false;
         }
@@ -293,11 +285,10 @@ impl ContainerJobs {
 
     /// The Job read from the API server; `None` when there is no such Job.
     async fn get_job(&self, id: &ExecutionId) -> Result<Option<Job>> {
-        self.base.cluster.check_reachable()?;
+        self.cluster().check_reachable()?;
         let op = Op::named("get", JOBS, &id.namespace, &id.name);
         let api = self.jobs(&id.namespace);
-        self.base
-            .cluster
+        self.cluster()
             .call(&op, true, || api.get_opt(&id.name))
             .await
     }
@@ -310,11 +301,11 @@ impl ContainerJobs {
         namespace: &str,
         job: &str,
     ) -> Result<Vec<PodView>> {
-        tracker::listed_pods(&self.base.cluster, namespace, job, Some(watch)).await
+        tracker::listed_pods(self.cluster(), namespace, job, Some(watch)).await
     }
 
     async fn list_pods(&self, namespace: &str, job: &str) -> Result<Vec<PodView>> {
-        tracker::listed_pods(&self.base.cluster, namespace, job, None).await
+        tracker::listed_pods(self.cluster(), namespace, job, None).await
     }
 
     /// Cancels, deciding the first time from `seen`, a copy of the Job read earlier, when one
@@ -357,23 +348,21 @@ impl ContainerJobs {
         selector: &str,
     ) -> Result<Vec<Listed<Found>>> {
         let params = ListParams::default().labels(selector);
-        let client = self.base.cluster.client().clone();
+        let client = self.cluster().client().clone();
         let (jobs_api, pods_api): (Api<Job>, Api<Pod>) = match namespace {
             Some(namespace) => (self.jobs(namespace), self.pods(namespace)),
             None => (Api::all(client.clone()), Api::all(client)),
         };
         let scope = namespace.unwrap_or(ALL_NAMESPACES);
         let jobs = self
-            .base
-            .cluster
+            .cluster()
             .call(&Op::collection("list", JOBS, scope), true, || {
                 jobs_api.list(&params)
             })
             .await?;
         let managed = ListParams::default().labels(MANAGED_SELECTOR);
         let pods = self
-            .base
-            .cluster
+            .cluster()
             .call(&Op::collection("list", PODS, scope), true, || {
                 pods_api.list(&managed)
             })
@@ -447,7 +436,7 @@ impl Kind for ContainerJobs {
     const NOUN: &'static str = "Job";
 
     fn base(&self) -> &KindBase<NamespaceWatch> {
-        &self.base
+        &self.common.base
     }
 
     /// The watches of `namespace`, started (with its settler) if they are not yet.
@@ -457,7 +446,7 @@ impl Kind for ContainerJobs {
 
     async fn read(&self, id: &ExecutionId) -> Result<Option<Current<Job>>> {
         let objects = self.objects(&id.namespace);
-        match objects.get(&self.base.cluster, &id.name).await? {
+        match objects.get(self.cluster(), &id.name).await? {
             Some(job) => Ok(Some(self.current(id, job).await?)),
             None => Ok(None),
         }
@@ -486,8 +475,7 @@ impl Kind for ContainerJobs {
         let params = ListParams::default().labels(MANAGED_SELECTOR);
         let api = self.jobs(namespace);
         let jobs = self
-            .base
-            .cluster
+            .cluster()
             .call(&Op::collection("list", JOBS, namespace), true, || {
                 api.list(&params)
             })
@@ -544,8 +532,8 @@ impl Evaluates for ContainerJobs {
     type Parts = Vec<PodView>;
     type Action = JobAction;
 
-    fn evaluating(&self) -> &Evaluating<Self> {
-        &self.evaluating
+    fn common(&self) -> &Common<Self> {
+        &self.common
     }
 
     async fn observed(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Option<Found> {
@@ -673,14 +661,9 @@ impl Evaluates for ContainerJobs {
             return None;
         }
         let watch = self.existing(&id.namespace);
-        tracker::listed_pods(
-            &self.base.cluster,
-            &id.namespace,
-            &id.name,
-            watch.as_deref(),
-        )
-        .await
-        .ok()
+        tracker::listed_pods(self.cluster(), &id.namespace, &id.name, watch.as_deref())
+            .await
+            .ok()
     }
 
     async fn act(&self, id: &ExecutionId, job: &JobView, action: &JobAction) -> Acted<JobView> {

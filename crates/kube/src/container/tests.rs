@@ -104,7 +104,7 @@ async fn read_as(
     fresh: bool,
     ended: bool,
 ) -> Current<Job> {
-    let api: Api<Job> = Api::namespaced(jobs.base.cluster.client().clone(), "default");
+    let api: Api<Job> = Api::namespaced(jobs.common.base.cluster.client().clone(), "default");
     let now = api.get(&id.name).await.expect("the Job");
     Current {
         objects: jobs.objects("default"),
@@ -122,7 +122,7 @@ async fn recorded_elsewhere(
     id: &ExecutionId,
     outcome: &kubeferry_core::ExecutionInfo,
 ) {
-    let api: Api<Job> = Api::namespaced(jobs.base.cluster.client().clone(), "default");
+    let api: Api<Job> = Api::namespaced(jobs.common.base.cluster.client().clone(), "default");
     let job = api.get(&id.name).await.expect("the Job");
     let record = kubeferry_core::record::OutcomeRecord {
         kind: kubeferry_core::JobKind::Job,
@@ -148,7 +148,7 @@ async fn a_job_that_ends_between_the_read_and_the_mark_keeps_its_outcome() {
     let (id, gate) = gated_job(&jobs, "race", 0).await;
 
     // kubeferry reads the Job while it runs...
-    let api: Api<Job> = Api::namespaced(jobs.base.cluster.client().clone(), "default");
+    let api: Api<Job> = Api::namespaced(jobs.common.base.cluster.client().clone(), "default");
     let stale = api.get(&id.name).await.expect("the Job");
     // ...and the job ends before the mark goes on.
     std::fs::write(&gate, b"").expect("the gate opens");
@@ -229,7 +229,7 @@ async fn a_job_whose_container_ended_before_the_mark_is_not_recorded_cancelled()
     assert_eq!(ended.state, JobState::Failed, "{ended:?}");
     assert_eq!(ended.reason, Reason::Error, "{ended:?}");
     assert_eq!(ended.exit_code, Some(42), "{ended:?}");
-    let recorded = eventually_async(|| jobs.base.records.recorded(&id)).await;
+    let recorded = eventually_async(|| jobs.common.base.records.recorded(&id)).await;
     assert_eq!(recorded.state, JobState::Failed, "{recorded:?}");
     assert_eq!(recorded.exit_code, Some(42), "{recorded:?}");
 }
@@ -306,7 +306,7 @@ async fn a_cancels_record_gives_way_to_the_jobs_own_end_reached_before_its_delet
         .with_message("cancelled through another replica");
     recorded_elsewhere(&sim, &jobs, &id, &cancelled).await;
     // (which this replica's watch of records has delivered)...
-    eventually_async(|| jobs.base.records.recorded(&id)).await;
+    eventually_async(|| jobs.common.base.records.recorded(&id)).await;
     // ...and the container ends while this replica's watches see nothing of it.
     fail_unseen(&sim, &id, &gate).await;
 
@@ -357,7 +357,7 @@ async fn a_record_another_replica_wrote_first_stands_though_this_replica_read_mo
         .with_message("recorded by another replica");
     recorded_elsewhere(&sim, &jobs, &id, &first).await;
     let pods: Api<k8s_openapi::api::core::v1::Pod> =
-        Api::namespaced(jobs.base.cluster.client().clone(), "default");
+        Api::namespaced(jobs.common.base.cluster.client().clone(), "default");
     let listed = pods
         .list(&kube::api::ListParams::default().labels(&format!("job-name={}", id.name)))
         .await
@@ -482,7 +482,7 @@ async fn a_job_the_watch_has_not_delivered_yet_is_answered_from_the_watch() {
             .id;
         (id, gate)
     };
-    let pods: Api<Pod> = Api::namespaced(submitter.base.cluster.client().clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(submitter.common.base.cluster.client().clone(), "default");
     let selector = ListParams::default().labels(&format!("job-name={}", id.name));
     eventually_async(|| {
         let pods = pods.clone();
@@ -604,10 +604,11 @@ async fn a_job_listed_before_its_settler_subscribed_is_still_let_go() {
     // settles it once, and lets it go.
     let next = backend(&sim).await;
     let watch = next
+        .common
         .base
         .watches(&id.namespace, || next.started_watches(&id.namespace));
     assert!(watch.wait_synced(Duration::from_secs(10)).await);
-    next.evaluating.start(&id.namespace, &watch);
+    next.common.start(&id.namespace, &watch);
     eventually("the Job let go", || held().is_none().then_some(())).await;
     let _ = std::fs::remove_file(gate);
 }

@@ -14,7 +14,6 @@ pub mod tracker;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -34,14 +33,14 @@ use tokio::time::Instant;
 
 use crate::cluster::{Cluster, Op};
 use crate::error::{Error, Result};
-use crate::evaluating::{Evaluates, Evaluating};
+use crate::evaluating::{Common, Evaluates, Pace};
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects, Watches};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
 use crate::replies::{DryRun, Submission};
-use crate::selector::SelectorEvent;
+use crate::selector::{Discovered, SelectorEvent};
 use crate::tracker::{Departure, ReflectorSettings, lock};
 use tracker::{ChildPod, JobSetNamespaceWatch, children_selector};
 
@@ -82,16 +81,14 @@ impl Default for JobSetSettings {
 
 /// The JobSet backend of one cluster.
 pub struct JobSets {
-    /// The cluster, each watched namespace's watches and the last answers, and the outcome
-    /// records.
-    base: KindBase<JobSetNamespaceWatch>,
+    /// What it keeps in common with every kind: the cluster, each watched namespace's watches,
+    /// settler and last answers, and the outcome records.
+    common: Common<JobSets>,
     settings: JobSetSettings,
     /// Whether the cluster serves the JobSet CRD, and since when that is known.
     installed: Mutex<Option<(Instant, bool)>>,
     /// Held while discovery asks: concurrent callers wait for its answer, not ask again.
     discovering: tokio::sync::Mutex<()>,
-    /// Each watched namespace's settler, and what the evaluations saw.
-    evaluating: Evaluating<JobSets>,
 }
 
 /// The job's object as last seen.
@@ -113,27 +110,17 @@ impl JobSets {
         settings: JobSetSettings,
         records: Arc<Records>,
     ) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self {
-            evaluating: Evaluating::new(
-                me.clone(),
-                settings.sync_timeout,
-                settings.recheck_interval,
-                settings.reflector.absent_ttl,
-            ),
-            base: KindBase::new(cluster, records),
-            settings,
+        Common::build(cluster, records, Pace::from(&settings), |common| Self {
+            common,
             installed: Mutex::new(None),
             discovering: tokio::sync::Mutex::new(()),
+            settings,
         })
     }
 
     fn objects(&self, namespace: &str) -> Objects<DynamicObject> {
         Objects {
-            api: Api::namespaced_with(
-                self.base.cluster.client().clone(),
-                namespace,
-                &api_resource(),
-            ),
+            api: Api::namespaced_with(self.cluster().client().clone(), namespace, &api_resource()),
             resource: RESOURCE,
             kind: KIND,
             namespace: namespace.to_string(),
@@ -157,10 +144,9 @@ impl JobSets {
         }
         let api_version = format!("{JOBSET_GROUP}/{JOBSET_VERSION}");
         let op = Op::named("get", "apis", "", &api_version);
-        let client = self.base.cluster.client();
+        let client = self.cluster().client();
         let installed = match self
-            .base
-            .cluster
+            .cluster()
             .call(&op, true, || client.list_api_group_resources(&api_version))
             .await
         {
@@ -198,7 +184,7 @@ impl JobSets {
             self.check_installed(namespace).await?;
         }
         self.objects(namespace)
-            .dry_run(&self.base.cluster, object, mode)
+            .dry_run(self.cluster(), object, mode)
             .await
     }
 
@@ -228,7 +214,7 @@ impl JobSets {
     async fn fetch(&self, id: &ExecutionId) -> Result<Option<(ObjectMeta, Found)>> {
         let Some(object) = self
             .objects(&id.namespace)
-            .get(&self.base.cluster, &id.name)
+            .get(self.cluster(), &id.name)
             .await?
         else {
             return Ok(None);
@@ -264,15 +250,15 @@ impl JobSets {
         };
         let (jobs_api, pods_api): (Api<Job>, Api<Pod>) = match namespace {
             Some(namespace) => (
-                Api::namespaced(self.base.cluster.client().clone(), namespace),
-                Api::namespaced(self.base.cluster.client().clone(), namespace),
+                Api::namespaced(self.cluster().client().clone(), namespace),
+                Api::namespaced(self.cluster().client().clone(), namespace),
             ),
             None => (
-                Api::all(self.base.cluster.client().clone()),
-                Api::all(self.base.cluster.client().clone()),
+                Api::all(self.cluster().client().clone()),
+                Api::all(self.cluster().client().clone()),
             ),
         };
-        let cluster = &self.base.cluster;
+        let cluster = self.cluster();
         let jobs = cluster.list(&jobs_api, JOBS, namespace, &selector).await?;
         let pods = cluster.list(&pods_api, PODS, namespace, &selector).await?;
         let jobs = jobs
@@ -300,10 +286,9 @@ impl JobSets {
     ) -> Result<Vec<DynamicObject>> {
         let api = match namespace {
             Some(namespace) => self.objects(namespace).api,
-            None => Api::all_with(self.base.cluster.client().clone(), &api_resource()),
+            None => Api::all_with(self.cluster().client().clone(), &api_resource()),
         };
-        self.base
-            .cluster
+        self.cluster()
             .list(&api, RESOURCE, namespace, selector)
             .await
     }
@@ -321,7 +306,7 @@ impl JobSets {
         }
         let object = self
             .objects(&id.namespace)
-            .get(&self.base.cluster, &id.name)
+            .get(self.cluster(), &id.name)
             .await?;
         Ok(object.and_then(|o| {
             view_of(&o)
@@ -338,6 +323,21 @@ type ChildrenListed = (
     Vec<(String, String, ChildPod)>,
 );
 
+impl Discovered for JobSets {
+    /// The JobSets of the namespace, if the cluster serves them.
+    async fn served_apis(&self, namespace: &str) -> Result<Vec<Api<DynamicObject>>> {
+        let served = self.installed().await?;
+        Ok(served
+            .then(|| self.objects(namespace).api)
+            .into_iter()
+            .collect())
+    }
+
+    fn watch_timeout(&self) -> Duration {
+        self.settings.reflector.watch_timeout
+    }
+}
+
 impl Kind for JobSets {
     type Object = DynamicObject;
     type Watches = JobSetNamespaceWatch;
@@ -347,19 +347,17 @@ impl Kind for JobSets {
     const NOUN: &'static str = KIND;
 
     fn base(&self) -> &KindBase<JobSetNamespaceWatch> {
-        &self.base
+        &self.common.base
     }
 
     /// The watches of `namespace`, started (with its settler) if they are not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<JobSetNamespaceWatch>> {
-        if self.base.namespaces.existing(namespace).is_none() {
+        if self.namespaces().existing(namespace).is_none() {
             self.check_installed(namespace).await?;
         }
-        let cluster = &self.base.cluster;
+        let cluster = self.cluster();
         let start = || JobSetNamespaceWatch::start(cluster, namespace, &self.settings.reflector);
-        Ok(self
-            .evaluating
-            .watches(&self.base, namespace, || Arc::new(start())))
+        Ok(self.common.watches(namespace, || Arc::new(start())))
     }
 
     /// The managed JobSets of `namespace` (of every namespace when `None`) that match
@@ -476,33 +474,13 @@ impl Kind for JobSets {
         namespace: &str,
         selector: &str,
     ) -> BoxStream<'static, SelectorEvent> {
-        let (discovering, jobs) = (self.clone(), self.clone());
-        let (ns, selector) = (namespace.to_string(), crate::selector::managed(selector));
         crate::selector::after_discovery(
-            self.base.cluster.clone(),
-            namespace.to_string(),
+            (self, self.cluster()),
+            JobKind::JobSet,
+            namespace,
+            selector,
             "cannot discover whether the cluster serves JobSets; trying again",
-            move || {
-                let jobs = discovering.clone();
-                async move { jobs.installed().await }
-            },
-            move |installed| {
-                if !installed {
-                    return Vec::new();
-                }
-                vec![
-                    crate::selector::label_watch(
-                        jobs.objects(&ns).api,
-                        JobKind::JobSet,
-                        &ns,
-                        &selector,
-                        jobs.settings.reflector.watch_timeout,
-                    )
-                    .boxed(),
-                ]
-            },
         )
-        .boxed()
     }
 
     async fn served(&self) -> bool {
@@ -556,8 +534,8 @@ impl Evaluates for JobSets {
             .collect()
     }
 
-    fn evaluating(&self) -> &Evaluating<Self> {
-        &self.evaluating
+    fn common(&self) -> &Common<Self> {
+        &self.common
     }
 
     async fn observed(&self, watch: &JobSetNamespaceWatch, id: &ExecutionId) -> Option<Found> {

@@ -30,7 +30,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use crate::cluster::Cluster;
 use crate::container::ContainerSettings;
 use crate::error::Result;
-use crate::evaluating::{Evaluates, Evaluating};
+use crate::evaluating::{Common, Evaluates, Pace};
 use crate::executor::Placement;
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
 use crate::manifest::MAIN_CONTAINER;
@@ -48,13 +48,11 @@ const RESOURCE: &str = "pods";
 
 /// The bare pod backend of one cluster.
 pub struct Pods {
-    /// The cluster, each watched namespace's watch and the last answers, and the outcome
-    /// records.
-    base: KindBase<PodNamespaceWatch>,
+    /// What it keeps in common with every kind: the cluster, each watched namespace's watches,
+    /// settler and last answers, and the outcome records.
+    common: Common<Pods>,
     /// A container job's settings: a bare pod is mapped, named and timed as one.
     settings: ContainerSettings,
-    /// Each watched namespace's settler, and what the evaluations saw.
-    evaluating: Evaluating<Pods>,
 }
 
 /// The job's object as last seen.
@@ -70,21 +68,15 @@ impl Pods {
         settings: ContainerSettings,
         records: Arc<Records>,
     ) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self {
-            evaluating: Evaluating::new(
-                me.clone(),
-                settings.sync_timeout,
-                settings.recheck_interval,
-                settings.reflector.absent_ttl,
-            ),
-            base: KindBase::new(cluster, records),
+        Common::build(cluster, records, Pace::from(&settings), |common| Self {
+            common,
             settings,
         })
     }
 
     fn objects(&self, namespace: &str) -> Objects<Pod> {
         Objects {
-            api: Api::namespaced(self.base.cluster.client().clone(), namespace),
+            api: Api::namespaced(self.cluster().client().clone(), namespace),
             resource: RESOURCE,
             kind: KIND,
             namespace: namespace.to_string(),
@@ -103,7 +95,7 @@ impl Pods {
     ) -> Result<serde_json::Value> {
         let pod = pod_manifest(spec, job_id, &self.name(job_id), namespace);
         self.objects(namespace)
-            .dry_run(&self.base.cluster, pod, mode)
+            .dry_run(self.cluster(), pod, mode)
             .await
     }
 
@@ -137,11 +129,10 @@ impl Pods {
     /// (already narrowed to managed objects).
     async fn list_pods(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<Pod>> {
         let api: Api<Pod> = match namespace {
-            Some(namespace) => Api::namespaced(self.base.cluster.client().clone(), namespace),
-            None => Api::all(self.base.cluster.client().clone()),
+            Some(namespace) => Api::namespaced(self.cluster().client().clone(), namespace),
+            None => Api::all(self.cluster().client().clone()),
         };
-        self.base
-            .cluster
+        self.cluster()
             .list(&api, RESOURCE, namespace, &bare(selector))
             .await
     }
@@ -173,16 +164,14 @@ impl Kind for Pods {
     const NOUN: &'static str = KIND;
 
     fn base(&self) -> &KindBase<PodNamespaceWatch> {
-        &self.base
+        &self.common.base
     }
 
     /// The watch of `namespace`, started (with its settler) if it is not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<PodNamespaceWatch>> {
-        let cluster = &self.base.cluster;
+        let cluster = self.cluster();
         let start = || PodNamespaceWatch::start(cluster, namespace, &self.settings.reflector);
-        Ok(self
-            .evaluating
-            .watches(&self.base, namespace, || Arc::new(start())))
+        Ok(self.common.watches(namespace, || Arc::new(start())))
     }
 
     async fn listed(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<Listed<Found>>> {
@@ -215,7 +204,7 @@ impl Kind for Pods {
     async fn read(&self, id: &ExecutionId) -> Result<Option<Current<Pod>>> {
         let Some(pod) = self
             .objects(&id.namespace)
-            .get(&self.base.cluster, &id.name)
+            .get(self.cluster(), &id.name)
             .await?
         else {
             return Ok(None);
@@ -234,7 +223,7 @@ impl Kind for Pods {
             Some(entry) => Some(entry.view),
             None => self
                 .objects(&id.namespace)
-                .get(&self.base.cluster, &id.name)
+                .get(self.cluster(), &id.name)
                 .await?
                 .map(|pod| BarePodView::from(&pod)),
         };
@@ -278,8 +267,7 @@ impl Kind for Pods {
 
     fn placement(&self, id: &ExecutionId) -> Option<Placement> {
         let entry = self
-            .base
-            .namespaces
+            .namespaces()
             .existing(&id.namespace)?
             .pods
             .get(&id.name)?;
@@ -300,8 +288,8 @@ impl Evaluates for Pods {
         Some(MAIN_CONTAINER.to_string())
     }
 
-    fn evaluating(&self) -> &Evaluating<Self> {
-        &self.evaluating
+    fn common(&self) -> &Common<Self> {
+        &self.common
     }
 
     async fn observed(&self, watch: &PodNamespaceWatch, id: &ExecutionId) -> Option<Found> {
@@ -325,7 +313,7 @@ impl Evaluates for Pods {
     async fn fetched(&self, _watch: &PodNamespaceWatch, id: &ExecutionId) -> Result<Option<Found>> {
         Ok(self
             .objects(&id.namespace)
-            .get(&self.base.cluster, &id.name)
+            .get(self.cluster(), &id.name)
             .await?
             .as_ref()
             .map(found_in))

@@ -17,7 +17,6 @@ pub mod tracker;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
@@ -37,13 +36,13 @@ use tracing::info;
 use crate::cluster::{Cluster, Op};
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
-use crate::evaluating::{Acted, Evaluates, Evaluating, Outcome};
+use crate::evaluating::{Acted, Common, Evaluates, Outcome, Pace};
 use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
 use crate::records::Records;
 use crate::replies::{DryRun, Submission};
-use crate::selector::SelectorEvent;
+use crate::selector::{Discovered, SelectorEvent};
 use crate::tracker::{Departure, ReflectorSettings, lock};
 use tracker::{SparkNamespaceWatch, app_of_pod, driver_pods_selector};
 
@@ -105,13 +104,12 @@ pub fn resource(operator: SparkOperator) -> &'static str {
 
 /// The Spark job backend of one cluster.
 pub struct SparkJobs {
-    /// The cluster, each watched namespace's watches and the last answers, and the outcome
-    /// records.
-    base: KindBase<SparkNamespaceWatch>,
+    /// What it keeps in common with every kind: the cluster, each watched namespace's watches,
+    /// settler and last answers, and the outcome records.
+    common: Common<SparkJobs>,
     settings: SparkSettings,
+    /// The operators the cluster serves, and since when that is known.
     installed: Mutex<Option<(Instant, Vec<SparkOperator>)>>,
-    /// Each watched namespace's settler, and what the evaluations saw.
-    evaluating: Evaluating<SparkJobs>,
 }
 
 /// The job's object as last seen.
@@ -149,34 +147,28 @@ impl SparkJobs {
         settings: SparkSettings,
         records: Arc<Records>,
     ) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self {
-            evaluating: Evaluating::new(
-                me.clone(),
-                settings.sync_timeout,
-                settings.recheck_interval,
-                settings.reflector.absent_ttl,
-            ),
-            base: KindBase::new(cluster, records),
-            settings,
+        Common::build(cluster, records, Pace::from(&settings), |common| Self {
+            common,
             installed: Mutex::new(None),
+            settings,
         })
     }
 
     /// The watches of `namespace`, if they are started.
     pub(crate) fn existing(&self, namespace: &str) -> Option<Arc<SparkNamespaceWatch>> {
-        self.base.namespaces.existing(namespace)
+        self.namespaces().existing(namespace)
     }
 
     /// The namespaces watched so far, with their watches.
     #[cfg(feature = "internals")]
     pub fn watched(&self) -> Vec<(String, Arc<SparkNamespaceWatch>)> {
-        self.base.namespaces.watched()
+        self.namespaces().watched()
     }
 
     fn objects(&self, operator: SparkOperator, namespace: &str) -> Objects<DynamicObject> {
         Objects {
             api: Api::namespaced_with(
-                self.base.cluster.client().clone(),
+                self.cluster().client().clone(),
                 namespace,
                 &api_resource(operator),
             ),
@@ -188,7 +180,7 @@ impl SparkJobs {
     }
 
     fn pods(&self, namespace: &str) -> Api<Pod> {
-        Api::namespaced(self.base.cluster.client().clone(), namespace)
+        Api::namespaced(self.cluster().client().clone(), namespace)
     }
 
     /// The operators whose SparkApplication CRD the cluster serves (discovery, cached).
@@ -202,10 +194,9 @@ impl SparkJobs {
         for operator in SparkOperator::ALL {
             let api_version = operator.api_version();
             let op = Op::named("get", "apis", "", &api_version);
-            let client = self.base.cluster.client();
+            let client = self.cluster().client();
             match self
-                .base
-                .cluster
+                .cluster()
                 .call(&op, true, || client.list_api_group_resources(&api_version))
                 .await
             {
@@ -278,7 +269,7 @@ impl SparkJobs {
     ) -> Result<serde_json::Value> {
         let (operator, _, object) = self.planned(spec, job_id, namespace).await?;
         self.objects(operator, namespace)
-            .dry_run(&self.base.cluster, object, mode)
+            .dry_run(self.cluster(), object, mode)
             .await
     }
 
@@ -328,7 +319,7 @@ impl SparkJobs {
         for operator in self.lookup_order() {
             match self
                 .objects(operator, &id.namespace)
-                .get(&self.base.cluster, &id.name)
+                .get(self.cluster(), &id.name)
                 .await
             {
                 Ok(Some(object)) => return Ok(Some((operator, object))),
@@ -368,11 +359,7 @@ impl SparkJobs {
         let api = self.pods(namespace);
         let params = ListParams::default().labels(&operator.driver_selector(app));
         let op = Op::collection("list", PODS, namespace);
-        let pods = self
-            .base
-            .cluster
-            .call(&op, true, || api.list(&params))
-            .await?;
+        let pods = self.cluster().call(&op, true, || api.list(&params)).await?;
         let mut drivers: Vec<DriverView> = pods.items.iter().map(DriverView::from).collect();
         if let Some(watch) = self.existing(namespace) {
             let departed: Vec<DriverView> = watch
@@ -421,8 +408,7 @@ impl SparkJobs {
         };
         let op = Op::named("delete", PODS, namespace, name);
         match self
-            .base
-            .cluster
+            .cluster()
             .call(&op, true, || api.delete(name, &params))
             .await
         {
@@ -440,10 +426,9 @@ impl SparkJobs {
     ) -> Result<Vec<DynamicObject>> {
         let api = match namespace {
             Some(namespace) => self.objects(operator, namespace).api,
-            None => Api::all_with(self.base.cluster.client().clone(), &api_resource(operator)),
+            None => Api::all_with(self.cluster().client().clone(), &api_resource(operator)),
         };
-        self.base
-            .cluster
+        self.cluster()
             .list(&api, resource(operator), namespace, selector)
             .await
     }
@@ -452,15 +437,11 @@ impl SparkJobs {
     async fn all_drivers(&self, namespace: Option<&str>) -> Result<Vec<Driver>> {
         let api = match namespace {
             Some(namespace) => self.pods(namespace),
-            None => Api::all(self.base.cluster.client().clone()),
+            None => Api::all(self.cluster().client().clone()),
         };
         let params = ListParams::default().labels(&driver_pods_selector());
         let op = Op::collection("list", PODS, namespace.unwrap_or(ALL_NAMESPACES));
-        let pods = self
-            .base
-            .cluster
-            .call(&op, true, || api.list(&params))
-            .await?;
+        let pods = self.cluster().call(&op, true, || api.list(&params)).await?;
         Ok(pods
             .items
             .iter()
@@ -486,6 +467,21 @@ impl Outcome for SparkAction {
     }
 }
 
+impl Discovered for SparkJobs {
+    /// The SparkApplications of the namespace, of every operator installed.
+    async fn served_apis(&self, namespace: &str) -> Result<Vec<Api<DynamicObject>>> {
+        let operators = self.installed().await?;
+        Ok(operators
+            .into_iter()
+            .map(|operator| self.objects(operator, namespace).api)
+            .collect())
+    }
+
+    fn watch_timeout(&self) -> Duration {
+        self.settings.reflector.watch_timeout
+    }
+}
+
 impl Kind for SparkJobs {
     type Object = DynamicObject;
     type Watches = SparkNamespaceWatch;
@@ -495,20 +491,20 @@ impl Kind for SparkJobs {
     const NOUN: &'static str = KIND;
 
     fn base(&self) -> &KindBase<SparkNamespaceWatch> {
-        &self.base
+        &self.common.base
     }
 
     /// The watches of `namespace` (the driver pods, and the SparkApplications of every
     /// operator installed), started if they are not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<SparkNamespaceWatch>> {
         // The operators installed are asked once, when the namespace is first watched.
-        let installed = match self.base.namespaces.existing(namespace) {
+        let installed = match self.namespaces().existing(namespace) {
             Some(_) => Vec::new(),
             None => self.installed().await?,
         };
-        let cluster = &self.base.cluster;
+        let cluster = self.cluster();
         let start = || SparkNamespaceWatch::start(cluster, namespace, &self.settings.reflector);
-        let watch = self.evaluating.watches(&self.base, namespace, start);
+        let watch = self.common.watches(namespace, start);
         for operator in installed {
             watch.apps_of(operator);
         }
@@ -613,11 +609,7 @@ impl Kind for SparkJobs {
             let api = self.pods(&id.namespace);
             let params = ListParams::default().labels(&driver_pods_selector());
             let op = Op::collection("list", PODS, &id.namespace);
-            let pods = self
-                .base
-                .cluster
-                .call(&op, true, || api.list(&params))
-                .await?;
+            let pods = self.cluster().call(&op, true, || api.list(&params)).await?;
             pods.items
                 .iter()
                 .filter(|pod| app_of_pod(pod).as_deref() == Some(id.name.as_str()))
@@ -662,33 +654,13 @@ impl Kind for SparkJobs {
         namespace: &str,
         selector: &str,
     ) -> BoxStream<'static, SelectorEvent> {
-        let (discovering, jobs) = (self.clone(), self.clone());
-        let (ns, selector) = (namespace.to_string(), crate::selector::managed(selector));
         crate::selector::after_discovery(
-            self.base.cluster.clone(),
-            namespace.to_string(),
+            (self, self.cluster()),
+            JobKind::SparkApp,
+            namespace,
+            selector,
             "cannot discover the Spark operators; trying again",
-            move || {
-                let jobs = discovering.clone();
-                async move { jobs.installed().await }
-            },
-            move |installed| {
-                installed
-                    .into_iter()
-                    .map(|operator| {
-                        crate::selector::label_watch(
-                            jobs.objects(operator, &ns).api,
-                            JobKind::SparkApp,
-                            &ns,
-                            &selector,
-                            jobs.settings.reflector.watch_timeout,
-                        )
-                        .boxed()
-                    })
-                    .collect()
-            },
         )
-        .boxed()
     }
 
     async fn served(&self) -> bool {
@@ -727,8 +699,8 @@ impl Evaluates for SparkJobs {
         })
     }
 
-    fn evaluating(&self) -> &Evaluating<Self> {
-        &self.evaluating
+    fn common(&self) -> &Common<Self> {
+        &self.common
     }
 
     /// What the watches know of a job, if they saw its application (the driver pods from the
@@ -784,7 +756,7 @@ impl Evaluates for SparkJobs {
         previous: Option<&ExecutionInfo>,
     ) -> Option<Mapped<SparkAction>> {
         if let Some(error) = &drivers.lookup_error {
-            self.evaluating
+            self.common
                 .warn_once(id, "cannot look up the driver pod", error);
         }
         spark_status(
