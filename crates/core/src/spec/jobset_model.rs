@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
+use super::common::{is_zero, seconds};
 use super::model::{Process, PullPolicy};
 
 /// A JobSet: groups of identical Jobs (replicated jobs, e.g. a leader and its workers) run
@@ -137,17 +138,5 @@ impl StartupOrder {
             StartupOrder::AnyOrder => "AnyOrder",
             StartupOrder::InOrder => "InOrder",
         }
-    }
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// Durations hash and print as whole seconds.
-fn seconds<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
-    match duration {
-        Some(d) => serializer.serialize_u64(d.as_secs()),
-        None => serializer.serialize_none(),
     }
 }

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
+use super::common::{is_zero, seconds};
 use super::quantity::Quantity;
 use crate::named::names;
 
@@ -150,18 +151,6 @@ pub struct Sidecar {
     /// Ports the container listens on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<u16>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// Durations hash and print as whole seconds.
-fn seconds<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
-    match duration {
-        Some(d) => serializer.serialize_u64(d.as_secs()),
-        None => serializer.serialize_none(),
-    }
 }
 
 /// What a job's main container runs and with what, after its image: the same fields in a

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
+use super::common::{is_zero, millis};
 use super::model::PullPolicy;
 use crate::named::names;
 use crate::spark::SparkOperator;
@@ -115,18 +116,6 @@ impl SparkJob {
     /// What kind of application the main application file makes it, if it is one of the two.
     pub fn application_type(&self) -> Option<SparkAppType> {
         SparkAppType::of(&self.main_application_file)
-    }
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// Durations hash and print as whole milliseconds.
-fn millis<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
-    match duration {
-        Some(d) => serializer.serialize_u128(d.as_millis()),
-        None => serializer.serialize_none(),
     }
 }
 
