@@ -67,6 +67,21 @@ impl Decoder {
 // How the canonical form (and so the hash) writes what the models hold: zero counts are left out
 // like empty collections, durations are whole units.
 
+/// Gives each listed type `is_empty`: whether every field has its default, so that the job
+/// file left the whole object out (and the canonical form leaves it out too).
+macro_rules! empty_when_default {
+    ($($type:ty),+ $(,)?) => {$(
+        impl $type {
+            /// Whether nothing is set: every field has its default.
+            pub fn is_empty(&self) -> bool {
+                *self == Self::default()
+            }
+        }
+    )+};
+}
+
+pub(super) use empty_when_default;
+
 /// Whether a count is 0, which the canonical form leaves out.
 pub(super) fn is_zero(n: &u32) -> bool {
     *n == 0

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-use super::common::{is_zero, millis};
+use super::common::{empty_when_default, is_zero, millis};
 use super::model::PullPolicy;
 use crate::named::names;
 use crate::spark::SparkOperator;
@@ -137,12 +137,7 @@ pub struct SparkPod {
     pub env: BTreeMap<String, String>,
 }
 
-impl SparkPod {
-    /// Whether nothing is set.
-    pub fn is_empty(&self) -> bool {
-        *self == SparkPod::default()
-    }
-}
+empty_when_default!(SparkPod);
 
 /// An amount of memory in Spark's notation: a whole number and a binary unit, `512m`, `2g`.
 /// Kept in bytes; printed with the largest unit that divides it (`1536m`, `2g`).
