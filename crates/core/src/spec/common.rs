@@ -1,7 +1,9 @@
-//! The fields every kind of job file has (name, namespace, image, pull secrets, retries, labels, annotations), decoded and validated once for all kinds.
+//! The fields every kind of job file has (name, namespace, image, pull secrets, retries, labels, annotations), decoded, validated and serialized once for all kinds.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
+
+use serde::Serializer;
 
 use super::decode::{Decoder, Fields};
 use super::error::{Found, Path, ProblemKind};
@@ -59,6 +61,51 @@ impl Decoder {
             .optional(f, "annotations", Self::string_map)
             .unwrap_or_default();
         (labels, annotations)
+    }
+}
+
+// How the canonical form (and so the hash) writes what the models hold: zero counts are left out
+// like empty collections, durations are whole units.
+
+/// Gives each listed type `is_empty`: whether every field has its default, so that the job
+/// file left the whole object out (and the canonical form leaves it out too).
+macro_rules! empty_when_default {
+    ($($type:ty),+ $(,)?) => {$(
+        impl $type {
+            /// Whether nothing is set: every field has its default.
+            pub fn is_empty(&self) -> bool {
+                *self == Self::default()
+            }
+        }
+    )+};
+}
+
+pub(super) use empty_when_default;
+
+/// Whether a count is 0, which the canonical form leaves out.
+pub(super) fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Durations hash and print as whole seconds (Kubernetes' fields count in them).
+pub(super) fn seconds<S: Serializer>(
+    duration: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(d) => serializer.serialize_u64(d.as_secs()),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// Durations hash and print as whole milliseconds (the Spark operators count in them).
+pub(super) fn millis<S: Serializer>(
+    duration: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(d) => serializer.serialize_u128(d.as_millis()),
+        None => serializer.serialize_none(),
     }
 }
 

@@ -25,44 +25,42 @@ pub const JOBSET_KIND: &str = "JobSet";
 /// The `kind` of a bare pod's job file: one pod that runs once.
 pub const POD_KIND: &str = "Pod";
 
-const CONTAINER_FIELDS: &[&str] = &[
-    "kind",
-    "name",
-    "namespace",
-    "image",
-    "imagePullPolicy",
-    "imagePullSecrets",
-    "serviceAccount",
-    "command",
-    "args",
-    "workingDir",
-    "env",
-    "secrets",
-    "resources",
-    "port",
-    "timeout",
-    "retries",
-    "podFailurePolicy",
-    "ttlAfterFinished",
-    "queue",
-    "priorityClass",
-    "nodeSelector",
-    "tolerations",
-    "labels",
-    "annotations",
-    "keepLog",
-    "tmpfs",
-    "sharedMemory",
-    "persistentVolumeClaims",
-    "securityContext",
-    "sidecars",
-    "indexed",
-    "completions",
-    "parallelism",
-    "backoffLimitPerIndex",
-    "maxFailedIndexes",
-    "successPolicy",
-];
+const CONTAINER_FIELDS: &[&str] = &join::<36>(&[
+    &[
+        "kind",
+        "name",
+        "namespace",
+        "image",
+        "imagePullPolicy",
+        "imagePullSecrets",
+        "serviceAccount",
+    ],
+    &PROCESS_FIELDS,
+    &[
+        "timeout",
+        "retries",
+        "podFailurePolicy",
+        "ttlAfterFinished",
+        "queue",
+        "priorityClass",
+        "nodeSelector",
+        "tolerations",
+        "labels",
+        "annotations",
+        "keepLog",
+        "tmpfs",
+        "sharedMemory",
+        "persistentVolumeClaims",
+        "securityContext",
+        "sidecars",
+        "indexed",
+        "completions",
+        "parallelism",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
+        "successPolicy",
+    ],
+]);
 const SUCCESS_RULE_FIELDS: &[&str] = &["succeededIndexes", "succeededCount"];
 const SIDECAR_FIELDS: &[&str] = &[
     "name",
@@ -102,34 +100,36 @@ const SECURITY_FIELDS: &[&str] = &[
 const ENV_FIELD_FIELDS: &[&str] = &["field"];
 
 /// Names from Kubernetes manifests (and misplaced fields) that users reach for, and what
-/// this format calls them: (where, name, suggestion).
-const HINTS: &[Hint] = &[
-    ("", "activeDeadlineSeconds", "timeout"),
-    ("", "backoffLimit", "retries"),
-    ("", "completionMode", "indexed"),
-    ("", "ttlSecondsAfterFinished", "ttlAfterFinished"),
-    ("", "serviceAccountName", "serviceAccount"),
-    ("", "priorityClassName", "priorityClass"),
-    ("", "envFrom", "secrets"),
-    ("", "volumes", "persistentVolumeClaims"),
-    ("", "pvcs", "persistentVolumeClaims"),
-    ("", "shm", "sharedMemory"),
-    ("", "cpu", "resources.cpu"),
-    ("", "memory", "resources.memory"),
-    ("", "disk", "resources.disk"),
-    ("", "gpu", "resources.gpu"),
-    ("", "qos", "resources.qos"),
-    ("", "limits", "resources.limits"),
-    ("", "requests", "resources (requests go directly under it)"),
-    ("", "entrypoint", "command"),
-    ("", "arguments", "args"),
+/// this format calls them, by where they are written.
+const HINTS: Hints = &[
+    ("", PROCESS_HINTS),
+    (
+        "",
+        &[
+            ("activeDeadlineSeconds", "timeout"),
+            ("backoffLimit", "retries"),
+            ("completionMode", "indexed"),
+            ("ttlSecondsAfterFinished", "ttlAfterFinished"),
+            ("serviceAccountName", "serviceAccount"),
+            ("priorityClassName", "priorityClass"),
+            ("envFrom", "secrets"),
+            ("volumes", "persistentVolumeClaims"),
+            ("pvcs", "persistentVolumeClaims"),
+            ("shm", "sharedMemory"),
+            ("disk", "resources.disk"),
+            ("qos", "resources.qos"),
+            ("limits", "resources.limits"),
+            ("requests", "resources (requests go directly under it)"),
+        ],
+    ),
     (
         "resources",
-        "requests",
-        "cpu, memory and disk directly under resources",
+        &[
+            ("requests", "cpu, memory and disk directly under resources"),
+            ("ephemeral-storage", "disk"),
+            ("ephemeralStorage", "disk"),
+        ],
     ),
-    ("resources", "ephemeral-storage", "disk"),
-    ("resources", "ephemeralStorage", "disk"),
 ];
 
 /// The kinds of job file.
@@ -163,8 +163,50 @@ pub(crate) enum Decoded {
     Pod(ContainerJob),
 }
 
-/// A suggestion for an unknown field: (where, name, what to write instead).
-pub(super) type Hint = (&'static str, &'static str, &'static str);
+/// A suggestion for an unknown field: (name, what to write instead).
+pub(super) type Hint = (&'static str, &'static str);
+
+/// A kind's suggestions for unknown fields, by the place they are written at.
+pub(super) type Hints = &'static [(&'static str, &'static [Hint])];
+
+/// The fields of a [`Process`] in job files, in the order every object that has one lists them.
+pub(super) const PROCESS_FIELDS: [&str; 7] = [
+    "command",
+    "args",
+    "workingDir",
+    "env",
+    "secrets",
+    "resources",
+    "port",
+];
+
+/// One object's field names from the lists of its parts, in order; `N` is their total (a
+/// wrong one does not compile).
+pub(super) const fn join<const N: usize>(lists: &[&[&'static str]]) -> [&'static str; N] {
+    let mut joined = [""; N];
+    let mut at = 0;
+    let mut list = 0;
+    while list < lists.len() {
+        let mut i = 0;
+        while i < lists[list].len() {
+            joined[at] = lists[list][i];
+            at += 1;
+            i += 1;
+        }
+        list += 1;
+    }
+    assert!(at == N, "N is not the total of the lists");
+    joined
+}
+
+/// Names users reach for instead of the fields of a [`Process`], wherever one is read.
+pub(super) const PROCESS_HINTS: &[Hint] = &[
+    ("entrypoint", "command"),
+    ("arguments", "args"),
+    ("cpu", "resources.cpu"),
+    ("memory", "resources.memory"),
+    ("gpu", "resources.gpu"),
+];
 
 /// Walks the tree, collecting problems and where each field was written.
 #[derive(Debug)]
@@ -175,7 +217,7 @@ pub(crate) struct Decoder {
     /// Byte offset of the key of each map entry, by path.
     pub(crate) keys: HashMap<Path, usize>,
     /// Suggestions for unknown fields of the kind of file being read.
-    pub(super) hints: &'static [Hint],
+    pub(super) hints: Hints,
     /// The known fields an unknown one was taken for (`comand` for `command`): what
     /// validation would say of them is explained already.
     pub(crate) suggested: Vec<Path>,
@@ -780,7 +822,7 @@ impl Decoder {
 
 /// The message for an unknown field, and the known field it suggests instead, if any.
 fn unknown_field(
-    hints: &[Hint],
+    hints: Hints,
     path: &Path,
     key: &str,
     known: &[&'static str],
@@ -790,8 +832,10 @@ fn unknown_field(
     let place_in_any_item = path.without_indexes().to_string();
     let hint = hints
         .iter()
-        .find(|(at, name, _)| (*at == place || *at == place_in_any_item) && *name == key)
-        .map(|(_, _, suggestion)| *suggestion);
+        .filter(|(at, _)| *at == place || *at == place_in_any_item)
+        .flat_map(|(_, hints)| hints.iter())
+        .find(|(name, _)| *name == key)
+        .map(|(_, suggestion)| *suggestion);
     // A hint that names a field of this object explains that field's absence too.
     let suggestion = hint
         .and_then(|hint| known.iter().find(|k| **k == hint).copied())

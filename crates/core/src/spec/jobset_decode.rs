@@ -2,7 +2,7 @@
 //! container jobs: types, unknown fields (with a suggestion) and missing fields, each at its
 //! place.
 
-use super::decode::{Decoder, Hint};
+use super::decode::{Decoder, Hints, PROCESS_FIELDS, PROCESS_HINTS, join};
 use super::error::Path;
 use super::jobset_model::{
     JobSetJob, JobSetSuccessPolicy, ReplicatedJob, StartupOrder, SuccessOperator,
@@ -26,76 +26,75 @@ const JOBSET_FIELDS: &[&str] = &[
     "annotations",
     "keepLog",
 ];
-const REPLICATED_JOB_FIELDS: &[&str] = &[
-    "name",
-    "replicas",
-    "image",
-    "imagePullPolicy",
-    "command",
-    "args",
-    "workingDir",
-    "env",
-    "secrets",
-    "resources",
-    "port",
-];
+const REPLICATED_JOB_FIELDS: &[&str] = &join::<11>(&[
+    &["name", "replicas", "image", "imagePullPolicy"],
+    &PROCESS_FIELDS,
+]);
 const FAILURE_POLICY_FIELDS: &[&str] = &["maxRestarts"];
 const SUCCESS_POLICY_FIELDS: &[&str] = &["operator", "targetReplicatedJobs"];
 const NETWORK_FIELDS: &[&str] = &["enableDNSHostnames"];
 
 /// Names from JobSet manifests and container job files that users reach for, and what this
 /// format calls them.
-const JOBSET_HINTS: &[Hint] = &[
+const JOBSET_HINTS: Hints = &[
+    ("replicatedJobs", PROCESS_HINTS),
     (
         "",
-        "spec",
-        "the fields directly at the top (replicatedJobs, failurePolicy, ...)",
+        &[
+            (
+                "spec",
+                "the fields directly at the top (replicatedJobs, failurePolicy, ...)",
+            ),
+            ("replicas", "replicatedJobs[].replicas"),
+            ("jobs", "replicatedJobs"),
+            ("image", "replicatedJobs[].image"),
+            ("command", "replicatedJobs[].command"),
+            ("args", "replicatedJobs[].args"),
+            ("env", "replicatedJobs[].env"),
+            ("resources", "replicatedJobs[].resources"),
+            ("maxRestarts", "failurePolicy.maxRestarts"),
+            ("retries", "failurePolicy.maxRestarts"),
+            ("startupPolicyOrder", "startupPolicy"),
+            ("enableDNSHostnames", "network.enableDNSHostnames"),
+            ("ttlSecondsAfterFinished", "ttlAfterFinished"),
+            ("serviceAccountName", "serviceAccount"),
+        ],
     ),
-    ("", "replicas", "replicatedJobs[].replicas"),
-    ("", "jobs", "replicatedJobs"),
-    ("", "image", "replicatedJobs[].image"),
-    ("", "command", "replicatedJobs[].command"),
-    ("", "args", "replicatedJobs[].args"),
-    ("", "env", "replicatedJobs[].env"),
-    ("", "resources", "replicatedJobs[].resources"),
-    ("", "maxRestarts", "failurePolicy.maxRestarts"),
-    ("", "retries", "failurePolicy.maxRestarts"),
-    ("", "startupPolicyOrder", "startupPolicy"),
-    ("", "enableDNSHostnames", "network.enableDNSHostnames"),
-    ("", "ttlSecondsAfterFinished", "ttlAfterFinished"),
-    ("", "serviceAccountName", "serviceAccount"),
     (
         "network",
-        "subdomain",
-        "enableDNSHostnames (the subdomain is the JobSet's name)",
+        &[(
+            "subdomain",
+            "enableDNSHostnames (the subdomain is the JobSet's name)",
+        )],
     ),
     (
         "replicatedJobs",
-        "template",
-        "the container fields directly in the replicated job",
+        &[
+            (
+                "template",
+                "the container fields directly in the replicated job",
+            ),
+            ("count", "replicas"),
+            (
+                "retries",
+                "failurePolicy.maxRestarts (the whole set restarts)",
+            ),
+        ],
     ),
-    ("replicatedJobs", "count", "replicas"),
-    ("replicatedJobs", "entrypoint", "command"),
-    ("replicatedJobs", "arguments", "args"),
-    ("replicatedJobs", "cpu", "resources.cpu"),
-    ("replicatedJobs", "memory", "resources.memory"),
-    ("replicatedJobs", "gpu", "resources.gpu"),
-    (
-        "replicatedJobs",
-        "retries",
-        "failurePolicy.maxRestarts (the whole set restarts)",
-    ),
-    ("failurePolicy", "backoffLimit", "maxRestarts"),
     (
         "failurePolicy",
-        "rules",
-        "maxRestarts (rules are not supported)",
+        &[
+            ("backoffLimit", "maxRestarts"),
+            ("rules", "maxRestarts (rules are not supported)"),
+        ],
     ),
-    ("successPolicy", "targets", "targetReplicatedJobs"),
+    ("successPolicy", &[("targets", "targetReplicatedJobs")]),
     (
         "startupPolicy",
-        "startupPolicyOrder",
-        "startupPolicy: InOrder (a plain value)",
+        &[(
+            "startupPolicyOrder",
+            "startupPolicy: InOrder (a plain value)",
+        )],
     ),
 ];
 

@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
+use super::common::{is_zero, seconds};
 use super::model::{Process, PullPolicy};
+use crate::named::names;
 
 /// A JobSet: groups of identical Jobs (replicated jobs, e.g. a leader and its workers) run
 /// together by the JobSet controller (`jobset.x-k8s.io/v1alpha2`), restarted together on a
@@ -101,19 +103,7 @@ pub enum SuccessOperator {
     Any,
 }
 
-impl SuccessOperator {
-    /// Every operator with its name in job files (and in JobSet).
-    pub const NAMES: [(&'static str, SuccessOperator); 2] =
-        [("All", SuccessOperator::All), ("Any", SuccessOperator::Any)];
-
-    /// The JobSet name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SuccessOperator::All => "All",
-            SuccessOperator::Any => "Any",
-        }
-    }
-}
+names!(SuccessOperator: All = "All", Any = "Any");
 
 /// The order in which a JobSet's replicated jobs start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -124,30 +114,4 @@ pub enum StartupOrder {
     InOrder,
 }
 
-impl StartupOrder {
-    /// Every order with its name in job files (and in JobSet's `startupPolicyOrder`).
-    pub const NAMES: [(&'static str, StartupOrder); 2] = [
-        ("AnyOrder", StartupOrder::AnyOrder),
-        ("InOrder", StartupOrder::InOrder),
-    ];
-
-    /// The JobSet name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StartupOrder::AnyOrder => "AnyOrder",
-            StartupOrder::InOrder => "InOrder",
-        }
-    }
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// Durations hash and print as whole seconds.
-fn seconds<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
-    match duration {
-        Some(d) => serializer.serialize_u64(d.as_secs()),
-        None => serializer.serialize_none(),
-    }
-}
+names!(StartupOrder: AnyOrder = "AnyOrder", InOrder = "InOrder");

@@ -360,3 +360,26 @@ replicatedJobs:
 ";
     assert_eq!(jobset("r.yaml", rich).hash(), "c5841aaa856ce0e3");
 }
+
+#[test]
+fn the_hash_of_every_jobset_field_is_fixed() {
+    // A fixed value: the canonical form of the set's own fields, `ttlAfterFinished` in whole
+    // seconds among them, is part of what makes a submission idempotent.
+    let rich = "\
+kind: JobSet
+name: train
+namespace: ml
+replicatedJobs:
+  - {name: leader, image: busybox:1.36}
+  - {name: workers, replicas: 2, image: busybox:1.36}
+failurePolicy: {maxRestarts: 3}
+successPolicy: {operator: Any, targetReplicatedJobs: [leader]}
+startupPolicy: InOrder
+network: {enableDNSHostnames: false}
+ttlAfterFinished: 1h
+labels: {team: data}
+keepLog: {lines: 10}
+annotations: {note: anything}
+";
+    assert_eq!(jobset("r.yaml", rich).hash(), "943ae133d8710e32");
+}

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
+use super::common::{empty_when_default, is_zero, seconds};
 use super::quantity::Quantity;
 use crate::named::names;
 
@@ -150,18 +151,6 @@ pub struct Sidecar {
     /// Ports the container listens on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<u16>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// Durations hash and print as whole seconds.
-fn seconds<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
-    match duration {
-        Some(d) => serializer.serialize_u64(d.as_secs()),
-        None => serializer.serialize_none(),
-    }
 }
 
 /// What a job's main container runs and with what, after its image: the same fields in a
@@ -310,12 +299,9 @@ pub struct Resources {
     pub limits: Limits,
 }
 
-impl Resources {
-    /// Whether nothing is asked for.
-    pub fn is_empty(&self) -> bool {
-        *self == Resources::default()
-    }
+empty_when_default!(Resources, Limits, PodFailurePolicy, SecurityContext);
 
+impl Resources {
     /// The QoS class asked for.
     pub fn qos(&self) -> Qos {
         self.qos.unwrap_or(Qos::Burstable)
@@ -407,13 +393,6 @@ pub struct Limits {
     pub disk: Option<Quantity>,
 }
 
-impl Limits {
-    /// Whether no limit is given.
-    pub fn is_empty(&self) -> bool {
-        *self == Limits::default()
-    }
-}
-
 /// A GPU vendor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -462,13 +441,6 @@ pub struct PodFailurePolicy {
     /// `backoffLimitPerIndex` allows (the `FailIndex` action); the other indexes go on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fail_index_on_exit_codes: Vec<i32>,
-}
-
-impl PodFailurePolicy {
-    /// Whether the policy has no rules.
-    pub fn is_empty(&self) -> bool {
-        *self == PodFailurePolicy::default()
-    }
 }
 
 /// A toleration of node taints.
@@ -554,11 +526,4 @@ pub struct SecurityContext {
     /// Refuse to start if the image would run as root.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_as_non_root: Option<bool>,
-}
-
-impl SecurityContext {
-    /// Whether nothing is set.
-    pub fn is_empty(&self) -> bool {
-        *self == SecurityContext::default()
-    }
 }

@@ -2,7 +2,7 @@
 //! container jobs: types, unknown fields (with a suggestion) and missing fields, each at its
 //! place.
 
-use super::decode::{Decoder, Hint};
+use super::decode::{Decoder, Hints};
 use super::error::{Path, ProblemKind};
 use super::spark_model::{RetainPolicy, SparkJob, SparkMemory, SparkPod, SparkRestartPolicy};
 use super::tree::Node;
@@ -46,33 +46,39 @@ const EXECUTOR_FIELDS: &[&str] = &["cores", "memory", "instances", "env"];
 
 /// Names from the operators' SparkApplications, spark-submit and Gravitino's Spark templates
 /// that users reach for, and what this format calls them.
-const SPARK_HINTS: &[Hint] = &[
-    ("", "mainApplicationResource", "mainApplicationFile"),
-    ("", "mainResource", "mainApplicationFile"),
-    ("", "mainFile", "mainApplicationFile"),
-    ("", "className", "mainClass"),
-    ("", "class", "mainClass"),
-    ("", "arguments", "args"),
-    ("", "driverArgs", "args"),
-    ("", "conf", "sparkConf"),
-    ("", "configs", "sparkConf"),
-    ("", "runtimeVersions", "sparkVersion"),
-    ("", "deps", "jars, pyFiles, files and archives"),
-    ("", "serviceAccountName", "serviceAccount"),
-    ("", "timeToLiveSeconds", "ttlAfterStop"),
-    ("", "ttlAfterStopMillis", "ttlAfterStop"),
-    ("", "resourceRetainPolicy", "retainResources"),
-    ("", "resourceRetainDurationMillis", "retainResourcesFor"),
-    ("", "executors", "executor"),
-    ("", "env", "driver.env and executor.env"),
-    ("", "environments", "driver.env and executor.env"),
-    ("", "cores", "driver.cores and executor.cores"),
-    ("", "memory", "driver.memory and executor.memory"),
-    ("", "instances", "executor.instances"),
-    ("driver", "instances", "executor.instances"),
-    ("driver", "envVars", "env"),
-    ("executor", "envVars", "env"),
-    ("executor", "count", "instances"),
+const SPARK_HINTS: Hints = &[
+    (
+        "",
+        &[
+            ("mainApplicationResource", "mainApplicationFile"),
+            ("mainResource", "mainApplicationFile"),
+            ("mainFile", "mainApplicationFile"),
+            ("className", "mainClass"),
+            ("class", "mainClass"),
+            ("arguments", "args"),
+            ("driverArgs", "args"),
+            ("conf", "sparkConf"),
+            ("configs", "sparkConf"),
+            ("runtimeVersions", "sparkVersion"),
+            ("deps", "jars, pyFiles, files and archives"),
+            ("serviceAccountName", "serviceAccount"),
+            ("timeToLiveSeconds", "ttlAfterStop"),
+            ("ttlAfterStopMillis", "ttlAfterStop"),
+            ("resourceRetainPolicy", "retainResources"),
+            ("resourceRetainDurationMillis", "retainResourcesFor"),
+            ("executors", "executor"),
+            ("env", "driver.env and executor.env"),
+            ("environments", "driver.env and executor.env"),
+            ("cores", "driver.cores and executor.cores"),
+            ("memory", "driver.memory and executor.memory"),
+            ("instances", "executor.instances"),
+        ],
+    ),
+    (
+        "driver",
+        &[("instances", "executor.instances"), ("envVars", "env")],
+    ),
+    ("executor", &[("envVars", "env"), ("count", "instances")]),
 ];
 
 impl Decoder {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
+use super::common::{empty_when_default, is_zero, millis};
 use super::model::PullPolicy;
 use crate::named::names;
 use crate::spark::SparkOperator;
@@ -118,18 +119,6 @@ impl SparkJob {
     }
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// Durations hash and print as whole milliseconds.
-fn millis<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
-    match duration {
-        Some(d) => serializer.serialize_u128(d.as_millis()),
-        None => serializer.serialize_none(),
-    }
-}
-
 /// The resources and environment of the driver or of each executor.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -148,12 +137,7 @@ pub struct SparkPod {
     pub env: BTreeMap<String, String>,
 }
 
-impl SparkPod {
-    /// Whether nothing is set.
-    pub fn is_empty(&self) -> bool {
-        *self == SparkPod::default()
-    }
-}
+empty_when_default!(SparkPod);
 
 /// An amount of memory in Spark's notation: a whole number and a binary unit, `512m`, `2g`.
 /// Kept in bytes; printed with the largest unit that divides it (`1536m`, `2g`).

@@ -397,3 +397,42 @@ fn specs_built_in_code_are_validated() {
         "{message}"
     );
 }
+
+#[test]
+fn the_hash_of_every_spark_field_is_fixed() {
+    // A fixed value: a change of the canonical form (durations in whole milliseconds among
+    // it) would make a newer kubeferry refuse to adopt applications an older one created.
+    let rich = "\
+kind: SparkJob
+name: pi
+namespace: analytics
+operator: apache
+sparkVersion: 3.5.3
+image: apache/spark:3.5.3
+imagePullPolicy: IfNotPresent
+imagePullSecrets: [registry]
+mainApplicationFile: local:///opt/spark/examples/jars/spark-examples_2.12-3.5.3.jar
+mainClass: org.apache.spark.examples.SparkPi
+args: ['1000']
+jars: [local:///opt/extra.jar]
+files: [local:///opt/data.txt]
+archives: [local:///opt/env.zip#env]
+sparkConf: {spark.eventLog.enabled: 'false'}
+driver: {cores: 1, memory: 512m, env: {A: x}}
+executor: {cores: 2, memory: 1g, instances: 3, env: {B: y}}
+serviceAccount: spark
+restartPolicy: OnFailure
+retries: 2
+retryInterval: 1m
+driverStartTimeout: 2m
+driverReadyTimeout: 3m
+executorStartTimeout: 4m
+retainResources: OnFailure
+retainResourcesFor: 1h
+ttlAfterStop: 1d
+labels: {team: data}
+keepLog: {lines: 10}
+annotations: {note: anything}
+";
+    assert_eq!(spark("r.yaml", rich).hash(), "2d0e82dab2425ad8");
+}

@@ -1064,3 +1064,48 @@ retries: 2
 ";
     assert_eq!(container("r.yaml", rich).hash(), "a4f8b96d9973d04b");
 }
+
+#[test]
+fn the_hash_of_every_optional_container_field_is_fixed() {
+    // Fixed values: the canonical form of the fields a job file may leave out, durations
+    // in whole seconds among them, is part of what makes a submission idempotent.
+    let rich = "\
+name: rich
+namespace: ml
+image: busybox:1.36
+resources: {cpu: 500m, memory: 256Mi, disk: 1Gi, gpu: 1, gpuVendor: amd, extended: {example.com/fpga: 1}, limits: {cpu: 1, memory: 512Mi, disk: 2Gi}}
+timeout: 1h30m
+retries: 2
+podFailurePolicy: {failOnExitCodes: [42, 3], ignoreDisruptions: true}
+ttlAfterFinished: 1d
+queue: team-a
+priorityClass: high
+nodeSelector: {disktype: ssd}
+tolerations:
+  - {key: dedicated, operator: Equal, value: ml, effect: NoSchedule}
+  - {operator: Exists, effect: NoExecute, tolerationSeconds: 60}
+labels: {team: data}
+keepLog: {lines: 10}
+annotations: {note: anything}
+tmpfs: {path: /scratch, size: 128Mi}
+sharedMemory: 64Mi
+persistentVolumeClaims: {datasets: /data}
+securityContext: {runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true, allowPrivilegeEscalation: false, privileged: false}
+sidecars:
+  - {name: shipper, image: fluent/fluent-bit:3.1, imagePullPolicy: Always, command: [fluent-bit], args: [-v], env: {LEVEL: info}, resources: {cpu: 100m}, ports: [2020]}
+";
+    assert_eq!(container("r.yaml", rich).hash(), "411e95e5e9460f83");
+    let indexed = "\
+name: rich
+image: busybox:1.36
+indexed: true
+completions: 4
+parallelism: 2
+backoffLimitPerIndex: 1
+maxFailedIndexes: 2
+podFailurePolicy: {failIndexOnExitCodes: [7]}
+successPolicy:
+  - {succeededIndexes: 0-1, succeededCount: 1}
+";
+    assert_eq!(container("i.yaml", indexed).hash(), "5a6dd00e7c5f6ae2");
+}

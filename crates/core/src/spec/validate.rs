@@ -132,6 +132,9 @@ pub(crate) fn pod_job(job: &ContainerJob) -> Vec<Found> {
         found: container_job(job),
     };
     let root = Path::root();
+    // Why each field is a Job's: several fields share a reason.
+    let runs_once = "a pod runs once";
+    let no_indexes = "a pod has no indexes";
     let job_only: [(&'static str, bool, &str); 10] = [
         (
             "retries",
@@ -153,24 +156,20 @@ pub(crate) fn pod_job(job: &ContainerJob) -> Vec<Found> {
             job.queue.is_some(),
             "kubeferry queues Jobs in Kueue, not bare pods",
         ),
-        ("indexed", job.indexed, "a pod has no indexes"),
-        ("completions", job.completions.is_some(), "a pod runs once"),
-        ("parallelism", job.parallelism.is_some(), "a pod runs once"),
+        ("indexed", job.indexed, no_indexes),
+        ("completions", job.completions.is_some(), runs_once),
+        ("parallelism", job.parallelism.is_some(), runs_once),
         (
             "backoffLimitPerIndex",
             job.backoff_limit_per_index.is_some(),
-            "a pod has no indexes",
+            no_indexes,
         ),
         (
             "maxFailedIndexes",
             job.max_failed_indexes.is_some(),
-            "a pod has no indexes",
+            no_indexes,
         ),
-        (
-            "successPolicy",
-            !job.success_policy.is_empty(),
-            "a pod has no indexes",
-        ),
+        ("successPolicy", !job.success_policy.is_empty(), no_indexes),
     ];
     for (field, set, why) in job_only {
         if set {

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::warn;
 
+use super::answers::{MalformedId, NamespaceRefused, NoSuchJob, OtherCluster};
 use super::input::{IdPath, QueryParams};
 use super::jobs::resolve;
 use super::model::{GoneEvent, JobInfo};
@@ -81,10 +82,10 @@ fn sse(app: &App, events: impl Stream<Item = Event> + Send + 'static) -> Respons
     responses(
         (status = 200, description = "Server-Sent Events: `status` (a JobInfo), then the stream ends at the final state",
             body = JobInfo, content_type = "text/event-stream"),
-        (status = 400, description = "A malformed execution id", body = ErrorBody),
-        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 421, description = "The id names another cluster", body = ErrorBody),
+        MalformedId,
+        NamespaceRefused,
+        NoSuchJob,
+        OtherCluster,
     ),
     security(("bearer" = []))
 )]
@@ -156,7 +157,7 @@ pub struct ListedEvent {
         (status = 200, description = "Server-Sent Events: `status` (a JobInfo), `listed`, `gone`",
             body = JobInfo, content_type = "text/event-stream"),
         (status = 400, description = "A wrong parameter (e.g. a malformed selector)", body = ErrorBody),
-        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
+        NamespaceRefused,
     ),
     security(("bearer" = []))
 )]

@@ -18,6 +18,7 @@ use kubeferry_kube::Executor;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::answers::{MalformedId, NamespaceRefused, NoSuchJob, OtherCluster, Unreachable};
 use super::input::{self, IdPath, QueryParams};
 use super::model::{
     CancelResult, JobInfo, JobList, JobListItem, SubmitRequest, Submitted, TemplateList, Timeline,
@@ -64,13 +65,13 @@ pub fn resolve<'a>(
             headers(("Location" = String, description = "The job's URL"))),
         (status = 400, description = "Malformed JSON (`bad_json`, with line and column) or a wrong field (`bad_request`)", body = ErrorBody),
         (status = 401, description = "No valid bearer token", body = ErrorBody),
-        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
+        NamespaceRefused,
         (status = 404, description = "No such template", body = ErrorBody),
         (status = 409, description = "The job id was used for a different spec", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "An invalid spec (`invalid_spec`, every problem with its line and column), or one Kubernetes refused", body = ErrorBody),
-        (status = 503, description = "Kubernetes unreachable", body = ErrorBody),
+        Unreachable,
     ),
     security(("bearer" = []))
 )]
@@ -311,11 +312,11 @@ fn unused_parameters(text: &str, params: &Params) -> Vec<String> {
     params(IdPath),
     responses(
         (status = 200, description = "The job's status", body = JobInfo),
-        (status = 400, description = "A malformed execution id", body = ErrorBody),
-        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
+        MalformedId,
+        NamespaceRefused,
         (status = 404, description = "No such job (never created here, or removed)", body = ErrorBody),
         (status = 421, description = "The id names another cluster: a configuration error, not a missing job", body = ErrorBody),
-        (status = 503, description = "Kubernetes unreachable", body = ErrorBody),
+        Unreachable,
     ),
     security(("bearer" = []))
 )]
@@ -343,11 +344,11 @@ pub async fn get(
     params(IdPath),
     responses(
         (status = 200, description = "The job's story", body = Timeline),
-        (status = 400, description = "A malformed execution id", body = ErrorBody),
-        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
+        MalformedId,
+        NamespaceRefused,
         (status = 404, description = "No such job (never created here, or removed)", body = ErrorBody),
-        (status = 421, description = "The id names another cluster", body = ErrorBody),
-        (status = 503, description = "Kubernetes unreachable", body = ErrorBody),
+        OtherCluster,
+        Unreachable,
     ),
     security(("bearer" = []))
 )]
@@ -372,11 +373,11 @@ pub async fn timeline(
     params(IdPath),
     responses(
         (status = 202, description = "Cancel requested, or the job had already ended", body = CancelResult),
-        (status = 400, description = "A malformed execution id", body = ErrorBody),
-        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 421, description = "The id names another cluster", body = ErrorBody),
-        (status = 503, description = "Kubernetes unreachable", body = ErrorBody),
+        MalformedId,
+        NamespaceRefused,
+        NoSuchJob,
+        OtherCluster,
+        Unreachable,
     ),
     security(("bearer" = []))
 )]
@@ -452,8 +453,8 @@ impl Cursor {
     responses(
         (status = 200, description = "A page of jobs", body = JobList),
         (status = 400, description = "A wrong parameter (`bad_parameter`, naming it)", body = ErrorBody),
-        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
-        (status = 503, description = "Kubernetes unreachable", body = ErrorBody),
+        NamespaceRefused,
+        Unreachable,
     ),
     security(("bearer" = []))
 )]

@@ -14,6 +14,7 @@ use kubeferry_kube::Error as KubeError;
 use kubeferry_kube::logs::{FollowOptions, TailOptions};
 use tracing::warn;
 
+use super::answers::{NamespaceRefused, NoSuchJob, OtherCluster};
 use super::input::{IdPath, QueryParams};
 use super::jobs::resolve;
 use super::model::LogTail;
@@ -62,9 +63,9 @@ fn concerns_the_job(error: &KubeError) -> bool {
         (status = 200, description = "The end of the log (JSON), or the followed log (text/plain)",
             content((LogTail = "application/json"), (String = "text/plain"))),
         (status = 400, description = "A wrong parameter or execution id", body = ErrorBody),
-        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 421, description = "The id names another cluster", body = ErrorBody),
+        NamespaceRefused,
+        NoSuchJob,
+        OtherCluster,
     ),
     security(("bearer" = []))
 )]

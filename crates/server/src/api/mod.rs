@@ -1,6 +1,7 @@
 //! The HTTP API: routes, their OpenAPI document (generated from the handlers), and the
 //! answers to what matches no route.
 
+mod answers;
 pub mod events;
 pub mod health;
 pub mod input;

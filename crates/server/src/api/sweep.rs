@@ -12,6 +12,7 @@ use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use tracing::info;
 
+use super::answers::{NamespaceRefused, Unreachable};
 use super::input;
 use super::model::{OrphanItem, SweepRequest, SweepResult};
 use crate::app::App;
@@ -32,8 +33,8 @@ use crate::error::{ApiResult, ErrorBody};
     responses(
         (status = 200, description = "The orphans found (and whether each was deleted)", body = SweepResult),
         (status = 400, description = "Malformed JSON or a wrong field", body = ErrorBody),
-        (status = 403, description = "A namespace the caller may not use", body = ErrorBody),
-        (status = 503, description = "Kubernetes unreachable", body = ErrorBody),
+        NamespaceRefused,
+        Unreachable,
     ),
     security(("bearer" = []))
 )]

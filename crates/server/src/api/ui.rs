@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use axum::extract::RawQuery;
 
+use super::answers::NamespaceRefused;
 use super::input::QueryParams;
 use super::model::{StateSample, Stats, WhoAmI};
 use crate::app::App;
@@ -114,7 +115,7 @@ pub async fn whoami(
     params(("namespace" = Option<String>, Query, description = "Only this namespace (default: every namespace the caller may use)")),
     responses(
         (status = 200, description = "The samples of the last hour", body = Stats),
-        (status = 403, description = "A namespace the caller may not use", body = crate::error::ErrorBody),
+        NamespaceRefused,
     ),
     security(("bearer" = []))
 )]
