@@ -34,7 +34,7 @@ use crate::settling::{
     Change, JobStates, Releases, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel,
     merged, release_held, retry_at, retry_delay, while_deciding,
 };
-use crate::tracker::{Recent, lock};
+use crate::tracker::{Recent, Watching, lock};
 
 /// An action a mapping asks for, with the outcome it reports once carried out.
 pub(crate) trait Outcome: Send + Sync {
@@ -119,39 +119,30 @@ pub(crate) struct Pace {
     absent_ttl: Duration,
 }
 
-/// Every kind's settings pace its waits alike.
-macro_rules! paced_by {
-    ($($settings:ty),*) => {$(
-        impl From<&$settings> for Pace {
-            fn from(settings: &$settings) -> Pace {
-                Pace {
-                    sync_timeout: settings.sync_timeout,
-                    recheck_interval: settings.recheck_interval,
-                    absent_ttl: settings.reflector.absent_ttl,
-                }
-            }
+impl From<&Watching> for Pace {
+    fn from(watching: &Watching) -> Pace {
+        Pace {
+            sync_timeout: watching.sync_timeout,
+            recheck_interval: watching.recheck_interval,
+            absent_ttl: watching.reflector.absent_ttl,
         }
-    )*};
+    }
 }
 
-paced_by!(
-    crate::ContainerSettings,
-    crate::SparkSettings,
-    crate::JobSetSettings
-);
+/// What every kind of one cluster is built over: the cluster, and the outcome records.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub(crate) cluster: Cluster,
+    pub(crate) records: Arc<Records>,
+}
 
 impl<K: Evaluates> Common<K> {
-    /// A kind of `cluster` keeping its jobs' outcomes in `records`, paced by `pace`: `build`
-    /// makes it of what it keeps in common with every kind.
-    pub(crate) fn build(
-        cluster: Cluster,
-        records: Arc<Records>,
-        pace: Pace,
-        build: impl FnOnce(Self) -> K,
-    ) -> Arc<K> {
+    /// A kind over `shared`, paced by `pace`: `build` makes it of what it keeps in common with
+    /// every kind.
+    pub(crate) fn build(shared: &Shared, pace: Pace, build: impl FnOnce(Self) -> K) -> Arc<K> {
         Arc::new_cyclic(|me| {
             build(Self {
-                base: KindBase::new(cluster, records),
+                base: KindBase::new(shared.cluster.clone(), shared.records.clone()),
                 me: me.clone(),
                 settlers: Settlers::default(),
                 warned: Recent::new(10_000),

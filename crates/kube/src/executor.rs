@@ -13,6 +13,7 @@ use rand::Rng;
 use crate::cluster::Cluster;
 use crate::container::{ContainerJobs, ContainerSettings, SelectorEvent};
 use crate::error::{Error, Result};
+use crate::evaluating::Shared;
 use crate::jobset::{JobSetSettings, JobSets};
 use crate::kind::{Kind, KindHealth};
 use crate::kinds::{Entry, Kinds, together};
@@ -86,16 +87,20 @@ impl Executor {
         let keep_log = settings.records.keep_log;
         let records = Records::new(
             cluster.clone(),
-            settings.container.reflector.clone(),
+            settings.container.watching.reflector.clone(),
             settings.records,
-            settings.container.sync_timeout,
+            settings.container.watching.sync_timeout,
         );
+        let shared = Shared {
+            cluster: cluster.clone(),
+            records: records.clone(),
+        };
         let kinds = Kinds {
             // A bare pod is mapped, named and timed as a container job.
-            pod: Pods::new(cluster.clone(), settings.container.clone(), records.clone()),
-            container: ContainerJobs::new(cluster.clone(), settings.container, records.clone()),
-            spark: SparkJobs::new(cluster.clone(), settings.spark, records.clone()),
-            jobset: JobSets::new(cluster.clone(), settings.jobset, records.clone()),
+            pod: Pods::new(&shared, settings.container.clone()),
+            container: ContainerJobs::new(&shared, settings.container),
+            spark: SparkJobs::new(&shared, settings.spark),
+            jobset: JobSets::new(&shared, settings.jobset),
         };
         Self {
             cluster,

@@ -22,7 +22,7 @@ use crate::objects::{Attempt, Current, Object, Objects};
 use crate::records::{Records, check_resubmission, gives_way};
 use crate::replies::Submission;
 use crate::selector::SelectorEvent;
-use crate::tracker::{Namespaces, WatchHealth};
+use crate::tracker::{Departure, Namespaces, Reflector, Tombstone, WatchHealth};
 
 /// What a kind watches in one namespace.
 pub(crate) trait Watches: Send + Sync + 'static {
@@ -118,6 +118,25 @@ pub(crate) enum Seen<V> {
         /// before a relist found it gone).
         final_state: bool,
     },
+}
+
+impl<V: Clone + Send + Sync + 'static> Seen<V> {
+    /// The object `name` as `watch` holds it, else as it last saw it go; `None`: not seen
+    /// (or forgotten).
+    pub(crate) fn in_watch(watch: &Reflector<V>, name: &str) -> Option<Self> {
+        match watch.get(name) {
+            Some(entry) => Some(Seen::Present(entry.view)),
+            None => watch.tombstone(name).map(Seen::gone),
+        }
+    }
+
+    /// An object gone, as `tombstone` keeps it.
+    pub(crate) fn gone(tombstone: Tombstone<V>) -> Self {
+        Seen::Vanished {
+            final_state: tombstone.departure == Departure::Deleted,
+            last: tombstone.last,
+        }
+    }
 }
 
 impl<V> Seen<V> {

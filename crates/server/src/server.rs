@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kubeferry_core::container::MappingConfig;
 use kubeferry_core::spark::SparkMappingConfig;
-use kubeferry_kube::tracker::ReflectorSettings;
+use kubeferry_kube::tracker::{ReflectorSettings, Watching};
 use kubeferry_kube::{
     ClusterSettings, ContainerSettings, Executor, ExecutorSettings, JobSetSettings, RecordSettings,
     RetryPolicy, SparkSettings,
@@ -77,27 +77,31 @@ pub fn executor_settings(
         connect_timeout: t.connect,
         read_timeout: t.read,
     };
-    let reflector = ReflectorSettings {
-        watch_timeout: t.watch,
-        tombstone_ttl: t.tombstone,
-        absent_ttl: t.absent,
-        restart: RetryPolicy {
-            cap: t.watch_restart,
-            ..ReflectorSettings::default().restart
+    // Every kind watches, waits and looks again alike.
+    let watching = Watching {
+        reflector: ReflectorSettings {
+            watch_timeout: t.watch,
+            tombstone_ttl: t.tombstone,
+            absent_ttl: t.absent,
+            restart: RetryPolicy {
+                cap: t.watch_restart,
+                ..ReflectorSettings::default().restart
+            },
+            ..ReflectorSettings::default()
         },
-        ..ReflectorSettings::default()
+        sync_timeout: t.sync,
+        recheck_interval: t.recheck,
+    };
+    let mapping = MappingConfig {
+        image_pull_grace: t.image_pull_grace,
+        create_container_error_grace: t.create_container_error_grace,
+        pending_timeout: t.pending,
+        pod_status_wait: t.pod_status_wait,
     };
     let executor = ExecutorSettings {
         container: ContainerSettings {
-            mapping: MappingConfig {
-                image_pull_grace: t.image_pull_grace,
-                create_container_error_grace: t.create_container_error_grace,
-                pending_timeout: t.pending,
-                pod_status_wait: t.pod_status_wait,
-            },
-            reflector: reflector.clone(),
-            sync_timeout: t.sync,
-            recheck_interval: t.recheck,
+            mapping: mapping.clone(),
+            watching: watching.clone(),
             name_prefix: config.name_prefix.clone(),
             ..ContainerSettings::default()
         },
@@ -106,27 +110,14 @@ pub fn executor_settings(
                 no_status_timeout: t.no_status,
                 driver_status_wait: t.pod_status_wait,
             },
-            reflector,
-            sync_timeout: t.sync,
-            recheck_interval: t.recheck,
+            watching: watching.clone(),
             name_prefix: config.name_prefix.clone(),
             default_operator: cluster_config.spark_operator,
             ..SparkSettings::default()
         },
         jobset: JobSetSettings {
-            mapping: MappingConfig {
-                image_pull_grace: t.image_pull_grace,
-                create_container_error_grace: t.create_container_error_grace,
-                pending_timeout: t.pending,
-                pod_status_wait: t.pod_status_wait,
-            },
-            reflector: ReflectorSettings {
-                watch_timeout: t.watch,
-                tombstone_ttl: t.tombstone,
-                ..ReflectorSettings::default()
-            },
-            sync_timeout: t.sync,
-            recheck_interval: t.recheck,
+            mapping,
+            watching,
             ..JobSetSettings::default()
         },
         records: RecordSettings {

@@ -114,18 +114,18 @@ fn spark_jobs_get_the_configured_settings_and_each_cluster_its_operator() {
         assert_eq!(spark.name_prefix, "kf");
         assert_eq!(container.name_prefix, "kf");
         assert_eq!(spark.mapping.no_status_timeout, seconds(240));
-        for reflector in [&spark.reflector, &container.reflector] {
+        let jobset = &settings.jobset;
+        for watching in [&spark.watching, &container.watching, &jobset.watching] {
+            let reflector = &watching.reflector;
             assert_eq!(reflector.watch_timeout, seconds(42));
             assert_eq!(reflector.tombstone_ttl, seconds(420));
             assert_eq!(reflector.absent_ttl, seconds(3));
             assert_eq!(reflector.restart.cap, seconds(9));
+            assert_eq!(watching.sync_timeout, seconds(3));
+            assert_eq!(
+                watching.recheck_interval,
+                std::time::Duration::from_millis(70)
+            );
         }
-        assert_eq!(spark.sync_timeout, seconds(3));
-        assert_eq!(container.sync_timeout, seconds(3));
-        assert_eq!(spark.recheck_interval, std::time::Duration::from_millis(70));
-        assert_eq!(
-            container.recheck_interval,
-            std::time::Duration::from_millis(70)
-        );
     }
 }

@@ -25,17 +25,16 @@ use kubeferry_core::timeline;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tracing::debug;
 
-use crate::cluster::{Cluster, Op};
+use crate::cluster::Op;
 use crate::error::{ALL_NAMESPACES, Result};
-use crate::evaluating::{Acted, Common, Evaluates, Pace};
+use crate::evaluating::{Acted, Common, Evaluates, Pace, Shared};
 use crate::executor::Placement;
 use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
-use crate::records::Records;
 use crate::replies::{DryRun, Submission};
 use crate::settling::while_deciding;
-use crate::tracker::{Recent, ReflectorSettings};
+use crate::tracker::{Recent, Watching};
 use acting::JobAction;
 use tracker::NamespaceWatch;
 
@@ -47,13 +46,8 @@ const PODS: &str = "pods";
 pub struct ContainerSettings {
     /// Grace periods and timeouts of the status mapping.
     pub mapping: MappingConfig,
-    /// The watches' settings.
-    pub reflector: ReflectorSettings,
-    /// How long a status query waits for a namespace's first list before asking the API
-    /// server directly.
-    pub sync_timeout: Duration,
-    /// How often a waiter re-evaluates time-based rules (grace periods) when nothing changes.
-    pub recheck_interval: Duration,
+    /// Its watches, and how long and how often their readers wait.
+    pub watching: Watching,
     /// A prefix for object names (a DNS label, may be empty).
     pub name_prefix: String,
     /// How often each watched namespace is searched for Jobs kubeferry stopped after recording
@@ -69,9 +63,7 @@ impl Default for ContainerSettings {
     fn default() -> Self {
         Self {
             mapping: MappingConfig::default(),
-            reflector: ReflectorSettings::default(),
-            sync_timeout: Duration::from_secs(10),
-            recheck_interval: Duration::from_secs(1),
+            watching: Watching::default(),
             name_prefix: String::new(),
             janitor_interval: Duration::from_secs(60),
             refusal_freshness: Duration::from_secs(10 * 60),
@@ -93,13 +85,9 @@ pub struct ContainerJobs {
 pub(crate) type Found = crate::evaluating::Found<JobView, Vec<PodView>>;
 
 impl ContainerJobs {
-    /// A backend for `cluster`, keeping its jobs' outcomes in `records`.
-    pub(crate) fn new(
-        cluster: Cluster,
-        settings: ContainerSettings,
-        records: Arc<Records>,
-    ) -> Arc<Self> {
-        Common::build(cluster, records, Pace::from(&settings), |common| Self {
+    /// A backend over `shared`.
+    pub(crate) fn new(shared: &Shared, settings: ContainerSettings) -> Arc<Self> {
+        Common::build(shared, Pace::from(&settings.watching), |common| Self {
             common,
             submitted: Recent::new(10_000),
             settings,
@@ -124,7 +112,7 @@ impl ContainerJobs {
         let watch = Arc::new(NamespaceWatch::start(
             cluster,
             namespace,
-            &self.settings.reflector,
+            &self.settings.watching.reflector,
         ));
         tokio::spawn(acting::delete_expired_every(
             Arc::downgrade(&watch),
@@ -211,18 +199,8 @@ impl ContainerJobs {
 
     /// What the namespace's watches know of a Job, if they saw it.
     fn cached(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Option<Found> {
-        let observed = match watch.jobs.get(&id.name) {
-            Some(entry) => Seen::Present(entry.view),
-            None => {
-                let tombstone = watch.jobs.tombstone(&id.name)?;
-                Seen::Vanished {
-                    last: tombstone.last,
-                    final_state: tombstone.departure == crate::tracker::Departure::Deleted,
-                }
-            }
-        };
         Some(Found {
-            observed,
+            observed: Seen::in_watch(&watch.jobs, &id.name)?,
             parts: watch.pods_of(&id.name),
             listed: false,
         })
@@ -329,7 +307,7 @@ impl ContainerJobs {
     /// attempt first.
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<PodView>> {
         let watch = self.watch(&id.namespace);
-        let mut pods = if watch.wait_synced(self.settings.sync_timeout).await
+        let mut pods = if watch.wait_synced(self.settings.watching.sync_timeout).await
             && watch.jobs.get(&id.name).is_some()
         {
             watch.live_pods_of(&id.name)
@@ -503,7 +481,7 @@ impl Kind for ContainerJobs {
             JobKind::Job,
             namespace,
             &crate::selector::managed(selector),
-            self.settings.reflector.watch_timeout,
+            self.settings.watching.reflector.watch_timeout,
         )
         .boxed()
     }
@@ -566,7 +544,7 @@ impl Evaluates for ContainerJobs {
     /// take a started job back to queued in the next answer.
     async fn fetched(&self, watch: &NamespaceWatch, id: &ExecutionId) -> Result<Option<Found>> {
         watch.check_permitted(&id.namespace)?;
-        let wait = self.settings.sync_timeout;
+        let wait = self.settings.watching.sync_timeout;
         if watch.is_current()
             && self
                 .submitted

@@ -25,7 +25,10 @@ async fn backend_rechecking(sim: &SimCluster, recheck_interval: Duration) -> Arc
     backend_with(
         sim,
         ContainerSettings {
-            recheck_interval,
+            watching: Watching {
+                recheck_interval,
+                ..Watching::default()
+            },
             ..ContainerSettings::default()
         },
     )
@@ -37,14 +40,14 @@ async fn backend_with(sim: &SimCluster, settings: ContainerSettings) -> Arc<Cont
     let cluster = connect(sim).await;
     let records = crate::records::Records::new(
         cluster.clone(),
-        settings.reflector.clone(),
+        settings.watching.reflector.clone(),
         crate::records::RecordSettings {
             name_hold: Duration::from_millis(300),
             ..crate::records::RecordSettings::default()
         },
         Duration::from_secs(10),
     );
-    ContainerJobs::new(cluster, settings, records)
+    ContainerJobs::new(&crate::evaluating::Shared { cluster, records }, settings)
 }
 
 /// A running job named `name` whose container waits for its gate (a file) to open, then exits
@@ -433,10 +436,13 @@ async fn a_job_the_watch_has_not_delivered_yet_is_answered_from_the_watch() {
     let reader = backend_with(
         &sim,
         ContainerSettings {
-            recheck_interval: Duration::from_millis(20),
-            reflector: crate::tracker::ReflectorSettings {
-                watch_timeout: Duration::from_secs(3600),
-                ..Default::default()
+            watching: Watching {
+                recheck_interval: Duration::from_millis(20),
+                reflector: crate::tracker::ReflectorSettings {
+                    watch_timeout: Duration::from_secs(3600),
+                    ..Default::default()
+                },
+                ..Watching::default()
             },
             ..ContainerSettings::default()
         },

@@ -31,17 +31,16 @@ use kubeferry_core::timeline;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 
-use crate::cluster::{Cluster, Op};
+use crate::cluster::Op;
 use crate::error::{Error, Result};
-use crate::evaluating::{Common, Evaluates, Pace};
+use crate::evaluating::{Common, Evaluates, Pace, Shared};
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects, Watches};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
 use crate::objects::{Attempt, Current, Objects};
-use crate::records::Records;
 use crate::replies::{DryRun, Submission};
 use crate::selector::{Discovered, SelectorEvent};
-use crate::tracker::{Departure, ReflectorSettings, lock};
+use crate::tracker::{Watching, lock};
 use tracker::{ChildPod, JobSetNamespaceWatch, children_selector};
 
 const KIND: &str = "JobSet";
@@ -56,13 +55,8 @@ pub struct JobSetSettings {
     /// The grace periods applied to each child Job's pods (image pulls, container creation,
     /// the wait for a pod's final status).
     pub mapping: MappingConfig,
-    /// The watches' settings.
-    pub reflector: ReflectorSettings,
-    /// How long a status query waits for a namespace's first list before asking the API
-    /// server directly.
-    pub sync_timeout: Duration,
-    /// How often a waiter re-evaluates time-based rules when nothing changes.
-    pub recheck_interval: Duration,
+    /// Its watches, and how long and how often their readers wait.
+    pub watching: Watching,
     /// How long what discovery found out (whether the JobSet CRD is served) is trusted.
     pub discovery_ttl: Duration,
 }
@@ -71,9 +65,7 @@ impl Default for JobSetSettings {
     fn default() -> Self {
         Self {
             mapping: MappingConfig::default(),
-            reflector: ReflectorSettings::default(),
-            sync_timeout: Duration::from_secs(10),
-            recheck_interval: Duration::from_secs(1),
+            watching: Watching::default(),
             discovery_ttl: Duration::from_secs(60),
         }
     }
@@ -104,13 +96,9 @@ pub(crate) struct Children {
 }
 
 impl JobSets {
-    /// A backend for `cluster`, keeping its jobs' outcomes in `records`.
-    pub(crate) fn new(
-        cluster: Cluster,
-        settings: JobSetSettings,
-        records: Arc<Records>,
-    ) -> Arc<Self> {
-        Common::build(cluster, records, Pace::from(&settings), |common| Self {
+    /// A backend over `shared`.
+    pub(crate) fn new(shared: &Shared, settings: JobSetSettings) -> Arc<Self> {
+        Common::build(shared, Pace::from(&settings.watching), |common| Self {
             common,
             installed: Mutex::new(None),
             discovering: tokio::sync::Mutex::new(()),
@@ -334,7 +322,7 @@ impl Discovered for JobSets {
     }
 
     fn watch_timeout(&self) -> Duration {
-        self.settings.reflector.watch_timeout
+        self.settings.watching.reflector.watch_timeout
     }
 }
 
@@ -356,7 +344,8 @@ impl Kind for JobSets {
             self.check_installed(namespace).await?;
         }
         let cluster = self.cluster();
-        let start = || JobSetNamespaceWatch::start(cluster, namespace, &self.settings.reflector);
+        let start =
+            || JobSetNamespaceWatch::start(cluster, namespace, &self.settings.watching.reflector);
         Ok(self.common.watches(namespace, || Arc::new(start())))
     }
 
@@ -428,7 +417,7 @@ impl Kind for JobSets {
     async fn attempts(&self, id: &ExecutionId) -> Result<Vec<Attempt>> {
         let watch = self.watch(&id.namespace).await?;
         let mut pods = if watch.holds(&id.name)
-            && watch.wait_synced(self.settings.sync_timeout).await
+            && watch.wait_synced(self.settings.watching.sync_timeout).await
             && watch.children_current()
         {
             watch.children_of(&id.name).1
@@ -539,17 +528,7 @@ impl Evaluates for JobSets {
     }
 
     async fn observed(&self, watch: &JobSetNamespaceWatch, id: &ExecutionId) -> Option<Found> {
-        let observed = match watch.jobsets.get(&id.name) {
-            Some(entry) => Seen::Present(entry.view),
-            None => {
-                let tombstone = watch.jobsets.tombstone(&id.name)?;
-                let final_state = tombstone.departure == Departure::Deleted;
-                Seen::Vanished {
-                    last: tombstone.last,
-                    final_state,
-                }
-            }
-        };
+        let observed = Seen::in_watch(&watch.jobsets, &id.name)?;
         let (jobs, pods) = watch.children_of(&id.name);
         Some(Found {
             observed,

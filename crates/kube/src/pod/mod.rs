@@ -27,19 +27,16 @@ use kubeferry_core::spec::PodJobSpec;
 use kubeferry_core::timeline;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 
-use crate::cluster::Cluster;
 use crate::container::ContainerSettings;
 use crate::error::Result;
-use crate::evaluating::{Common, Evaluates, Pace};
+use crate::evaluating::{Common, Evaluates, Pace, Shared};
 use crate::executor::Placement;
 use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::pod::pod_manifest;
 use crate::objects::{Attempt, Current, Objects};
-use crate::records::Records;
 use crate::replies::{DryRun, Submission};
 use crate::selector::SelectorEvent;
-use crate::tracker::Departure;
 use tracker::PodNamespaceWatch;
 
 const KIND: &str = "Pod";
@@ -62,13 +59,9 @@ type Seen = crate::kind::Seen<BarePodView>;
 pub(crate) type Found = crate::evaluating::Found<BarePodView, ()>;
 
 impl Pods {
-    /// A backend for `cluster`, keeping its jobs' outcomes in `records`.
-    pub(crate) fn new(
-        cluster: Cluster,
-        settings: ContainerSettings,
-        records: Arc<Records>,
-    ) -> Arc<Self> {
-        Common::build(cluster, records, Pace::from(&settings), |common| Self {
+    /// A backend over `shared`.
+    pub(crate) fn new(shared: &Shared, settings: ContainerSettings) -> Arc<Self> {
+        Common::build(shared, Pace::from(&settings.watching), |common| Self {
             common,
             settings,
         })
@@ -170,7 +163,8 @@ impl Kind for Pods {
     /// The watch of `namespace`, started (with its settler) if it is not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<PodNamespaceWatch>> {
         let cluster = self.cluster();
-        let start = || PodNamespaceWatch::start(cluster, namespace, &self.settings.reflector);
+        let start =
+            || PodNamespaceWatch::start(cluster, namespace, &self.settings.watching.reflector);
         Ok(self.common.watches(namespace, || Arc::new(start())))
     }
 
@@ -260,7 +254,7 @@ impl Kind for Pods {
             JobKind::Pod,
             namespace,
             &bare(&crate::selector::managed(selector)),
-            self.settings.reflector.watch_timeout,
+            self.settings.watching.reflector.watch_timeout,
         )
         .boxed()
     }
@@ -293,18 +287,8 @@ impl Evaluates for Pods {
     }
 
     async fn observed(&self, watch: &PodNamespaceWatch, id: &ExecutionId) -> Option<Found> {
-        let observed = match watch.pods.get(&id.name) {
-            Some(entry) => Seen::Present(entry.view),
-            None => {
-                let tombstone = watch.pods.tombstone(&id.name)?;
-                Seen::Vanished {
-                    last: tombstone.last,
-                    final_state: tombstone.departure == Departure::Deleted,
-                }
-            }
-        };
         Some(Found {
-            observed,
+            observed: Seen::in_watch(&watch.pods, &id.name)?,
             parts: (),
             listed: false,
         })

@@ -33,17 +33,16 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use tokio::time::Instant;
 use tracing::info;
 
-use crate::cluster::{Cluster, Op};
+use crate::cluster::Op;
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
-use crate::evaluating::{Acted, Common, Evaluates, Outcome, Pace};
+use crate::evaluating::{Acted, Common, Evaluates, Outcome, Pace, Shared};
 use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
-use crate::records::Records;
 use crate::replies::{DryRun, Submission};
 use crate::selector::{Discovered, SelectorEvent};
-use crate::tracker::{Departure, ReflectorSettings, lock};
+use crate::tracker::{Watching, lock};
 use tracker::{SparkNamespaceWatch, app_of_pod, driver_pods_selector};
 
 const PODS: &str = "pods";
@@ -63,14 +62,8 @@ struct Driver {
 pub struct SparkSettings {
     /// Timeouts of the status mapping (the no-status timeout).
     pub mapping: SparkMappingConfig,
-    /// The watches' settings.
-    pub reflector: ReflectorSettings,
-    /// How long a status query waits for a namespace's first list before asking the API
-    /// server directly.
-    pub sync_timeout: Duration,
-    /// How often a waiter re-evaluates time-based rules (the no-status timeout) when nothing
-    /// changes.
-    pub recheck_interval: Duration,
+    /// Its watches, and how long and how often their readers wait.
+    pub watching: Watching,
     /// A prefix for object names (a DNS label, may be empty).
     pub name_prefix: String,
     /// The operator of job files that name none. `None`: the one whose SparkApplication CRD
@@ -84,9 +77,7 @@ impl Default for SparkSettings {
     fn default() -> Self {
         Self {
             mapping: SparkMappingConfig::default(),
-            reflector: ReflectorSettings::default(),
-            sync_timeout: Duration::from_secs(10),
-            recheck_interval: Duration::from_secs(1),
+            watching: Watching::default(),
             name_prefix: String::new(),
             default_operator: None,
             discovery_ttl: Duration::from_secs(60),
@@ -141,13 +132,9 @@ impl Drivers {
 }
 
 impl SparkJobs {
-    /// A backend for `cluster`, keeping its jobs' outcomes in `records`.
-    pub(crate) fn new(
-        cluster: Cluster,
-        settings: SparkSettings,
-        records: Arc<Records>,
-    ) -> Arc<Self> {
-        Common::build(cluster, records, Pace::from(&settings), |common| Self {
+    /// A backend over `shared`.
+    pub(crate) fn new(shared: &Shared, settings: SparkSettings) -> Arc<Self> {
+        Common::build(shared, Pace::from(&settings.watching), |common| Self {
             common,
             installed: Mutex::new(None),
             settings,
@@ -478,7 +465,7 @@ impl Discovered for SparkJobs {
     }
 
     fn watch_timeout(&self) -> Duration {
-        self.settings.reflector.watch_timeout
+        self.settings.watching.reflector.watch_timeout
     }
 }
 
@@ -503,7 +490,8 @@ impl Kind for SparkJobs {
             None => self.installed().await?,
         };
         let cluster = self.cluster();
-        let start = || SparkNamespaceWatch::start(cluster, namespace, &self.settings.reflector);
+        let start =
+            || SparkNamespaceWatch::start(cluster, namespace, &self.settings.watching.reflector);
         let watch = self.common.watches(namespace, start);
         for operator in installed {
             watch.apps_of(operator);
@@ -601,7 +589,7 @@ impl Kind for SparkJobs {
             .iter()
             .any(|(_, apps)| apps.get(&id.name).is_some());
         let mut drivers = if known
-            && watch.wait_synced(self.settings.sync_timeout).await
+            && watch.wait_synced(self.settings.watching.sync_timeout).await
             && watch.drivers_synced()
         {
             watch.live_drivers_of(&id.name)
@@ -711,17 +699,9 @@ impl Evaluates for SparkJobs {
             .iter()
             .find_map(|(op, apps)| Some((*op, Seen::Present(apps.get(&id.name)?.view))))
             .or_else(|| {
-                watched.iter().find_map(|(op, apps)| {
-                    let tombstone = apps.tombstone(&id.name)?;
-                    let final_state = tombstone.departure == Departure::Deleted;
-                    Some((
-                        *op,
-                        Seen::Vanished {
-                            last: tombstone.last,
-                            final_state,
-                        },
-                    ))
-                })
+                watched
+                    .iter()
+                    .find_map(|(op, apps)| Some((*op, Seen::gone(apps.tombstone(&id.name)?))))
             })?;
         let (parts, listed) = self.drivers(watch, operator, &id.namespace, &id.name).await;
         Some(Found {

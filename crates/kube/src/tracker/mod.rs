@@ -6,9 +6,11 @@ mod namespaces;
 mod recent;
 mod reflector;
 mod reported;
+mod watching;
 
 pub(crate) use namespaces::{Namespaces, lock};
 pub(crate) use recent::Recent;
-pub(crate) use reflector::{Departure, Entry, Reflector, refusal_of};
+pub(crate) use reflector::{Departure, Entry, Reflector, Tombstone, refusal_of};
 pub use reflector::{ReflectorSettings, Refusal, WatchHealth};
 pub(crate) use reported::LastReported;
+pub use watching::Watching;

@@ -335,7 +335,7 @@ async fn a_stalled_watch_is_detected_and_restarted() {
     // kube-runtime restarts a watch that stays silent for its timeout plus 5 s: with the
     // shortest timeout (1 s) that is 6 s, the one long test of the suite.
     let mut settings = Settings::fast();
-    settings.executor.container.reflector.watch_timeout = Duration::from_secs(1);
+    settings.executor.container.watching.reflector.watch_timeout = Duration::from_secs(1);
     let env = Env::start_with(SimConfig::for_tests(), settings).await;
     let gate = Gate::new();
     let id = env.submit(&shell("stalled", &gate.wait("a"), "")).await;
@@ -439,7 +439,7 @@ async fn a_watch_cache_lagging_a_fresh_read_never_takes_a_status_back() {
 /// A namespace's watches, quickly restarted.
 fn quickly_restarted() -> Settings {
     let mut settings = Settings::fast();
-    settings.executor.container.reflector.restart = kubeferry_kube::RetryPolicy {
+    settings.executor.container.watching.reflector.restart = kubeferry_kube::RetryPolicy {
         base: Duration::from_millis(10),
         cap: Duration::from_millis(100),
         deadline: Duration::MAX,

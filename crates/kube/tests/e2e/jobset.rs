@@ -504,8 +504,8 @@ async fn every_jobset_watch_is_current_again_once_an_outage_ends_though_nothing_
         cap: std::time::Duration::from_millis(100),
         deadline: std::time::Duration::MAX,
     };
-    settings.executor.container.reflector.restart = quickly.clone();
-    settings.executor.jobset.reflector.restart = quickly;
+    settings.executor.container.watching.reflector.restart = quickly.clone();
+    settings.executor.jobset.watching.reflector.restart = quickly;
     let env = Env::start_with(config, settings).await;
     let yaml = jobset("quiet", "", &[rjob("only", 1, "exit 0", "")]);
     let id = submit(&env, &yaml, "quiet-set").await;

@@ -202,7 +202,7 @@ async fn a_container_that_failed_just_before_a_drain_is_its_own_failure_once_its
 async fn a_vanished_job_answers_the_record_another_process_wrote_first() {
     let mut settings = Settings::fast();
     // How long a question waits for a busy settler before it answers what stood before.
-    settings.executor.container.sync_timeout = Duration::from_millis(500);
+    settings.executor.container.watching.sync_timeout = Duration::from_millis(500);
     let env = Env::start_with(SimConfig::for_tests(), settings).await;
     // This replica's watch of records delivers nothing from its first list on.
     env.sim.add_fault(

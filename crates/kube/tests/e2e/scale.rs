@@ -79,7 +79,7 @@ async fn waiting_on_many_jobs_costs_the_watches_not_a_poll_per_job() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polling_an_unknown_id_costs_one_request_per_period() {
     let mut settings = Settings::fast();
-    settings.executor.container.reflector.absent_ttl = std::time::Duration::from_secs(2);
+    settings.executor.container.watching.reflector.absent_ttl = std::time::Duration::from_secs(2);
     let env = Env::start_with(kubeferry_sim::SimConfig::for_tests(), settings).await;
     let spec = spec_of(&shell("later", "echo here", ""));
     let job_id = "submitted-later";

@@ -23,7 +23,7 @@ use kubeferry_kube::{
 use kubeferry_sim::{SimCluster, SimConfig};
 
 pub use crate::cluster::{CLUSTER, NS, Settings, executor_as};
-use crate::cluster::{eventually_within, fast_cluster, fast_reflector};
+use crate::cluster::{eventually_within, fast_cluster, fast_watching};
 
 /// The watches a namespace's container jobs cost: their Jobs, their pods, the Job controller's
 /// refusal events, and the outcome records.
@@ -46,9 +46,7 @@ impl Settings {
                         pending_timeout: None,
                         pod_status_wait: Duration::from_secs(2),
                     },
-                    reflector: fast_reflector(),
-                    sync_timeout: Duration::from_secs(5),
-                    recheck_interval: Duration::from_millis(50),
+                    watching: fast_watching(),
                     name_prefix: String::new(),
                     janitor_interval: Duration::from_millis(100),
                     refusal_freshness: Duration::from_secs(600),
@@ -60,9 +58,7 @@ impl Settings {
                         pending_timeout: None,
                         pod_status_wait: Duration::from_secs(2),
                     },
-                    reflector: fast_reflector(),
-                    sync_timeout: Duration::from_secs(5),
-                    recheck_interval: Duration::from_millis(50),
+                    watching: fast_watching(),
                     ..JobSetSettings::default()
                 },
                 records: RecordSettings {
@@ -79,7 +75,7 @@ impl Settings {
     /// The same with every status of an unknown job asking the server (no period in which
     /// the server's "no such job" is answered from memory): for tests of that request.
     pub fn asking_for_unknown_jobs_every_time(mut self) -> Settings {
-        self.executor.container.reflector.absent_ttl = Duration::ZERO;
+        self.executor.container.watching.reflector.absent_ttl = Duration::ZERO;
         self
     }
 

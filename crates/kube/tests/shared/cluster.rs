@@ -4,7 +4,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use kubeferry_kube::cluster::Kubeconfig;
-use kubeferry_kube::tracker::ReflectorSettings;
+use kubeferry_kube::tracker::{ReflectorSettings, Watching};
 use kubeferry_kube::{Cluster, ClusterSettings, Executor, ExecutorSettings, RetryPolicy};
 use kubeferry_sim::SimCluster;
 
@@ -38,11 +38,15 @@ pub fn fast_cluster(unreachable_window: Duration) -> ClusterSettings {
     }
 }
 
-/// Watches that the tests' runs never see end.
-pub fn fast_reflector() -> ReflectorSettings {
-    ReflectorSettings {
-        watch_timeout: Duration::from_secs(60),
-        ..ReflectorSettings::default()
+/// Watches that the tests' runs never see end, and readers that wait briefly and look again often.
+pub fn fast_watching() -> Watching {
+    Watching {
+        reflector: ReflectorSettings {
+            watch_timeout: Duration::from_secs(60),
+            ..ReflectorSettings::default()
+        },
+        sync_timeout: Duration::from_secs(5),
+        recheck_interval: Duration::from_millis(50),
     }
 }
 

@@ -66,7 +66,7 @@ async fn a_cancelled_job_ends_cancelled_and_its_pods_go() {
 async fn a_cancel_whose_record_fails_leaves_the_application_marked_until_a_settler_records_it() {
     // A refused record is not retried for long, and a busy settler is not waited for long.
     let mut settings = Settings::fast().retry_deadline(Duration::from_millis(300));
-    settings.executor.spark.sync_timeout = Duration::from_millis(500);
+    settings.executor.spark.watching.sync_timeout = Duration::from_millis(500);
     let env = Env::start_with(spark_config(), settings.clone()).await;
     for operator in SparkOperator::ALL {
         let spec = spark_pi(operator, "args: ['sleep=30']");
@@ -200,7 +200,7 @@ async fn every_spark_watch_is_current_again_once_an_outage_ends_though_nothing_c
     // SparkApplications, of the driver pods and of the records have nothing to deliver after
     // the outage. Each is current again from its first list.
     let mut settings = Settings::fast();
-    settings.executor.spark.reflector.restart = kubeferry_kube::RetryPolicy {
+    settings.executor.spark.watching.reflector.restart = kubeferry_kube::RetryPolicy {
         base: Duration::from_millis(10),
         cap: Duration::from_millis(100),
         deadline: Duration::MAX,

@@ -303,7 +303,7 @@ async fn review_2_a_driver_that_ended_before_the_cancel_keeps_its_outcome() {
         "{outcome:?}"
     );
     // Past a settler's time to step in for a cancel left unfinished: nothing happens.
-    tokio::time::sleep(env.settings.executor.spark.recheck_interval * 5).await;
+    tokio::time::sleep(env.settings.executor.spark.watching.recheck_interval * 5).await;
     let record = record_name(id.kind, &id.name);
     assert!(env.sim.object("", "configmaps", NS, &record).is_none());
     let app = env.app(SparkOperator::Apache, &id.name).expect("kept");

@@ -23,7 +23,7 @@ use kubeferry_sim::{SimCluster, SimConfig};
 use serde_json::Value;
 
 pub use crate::cluster::{CLUSTER, NS, Settings, executor_as};
-use crate::cluster::{eventually_within, fast_cluster, fast_reflector};
+use crate::cluster::{eventually_within, fast_cluster, fast_watching};
 
 /// How long any condition may take before a test fails. A bound on failure, never a claim
 /// about speed: a passing test returns as soon as its condition holds.
@@ -38,9 +38,7 @@ impl Settings {
                     driver_status_wait: Duration::from_secs(2),
                     ..SparkMappingConfig::default()
                 },
-                reflector: fast_reflector(),
-                sync_timeout: Duration::from_secs(5),
-                recheck_interval: Duration::from_millis(50),
+                watching: fast_watching(),
                 ..SparkSettings::default()
             },
             records: RecordSettings {
