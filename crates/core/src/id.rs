@@ -33,6 +33,17 @@ impl JobKind {
         JobKind::ALL.map(JobKind::as_str).join(", ")
     }
 
+    /// The Kubernetes kind of the object a job of this kind runs as (`Job`,
+    /// `SparkApplication`, `JobSet`, `Pod`), as messages name it.
+    pub const fn object_kind(self) -> &'static str {
+        match self {
+            JobKind::Job => "Job",
+            JobKind::SparkApp => crate::spark::SPARK_APPLICATION_KIND,
+            JobKind::JobSet => crate::jobset::JOBSET_KIND,
+            JobKind::Pod => "Pod",
+        }
+    }
+
     /// The kind as it appears in an execution id.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -1,57 +1,36 @@
-//! The one status path and settler of every kind, written once over [`Evaluates`]: the status
-//! query, the lookup on a cache miss, the evaluation loop, the actions an outcome kubeferry
-//! decided asks for (by default its record on the object, then the object deleted), the
-//! outcome record, and the settler of each namespace. A kind brings its views, what its
-//! mapping reads besides its object, its mapping and its actions.
+//! The one status path and settler of every kind, written once over [`Kind`] (as
+//! [`Evaluates`], which every kind gets): the status query, the lookup on a cache miss, the
+//! evaluation loop, the outcome record, and the settler of each namespace.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::future::Future;
-use std::ops::Deref;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kubeferry_core::marks::OUTCOME_ANNOTATION;
-use kubeferry_core::observation::{ManagedMeta, Mapped, RecordOutcomeAndDelete};
+use kubeferry_core::observation::ManagedMeta;
 use kubeferry_core::record::OutcomeRecord;
-use kubeferry_core::timeline::{Attempt, telling_attempt};
+use kubeferry_core::timeline::telling_attempt;
 
 use crate::pod_logs::{LogTarget, kept_tail};
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use tokio::sync::{mpsc, oneshot};
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
-use crate::cluster::Cluster;
 use crate::error::{Error, Result};
-use crate::kind::{Answers, Kind, KindBase, Seen, Watches};
-use crate::objects::{Current, Deletion, Objects};
-use crate::records::Reading;
-use crate::records::Records;
-use crate::settling::{
-    Change, JobStates, Releases, SETTLED_AT_ONCE, Timers, after, cancel_finish_due, finish_cancel,
-    merged, release_held, retry_at, retry_delay, while_deciding,
+use crate::kind::{
+    Acted, Answers, Common, Found, FoundOf, Kind, KindBase, Outcome, Pace, Seen, Shared, Watches,
 };
-use crate::tracker::{Recent, Watching, lock};
-
-/// An action a mapping asks for, with the outcome it reports once carried out.
-pub(crate) trait Outcome: Send + Sync {
-    /// The outcome to report once the action is done.
-    fn outcome(&self) -> &ExecutionInfo;
-
-    /// Whether the action, done, deleted the job's object (most kinds' actions do).
-    fn deletes_object(&self) -> bool {
-        true
-    }
-}
-
-impl Outcome for RecordOutcomeAndDelete {
-    fn outcome(&self) -> &ExecutionInfo {
-        &self.outcome
-    }
-}
+use crate::objects::{Current, Objects};
+use crate::records::Reading;
+use crate::settling::{
+    Change, JobStates, NamespaceSettler, Releases, Request, SETTLED_AT_ONCE, Settlers, Timers,
+    after, cancel_finish_due, merged, release_held, retry_at, retry_delay, while_deciding,
+};
+use crate::tracker::{Recent, lock};
 
 /// Whether a mapping's actions are carried out now (the settler does) or handed to the
 /// namespace's settler (a status query, a wait or a list does: they write nothing).
@@ -65,75 +44,6 @@ pub(crate) enum Acting {
 pub(crate) struct Evaluated {
     pub(crate) info: ExecutionInfo,
     pub(crate) recheck_at: Option<Timestamp>,
-}
-
-/// What is known of a job: its object as observed (`V`, the kind's view), and what else its
-/// mapping reads (`P`: a JobSet's Jobs and pods, an application's driver pods).
-pub(crate) struct Found<V, P> {
-    pub(crate) observed: Seen<V>,
-    pub(crate) parts: P,
-    /// Whether the parts were listed from the API server just now (not from a cache).
-    pub(crate) listed: bool,
-}
-
-/// What carrying out an action came to.
-pub(crate) enum Acted<V> {
-    /// Done: the action's outcome may be reported.
-    Done,
-    /// Done, and the object stays, as this copy: the one the action wrote (its outcome, which
-    /// it carries, is the one reported; its release tests what this copy shows).
-    Written(Box<V>),
-    /// The object changed or went: map this instead.
-    Remap(Box<Seen<V>>),
-    /// It failed; the job is not decided yet.
-    Failed(Error),
-}
-
-/// What every kind keeps besides its settings: its base (the cluster, its watched namespaces
-/// and their last answers, the outcome records), its settlers, and what it saw.
-pub(crate) struct Common<K: Evaluates> {
-    /// The cluster, each watched namespace's watches and last answers, and the outcome records.
-    pub(crate) base: KindBase<K::Watches>,
-    /// The kind, for the settlers it starts.
-    me: Weak<K>,
-    /// Each watched namespace's settler, the one writer of its jobs.
-    settlers: Settlers<K>,
-    /// The warnings logged, each once.
-    warned: Recent,
-    /// Copies of objects (namespace, name and resourceVersion) an action found gone.
-    found_gone: Recent,
-    /// The objects a settler let go of lately, or holds a while first (`settling::release_held`).
-    releases: Releases,
-    /// How its waits are paced.
-    pace: Pace,
-}
-
-/// How a kind's waits are paced, as its settings say.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Pace {
-    /// How long a status query waits for a namespace's first list.
-    sync_timeout: Duration,
-    /// How often a waiter looks again when nothing changes, and a failed action is retried.
-    recheck_interval: Duration,
-    /// How long the server's "no such object" stands while the watch is current.
-    absent_ttl: Duration,
-}
-
-impl From<&Watching> for Pace {
-    fn from(watching: &Watching) -> Pace {
-        Pace {
-            sync_timeout: watching.sync_timeout,
-            recheck_interval: watching.recheck_interval,
-            absent_ttl: watching.reflector.absent_ttl,
-        }
-    }
-}
-
-/// What every kind of one cluster is built over: the cluster, and the outcome records.
-#[derive(Clone)]
-pub(crate) struct Shared {
-    pub(crate) cluster: Cluster,
-    pub(crate) records: Arc<Records>,
 }
 
 impl<K: Evaluates> Common<K> {
@@ -155,7 +65,7 @@ impl<K: Evaluates> Common<K> {
 
     /// Starts the settler of `namespace` over `watch`, if it is not running.
     pub(crate) fn start(&self, namespace: &str, watch: &Arc<K::Watches>) {
-        self.settlers.start(&self.me, namespace, watch);
+        self.requests(namespace, watch);
     }
 
     /// The watches of `namespace`, and its settler, each started if it is not yet (the watches
@@ -172,7 +82,16 @@ impl<K: Evaluates> Common<K> {
 
     /// How many jobs are in each state, by namespace, as the settlers last mapped them.
     pub(crate) fn jobs_by_state(&self) -> Vec<(String, JobState, usize)> {
-        self.settlers.jobs_by_state()
+        lock(&self.settlers.by_namespace)
+            .iter()
+            .flat_map(|(namespace, settler)| {
+                settler
+                    .states
+                    .counts()
+                    .into_iter()
+                    .map(|(state, count)| (namespace.clone(), state, count))
+            })
+            .collect()
     }
 
     /// Logs `what` about the job once.
@@ -216,7 +135,7 @@ impl<K: Evaluates> Answers for K {
         Ok(self.evaluate(id, found, Acting::Delegate).await?.info)
     }
 
-    async fn status_of(&self, id: &ExecutionId, found: K::Found) -> Result<ExecutionInfo> {
+    async fn status_of(&self, id: &ExecutionId, found: FoundOf<K>) -> Result<ExecutionInfo> {
         // The record judged by the copy the list found, newer than a watch's, if there is one.
         let meta = found.observed.present_meta().cloned();
         if let Some(answer) = self.final_answer_seeing(id, true, meta).await {
@@ -230,129 +149,9 @@ impl<K: Evaluates> Answers for K {
     }
 }
 
-/// A kind whose status query evaluates an observation: what it brings, and everything written
-/// once over it.
-pub(crate) trait Evaluates:
-    Sized + Kind<Found = Found<<Self as Evaluates>::View, <Self as Evaluates>::Parts>>
-{
-    /// The lean view of the kind's object.
-    type View: Deref<Target = ManagedMeta> + Clone + Send + Sync + 'static;
-    /// What the mapping reads besides the object.
-    type Parts: Send + 'static;
-    /// What the mapping asks to be done before an outcome stands.
-    type Action: Outcome;
-
-    /// What it keeps in common with every kind.
-    fn common(&self) -> &Common<Self>;
-
-    /// What the namespace's watches know of the job, if they saw it.
-    fn observed(
-        &self,
-        watch: &Self::Watches,
-        id: &ExecutionId,
-    ) -> impl Future<Output = Option<Self::Found>> + Send;
-
-    /// What a status query needs besides what the watches know: the parts listed when their
-    /// watches are not current. Nothing by default.
-    fn complete(
-        &self,
-        _watch: &Self::Watches,
-        _id: &ExecutionId,
-        found: Self::Found,
-    ) -> impl Future<Output = Result<Self::Found>> + Send {
-        async move { Ok(found) }
-    }
-
-    /// The job's object and parts read from the API server; `None` when there is no object.
-    fn fetched(
-        &self,
-        watch: &Self::Watches,
-        id: &ExecutionId,
-    ) -> impl Future<Output = Result<Option<Self::Found>>> + Send;
-
-    /// The kind's mapping of the job as observed.
-    fn map(
-        &self,
-        id: &ExecutionId,
-        observed: &Seen<Self::View>,
-        parts: &Self::Parts,
-        previous: Option<&ExecutionInfo>,
-    ) -> Option<Mapped<Self::Action>>;
-
-    /// The parts as the API server lists them now, when that tells something the cache did
-    /// not (their watches may lag the object's); `None` when the listing failed, is the same,
-    /// or is not worth a request. `mapped`: what the cache's parts decide.
-    fn relisted(
-        &self,
-        id: &ExecutionId,
-        view: &Self::View,
-        parts: &Self::Parts,
-        mapped: &Mapped<Self::Action>,
-    ) -> impl Future<Output = Option<Self::Parts>> + Send;
-
-    /// Carries out what the mapping asks for before it may report an outcome: by default, what
-    /// the action of most kinds asks ([`RecordOutcomeAndDelete`]), the outcome recorded on the
-    /// object, then the object deleted.
-    fn act(
-        &self,
-        id: &ExecutionId,
-        view: &Self::View,
-        action: &Self::Action,
-    ) -> impl Future<Output = Acted<Self::View>> + Send {
-        self.record_and_delete(id, view, action.outcome())
-    }
-
-    /// Where the object of `view` lives.
-    fn objects_of(&self, view: &Self::View) -> Objects<Self::Object>;
-
-    /// The view of `object`, another copy of the object `like` shows.
-    fn view_of(&self, like: &Self::View, object: &Self::Object) -> Self::View;
-
-    /// The attempts (pods) the parts show, oldest first: the outcome record keeps them.
-    fn attempts_in(&self, view: &Self::View, parts: &Self::Parts) -> Vec<Attempt>;
-
-    /// The container whose log is the job's in the pod `pod` of the parts.
-    fn log_container(&self, parts: &Self::Parts, pod: &str) -> Option<String>;
-
-    /// Adds to a status what the parts could not tell (nothing by default).
-    fn note(&self, _parts: &Self::Parts, _info: &mut ExecutionInfo) {}
-
-    /// Whether the parts say the job's work ended, its object's verdict perhaps not in yet:
-    /// then a cancel has nothing left to stop, and the verdict on its way is the outcome
-    /// (nothing by default).
-    fn work_ended(&self, _view: &Self::View, _parts: &Self::Parts) -> bool {
-        false
-    }
-
-    /// Finishes the cancel of a job marked cancelled that nobody finished (its process gone
-    /// between the mark and the delete): by default CANCELLED recorded, then the object deleted
-    /// ([`finish_cancel`]). `info`: the job's status. Answers when to look at it again.
-    fn finish_abandoned_cancel(
-        &self,
-        _id: &ExecutionId,
-        view: &Self::View,
-        _parts: &Self::Parts,
-        info: &ExecutionInfo,
-    ) -> impl Future<Output = Option<Timestamp>> + Send {
-        async move {
-            finish_cancel(
-                &self.objects_of(view),
-                self.cluster(),
-                self.records(),
-                Self::JOB_KIND,
-                view,
-                info,
-                self.retry_interval(),
-            )
-            .await
-        }
-    }
-
-    /// How soon a job whose settling failed is looked at again.
-    fn retry_interval(&self) -> Duration {
-        self.recheck_interval()
-    }
-
+/// The status path and the settling of a kind, written once over what the kind brings
+/// ([`Kind`]); every kind has it.
+pub(crate) trait Evaluates: Kind {
     /// The job as a read of its object found it ([`Kind::read`]): where the object lives, its
     /// metadata, and the status the mapping gives over the view and parts read (`fresh`:
     /// the parts as the API server lists them now); a cancel acts on that. An action found
@@ -361,7 +160,7 @@ pub(crate) trait Evaluates:
         &self,
         id: &ExecutionId,
         (objects, meta): (Objects<Self::Object>, ObjectMeta),
-        found: Self::Found,
+        found: FoundOf<Self>,
         fresh: bool,
     ) -> impl Future<Output = Result<Current<Self::Object>>> + Send {
         async move {
@@ -387,7 +186,7 @@ pub(crate) trait Evaluates:
         watch: &Self::Watches,
         id: &ExecutionId,
         synced: bool,
-    ) -> impl Future<Output = Result<Option<Self::Found>>> + Send {
+    ) -> impl Future<Output = Result<Option<FoundOf<Self>>>> + Send {
         async move {
             if let Some(found) = self.observed(watch, id).await {
                 return self.complete(watch, id, found).await.map(Some);
@@ -435,7 +234,7 @@ pub(crate) trait Evaluates:
     fn carry_out(
         &self,
         id: &ExecutionId,
-        found: Self::Found,
+        found: FoundOf<Self>,
     ) -> impl Future<Output = Result<(ExecutionInfo, Option<Timestamp>)>> + Send {
         async move {
             let evaluated = self.evaluate(id, found, Acting::Carry).await?;
@@ -450,7 +249,7 @@ pub(crate) trait Evaluates:
     fn evaluate(
         &self,
         id: &ExecutionId,
-        found: Self::Found,
+        found: FoundOf<Self>,
         acting: Acting,
     ) -> impl Future<Output = Result<Evaluated>> + Send {
         async move {
@@ -501,10 +300,24 @@ pub(crate) trait Evaluates:
                 // before an outcome is first reported, and every replica reports the same.
                 let deciding = mapped.info.is_terminal() || mapped.action.is_some();
                 if deciding && !listed && previous.as_ref().is_none_or(|p| !p.is_terminal()) {
-                    listed = true;
-                    if let Some(fresh) = self.relisted(id, observed.view(), &parts, &mapped).await {
-                        parts = fresh;
-                        continue;
+                    match self.relisted(id, observed.view(), &parts, &mapped).await {
+                        Ok(Some(fresh)) => {
+                            (parts, listed) = (fresh, true);
+                            continue;
+                        }
+                        Ok(None) => listed = true,
+                        // Nothing is decided from parts that may lag: the settler lists them
+                        // again at the retry interval, and a query hands the job to it.
+                        Err(error) if acting == Acting::Carry => {
+                            debug!(message = "could not list the job's parts; will retry", id = %id, %error);
+                            return Ok(Evaluated {
+                                info: previous.clone().unwrap_or_else(|| {
+                                    while_deciding(observed.view(), &mapped.info)
+                                }),
+                                recheck_at: retry_at(&error, self.retry_interval()),
+                            });
+                        }
+                        Err(_) => {}
                     }
                 }
                 // A query answers an outcome as recorded (the record written first stands); one
@@ -583,6 +396,14 @@ pub(crate) trait Evaluates:
                             deleted_now = action.deletes_object();
                             observed = Seen::Present(*written);
                         }
+                        // Changed since it was read: judged again when the watches deliver the
+                        // new copy, with its parts as they are then.
+                        Acted::Changed => {
+                            return Ok(Evaluated {
+                                info: previous.clone().unwrap_or(info),
+                                recheck_at: after(self.retry_interval()),
+                            });
+                        }
                         Acted::Remap(next) => {
                             if matches!(
                                 *next,
@@ -611,7 +432,7 @@ pub(crate) trait Evaluates:
                             }
                             return Ok(Evaluated {
                                 info,
-                                recheck_at: after(self.recheck_interval()),
+                                recheck_at: retry_at(&error, self.retry_interval()),
                             });
                         }
                     }
@@ -624,6 +445,16 @@ pub(crate) trait Evaluates:
                 // and until then what was known before is the answer.
                 let answered = previous.as_ref().is_some_and(ExecutionInfo::is_terminal);
                 let mut recheck_at = recheck_at.filter(|_| !info.is_terminal());
+                // An outcome the object carries (its record's copy, one recorded on it) is
+                // recorded as it is, whatever this replica answered before it: every replica
+                // reads the same.
+                if acting == Acting::Carry
+                    && info.is_terminal()
+                    && !answered
+                    && let Some(carried) = observed.view().carried_outcome()
+                {
+                    info = carried;
+                }
                 if acting == Acting::Carry && info.is_terminal() {
                     let undeleted = observed.undeleted();
                     // A replica that answered already keeps its answer: it replaces no
@@ -727,15 +558,12 @@ pub(crate) trait Evaluates:
     fn settle_now(
         &self,
         id: &ExecutionId,
-        found: Self::Found,
+        found: FoundOf<Self>,
     ) -> impl Future<Output = Result<ExecutionInfo>> + Send {
         async move {
             let watch = self.watch(&id.namespace).await?;
             let state = self.common();
-            state
-                .settlers
-                .settle_now(&state.me, &watch, id, found)
-                .await
+            state.hand_over(&watch, id, found).await
         }
     }
 
@@ -787,133 +615,26 @@ pub(crate) trait Evaluates:
                 .await
         }
     }
-
-    /// Records an outcome kubeferry decided on the object, then deletes it; only then may the
-    /// outcome be reported.
-    fn record_and_delete(
-        &self,
-        id: &ExecutionId,
-        view: &Self::View,
-        outcome: &ExecutionInfo,
-    ) -> impl Future<Output = Acted<Self::View>> + Send {
-        async move {
-            let objects = self.objects_of(view);
-            let cluster = self.cluster();
-            let mut last = view.clone();
-            if !matches!(view.recorded_outcome, Some(Ok(_))) {
-                let record = kubeferry_core::marks::outcome_record(outcome);
-                match objects
-                    .annotate(
-                        cluster,
-                        &id.name,
-                        view.resource_version.as_deref(),
-                        &[(OUTCOME_ANNOTATION, &record)],
-                        true,
-                    )
-                    .await
-                {
-                    Ok(patched) => last = self.view_of(view, &patched),
-                    Err(error) if error.is_conflict() => return self.reread(id, view).await,
-                    Err(error) if error.is_not_found() => {
-                        return Acted::Remap(Box::new(Seen::Vanished {
-                            last: view.clone(),
-                            final_state: false,
-                        }));
-                    }
-                    Err(error) => return Acted::Failed(error),
-                }
-                info!(message = "recorded an outcome kubeferry decided", id = %id, state = %outcome.state, reason = %outcome.reason);
-            }
-            match objects
-                .delete(
-                    cluster,
-                    &id.name,
-                    &last.uid,
-                    last.resource_version.as_deref(),
-                )
-                .await
-            {
-                Ok(Deletion::Deleted) => {
-                    info!(message = "deleted the object after recording its outcome", id = %id, kind = Self::NOUN);
-                    Acted::Done
-                }
-                Ok(Deletion::Gone) => Acted::Remap(Box::new(Seen::Vanished {
-                    last,
-                    final_state: false,
-                })),
-                Ok(Deletion::Conflict) => self.reread(id, &last).await,
-                Err(error) => Acted::Failed(error),
-            }
-        }
-    }
-
-    /// The object as it is now, to be mapped again.
-    fn reread(
-        &self,
-        id: &ExecutionId,
-        last: &Self::View,
-    ) -> impl Future<Output = Acted<Self::View>> + Send {
-        async move {
-            match self.objects_of(last).get(self.cluster(), &id.name).await {
-                Ok(Some(object)) => {
-                    Acted::Remap(Box::new(Seen::Present(self.view_of(last, &object))))
-                }
-                Ok(None) => Acted::Remap(Box::new(Seen::Vanished {
-                    last: last.clone(),
-                    final_state: false,
-                })),
-                Err(error) => Acted::Failed(error),
-            }
-        }
-    }
 }
 
-/// A status query that found an action due: the settler carries it out on the query's
-/// observation and answers with what the query is to report.
-struct Request<F> {
-    id: ExecutionId,
-    found: F,
-    done: oneshot::Sender<Result<ExecutionInfo>>,
-}
-
-/// A watched namespace's settler, and its jobs by state.
-struct NamespaceSettler<F> {
-    requests: mpsc::UnboundedSender<Request<F>>,
-    states: Arc<JobStates>,
-}
+/// Every kind gets the machinery.
+impl<K: Kind> Evaluates for K {}
 
 /// The settlers of a kind's watched namespaces, one each, started on first use.
-pub(crate) struct Settlers<K: Evaluates> {
-    by_namespace: Mutex<HashMap<String, NamespaceSettler<K::Found>>>,
-}
-
-impl<K: Evaluates> Default for Settlers<K> {
-    fn default() -> Self {
-        Self {
-            by_namespace: Mutex::default(),
-        }
-    }
-}
-
-impl<K: Evaluates> Settlers<K> {
-    /// Starts the settler of `namespace` over `watch`, if it is not running.
-    pub(crate) fn start(&self, kind: &Weak<K>, namespace: &str, watch: &Arc<K::Watches>) {
-        self.requests(kind, namespace, watch);
-    }
-
+impl<K: Evaluates> Common<K> {
+    /// The requests of `namespace`'s settler, started over `watch` if it is not running.
     fn requests(
         &self,
-        kind: &Weak<K>,
         namespace: &str,
         watch: &Arc<K::Watches>,
-    ) -> mpsc::UnboundedSender<Request<K::Found>> {
-        lock(&self.by_namespace)
+    ) -> mpsc::UnboundedSender<Request<FoundOf<K>>> {
+        lock(&self.settlers.by_namespace)
             .entry(namespace.to_string())
             .or_insert_with(|| {
                 let states = Arc::new(JobStates::default());
                 let (requests, received) = mpsc::unbounded_channel();
                 tokio::spawn(run(
-                    kind.clone(),
+                    self.me.clone(),
                     namespace.to_string(),
                     Arc::downgrade(watch),
                     received,
@@ -927,12 +648,11 @@ impl<K: Evaluates> Settlers<K> {
 
     /// Hands a job whose mapping asks for an action (or whose outcome is still to be
     /// recorded) to its namespace's settler, and answers what the settler decided.
-    pub(crate) async fn settle_now(
+    async fn hand_over(
         &self,
-        kind: &Weak<K>,
         watch: &Arc<K::Watches>,
         id: &ExecutionId,
-        found: K::Found,
+        found: FoundOf<K>,
     ) -> Result<ExecutionInfo> {
         let (done, answer) = oneshot::channel();
         let request = Request {
@@ -940,31 +660,17 @@ impl<K: Evaluates> Settlers<K> {
             found,
             done,
         };
-        if let Err(returned) = self.requests(kind, &id.namespace, watch).send(request) {
+        if let Err(returned) = self.requests(&id.namespace, watch).send(request) {
             // The settler runs as long as the namespace's watches; one that stopped is started
             // again rather than leaving the job undecided.
             warn!(message = "the namespace's settler had stopped; starting it again", id = %id);
-            lock(&self.by_namespace).remove(&id.namespace);
-            let _ = self.requests(kind, &id.namespace, watch).send(returned.0);
+            lock(&self.settlers.by_namespace).remove(&id.namespace);
+            let _ = self.requests(&id.namespace, watch).send(returned.0);
         }
         answer.await.map_err(|_| Error::Contended {
             operation: format!("status {id}"),
             message: "the namespace's settler stopped while deciding the job; ask again".into(),
         })?
-    }
-
-    /// How many jobs are in each state, by namespace, as the settlers last mapped them.
-    pub(crate) fn jobs_by_state(&self) -> Vec<(String, kubeferry_core::JobState, usize)> {
-        lock(&self.by_namespace)
-            .iter()
-            .flat_map(|(namespace, settler)| {
-                settler
-                    .states
-                    .counts()
-                    .into_iter()
-                    .map(|(state, count)| (namespace.clone(), state, count))
-            })
-            .collect()
     }
 }
 
@@ -974,7 +680,7 @@ async fn run<K: Evaluates>(
     kind: Weak<K>,
     namespace: String,
     watch: Weak<K::Watches>,
-    mut requests: mpsc::UnboundedReceiver<Request<K::Found>>,
+    mut requests: mpsc::UnboundedReceiver<Request<FoundOf<K>>>,
     states: Arc<JobStates>,
 ) {
     let timers = Timers::default();

@@ -1,28 +1,34 @@
-//! What a kind of job (a container Job, a SparkApplication) implements once, in the spirit of
-//! Kueue's `GenericJob`: everything else (create-or-adopt, cancel, wait, logs, list, sweep, the
-//! namespaces' watches and last answers, health) is written once over it (`protocol.rs`,
+//! What a kind of job (a container Job, a SparkApplication, a JobSet, a bare pod) implements
+//! once, [`Kind`], in the spirit of Kueue's `GenericJob`, and what every kind keeps
+//! ([`Common`]): everything else (the status path and the settlers, create-or-adopt, cancel,
+//! wait, logs, list, sweep, health) is written once over it (`evaluating.rs`, `protocol.rs`,
 //! `objects.rs`, `tracker::Namespaces`).
 
 use std::future::Future;
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use kubeferry_core::observation::{ManagedMeta, Observation};
+use kube::api::Api;
+use kubeferry_core::marks::OUTCOME_ANNOTATION;
+use kubeferry_core::observation::{ManagedMeta, Mapped, Observation, RecordOutcomeAndDelete};
+use kubeferry_core::timeline::Attempt as RecordedAttempt;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState};
 use tokio::sync::broadcast;
-use tracing::debug;
+use tracing::{debug, info};
 
 use futures::stream::BoxStream;
 
 use crate::cluster::Cluster;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::executor::Placement;
-use crate::objects::{Attempt, Current, Object, Objects};
+use crate::objects::{Attempt, Current, Deletion, Object, Objects};
 use crate::records::{Records, check_resubmission, gives_way};
 use crate::replies::Submission;
 use crate::selector::SelectorEvent;
-use crate::tracker::{Departure, Namespaces, Reflector, Tombstone, WatchHealth};
+use crate::settling::{Releases, Settlers, finish_cancel};
+use crate::tracker::{Departure, Namespaces, Recent, Reflector, Tombstone, WatchHealth, Watching};
 
 /// What a kind watches in one namespace.
 pub(crate) trait Watches: Send + Sync + 'static {
@@ -104,6 +110,101 @@ pub(crate) struct Listed<F> {
     pub(crate) attempts: usize,
     /// What the kind maps the status from.
     pub(crate) found: F,
+}
+
+/// What is known of a job: its object as observed (`V`, the kind's view), and what else its
+/// mapping reads (`P`: a JobSet's Jobs and pods, an application's driver pods).
+pub(crate) struct Found<V, P> {
+    pub(crate) observed: Seen<V>,
+    pub(crate) parts: P,
+    /// Whether the parts were listed from the API server just now (not from a cache).
+    pub(crate) listed: bool,
+}
+
+/// What carrying out an action came to.
+pub(crate) enum Acted<V> {
+    /// Done: the action's outcome may be reported.
+    Done,
+    /// Done, and the object stays, as this copy: the one the action wrote (its outcome, which
+    /// it carries, is the one reported; its release tests what this copy shows).
+    Written(Box<V>),
+    /// The object changed or went: map this instead.
+    Remap(Box<Seen<V>>),
+    /// The object changed since it was read (what its parts show may have changed too): the
+    /// job is judged again when the watches deliver the new copy.
+    Changed,
+    /// It failed; the job is not decided yet.
+    Failed(Error),
+}
+
+/// What a list, a read or the watches found of a kind's job.
+pub(crate) type FoundOf<K> = Found<<K as Kind>::View, <K as Kind>::Parts>;
+
+/// An action a mapping asks for, with the outcome it reports once carried out.
+pub(crate) trait Outcome: Send + Sync {
+    /// The outcome to report once the action is done.
+    fn outcome(&self) -> &ExecutionInfo;
+
+    /// Whether the action, done, deleted the job's object (most kinds' actions do).
+    fn deletes_object(&self) -> bool {
+        true
+    }
+}
+
+impl Outcome for RecordOutcomeAndDelete {
+    fn outcome(&self) -> &ExecutionInfo {
+        &self.outcome
+    }
+}
+
+/// What every kind keeps besides its settings: its base (the cluster, its watched namespaces
+/// and their last answers, the outcome records), its settlers, and what it saw.
+pub(crate) struct Common<K: Kind> {
+    /// The cluster, each watched namespace's watches and last answers, and the outcome records.
+    pub(crate) base: KindBase<K::Watches>,
+    /// The kind, for the settlers it starts.
+    pub(crate) me: Weak<K>,
+    /// Each watched namespace's settler, the one writer of its jobs.
+    pub(crate) settlers: Settlers<FoundOf<K>>,
+    /// The warnings logged, each once.
+    pub(crate) warned: Recent,
+    /// Copies of objects (namespace, name and resourceVersion) an action found gone.
+    pub(crate) found_gone: Recent,
+    /// The objects a settler let go of lately, or holds a while first (`settling::release_held`).
+    pub(crate) releases: Releases,
+    /// How its waits are paced.
+    pub(crate) pace: Pace,
+}
+
+/// How a kind's waits are paced, as its settings say.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pace {
+    /// How long a status query waits for a namespace's first list.
+    pub(crate) sync_timeout: Duration,
+    /// How often a waiter looks again when nothing changes, and a failed action is retried.
+    pub(crate) recheck_interval: Duration,
+    /// How long the server's "no such object" stands while the watch is current.
+    pub(crate) absent_ttl: Duration,
+    /// How long one watch request lasts.
+    pub(crate) watch_timeout: Duration,
+}
+
+impl From<&Watching> for Pace {
+    fn from(watching: &Watching) -> Pace {
+        Pace {
+            sync_timeout: watching.sync_timeout,
+            recheck_interval: watching.recheck_interval,
+            absent_ttl: watching.reflector.absent_ttl,
+            watch_timeout: watching.reflector.watch_timeout,
+        }
+    }
+}
+
+/// What every kind of one cluster is built over: the cluster, and the outcome records.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub(crate) cluster: Cluster,
+    pub(crate) records: Arc<Records>,
 }
 
 /// A job's object as last seen, owning its view `V`: present, or gone (the core's
@@ -247,8 +348,7 @@ impl<W> KindBase<W> {
     }
 }
 
-/// How a kind answers for its jobs: written once for every kind whose mapping reads its object
-/// whole (`evaluating.rs`), and by container Jobs for their own settler.
+/// How a kind answers for its jobs: written once for every kind (`evaluating.rs`).
 pub(crate) trait Answers: Kind {
     /// How often a waiter looks again when nothing changes (time-based rules).
     fn recheck_interval(&self) -> Duration;
@@ -260,29 +360,41 @@ pub(crate) trait Answers: Kind {
     fn status_of(
         &self,
         id: &ExecutionId,
-        found: Self::Found,
+        found: FoundOf<Self>,
     ) -> impl Future<Output = Result<ExecutionInfo>> + Send;
 
     /// The jobs of each watched namespace by state, as its settler last mapped them.
     fn jobs_by_state(&self) -> Vec<(String, JobState, usize)>;
 }
 
-/// A kind of job: how its objects are found, watched, read and mapped.
-pub(crate) trait Kind: Send + Sync + 'static {
+/// A kind of job, the one trait each kind implements: how its objects are found, watched,
+/// read and mapped, and how the actions its mapping asks for are carried out. The status
+/// query, the settlers and everything else are written once over it (`evaluating.rs`,
+/// `protocol.rs`).
+pub(crate) trait Kind: Sized + Send + Sync + 'static {
     /// The object a job of this kind runs as.
     type Object: Object;
     /// What the kind watches in one namespace.
     type Watches: Watches;
-    /// What a list finds of one job, to map its status from.
-    type Found: Send;
+    /// The lean view of the kind's object.
+    type View: Deref<Target = ManagedMeta> + Clone + Send + Sync + 'static;
+    /// What the mapping reads besides the object.
+    type Parts: Send + 'static;
+    /// What the mapping asks to be done before an outcome stands.
+    type Action: Outcome;
 
     /// The kind, as execution ids name it.
     const JOB_KIND: JobKind;
     /// Its object, as messages name it.
-    const NOUN: &'static str;
+    const NOUN: &'static str = Self::JOB_KIND.object_kind();
 
-    /// What it keeps as every kind does.
-    fn base(&self) -> &KindBase<Self::Watches>;
+    /// What it keeps in common with every kind.
+    fn common(&self) -> &Common<Self>;
+
+    /// What it keeps as every kind does: the cluster, its namespaces, the records.
+    fn base(&self) -> &KindBase<Self::Watches> {
+        &self.common().base
+    }
 
     /// The cluster.
     fn cluster(&self) -> &Cluster {
@@ -318,7 +430,7 @@ pub(crate) trait Kind: Send + Sync + 'static {
         &self,
         namespace: Option<&str>,
         selector: &str,
-    ) -> impl Future<Output = Result<Vec<Listed<Self::Found>>>> + Send;
+    ) -> impl Future<Output = Result<Vec<Listed<FoundOf<Self>>>>> + Send;
 
     /// Every managed object of `namespace`, by where it lives (a kind may keep its objects in
     /// several resources: each Spark operator its own).
@@ -331,13 +443,44 @@ pub(crate) trait Kind: Send + Sync + 'static {
     /// kind's objects are named otherwise elsewhere).
     fn object_names(&self, job_id: &str) -> Vec<String>;
 
-    /// Follows which managed jobs of `namespace` match `selector`, for as long as the stream
-    /// is read ([`crate::Executor::matching`]).
+    /// The APIs of the kind's objects in `namespace` that the cluster serves (none when it
+    /// serves none; each Spark operator's its own): what [`Kind::matching`] watches.
+    fn served_apis(
+        &self,
+        namespace: &str,
+    ) -> impl Future<Output = Result<Vec<Api<Self::Object>>>> + Send;
+
+    /// `selector`, already narrowed to managed objects, narrowed to the kind's objects where
+    /// its APIs hold others too.
+    fn narrowed(&self, selector: &str) -> String {
+        selector.to_string()
+    }
+
+    /// Follows which managed jobs of `namespace` match `selector` (a Kubernetes label
+    /// selector, evaluated by the API server), for as long as the stream is read
+    /// ([`crate::Executor::matching`]): one watch per API it is served from, relisting on 410
+    /// and reconnecting with backoff like the tracker's. Statuses come from the status path,
+    /// changes of status from the watches' notifications; this stream only says which jobs
+    /// to look at. A failing watch is retried and logged, not yielded: check the selector
+    /// first (e.g. with [`crate::Executor::list`]).
     fn matching(
         self: &Arc<Self>,
         namespace: &str,
         selector: &str,
-    ) -> BoxStream<'static, SelectorEvent>;
+    ) -> BoxStream<'static, SelectorEvent> {
+        let (kind, ns) = (self.clone(), namespace.to_string());
+        let served = move || {
+            let (kind, ns) = (kind.clone(), ns.clone());
+            async move { kind.served_apis(&ns).await }
+        };
+        crate::selector::after_discovery(
+            (self.cluster().clone(), Self::JOB_KIND),
+            namespace,
+            &self.narrowed(&crate::selector::managed(selector)),
+            self.common().pace.watch_timeout,
+            served,
+        )
+    }
 
     /// Whether the cluster serves the kind: a list of a kind it does not serve asks the
     /// server nothing.
@@ -431,7 +574,7 @@ pub(crate) trait Kind: Send + Sync + 'static {
                 .await?
             else {
                 // The server may have said a moment ago it has no such object: it will now.
-                self.namespaces().forget_absent(namespace, name);
+                self.namespaces().note_creating(namespace, name);
                 return Ok(None);
             };
             check_resubmission(&record, Self::NOUN, namespace, name, job_id, spec_hash)?;
@@ -472,10 +615,13 @@ pub(crate) trait Kind: Send + Sync + 'static {
                 let ran = self.ran_before(namespace, name, job_id, spec_hash).await?;
                 Ok(ran.is_some())
             };
-            let Some(created) = objects
+            let created = objects
                 .create_or_adopt(self.cluster(), object, job_id, spec_hash, recorded)
-                .await?
-            else {
+                .await;
+            if !matches!(created, Ok(Some(true))) {
+                self.namespaces().forget_creating(namespace, name);
+            }
+            let Some(created) = created? else {
                 return Ok(existing);
             };
             if let Err(error) = self.watch(namespace).await {
@@ -585,7 +731,195 @@ pub(crate) trait Kind: Send + Sync + 'static {
     /// one later answers build on (an older copy of the object no longer takes it back).
     fn remember(&self, id: &ExecutionId, info: &ExecutionInfo, version: Option<&str>) {
         self.namespaces()
-            .remember(&id.namespace, &id.name, info, None, version);
+            .remember(&id.namespace, &id.name, info, version);
+    }
+
+    /// What the namespace's watches know of the job, if they saw it.
+    fn observed(
+        &self,
+        watch: &Self::Watches,
+        id: &ExecutionId,
+    ) -> impl Future<Output = Option<FoundOf<Self>>> + Send;
+
+    /// What a status query needs besides what the watches know: the parts listed when their
+    /// watches are not current. Nothing by default.
+    fn complete(
+        &self,
+        _watch: &Self::Watches,
+        _id: &ExecutionId,
+        found: FoundOf<Self>,
+    ) -> impl Future<Output = Result<FoundOf<Self>>> + Send {
+        async move { Ok(found) }
+    }
+
+    /// The job's object and parts read from the API server; `None` when there is no object.
+    fn fetched(
+        &self,
+        watch: &Self::Watches,
+        id: &ExecutionId,
+    ) -> impl Future<Output = Result<Option<FoundOf<Self>>>> + Send;
+
+    /// The kind's mapping of the job as observed.
+    fn map(
+        &self,
+        id: &ExecutionId,
+        observed: &Seen<Self::View>,
+        parts: &Self::Parts,
+        previous: Option<&ExecutionInfo>,
+    ) -> Option<Mapped<Self::Action>>;
+
+    /// The parts as the API server lists them now, when that tells something the cache did
+    /// not (their watches may lag the object's); `None` when it is the same or not worth a
+    /// request. `mapped`: what the cache's parts decide. A kind whose outcome must not be
+    /// decided without the listing fails with why it could not list.
+    fn relisted(
+        &self,
+        id: &ExecutionId,
+        view: &Self::View,
+        parts: &Self::Parts,
+        mapped: &Mapped<Self::Action>,
+    ) -> impl Future<Output = Result<Option<Self::Parts>>> + Send;
+
+    /// Carries out what the mapping asks for before it may report an outcome: by default, what
+    /// the action of most kinds asks ([`RecordOutcomeAndDelete`]), the outcome recorded on the
+    /// object, then the object deleted.
+    fn act(
+        &self,
+        id: &ExecutionId,
+        view: &Self::View,
+        action: &Self::Action,
+    ) -> impl Future<Output = Acted<Self::View>> + Send {
+        self.record_and_delete(id, view, action.outcome())
+    }
+
+    /// Where the object of `view` lives.
+    fn objects_of(&self, view: &Self::View) -> Objects<Self::Object>;
+
+    /// The view of `object`, another copy of the object `like` shows.
+    fn view_of(&self, like: &Self::View, object: &Self::Object) -> Self::View;
+
+    /// The attempts (pods) the parts show, oldest first: the outcome record keeps them.
+    fn attempts_in(&self, view: &Self::View, parts: &Self::Parts) -> Vec<RecordedAttempt>;
+
+    /// The container whose log is the job's in the pod `pod` of the parts.
+    fn log_container(&self, parts: &Self::Parts, pod: &str) -> Option<String>;
+
+    /// Adds to a status what the parts could not tell (nothing by default).
+    fn note(&self, _parts: &Self::Parts, _info: &mut ExecutionInfo) {}
+
+    /// Whether the parts say the job's work ended, its object's verdict perhaps not in yet:
+    /// then a cancel has nothing left to stop, and the verdict on its way is the outcome
+    /// (nothing by default).
+    fn work_ended(&self, _view: &Self::View, _parts: &Self::Parts) -> bool {
+        false
+    }
+
+    /// Finishes the cancel of a job marked cancelled that nobody finished (its process gone
+    /// between the mark and the delete): by default CANCELLED recorded, then the object deleted
+    /// ([`finish_cancel`]). `info`: the job's status. Answers when to look at it again.
+    fn finish_abandoned_cancel(
+        &self,
+        _id: &ExecutionId,
+        view: &Self::View,
+        _parts: &Self::Parts,
+        info: &ExecutionInfo,
+    ) -> impl Future<Output = Option<Timestamp>> + Send {
+        async move {
+            finish_cancel(
+                &self.objects_of(view),
+                self.cluster(),
+                self.records(),
+                Self::JOB_KIND,
+                view,
+                info,
+                self.retry_interval(),
+            )
+            .await
+        }
+    }
+
+    /// How soon a job whose settling failed is looked at again.
+    fn retry_interval(&self) -> Duration {
+        self.common().pace.recheck_interval
+    }
+
+    /// Records an outcome kubeferry decided on the object, then deletes it; only then may the
+    /// outcome be reported.
+    fn record_and_delete(
+        &self,
+        id: &ExecutionId,
+        view: &Self::View,
+        outcome: &ExecutionInfo,
+    ) -> impl Future<Output = Acted<Self::View>> + Send {
+        async move {
+            let objects = self.objects_of(view);
+            let cluster = self.cluster();
+            let mut last = view.clone();
+            if !matches!(view.recorded_outcome, Some(Ok(_))) {
+                let record = kubeferry_core::marks::outcome_record(outcome);
+                match objects
+                    .annotate(
+                        cluster,
+                        &id.name,
+                        view.resource_version.as_deref(),
+                        &[(OUTCOME_ANNOTATION, &record)],
+                        true,
+                    )
+                    .await
+                {
+                    Ok(patched) => last = self.view_of(view, &patched),
+                    Err(error) if error.is_conflict() => return self.reread(id, view).await,
+                    Err(error) if error.is_not_found() => {
+                        return Acted::Remap(Box::new(Seen::Vanished {
+                            last: view.clone(),
+                            final_state: false,
+                        }));
+                    }
+                    Err(error) => return Acted::Failed(error),
+                }
+                info!(message = "recorded an outcome kubeferry decided", id = %id, state = %outcome.state, reason = %outcome.reason);
+            }
+            match objects
+                .delete(
+                    cluster,
+                    &id.name,
+                    &last.uid,
+                    last.resource_version.as_deref(),
+                )
+                .await
+            {
+                Ok(Deletion::Deleted) => {
+                    info!(message = "deleted the object after recording its outcome", id = %id, kind = Self::NOUN);
+                    Acted::Done
+                }
+                Ok(Deletion::Gone) => Acted::Remap(Box::new(Seen::Vanished {
+                    last,
+                    final_state: false,
+                })),
+                Ok(Deletion::Conflict) => self.reread(id, &last).await,
+                Err(error) => Acted::Failed(error),
+            }
+        }
+    }
+
+    /// The object as it is now, to be mapped again.
+    fn reread(
+        &self,
+        id: &ExecutionId,
+        last: &Self::View,
+    ) -> impl Future<Output = Acted<Self::View>> + Send {
+        async move {
+            match self.objects_of(last).get(self.cluster(), &id.name).await {
+                Ok(Some(object)) => {
+                    Acted::Remap(Box::new(Seen::Present(self.view_of(last, &object))))
+                }
+                Ok(None) => Acted::Remap(Box::new(Seen::Vanished {
+                    last: last.clone(),
+                    final_state: false,
+                })),
+                Err(error) => Acted::Failed(error),
+            }
+        }
     }
 }
 

@@ -5,16 +5,17 @@
 //! A kind of job (a container Job, a SparkApplication, a JobSet, a bare pod) is one module per
 //! layer, and implements one trait, `kind::Kind` (in the spirit of Kueue's `GenericJob`):
 //!
-//! - in `kubeferry-core`, its lean views and its pure mapping (`container`, `spark`, `pod`), over the
-//!   kind-neutral observation model (`kubeferry_core::observation`: the metadata every managed
-//!   object carries, `Observation`, `Mapped<A>` whose action `A` is data: record this outcome,
-//!   stop or delete this object), with `recheck_at`, when time alone next changes the answer;
+//! - in `kubeferry-core`, its lean views and its pure mapping (`container`, `spark`, `jobset`,
+//!   `pod`), over the kind-neutral observation model (`kubeferry_core::observation`: the
+//!   metadata every managed object carries, `Observation`, `Mapped<A>` whose action `A` is
+//!   data: record this outcome, stop or delete this object), with `recheck_at`, when time
+//!   alone next changes the answer;
 //! - here, its manifest builder (`manifest`), what it watches in a namespace (`tracker.rs` in
-//!   the kind's module, implementing `kind::Watches`), and its `Kind` and
-//!   `evaluating::Evaluates` implementations: how its objects are found, read and listed,
-//!   what its mapping reads besides its object, and how its actions are carried out.
+//!   the kind's module, implementing `kind::Watches`), and its `Kind` implementation: how its
+//!   objects are found, read and listed, what its mapping reads besides its object, the
+//!   mapping, and how its actions are carried out.
 //!
-//! Everything else is written once over the traits: the status query, the lookup on a cache
+//! Everything else is written once over the trait: the status query, the lookup on a cache
 //! miss, the evaluation loop and the settler of each watched namespace, the one writer that
 //! carries out the mapping's actions on watch events and at `recheck_at` and keeps each ended
 //! job's outcome record (`evaluating.rs`); create-or-adopt, annotate and delete
@@ -30,12 +31,13 @@
 //!
 //! 1. `kubeferry-core`: its job file section (`spec`), its views and its mapping, returning
 //!    `Mapped<YourAction>`;
-//! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches), `impl Kind` (how its objects are found: `watch`, `read`,
-//!    `attempts`, `listed`, `managed`, `object_names`, `matching`; and where it differs from
-//!    the defaults: whether the cluster serves it, its watches' health, the part whose log is
-//!    the job's log) and `impl Evaluates` (its views, what its mapping reads besides the
-//!    object, the mapping, and how to carry out its actions when they ask more than the
-//!    shared `RecordOutcomeAndDelete`); it then gets `kind::Answers` from `evaluating.rs`;
+//! 2. here: its manifest, its `Watches` (a `Reflector` per resource it watches), and
+//!    `impl Kind`: what it keeps (`Common`, built by `Common::build`), how its objects are
+//!    found (`watch`, `read`, `attempts`, `listed`, `managed`, `object_names`, `matching`,
+//!    `observed`, `fetched`), its views and what its mapping reads besides the object, the
+//!    mapping (`map`), and how its actions are carried out when they ask more than the shared
+//!    `RecordOutcomeAndDelete` (`act`); where it differs from the defaults, whether the cluster
+//!    serves it, its watches' health, the part whose log is the job's log;
 //! 3. its entry in the table of kinds (`kinds::Kinds`: a field, an arm of `get`, an arm of
 //!    each of the submission's matches on the job file's kind), its permissions in `rbac`,
 //!    and its `JobKind`.

@@ -10,9 +10,7 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use kube::Resource;
-use std::sync::Arc;
-
-use kube::api::{Api, DynamicObject};
+use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kubeferry_core::JobKind;
 use kubeferry_core::marks::{MANAGED_SELECTOR, job_id_of};
@@ -167,49 +165,39 @@ pub(crate) fn merge(
         .boxed()
 }
 
-/// A kind whose resources the cluster may or may not serve (a CRD of an operator):
-/// discovery says which APIs to watch.
-pub(crate) trait Discovered: Send + Sync + 'static {
-    /// The APIs of the kind's objects in `namespace` that the cluster serves (none, when it
-    /// serves none).
-    fn served_apis(
-        &self,
-        namespace: &str,
-    ) -> impl Future<Output = Result<Vec<Api<DynamicObject>>>> + Send;
-
-    /// How long one watch request lasts.
-    fn watch_timeout(&self) -> Duration;
-}
-
-/// Follows which managed jobs of `kind` in `namespace` match `selector`: one watch per API of
-/// `discovered` the cluster serves (none on a cluster that serves none: the stream then only
-/// says it has listed). While discovery fails (the API server unreachable, discovery refused),
-/// it is tried again with `cluster`'s backoff, each failure logged as `failing`, and the
-/// stream does not report its listing done.
-pub(crate) fn after_discovery<D: Discovered>(
-    (discovered, cluster): (&Arc<D>, &Cluster),
-    kind: JobKind,
+/// Follows which managed jobs of `kind` in `namespace` match `selector` (narrowed to
+/// kubeferry's own): one watch per API `served` finds the cluster serving (none on a cluster
+/// that serves none: the stream then only says it has listed), each request lasting `timeout`.
+/// While `served` fails (the API server unreachable, discovery refused), it is asked again
+/// with `cluster`'s backoff, each failure logged, and the stream does not report its listing
+/// done.
+pub(crate) fn after_discovery<K, D, F>(
+    (cluster, kind): (Cluster, JobKind),
     namespace: &str,
     selector: &str,
-    failing: &'static str,
-) -> BoxStream<'static, SelectorEvent> {
-    let (discovered, cluster) = (discovered.clone(), cluster.clone());
-    let (namespace, selector) = (namespace.to_string(), managed(selector));
+    timeout: Duration,
+    served: D,
+) -> BoxStream<'static, SelectorEvent>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    D: Fn() -> F + Send + 'static,
+    F: Future<Output = Result<Vec<Api<K>>>> + Send,
+{
+    let (namespace, selector) = (namespace.to_string(), selector.to_string());
     futures::stream::once(async move {
         let mut attempt = 0;
         let apis = loop {
-            match discovered.served_apis(&namespace).await {
+            match served().await {
                 Ok(apis) => break apis,
                 Err(error) => {
                     let retry = &cluster.settings().retry;
                     let delay = retry.backoff(attempt).max(retry.base);
-                    warn!(message = failing, namespace = %namespace, %error, retry_in = ?delay);
+                    warn!(message = "cannot discover what the cluster serves; trying again", %kind, namespace = %namespace, %error, retry_in = ?delay);
                     tokio::time::sleep(delay).await;
                     attempt = attempt.saturating_add(1);
                 }
             }
         };
-        let timeout = discovered.watch_timeout();
         let watches = apis
             .into_iter()
             .map(|api| label_watch(api, kind, &namespace, &selector, timeout).boxed());

@@ -1,22 +1,22 @@
 //! What every kind's settler shares: its jobs' timers and the merged notifications of watches.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use jiff::Timestamp;
 use kubeferry_core::observation::ManagedMeta;
-use kubeferry_core::{ExecutionInfo, JobState};
-use tokio::sync::broadcast;
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobState};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tracing::warn;
 
 use crate::objects::Released;
 use crate::tracker::{Recent, lock};
 
 /// How many of a namespace's jobs its settler settles side by side (each at most a few
-/// requests: a record's create, a suspend).
+/// requests: a listing, a record's create, a write on the object, its release).
 pub(crate) const SETTLED_AT_ONCE: usize = 8;
 
 /// One notification of the watches: a job changed, or some were missed.
@@ -436,6 +436,34 @@ impl JobStates {
             .iter()
             .map(|state| (*state, inner.counts.get(state).copied().unwrap_or(0)))
             .collect()
+    }
+}
+
+/// A status query that found an action due: the settler carries it out on the query's
+/// observation (`found`) and answers with what the query is to report.
+pub(crate) struct Request<F> {
+    pub(crate) id: ExecutionId,
+    pub(crate) found: F,
+    pub(crate) done: oneshot::Sender<crate::Result<ExecutionInfo>>,
+}
+
+/// A watched namespace's settler, and its jobs by state.
+pub(crate) struct NamespaceSettler<F> {
+    pub(crate) requests: mpsc::UnboundedSender<Request<F>>,
+    pub(crate) states: Arc<JobStates>,
+}
+
+/// The settlers of a kind's watched namespaces, one each, started on first use; `F`: what a
+/// status query hands one.
+pub(crate) struct Settlers<F> {
+    pub(crate) by_namespace: Mutex<HashMap<String, NamespaceSettler<F>>>,
+}
+
+impl<F> Default for Settlers<F> {
+    fn default() -> Self {
+        Self {
+            by_namespace: Mutex::default(),
+        }
     }
 }
 

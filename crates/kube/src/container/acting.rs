@@ -21,7 +21,7 @@ use super::ContainerJobs;
 use super::tracker::{NamespaceWatch, listed_pods};
 use crate::cluster::{Cluster, Op};
 use crate::error::Result;
-use crate::evaluating::{Acted, Evaluates, Outcome};
+use crate::kind::{Acted, Outcome};
 use crate::kind::{Kind, Seen};
 use crate::objects::Objects;
 use crate::records::gives_way;
@@ -39,10 +39,10 @@ pub(crate) enum JobAction {
     /// (Kueue owns `suspend`, and would start an admitted Job again).
     RecordAndLeaveQueue(ExecutionInfo),
     /// An outcome Kubernetes judged that rests on pods about to be removed
-    /// ([`worth_recording`]): record it on the Job.
+    /// ([`ContainerJobs::worth_recording`]): record it on the Job.
     Record(ExecutionInfo),
     /// A Job in a Kueue queue whose outcome is recorded on it but that is still there
-    /// ([`stopped_in_a_queue`]): delete it.
+    /// ([`stopped_in_a_queue`](stopped_in_a_queue)): delete it.
     DeleteFromQueue(ExecutionInfo),
 }
 
@@ -103,7 +103,9 @@ impl ContainerJobs {
         };
         match written {
             Ok(patched) => Acted::Written(Box::new(JobView::from(&patched))),
-            Err(error) if error.is_conflict() => self.reread(id, job).await,
+            // Its pods may have changed with it (the reason the Job changed): it is judged
+            // again as the watches deliver both.
+            Err(error) if error.is_conflict() => Acted::Changed,
             Err(error) if error.is_not_found() => Acted::Remap(Box::new(Seen::Vanished {
                 last: job.clone(),
                 final_state: false,

@@ -8,8 +8,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -27,14 +25,14 @@ use tracing::debug;
 
 use crate::cluster::Op;
 use crate::error::{ALL_NAMESPACES, Result};
-use crate::evaluating::{Acted, Common, Evaluates, Pace, Shared};
+use crate::evaluating::Evaluates;
 use crate::executor::Placement;
-use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
+use crate::kind::{Acted, Common, Kind, KindHealth, Listed, ManagedObjects, Pace, Shared, Watches};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
 use crate::replies::{DryRun, Submission};
 use crate::settling::while_deciding;
-use crate::tracker::{Recent, Watching};
+use crate::tracker::Watching;
 use acting::JobAction;
 use tracker::NamespaceWatch;
 
@@ -77,19 +75,16 @@ pub struct ContainerJobs {
     /// settler and last answers, and the outcome records.
     common: Common<ContainerJobs>,
     settings: ContainerSettings,
-    /// The Jobs this process creates or created lately (`namespace/name`).
-    submitted: Recent,
 }
 
 /// What is known of a job: its Job, and its pods.
-pub(crate) type Found = crate::evaluating::Found<JobView, Vec<PodView>>;
+pub(crate) type Found = crate::kind::Found<JobView, Vec<PodView>>;
 
 impl ContainerJobs {
     /// A backend over `shared`.
     pub(crate) fn new(shared: &Shared, settings: ContainerSettings) -> Arc<Self> {
         Common::build(shared, Pace::from(&settings.watching), |common| Self {
             common,
-            submitted: Recent::new(10_000),
             settings,
         })
     }
@@ -135,7 +130,7 @@ impl ContainerJobs {
         Objects {
             api: self.jobs(namespace),
             resource: JOBS,
-            kind: "Job",
+            kind: Self::NOUN,
             namespace: namespace.to_string(),
             dependents_first: true,
         }
@@ -159,26 +154,14 @@ impl ContainerJobs {
         self.watch(namespace);
         // A job id whose run ended (and whose Job may be gone) answers that run: it never
         // runs twice.
-        self.submitted.insert(format!("{namespace}/{name}"));
-        let submitted = self
-            .submit_object(
-                &self.objects(namespace),
-                &manifest,
-                &name,
-                job_id,
-                &spec.hash(),
-            )
-            .await;
-        if !matches!(
-            submitted,
-            Ok(Submission {
-                existing: false,
-                ..
-            })
-        ) {
-            self.submitted.remove(&format!("{namespace}/{name}"));
-        }
-        submitted
+        self.submit_object(
+            &self.objects(namespace),
+            &manifest,
+            &name,
+            job_id,
+            &spec.hash(),
+        )
+        .await
     }
 
     /// The Job a submission of `spec` under `job_id` would create, as kubeferry builds it or
@@ -408,14 +391,8 @@ impl ContainerJobs {
 impl Kind for ContainerJobs {
     type Object = Job;
     type Watches = NamespaceWatch;
-    type Found = Found;
 
     const JOB_KIND: JobKind = JobKind::Job;
-    const NOUN: &'static str = "Job";
-
-    fn base(&self) -> &KindBase<NamespaceWatch> {
-        &self.common.base
-    }
 
     /// The watches of `namespace`, started (with its settler) if they are not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<NamespaceWatch>> {
@@ -465,25 +442,8 @@ impl Kind for ContainerJobs {
         vec![object_name(&self.settings.name_prefix, job_id)]
     }
 
-    /// Follows which managed Jobs of `namespace` match `selector` (a Kubernetes label
-    /// selector, evaluated by the API server): one watch for as long as the stream is read,
-    /// relisting on 410 and reconnecting with backoff like the tracker's. Statuses come from
-    /// [`ContainerJobs::status`], changes of status from the tracker's notifications; this
-    /// stream only says which jobs to look at. A failing watch is retried and logged, not
-    /// yielded: check the selector first (e.g. with [`Executor::list`](crate::Executor::list)).
-    fn matching(
-        self: &Arc<Self>,
-        namespace: &str,
-        selector: &str,
-    ) -> BoxStream<'static, SelectorEvent> {
-        crate::selector::label_watch(
-            self.jobs(namespace),
-            JobKind::Job,
-            namespace,
-            &crate::selector::managed(selector),
-            self.settings.watching.reflector.watch_timeout,
-        )
-        .boxed()
+    async fn served_apis(&self, namespace: &str) -> Result<Vec<Api<Job>>> {
+        Ok(vec![self.jobs(namespace)])
     }
 
     fn namespace_health(&self, namespace: &str) -> KindHealth {
@@ -503,9 +463,7 @@ impl Kind for ContainerJobs {
             attempts,
         })
     }
-}
 
-impl Evaluates for ContainerJobs {
     type View = JobView;
     type Parts = Vec<PodView>;
     type Action = JobAction;
@@ -547,8 +505,8 @@ impl Evaluates for ContainerJobs {
         let wait = self.settings.watching.sync_timeout;
         if watch.is_current()
             && self
-                .submitted
-                .contains_within(&format!("{}/{}", id.namespace, id.name), wait)
+                .namespaces()
+                .created_lately(&id.namespace, &id.name, wait)
             && watch.wait_for_job(&id.name, wait).await
         {
             return Ok(self.cached(watch, id));
@@ -609,9 +567,10 @@ impl Evaluates for ContainerJobs {
             }
             Seen::Present(_) => None,
         };
-        // Until the settler wrote it, an outcome is not the answer: where the job stood.
+        // Until the settler carried its action out, an outcome is not the answer: where the
+        // job stood.
         let info = match &action {
-            Some(JobAction::DeleteFromQueue(_)) | None => info,
+            None => info,
             Some(_) if previous.is_some_and(ExecutionInfo::is_terminal) => info,
             Some(_) => while_deciding(observed.view(), &info),
         };
@@ -626,22 +585,22 @@ impl Evaluates for ContainerJobs {
     /// The pods as the API server lists them, before a verdict the Job reached without an
     /// exit code is first reported while an attempt still shows unfinished: the pods' watch
     /// may lag the Job's by a moment, and the listed pods tell the container's end if it had
-    /// one.
+    /// one. Pods that cannot be listed decide nothing: the outcome waits for them.
     async fn relisted(
         &self,
         id: &ExecutionId,
         job: &JobView,
         pods: &Vec<PodView>,
         mapped: &Mapped<JobAction>,
-    ) -> Option<Vec<PodView>> {
+    ) -> Result<Option<Vec<PodView>>> {
         let verdict = mapped.action.is_none() && mapped.info.is_terminal();
         if !verdict || mapped.info.exit_code.is_some() || !acting::pods_may_lag(job, pods) {
-            return None;
+            return Ok(None);
         }
         let watch = self.existing(&id.namespace);
         tracker::listed_pods(self.cluster(), &id.namespace, &id.name, watch.as_deref())
             .await
-            .ok()
+            .map(Some)
     }
 
     async fn act(&self, id: &ExecutionId, job: &JobView, action: &JobAction) -> Acted<JobView> {

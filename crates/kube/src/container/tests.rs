@@ -47,7 +47,7 @@ async fn backend_with(sim: &SimCluster, settings: ContainerSettings) -> Arc<Cont
         },
         Duration::from_secs(10),
     );
-    ContainerJobs::new(&crate::evaluating::Shared { cluster, records }, settings)
+    ContainerJobs::new(&crate::kind::Shared { cluster, records }, settings)
 }
 
 /// A running job named `name` whose container waits for its gate (a file) to open, then exits

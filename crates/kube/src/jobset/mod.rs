@@ -14,7 +14,6 @@ pub mod tracker;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::stream::BoxStream;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -33,17 +32,15 @@ use tokio::time::Instant;
 
 use crate::cluster::Op;
 use crate::error::{Error, Result};
-use crate::evaluating::{Common, Evaluates, Pace, Shared};
-use crate::kind::{Kind, KindBase, Listed, ManagedObjects, Watches};
+use crate::evaluating::Evaluates;
+use crate::kind::{Common, Kind, Listed, ManagedObjects, Pace, Shared, Watches};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
 use crate::objects::{Attempt, Current, Objects};
 use crate::replies::{DryRun, Submission};
-use crate::selector::{Discovered, SelectorEvent};
 use crate::tracker::{Watching, lock};
 use tracker::{ChildPod, JobSetNamespaceWatch, children_selector};
 
-const KIND: &str = "JobSet";
 /// The resource of JobSets, as errors name it.
 pub const RESOURCE: &str = "jobsets.jobset.x-k8s.io";
 const JOBS: &str = "jobs";
@@ -87,7 +84,7 @@ pub struct JobSets {
 type Seen = crate::kind::Seen<JobSetView>;
 
 /// What is known of a job: its JobSet, the set's Jobs and their pods.
-pub(crate) type Found = crate::evaluating::Found<JobSetView, Children>;
+pub(crate) type Found = crate::kind::Found<JobSetView, Children>;
 
 /// A JobSet's Jobs and their pods.
 pub(crate) struct Children {
@@ -110,7 +107,7 @@ impl JobSets {
         Objects {
             api: Api::namespaced_with(self.cluster().client().clone(), namespace, &api_resource()),
             resource: RESOURCE,
-            kind: KIND,
+            kind: Self::NOUN,
             namespace: namespace.to_string(),
             dependents_first: true,
         }
@@ -311,32 +308,11 @@ type ChildrenListed = (
     Vec<(String, String, ChildPod)>,
 );
 
-impl Discovered for JobSets {
-    /// The JobSets of the namespace, if the cluster serves them.
-    async fn served_apis(&self, namespace: &str) -> Result<Vec<Api<DynamicObject>>> {
-        let served = self.installed().await?;
-        Ok(served
-            .then(|| self.objects(namespace).api)
-            .into_iter()
-            .collect())
-    }
-
-    fn watch_timeout(&self) -> Duration {
-        self.settings.watching.reflector.watch_timeout
-    }
-}
-
 impl Kind for JobSets {
     type Object = DynamicObject;
     type Watches = JobSetNamespaceWatch;
-    type Found = Found;
 
     const JOB_KIND: JobKind = JobKind::JobSet;
-    const NOUN: &'static str = KIND;
-
-    fn base(&self) -> &KindBase<JobSetNamespaceWatch> {
-        &self.common.base
-    }
 
     /// The watches of `namespace`, started (with its settler) if they are not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<JobSetNamespaceWatch>> {
@@ -453,25 +429,6 @@ impl Kind for JobSets {
         vec![jobset_object_name(job_id)]
     }
 
-    /// Follows which managed JobSets of `namespace` match `selector`, as
-    /// [`crate::container::ContainerJobs::matching`] does for Jobs: one watch of JobSets for as
-    /// long as the stream is read, none on a cluster that does not serve them (the stream then
-    /// only says it has listed). While discovery fails, it is tried again with backoff and the
-    /// stream does not report its listing done.
-    fn matching(
-        self: &Arc<Self>,
-        namespace: &str,
-        selector: &str,
-    ) -> BoxStream<'static, SelectorEvent> {
-        crate::selector::after_discovery(
-            (self, self.cluster()),
-            JobKind::JobSet,
-            namespace,
-            selector,
-            "cannot discover whether the cluster serves JobSets; trying again",
-        )
-    }
-
     async fn served(&self) -> bool {
         self.installed().await.unwrap_or(false)
     }
@@ -496,14 +453,7 @@ impl Kind for JobSets {
         };
         Ok((replica, Some(index.unwrap_or(0))))
     }
-}
 
-/// The view of a JobSet object.
-fn view_of(object: &DynamicObject) -> JobSetView {
-    JobSetView::from_parts(&object.metadata, &object.data)
-}
-
-impl Evaluates for JobSets {
     type View = JobSetView;
     type Parts = Children;
     type Action = JobSetAction;
@@ -585,8 +535,9 @@ impl Evaluates for JobSets {
         view: &JobSetView,
         _children: &Children,
         _mapped: &Mapped<JobSetAction>,
-    ) -> Option<Children> {
-        self.list_children(&id.namespace, &view.name).await.ok()
+    ) -> Result<Option<Children>> {
+        // Children that cannot be listed leave the outcome to what the cache shows.
+        Ok(self.list_children(&id.namespace, &view.name).await.ok())
     }
 
     fn objects_of(&self, view: &JobSetView) -> Objects<DynamicObject> {
@@ -596,6 +547,20 @@ impl Evaluates for JobSets {
     fn view_of(&self, _like: &JobSetView, object: &DynamicObject) -> JobSetView {
         view_of(object)
     }
+
+    /// The JobSets of the namespace, if the cluster serves them.
+    async fn served_apis(&self, namespace: &str) -> Result<Vec<Api<DynamicObject>>> {
+        let served = self.installed().await?;
+        Ok(served
+            .then(|| self.objects(namespace).api)
+            .into_iter()
+            .collect())
+    }
+}
+
+/// The view of a JobSet object.
+fn view_of(object: &DynamicObject) -> JobSetView {
+    JobSetView::from_parts(&object.metadata, &object.data)
 }
 
 /// The name and JobSet a submission of `spec` under `job_id` builds.

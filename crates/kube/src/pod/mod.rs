@@ -13,8 +13,6 @@ pub mod tracker;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kubeferry_core::container::ContainerView;
@@ -29,17 +27,15 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 
 use crate::container::ContainerSettings;
 use crate::error::Result;
-use crate::evaluating::{Common, Evaluates, Pace, Shared};
+use crate::evaluating::Evaluates;
 use crate::executor::Placement;
-use crate::kind::{Kind, KindBase, Listed, ManagedObjects};
+use crate::kind::{Common, Kind, Listed, ManagedObjects, Pace, Shared};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::pod::pod_manifest;
 use crate::objects::{Attempt, Current, Objects};
 use crate::replies::{DryRun, Submission};
-use crate::selector::SelectorEvent;
 use tracker::PodNamespaceWatch;
 
-const KIND: &str = "Pod";
 /// The resource of pods, as errors name it.
 const RESOURCE: &str = "pods";
 
@@ -56,7 +52,7 @@ pub struct Pods {
 type Seen = crate::kind::Seen<BarePodView>;
 
 /// What is known of a job: its pod (there is nothing else to read).
-pub(crate) type Found = crate::evaluating::Found<BarePodView, ()>;
+pub(crate) type Found = crate::kind::Found<BarePodView, ()>;
 
 impl Pods {
     /// A backend over `shared`.
@@ -71,7 +67,7 @@ impl Pods {
         Objects {
             api: Api::namespaced(self.cluster().client().clone(), namespace),
             resource: RESOURCE,
-            kind: KIND,
+            kind: Self::NOUN,
             namespace: namespace.to_string(),
             dependents_first: false,
         }
@@ -151,14 +147,8 @@ fn bare(selector: &str) -> String {
 impl Kind for Pods {
     type Object = Pod;
     type Watches = PodNamespaceWatch;
-    type Found = Found;
 
     const JOB_KIND: JobKind = JobKind::Pod;
-    const NOUN: &'static str = KIND;
-
-    fn base(&self) -> &KindBase<PodNamespaceWatch> {
-        &self.common.base
-    }
 
     /// The watch of `namespace`, started (with its settler) if it is not yet.
     async fn watch(&self, namespace: &str) -> Result<Arc<PodNamespaceWatch>> {
@@ -242,21 +232,13 @@ impl Kind for Pods {
         vec![self.name(job_id)]
     }
 
-    /// Follows which bare pods of `namespace` match `selector`: one watch of pods for as long
-    /// as the stream is read.
-    fn matching(
-        self: &Arc<Self>,
-        namespace: &str,
-        selector: &str,
-    ) -> BoxStream<'static, SelectorEvent> {
-        crate::selector::label_watch(
-            self.objects(namespace).api,
-            JobKind::Pod,
-            namespace,
-            &bare(&crate::selector::managed(selector)),
-            self.settings.watching.reflector.watch_timeout,
-        )
-        .boxed()
+    async fn served_apis(&self, namespace: &str) -> Result<Vec<Api<Pod>>> {
+        Ok(vec![self.objects(namespace).api])
+    }
+
+    /// Bare pods share the API of pods with every other pod.
+    fn narrowed(&self, selector: &str) -> String {
+        bare(selector)
     }
 
     fn placement(&self, id: &ExecutionId) -> Option<Placement> {
@@ -271,9 +253,7 @@ impl Kind for Pods {
             attempts: 1,
         })
     }
-}
 
-impl Evaluates for Pods {
     type View = BarePodView;
     type Parts = ();
     type Action = PodAction;
@@ -325,8 +305,8 @@ impl Evaluates for Pods {
         _view: &BarePodView,
         _parts: &(),
         _mapped: &Mapped<PodAction>,
-    ) -> Option<()> {
-        None
+    ) -> Result<Option<()>> {
+        Ok(None)
     }
 
     fn objects_of(&self, view: &BarePodView) -> Objects<Pod> {

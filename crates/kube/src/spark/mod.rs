@@ -17,7 +17,6 @@ pub mod tracker;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
 use kubeferry_core::container::{ContainerStateView, ContainerView};
@@ -36,17 +35,17 @@ use tracing::info;
 use crate::cluster::Op;
 use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
-use crate::evaluating::{Acted, Common, Evaluates, Outcome, Pace, Shared};
-use crate::kind::{Kind, KindBase, KindHealth, Listed, ManagedObjects, Watches};
+use crate::evaluating::Evaluates;
+use crate::kind::{
+    Acted, Common, Kind, KindHealth, Listed, ManagedObjects, Outcome, Pace, Shared, Watches,
+};
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
 use crate::replies::{DryRun, Submission};
-use crate::selector::{Discovered, SelectorEvent};
 use crate::tracker::{Watching, lock};
 use tracker::{SparkNamespaceWatch, app_of_pod, driver_pods_selector};
 
 const PODS: &str = "pods";
-const KIND: &str = "SparkApplication";
 
 /// A managed driver pod as listed, with where it belongs and runs.
 struct Driver {
@@ -108,7 +107,7 @@ type Seen = crate::kind::Seen<SparkAppView>;
 
 /// What is known of a job: its application (the view says of which operator) and its
 /// driver pods.
-pub(crate) type Found = crate::evaluating::Found<SparkAppView, Drivers>;
+pub(crate) type Found = crate::kind::Found<SparkAppView, Drivers>;
 
 /// An application's driver pods, or why they could not be looked up.
 pub(crate) struct Drivers {
@@ -160,7 +159,7 @@ impl SparkJobs {
                 &api_resource(operator),
             ),
             resource: resource(operator),
-            kind: KIND,
+            kind: Self::NOUN,
             namespace: namespace.to_string(),
             dependents_first: false,
         }
@@ -454,32 +453,11 @@ impl Outcome for SparkAction {
     }
 }
 
-impl Discovered for SparkJobs {
-    /// The SparkApplications of the namespace, of every operator installed.
-    async fn served_apis(&self, namespace: &str) -> Result<Vec<Api<DynamicObject>>> {
-        let operators = self.installed().await?;
-        Ok(operators
-            .into_iter()
-            .map(|operator| self.objects(operator, namespace).api)
-            .collect())
-    }
-
-    fn watch_timeout(&self) -> Duration {
-        self.settings.watching.reflector.watch_timeout
-    }
-}
-
 impl Kind for SparkJobs {
     type Object = DynamicObject;
     type Watches = SparkNamespaceWatch;
-    type Found = Found;
 
     const JOB_KIND: JobKind = JobKind::SparkApp;
-    const NOUN: &'static str = KIND;
-
-    fn base(&self) -> &KindBase<SparkNamespaceWatch> {
-        &self.common.base
-    }
 
     /// The watches of `namespace` (the driver pods, and the SparkApplications of every
     /// operator installed), started if they are not yet.
@@ -632,25 +610,6 @@ impl Kind for SparkJobs {
         names
     }
 
-    /// Follows which managed SparkApplications of `namespace` (of every installed operator)
-    /// match `selector`, as [`crate::container::ContainerJobs::matching`] does for Jobs: one
-    /// watch per installed operator for as long as the stream is read. While the operators
-    /// cannot be discovered (the API server unreachable, discovery refused), discovery is tried
-    /// again with backoff and the stream does not report its listing done.
-    fn matching(
-        self: &Arc<Self>,
-        namespace: &str,
-        selector: &str,
-    ) -> BoxStream<'static, SelectorEvent> {
-        crate::selector::after_discovery(
-            (self, self.cluster()),
-            JobKind::SparkApp,
-            namespace,
-            selector,
-            "cannot discover the Spark operators; trying again",
-        )
-    }
-
     async fn served(&self) -> bool {
         self.installed()
             .await
@@ -664,14 +623,7 @@ impl Kind for SparkJobs {
             None => KindHealth::Starting,
         }
     }
-}
 
-/// The view of a SparkApplication object.
-fn view_of(operator: SparkOperator, object: &DynamicObject) -> SparkAppView {
-    SparkAppView::from_parts(operator, &object.metadata, &object.data)
-}
-
-impl Evaluates for SparkJobs {
     type View = SparkAppView;
     type Parts = Drivers;
     type Action = SparkAction;
@@ -754,12 +706,15 @@ impl Evaluates for SparkJobs {
         view: &SparkAppView,
         drivers: &Drivers,
         _mapped: &Mapped<SparkAction>,
-    ) -> Option<Drivers> {
-        let listed = self
+    ) -> Result<Option<Drivers>> {
+        // Drivers that cannot be listed leave the outcome to what the cache shows.
+        let Ok(listed) = self
             .list_drivers(view.operator, &id.namespace, &view.name)
             .await
-            .ok()?;
-        (listed != drivers.pods).then(|| Drivers::of(Ok(listed)))
+        else {
+            return Ok(None);
+        };
+        Ok((listed != drivers.pods).then(|| Drivers::of(Ok(listed))))
     }
 
     async fn act(
@@ -797,6 +752,20 @@ impl Evaluates for SparkJobs {
             info.message = format!("{} (driver pod not looked up: {error})", info.message);
         }
     }
+
+    /// The SparkApplications of the namespace, of every operator installed.
+    async fn served_apis(&self, namespace: &str) -> Result<Vec<Api<DynamicObject>>> {
+        let operators = self.installed().await?;
+        Ok(operators
+            .into_iter()
+            .map(|operator| self.objects(operator, namespace).api)
+            .collect())
+    }
+}
+
+/// The view of a SparkApplication object.
+fn view_of(operator: SparkOperator, object: &DynamicObject) -> SparkAppView {
+    SparkAppView::from_parts(operator, &object.metadata, &object.data)
 }
 
 #[cfg(test)]

@@ -21,6 +21,9 @@ pub(crate) struct Namespaces<W> {
     reported: Arc<Mutex<LastReported>>,
     /// Jobs the API server said lately it does not have, by `namespace/name`.
     absent: Recent,
+    /// Jobs this process creates or created lately, by `namespace/name`: the watches deliver
+    /// them in a moment, and a "no such object" read before the create is stale.
+    creating: Recent,
 }
 
 impl<W> Default for Namespaces<W> {
@@ -29,6 +32,7 @@ impl<W> Default for Namespaces<W> {
             watches: Mutex::default(),
             reported: Arc::new(Mutex::new(LastReported::new(REPORTED_CAPACITY))),
             absent: Recent::new(ABSENT_CAPACITY),
+            creating: Recent::new(ABSENT_CAPACITY),
         }
     }
 }
@@ -56,10 +60,11 @@ impl<W> Namespaces<W> {
             .collect()
     }
 
-    /// Whether the API server said less than `ttl` ago that it does not have the job.
+    /// Whether the API server said less than `ttl` ago that it does not have the job, and
+    /// this process has not created it since.
     pub(crate) fn absent_lately(&self, namespace: &str, name: &str, ttl: Duration) -> bool {
-        self.absent
-            .contains_within(&reported_key(namespace, name), ttl)
+        let key = reported_key(namespace, name);
+        self.absent.contains_within(&key, ttl) && !self.creating.contains_within(&key, ttl)
     }
 
     /// Notes that the API server said it does not have the job.
@@ -70,9 +75,23 @@ impl<W> Namespaces<W> {
         self.absent.insert(key);
     }
 
-    /// Forgets that the job was absent (it is being created).
-    pub(crate) fn forget_absent(&self, namespace: &str, name: &str) {
-        self.absent.remove(&reported_key(namespace, name));
+    /// Notes that this process is creating the job: it is absent no more.
+    pub(crate) fn note_creating(&self, namespace: &str, name: &str) {
+        let key = reported_key(namespace, name);
+        self.absent.remove(&key);
+        self.creating.remove(&key);
+        self.creating.insert(key);
+    }
+
+    /// Forgets that this process was creating the job (it created nothing).
+    pub(crate) fn forget_creating(&self, namespace: &str, name: &str) {
+        self.creating.remove(&reported_key(namespace, name));
+    }
+
+    /// Whether this process created the job less than `window` ago.
+    pub(crate) fn created_lately(&self, namespace: &str, name: &str, window: Duration) -> bool {
+        self.creating
+            .contains_within(&reported_key(namespace, name), window)
     }
 
     /// What was last reported for a job, for the mapping's `previous`.
@@ -80,23 +99,15 @@ impl<W> Namespaces<W> {
         lock(&self.reported).get(&reported_key(namespace, name))
     }
 
-    /// Remembers what was reported for a job, from its object at `version`, and the warning
-    /// that came with it. True when the warning is new for the job, to be logged once rather
-    /// than on every query.
+    /// Remembers what was reported for a job, from its object at `version`.
     pub(crate) fn remember(
         &self,
         namespace: &str,
         name: &str,
         info: &ExecutionInfo,
-        warning: Option<&str>,
         version: Option<&str>,
-    ) -> bool {
-        lock(&self.reported).put(
-            reported_key(namespace, name),
-            info.clone(),
-            warning,
-            version,
-        )
+    ) {
+        lock(&self.reported).put(reported_key(namespace, name), info.clone(), version);
     }
 
     /// The status last reported for a job, if it was computed from a copy of its object newer
@@ -145,8 +156,8 @@ mod tests {
         assert_eq!(namespaces.watched().len(), 1);
 
         let running = ExecutionInfo::new(JobState::Started, Reason::Running);
-        assert!(namespaces.remember("a", "j", &running, Some("odd"), Some("7")));
-        assert!(!namespaces.remember("a", "j", &running, Some("odd"), Some("8")));
+        namespaces.remember("a", "j", &running, Some("7"));
+        namespaces.remember("a", "j", &running, Some("8"));
         assert_eq!(namespaces.last_reported("a", "j"), Some(running.clone()));
         assert_eq!(namespaces.last_reported("b", "j"), None);
         assert_eq!(
@@ -160,13 +171,33 @@ mod tests {
         // copy gets the terminal one, whatever it had read as reported before.
         let cancelling = ExecutionInfo::new(JobState::Cancelling, Reason::CancelRequested);
         let cancelled = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled);
-        namespaces.remember("a", "k", &cancelling, None, Some("5"));
-        namespaces.remember("a", "k", &cancelled, None, Some("6"));
+        namespaces.remember("a", "k", &cancelling, Some("5"));
+        namespaces.remember("a", "k", &cancelled, Some("6"));
         assert_eq!(
             namespaces.reported_from_newer("a", "k", Some("5")),
             Some(cancelled.clone())
         );
-        namespaces.remember("a", "k", &cancelling, None, Some("5"));
+        namespaces.remember("a", "k", &cancelling, Some("5"));
         assert_eq!(namespaces.last_reported("a", "k"), Some(cancelled));
+    }
+
+    #[test]
+    fn a_job_this_process_creates_is_absent_no_more_whatever_answer_comes_late() {
+        let namespaces: Namespaces<String> = Namespaces::default();
+        let ttl = Duration::from_secs(3600);
+        namespaces.note_absent("a", "j");
+        assert!(namespaces.absent_lately("a", "j", ttl));
+        namespaces.note_creating("a", "j");
+        assert!(!namespaces.absent_lately("a", "j", ttl));
+        assert!(namespaces.created_lately("a", "j", ttl));
+        // A "no such object" read before the create lands after it: still not absent.
+        namespaces.note_absent("a", "j");
+        assert!(!namespaces.absent_lately("a", "j", ttl));
+        // A create that made nothing: what the server says stands again.
+        namespaces.forget_creating("a", "j");
+        assert!(!namespaces.created_lately("a", "j", ttl));
+        namespaces.note_absent("a", "j");
+        assert!(namespaces.absent_lately("a", "j", ttl));
+        assert!(!namespaces.absent_lately("a", "other", ttl));
     }
 }

@@ -1,6 +1,6 @@
 //! The last status reported per job, so that every later answer builds on it (a terminal
 //! status never changes; a start time is kept, an older copy of the object never takes a
-//! status back), and each warning is logged once per job.
+//! status back).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -17,8 +17,6 @@ pub struct LastReported {
 /// What was last reported for one job.
 struct Reported {
     info: ExecutionInfo,
-    /// The last warning logged for the job.
-    warning: Option<String>,
     /// The newest resourceVersion of the job's object a reported status was computed from.
     version: Option<u64>,
 }
@@ -50,18 +48,10 @@ impl LastReported {
         }
     }
 
-    /// Stores `info` under `key`, computed from the job's object at `version`; true when
-    /// `warning` differs from the last one logged for the job (so that it is logged once, not on
-    /// every query).
-    pub fn put(
-        &mut self,
-        key: String,
-        info: ExecutionInfo,
-        warning: Option<&str>,
-        version: Option<&str>,
-    ) -> bool {
+    /// Stores `info` under `key`, computed from the job's object at `version`.
+    pub fn put(&mut self, key: String, info: ExecutionInfo, version: Option<&str>) {
         let version = version.and_then(|v| v.parse::<u64>().ok());
-        let new_warning = match self.entries.get_mut(&key) {
+        match self.entries.get_mut(&key) {
             Some(reported) => {
                 // Two answers computed at once: the one from the older copy does not replace
                 // the other (checked here, under the lock, not only before mapping).
@@ -81,23 +71,13 @@ impl LastReported {
                     reported.info = info;
                     reported.version = reported.version.max(version);
                 }
-                let new = warning.is_some() && reported.warning.as_deref() != warning;
-                if new {
-                    reported.warning = warning.map(str::to_string);
-                }
-                new
             }
             None => {
-                let reported = Reported {
-                    info,
-                    warning: warning.map(str::to_string),
-                    version,
-                };
+                let reported = Reported { info, version };
                 self.entries.insert(key.clone(), Box::new(reported));
                 self.order.push_back(key);
-                warning.is_some()
             }
-        };
+        }
         while self.entries.len() > self.capacity {
             match self.order.pop_front() {
                 Some(oldest) => {
@@ -106,7 +86,6 @@ impl LastReported {
                 None => break,
             }
         }
-        new_warning
     }
 }
 
@@ -120,24 +99,12 @@ mod tests {
         let mut reported = LastReported::new(2);
         let info = ExecutionInfo::new(JobState::Queued, Reason::Pending);
         for name in ["a", "b", "c"] {
-            reported.put(name.into(), info.clone(), None, None);
+            reported.put(name.into(), info.clone(), None);
         }
         assert!(reported.get("a").is_none());
         assert!(reported.get("b").is_some() && reported.get("c").is_some());
-        reported.put("c".into(), info, None, None);
+        reported.put("c".into(), info, None);
         assert_eq!(reported.order.len(), 2);
-    }
-
-    #[test]
-    fn each_warning_is_new_once_per_job() {
-        let mut reported = LastReported::new(10);
-        let info = ExecutionInfo::new(JobState::Started, Reason::Running);
-        assert!(!reported.put("a".into(), info.clone(), None, None));
-        assert!(reported.put("a".into(), info.clone(), Some("odd condition"), None));
-        assert!(!reported.put("a".into(), info.clone(), Some("odd condition"), None));
-        assert!(!reported.put("a".into(), info.clone(), None, None));
-        assert!(reported.put("a".into(), info.clone(), Some("another"), None));
-        assert!(reported.put("b".into(), info, Some("odd condition"), None));
     }
 
     #[test]
@@ -145,7 +112,7 @@ mod tests {
         let mut reported = LastReported::new(4);
         let info = ExecutionInfo::new(JobState::Started, Reason::Running);
         assert!(!reported.is_older("a", Some("5")), "nothing reported yet");
-        reported.put("a".into(), info.clone(), None, Some("10"));
+        reported.put("a".into(), info.clone(), Some("10"));
         assert!(reported.is_older("a", Some("9")));
         assert!(!reported.is_older("a", Some("10")));
         assert!(!reported.is_older("a", Some("11")));
@@ -154,14 +121,14 @@ mod tests {
         // An answer from an older copy, computed while a newer one was, neither replaces the
         // newer answer nor lowers the mark.
         let stale = ExecutionInfo::new(JobState::Queued, Reason::Pending);
-        reported.put("a".into(), stale, None, Some("7"));
+        reported.put("a".into(), stale, Some("7"));
         assert!(reported.is_older("a", Some("9")));
         assert_eq!(reported.get("a"), Some(info.clone()));
         // A terminal answer (from a deleted object's last copy, with no version) stands against
         // one computed at the same time from a newer copy.
         let cancelled = ExecutionInfo::new(JobState::Cancelled, Reason::Cancelled);
-        reported.put("a".into(), cancelled.clone(), None, None);
-        reported.put("a".into(), info, None, Some("12"));
+        reported.put("a".into(), cancelled.clone(), None);
+        reported.put("a".into(), info, Some("12"));
         assert_eq!(reported.get("a"), Some(cancelled));
     }
 
@@ -170,12 +137,12 @@ mod tests {
         let mut reported = LastReported::new(4);
         let started = ExecutionInfo::new(JobState::Started, Reason::Running);
         let waiting = ExecutionInfo::new(JobState::Queued, Reason::ContainerCreating);
-        reported.put("a".into(), started.clone(), None, Some("10"));
+        reported.put("a".into(), started.clone(), Some("10"));
         // Lagging pods, same Job: the start stands.
-        reported.put("a".into(), waiting.clone(), None, Some("10"));
+        reported.put("a".into(), waiting.clone(), Some("10"));
         assert_eq!(reported.get("a"), Some(started.clone()));
         // A newer Job (another attempt): it may queue again.
-        reported.put("a".into(), waiting.clone(), None, Some("11"));
+        reported.put("a".into(), waiting.clone(), Some("11"));
         assert_eq!(reported.get("a"), Some(waiting));
     }
 }
