@@ -22,7 +22,8 @@ use tracing::{debug, warn};
 
 use crate::error::{Error, Result};
 use crate::kind::{
-    Acted, Answers, Common, Found, FoundOf, Kind, KindBase, Outcome, Pace, Seen, Shared, Watches,
+    Acted, Acting, Answers, Common, Found, FoundOf, Kind, KindBase, Outcome, Pace, Relisted, Seen,
+    Shared, Watches,
 };
 use crate::objects::{Current, Objects};
 use crate::records::Reading;
@@ -31,14 +32,6 @@ use crate::settling::{
     after, cancel_finish_due, merged, release_held, retry_at, retry_delay, while_deciding,
 };
 use crate::tracker::{Recent, lock};
-
-/// Whether a mapping's actions are carried out now (the settler does) or handed to the
-/// namespace's settler (a status query, a wait or a list does: they write nothing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Acting {
-    Carry,
-    Delegate,
-}
 
 /// A job's status, and when time alone next changes it.
 pub(crate) struct Evaluated {
@@ -300,24 +293,30 @@ pub(crate) trait Evaluates: Kind {
                 // before an outcome is first reported, and every replica reports the same.
                 let deciding = mapped.info.is_terminal() || mapped.action.is_some();
                 if deciding && !listed && previous.as_ref().is_none_or(|p| !p.is_terminal()) {
-                    match self.relisted(id, observed.view(), &parts, &mapped).await {
-                        Ok(Some(fresh)) => {
+                    let looked = (observed.view(), &parts, &mapped);
+                    match self.relisted(id, looked, acting).await {
+                        Relisted::Fresh(fresh) => {
                             (parts, listed) = (fresh, true);
                             continue;
                         }
-                        Ok(None) => listed = true,
-                        // Nothing is decided from parts that may lag: the settler lists them
-                        // again at the retry interval, and a query hands the job to it.
-                        Err(error) if acting == Acting::Carry => {
-                            debug!(message = "could not list the job's parts; will retry", id = %id, %error);
+                        Relisted::Same => listed = true,
+                        // Nothing is decided from parts that may lag: the settler looks again
+                        // at the retry interval (or as their watch delivers them), and a query
+                        // hands the job to it.
+                        Relisted::Later(error) if acting == Acting::Carry => {
+                            if let Some(error) = &error {
+                                debug!(message = "could not list the job's parts; will retry", id = %id, %error);
+                            }
+                            let retry = self.retry_interval();
                             return Ok(Evaluated {
                                 info: previous.clone().unwrap_or_else(|| {
                                     while_deciding(observed.view(), &mapped.info)
                                 }),
-                                recheck_at: retry_at(&error, self.retry_interval()),
+                                recheck_at: error
+                                    .map_or_else(|| after(retry), |error| retry_at(&error, retry)),
                             });
                         }
-                        Err(_) => {}
+                        Relisted::Later(_) => {}
                     }
                 }
                 // A query answers an outcome as recorded (the record written first stands); one

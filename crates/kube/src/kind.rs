@@ -121,6 +121,32 @@ pub(crate) struct Found<V, P> {
     pub(crate) listed: bool,
 }
 
+/// Whether a mapping's actions are carried out now (the settler does) or handed to the
+/// namespace's settler (a status query, a wait or a list does: they write nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Acting {
+    Carry,
+    Delegate,
+}
+
+/// A job's object and parts as looked at, and what they decide.
+pub(crate) type Looked<'a, K> = (
+    &'a <K as Kind>::View,
+    &'a <K as Kind>::Parts,
+    &'a Mapped<<K as Kind>::Action>,
+);
+
+/// What the parts as the API server lists them tell ([`Kind::relisted`]).
+pub(crate) enum Relisted<P> {
+    /// Nothing the cache does not: decide from it.
+    Same,
+    /// These, newer than the cache's: decide from them.
+    Fresh(P),
+    /// Not yet: their watch may deliver what lags in a moment, or they could not be listed
+    /// (why): look again at the retry interval, deciding nothing meanwhile.
+    Later(Option<Error>),
+}
+
 /// What carrying out an action came to.
 pub(crate) enum Acted<V> {
     /// Done: the action's outcome may be reported.
@@ -768,17 +794,16 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
         previous: Option<&ExecutionInfo>,
     ) -> Option<Mapped<Self::Action>>;
 
-    /// The parts as the API server lists them now, when that tells something the cache did
-    /// not (their watches may lag the object's); `None` when it is the same or not worth a
-    /// request. `mapped`: what the cache's parts decide. A kind whose outcome must not be
-    /// decided without the listing fails with why it could not list.
+    /// Before an outcome is first reported: the parts as the API server lists them now, when
+    /// that tells something the cache did not (their watches may lag the object's), given the
+    /// object and parts `looked` at and what they decide (`mapped`). `acting`: whether the
+    /// settler asks, or a query that hands the job to it.
     fn relisted(
         &self,
         id: &ExecutionId,
-        view: &Self::View,
-        parts: &Self::Parts,
-        mapped: &Mapped<Self::Action>,
-    ) -> impl Future<Output = Result<Option<Self::Parts>>> + Send;
+        looked: Looked<'_, Self>,
+        acting: Acting,
+    ) -> impl Future<Output = Relisted<Self::Parts>> + Send;
 
     /// Carries out what the mapping asks for before it may report an outcome: by default, what
     /// the action of most kinds asks ([`RecordOutcomeAndDelete`]), the outcome recorded on the

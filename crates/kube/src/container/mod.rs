@@ -27,12 +27,15 @@ use crate::cluster::Op;
 use crate::error::{ALL_NAMESPACES, Result};
 use crate::evaluating::Evaluates;
 use crate::executor::Placement;
-use crate::kind::{Acted, Common, Kind, KindHealth, Listed, ManagedObjects, Pace, Shared, Watches};
+use crate::kind::{
+    Acted, Acting, Common, Kind, KindHealth, Listed, Looked, ManagedObjects, Pace, Relisted,
+    Shared, Watches,
+};
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
 use crate::replies::{DryRun, Submission};
 use crate::settling::while_deciding;
-use crate::tracker::Watching;
+use crate::tracker::{Recent, Watching};
 use acting::JobAction;
 use tracker::NamespaceWatch;
 
@@ -75,6 +78,9 @@ pub struct ContainerJobs {
     /// settler and last answers, and the outcome records.
     common: Common<ContainerJobs>,
     settings: ContainerSettings,
+    /// Copies of Jobs (`id@resourceVersion`) whose verdict came while an attempt still showed
+    /// unfinished: their pods are listed only if that still shows a moment later.
+    lagging: Recent,
 }
 
 /// What is known of a job: its Job, and its pods.
@@ -86,6 +92,7 @@ impl ContainerJobs {
         Common::build(shared, Pace::from(&settings.watching), |common| Self {
             common,
             settings,
+            lagging: Recent::new(10_000),
         })
     }
 
@@ -589,18 +596,26 @@ impl Kind for ContainerJobs {
     async fn relisted(
         &self,
         id: &ExecutionId,
-        job: &JobView,
-        pods: &Vec<PodView>,
-        mapped: &Mapped<JobAction>,
-    ) -> Result<Option<Vec<PodView>>> {
+        (job, pods, mapped): Looked<'_, Self>,
+        acting: Acting,
+    ) -> Relisted<Vec<PodView>> {
         let verdict = mapped.action.is_none() && mapped.info.is_terminal();
         if !verdict || mapped.info.exit_code.is_some() || !acting::pods_may_lag(job, pods) {
-            return Ok(None);
+            return Relisted::Same;
+        }
+        // The pods' watch is given a moment to deliver the attempt's end: the settler looks
+        // again then, and lists the pods only if it still lags.
+        let copy = format!("{}@{}", id, job.resource_version.as_deref().unwrap_or(""));
+        if acting == Acting::Delegate || self.lagging.insert(copy) {
+            return Relisted::Later(None);
         }
         let watch = self.existing(&id.namespace);
-        tracker::listed_pods(self.cluster(), &id.namespace, &id.name, watch.as_deref())
-            .await
-            .map(Some)
+        let listed =
+            tracker::listed_pods(self.cluster(), &id.namespace, &id.name, watch.as_deref());
+        match listed.await {
+            Ok(pods) => Relisted::Fresh(pods),
+            Err(error) => Relisted::Later(Some(error)),
+        }
     }
 
     async fn act(&self, id: &ExecutionId, job: &JobView, action: &JobAction) -> Acted<JobView> {

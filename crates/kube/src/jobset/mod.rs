@@ -33,7 +33,7 @@ use tokio::time::Instant;
 use crate::cluster::Op;
 use crate::error::{Error, Result};
 use crate::evaluating::Evaluates;
-use crate::kind::{Common, Kind, Listed, ManagedObjects, Pace, Shared, Watches};
+use crate::kind::{Acting, Common, Kind, Listed, ManagedObjects, Pace, Relisted, Shared, Watches};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
 use crate::objects::{Attempt, Current, Objects};
@@ -529,15 +529,17 @@ impl Kind for JobSets {
         )
     }
 
+    /// Children that cannot be listed leave the outcome to what the cache shows.
     async fn relisted(
         &self,
         id: &ExecutionId,
-        view: &JobSetView,
-        _children: &Children,
-        _mapped: &Mapped<JobSetAction>,
-    ) -> Result<Option<Children>> {
-        // Children that cannot be listed leave the outcome to what the cache shows.
-        Ok(self.list_children(&id.namespace, &view.name).await.ok())
+        (view, _, _): (&JobSetView, &Children, &Mapped<JobSetAction>),
+        _acting: Acting,
+    ) -> Relisted<Children> {
+        match self.list_children(&id.namespace, &view.name).await {
+            Ok(children) => Relisted::Fresh(children),
+            Err(_) => Relisted::Same,
+        }
     }
 
     fn objects_of(&self, view: &JobSetView) -> Objects<DynamicObject> {

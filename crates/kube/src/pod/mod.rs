@@ -29,7 +29,7 @@ use crate::container::ContainerSettings;
 use crate::error::Result;
 use crate::evaluating::Evaluates;
 use crate::executor::Placement;
-use crate::kind::{Common, Kind, Listed, ManagedObjects, Pace, Shared};
+use crate::kind::{Acting, Common, Kind, Listed, Looked, ManagedObjects, Pace, Relisted, Shared};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::pod::pod_manifest;
 use crate::objects::{Attempt, Current, Objects};
@@ -299,14 +299,8 @@ impl Kind for Pods {
     }
 
     /// Nothing besides the pod: a relist tells nothing a read of the pod does not.
-    async fn relisted(
-        &self,
-        _id: &ExecutionId,
-        _view: &BarePodView,
-        _parts: &(),
-        _mapped: &Mapped<PodAction>,
-    ) -> Result<Option<()>> {
-        Ok(None)
+    async fn relisted(&self, _: &ExecutionId, _: Looked<'_, Self>, _: Acting) -> Relisted<()> {
+        Relisted::Same
     }
 
     fn objects_of(&self, view: &BarePodView) -> Objects<Pod> {

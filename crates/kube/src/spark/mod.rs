@@ -37,7 +37,8 @@ use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
 use crate::evaluating::Evaluates;
 use crate::kind::{
-    Acted, Common, Kind, KindHealth, Listed, ManagedObjects, Outcome, Pace, Shared, Watches,
+    Acted, Acting, Common, Kind, KindHealth, Listed, ManagedObjects, Outcome, Pace, Relisted,
+    Shared, Watches,
 };
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
@@ -700,21 +701,18 @@ impl Kind for SparkJobs {
         )
     }
 
+    /// Drivers that cannot be listed leave the outcome to what the cache shows.
     async fn relisted(
         &self,
         id: &ExecutionId,
-        view: &SparkAppView,
-        drivers: &Drivers,
-        _mapped: &Mapped<SparkAction>,
-    ) -> Result<Option<Drivers>> {
-        // Drivers that cannot be listed leave the outcome to what the cache shows.
-        let Ok(listed) = self
-            .list_drivers(view.operator, &id.namespace, &view.name)
-            .await
-        else {
-            return Ok(None);
-        };
-        Ok((listed != drivers.pods).then(|| Drivers::of(Ok(listed))))
+        (view, drivers, _): (&SparkAppView, &Drivers, &Mapped<SparkAction>),
+        _acting: Acting,
+    ) -> Relisted<Drivers> {
+        let listed = self.list_drivers(view.operator, &id.namespace, &view.name);
+        match listed.await {
+            Ok(listed) if listed != drivers.pods => Relisted::Fresh(Drivers::of(Ok(listed))),
+            _ => Relisted::Same,
+        }
     }
 
     async fn act(
