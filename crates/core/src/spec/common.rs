@@ -64,8 +64,9 @@ impl Decoder {
     }
 }
 
-// How the canonical form (and so the hash) writes what the models hold: zero counts are left out
-// like empty collections, durations are whole units.
+// How the canonical form (and so the hash) writes what the models hold: `None` is left out
+// (`skip_serializing_none` on each model), zero counts like empty collections, durations are
+// whole units.
 
 /// Gives each listed type `is_empty`: whether every field has its default, so that the job
 /// file left the whole object out (and the canonical form leaves it out too).
