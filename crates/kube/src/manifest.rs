@@ -41,12 +41,12 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeferry_core::marks::{
-    JOB_ID_ANNOTATION, JOB_ID_LABEL, KEEP_LOG_ANNOTATION, KUEUE_QUEUE_LABEL, KeepLog,
-    MANAGED_BY_LABEL, MANAGED_BY_VALUE, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, job_id_label_value,
+    JOB_ID_ANNOTATION, JOB_ID_LABEL, KEEP_LOG_ANNOTATION, KUEUE_QUEUE_LABEL, MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, job_id_label_value,
 };
 use kubeferry_core::spec::{
-    ContainerJobSpec, EnvValue, EnvVar, JobSetSpec, PodJobSpec, Process, PullPolicy, Quantity,
-    Resources, SHARED_MEMORY_PATH, Sidecar, SparkJobSpec, Toleration,
+    ContainerJobSpec, EnvValue, EnvVar, JobMetadata, JobSetSpec, PodJobSpec, Process, PullPolicy,
+    Quantity, Resources, SHARED_MEMORY_PATH, Sidecar, SparkJobSpec, Toleration,
 };
 
 pub use kubeferry_core::container::MAIN_CONTAINER;
@@ -82,30 +82,38 @@ pub(crate) trait Marked {
     fn marks(&self, job_id: &str) -> Marks;
 }
 
-// Every spec type says the same four things, under the same names.
+// Every spec type but Spark's holds its labels, annotations and log keeping in one `metadata`.
 macro_rules! marked {
     ($($spec:ty),+) => {$(
         impl Marked for $spec {
             fn marks(&self, job_id: &str) -> Marks {
-                Marks::new(&self.labels, &self.annotations, job_id, self.hash(), self.keep_log)
+                Marks::new(self.metadata.clone(), job_id, self.hash())
             }
         }
     )+};
 }
-marked!(ContainerJobSpec, PodJobSpec, SparkJobSpec, JobSetSpec);
+marked!(ContainerJobSpec, PodJobSpec, JobSetSpec);
+
+impl Marked for SparkJobSpec {
+    fn marks(&self, job_id: &str) -> Marks {
+        let metadata = JobMetadata {
+            labels: self.labels.clone(),
+            annotations: self.annotations.clone(),
+            keep_log: self.keep_log,
+        };
+        Marks::new(metadata, job_id, self.hash())
+    }
+}
 
 impl Marks {
-    fn new(
-        labels: &BTreeMap<String, String>,
-        annotations: &BTreeMap<String, String>,
-        job_id: &str,
-        spec_hash: String,
-        keep_log: Option<KeepLog>,
-    ) -> Self {
-        let mut labels = labels.clone();
+    fn new(metadata: JobMetadata, job_id: &str, spec_hash: String) -> Self {
+        let JobMetadata {
+            mut labels,
+            mut annotations,
+            keep_log,
+        } = metadata;
         labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
         labels.insert(JOB_ID_LABEL.to_string(), job_id_label_value(job_id));
-        let mut annotations = annotations.clone();
         annotations.insert(JOB_ID_ANNOTATION.to_string(), job_id.to_string());
         let mut object_annotations = annotations.clone();
         object_annotations.insert(SPEC_HASH_ANNOTATION.to_string(), spec_hash);

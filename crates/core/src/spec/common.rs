@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use serde::Serializer;
+use serde::{Serialize, Serializer};
 
 use super::decode::{Decoder, Fields};
 use super::error::{Found, Path, ProblemKind};
@@ -19,8 +19,23 @@ pub(super) const MAX_ANNOTATIONS_BYTES: usize =
 /// What a job file's image fields decode to: the image, its pull policy and pull secrets.
 pub(super) type ImageFields = (String, Option<PullPolicy>, Vec<String>);
 
-/// A file's `labels` and `annotations`.
-pub(super) type Metadata = (BTreeMap<String, String>, BTreeMap<String, String>);
+/// What a job file says about the job beside what it runs: the labels and annotations of its
+/// objects and pods, and how much of its log is kept. The same three fields in a container job
+/// (and a bare pod) and a JobSet.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct JobMetadata {
+    /// Labels for the job's object (the Job, the JobSet), what it creates, and their pods.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations for the job's object, what it creates, and their pods.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// How much of the main container's log the outcome record keeps once the job ended,
+    /// beyond the kubelet's last words; the submitting service's default when `None`. Not part
+    /// of the spec's hash: it changes what is kept, not what runs.
+    #[serde(skip)]
+    pub keep_log: Option<KeepLog>,
+}
 
 // Each kind calls these where its own fields sit between them: required fields missing from
 // the same object are reported in the order they are read (they share the object's place).
@@ -52,15 +67,19 @@ impl Decoder {
         .unwrap_or(0)
     }
 
-    /// `labels` and `annotations`.
-    pub(super) fn metadata(&mut self, f: &Fields<'_>) -> Metadata {
+    /// `labels`, `annotations` and `keepLog`.
+    pub(super) fn metadata(&mut self, f: &Fields<'_>) -> JobMetadata {
         let labels = self
             .optional(f, "labels", Self::string_map)
             .unwrap_or_default();
         let annotations = self
             .optional(f, "annotations", Self::string_map)
             .unwrap_or_default();
-        (labels, annotations)
+        JobMetadata {
+            labels,
+            annotations,
+            keep_log: self.keep_log(f),
+        }
     }
 }
 
@@ -118,7 +137,7 @@ pub(super) const KEEP_LOG_DEFAULT_BYTES: u32 = 16 * 1024;
 impl Decoder {
     /// `keepLog: {lines, bytes}`: how much of the main container's log the outcome record keeps
     /// once the job ended ([`KeepLog`]).
-    pub(super) fn keep_log(&mut self, f: &Fields<'_>) -> Option<KeepLog> {
+    fn keep_log(&mut self, f: &Fields<'_>) -> Option<KeepLog> {
         self.optional(f, "keepLog", |d, node, path| {
             let f = d.fields(node, path, KEEP_LOG_FIELDS)?;
             let lines = d.required(&f, "lines", |d, n, p| {

@@ -576,8 +576,7 @@ impl Decoder {
         let f = self.fields(root, &path, CONTAINER_FIELDS)?;
         let (name, namespace) = self.identity(&f);
         let (image, image_pull_policy, image_pull_secrets) = self.image_fields(&f);
-        let (labels, annotations) = self.metadata(&f);
-        let keep_log = self.keep_log(&f);
+        let metadata = self.metadata(&f);
         let job = ContainerJob {
             name,
             namespace,
@@ -600,9 +599,7 @@ impl Decoder {
             tolerations: self
                 .optional(&f, "tolerations", Self::tolerations)
                 .unwrap_or_default(),
-            labels,
-            annotations,
-            keep_log,
+            metadata,
             tmpfs: self.optional(&f, "tmpfs", Self::tmpfs),
             shared_memory: self.optional(&f, "sharedMemory", Self::quantity),
             persistent_volume_claims: self

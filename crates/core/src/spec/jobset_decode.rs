@@ -108,8 +108,7 @@ impl Decoder {
         let replicated_jobs = self
             .required(&f, "replicatedJobs", Self::replicated_jobs)
             .unwrap_or_default();
-        let (labels, annotations) = self.metadata(&f);
-        let keep_log = self.keep_log(&f);
+        let metadata = self.metadata(&f);
         let failure_policy = self.optional(&f, "failurePolicy", |d, n, p| {
             let f = d.fields(n, p, FAILURE_POLICY_FIELDS)?;
             d.optional(&f, "maxRestarts", Self::count)
@@ -133,9 +132,7 @@ impl Decoder {
             }),
             enable_dns_hostnames,
             ttl_after_finished: self.optional(&f, "ttlAfterFinished", Self::duration),
-            labels,
-            annotations,
-            keep_log,
+            metadata,
         })
     }
 

@@ -1,13 +1,12 @@
 //! The JobSet spec as data: what a `kind: JobSet` file says, after decoding, before and after
 //! validation (see [`super::JobSetSpec`] for the validated form).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_with::skip_serializing_none;
 
-use super::common::{is_zero, seconds};
+use super::common::{JobMetadata, is_zero, seconds};
 use super::model::{Process, PullPolicy};
 use crate::named::names;
 
@@ -48,17 +47,10 @@ pub struct JobSetJob {
     /// (`ttlSecondsAfterFinished`).
     #[serde(serialize_with = "seconds")]
     pub ttl_after_finished: Option<Duration>,
-    /// Labels for the JobSet, its Jobs and their pods.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    /// How much of the main container's log the outcome record keeps once the job ended,
-    /// beyond the kubelet's last words; the submitting service's default when `None`. Not part
-    /// of the spec's hash: it changes what is kept, not what runs.
-    #[serde(skip)]
-    pub keep_log: Option<crate::marks::KeepLog>,
-    /// Annotations for the JobSet, its Jobs and their pods.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
+    /// Labels and annotations for the JobSet, its Jobs and their pods, and how much of the
+    /// log is kept.
+    #[serde(flatten)]
+    pub metadata: JobMetadata,
 }
 
 /// A group of identical Jobs of a JobSet, each running one pod of the same container.

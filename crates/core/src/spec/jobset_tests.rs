@@ -136,7 +136,10 @@ annotations: {note: "nightly"}
     assert_eq!(spec.startup_policy, Some(StartupOrder::InOrder));
     assert_eq!(spec.enable_dns_hostnames, Some(true));
     assert_eq!(spec.ttl_after_finished, Some(Duration::from_secs(3600)));
-    assert_eq!(spec.labels.get("team").map(String::as_str), Some("ml"));
+    assert_eq!(
+        spec.metadata.labels.get("team").map(String::as_str),
+        Some("ml")
+    );
 }
 
 #[test]

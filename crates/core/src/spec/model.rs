@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_with::skip_serializing_none;
 
-use super::common::{empty_when_default, is_zero, seconds};
+use super::common::{JobMetadata, empty_when_default, is_zero, seconds};
 use super::quantity::Quantity;
 use crate::named::names;
 
@@ -57,17 +57,9 @@ pub struct ContainerJob {
     /// Taints the pod tolerates.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
-    /// Labels for the Job and its pod.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    /// How much of the main container's log the outcome record keeps once the job ended,
-    /// beyond the kubelet's last words; the submitting service's default when `None`. Not part
-    /// of the spec's hash: it changes what is kept, not what runs.
-    #[serde(skip)]
-    pub keep_log: Option<crate::marks::KeepLog>,
-    /// Annotations for the Job and its pod.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
+    /// Labels and annotations for the Job and its pod, and how much of its log is kept.
+    #[serde(flatten)]
+    pub metadata: JobMetadata,
     /// A memory-backed scratch directory.
     pub tmpfs: Option<Tmpfs>,
     /// The size of a memory-backed `/dev/shm`.

@@ -2,6 +2,7 @@
 //! container jobs: types, unknown fields (with a suggestion) and missing fields, each at its
 //! place.
 
+use super::common::JobMetadata;
 use super::decode::{Decoder, Hints};
 use super::error::{Path, ProblemKind};
 use super::spark_model::{RetainPolicy, SparkJob, SparkMemory, SparkPod, SparkRestartPolicy};
@@ -93,8 +94,11 @@ impl Decoder {
             .required(&f, "sparkVersion", Self::string)
             .unwrap_or_default();
         let (image, image_pull_policy, image_pull_secrets) = self.image_fields(&f);
-        let (labels, annotations) = self.metadata(&f);
-        let keep_log = self.keep_log(&f);
+        let JobMetadata {
+            labels,
+            annotations,
+            keep_log,
+        } = self.metadata(&f);
         let job = SparkJob {
             name,
             namespace,

@@ -288,7 +288,10 @@ fn reports_kubernetes_limits_on_names_and_metadata_with_positions() {
     // Right at the limit it loads.
     let value = "x".repeat(224 * 1024 - "note".len());
     let text = format!("name: hello\nimage: busybox\nannotations:\n  note: {value}\n");
-    assert_eq!(container("big.yaml", &text).annotations["note"], value);
+    assert_eq!(
+        container("big.yaml", &text).metadata.annotations["note"],
+        value
+    );
 
     // A queue name is a label value (Kueue's queue-name label): 63 characters at most.
     let queue = "q".repeat(64);
