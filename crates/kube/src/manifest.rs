@@ -356,7 +356,38 @@ pub(crate) fn main_container(
     process: &Process,
 ) -> Container {
     Container {
-        name: MAIN_CONTAINER.to_string(),
+        termination_message_policy: Some("FallbackToLogsOnError".to_string()),
+        ..process_container(MAIN_CONTAINER, image, pull_policy, process, &[])
+    }
+}
+
+/// A native sidecar: an init container the kubelet keeps running (restarting it if it
+/// exits) beside the main container, and stops after it.
+fn sidecar(sidecar: &Sidecar) -> Container {
+    Container {
+        restart_policy: Some("Always".to_string()),
+        ..process_container(
+            &sidecar.name,
+            &sidecar.image,
+            sidecar.image_pull_policy,
+            &sidecar.process,
+            &sidecar.ports,
+        )
+    }
+}
+
+/// The container `name`: `image`, pulled by `pull_policy`, running `process` and listening on
+/// its port and `more_ports`.
+fn process_container(
+    name: &str,
+    image: &str,
+    pull_policy: Option<PullPolicy>,
+    process: &Process,
+    more_ports: &[u16],
+) -> Container {
+    let ports: Vec<u16> = process.port.iter().chain(more_ports).copied().collect();
+    Container {
+        name: name.to_string(),
         image: Some(image.to_string()),
         image_pull_policy: pull_policy.map(|p| p.as_str().to_string()),
         command: non_empty(process.command.clone()),
@@ -365,25 +396,7 @@ pub(crate) fn main_container(
         env: non_empty(env_vars(&process.env)),
         env_from: non_empty(secret_env(&process.secrets)),
         resources: resource_requirements(&process.resources),
-        ports: container_ports(process.port.as_slice()),
-        termination_message_policy: Some("FallbackToLogsOnError".to_string()),
-        ..Container::default()
-    }
-}
-
-/// A native sidecar: an init container the kubelet keeps running (restarting it if it
-/// exits) beside the main container, and stops after it.
-fn sidecar(sidecar: &Sidecar) -> Container {
-    Container {
-        name: sidecar.name.clone(),
-        image: Some(sidecar.image.clone()),
-        image_pull_policy: sidecar.image_pull_policy.map(|p| p.as_str().to_string()),
-        command: non_empty(sidecar.command.clone()),
-        args: non_empty(sidecar.args.clone()),
-        env: non_empty(env_vars(&sidecar.env)),
-        resources: resource_requirements(&sidecar.resources),
-        ports: container_ports(&sidecar.ports),
-        restart_policy: Some("Always".to_string()),
+        ports: container_ports(&ports),
         ..Container::default()
     }
 }

@@ -675,12 +675,8 @@ impl Decoder {
                 image_pull_policy: d.optional(f, "imagePullPolicy", |d, n, p| {
                     d.choice(n, p, &PullPolicy::NAMES)
                 }),
-                command: d.optional(f, "command", Self::strings).unwrap_or_default(),
-                args: d.optional(f, "args", Self::strings).unwrap_or_default(),
-                env: d.optional(f, "env", Self::env).unwrap_or_default(),
-                resources: d
-                    .optional(f, "resources", Self::resources)
-                    .unwrap_or_default(),
+                // Of the process fields, a sidecar's file gives only what SIDECAR_FIELDS lists.
+                process: d.process(f),
                 ports: d
                     .optional(f, "ports", |d, n, p| d.integers(n, p, 1, 65535))
                     .unwrap_or_default()

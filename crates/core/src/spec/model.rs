@@ -118,26 +118,19 @@ pub struct Sidecar {
     pub image: String,
     /// When the kubelet pulls the image; Kubernetes' default when `None`.
     pub image_pull_policy: Option<PullPolicy>,
-    /// The entrypoint; the image's own when empty.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub command: Vec<String>,
-    /// Arguments to the entrypoint.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-    /// Environment variables, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<EnvVar>,
-    /// Compute resources (added to the main container's when the pod is scheduled).
-    #[serde(skip_serializing_if = "Resources::is_empty")]
-    pub resources: Resources,
+    /// What the container runs, with what (its resources are added to the main container's
+    /// when the pod is scheduled).
+    #[serde(flatten)]
+    pub process: Process,
     /// Ports the container listens on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<u16>,
 }
 
-/// What a job's main container runs and with what, after its image: the same fields in a
-/// container job (and a bare pod) and in each replicated job of a JobSet, decoded, validated
-/// and built into a container once. Field names in job files are the camelCase forms.
+/// What a container runs and with what, after its image: the same fields in a container job
+/// (and a bare pod), in each replicated job of a JobSet and in a sidecar (whose job file gives
+/// no `workingDir`, `secrets` or `port`), decoded, validated and built into a container once.
+/// Field names in job files are the camelCase forms.
 #[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

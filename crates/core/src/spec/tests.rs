@@ -782,9 +782,9 @@ fn sidecars_load_and_are_checked_where_they_are_written() {
     let sidecar = &spec.sidecars[0];
     assert_eq!(sidecar.name, "shipper");
     assert_eq!(sidecar.image, "fluent/fluent-bit:3.1");
-    assert_eq!(sidecar.command, ["fluent-bit"]);
-    assert_eq!(sidecar.args, ["-c", "/etc/fb.conf"]);
-    assert_eq!(sidecar.env[0].name, "LEVEL");
+    assert_eq!(sidecar.process.command, ["fluent-bit"]);
+    assert_eq!(sidecar.process.args, ["-c", "/etc/fb.conf"]);
+    assert_eq!(sidecar.process.env[0].name, "LEVEL");
     assert_eq!(sidecar.ports, [2020]);
     assert_eq!(sidecar.image_pull_policy, Some(PullPolicy::IfNotPresent));
     // A job without sidecars hashes as before they existed.

@@ -46,8 +46,7 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
         } else {
             c.value(path.field("image"), image_reference(&sidecar.image));
         }
-        env(&mut c, &path.field("env"), &sidecar.env);
-        resources(&mut c, &sidecar.resources, path.field("resources"));
+        process(&mut c, &path, &sidecar.process);
     }
     if let Some(timeout) = job.timeout {
         if timeout.subsec_nanos() != 0 {
@@ -239,8 +238,8 @@ pub(super) fn env(c: &mut Checks, path: &Path, vars: &[EnvVar]) {
     }
 }
 
-/// What the main container runs, its fields under `path` (a container job's root, a
-/// replicated job).
+/// What a container runs, its fields under `path` (a container job's root, a replicated job,
+/// a sidecar).
 pub(super) fn process(c: &mut Checks, path: &Path, process: &Process) {
     if let Some(dir) = &process.working_dir {
         c.value(path.field("workingDir"), absolute_path(dir));
