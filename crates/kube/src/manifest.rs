@@ -45,8 +45,8 @@ use kubeferry_core::marks::{
     MANAGED_BY_VALUE, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, job_id_label_value,
 };
 use kubeferry_core::spec::{
-    ContainerJobSpec, EnvValue, EnvVar, JobMetadata, JobSetSpec, PodJobSpec, Process, PullPolicy,
-    Quantity, Resources, SHARED_MEMORY_PATH, Sidecar, SparkJobSpec, Toleration,
+    ContainerJobSpec, EnvValue, EnvVar, JobMetadata, JobSetSpec, PodIdentity, PodJobSpec, Process,
+    PullPolicy, Quantity, Resources, SHARED_MEMORY_PATH, Sidecar, SparkJobSpec, Toleration,
 };
 
 pub use kubeferry_core::container::MAIN_CONTAINER;
@@ -311,12 +311,10 @@ fn pod_spec(spec: &ContainerJobSpec) -> PodSpec {
         containers: vec![container(spec, mounts)],
         init_containers: non_empty(spec.sidecars.iter().map(sidecar).collect()),
         volumes: non_empty(volumes),
-        service_account_name: spec.service_account.clone(),
-        image_pull_secrets: pull_secrets(&spec.image_pull_secrets),
         node_selector: (!spec.node_selector.is_empty()).then(|| spec.node_selector.clone()),
         tolerations: non_empty(spec.tolerations.iter().map(toleration).collect()),
         priority_class_name: spec.priority_class.clone(),
-        ..PodSpec::default()
+        ..run_as(&spec.pod_identity)
     }
 }
 
@@ -337,14 +335,20 @@ fn container(spec: &ContainerJobSpec, volume_mounts: Vec<VolumeMount>) -> Contai
     }
 }
 
-/// The Secrets of registry credentials a pod's images are pulled with, by name.
-pub(crate) fn pull_secrets(names: &[String]) -> Option<Vec<LocalObjectReference>> {
-    non_empty(
-        names
-            .iter()
-            .map(|name| LocalObjectReference { name: name.clone() })
-            .collect(),
-    )
+/// A pod that runs as `identity`: its service account, and the Secrets of registry credentials
+/// its images are pulled with.
+pub(crate) fn run_as(identity: &PodIdentity) -> PodSpec {
+    PodSpec {
+        service_account_name: identity.service_account.clone(),
+        image_pull_secrets: non_empty(
+            identity
+                .image_pull_secrets
+                .iter()
+                .map(|name| LocalObjectReference { name: name.clone() })
+                .collect(),
+        ),
+        ..PodSpec::default()
+    }
 }
 
 /// The job's main container: `image`, pulled by `pull_policy`, running `process`. Its

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde::{Serialize, Serializer};
+use serde_with::skip_serializing_none;
 
 use super::decode::{Decoder, Fields};
 use super::error::{Found, Path, ProblemKind};
@@ -16,8 +17,21 @@ use crate::marks::{KeepLog, MANAGED_BY_LABEL};
 pub(super) const MAX_ANNOTATIONS_BYTES: usize =
     256 * 1024 - crate::marks::RESERVED_ANNOTATION_BYTES;
 
-/// What a job file's image fields decode to: the image, its pull policy and pull secrets.
-pub(super) type ImageFields = (String, Option<PullPolicy>, Vec<String>);
+/// What a job file's image fields decode to: the image and its pull policy.
+pub(super) type ImageFields = (String, Option<PullPolicy>);
+
+/// What every pod of the job runs as: the Secrets its images are pulled with and its service
+/// account. The same two fields in a container job (and a bare pod) and a JobSet.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodIdentity {
+    /// Names of Secrets holding registry credentials, for every pod.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<String>,
+    /// The service account every pod runs as; the namespace's `default` when `None`.
+    pub service_account: Option<String>,
+}
 
 /// What a job file says about the job beside what it runs: the labels and annotations of its
 /// objects and pods, and how much of its log is kept. The same three fields in a container job
@@ -46,16 +60,23 @@ impl Decoder {
         (name, self.optional(f, "namespace", Self::string))
     }
 
-    /// `image` (required), `imagePullPolicy` and `imagePullSecrets`.
+    /// `image` (required) and `imagePullPolicy`.
     pub(super) fn image_fields(&mut self, f: &Fields<'_>) -> ImageFields {
         let image = self.required(f, "image", Self::string).unwrap_or_default();
         let pull_policy = self.optional(f, "imagePullPolicy", |d, n, p| {
             d.choice(n, p, &PullPolicy::NAMES)
         });
-        let pull_secrets = self
-            .optional(f, "imagePullSecrets", Self::strings)
-            .unwrap_or_default();
-        (image, pull_policy, pull_secrets)
+        (image, pull_policy)
+    }
+
+    /// `imagePullSecrets` and `serviceAccount`.
+    pub(super) fn pod_identity(&mut self, f: &Fields<'_>) -> PodIdentity {
+        PodIdentity {
+            image_pull_secrets: self
+                .optional(f, "imagePullSecrets", Self::strings)
+                .unwrap_or_default(),
+            service_account: self.optional(f, "serviceAccount", Self::string),
+        }
     }
 
     /// `retries`: how many times a failed run is restarted (0 when not given).
@@ -257,15 +278,30 @@ impl Checks {
         }
     }
 
-    /// `image` (an image reference, required) and `imagePullSecrets`.
-    pub(super) fn image(&mut self, image: &str, pull_secrets: &[String]) {
-        let root = Path::root();
+    /// `image` at `path`: an image reference, required.
+    pub(super) fn image(&mut self, path: Path, image: &str) {
         if image.is_empty() {
-            self.required(root.field("image"));
+            self.required(path);
         } else {
-            self.value(root.field("image"), image_reference(image));
+            self.value(path, image_reference(image));
         }
-        self.names_list(&root.field("imagePullSecrets"), pull_secrets);
+    }
+
+    /// `imagePullSecrets` and `serviceAccount`.
+    pub(super) fn pod_identity(&mut self, identity: &PodIdentity) {
+        let root = Path::root();
+        self.names_list(
+            &root.field("imagePullSecrets"),
+            &identity.image_pull_secrets,
+        );
+        self.service_account(identity.service_account.as_deref());
+    }
+
+    /// `serviceAccount`: a DNS subdomain.
+    pub(super) fn service_account(&mut self, account: Option<&str>) {
+        if let Some(account) = account {
+            self.value(Path::root().field("serviceAccount"), dns_subdomain(account));
+        }
     }
 
     /// A list of object names (secrets, claims): each a DNS subdomain, each once.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_with::skip_serializing_none;
 
-use super::common::{JobMetadata, is_zero, seconds};
+use super::common::{JobMetadata, PodIdentity, is_zero, seconds};
 use super::model::{Process, PullPolicy};
 use crate::named::names;
 
@@ -24,11 +24,9 @@ pub struct JobSetJob {
     pub name: String,
     /// The namespace; the caller's (context's) namespace when `None`.
     pub namespace: Option<String>,
-    /// Names of Secrets holding registry credentials, for every pod.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub image_pull_secrets: Vec<String>,
-    /// The service account every pod runs as; the namespace's `default` when `None`.
-    pub service_account: Option<String>,
+    /// The image pull secrets and service account of every pod.
+    #[serde(flatten)]
+    pub pod_identity: PodIdentity,
     /// The groups of Jobs, in order: with `startupPolicy: InOrder` each starts once the one
     /// before it runs.
     pub replicated_jobs: Vec<ReplicatedJob>,

@@ -28,7 +28,7 @@ use std::ops::Deref;
 
 use serde::Serialize;
 
-pub use common::JobMetadata;
+pub use common::{JobMetadata, PodIdentity};
 pub use decode::{CONTAINER_JOB_KIND, JOBSET_KIND, POD_KIND, SPARK_JOB_KIND};
 pub use error::{Problem, ProblemKind, SpecError};
 pub use jobset_model::{

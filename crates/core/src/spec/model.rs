@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_with::skip_serializing_none;
 
-use super::common::{JobMetadata, empty_when_default, is_zero, seconds};
+use super::common::{JobMetadata, PodIdentity, empty_when_default, is_zero, seconds};
 use super::quantity::Quantity;
 use crate::named::names;
 
@@ -27,11 +27,9 @@ pub struct ContainerJob {
     pub image: String,
     /// When the kubelet pulls the image; Kubernetes' default when `None`.
     pub image_pull_policy: Option<PullPolicy>,
-    /// Names of Secrets holding registry credentials.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub image_pull_secrets: Vec<String>,
-    /// The service account the pod runs as; the namespace's `default` when `None`.
-    pub service_account: Option<String>,
+    /// The pod's image pull secrets and service account.
+    #[serde(flatten)]
+    pub pod_identity: PodIdentity,
     /// What the container runs, with what.
     #[serde(flatten)]
     pub process: Process,

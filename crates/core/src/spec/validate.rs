@@ -10,7 +10,7 @@ use super::model::{
     TolerationOperator,
 };
 use super::names::{
-    absolute_path, dns_label, dns_subdomain, env_name, image_reference, label_value, qualified_name,
+    absolute_path, dns_label, dns_subdomain, env_name, label_value, qualified_name,
 };
 use super::quantity::Quantity;
 use crate::marks::{KUEUE_QUEUE_LABEL, is_label_value};
@@ -21,10 +21,8 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
     let mut c = Checks::default();
 
     c.identity(&job.name, job.namespace.as_deref());
-    c.image(&job.image, &job.image_pull_secrets);
-    if let Some(account) = &job.service_account {
-        c.value(root.field("serviceAccount"), dns_subdomain(account));
-    }
+    c.image(root.field("image"), &job.image);
+    c.pod_identity(&job.pod_identity);
     process(&mut c, &root, &job.process);
     let mut sidecar_names = BTreeSet::new();
     for (i, sidecar) in job.sidecars.iter().enumerate() {
@@ -41,11 +39,7 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
         } else {
             c.value(path.field("name"), dns_label(&sidecar.name));
         }
-        if sidecar.image.is_empty() {
-            c.required(path.field("image"));
-        } else {
-            c.value(path.field("image"), image_reference(&sidecar.image));
-        }
+        c.image(path.field("image"), &sidecar.image);
         process(&mut c, &path, &sidecar.process);
     }
     if let Some(timeout) = job.timeout {
