@@ -41,12 +41,12 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubeferry_core::marks::{
-    JOB_ID_ANNOTATION, JOB_ID_LABEL, KEEP_LOG_ANNOTATION, KUEUE_QUEUE_LABEL, KeepLog,
-    MANAGED_BY_LABEL, MANAGED_BY_VALUE, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, job_id_label_value,
+    JOB_ID_ANNOTATION, JOB_ID_LABEL, KEEP_LOG_ANNOTATION, KUEUE_QUEUE_LABEL, MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE, RECORD_FINALIZER, SPEC_HASH_ANNOTATION, job_id_label_value,
 };
 use kubeferry_core::spec::{
-    ContainerJobSpec, EnvValue, EnvVar, JobSetSpec, PodJobSpec, Process, PullPolicy, Quantity,
-    Resources, SHARED_MEMORY_PATH, Sidecar, SparkJobSpec, Toleration,
+    ContainerJobSpec, EnvValue, EnvVar, JobMetadata, JobSetSpec, PodIdentity, PodJobSpec, Process,
+    PullPolicy, Quantity, Resources, SHARED_MEMORY_PATH, Sidecar, SparkJobSpec, Toleration,
 };
 
 pub use kubeferry_core::container::MAIN_CONTAINER;
@@ -82,30 +82,38 @@ pub(crate) trait Marked {
     fn marks(&self, job_id: &str) -> Marks;
 }
 
-// Every spec type says the same four things, under the same names.
+// Every spec type but Spark's holds its labels, annotations and log keeping in one `metadata`.
 macro_rules! marked {
     ($($spec:ty),+) => {$(
         impl Marked for $spec {
             fn marks(&self, job_id: &str) -> Marks {
-                Marks::new(&self.labels, &self.annotations, job_id, self.hash(), self.keep_log)
+                Marks::new(self.metadata.clone(), job_id, self.hash())
             }
         }
     )+};
 }
-marked!(ContainerJobSpec, PodJobSpec, SparkJobSpec, JobSetSpec);
+marked!(ContainerJobSpec, PodJobSpec, JobSetSpec);
+
+impl Marked for SparkJobSpec {
+    fn marks(&self, job_id: &str) -> Marks {
+        let metadata = JobMetadata {
+            labels: self.labels.clone(),
+            annotations: self.annotations.clone(),
+            keep_log: self.keep_log,
+        };
+        Marks::new(metadata, job_id, self.hash())
+    }
+}
 
 impl Marks {
-    fn new(
-        labels: &BTreeMap<String, String>,
-        annotations: &BTreeMap<String, String>,
-        job_id: &str,
-        spec_hash: String,
-        keep_log: Option<KeepLog>,
-    ) -> Self {
-        let mut labels = labels.clone();
+    fn new(metadata: JobMetadata, job_id: &str, spec_hash: String) -> Self {
+        let JobMetadata {
+            mut labels,
+            mut annotations,
+            keep_log,
+        } = metadata;
         labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
         labels.insert(JOB_ID_LABEL.to_string(), job_id_label_value(job_id));
-        let mut annotations = annotations.clone();
         annotations.insert(JOB_ID_ANNOTATION.to_string(), job_id.to_string());
         let mut object_annotations = annotations.clone();
         object_annotations.insert(SPEC_HASH_ANNOTATION.to_string(), spec_hash);
@@ -303,12 +311,10 @@ fn pod_spec(spec: &ContainerJobSpec) -> PodSpec {
         containers: vec![container(spec, mounts)],
         init_containers: non_empty(spec.sidecars.iter().map(sidecar).collect()),
         volumes: non_empty(volumes),
-        service_account_name: spec.service_account.clone(),
-        image_pull_secrets: pull_secrets(&spec.image_pull_secrets),
         node_selector: (!spec.node_selector.is_empty()).then(|| spec.node_selector.clone()),
         tolerations: non_empty(spec.tolerations.iter().map(toleration).collect()),
         priority_class_name: spec.priority_class.clone(),
-        ..PodSpec::default()
+        ..run_as(&spec.pod_identity)
     }
 }
 
@@ -329,14 +335,20 @@ fn container(spec: &ContainerJobSpec, volume_mounts: Vec<VolumeMount>) -> Contai
     }
 }
 
-/// The Secrets of registry credentials a pod's images are pulled with, by name.
-pub(crate) fn pull_secrets(names: &[String]) -> Option<Vec<LocalObjectReference>> {
-    non_empty(
-        names
-            .iter()
-            .map(|name| LocalObjectReference { name: name.clone() })
-            .collect(),
-    )
+/// A pod that runs as `identity`: its service account, and the Secrets of registry credentials
+/// its images are pulled with.
+pub(crate) fn run_as(identity: &PodIdentity) -> PodSpec {
+    PodSpec {
+        service_account_name: identity.service_account.clone(),
+        image_pull_secrets: non_empty(
+            identity
+                .image_pull_secrets
+                .iter()
+                .map(|name| LocalObjectReference { name: name.clone() })
+                .collect(),
+        ),
+        ..PodSpec::default()
+    }
 }
 
 /// The job's main container: `image`, pulled by `pull_policy`, running `process`. Its
@@ -348,7 +360,38 @@ pub(crate) fn main_container(
     process: &Process,
 ) -> Container {
     Container {
-        name: MAIN_CONTAINER.to_string(),
+        termination_message_policy: Some("FallbackToLogsOnError".to_string()),
+        ..process_container(MAIN_CONTAINER, image, pull_policy, process, &[])
+    }
+}
+
+/// A native sidecar: an init container the kubelet keeps running (restarting it if it
+/// exits) beside the main container, and stops after it.
+fn sidecar(sidecar: &Sidecar) -> Container {
+    Container {
+        restart_policy: Some("Always".to_string()),
+        ..process_container(
+            &sidecar.name,
+            &sidecar.image,
+            sidecar.image_pull_policy,
+            &sidecar.process,
+            &sidecar.ports,
+        )
+    }
+}
+
+/// The container `name`: `image`, pulled by `pull_policy`, running `process` and listening on
+/// its port and `more_ports`.
+fn process_container(
+    name: &str,
+    image: &str,
+    pull_policy: Option<PullPolicy>,
+    process: &Process,
+    more_ports: &[u16],
+) -> Container {
+    let ports: Vec<u16> = process.port.iter().chain(more_ports).copied().collect();
+    Container {
+        name: name.to_string(),
         image: Some(image.to_string()),
         image_pull_policy: pull_policy.map(|p| p.as_str().to_string()),
         command: non_empty(process.command.clone()),
@@ -357,25 +400,7 @@ pub(crate) fn main_container(
         env: non_empty(env_vars(&process.env)),
         env_from: non_empty(secret_env(&process.secrets)),
         resources: resource_requirements(&process.resources),
-        ports: container_ports(process.port.as_slice()),
-        termination_message_policy: Some("FallbackToLogsOnError".to_string()),
-        ..Container::default()
-    }
-}
-
-/// A native sidecar: an init container the kubelet keeps running (restarting it if it
-/// exits) beside the main container, and stops after it.
-fn sidecar(sidecar: &Sidecar) -> Container {
-    Container {
-        name: sidecar.name.clone(),
-        image: Some(sidecar.image.clone()),
-        image_pull_policy: sidecar.image_pull_policy.map(|p| p.as_str().to_string()),
-        command: non_empty(sidecar.command.clone()),
-        args: non_empty(sidecar.args.clone()),
-        env: non_empty(env_vars(&sidecar.env)),
-        resources: resource_requirements(&sidecar.resources),
-        ports: container_ports(&sidecar.ports),
-        restart_policy: Some("Always".to_string()),
+        ports: container_ports(&ports),
         ..Container::default()
     }
 }

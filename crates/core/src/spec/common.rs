@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use serde::Serializer;
+use serde::{Serialize, Serializer};
+use serde_with::skip_serializing_none;
 
 use super::decode::{Decoder, Fields};
 use super::error::{Found, Path, ProblemKind};
@@ -16,11 +17,39 @@ use crate::marks::{KeepLog, MANAGED_BY_LABEL};
 pub(super) const MAX_ANNOTATIONS_BYTES: usize =
     256 * 1024 - crate::marks::RESERVED_ANNOTATION_BYTES;
 
-/// What a job file's image fields decode to: the image, its pull policy and pull secrets.
-pub(super) type ImageFields = (String, Option<PullPolicy>, Vec<String>);
+/// What a job file's image fields decode to: the image and its pull policy.
+pub(super) type ImageFields = (String, Option<PullPolicy>);
 
-/// A file's `labels` and `annotations`.
-pub(super) type Metadata = (BTreeMap<String, String>, BTreeMap<String, String>);
+/// What every pod of the job runs as: the Secrets its images are pulled with and its service
+/// account. The same two fields in a container job (and a bare pod) and a JobSet.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodIdentity {
+    /// Names of Secrets holding registry credentials, for every pod.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<String>,
+    /// The service account every pod runs as; the namespace's `default` when `None`.
+    pub service_account: Option<String>,
+}
+
+/// What a job file says about the job beside what it runs: the labels and annotations of its
+/// objects and pods, and how much of its log is kept. The same three fields in a container job
+/// (and a bare pod) and a JobSet.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct JobMetadata {
+    /// Labels for the job's object (the Job, the JobSet), what it creates, and their pods.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations for the job's object, what it creates, and their pods.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// How much of the main container's log the outcome record keeps once the job ended,
+    /// beyond the kubelet's last words; the submitting service's default when `None`. Not part
+    /// of the spec's hash: it changes what is kept, not what runs.
+    #[serde(skip)]
+    pub keep_log: Option<KeepLog>,
+}
 
 // Each kind calls these where its own fields sit between them: required fields missing from
 // the same object are reported in the order they are read (they share the object's place).
@@ -31,16 +60,23 @@ impl Decoder {
         (name, self.optional(f, "namespace", Self::string))
     }
 
-    /// `image` (required), `imagePullPolicy` and `imagePullSecrets`.
+    /// `image` (required) and `imagePullPolicy`.
     pub(super) fn image_fields(&mut self, f: &Fields<'_>) -> ImageFields {
         let image = self.required(f, "image", Self::string).unwrap_or_default();
         let pull_policy = self.optional(f, "imagePullPolicy", |d, n, p| {
             d.choice(n, p, &PullPolicy::NAMES)
         });
-        let pull_secrets = self
-            .optional(f, "imagePullSecrets", Self::strings)
-            .unwrap_or_default();
-        (image, pull_policy, pull_secrets)
+        (image, pull_policy)
+    }
+
+    /// `imagePullSecrets` and `serviceAccount`.
+    pub(super) fn pod_identity(&mut self, f: &Fields<'_>) -> PodIdentity {
+        PodIdentity {
+            image_pull_secrets: self
+                .optional(f, "imagePullSecrets", Self::strings)
+                .unwrap_or_default(),
+            service_account: self.optional(f, "serviceAccount", Self::string),
+        }
     }
 
     /// `retries`: how many times a failed run is restarted (0 when not given).
@@ -52,20 +88,25 @@ impl Decoder {
         .unwrap_or(0)
     }
 
-    /// `labels` and `annotations`.
-    pub(super) fn metadata(&mut self, f: &Fields<'_>) -> Metadata {
+    /// `labels`, `annotations` and `keepLog`.
+    pub(super) fn metadata(&mut self, f: &Fields<'_>) -> JobMetadata {
         let labels = self
             .optional(f, "labels", Self::string_map)
             .unwrap_or_default();
         let annotations = self
             .optional(f, "annotations", Self::string_map)
             .unwrap_or_default();
-        (labels, annotations)
+        JobMetadata {
+            labels,
+            annotations,
+            keep_log: self.keep_log(f),
+        }
     }
 }
 
-// How the canonical form (and so the hash) writes what the models hold: zero counts are left out
-// like empty collections, durations are whole units.
+// How the canonical form (and so the hash) writes what the models hold: `None` is left out
+// (`skip_serializing_none` on each model), zero counts like empty collections, durations are
+// whole units.
 
 /// Gives each listed type `is_empty`: whether every field has its default, so that the job
 /// file left the whole object out (and the canonical form leaves it out too).
@@ -117,7 +158,7 @@ pub(super) const KEEP_LOG_DEFAULT_BYTES: u32 = 16 * 1024;
 impl Decoder {
     /// `keepLog: {lines, bytes}`: how much of the main container's log the outcome record keeps
     /// once the job ended ([`KeepLog`]).
-    pub(super) fn keep_log(&mut self, f: &Fields<'_>) -> Option<KeepLog> {
+    fn keep_log(&mut self, f: &Fields<'_>) -> Option<KeepLog> {
         self.optional(f, "keepLog", |d, node, path| {
             let f = d.fields(node, path, KEEP_LOG_FIELDS)?;
             let lines = d.required(&f, "lines", |d, n, p| {
@@ -237,15 +278,30 @@ impl Checks {
         }
     }
 
-    /// `image` (an image reference, required) and `imagePullSecrets`.
-    pub(super) fn image(&mut self, image: &str, pull_secrets: &[String]) {
-        let root = Path::root();
+    /// `image` at `path`: an image reference, required.
+    pub(super) fn image(&mut self, path: Path, image: &str) {
         if image.is_empty() {
-            self.required(root.field("image"));
+            self.required(path);
         } else {
-            self.value(root.field("image"), image_reference(image));
+            self.value(path, image_reference(image));
         }
-        self.names_list(&root.field("imagePullSecrets"), pull_secrets);
+    }
+
+    /// `imagePullSecrets` and `serviceAccount`.
+    pub(super) fn pod_identity(&mut self, identity: &PodIdentity) {
+        let root = Path::root();
+        self.names_list(
+            &root.field("imagePullSecrets"),
+            &identity.image_pull_secrets,
+        );
+        self.service_account(identity.service_account.as_deref());
+    }
+
+    /// `serviceAccount`: a DNS subdomain.
+    pub(super) fn service_account(&mut self, account: Option<&str>) {
+        if let Some(account) = account {
+            self.value(Path::root().field("serviceAccount"), dns_subdomain(account));
+        }
     }
 
     /// A list of object names (secrets, claims): each a DNS subdomain, each once.

@@ -8,9 +8,9 @@ use std::time::Duration;
 use super::error::{Found, Path, ProblemKind};
 use super::jobset_model::JobSetJob;
 use super::model::{
-    ContainerJob, EnvValue, EnvVar, GpuVendor, Limits, PodFailurePolicy, PodField, Process,
-    PullPolicy, Qos, Resources, SecurityContext, Sidecar, SuccessPolicyRule, TaintEffect, Tmpfs,
-    Toleration, TolerationOperator,
+    ContainerJob, EnvValue, EnvVar, GpuVendor, Limits, PodFailurePolicy, PodField, Process, Qos,
+    Resources, SecurityContext, Sidecar, SuccessPolicyRule, TaintEffect, Tmpfs, Toleration,
+    TolerationOperator,
 };
 use super::quantity::Quantity;
 use super::spark_model::SparkJob;
@@ -575,16 +575,15 @@ impl Decoder {
         let path = Path::root();
         let f = self.fields(root, &path, CONTAINER_FIELDS)?;
         let (name, namespace) = self.identity(&f);
-        let (image, image_pull_policy, image_pull_secrets) = self.image_fields(&f);
-        let (labels, annotations) = self.metadata(&f);
-        let keep_log = self.keep_log(&f);
+        let (image, image_pull_policy) = self.image_fields(&f);
+        let pod_identity = self.pod_identity(&f);
+        let metadata = self.metadata(&f);
         let job = ContainerJob {
             name,
             namespace,
             image,
             image_pull_policy,
-            image_pull_secrets,
-            service_account: self.optional(&f, "serviceAccount", Self::string),
+            pod_identity,
             process: self.process(&f),
             timeout: self.optional(&f, "timeout", Self::duration),
             retries: self.retries(&f),
@@ -600,9 +599,7 @@ impl Decoder {
             tolerations: self
                 .optional(&f, "tolerations", Self::tolerations)
                 .unwrap_or_default(),
-            labels,
-            annotations,
-            keep_log,
+            metadata,
             tmpfs: self.optional(&f, "tmpfs", Self::tmpfs),
             shared_memory: self.optional(&f, "sharedMemory", Self::quantity),
             persistent_volume_claims: self
@@ -672,24 +669,23 @@ impl Decoder {
             path,
             "a list of containers",
             SIDECAR_FIELDS,
-            |d, f| Sidecar {
-                name: d.required(f, "name", Self::string).unwrap_or_default(),
-                image: d.required(f, "image", Self::string).unwrap_or_default(),
-                image_pull_policy: d.optional(f, "imagePullPolicy", |d, n, p| {
-                    d.choice(n, p, &PullPolicy::NAMES)
-                }),
-                command: d.optional(f, "command", Self::strings).unwrap_or_default(),
-                args: d.optional(f, "args", Self::strings).unwrap_or_default(),
-                env: d.optional(f, "env", Self::env).unwrap_or_default(),
-                resources: d
-                    .optional(f, "resources", Self::resources)
-                    .unwrap_or_default(),
-                ports: d
-                    .optional(f, "ports", |d, n, p| d.integers(n, p, 1, 65535))
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter_map(|port| u16::try_from(port).ok())
-                    .collect(),
+            |d, f| {
+                let name = d.required(f, "name", Self::string).unwrap_or_default();
+                let (image, image_pull_policy) = d.image_fields(f);
+                Sidecar {
+                    name,
+                    image,
+                    image_pull_policy,
+                    // Of the process fields, a sidecar's file gives only what SIDECAR_FIELDS
+                    // lists.
+                    process: d.process(f),
+                    ports: d
+                        .optional(f, "ports", |d, n, p| d.integers(n, p, 1, 65535))
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter_map(|port| u16::try_from(port).ok())
+                        .collect(),
+                }
             },
         )
     }

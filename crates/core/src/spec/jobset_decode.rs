@@ -7,7 +7,6 @@ use super::error::Path;
 use super::jobset_model::{
     JobSetJob, JobSetSuccessPolicy, ReplicatedJob, StartupOrder, SuccessOperator,
 };
-use super::model::PullPolicy;
 use super::tree::Node;
 
 const JOBSET_FIELDS: &[&str] = &[
@@ -108,8 +107,7 @@ impl Decoder {
         let replicated_jobs = self
             .required(&f, "replicatedJobs", Self::replicated_jobs)
             .unwrap_or_default();
-        let (labels, annotations) = self.metadata(&f);
-        let keep_log = self.keep_log(&f);
+        let metadata = self.metadata(&f);
         let failure_policy = self.optional(&f, "failurePolicy", |d, n, p| {
             let f = d.fields(n, p, FAILURE_POLICY_FIELDS)?;
             d.optional(&f, "maxRestarts", Self::count)
@@ -121,10 +119,7 @@ impl Decoder {
         Some(JobSetJob {
             name,
             namespace,
-            image_pull_secrets: self
-                .optional(&f, "imagePullSecrets", Self::strings)
-                .unwrap_or_default(),
-            service_account: self.optional(&f, "serviceAccount", Self::string),
+            pod_identity: self.pod_identity(&f),
             replicated_jobs,
             max_restarts: failure_policy.unwrap_or(0),
             success_policy: self.optional(&f, "successPolicy", Self::jobset_success_policy),
@@ -133,9 +128,7 @@ impl Decoder {
             }),
             enable_dns_hostnames,
             ttl_after_finished: self.optional(&f, "ttlAfterFinished", Self::duration),
-            labels,
-            annotations,
-            keep_log,
+            metadata,
         })
     }
 
@@ -145,19 +138,22 @@ impl Decoder {
             path,
             "a list of replicated jobs ({name, replicas, image, ...})",
             REPLICATED_JOB_FIELDS,
-            |d, f| ReplicatedJob {
-                name: d.required(f, "name", Self::string).unwrap_or_default(),
-                replicas: d
+            |d, f| {
+                let name = d.required(f, "name", Self::string).unwrap_or_default();
+                let replicas = d
                     .optional(f, "replicas", |d, n, p| {
                         d.integer(n, p, 1, i64::from(i32::MAX))
                             .and_then(|n| u32::try_from(n).ok())
                     })
-                    .unwrap_or(1),
-                image: d.required(f, "image", Self::string).unwrap_or_default(),
-                image_pull_policy: d.optional(f, "imagePullPolicy", |d, n, p| {
-                    d.choice(n, p, &PullPolicy::NAMES)
-                }),
-                process: d.process(f),
+                    .unwrap_or(1);
+                let (image, image_pull_policy) = d.image_fields(f);
+                ReplicatedJob {
+                    name,
+                    replicas,
+                    image,
+                    image_pull_policy,
+                    process: d.process(f),
+                }
             },
         )
     }

@@ -1,12 +1,12 @@
 //! The JobSet spec as data: what a `kind: JobSet` file says, after decoding, before and after
 //! validation (see [`super::JobSetSpec`] for the validated form).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
+use serde_with::skip_serializing_none;
 
-use super::common::{is_zero, seconds};
+use super::common::{JobMetadata, PodIdentity, is_zero, seconds};
 use super::model::{Process, PullPolicy};
 use crate::named::names;
 
@@ -16,20 +16,17 @@ use crate::named::names;
 ///
 /// Field names in job files are the camelCase forms of these. Empty collections and `None`
 /// mean "not given"; see `docs/job-files.md` for every field.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobSetJob {
     /// The job's name, a DNS-1123 label (the object name is derived from the job id).
     pub name: String,
     /// The namespace; the caller's (context's) namespace when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    /// Names of Secrets holding registry credentials, for every pod.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub image_pull_secrets: Vec<String>,
-    /// The service account every pod runs as; the namespace's `default` when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub service_account: Option<String>,
+    /// The image pull secrets and service account of every pod.
+    #[serde(flatten)]
+    pub pod_identity: PodIdentity,
     /// The groups of Jobs, in order: with `startupPolicy: InOrder` each starts once the one
     /// before it runs.
     pub replicated_jobs: Vec<ReplicatedJob>,
@@ -38,33 +35,24 @@ pub struct JobSetJob {
     #[serde(skip_serializing_if = "is_zero")]
     pub max_restarts: u32,
     /// When the set has succeeded; every Job of every replicated job when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub success_policy: Option<JobSetSuccessPolicy>,
     /// The order the replicated jobs start in; JobSet's default (`AnyOrder`) when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub startup_policy: Option<StartupOrder>,
     /// Whether pods get DNS names (`<pod hostname>.<subdomain>`) through a headless Service
     /// (`network.enableDNSHostnames`); JobSet's default (true) when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub enable_dns_hostnames: Option<bool>,
     /// How long a finished JobSet is kept before the JobSet controller deletes it
     /// (`ttlSecondsAfterFinished`).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
+    #[serde(serialize_with = "seconds")]
     pub ttl_after_finished: Option<Duration>,
-    /// Labels for the JobSet, its Jobs and their pods.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    /// How much of the main container's log the outcome record keeps once the job ended,
-    /// beyond the kubelet's last words; the submitting service's default when `None`. Not part
-    /// of the spec's hash: it changes what is kept, not what runs.
-    #[serde(skip)]
-    pub keep_log: Option<crate::marks::KeepLog>,
-    /// Annotations for the JobSet, its Jobs and their pods.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
+    /// Labels and annotations for the JobSet, its Jobs and their pods, and how much of the
+    /// log is kept.
+    #[serde(flatten)]
+    pub metadata: JobMetadata,
 }
 
 /// A group of identical Jobs of a JobSet, each running one pod of the same container.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplicatedJob {
@@ -76,7 +64,6 @@ pub struct ReplicatedJob {
     /// The container image reference.
     pub image: String,
     /// When the kubelet pulls the image; Kubernetes' default when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub image_pull_policy: Option<PullPolicy>,
     /// What the container of each pod runs, with what.
     #[serde(flatten)]

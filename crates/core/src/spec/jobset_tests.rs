@@ -100,8 +100,11 @@ annotations: {note: "nightly"}
 "#;
     let spec = jobset("train.yaml", text);
     assert_eq!(spec.namespace.as_deref(), Some("ml"));
-    assert_eq!(spec.service_account.as_deref(), Some("trainer"));
-    assert_eq!(spec.image_pull_secrets, ["regcred"]);
+    assert_eq!(
+        spec.pod_identity.service_account.as_deref(),
+        Some("trainer")
+    );
+    assert_eq!(spec.pod_identity.image_pull_secrets, ["regcred"]);
     let leader = &spec.replicated_jobs[0];
     assert_eq!(leader.image_pull_policy, Some(PullPolicy::IfNotPresent));
     assert_eq!(leader.process.args, ["--role", "leader"]);
@@ -136,7 +139,10 @@ annotations: {note: "nightly"}
     assert_eq!(spec.startup_policy, Some(StartupOrder::InOrder));
     assert_eq!(spec.enable_dns_hostnames, Some(true));
     assert_eq!(spec.ttl_after_finished, Some(Duration::from_secs(3600)));
-    assert_eq!(spec.labels.get("team").map(String::as_str), Some("ml"));
+    assert_eq!(
+        spec.metadata.labels.get("team").map(String::as_str),
+        Some("ml")
+    );
 }
 
 #[test]

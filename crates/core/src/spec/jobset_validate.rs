@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::common::Checks;
 use super::error::{Found, Path};
 use super::jobset_model::JobSetJob;
-use super::names::{dns_label, dns_subdomain, image_reference};
+use super::names::dns_label;
 use super::validate::{job_reserved, process};
 use crate::marks::{KUEUE_QUEUE_LABEL, MAX_JOBSET_NAME_LEN, MAX_NAME_LEN};
 
@@ -19,10 +19,7 @@ pub(crate) fn jobset_job(job: &JobSetJob) -> Vec<Found> {
     let mut c = Checks::default();
 
     c.identity(&job.name, job.namespace.as_deref());
-    c.names_list(&root.field("imagePullSecrets"), &job.image_pull_secrets);
-    if let Some(account) = &job.service_account {
-        c.value(root.field("serviceAccount"), dns_subdomain(account));
-    }
+    c.pod_identity(&job.pod_identity);
     replicated_jobs(&mut c, job);
     if let Some(policy) = &job.success_policy {
         let path = root.field("successPolicy").field("targetReplicatedJobs");
@@ -45,8 +42,12 @@ pub(crate) fn jobset_job(job: &JobSetJob) -> Vec<Found> {
             "is too large (at most 2^31-1)",
         );
     }
-    c.metadata(&job.labels, &job.annotations, jobset_reserved);
-    c.keep_log(job.keep_log.as_ref());
+    c.metadata(
+        &job.metadata.labels,
+        &job.metadata.annotations,
+        jobset_reserved,
+    );
+    c.keep_log(job.metadata.keep_log.as_ref());
     c.found
 }
 
@@ -87,11 +88,7 @@ fn replicated_jobs(c: &mut Checks, job: &JobSetJob) {
         if rjob.replicas == 0 {
             c.invalid(path.field("replicas"), "must be at least 1");
         }
-        if rjob.image.is_empty() {
-            c.required(path.field("image"));
-        } else {
-            c.value(path.field("image"), image_reference(&rjob.image));
-        }
+        c.image(path.field("image"), &rjob.image);
         process(c, &path, &rjob.process);
     }
 }

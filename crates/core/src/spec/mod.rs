@@ -28,6 +28,7 @@ use std::ops::Deref;
 
 use serde::Serialize;
 
+pub use common::{JobMetadata, PodIdentity};
 pub use decode::{CONTAINER_JOB_KIND, JOBSET_KIND, POD_KIND, SPARK_JOB_KIND};
 pub use error::{Problem, ProblemKind, SpecError};
 pub use jobset_model::{
@@ -130,10 +131,10 @@ impl JobSpec {
     /// How much of its log the outcome record keeps ([`crate::marks::KeepLog`]).
     pub fn keep_log(&self) -> Option<crate::marks::KeepLog> {
         match self {
-            JobSpec::Container(spec) => spec.keep_log,
+            JobSpec::Container(spec) => spec.metadata.keep_log,
             JobSpec::Spark(spec) => spec.keep_log,
-            JobSpec::JobSet(spec) => spec.keep_log,
-            JobSpec::Pod(spec) => spec.keep_log,
+            JobSpec::JobSet(spec) => spec.metadata.keep_log,
+            JobSpec::Pod(spec) => spec.metadata.keep_log,
         }
     }
 
@@ -142,10 +143,10 @@ impl JobSpec {
     pub fn or_keep_log(&self, default: Option<crate::marks::KeepLog>) -> JobSpec {
         let mut spec = self.clone();
         let keep_log = match &mut spec {
-            JobSpec::Container(spec) => &mut spec.0.keep_log,
+            JobSpec::Container(spec) => &mut spec.0.metadata.keep_log,
             JobSpec::Spark(spec) => &mut spec.0.keep_log,
-            JobSpec::JobSet(spec) => &mut spec.0.keep_log,
-            JobSpec::Pod(spec) => &mut spec.0.keep_log,
+            JobSpec::JobSet(spec) => &mut spec.0.metadata.keep_log,
+            JobSpec::Pod(spec) => &mut spec.0.metadata.keep_log,
         };
         if keep_log.is_none() {
             *keep_log = default;

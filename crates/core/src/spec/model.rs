@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
+use serde_with::skip_serializing_none;
 
-use super::common::{empty_when_default, is_zero, seconds};
+use super::common::{JobMetadata, PodIdentity, empty_when_default, is_zero, seconds};
 use super::quantity::Quantity;
 use crate::named::names;
 
@@ -14,30 +15,26 @@ use crate::named::names;
 ///
 /// Field names in job files are the camelCase forms of these (`imagePullPolicy`). Empty
 /// collections and `None` mean "not given"; see `docs/job-files.md` for every field.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerJob {
     /// The job's name, a DNS-1123 label (the object name is derived from the job id).
     pub name: String,
     /// The namespace; the caller's (context's) namespace when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// The container image reference.
     pub image: String,
     /// When the kubelet pulls the image; Kubernetes' default when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub image_pull_policy: Option<PullPolicy>,
-    /// Names of Secrets holding registry credentials.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub image_pull_secrets: Vec<String>,
-    /// The service account the pod runs as; the namespace's `default` when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub service_account: Option<String>,
+    /// The pod's image pull secrets and service account.
+    #[serde(flatten)]
+    pub pod_identity: PodIdentity,
     /// What the container runs, with what.
     #[serde(flatten)]
     pub process: Process,
     /// The longest the job may run, counted by the Job from its start (or Kueue's admission).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
+    #[serde(serialize_with = "seconds")]
     pub timeout: Option<Duration>,
     /// How many times Kubernetes retries a failed pod (`backoffLimit`); 0: the caller retries.
     #[serde(skip_serializing_if = "is_zero")]
@@ -46,13 +43,11 @@ pub struct ContainerJob {
     #[serde(skip_serializing_if = "PodFailurePolicy::is_empty")]
     pub pod_failure_policy: PodFailurePolicy,
     /// How long a finished Job is kept before Kubernetes deletes it (`ttlSecondsAfterFinished`).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "seconds")]
+    #[serde(serialize_with = "seconds")]
     pub ttl_after_finished: Option<Duration>,
     /// A Kueue LocalQueue: the Job is labelled for it and created suspended for Kueue to admit.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
     /// The pod's PriorityClass.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub priority_class: Option<String>,
     /// Node labels the pod's node must have.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -60,22 +55,12 @@ pub struct ContainerJob {
     /// Taints the pod tolerates.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
-    /// Labels for the Job and its pod.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    /// How much of the main container's log the outcome record keeps once the job ended,
-    /// beyond the kubelet's last words; the submitting service's default when `None`. Not part
-    /// of the spec's hash: it changes what is kept, not what runs.
-    #[serde(skip)]
-    pub keep_log: Option<crate::marks::KeepLog>,
-    /// Annotations for the Job and its pod.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
+    /// Labels and annotations for the Job and its pod, and how much of its log is kept.
+    #[serde(flatten)]
+    pub metadata: JobMetadata,
     /// A memory-backed scratch directory.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tmpfs: Option<Tmpfs>,
     /// The size of a memory-backed `/dev/shm`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub shared_memory: Option<Quantity>,
     /// PersistentVolumeClaims to mount: claim name to absolute mount path.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -91,18 +76,14 @@ pub struct ContainerJob {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub indexed: bool,
     /// How many indexes (`completions`); required with `indexed`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub completions: Option<u32>,
     /// How many pods run at once; Kubernetes' default (1) when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub parallelism: Option<u32>,
     /// How many times each index is retried on its own before it counts as failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub backoff_limit_per_index: Option<u32>,
     /// How many indexes may fail before the job fails at once (needs
     /// `backoffLimitPerIndex`); without it the job runs every index and fails at the end if
     /// any failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_failed_indexes: Option<u32>,
     /// When the job counts as succeeded before every index has (any rule met is enough).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -111,14 +92,13 @@ pub struct ContainerJob {
 
 /// One rule of a success policy: the job succeeds once the indexes it names (or, with only a
 /// count, any indexes) have succeeded, `succeededCount` of them when a count is given.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SuccessPolicyRule {
     /// The indexes the rule looks at, as an interval string (`"0,2-4"`); all when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub succeeded_indexes: Option<String>,
     /// How many of them must succeed; all of `succeededIndexes` when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub succeeded_count: Option<u32>,
 }
 
@@ -126,6 +106,7 @@ pub struct SuccessPolicyRule {
 /// shipper, a proxy), started before it and stopped after it ends. It runs as an init
 /// container with `restartPolicy: Always` (Kubernetes 1.29+): the kubelet restarts it if it
 /// exits, and the job's outcome is the main container's alone.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Sidecar {
@@ -134,28 +115,21 @@ pub struct Sidecar {
     /// The container image reference.
     pub image: String,
     /// When the kubelet pulls the image; Kubernetes' default when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub image_pull_policy: Option<PullPolicy>,
-    /// The entrypoint; the image's own when empty.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub command: Vec<String>,
-    /// Arguments to the entrypoint.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-    /// Environment variables, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<EnvVar>,
-    /// Compute resources (added to the main container's when the pod is scheduled).
-    #[serde(skip_serializing_if = "Resources::is_empty")]
-    pub resources: Resources,
+    /// What the container runs, with what (its resources are added to the main container's
+    /// when the pod is scheduled).
+    #[serde(flatten)]
+    pub process: Process,
     /// Ports the container listens on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<u16>,
 }
 
-/// What a job's main container runs and with what, after its image: the same fields in a
-/// container job (and a bare pod) and in each replicated job of a JobSet, decoded, validated
-/// and built into a container once. Field names in job files are the camelCase forms.
+/// What a container runs and with what, after its image: the same fields in a container job
+/// (and a bare pod), in each replicated job of a JobSet and in a sidecar (whose job file gives
+/// no `workingDir`, `secrets` or `port`), decoded, validated and built into a container once.
+/// Field names in job files are the camelCase forms.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Process {
@@ -166,7 +140,6 @@ pub struct Process {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// The working directory (absolute); the image's own when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub working_dir: Option<String>,
     /// Environment variables, in order (Kubernetes expands `$(NAME)` only from earlier ones).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -178,7 +151,6 @@ pub struct Process {
     #[serde(skip_serializing_if = "Resources::is_empty")]
     pub resources: Resources,
     /// A port the container listens on (informational for Kubernetes, useful for tooling).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
 }
 
@@ -270,29 +242,24 @@ impl PodField {
 }
 
 /// Compute resources: requests, and limits derived from the QoS class or given explicitly.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resources {
     /// CPU request.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<Quantity>,
     /// Memory request.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<Quantity>,
     /// Ephemeral storage request (`ephemeral-storage`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub disk: Option<Quantity>,
     /// Number of GPUs.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<u32>,
     /// Which GPUs; NVIDIA when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_vendor: Option<GpuVendor>,
     /// Other extended resources by name (e.g. `example.com/fpga`), whole numbers.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub extended: BTreeMap<String, Quantity>,
     /// The QoS class to ask for; Burstable when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub qos: Option<Qos>,
     /// Explicit limits (Burstable only).
     #[serde(skip_serializing_if = "Limits::is_empty")]
@@ -379,17 +346,15 @@ pub struct ResourceRequirements {
 }
 
 /// Explicit resource limits.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Limits {
     /// CPU limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<Quantity>,
     /// Memory limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<Quantity>,
     /// Ephemeral storage limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub disk: Option<Quantity>,
 }
 
@@ -444,23 +409,19 @@ pub struct PodFailurePolicy {
 }
 
 /// A toleration of node taints.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Toleration {
     /// The taint key; with operator Exists and no key, every taint is tolerated.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// How the value is matched; Equal when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub operator: Option<TolerationOperator>,
     /// The taint value (operator Equal).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// The taint effect; every effect when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub effect: Option<TaintEffect>,
     /// For NoExecute: how long the pod stays on a node after the taint appears.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub toleration_seconds: Option<i64>,
 }
 
@@ -494,13 +455,13 @@ names!(
 );
 
 /// A memory-backed scratch directory (an `emptyDir` with medium Memory).
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tmpfs {
     /// Where it is mounted (absolute).
     pub path: String,
     /// Its size limit; without one it is bounded by the memory limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<Quantity>,
 }
 
@@ -508,22 +469,18 @@ pub struct Tmpfs {
 pub const SHARED_MEMORY_PATH: &str = "/dev/shm";
 
 /// The container's security context.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SecurityContext {
     /// Run privileged.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub privileged: Option<bool>,
     /// Whether a process may gain more privileges than its parent.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_privilege_escalation: Option<bool>,
     /// The user id the container runs as.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub run_as_user: Option<i64>,
     /// The group id the container runs as.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub run_as_group: Option<i64>,
     /// Refuse to start if the image would run as root.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub run_as_non_root: Option<bool>,
 }

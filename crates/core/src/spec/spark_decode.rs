@@ -2,6 +2,7 @@
 //! container jobs: types, unknown fields (with a suggestion) and missing fields, each at its
 //! place.
 
+use super::common::{JobMetadata, PodIdentity};
 use super::decode::{Decoder, Hints};
 use super::error::{Path, ProblemKind};
 use super::spark_model::{RetainPolicy, SparkJob, SparkMemory, SparkPod, SparkRestartPolicy};
@@ -92,9 +93,16 @@ impl Decoder {
         let spark_version = self
             .required(&f, "sparkVersion", Self::string)
             .unwrap_or_default();
-        let (image, image_pull_policy, image_pull_secrets) = self.image_fields(&f);
-        let (labels, annotations) = self.metadata(&f);
-        let keep_log = self.keep_log(&f);
+        let (image, image_pull_policy) = self.image_fields(&f);
+        let PodIdentity {
+            image_pull_secrets,
+            service_account,
+        } = self.pod_identity(&f);
+        let JobMetadata {
+            labels,
+            annotations,
+            keep_log,
+        } = self.metadata(&f);
         let job = SparkJob {
             name,
             namespace,
@@ -129,7 +137,7 @@ impl Decoder {
             executor: self
                 .optional(&f, "executor", |d, n, p| d.spark_pod(n, p, EXECUTOR_FIELDS))
                 .unwrap_or_default(),
-            service_account: self.optional(&f, "serviceAccount", Self::string),
+            service_account,
             restart_policy: self.optional(&f, "restartPolicy", |d, n, p| d.restart_policy(n, p)),
             retries: self.retries(&f),
             retry_interval: self.optional(&f, "retryInterval", duration),

@@ -6,6 +6,7 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::{Serialize, Serializer};
+use serde_with::skip_serializing_none;
 
 use super::common::{empty_when_default, is_zero, millis};
 use super::model::PullPolicy;
@@ -16,23 +17,21 @@ use crate::spark::SparkOperator;
 ///
 /// Field names in job files are the camelCase forms of these (`mainApplicationFile`). Empty
 /// collections and `None` mean "not given"; see `docs/job-files.md` for every field.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SparkJob {
     /// The job's name, a DNS-1123 label (the object name is derived from the job id).
     pub name: String,
     /// The namespace; the caller's (context's) namespace when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// Which operator runs it; the cluster's configured operator when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub operator: Option<SparkOperator>,
     /// The Spark version of the image (`3.5.3`).
     pub spark_version: String,
     /// The image of the driver and the executors.
     pub image: String,
     /// When the kubelet pulls the image; Kubernetes' default when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub image_pull_policy: Option<PullPolicy>,
     /// Names of Secrets holding registry credentials.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -41,7 +40,6 @@ pub struct SparkJob {
     /// as a URI the cluster can read (`local:///…` inside the image, or a remote scheme).
     pub main_application_file: String,
     /// The main class of a JVM application (required for a jar, refused for Python).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub main_class: Option<String>,
     /// Arguments to the application.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -68,36 +66,33 @@ pub struct SparkJob {
     #[serde(skip_serializing_if = "SparkPod::is_empty")]
     pub executor: SparkPod,
     /// The service account of the driver and the executors.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub service_account: Option<String>,
     /// Whether the operator restarts the application; Never when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<SparkRestartPolicy>,
     /// How many times the operator restarts a failed application (with `OnFailure`).
     #[serde(skip_serializing_if = "is_zero")]
     pub retries: u32,
     /// How long the operator waits before a restart.
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
+    #[serde(serialize_with = "millis")]
     pub retry_interval: Option<Duration>,
     /// How long the driver may take to start running (apache operator).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
+    #[serde(serialize_with = "millis")]
     pub driver_start_timeout: Option<Duration>,
     /// How long the driver may take to become ready (apache operator).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
+    #[serde(serialize_with = "millis")]
     pub driver_ready_timeout: Option<Duration>,
     /// How long the application may take to get its executors once the driver is ready
     /// (apache operator).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
+    #[serde(serialize_with = "millis")]
     pub executor_start_timeout: Option<Duration>,
     /// Whether the driver and its resources are kept after the application ends (apache
     /// operator); Never when `None`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub retain_resources: Option<RetainPolicy>,
     /// How long kept resources stay (apache operator).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
+    #[serde(serialize_with = "millis")]
     pub retain_resources_for: Option<Duration>,
     /// How long the SparkApplication stays after it ended before the operator deletes it.
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
+    #[serde(serialize_with = "millis")]
     pub ttl_after_stop: Option<Duration>,
     /// Labels for the SparkApplication, its driver and its executors.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -120,17 +115,15 @@ impl SparkJob {
 }
 
 /// The resources and environment of the driver or of each executor.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SparkPod {
     /// CPU cores (`spark.driver.cores` / `spark.executor.cores`), a whole number.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cores: Option<u32>,
     /// JVM heap (`spark.driver.memory` / `spark.executor.memory`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<SparkMemory>,
     /// Executors only: how many (`spark.executor.instances`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub instances: Option<u32>,
     /// Environment variables of the container.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]

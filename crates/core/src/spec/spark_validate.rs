@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::common::Checks;
 use super::error::{Found, Path};
-use super::names::{dns_subdomain, env_name};
+use super::names::env_name;
 use super::spark_model::{RetainPolicy, SparkAppType, SparkJob, SparkRestartPolicy};
 use crate::spark::SparkOperator;
 
@@ -122,7 +122,8 @@ pub(crate) fn spark_job(job: &SparkJob) -> Vec<Found> {
             spark_version(&job.spark_version),
         );
     }
-    c.image(&job.image, &job.image_pull_secrets);
+    c.image(root.field("image"), &job.image);
+    c.names_list(&root.field("imagePullSecrets"), &job.image_pull_secrets);
     application(&mut c, job);
     let lists = [
         ("jars", &job.jars, false),
@@ -146,9 +147,7 @@ pub(crate) fn spark_job(job: &SparkJob) -> Vec<Found> {
             c.key(root.field(name).field("env").key(key), env_name(key));
         }
     }
-    if let Some(account) = &job.service_account {
-        c.value(root.field("serviceAccount"), dns_subdomain(account));
-    }
+    c.service_account(job.service_account.as_deref());
     restarts(&mut c, job);
     for (field, duration) in [
         ("driverStartTimeout", job.driver_start_timeout),

@@ -288,7 +288,10 @@ fn reports_kubernetes_limits_on_names_and_metadata_with_positions() {
     // Right at the limit it loads.
     let value = "x".repeat(224 * 1024 - "note".len());
     let text = format!("name: hello\nimage: busybox\nannotations:\n  note: {value}\n");
-    assert_eq!(container("big.yaml", &text).annotations["note"], value);
+    assert_eq!(
+        container("big.yaml", &text).metadata.annotations["note"],
+        value
+    );
 
     // A queue name is a label value (Kueue's queue-name label): 63 characters at most.
     let queue = "q".repeat(64);
@@ -779,9 +782,9 @@ fn sidecars_load_and_are_checked_where_they_are_written() {
     let sidecar = &spec.sidecars[0];
     assert_eq!(sidecar.name, "shipper");
     assert_eq!(sidecar.image, "fluent/fluent-bit:3.1");
-    assert_eq!(sidecar.command, ["fluent-bit"]);
-    assert_eq!(sidecar.args, ["-c", "/etc/fb.conf"]);
-    assert_eq!(sidecar.env[0].name, "LEVEL");
+    assert_eq!(sidecar.process.command, ["fluent-bit"]);
+    assert_eq!(sidecar.process.args, ["-c", "/etc/fb.conf"]);
+    assert_eq!(sidecar.process.env[0].name, "LEVEL");
     assert_eq!(sidecar.ports, [2020]);
     assert_eq!(sidecar.image_pull_policy, Some(PullPolicy::IfNotPresent));
     // A job without sidecars hashes as before they existed.

@@ -10,7 +10,7 @@ use super::model::{
     TolerationOperator,
 };
 use super::names::{
-    absolute_path, dns_label, dns_subdomain, env_name, image_reference, label_value, qualified_name,
+    absolute_path, dns_label, dns_subdomain, env_name, label_value, qualified_name,
 };
 use super::quantity::Quantity;
 use crate::marks::{KUEUE_QUEUE_LABEL, is_label_value};
@@ -21,10 +21,8 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
     let mut c = Checks::default();
 
     c.identity(&job.name, job.namespace.as_deref());
-    c.image(&job.image, &job.image_pull_secrets);
-    if let Some(account) = &job.service_account {
-        c.value(root.field("serviceAccount"), dns_subdomain(account));
-    }
+    c.image(root.field("image"), &job.image);
+    c.pod_identity(&job.pod_identity);
     process(&mut c, &root, &job.process);
     let mut sidecar_names = BTreeSet::new();
     for (i, sidecar) in job.sidecars.iter().enumerate() {
@@ -41,13 +39,8 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
         } else {
             c.value(path.field("name"), dns_label(&sidecar.name));
         }
-        if sidecar.image.is_empty() {
-            c.required(path.field("image"));
-        } else {
-            c.value(path.field("image"), image_reference(&sidecar.image));
-        }
-        env(&mut c, &path.field("env"), &sidecar.env);
-        resources(&mut c, &sidecar.resources, path.field("resources"));
+        c.image(path.field("image"), &sidecar.image);
+        process(&mut c, &path, &sidecar.process);
     }
     if let Some(timeout) = job.timeout {
         if timeout.subsec_nanos() != 0 {
@@ -117,8 +110,12 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
         c.value(path, label_value(value));
     }
     tolerations(&mut c, job);
-    c.metadata(&job.labels, &job.annotations, job_reserved);
-    c.keep_log(job.keep_log.as_ref());
+    c.metadata(
+        &job.metadata.labels,
+        &job.metadata.annotations,
+        job_reserved,
+    );
+    c.keep_log(job.metadata.keep_log.as_ref());
     volumes(&mut c, job);
     security_context(&mut c, job);
     c.found
@@ -235,8 +232,8 @@ pub(super) fn env(c: &mut Checks, path: &Path, vars: &[EnvVar]) {
     }
 }
 
-/// What the main container runs, its fields under `path` (a container job's root, a
-/// replicated job).
+/// What a container runs, its fields under `path` (a container job's root, a replicated job,
+/// a sidecar).
 pub(super) fn process(c: &mut Checks, path: &Path, process: &Process) {
     if let Some(dir) = &process.working_dir {
         c.value(path.field("workingDir"), absolute_path(dir));

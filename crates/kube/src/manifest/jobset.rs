@@ -29,7 +29,7 @@ use kubeferry_core::marks::{MANAGED_BY_LABEL, RECORD_FINALIZER};
 use kubeferry_core::spec::{JobSetSpec, ReplicatedJob, StartupOrder, SuccessOperator};
 use serde_json::{Value, json};
 
-use super::{Marked, Marks, main_container, pull_secrets};
+use super::{Marked, Marks, main_container, run_as};
 
 /// The Kubernetes API resource of JobSets, for a kube `Api<DynamicObject>`.
 pub fn api_resource() -> ApiResource {
@@ -127,9 +127,7 @@ fn job_spec(spec: &JobSetSpec, rjob: &ReplicatedJob, template_meta: &ObjectMeta)
                     rjob.image_pull_policy,
                     &rjob.process,
                 )],
-                service_account_name: spec.service_account.clone(),
-                image_pull_secrets: pull_secrets(&spec.image_pull_secrets),
-                ..PodSpec::default()
+                ..run_as(&spec.pod_identity)
             }),
         },
         ..K8sJobSpec::default()
