@@ -4,6 +4,7 @@ use std::fmt;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 /// Where a job stands. `Succeeded`, `Failed` and `Cancelled` are terminal and never change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -286,6 +287,7 @@ impl fmt::Display for Reason {
 }
 
 /// Everything kubeferry knows about one execution at one moment.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionInfo {
@@ -297,13 +299,10 @@ pub struct ExecutionInfo {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
     /// The main container's exit code, once it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// When the main container (or Spark driver) started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Timestamp>,
     /// When the job reached its terminal state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,
     /// The main container's last words, kept with its outcome once its pod is gone: the
     /// termination message as the kubelet kept it in the pod's status (what the container
@@ -311,14 +310,11 @@ pub struct ExecutionInfo {
     /// kubeferry sets `terminationMessagePolicy: FallbackToLogsOnError`, and the kubelet
     /// keeps at most 80 lines or 2,048 bytes of them). Read from the pod's status the watch
     /// already delivers: no request more.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_words: Option<String>,
     /// For an indexed job: where its indexes stand. Absent for every other job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indexes: Option<IndexSummary>,
     /// For a JobSet: its restarts and where the Jobs of each replicated job stand. Absent for
     /// every other job (boxed: every other job's status stays as small as it was).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<Box<ReplicaSummary>>,
 }
 

@@ -279,7 +279,8 @@ pub(crate) trait Evaluates: Kind {
             }
             // A changed or vanished object is mapped again; a few rounds settle it.
             for _ in 0..4 {
-                let Some(mapped) = self.map(id, &observed, &parts, previous.as_ref()) else {
+                let answered = (previous.as_ref(), Timestamp::now());
+                let Some(mapped) = self.map(id, &observed, &parts, answered) else {
                     return Err(Error::NoSuchJob {
                         id: id.clone(),
                         hint: format!(

@@ -608,7 +608,7 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
         }
     }
 
-    /// Submits the job's object `object`, named `name`, unless `job_id`'s run ended already
+    /// Submits the job's object `object` (named as it says), unless `job_id`'s run ended already
     /// (its record answers that run: [`Kind::ran_before`]). Else creates it, or adopts the one
     /// a lost response already created ([`Objects::create_or_adopt`]); a create repeated
     /// (after a failure or a lost response) asks the record again first. `existing`: this
@@ -622,11 +622,11 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
         &self,
         objects: &Objects<K>,
         object: &K,
-        name: &str,
         job_id: &str,
         spec_hash: &str,
     ) -> impl Future<Output = Result<Submission>> + Send {
         async move {
+            let name = object.meta().name.as_deref().unwrap_or_default();
             let namespace = objects.namespace.as_str();
             let id = self.id(namespace, name);
             let existing = Submission { id, existing: true };
@@ -785,13 +785,14 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
         id: &ExecutionId,
     ) -> impl Future<Output = Result<Option<FoundOf<Self>>>> + Send;
 
-    /// The kind's mapping of the job as observed.
+    /// The kind's mapping of the job as observed, at `now`, given what was answered before
+    /// (`previous`): pure, as the core's mappings are.
     fn map(
         &self,
         id: &ExecutionId,
         observed: &Seen<Self::View>,
         parts: &Self::Parts,
-        previous: Option<&ExecutionInfo>,
+        previous_and_now: (Option<&ExecutionInfo>, Timestamp),
     ) -> Option<Mapped<Self::Action>>;
 
     /// Before an outcome is first reported: the parts as the API server lists them now, when

@@ -161,14 +161,8 @@ impl ContainerJobs {
         self.watch(namespace);
         // A job id whose run ended (and whose Job may be gone) answers that run: it never
         // runs twice.
-        self.submit_object(
-            &self.objects(namespace),
-            &manifest,
-            &name,
-            job_id,
-            &spec.hash(),
-        )
-        .await
+        self.submit_object(&self.objects(namespace), &manifest, job_id, &spec.hash())
+            .await
     }
 
     /// The Job a submission of `spec` under `job_id` would create, as kubeferry builds it or
@@ -539,9 +533,8 @@ impl Kind for ContainerJobs {
         id: &ExecutionId,
         observed: &Seen,
         pods: &Vec<PodView>,
-        previous: Option<&ExecutionInfo>,
+        (previous, now): (Option<&ExecutionInfo>, Timestamp),
     ) -> Option<Mapped<JobAction>> {
-        let now = Timestamp::now();
         let enriched = self.with_refusal(id, observed, pods, now);
         let observed = enriched.as_ref().unwrap_or(observed);
         let mapped = container_status(

@@ -14,6 +14,7 @@ pub mod tracker;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -164,7 +165,7 @@ impl JobSets {
         namespace: &str,
         mode: DryRun,
     ) -> Result<serde_json::Value> {
-        let (_, object) = planned(spec, job_id, namespace)?;
+        let object = planned(spec, job_id, namespace)?;
         if mode == DryRun::Server {
             self.check_installed(namespace).await?;
         }
@@ -183,15 +184,9 @@ impl JobSets {
         namespace: &str,
     ) -> Result<Submission> {
         self.check_installed(namespace).await?;
-        let (name, object) = planned(spec, job_id, namespace)?;
-        self.submit_object(
-            &self.objects(namespace),
-            &object,
-            &name,
-            job_id,
-            &spec.hash(),
-        )
-        .await
+        let object = planned(spec, job_id, namespace)?;
+        self.submit_object(&self.objects(namespace), &object, job_id, &spec.hash())
+            .await
     }
 
     /// The JobSet's metadata and what is known of it, with its Jobs and pods, read from the
@@ -516,17 +511,12 @@ impl Kind for JobSets {
         _id: &ExecutionId,
         observed: &Seen,
         children: &Children,
-        previous: Option<&ExecutionInfo>,
+        (previous, now): (Option<&ExecutionInfo>, Timestamp),
     ) -> Option<Mapped<JobSetAction>> {
         let pods: Vec<_> = children.pods.iter().map(|p| p.view.clone()).collect();
-        jobset_status(
-            &observed.as_observation(),
-            &children.jobs,
-            &pods,
-            jiff::Timestamp::now(),
-            &self.settings.mapping,
-            previous,
-        )
+        let mapping = &self.settings.mapping;
+        let observed = observed.as_observation();
+        jobset_status(&observed, &children.jobs, &pods, now, mapping, previous)
     }
 
     /// Children that cannot be listed leave the outcome to what the cache shows.
@@ -565,13 +555,13 @@ fn view_of(object: &DynamicObject) -> JobSetView {
     JobSetView::from_parts(&object.metadata, &object.data)
 }
 
-/// The name and JobSet a submission of `spec` under `job_id` builds.
-fn planned(spec: &JobSetSpec, job_id: &str, namespace: &str) -> Result<(String, DynamicObject)> {
+/// The JobSet a submission of `spec` under `job_id` builds.
+fn planned(spec: &JobSetSpec, job_id: &str, namespace: &str) -> Result<DynamicObject> {
     let name = jobset_object_name(job_id);
     let manifest = jobset_manifest(spec, job_id, &name, namespace);
     let object = serde_json::from_value(manifest).map_err(|source| Error::Manifest {
         operation: format!("build JobSet {namespace}/{name}"),
         source,
     })?;
-    Ok((name, object))
+    Ok(object)
 }

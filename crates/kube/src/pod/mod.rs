@@ -13,6 +13,7 @@ pub mod tracker;
 
 use std::sync::Arc;
 
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kubeferry_core::container::ContainerView;
@@ -99,14 +100,8 @@ impl Pods {
     ) -> Result<Submission> {
         let name = self.name(job_id);
         let object = pod_manifest(spec, job_id, &name, namespace);
-        self.submit_object(
-            &self.objects(namespace),
-            &object,
-            &name,
-            job_id,
-            &spec.hash(),
-        )
-        .await
+        self.submit_object(&self.objects(namespace), &object, job_id, &spec.hash())
+            .await
     }
 
     /// The pod's name for `job_id`: a container job's Job's name.
@@ -288,11 +283,11 @@ impl Kind for Pods {
         _id: &ExecutionId,
         observed: &Seen,
         _parts: &(),
-        previous: Option<&ExecutionInfo>,
+        (previous, now): (Option<&ExecutionInfo>, Timestamp),
     ) -> Option<Mapped<PodAction>> {
         pod_status(
             &observed.as_observation(),
-            jiff::Timestamp::now(),
+            now,
             &self.settings.mapping,
             previous,
         )

@@ -17,6 +17,7 @@ pub mod tracker;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
 use kubeferry_core::container::{ContainerStateView, ContainerView};
@@ -275,7 +276,6 @@ impl SparkJobs {
             .submit_object(
                 &self.objects(operator, namespace),
                 &object,
-                &name,
                 job_id,
                 &spec.hash(),
             )
@@ -686,17 +686,18 @@ impl Kind for SparkJobs {
         id: &ExecutionId,
         observed: &Seen,
         drivers: &Drivers,
-        previous: Option<&ExecutionInfo>,
+        (previous, now): (Option<&ExecutionInfo>, Timestamp),
     ) -> Option<Mapped<SparkAction>> {
         if let Some(error) = &drivers.lookup_error {
             self.common
                 .warn_once(id, "cannot look up the driver pod", error);
         }
+        let mapping = &self.settings.mapping;
         spark_status(
             &observed.as_observation(),
             &drivers.pods,
-            jiff::Timestamp::now(),
-            &self.settings.mapping,
+            now,
+            mapping,
             previous,
         )
     }

@@ -8,6 +8,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use kubeferry_kube::{JobSummary, Orphan};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use serde_with::skip_serializing_none;
 use utoipa::ToSchema;
 
 /// A job to run: a spec or a named template, and the caller's own job id.
@@ -176,6 +177,7 @@ pub struct Submitted {
 }
 
 /// A job's execution info.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobInfo {
@@ -183,7 +185,6 @@ pub struct JobInfo {
     #[schema(example = "prod/job/etl/gravitino-job-42-1a2b3c4d")]
     pub id: String,
     /// The caller's job id, when the answer knows it (a list, a lookup by job id).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
     /// Where the job stands.
     pub state: JobState,
@@ -193,12 +194,10 @@ pub struct JobInfo {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
     /// The main container's exit code, once it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// The main container's last words, kept with its outcome once its pod is gone: its
     /// termination message as the kubelet kept it (for a failed container, the last lines of
     /// its log: at most 80 lines, 2,048 bytes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_words: Option<String>,
     /// When the main container started; once set, every later answer keeps it.
     #[serde(
@@ -217,14 +216,11 @@ pub struct JobInfo {
     #[schema(value_type = Option<String>, format = DateTime)]
     pub finished_at: Option<Timestamp>,
     /// For a failure, whose fault it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_class: Option<FailureClass>,
     /// For an indexed job: where its indexes stand (absent for every other job).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indexes: Option<IndexSummary>,
     /// For a JobSet: its restarts and where each replicated job's Jobs stand (absent for every
     /// other job).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<ReplicaSummary>,
 }
 
