@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
@@ -29,7 +28,8 @@ use crate::objects::{Current, Objects};
 use crate::records::Reading;
 use crate::settling::{
     Change, JobStates, NamespaceSettler, Releases, Request, SETTLED_AT_ONCE, Settlers, Timers,
-    after, cancel_finish_due, merged, release_held, retry_at, retry_delay, while_deciding,
+    after, cancel_finish_due, finish_cancel, merged, release_held, retry_at, retry_delay,
+    while_deciding,
 };
 use crate::tracker::{Recent, lock};
 
@@ -96,7 +96,7 @@ impl<K: Evaluates> Common<K> {
 }
 
 /// One copy of an object: its namespace, name and resourceVersion.
-fn copy_key(meta: &ManagedMeta) -> String {
+pub(crate) fn copy_key(meta: &ManagedMeta) -> String {
     format!(
         "{}/{}@{}",
         meta.namespace,
@@ -108,10 +108,6 @@ fn copy_key(meta: &ManagedMeta) -> String {
 /// Every evaluating kind answers alike: from its evaluation, its settlers' counts and its
 /// settings.
 impl<K: Evaluates> Answers for K {
-    fn recheck_interval(&self) -> Duration {
-        self.common().pace.recheck_interval
-    }
-
     /// From the watch cache (one GET on a miss); writes nothing.
     async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         let watch = self.watch(&id.namespace).await?;
@@ -279,8 +275,8 @@ pub(crate) trait Evaluates: Kind {
             }
             // A changed or vanished object is mapped again; a few rounds settle it.
             for _ in 0..4 {
-                let answered = (previous.as_ref(), Timestamp::now());
-                let Some(mapped) = self.map(id, &observed, &parts, answered) else {
+                let before_and_now = (previous.as_ref(), Timestamp::now());
+                let Some(mapped) = self.map(id, &observed, &parts, before_and_now) else {
                     return Err(Error::NoSuchJob {
                         id: id.clone(),
                         hint: format!(
@@ -308,7 +304,7 @@ pub(crate) trait Evaluates: Kind {
                             if let Some(error) = &error {
                                 debug!(message = "could not list the job's parts; will retry", id = %id, %error);
                             }
-                            let retry = self.retry_interval();
+                            let retry = self.recheck_interval();
                             return Ok(Evaluated {
                                 info: previous.clone().unwrap_or_else(|| {
                                     while_deciding(observed.view(), &mapped.info)
@@ -401,7 +397,7 @@ pub(crate) trait Evaluates: Kind {
                         Acted::Changed => {
                             return Ok(Evaluated {
                                 info: previous.clone().unwrap_or(info),
-                                recheck_at: after(self.retry_interval()),
+                                recheck_at: after(self.recheck_interval()),
                             });
                         }
                         Acted::Remap(next) => {
@@ -432,7 +428,7 @@ pub(crate) trait Evaluates: Kind {
                             }
                             return Ok(Evaluated {
                                 info,
-                                recheck_at: retry_at(&error, self.retry_interval()),
+                                recheck_at: retry_at(&error, self.recheck_interval()),
                             });
                         }
                     }
@@ -472,7 +468,7 @@ pub(crate) trait Evaluates: Kind {
                                     &self.objects_of(view),
                                     self.cluster(),
                                     view,
-                                    self.retry_interval(),
+                                    self.recheck_interval(),
                                     &state.releases,
                                     Some(&standing),
                                     self.records().name_hold(view, Self::JOB_KIND, deleted_now),
@@ -526,9 +522,23 @@ pub(crate) trait Evaluates: Kind {
                     && view.cancel_mark.is_some()
                     && !self.work_ended(view, &parts)
                 {
-                    let due = match cancel_finish_due(view, self.retry_interval()) {
+                    let due = match cancel_finish_due(view, self.recheck_interval()) {
                         Some(due) => Some(due),
-                        None => self.finish_abandoned_cancel(id, view, &parts, &info).await,
+                        None => match self.abandoned_cancel(view, &info).await {
+                            Ok(status) => {
+                                finish_cancel(
+                                    &self.objects_of(view),
+                                    self.cluster(),
+                                    self.records(),
+                                    Self::JOB_KIND,
+                                    view,
+                                    &status,
+                                    self.recheck_interval(),
+                                )
+                                .await
+                            }
+                            Err(again_at) => again_at,
+                        },
                     };
                     recheck_at = match (recheck_at, due) {
                         (Some(a), Some(b)) => Some(a.min(b)),
@@ -695,7 +705,7 @@ async fn run<K: Evaluates>(
     // they can, looked at again every retry interval meanwhile.
     let mut deferred: BTreeSet<String> = BTreeSet::new();
     let retry = match kind.upgrade() {
-        Some(kind) => kind.retry_interval(),
+        Some(kind) => kind.recheck_interval(),
         None => return,
     };
     loop {
@@ -800,7 +810,7 @@ async fn run<K: Evaluates>(
                     Err(error) if error.is_no_such_job() => states.set(&name, None),
                     Err(error) => {
                         debug!(message = "could not settle a job; will retry", id = %id, %error);
-                        timers.arm_after(retry_delay(&error, kind.retry_interval()), &name);
+                        timers.arm_after(retry_delay(&error, kind.recheck_interval()), &name);
                     }
                 }
             }

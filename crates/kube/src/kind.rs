@@ -27,7 +27,7 @@ use crate::objects::{Attempt, Current, Deletion, Object, Objects};
 use crate::records::{Records, check_resubmission, gives_way};
 use crate::replies::Submission;
 use crate::selector::SelectorEvent;
-use crate::settling::{Releases, Settlers, finish_cancel};
+use crate::settling::{Releases, Settlers};
 use crate::tracker::{Departure, Namespaces, Recent, Reflector, Tombstone, WatchHealth, Watching};
 
 /// What a kind watches in one namespace.
@@ -376,9 +376,6 @@ impl<W> KindBase<W> {
 
 /// How a kind answers for its jobs: written once for every kind (`evaluating.rs`).
 pub(crate) trait Answers: Kind {
-    /// How often a waiter looks again when nothing changes (time-based rules).
-    fn recheck_interval(&self) -> Duration;
-
     /// The job's status (from the watch cache where possible; writes nothing).
     fn status(&self, id: &ExecutionId) -> impl Future<Output = Result<ExecutionInfo>> + Send;
 
@@ -840,32 +837,20 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
         false
     }
 
-    /// Finishes the cancel of a job marked cancelled that nobody finished (its process gone
-    /// between the mark and the delete): by default CANCELLED recorded, then the object deleted
-    /// ([`finish_cancel`]). `info`: the job's status. Answers when to look at it again.
-    fn finish_abandoned_cancel(
+    /// Whether the cancel of a job marked cancelled that nobody finished (its process gone
+    /// between the mark and the delete) may be finished now, and from what status: by default
+    /// now, from `info`, the job's status. `Err`: not now; when to look at it again.
+    fn abandoned_cancel(
         &self,
-        _id: &ExecutionId,
-        view: &Self::View,
-        _parts: &Self::Parts,
+        _view: &Self::View,
         info: &ExecutionInfo,
-    ) -> impl Future<Output = Option<Timestamp>> + Send {
-        async move {
-            finish_cancel(
-                &self.objects_of(view),
-                self.cluster(),
-                self.records(),
-                Self::JOB_KIND,
-                view,
-                info,
-                self.retry_interval(),
-            )
-            .await
-        }
+    ) -> impl Future<Output = std::result::Result<ExecutionInfo, Option<Timestamp>>> + Send {
+        async move { Ok(info.clone()) }
     }
 
-    /// How soon a job whose settling failed is looked at again.
-    fn retry_interval(&self) -> Duration {
+    /// How often a waiter looks again when nothing changes (time-based rules), and how soon a
+    /// job whose settling failed is looked at again.
+    fn recheck_interval(&self) -> Duration {
         self.common().pace.recheck_interval
     }
 

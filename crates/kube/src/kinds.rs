@@ -125,7 +125,7 @@ impl<K: Answers> Entry for Arc<K> {
     }
 
     fn recheck_interval(&self) -> Duration {
-        Answers::recheck_interval(&**self)
+        crate::kind::Kind::recheck_interval(&**self)
     }
 
     fn cancel<'a>(

@@ -1,7 +1,7 @@
 //! What the settler writes for a container job besides the outcome record: an outcome on the
 //! Job (kubeferry's own, with the Job stopped; or one read from pods about to go), a Job
-//! stopped in a Kueue queue deleted, a cancel left unfinished finished, and stopped Jobs past
-//! their TTL deleted.
+//! stopped in a Kueue queue deleted, and stopped Jobs past their TTL deleted; and whether a
+//! cancel left unfinished may be finished.
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -25,7 +25,7 @@ use crate::kind::{Acted, Outcome};
 use crate::kind::{Kind, Seen};
 use crate::objects::Objects;
 use crate::records::gives_way;
-use crate::settling::{after, finish_cancel, retry_at};
+use crate::settling::{after, retry_at};
 
 const JOBS: &str = "jobs.batch";
 
@@ -180,12 +180,14 @@ impl ContainerJobs {
         Ok(patched)
     }
 
-    /// Finishes the cancel of a marked Job that nobody finished, once its pods as the API
-    /// server lists them still show it running (a main container that ended on its own before
-    /// the mark decides the job, not the cancel): CANCELLED recorded, then the Job deleted.
-    /// Answers when to look at it again.
-    pub(super) async fn finish_cancel_of_running(&self, job: &JobView) -> Option<Timestamp> {
-        let retry = self.retry_interval();
+    /// The status a marked Job that nobody finished is cancelled from, once its pods as the
+    /// API server lists them still show it running (a main container that ended on its own
+    /// before the mark decides the job, not the cancel). `Err`: not now; when to look again.
+    pub(super) async fn cancel_of_running(
+        &self,
+        job: &JobView,
+    ) -> std::result::Result<ExecutionInfo, Option<Timestamp>> {
+        let retry = self.recheck_interval();
         let watch = self.existing(&job.namespace);
         let listed = match listed_pods(self.cluster(), &job.namespace, &job.name, watch.as_deref())
             .await
@@ -193,7 +195,7 @@ impl ContainerJobs {
             Ok(listed) => listed,
             Err(error) => {
                 warn!(message = "could not list a cancelled job's pods; will retry", namespace = %job.namespace, job = %job.name, %error);
-                return retry_at(&error, retry);
+                return Err(retry_at(&error, retry));
             }
         };
         let id = self.id(&job.namespace, &job.name);
@@ -204,24 +206,16 @@ impl ContainerJobs {
             Timestamp::now(),
             &self.settings.mapping,
             previous.as_ref(),
-        )?;
+        )
+        .ok_or(None)?;
         // Its own end shows, or is on its way: the Job counts its work ended, or its main
         // container ended with no attempt after it (the verdict, or the next attempt, comes).
         // Then it is recorded as the job's; the cancel is finished only for a job running.
         let own_end = job.counts_ended() || (listed.iter().any(ended) && listed.iter().all(ended));
         if again.info.state != JobState::Cancelling || own_end {
-            return after(retry);
+            return Err(after(retry));
         }
-        finish_cancel(
-            &self.objects(&job.namespace),
-            self.cluster(),
-            self.records(),
-            Self::JOB_KIND,
-            job,
-            &again.info,
-            retry,
-        )
-        .await
+        Ok(again.info)
     }
 
     /// Whether an outcome rests on pods that are, or will soon be, deleted and removed: a

@@ -25,7 +25,7 @@ use tracing::debug;
 
 use crate::cluster::Op;
 use crate::error::{ALL_NAMESPACES, Result};
-use crate::evaluating::Evaluates;
+use crate::evaluating::{Evaluates, copy_key};
 use crate::executor::Placement;
 use crate::kind::{
     Acted, Acting, Common, Kind, KindHealth, Listed, Looked, ManagedObjects, Pace, Relisted,
@@ -78,7 +78,7 @@ pub struct ContainerJobs {
     /// settler and last answers, and the outcome records.
     common: Common<ContainerJobs>,
     settings: ContainerSettings,
-    /// Copies of Jobs (`id@resourceVersion`) whose verdict came while an attempt still showed
+    /// Copies of Jobs ([`copy_key`]) whose verdict came while an attempt still showed
     /// unfinished: their pods are listed only if that still shows a moment later.
     lagging: Recent,
 }
@@ -598,8 +598,7 @@ impl Kind for ContainerJobs {
         }
         // The pods' watch is given a moment to deliver the attempt's end: the settler looks
         // again then, and lists the pods only if it still lags.
-        let copy = format!("{}@{}", id, job.resource_version.as_deref().unwrap_or(""));
-        if acting == Acting::Delegate || self.lagging.insert(copy) {
+        if acting == Acting::Delegate || self.lagging.insert(copy_key(job)) {
             return Relisted::Later(None);
         }
         let watch = self.existing(&id.namespace);
@@ -615,14 +614,12 @@ impl Kind for ContainerJobs {
         self.act_on(id, job, action).await
     }
 
-    async fn finish_abandoned_cancel(
+    async fn abandoned_cancel(
         &self,
-        _id: &ExecutionId,
         job: &JobView,
-        _pods: &Vec<PodView>,
         _info: &ExecutionInfo,
-    ) -> Option<Timestamp> {
-        self.finish_cancel_of_running(job).await
+    ) -> std::result::Result<ExecutionInfo, Option<Timestamp>> {
+        self.cancel_of_running(job).await
     }
 
     fn objects_of(&self, job: &JobView) -> Objects<Job> {
