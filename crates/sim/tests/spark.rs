@@ -594,16 +594,28 @@ async fn kubeflow_driver_sidecars_run_beside_the_driver() {
 async fn apache_restarts_on_failure_until_the_attempts_run_out() {
     let sim = spark_sim().await;
     let api = apache_api(&sim);
+    // Each attempt's driver fails only once the test saw it running healthy: a driver that
+    // fails first goes from `DriverReady` straight to `Failed`.
+    let gate = release_file("apache-flaky");
+    let take = format!("take={}", gate.display());
     sim.cluster
         .create(
             "default",
             apache_app(
                 "flaky",
-                &["exit=1"],
+                &["exit=1", &take],
                 json!({"restartConfig": {"restartPolicy": "OnFailure", "maxRestartAttempts": 1, "restartBackoffMillis": 10}}),
             ),
         )
         .expect("created");
+    for attempt in 0..2 {
+        until(&api, "flaky", "the attempt to run healthy", |app| {
+            apache_state(app) == "RunningHealthy"
+                && app["status"]["currentAttemptSummary"]["attemptInfo"]["id"] == attempt
+        })
+        .await;
+        std::fs::write(&gate, "").expect("the gate opens");
+    }
     let app = until(&api, "flaky", "the restarts to run out", |app| {
         apache_state(app) == "ResourceReleased"
     })

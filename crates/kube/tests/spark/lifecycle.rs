@@ -27,6 +27,12 @@ async fn apache_job_runs_through_the_operators_states_to_succeeded() {
     assert_eq!(id.kind, JobKind::SparkApp);
     let running = until_state(&env.executor, &id, JobState::Started).await;
     assert!(running.started_at.is_some(), "{running:?}");
+    // A driver that ends before its executors start goes from `DriverReady` to its outcome.
+    eventually("the executors to start", || async {
+        env.app(SparkOperator::Apache, &id.name)
+            .filter(|app| apache_history(app).last().map(String::as_str) == Some("RunningHealthy"))
+    })
+    .await;
     gate.open();
     let (end, seen) = run_to_end(&env.executor, &id).await;
     assert_eq!(

@@ -5,8 +5,9 @@
 //! As `driver` (the args Spark gives the driver: `driver --properties-file … --class <class>
 //! <resource> <application args…>`) it logs the application's start, then ends as its
 //! application args ask: `exit=N` exits with code N (with an exception on the log), `sleep=S`
-//! runs S seconds first, `until=FILE` waits for FILE to exist first; SparkPi prints its
-//! result. Any other application argument (SparkPi's partition count) is left alone, so
+//! runs S seconds first, `until=FILE` waits for FILE to exist first, `take=FILE` waits for it
+//! and removes it (so that each attempt of a restarted application waits for its own); SparkPi
+//! prints its result. Any other application argument (SparkPi's partition count) is left alone, so
 //! `examples/spark-pi-*.yaml` succeed unchanged. As `executor` it logs its start and then
 //! runs until it is stopped.
 
@@ -46,11 +47,13 @@ resource="${1:-}"
 code=0
 pause=0
 until_file=""
+take_file=""
 for arg in "$@"; do
   case "$arg" in
     exit=*) code="${arg#exit=}" ;;
     sleep=*) pause="${arg#sleep=}" ;;
     until=*) until_file="${arg#until=}" ;;
+    take=*) take_file="${arg#take=}" ;;
   esac
 done
 name="${class##*.}"
@@ -61,6 +64,9 @@ log "INFO SparkContext: Added JAR $resource"
 log "INFO ExecutorPodsAllocator: Going to request executors from Kubernetes"
 if [ -n "$until_file" ]; then
   while [ ! -e "$until_file" ]; do sleep 0.02; done
+fi
+if [ -n "$take_file" ]; then
+  while ! rm "$take_file" 2>/dev/null; do sleep 0.02; done
 fi
 if [ "$pause" != 0 ]; then sleep "$pause"; fi
 if [ "$code" = 0 ]; then
