@@ -225,6 +225,19 @@ async fn kubeflow_statuses(
     panic!("{name} did not reach {last}; seen {seen:?}");
 }
 
+/// Lets each of `runs` runs of a Kubeflow application's driver, started with `take=<gate>`, end
+/// once the operator saw it running: a driver that ends first goes from `SUBMITTED` straight to
+/// its end.
+async fn release_each_run(api: &Api<DynamicObject>, name: &str, gate: &std::path::Path, runs: u64) {
+    for run in 1..=runs {
+        until(api, name, "the run to be seen running", |app| {
+            kubeflow_state(app) == "RUNNING" && app["status"]["executionAttempts"] == run
+        })
+        .await;
+        std::fs::write(gate, "").expect("the gate opens");
+    }
+}
+
 /// A file whose creation lets a driver started with `until=<file>` finish.
 fn release_file(name: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!(
@@ -718,10 +731,15 @@ async fn kubeflow_application_runs_through_its_states_to_completed() {
     let sim = spark_sim().await;
     let api = kubeflow_api(&sim);
     let from = sim.cluster.resource_version().to_string();
+    let gate = release_file("kubeflow-pi");
+    let take = format!("take={}", gate.display());
     sim.cluster
-        .create("default", kubeflow_app("pi", &["10"], json!({})))
+        .create("default", kubeflow_app("pi", &["10", &take], json!({})))
         .expect("created");
-    let states = kubeflow_states(&api, &from, "pi", &["COMPLETED", "FAILED"]).await;
+    let (states, ()) = tokio::join!(
+        kubeflow_states(&api, &from, "pi", &["COMPLETED", "FAILED"]),
+        release_each_run(&api, "pi", &gate, 1)
+    );
     assert_eq!(
         states,
         [
@@ -774,17 +792,22 @@ async fn kubeflow_failed_driver_reports_its_exit_code_and_reruns_on_failure() {
     let sim = spark_sim().await;
     let api = kubeflow_api(&sim);
     let from = sim.cluster.resource_version().to_string();
+    let gate = release_file("kubeflow-fails");
+    let take = format!("take={}", gate.display());
     sim.cluster
         .create(
             "default",
             kubeflow_app(
                 "fails",
-                &["exit=2"],
+                &["exit=2", &take],
                 json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 1, "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 1}}),
             ),
         )
         .expect("created");
-    let states = kubeflow_states(&api, &from, "fails", &["FAILED"]).await;
+    let (states, ()) = tokio::join!(
+        kubeflow_states(&api, &from, "fails", &["FAILED"]),
+        release_each_run(&api, "fails", &gate, 2)
+    );
     assert_eq!(
         states,
         [
@@ -1019,17 +1042,22 @@ async fn kubeflow_status_details_follow_the_operator_through_a_rerun() {
     let sim = spark_sim().await;
     let api = kubeflow_api(&sim);
     let from = sim.cluster.resource_version().to_string();
+    let gate = release_file("kubeflow-rerun");
+    let take = format!("take={}", gate.display());
     sim.cluster
         .create(
             "default",
             kubeflow_app(
                 "rerun",
-                &["exit=3"],
+                &["exit=3", &take],
                 json!({"restartPolicy": {"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 1}}),
             ),
         )
         .expect("created");
-    let seen = kubeflow_statuses(&api, &from, "rerun", "FAILED").await;
+    let (seen, ()) = tokio::join!(
+        kubeflow_statuses(&api, &from, "rerun", "FAILED"),
+        release_each_run(&api, "rerun", &gate, 2)
+    );
     let states: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
     assert_eq!(
         states,
