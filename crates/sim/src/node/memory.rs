@@ -103,7 +103,7 @@ pub fn groups_usage(groups: &[i32]) -> HashMap<i32, GroupUsage> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        let Some(pgrp) = stat_process_group(&stat) else {
+        let Some((_, pgrp)) = stat_state_and_group(&stat) else {
             continue;
         };
         if !groups.contains(&pgrp) {
@@ -121,11 +121,13 @@ pub fn groups_usage(groups: &[i32]) -> HashMap<i32, GroupUsage> {
     usage
 }
 
-/// The process group in a `/proc/PID/stat` line.
-fn stat_process_group(stat: &str) -> Option<i32> {
+/// The state (`R`, `S`, `Z`, ...) and the process group in a `/proc/PID/stat` line.
+pub(super) fn stat_state_and_group(stat: &str) -> Option<(char, i32)> {
     // Fields after the command name (which may hold spaces and parentheses): state ppid pgrp ...
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(2)?.parse().ok()
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let pgrp = fields.nth(1)?.parse().ok()?;
+    Some((state, pgrp))
 }
 
 /// `VmRSS` of a `/proc/PID/status` text, in bytes.
@@ -144,10 +146,14 @@ mod tests {
     #[test]
     fn proc_lines_are_read() {
         assert_eq!(
-            stat_process_group("4242 (my (odd) cmd) S 1 4240 4240 0 -1 4194560 123"),
-            Some(4240)
+            stat_state_and_group("4242 (my (odd) cmd) S 1 4240 4240 0 -1 4194560 123"),
+            Some(('S', 4240))
         );
-        assert_eq!(stat_process_group("garbage"), None);
+        assert_eq!(
+            stat_state_and_group("4243 (sh) Z 1 4240 4240 0 -1 4194560 123"),
+            Some(('Z', 4240))
+        );
+        assert_eq!(stat_state_and_group("garbage"), None);
         assert_eq!(
             status_rss_bytes("Name:\tsh\nVmPeak:\t 2000 kB\nVmRSS:\t    1536 kB\n"),
             1536 * 1024

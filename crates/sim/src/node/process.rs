@@ -40,13 +40,41 @@ impl ProcessTable {
         self.groups.lock().remove(&pgid);
     }
 
-    /// Kills every live group.
+    /// Kills every live group, then waits until none of their processes runs any more, so that
+    /// nothing a container started outlives the cluster.
     pub fn kill_all(&self) {
         let groups: Vec<i32> = self.groups.lock().drain().collect();
-        for pgid in groups {
+        for &pgid in &groups {
             signal_group(pgid, Signal::SIGKILL);
         }
+        // SIGKILL ends a process within milliseconds unless it is stuck in the kernel: the
+        // bound is for that case only.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while running_in(&groups) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
+}
+
+/// Whether a process of one of `groups` still runs (one that ended and waits to be reaped does
+/// not), as `/proc` tells.
+fn running_in(groups: &[i32]) -> bool {
+    if groups.is_empty() {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let stat = entry
+            .file_name()
+            .to_str()
+            .filter(|name| name.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok());
+        stat.as_deref()
+            .and_then(super::memory::stat_state_and_group)
+            .is_some_and(|(state, pgrp)| groups.contains(&pgrp) && !matches!(state, 'Z' | 'X'))
+    })
 }
 
 /// Sends a signal to a process group; a group that is already gone is not an error.
