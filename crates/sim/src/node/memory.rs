@@ -14,6 +14,8 @@ use nix::unistd::Pid;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::process::processes;
+
 struct Limit {
     bytes: u64,
     killed: Arc<AtomicBool>,
@@ -92,42 +94,17 @@ pub struct GroupUsage {
 /// Resident memory of the processes of the given groups, per group (one pass over `/proc`).
 pub fn groups_usage(groups: &[i32]) -> HashMap<i32, GroupUsage> {
     let mut usage: HashMap<i32, GroupUsage> = HashMap::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return usage;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, pgrp)) = stat_state_and_group(&stat) else {
-            continue;
-        };
-        if !groups.contains(&pgrp) {
-            continue;
-        }
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+    for process in processes().filter(|process| groups.contains(&process.group)) {
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", process.pid)) {
             let bytes = status_rss_bytes(&status);
-            let group = usage.entry(pgrp).or_default();
+            let group = usage.entry(process.group).or_default();
             group.total += bytes;
             if group.biggest.is_none_or(|(_, most)| bytes > most) {
-                group.biggest = Some((pid, bytes));
+                group.biggest = Some((process.pid, bytes));
             }
         }
     }
     usage
-}
-
-/// The state (`R`, `S`, `Z`, ...) and the process group in a `/proc/PID/stat` line.
-pub(super) fn stat_state_and_group(stat: &str) -> Option<(char, i32)> {
-    // Fields after the command name (which may hold spaces and parentheses): state ppid pgrp ...
-    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let pgrp = fields.nth(1)?.parse().ok()?;
-    Some((state, pgrp))
 }
 
 /// `VmRSS` of a `/proc/PID/status` text, in bytes.
@@ -145,15 +122,6 @@ mod tests {
 
     #[test]
     fn proc_lines_are_read() {
-        assert_eq!(
-            stat_state_and_group("4242 (my (odd) cmd) S 1 4240 4240 0 -1 4194560 123"),
-            Some(('S', 4240))
-        );
-        assert_eq!(
-            stat_state_and_group("4243 (sh) Z 1 4240 4240 0 -1 4194560 123"),
-            Some(('Z', 4240))
-        );
-        assert_eq!(stat_state_and_group("garbage"), None);
         assert_eq!(
             status_rss_bytes("Name:\tsh\nVmPeak:\t 2000 kB\nVmRSS:\t    1536 kB\n"),
             1536 * 1024

@@ -57,24 +57,42 @@ impl ProcessTable {
 }
 
 /// Whether a process of one of `groups` still runs (one that ended and waits to be reaped does
-/// not), as `/proc` tells.
+/// not).
 fn running_in(groups: &[i32]) -> bool {
-    if groups.is_empty() {
-        return false;
-    }
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        let stat = entry
-            .file_name()
-            .to_str()
-            .filter(|name| name.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok());
-        stat.as_deref()
-            .and_then(super::memory::stat_state_and_group)
-            .is_some_and(|(state, pgrp)| groups.contains(&pgrp) && !matches!(state, 'Z' | 'X'))
-    })
+    !groups.is_empty()
+        && processes()
+            .any(|process| groups.contains(&process.group) && !matches!(process.state, 'Z' | 'X'))
+}
+
+/// A process as its `/proc/PID/stat` tells.
+pub(super) struct ProcessStat {
+    pub pid: i32,
+    /// `R`, `S`, `Z` (ended, not yet reaped), ...
+    pub state: char,
+    pub group: i32,
+}
+
+/// Every process `/proc` lists now (none where it cannot be read).
+pub(super) fn processes() -> impl Iterator<Item = ProcessStat> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (state, group) = stat_state_and_group(&stat)?;
+            Some(ProcessStat { pid, state, group })
+        })
+}
+
+/// The state and the process group in a `/proc/PID/stat` line.
+fn stat_state_and_group(stat: &str) -> Option<(char, i32)> {
+    // Fields after the command name (which may hold spaces and parentheses): state ppid pgrp ...
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let group = fields.nth(1)?.parse().ok()?;
+    Some((state, group))
 }
 
 /// Sends a signal to a process group; a group that is already gone is not an error.
@@ -219,6 +237,19 @@ pub async fn launch(kubelet: &Kubelet, launch: Launch) -> Result<Started, Launch
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_stat_lines_are_read() {
+        assert_eq!(
+            stat_state_and_group("4242 (my (odd) cmd) S 1 4240 4240 0 -1 4194560 123"),
+            Some(('S', 4240))
+        );
+        assert_eq!(
+            stat_state_and_group("4243 (sh) Z 1 4240 4240 0 -1 4194560 123"),
+            Some(('Z', 4240))
+        );
+        assert_eq!(stat_state_and_group("garbage"), None);
+    }
 
     #[test]
     fn programs_are_found_like_the_runtime_finds_them() {
