@@ -38,8 +38,8 @@ impl JobKind {
     pub const fn object_kind(self) -> &'static str {
         match self {
             JobKind::Job => "Job",
-            JobKind::SparkApp => crate::spark::SPARK_APPLICATION_KIND,
-            JobKind::JobSet => crate::jobset::JOBSET_KIND,
+            JobKind::SparkApp => "SparkApplication",
+            JobKind::JobSet => "JobSet",
             JobKind::Pod => "Pod",
         }
     }

@@ -22,6 +22,6 @@ pub const JOBSET_GROUP: &str = "jobset.x-k8s.io";
 /// The version of JobSets kubeferry creates and reads.
 pub const JOBSET_VERSION: &str = "v1alpha2";
 /// The kind.
-pub const JOBSET_KIND: &str = "JobSet";
+pub const JOBSET_KIND: &str = crate::JobKind::JobSet.object_kind();
 /// The resource (plural).
 pub const JOBSETS: &str = "jobsets";

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::named::names;
 
 /// The kind of every SparkApplication, of either operator.
-pub const SPARK_APPLICATION_KIND: &str = "SparkApplication";
+pub const SPARK_APPLICATION_KIND: &str = crate::JobKind::SparkApp.object_kind();
 /// The plural resource name of SparkApplications, of either operator.
 pub const SPARK_APPLICATIONS: &str = "sparkapplications";
 /// The label with a Spark pod's role (`driver` or `executor`); Spark sets it.
