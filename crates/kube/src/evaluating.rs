@@ -28,8 +28,7 @@ use crate::objects::{Current, Objects};
 use crate::records::Reading;
 use crate::settling::{
     Change, JobStates, NamespaceSettler, Releases, Request, SETTLED_AT_ONCE, Settlers, Timers,
-    after, cancel_finish_due, finish_cancel, merged, release_held, retry_at, retry_delay,
-    while_deciding,
+    after, cancel_finish_due, merged, release_held, retry_at, retry_delay, while_deciding,
 };
 use crate::tracker::{Recent, lock};
 
@@ -526,7 +525,7 @@ pub(crate) trait Evaluates: Kind {
                         Some(due) => Some(due),
                         None => match self.abandoned_cancel(view, &info).await {
                             Ok(status) => {
-                                finish_cancel(
+                                crate::protocol::finish_cancel(
                                     &self.objects_of(view),
                                     self.cluster(),
                                     self.records(),

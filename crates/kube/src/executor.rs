@@ -21,7 +21,9 @@ use crate::logs::{FollowOptions, Tail, TailOptions};
 use crate::pod::Pods;
 use crate::protocol;
 use crate::records::{RecordSettings, Records};
-use crate::replies::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
+use crate::replies::{
+    CancelOutcome, Description, DryRun, JobSummary, Orphan, Placement, Submission,
+};
 use crate::spark::{SparkJobs, SparkSettings};
 use crate::tracker::WatchHealth;
 
@@ -55,17 +57,6 @@ pub struct NamespaceHealth {
     /// The kinds whose watches have not started yet, and are waited for: they start once the
     /// cluster's resources of the kind are discovered (the Spark operators).
     pub starting: Vec<JobKind>,
-}
-
-/// Where a container job's newest attempt runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Placement {
-    /// The newest attempt's pod.
-    pub pod: String,
-    /// The node it was scheduled to, once it was.
-    pub node: Option<String>,
-    /// How many attempts' pods exist.
-    pub attempts: usize,
 }
 
 /// Submits, tracks, cancels and reads the logs of jobs on one cluster.
@@ -274,7 +265,7 @@ impl Executor {
         on_change: impl FnMut(&ExecutionInfo),
     ) -> Result<ExecutionInfo> {
         self.check(id)?;
-        protocol::wait(self.kinds.get(id.kind), id, timeout, on_change).await
+        wait(self.kinds.get(id.kind), id, timeout, on_change).await
     }
 
     /// Cancels the job; returns at once. A job that already ended keeps its outcome; the cancel
@@ -514,6 +505,46 @@ pub fn generate_job_id(name: &str) -> String {
         .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
         .collect();
     format!("{name}-{suffix}")
+}
+
+/// Waits for the job to end, calling `on_change` with each new status. Costs no API requests
+/// while the watches are healthy: changes come from them.
+async fn wait(
+    jobs: &dyn Entry,
+    id: &ExecutionId,
+    timeout: Option<Duration>,
+    mut on_change: impl FnMut(&ExecutionInfo),
+) -> Result<ExecutionInfo> {
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let mut changes = jobs.changes(id).await?;
+    let mut last: Option<ExecutionInfo> = None;
+    loop {
+        let info = jobs.status(id).await?;
+        if last.as_ref() != Some(&info) {
+            on_change(&info);
+            last = Some(info.clone());
+        }
+        if info.is_terminal() {
+            return Ok(info);
+        }
+        let until_deadline = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = protocol::any_changed(&mut changes, &id.name) => {}
+            _ = tokio::time::sleep(jobs.recheck_interval()) => {}
+            _ = until_deadline => {
+                return Err(Error::WaitTimeout {
+                    id: id.clone(),
+                    after: timeout.unwrap_or_default(),
+                    state: info.state,
+                });
+            }
+        }
+    }
 }
 
 #[cfg(test)]

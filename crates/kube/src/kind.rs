@@ -22,9 +22,9 @@ use futures::stream::BoxStream;
 
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
-use crate::executor::Placement;
 use crate::objects::{Attempt, Current, Deletion, Object, Objects};
 use crate::records::{Records, check_resubmission, gives_way};
+use crate::replies::Placement;
 use crate::replies::Submission;
 use crate::selector::SelectorEvent;
 use crate::settling::{Releases, Settlers};

@@ -16,12 +16,12 @@ use tracing::warn;
 
 use crate::container::ContainerJobs;
 use crate::error::{Error, Result};
-use crate::executor::Placement;
 use crate::jobset::JobSets;
 use crate::kind::{Answers, KindHealth, Watches};
 use crate::logs::{FollowOptions, Tail, TailOptions};
 use crate::pod::Pods;
 use crate::protocol;
+use crate::replies::Placement;
 use crate::replies::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
 use crate::selector::SelectorEvent;
 use crate::spark::SparkJobs;

@@ -74,13 +74,11 @@ pub mod tracker;
 pub use cluster::{Cluster, ClusterSettings, KubeconfigLocation};
 pub use container::{ContainerSettings, SelectorEvent};
 pub use error::{Error, Result};
-pub use executor::{
-    Executor, ExecutorSettings, NamespaceHealth, Placement, Subscription, generate_job_id,
-};
+pub use executor::{Executor, ExecutorSettings, NamespaceHealth, Subscription, generate_job_id};
 pub use jobset::JobSetSettings;
 pub use manifest::{MAIN_CONTAINER, job_manifest};
 pub use records::RecordSettings;
-pub use replies::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
+pub use replies::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Placement, Submission};
 pub use retry::RetryPolicy;
 pub use spark::SparkSettings;
 

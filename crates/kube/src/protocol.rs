@@ -11,6 +11,7 @@ use jiff::Timestamp;
 use kubeferry_core::marks::{
     CANCEL_ANNOTATION, CANCELLED_BY_ANNOTATION, held_for_record, job_id_of, spec_hash_of,
 };
+use kubeferry_core::observation::ManagedMeta;
 use kubeferry_core::record::OutcomeRecord;
 use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
 use tokio::sync::broadcast;
@@ -186,7 +187,7 @@ pub(crate) async fn cancel_from<J: Answers>(
             // settler first: until then the cancel is accepted, and the job's end follows.
             Ok(Stopped::EndedFirst(recorded)) => {
                 let read = reread_meta.as_ref().unwrap_or(&current.meta);
-                let read = kubeferry_core::observation::ManagedMeta::read(read);
+                let read = ManagedMeta::read(read);
                 let Some(outcome) = record_as_answered(recorded, Some(&read)) else {
                     return Ok(CancelOutcome::Requested(accepted(jobs.status(id).await?)));
                 };
@@ -420,46 +421,6 @@ fn accepted(info: ExecutionInfo) -> ExecutionInfo {
         .with_message("cancel requested; waiting for the job to stop");
     cancelling.started_at = info.started_at;
     cancelling
-}
-
-/// Waits for the job to end, calling `on_change` with each new status. Costs no API requests
-/// while the watches are healthy: changes come from them.
-pub(crate) async fn wait(
-    jobs: &dyn crate::kinds::Entry,
-    id: &ExecutionId,
-    timeout: Option<Duration>,
-    mut on_change: impl FnMut(&ExecutionInfo),
-) -> Result<ExecutionInfo> {
-    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-    let mut changes = jobs.changes(id).await?;
-    let mut last: Option<ExecutionInfo> = None;
-    loop {
-        let info = jobs.status(id).await?;
-        if last.as_ref() != Some(&info) {
-            on_change(&info);
-            last = Some(info.clone());
-        }
-        if info.is_terminal() {
-            return Ok(info);
-        }
-        let until_deadline = async {
-            match deadline {
-                Some(deadline) => tokio::time::sleep_until(deadline).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = any_changed(&mut changes, &id.name) => {}
-            _ = tokio::time::sleep(jobs.recheck_interval()) => {}
-            _ = until_deadline => {
-                return Err(Error::WaitTimeout {
-                    id: id.clone(),
-                    after: timeout.unwrap_or_default(),
-                    state: info.state,
-                });
-            }
-        }
-    }
 }
 
 /// The end of the job's log: the newest attempt's container, or the attempt before it with
@@ -793,7 +754,7 @@ async fn follow_into<J: Answers>(
 }
 
 /// Waits until a notification of any of `changes` names `name` (or notifications were lost).
-async fn any_changed(changes: &mut [broadcast::Receiver<String>], name: &str) {
+pub(crate) async fn any_changed(changes: &mut [broadcast::Receiver<String>], name: &str) {
     if changes.is_empty() {
         return std::future::pending().await;
     }
@@ -809,6 +770,54 @@ async fn changed(changes: &mut broadcast::Receiver<String>, name: &str) {
             Ok(_) => {}
             Err(RecvError::Lagged(_)) => return,
             Err(RecvError::Closed) => std::future::pending::<()>().await,
+        }
+    }
+}
+
+/// Finishes the cancel of the marked object `meta` whose mapping says `cancelling` (the job
+/// has not ended on its own): its CANCELLED record, who asked as the mark says, then the
+/// delete of the object at the version `meta` shows (a newer copy is judged again). Answers
+/// when to look at the job again after a failed write; `None` once done.
+pub(crate) async fn finish_cancel<K: crate::objects::Object>(
+    objects: &crate::objects::Objects<K>,
+    cluster: &crate::cluster::Cluster,
+    records: &std::sync::Arc<crate::records::Records>,
+    kind: kubeferry_core::JobKind,
+    meta: &ManagedMeta,
+    cancelling: &kubeferry_core::ExecutionInfo,
+    retry_interval: Duration,
+) -> Option<Timestamp> {
+    let by = meta
+        .cancel_mark
+        .as_ref()
+        .and_then(|mark| mark.requested_by.clone())
+        .unwrap_or_else(|| "a cancel whose requester is not known".to_string());
+    let record = cancelled_record(
+        kind,
+        &meta.name,
+        meta.job_id.clone(),
+        meta.spec_hash.clone(),
+        meta.created_at,
+        cancelling.started_at,
+        by,
+    );
+    let stopped = stop_cancelled(
+        cluster,
+        records,
+        objects,
+        record,
+        &meta.uid,
+        meta.resource_version.as_deref(),
+    )
+    .await;
+    match stopped {
+        Ok(Stopped::NotRecorded(error)) | Err(error) => {
+            warn!(message = "could not finish a cancel; will retry", namespace = %meta.namespace, name = %meta.name, %error);
+            crate::settling::retry_at(&error, retry_interval)
+        }
+        Ok(_) => {
+            tracing::info!(message = "finished a cancel", namespace = %meta.namespace, name = %meta.name);
+            None
         }
     }
 }

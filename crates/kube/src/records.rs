@@ -575,12 +575,12 @@ impl Records {
         meta: &kubeferry_core::observation::ManagedMeta,
         kind: JobKind,
         deleted_now: bool,
-    ) -> crate::settling::NameHold {
+    ) -> NameHold {
         let recorded_at = self
             .watch(&meta.namespace)
             .get(&record_name(kind, &meta.name))
             .and_then(|entry| entry.view.recorded_at);
-        crate::settling::NameHold {
+        NameHold {
             length: self.settings.name_hold,
             kubeferry_deleted: deleted_now || meta.deleted_by_kubeferry(),
             recorded_at,
@@ -747,6 +747,36 @@ async fn expire(records: Weak<Records>, watch: Weak<Reflector<Kept>>, namespace:
                 }
             }
         }
+    }
+}
+
+/// How long an object kubeferry deleted keeps its name once its record is kept
+/// ([`crate::settling::release_held`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NameHold {
+    /// The name hold ([`RecordSettings::name_hold`]).
+    pub(crate) length: Duration,
+    /// Whether kubeferry deleted the object (its cancel, a settler's action):
+    /// [`kubeferry_core::observation::ManagedMeta::deleted_by_kubeferry`], or this very settle.
+    pub(crate) kubeferry_deleted: bool,
+    /// When its record was written, where the records' watch shows it: the hold counts from
+    /// then (the writer's clock), else from when this settler first found the record kept.
+    pub(crate) recorded_at: Option<Timestamp>,
+}
+
+impl NameHold {
+    /// When the hold is over, counted from `first_found`, how long ago this settler first
+    /// found the object deleted with its record kept.
+    pub(crate) fn over_at(&self, first_found: Duration) -> Option<Timestamp> {
+        let since = match self.recorded_at {
+            Some(at) => at,
+            None => Timestamp::now()
+                .checked_sub(jiff::SignedDuration::try_from(first_found).ok()?)
+                .ok()?,
+        };
+        since
+            .checked_add(jiff::SignedDuration::try_from(self.length).ok()?)
+            .ok()
     }
 }
 

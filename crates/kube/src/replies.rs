@@ -1,5 +1,5 @@
 //! What the executor's operations reply, whatever the kind of job: what a cancel did, a job
-//! as listed, and a job the sweep found.
+//! as listed, a job the sweep found, and where a job's newest attempt runs.
 
 use jiff::Timestamp;
 use kubeferry_core::{ExecutionId, ExecutionInfo};
@@ -100,4 +100,15 @@ pub struct Orphan {
     pub created_at: Option<Timestamp>,
     /// Whether it was deleted.
     pub deleted: bool,
+}
+
+/// Where a container job's newest attempt runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The newest attempt's pod.
+    pub pod: String,
+    /// The node it was scheduled to, once it was.
+    pub node: Option<String>,
+    /// How many attempts' pods exist.
+    pub attempts: usize,
 }

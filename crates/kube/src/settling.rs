@@ -13,6 +13,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tracing::warn;
 
 use crate::objects::Released;
+use crate::records::NameHold;
 use crate::tracker::{Recent, lock};
 
 /// How many of a namespace's jobs its settler settles side by side (each at most a few
@@ -88,36 +89,6 @@ impl Releases {
             failed: Recent::new(1_024),
             holding: Recent::new(10_000),
         }
-    }
-}
-
-/// How long an object kubeferry deleted keeps its name once its record is kept
-/// ([`release_held`]).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct NameHold {
-    /// The name hold ([`crate::records::RecordSettings::name_hold`]).
-    pub(crate) length: Duration,
-    /// Whether kubeferry deleted the object (its cancel, a settler's action):
-    /// [`ManagedMeta::deleted_by_kubeferry`], or this very settle.
-    pub(crate) kubeferry_deleted: bool,
-    /// When its record was written, where the records' watch shows it: the hold counts from
-    /// then (the writer's clock), else from when this settler first found the record kept.
-    pub(crate) recorded_at: Option<Timestamp>,
-}
-
-impl NameHold {
-    /// When the hold is over, counted from `first_found`, how long ago this settler first
-    /// found the object deleted with its record kept.
-    fn over_at(&self, first_found: Duration) -> Option<Timestamp> {
-        let since = match self.recorded_at {
-            Some(at) => at,
-            None => Timestamp::now()
-                .checked_sub(jiff::SignedDuration::try_from(first_found).ok()?)
-                .ok()?,
-        };
-        since
-            .checked_add(jiff::SignedDuration::try_from(self.length).ok()?)
-            .ok()
     }
 }
 
@@ -268,55 +239,6 @@ pub(crate) async fn release_held<K: crate::objects::Object>(
 pub(crate) fn cancel_finish_due(meta: &ManagedMeta, retry_interval: Duration) -> Option<Timestamp> {
     meta.cancel_due(retry_interval)
         .filter(|due| Timestamp::now() < *due)
-}
-
-/// Finishes the cancel of the marked object `meta` whose mapping says `cancelling` (the job
-/// has not ended on its own): its CANCELLED record, who asked as the mark says, then the
-/// delete of the object at the version `meta` shows (a newer copy is judged again). Answers
-/// when to look at the job again after a failed write; `None` once done.
-pub(crate) async fn finish_cancel<K: crate::objects::Object>(
-    objects: &crate::objects::Objects<K>,
-    cluster: &crate::cluster::Cluster,
-    records: &std::sync::Arc<crate::records::Records>,
-    kind: kubeferry_core::JobKind,
-    meta: &ManagedMeta,
-    cancelling: &kubeferry_core::ExecutionInfo,
-    retry_interval: Duration,
-) -> Option<Timestamp> {
-    let by = meta
-        .cancel_mark
-        .as_ref()
-        .and_then(|mark| mark.requested_by.clone())
-        .unwrap_or_else(|| "a cancel whose requester is not known".to_string());
-    let record = crate::protocol::cancelled_record(
-        kind,
-        &meta.name,
-        meta.job_id.clone(),
-        meta.spec_hash.clone(),
-        meta.created_at,
-        cancelling.started_at,
-        by,
-    );
-    use crate::protocol::Stopped;
-    let stopped = crate::protocol::stop_cancelled(
-        cluster,
-        records,
-        objects,
-        record,
-        &meta.uid,
-        meta.resource_version.as_deref(),
-    )
-    .await;
-    match stopped {
-        Ok(Stopped::NotRecorded(error)) | Err(error) => {
-            warn!(message = "could not finish a cancel; will retry", namespace = %meta.namespace, name = %meta.name, %error);
-            retry_at(&error, retry_interval)
-        }
-        Ok(_) => {
-            tracing::info!(message = "finished a cancel", namespace = %meta.namespace, name = %meta.name);
-            None
-        }
-    }
 }
 
 /// When a failed write is tried again.

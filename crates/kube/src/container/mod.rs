@@ -26,13 +26,13 @@ use tracing::debug;
 use crate::cluster::Op;
 use crate::error::{ALL_NAMESPACES, Result};
 use crate::evaluating::{Evaluates, copy_key};
-use crate::executor::Placement;
 use crate::kind::{
     Acted, Acting, Common, Kind, KindHealth, Listed, Looked, ManagedObjects, Pace, Relisted,
     Shared, Watches,
 };
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
+use crate::replies::Placement;
 use crate::replies::{DryRun, Submission};
 use crate::settling::while_deciding;
 use crate::tracker::{Recent, Watching};

@@ -29,11 +29,11 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use crate::container::ContainerSettings;
 use crate::error::Result;
 use crate::evaluating::Evaluates;
-use crate::executor::Placement;
 use crate::kind::{Acting, Common, Kind, Listed, Looked, ManagedObjects, Pace, Relisted, Shared};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::pod::pod_manifest;
 use crate::objects::{Attempt, Current, Objects};
+use crate::replies::Placement;
 use crate::replies::{DryRun, Submission};
 use tracker::PodNamespaceWatch;
 
