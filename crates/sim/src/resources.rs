@@ -7,35 +7,8 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde_json::Value;
 
+pub use crate::store::GroupResource;
 use crate::store::meta;
-
-/// A resource type independent of its version: the key objects are stored under.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GroupResource {
-    /// API group (`""` for core).
-    pub group: String,
-    /// Plural resource name.
-    pub resource: String,
-}
-
-impl GroupResource {
-    /// A group resource.
-    pub fn new(group: &str, resource: &str) -> Self {
-        GroupResource {
-            group: group.to_string(),
-            resource: resource.to_string(),
-        }
-    }
-
-    /// `pods`, `jobs.batch`: the form used in messages.
-    pub fn qualified(&self) -> String {
-        if self.group.is_empty() {
-            self.resource.clone()
-        } else {
-            format!("{}.{}", self.resource, self.group)
-        }
-    }
-}
 
 /// What the server does with objects of a type beyond generic storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

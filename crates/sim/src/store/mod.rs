@@ -15,7 +15,33 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::resources::GroupResource;
+/// A resource type independent of its version: the key objects are stored under.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupResource {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Plural resource name.
+    pub resource: String,
+}
+
+impl GroupResource {
+    /// A group resource.
+    pub fn new(group: &str, resource: &str) -> Self {
+        GroupResource {
+            group: group.to_string(),
+            resource: resource.to_string(),
+        }
+    }
+
+    /// `pods`, `jobs.batch`: the form used in messages.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
 
 /// The key of one object: group resource, namespace (`""` when cluster scoped), name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
