@@ -228,7 +228,8 @@ impl SimCluster {
         })
     }
 
-    /// Stops serving, stops the controllers and kills every container process.
+    /// Stops serving, stops the controllers, kills every container process and waits until none
+    /// runs (at most 2 s, for a process stuck in the kernel).
     pub async fn shutdown(mut self) {
         self.stop();
         for task in self.tasks.drain(..) {

@@ -23,45 +23,70 @@ use tokio::net::unix::pipe;
 
 use super::workers::Kubelet;
 
-/// Live process groups.
+/// Live process groups, and those that ended lately, so that shutdown leaves nothing running.
 #[derive(Default)]
 pub struct ProcessTable {
     groups: Mutex<HashSet<i32>>,
+    /// Groups whose first process ended and that were sent SIGKILL: shutdown waits for what
+    /// is left of them, never signals them again (their number may be another's by then).
+    ended: Mutex<HashSet<i32>>,
+    /// Set by shutdown: a group started after it is killed at once.
+    closed: std::sync::atomic::AtomicBool,
 }
 
+/// How many ended groups are remembered before those no longer running are forgotten.
+const ENDED_KEPT: usize = 32;
+
 impl ProcessTable {
-    /// Remembers a group.
+    /// Remembers a group (killed at once after shutdown).
     pub fn register(&self, pgid: i32) {
         self.groups.lock().insert(pgid);
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            self.kill_all();
+        }
     }
 
-    /// Forgets a group.
+    /// Forgets a group whose first process ended and that was sent SIGKILL; shutdown still
+    /// waits for what is left of it.
     pub fn unregister(&self, pgid: i32) {
         self.groups.lock().remove(&pgid);
+        let mut ended = self.ended.lock();
+        ended.insert(pgid);
+        if ended.len() > ENDED_KEPT {
+            let running = running_of(&ended);
+            ended.retain(|group| running.contains(group));
+        }
     }
 
-    /// Kills every live group, then waits until none of their processes runs any more, so that
-    /// nothing a container started outlives the cluster.
+    /// Kills every live group, then waits until none of their processes (nor any of the
+    /// ended groups') runs any more, so that nothing a container started outlives the cluster.
     pub fn kill_all(&self) {
-        let groups: Vec<i32> = self.groups.lock().drain().collect();
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let groups: HashSet<i32> = self.groups.lock().drain().collect();
         for &pgid in &groups {
             signal_group(pgid, Signal::SIGKILL);
         }
+        let mut waited: HashSet<i32> = self.ended.lock().drain().collect();
+        waited.extend(groups);
         // SIGKILL ends a process within milliseconds unless it is stuck in the kernel: the
         // bound is for that case only.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-        while running_in(&groups) && std::time::Instant::now() < deadline {
+        while !running_of(&waited).is_empty() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
 }
 
-/// Whether a process of one of `groups` still runs (one that ended and waits to be reaped does
-/// not).
-fn running_in(groups: &[i32]) -> bool {
-    !groups.is_empty()
-        && processes()
-            .any(|process| groups.contains(&process.group) && !matches!(process.state, 'Z' | 'X'))
+/// Those of `groups` with a process that still runs (one that ended and waits to be reaped
+/// does not).
+fn running_of(groups: &HashSet<i32>) -> HashSet<i32> {
+    if groups.is_empty() {
+        return HashSet::new();
+    }
+    processes()
+        .filter(|process| groups.contains(&process.group) && !matches!(process.state, 'Z' | 'X'))
+        .map(|process| process.group)
+        .collect()
 }
 
 /// A process as its `/proc/PID/stat` tells.
@@ -249,6 +274,48 @@ mod tests {
             Some(('Z', 4240))
         );
         assert_eq!(stat_state_and_group("garbage"), None);
+    }
+
+    /// A `sleep` in a process group of its own, and that group.
+    fn sleeper() -> (std::process::Child, HashSet<i32>) {
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("sleep starts");
+        let group = i32::try_from(child.id()).expect("a pid");
+        (child, HashSet::from([group]))
+    }
+
+    #[test]
+    fn shutdown_returns_once_nothing_of_its_groups_runs() {
+        let table = ProcessTable::default();
+        let (mut live, live_group) = sleeper();
+        table.register(*live_group.iter().next().unwrap());
+        // A group whose first process ended was sent SIGKILL by its container; here it dies
+        // a moment later, and shutdown must wait for it without signalling it again.
+        let (mut ended, ended_group) = sleeper();
+        let ended_pgid = *ended_group.iter().next().unwrap();
+        table.register(ended_pgid);
+        table.unregister(ended_pgid);
+        assert_eq!(running_of(&live_group), live_group, "it runs");
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            signal_group(ended_pgid, Signal::SIGKILL);
+        });
+        table.kill_all();
+        // Both are gone, or zombies not yet reaped (which count as gone).
+        assert!(running_of(&live_group).is_empty(), "killed and waited for");
+        assert!(running_of(&ended_group).is_empty(), "waited for");
+        killer.join().expect("joined");
+        live.wait().expect("reaped");
+        ended.wait().expect("reaped");
+
+        // A group started after shutdown is killed at once.
+        let (mut late, late_group) = sleeper();
+        table.register(*late_group.iter().next().unwrap());
+        assert!(running_of(&late_group).is_empty());
+        late.wait().expect("reaped");
     }
 
     #[test]
