@@ -34,7 +34,7 @@ impl JobKind {
     }
 
     /// The Kubernetes kind of the object a job of this kind runs as (`Job`,
-    /// `SparkApplication`, `JobSet`, `Pod`), as messages name it.
+    /// `SparkApplication`, `JobSet`, `Pod`): its manifests' `kind`, and the word messages use.
     pub const fn object_kind(self) -> &'static str {
         match self {
             JobKind::Job => "Job",

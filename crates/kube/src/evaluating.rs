@@ -25,6 +25,7 @@ use crate::kind::{
     Shared, Watches,
 };
 use crate::objects::{Current, Objects};
+use crate::protocol::finish_cancel;
 use crate::records::Reading;
 use crate::settling::{
     Change, JobStates, NamespaceSettler, Releases, Request, SETTLED_AT_ONCE, Settlers, Timers,
@@ -525,7 +526,7 @@ pub(crate) trait Evaluates: Kind {
                         Some(due) => Some(due),
                         None => match self.abandoned_cancel(view, &info).await {
                             Ok(status) => {
-                                crate::protocol::finish_cancel(
+                                finish_cancel(
                                     &self.objects_of(view),
                                     self.cluster(),
                                     self.records(),

@@ -21,9 +21,9 @@ use crate::logs::{FollowOptions, Tail, TailOptions};
 use crate::pod::Pods;
 use crate::protocol;
 use crate::records::{RecordSettings, Records};
-use crate::replies::{
-    CancelOutcome, Description, DryRun, JobSummary, Orphan, Placement, Submission,
-};
+// The reply of `Executor::placement`, also named from here.
+pub use crate::replies::Placement;
+use crate::replies::{CancelOutcome, Description, DryRun, JobSummary, Orphan, Submission};
 use crate::spark::{SparkJobs, SparkSettings};
 use crate::tracker::WatchHealth;
 

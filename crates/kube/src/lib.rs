@@ -19,11 +19,11 @@
 //! miss, the evaluation loop and the settler of each watched namespace, the one writer that
 //! carries out the mapping's actions on watch events and at `recheck_at` and keeps each ended
 //! job's outcome record (`evaluating.rs`); create-or-adopt, annotate and delete
-//! (`objects.rs`); cancel, wait, tail, follow, list and sweep (`protocol.rs`); the table of
-//! watched namespaces and last answers (`tracker::Namespaces`); the final answer of a job that
-//! ended (`Kind::final_answer`, from the outcome records of `records.rs`); health. The
-//! [`Executor`] holds every kind in one table (`kinds.rs`): each operation is a lookup by the
-//! execution id's kind, or a loop over the table.
+//! (`objects.rs`); cancel, tail, follow, list and sweep (`protocol.rs`); the wait for the end
+//! (`executor.rs`); the table of watched namespaces and last answers (`tracker::Namespaces`); the
+//! final answer of a job that ended (`Kind::final_answer`, from the outcome records of
+//! `records.rs`); health. The [`Executor`] holds every kind in one table (`kinds.rs`): each
+//! operation is a lookup by the execution id's kind, or a loop over the table.
 //!
 //! ## Adding a kind
 //!

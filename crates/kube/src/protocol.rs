@@ -1,6 +1,6 @@
 //! The protocols every kind of job follows, whatever object runs it, written once over
-//! [`Kind`]: cancelling (mark, then delete), waiting for the end, reading the log of the job's
-//! pods, listing, and sweeping orphans.
+//! [`Kind`]: cancelling (mark, then delete, and finishing a cancel nobody finished), reading the
+//! log of the job's pods, listing, and sweeping orphans.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -13,16 +13,19 @@ use kubeferry_core::marks::{
 };
 use kubeferry_core::observation::ManagedMeta;
 use kubeferry_core::record::OutcomeRecord;
-use kubeferry_core::{ExecutionId, ExecutionInfo, JobState, Reason};
+use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind, JobState, Reason};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tracing::{info, warn};
 
+use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::kind::{Answers, Kind, record_as_answered};
-use crate::objects::{Attempt, Current, Deletion};
+use crate::objects::{Attempt, Current, Deletion, Object, Objects};
 use crate::pod_logs::{self as logs, FollowOptions, LogTarget, Tail, TailOptions};
+use crate::records::Records;
 use crate::replies::{CancelOutcome, JobSummary, Orphan};
+use crate::settling::retry_at;
 
 /// Cancels a job: returns at once. A job that already ended keeps its outcome. The cancel mark
 /// goes on with a resourceVersion precondition (so an outcome reached meanwhile is seen, not
@@ -254,10 +257,10 @@ pub(crate) enum Stopped {
 /// One write beyond the mark and the delete. A record already kept stands (the first written
 /// wins); where records cannot be kept at all (a Role without ConfigMaps), the delete goes on.
 /// An error: the delete's.
-pub(crate) async fn stop_cancelled<K: crate::objects::Object>(
-    cluster: &crate::cluster::Cluster,
-    records: &Arc<crate::records::Records>,
-    objects: &crate::objects::Objects<K>,
+pub(crate) async fn stop_cancelled<K: Object>(
+    cluster: &Cluster,
+    records: &Arc<Records>,
+    objects: &Objects<K>,
     record: OutcomeRecord,
     uid: &str,
     resource_version: Option<&str>,
@@ -292,7 +295,7 @@ pub(crate) async fn stop_cancelled<K: crate::objects::Object>(
 /// The outcome record of a job cancelled now, `by` whom: it ends now, and started when the
 /// job's status says.
 pub(crate) fn cancelled_record(
-    kind: kubeferry_core::JobKind,
+    kind: JobKind,
     object: &str,
     job_id: Option<String>,
     spec_hash: Option<String>,
@@ -641,7 +644,7 @@ fn check_part(
             }
             // Not every answer carries the summary (a cancel's record does not): the pods
             // tell, an indexed job's carrying their index.
-            None if id.kind == kubeferry_core::JobKind::Job
+            None if id.kind == JobKind::Job
                 && !attempts.is_empty()
                 && attempts.iter().all(|a| a.index.is_none()) =>
             {
@@ -778,13 +781,13 @@ async fn changed(changes: &mut broadcast::Receiver<String>, name: &str) {
 /// has not ended on its own): its CANCELLED record, who asked as the mark says, then the
 /// delete of the object at the version `meta` shows (a newer copy is judged again). Answers
 /// when to look at the job again after a failed write; `None` once done.
-pub(crate) async fn finish_cancel<K: crate::objects::Object>(
-    objects: &crate::objects::Objects<K>,
-    cluster: &crate::cluster::Cluster,
-    records: &std::sync::Arc<crate::records::Records>,
-    kind: kubeferry_core::JobKind,
+pub(crate) async fn finish_cancel<K: Object>(
+    objects: &Objects<K>,
+    cluster: &Cluster,
+    records: &Arc<Records>,
+    kind: JobKind,
     meta: &ManagedMeta,
-    cancelling: &kubeferry_core::ExecutionInfo,
+    cancelling: &ExecutionInfo,
     retry_interval: Duration,
 ) -> Option<Timestamp> {
     let by = meta
@@ -813,10 +816,10 @@ pub(crate) async fn finish_cancel<K: crate::objects::Object>(
     match stopped {
         Ok(Stopped::NotRecorded(error)) | Err(error) => {
             warn!(message = "could not finish a cancel; will retry", namespace = %meta.namespace, name = %meta.name, %error);
-            crate::settling::retry_at(&error, retry_interval)
+            retry_at(&error, retry_interval)
         }
         Ok(_) => {
-            tracing::info!(message = "finished a cancel", namespace = %meta.namespace, name = %meta.name);
+            info!(message = "finished a cancel", namespace = %meta.namespace, name = %meta.name);
             None
         }
     }

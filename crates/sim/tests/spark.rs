@@ -238,7 +238,8 @@ async fn release_each_run(api: &Api<DynamicObject>, name: &str, gate: &std::path
     }
 }
 
-/// A file whose creation lets a driver started with `until=<file>` finish.
+/// A file whose creation lets a driver started with `until=<file>` finish (or, with
+/// `take=<file>`, one run of it).
 fn release_file(name: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!(
         "kubeferry-sim-spark-{name}-{}-{}",
