@@ -20,39 +20,25 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+mod common;
+
+use common::{files_under, name_of, repo_root};
+
 /// The longest sentence allowed anywhere, in words.
 const MAX_WORDS: usize = 50;
 /// The median sentence length over prose must stay under this, in words.
 const MEDIAN_UNDER: f64 = 20.0;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the repository root exists")
-}
-
 /// Every `.md` file under `dir`, skipping build output, virtual environments and hidden
 /// directories.
 fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        if path.is_dir() {
-            let skipped = name.starts_with('.')
-                || matches!(&*name, "target" | "node_modules" | "venv" | "__pycache__")
-                || path.join("pyvenv.cfg").exists();
-            if !skipped {
-                markdown_files(&path, out);
-            }
-        } else if name.ends_with(".md") {
-            out.push(path);
-        }
-    }
+    let enter = |path: &Path| {
+        let name = name_of(path);
+        !(name.starts_with('.')
+            || matches!(&*name, "target" | "node_modules" | "venv" | "__pycache__")
+            || path.join("pyvenv.cfg").exists())
+    };
+    files_under(dir, &enter, &|path| name_of(path).ends_with(".md"), out);
 }
 
 /// README.md and every page of the guide.

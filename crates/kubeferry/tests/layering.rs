@@ -11,36 +11,23 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+mod common;
+
+use common::{files_under, name_of, repo_root};
+
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use quote::ToTokens;
 
 /// Where each import of one module by another is written: `(from, to)` to a file.
 type Imports = BTreeMap<(String, String), String>;
 
-fn crates_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .canonicalize()
-        .expect("the crates directory exists")
-}
-
 /// Every `.rs` file under `dir` that is not test code.
 fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        if path.is_dir() {
-            if name != "tests" {
-                source_files(&path, out);
-            }
-        } else if name.ends_with(".rs") && name != "tests.rs" {
-            out.push(path);
-        }
-    }
+    let keep = |path: &Path| {
+        let name = name_of(path);
+        name.ends_with(".rs") && name != "tests.rs"
+    };
+    files_under(dir, &|path| name_of(path) != "tests", &keep, out);
 }
 
 /// The module path of a file under `src` (`a.rs` and `a/mod.rs` are `[a]`, `a/b.rs` is
@@ -393,7 +380,7 @@ fn described(cycle: &[String], imports: &Imports) -> String {
 
 #[test]
 fn no_crate_has_an_import_cycle_between_its_modules() {
-    let mut crates: Vec<PathBuf> = fs::read_dir(crates_dir())
+    let mut crates: Vec<PathBuf> = fs::read_dir(repo_root().join("crates"))
         .expect("the crates directory")
         .map(|e| e.expect("an entry").path().join("src"))
         .filter(|src| src.is_dir())
