@@ -21,7 +21,7 @@ use tracing::{debug, warn};
 
 use crate::error::{Error, Result};
 use crate::kind::{
-    Acted, Acting, Answers, Common, Found, FoundOf, Kind, KindBase, Outcome, Pace, Relisted, Seen,
+    Acted, Acting, Answers, Common, Found, FoundOf, Kind, KindBase, Outcome, Relisted, Seen,
     Shared, Watches,
 };
 use crate::objects::{Current, Objects};
@@ -31,7 +31,7 @@ use crate::settling::{
     Change, JobStates, NamespaceSettler, Releases, Request, SETTLED_AT_ONCE, Settlers, Timers,
     after, cancel_finish_due, merged, release_held, retry_at, retry_delay, while_deciding,
 };
-use crate::tracker::{Recent, lock};
+use crate::tracker::{Recent, Watching, lock};
 
 /// A job's status, and when time alone next changes it.
 pub(crate) struct Evaluated {
@@ -40,9 +40,13 @@ pub(crate) struct Evaluated {
 }
 
 impl<K: Evaluates> Common<K> {
-    /// A kind over `shared`, paced by `pace`: `build` makes it of what it keeps in common with
+    /// A kind over `shared`, watching as `watching` says: `build` makes it of what it keeps in common with
     /// every kind.
-    pub(crate) fn build(shared: &Shared, pace: Pace, build: impl FnOnce(Self) -> K) -> Arc<K> {
+    pub(crate) fn build(
+        shared: &Shared,
+        watching: Watching,
+        build: impl FnOnce(Self) -> K,
+    ) -> Arc<K> {
         Arc::new_cyclic(|me| {
             build(Self {
                 base: KindBase::new(shared.cluster.clone(), shared.records.clone()),
@@ -51,7 +55,7 @@ impl<K: Evaluates> Common<K> {
                 warned: Recent::new(10_000),
                 found_gone: Recent::new(10_000),
                 releases: Releases::new(),
-                pace,
+                watching,
             })
         })
     }
@@ -111,7 +115,7 @@ impl<K: Evaluates> Answers for K {
     /// From the watch cache (one GET on a miss); writes nothing.
     async fn status(&self, id: &ExecutionId) -> Result<ExecutionInfo> {
         let watch = self.watch(&id.namespace).await?;
-        let synced = watch.wait_synced(self.common().pace.sync_timeout).await;
+        let synced = watch.wait_synced(self.common().watching.sync_timeout).await;
         if let Some(answer) = self.final_answer(id, false).await {
             return Ok(answer);
         }
@@ -187,7 +191,7 @@ pub(crate) trait Evaluates: Kind {
                 && self.namespaces().absent_lately(
                     &id.namespace,
                     &id.name,
-                    self.common().pace.absent_ttl,
+                    self.common().watching.reflector.absent_ttl,
                 )
             {
                 return Ok(None);
@@ -347,7 +351,7 @@ pub(crate) trait Evaluates: Kind {
                     };
                     // Bounded: a settler held up by a slow API server must not hold the question.
                     let info = match tokio::time::timeout(
-                        state.pace.sync_timeout,
+                        state.watching.sync_timeout,
                         self.settle_now(id, found),
                     )
                     .await

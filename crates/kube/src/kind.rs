@@ -198,32 +198,8 @@ pub(crate) struct Common<K: Kind> {
     pub(crate) found_gone: Recent,
     /// The objects a settler let go of lately, or holds a while first (`settling::release_held`).
     pub(crate) releases: Releases,
-    /// How its waits are paced.
-    pub(crate) pace: Pace,
-}
-
-/// How a kind's waits are paced, as its settings say.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Pace {
-    /// How long a status query waits for a namespace's first list.
-    pub(crate) sync_timeout: Duration,
-    /// How often a waiter looks again when nothing changes, and a failed action is retried.
-    pub(crate) recheck_interval: Duration,
-    /// How long the server's "no such object" stands while the watch is current.
-    pub(crate) absent_ttl: Duration,
-    /// How long one watch request lasts.
-    pub(crate) watch_timeout: Duration,
-}
-
-impl From<&Watching> for Pace {
-    fn from(watching: &Watching) -> Pace {
-        Pace {
-            sync_timeout: watching.sync_timeout,
-            recheck_interval: watching.recheck_interval,
-            absent_ttl: watching.reflector.absent_ttl,
-            watch_timeout: watching.reflector.watch_timeout,
-        }
-    }
+    /// How its watches run and its readers wait, as its settings say.
+    pub(crate) watching: Watching,
 }
 
 /// What every kind of one cluster is built over: the cluster, and the outcome records.
@@ -500,7 +476,7 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
             (self.cluster().clone(), Self::JOB_KIND),
             namespace,
             &self.narrowed(&crate::selector::managed(selector)),
-            self.common().pace.watch_timeout,
+            self.common().watching.reflector.watch_timeout,
             served,
         )
     }
@@ -851,7 +827,7 @@ pub(crate) trait Kind: Sized + Send + Sync + 'static {
     /// How often a waiter looks again when nothing changes (time-based rules), and how soon a
     /// job whose settling failed is looked at again.
     fn recheck_interval(&self) -> Duration {
-        self.common().pace.recheck_interval
+        self.common().watching.recheck_interval
     }
 
     /// Records an outcome kubeferry decided on the object, then deletes it; only then may the

@@ -27,8 +27,8 @@ use crate::cluster::Op;
 use crate::error::{ALL_NAMESPACES, Result};
 use crate::evaluating::{Evaluates, copy_key};
 use crate::kind::{
-    Acted, Acting, Common, Kind, KindHealth, Listed, Looked, ManagedObjects, Pace, Relisted,
-    Shared, Watches,
+    Acted, Acting, Common, Kind, KindHealth, Listed, Looked, ManagedObjects, Relisted, Shared,
+    Watches,
 };
 use crate::manifest::job_manifest;
 use crate::objects::{Attempt, Current, Objects};
@@ -89,7 +89,7 @@ pub(crate) type Found = crate::kind::Found<JobView, Vec<PodView>>;
 impl ContainerJobs {
     /// A backend over `shared`.
     pub(crate) fn new(shared: &Shared, settings: ContainerSettings) -> Arc<Self> {
-        Common::build(shared, Pace::from(&settings.watching), |common| Self {
+        Common::build(shared, settings.watching.clone(), |common| Self {
             common,
             settings,
             lagging: Recent::new(10_000),

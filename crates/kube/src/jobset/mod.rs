@@ -34,7 +34,7 @@ use tokio::time::Instant;
 use crate::cluster::Op;
 use crate::error::{Error, Result};
 use crate::evaluating::Evaluates;
-use crate::kind::{Acting, Common, Kind, Listed, ManagedObjects, Pace, Relisted, Shared, Watches};
+use crate::kind::{Acting, Common, Kind, Listed, ManagedObjects, Relisted, Shared, Watches};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::jobset::{api_resource, jobset_manifest};
 use crate::objects::{Attempt, Current, Objects};
@@ -96,7 +96,7 @@ pub(crate) struct Children {
 impl JobSets {
     /// A backend over `shared`.
     pub(crate) fn new(shared: &Shared, settings: JobSetSettings) -> Arc<Self> {
-        Common::build(shared, Pace::from(&settings.watching), |common| Self {
+        Common::build(shared, settings.watching.clone(), |common| Self {
             common,
             installed: Mutex::new(None),
             discovering: tokio::sync::Mutex::new(()),

@@ -29,7 +29,7 @@ use kubeferry_core::{ExecutionId, ExecutionInfo, JobKind};
 use crate::container::ContainerSettings;
 use crate::error::Result;
 use crate::evaluating::Evaluates;
-use crate::kind::{Acting, Common, Kind, Listed, Looked, ManagedObjects, Pace, Relisted, Shared};
+use crate::kind::{Acting, Common, Kind, Listed, Looked, ManagedObjects, Relisted, Shared};
 use crate::manifest::MAIN_CONTAINER;
 use crate::manifest::pod::pod_manifest;
 use crate::objects::{Attempt, Current, Objects};
@@ -58,7 +58,7 @@ pub(crate) type Found = crate::kind::Found<BarePodView, ()>;
 impl Pods {
     /// A backend over `shared`.
     pub(crate) fn new(shared: &Shared, settings: ContainerSettings) -> Arc<Self> {
-        Common::build(shared, Pace::from(&settings.watching), |common| Self {
+        Common::build(shared, settings.watching.clone(), |common| Self {
             common,
             settings,
         })

@@ -38,8 +38,8 @@ use crate::error::ALL_NAMESPACES;
 use crate::error::{Error, Result};
 use crate::evaluating::Evaluates;
 use crate::kind::{
-    Acted, Acting, Common, Kind, KindHealth, Listed, ManagedObjects, Outcome, Pace, Relisted,
-    Shared, Watches,
+    Acted, Acting, Common, Kind, KindHealth, Listed, ManagedObjects, Outcome, Relisted, Shared,
+    Watches,
 };
 use crate::manifest::spark::{api_resource, spark_application};
 use crate::objects::{Attempt, Current, Objects};
@@ -135,7 +135,7 @@ impl Drivers {
 impl SparkJobs {
     /// A backend over `shared`.
     pub(crate) fn new(shared: &Shared, settings: SparkSettings) -> Arc<Self> {
-        Common::build(shared, Pace::from(&settings.watching), |common| Self {
+        Common::build(shared, settings.watching.clone(), |common| Self {
             common,
             installed: Mutex::new(None),
             settings,
