@@ -202,12 +202,39 @@ impl<K: Object> Objects<K> {
         annotations: &[(&str, &str)],
         retry_no_response: bool,
     ) -> Result<K> {
+        self.annotate_and_set(
+            cluster,
+            name,
+            resource_version,
+            annotations,
+            None,
+            retry_no_response,
+        )
+        .await
+    }
+
+    /// Sets `annotations` as [`Objects::annotate`] does and, in the same write, merges `spec`
+    /// into the object's spec.
+    pub(crate) async fn annotate_and_set(
+        &self,
+        cluster: &Cluster,
+        name: &str,
+        resource_version: Option<&str>,
+        annotations: &[(&str, &str)],
+        spec: Option<serde_json::Value>,
+        retry_no_response: bool,
+    ) -> Result<K> {
         let annotations: serde_json::Map<String, serde_json::Value> = annotations
             .iter()
             .map(|(key, value)| ((*key).to_string(), serde_json::json!(value)))
             .collect();
-        let fields = serde_json::json!({ "annotations": annotations });
-        self.patch_metadata(cluster, name, resource_version, fields, retry_no_response)
+        let mut patch = serde_json::json!({
+            "metadata": { "annotations": annotations, "resourceVersion": resource_version },
+        });
+        if let Some(spec) = spec {
+            patch["spec"] = spec;
+        }
+        self.merge_patch(cluster, name, &patch, retry_no_response)
             .await
     }
 
@@ -221,7 +248,18 @@ impl<K: Object> Objects<K> {
     ) -> Result<K> {
         fields["resourceVersion"] = serde_json::json!(resource_version);
         let patch = serde_json::json!({ "metadata": fields });
-        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        self.merge_patch(cluster, name, &patch, retry_no_response)
+            .await
+    }
+
+    async fn merge_patch(
+        &self,
+        cluster: &Cluster,
+        name: &str,
+        patch: &serde_json::Value,
+        retry_no_response: bool,
+    ) -> Result<K> {
+        let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
         cluster
             .call(&self.op("patch", name), retry_no_response, || {
                 self.api.patch(name, &params, &patch)

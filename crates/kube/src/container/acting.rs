@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::{Patch, PatchParams};
 use kubeferry_core::container::{
     ContainerStateView, JobConditionType, JobObservation, JobView, PodView, container_status,
 };
@@ -19,15 +18,13 @@ use tracing::{info, warn};
 
 use super::ContainerJobs;
 use super::tracker::{NamespaceWatch, listed_pods};
-use crate::cluster::{Cluster, Op};
+use crate::cluster::Cluster;
 use crate::error::Result;
 use crate::kind::{Acted, Outcome};
 use crate::kind::{Kind, Seen};
 use crate::objects::Objects;
 use crate::records::gives_way;
 use crate::settling::{after, retry_at};
-
-const JOBS: &str = "jobs.batch";
 
 /// What the settler does before a container job's outcome stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,17 +111,6 @@ impl ContainerJobs {
         }
     }
 
-    /// Merge-patches a Job (retried as any safe request: the record patches are the same
-    /// whoever repeats them, and each carries a precondition).
-    async fn patch(&self, job: &JobView, patch: &serde_json::Value) -> Result<Job> {
-        let api = self.objects(&job.namespace).api;
-        let op = Op::named("patch", JOBS, &job.namespace, &job.name);
-        let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
-        self.cluster()
-            .call(&op, true, || api.patch(&job.name, &params, &patch))
-            .await
-    }
-
     /// Records an outcome on a Job that Kubernetes already judged, so that every replica
     /// reports it (the mapping's rule 0). Replicas may read the same end from different views
     /// (one saw the pod's final state, another only the Job's verdict): the write carries the
@@ -132,13 +118,16 @@ impl ContainerJobs {
     /// read and stands rather than being overwritten, whatever this replica's views tell.
     async fn record(&self, job: &JobView, info: &ExecutionInfo) -> Result<Job> {
         let outcome = kubeferry_core::marks::outcome_record(info);
-        let patch = serde_json::json!({
-            "metadata": {
-                "resourceVersion": job.resource_version,
-                "annotations": { OUTCOME_ANNOTATION: outcome },
-            },
-        });
-        let patched = self.patch(job, &patch).await?;
+        let patched = self
+            .objects(&job.namespace)
+            .annotate(
+                self.cluster(),
+                &job.name,
+                job.resource_version.as_deref(),
+                &[(OUTCOME_ANNOTATION, &outcome)],
+                true,
+            )
+            .await?;
         info!(message = "recorded an outcome read from the pods", job = %job.name, state = %info.state, reason = %info.reason);
         Ok(patched)
     }
@@ -159,17 +148,18 @@ impl ContainerJobs {
         kueue: bool,
     ) -> Result<Job> {
         let outcome = kubeferry_core::marks::outcome_record(info);
-        let metadata = serde_json::json!({
-            "resourceVersion": job.resource_version,
-            "annotations": { OUTCOME_ANNOTATION: outcome },
-        });
-        let patch = if kueue {
-            serde_json::json!({ "metadata": metadata })
-        } else {
-            serde_json::json!({ "metadata": metadata, "spec": { "suspend": true } })
-        };
         // Safe to repeat: a repeat of a patch that took effect fails its precondition.
-        let patched = self.patch(job, &patch).await?;
+        let patched = self
+            .objects(&job.namespace)
+            .annotate_and_set(
+                self.cluster(),
+                &job.name,
+                job.resource_version.as_deref(),
+                &[(OUTCOME_ANNOTATION, &outcome)],
+                (!kueue).then(|| serde_json::json!({ "suspend": true })),
+                true,
+            )
+            .await?;
         if kueue {
             // 404: done; 409: another Job of that name now.
             self.objects(&job.namespace)
