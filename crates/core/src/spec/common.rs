@@ -315,6 +315,16 @@ impl Checks {
         }
     }
 
+    /// `labels`, `annotations` ([`Checks::metadata`]) and `keepLog` ([`Checks::keep_log`]).
+    pub(super) fn job_metadata(
+        &mut self,
+        metadata: &JobMetadata,
+        reserved_label: fn(&str) -> Result<(), String>,
+    ) {
+        self.metadata(&metadata.labels, &metadata.annotations, reserved_label);
+        self.keep_log(metadata.keep_log.as_ref());
+    }
+
     /// `labels` and `annotations`: valid keys that are not kubeferry's own marks (nor, for
     /// labels, what `reserved_label` refuses), valid label values, and annotations that leave
     /// room for kubeferry's marks.

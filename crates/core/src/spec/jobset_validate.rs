@@ -42,12 +42,7 @@ pub(crate) fn jobset_job(job: &JobSetJob) -> Vec<Found> {
             "is too large (at most 2^31-1)",
         );
     }
-    c.metadata(
-        &job.metadata.labels,
-        &job.metadata.annotations,
-        jobset_reserved,
-    );
-    c.keep_log(job.metadata.keep_log.as_ref());
+    c.job_metadata(&job.metadata, jobset_reserved);
     c.found
 }
 

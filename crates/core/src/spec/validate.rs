@@ -110,12 +110,7 @@ pub(crate) fn container_job(job: &ContainerJob) -> Vec<Found> {
         c.value(path, label_value(value));
     }
     tolerations(&mut c, job);
-    c.metadata(
-        &job.metadata.labels,
-        &job.metadata.annotations,
-        job_reserved,
-    );
-    c.keep_log(job.metadata.keep_log.as_ref());
+    c.job_metadata(&job.metadata, job_reserved);
     volumes(&mut c, job);
     security_context(&mut c, job);
     c.found
