@@ -42,7 +42,9 @@ impl ProcessTable {
     pub fn register(&self, pgid: i32) {
         self.groups.lock().insert(pgid);
         if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
-            self.kill_all();
+            self.groups.lock().remove(&pgid);
+            signal_group(pgid, Signal::SIGKILL);
+            wait_gone(&HashSet::from([pgid]));
         }
     }
 
@@ -68,12 +70,16 @@ impl ProcessTable {
         }
         let mut waited: HashSet<i32> = self.ended.lock().drain().collect();
         waited.extend(groups);
-        // SIGKILL ends a process within milliseconds unless it is stuck in the kernel: the
-        // bound is for that case only.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-        while !running_of(&waited).is_empty() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
+        wait_gone(&waited);
+    }
+}
+
+/// Waits until no process of `groups`, each sent SIGKILL, runs. SIGKILL ends a process within
+/// milliseconds unless it is stuck in the kernel: the bound of 2 s is for that case only.
+fn wait_gone(groups: &HashSet<i32>) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while !running_of(groups).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
 
