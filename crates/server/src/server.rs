@@ -61,8 +61,8 @@ pub enum StartError {
 }
 
 /// The executor settings a configuration asks for, for the cluster `cluster_config` (its Spark
-/// operator). Container and Spark jobs get the same name prefix and watch, tombstone, sync and
-/// recheck timings.
+/// operator). Container jobs, bare pods and Spark applications get the same name prefix; every
+/// kind the same watch, tombstone, absence, sync and recheck timings.
 pub fn executor_settings(
     config: &Config,
     cluster_config: &ClusterConfig,
